@@ -1,0 +1,191 @@
+//! Capabilities: the resources a tool reaches beyond its own input. Each one a tool declares is
+//! judged by policy on every call, with the concrete scope of that call (host, path, program).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A kind of resource a tool may use.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capability {
+    /// Read files.
+    FsRead,
+    /// Create or change files.
+    FsWrite,
+    /// Make outgoing HTTP requests.
+    NetHttp,
+    /// Start a process.
+    ProcessSpawn,
+    /// Call a model.
+    ModelCall,
+    /// Read the named secret.
+    Secret(String),
+}
+
+/// A capability name that Bosun does not know.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CapabilityError {
+    /// Not one of the known names.
+    #[error(
+        "unknown capability `{0}`: use fs.read, fs.write, net.http, process.spawn, model.call or secret.<name>"
+    )]
+    Unknown(String),
+    /// `secret.` followed by an invalid name.
+    #[error("invalid secret name in `{0}`: use secret.<name> with letters, digits and _ (1-64)")]
+    BadSecretName(String),
+}
+
+impl Capability {
+    /// The capability's name as policy rules spell it, e.g. `net.http`.
+    pub fn as_action(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl FromStr for Capability {
+    type Err = CapabilityError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fs.read" => Ok(Self::FsRead),
+            "fs.write" => Ok(Self::FsWrite),
+            "net.http" => Ok(Self::NetHttp),
+            "process.spawn" => Ok(Self::ProcessSpawn),
+            "model.call" => Ok(Self::ModelCall),
+            other => match other.strip_prefix("secret.") {
+                Some(name)
+                    if !name.is_empty()
+                        && name.len() <= 64
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
+                    Ok(Self::Secret(name.to_owned()))
+                }
+                Some(_) => Err(CapabilityError::BadSecretName(other.to_owned())),
+                None => Err(CapabilityError::Unknown(other.to_owned())),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FsRead => f.write_str("fs.read"),
+            Self::FsWrite => f.write_str("fs.write"),
+            Self::NetHttp => f.write_str("net.http"),
+            Self::ProcessSpawn => f.write_str("process.spawn"),
+            Self::ModelCall => f.write_str("model.call"),
+            Self::Secret(name) => write!(f, "secret.{name}"),
+        }
+    }
+}
+
+impl Serialize for Capability {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The concrete reach of one use of a capability; rules may narrow on any of these.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scope {
+    /// Network host, for `net.http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Path relative to the workspace root, `/`-separated, for `fs.*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Program name, for `process.spawn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+}
+
+impl Scope {
+    /// True when no field is set.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_none() && self.path.is_none() && self.program.is_none()
+    }
+}
+
+/// One capability a call is about to use, with its scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityRequest {
+    /// Which capability.
+    pub capability: Capability,
+    /// Where it reaches.
+    #[serde(default, skip_serializing_if = "Scope::is_empty")]
+    pub scope: Scope,
+}
+
+impl CapabilityRequest {
+    /// A request with no scope.
+    pub fn bare(capability: Capability) -> Self {
+        Self {
+            capability,
+            scope: Scope::default(),
+        }
+    }
+
+    /// Parses `CAP` or `CAP:SCOPE`, where the scope is a host for `net.http`, a program for
+    /// `process.spawn` and a workspace-relative path otherwise.
+    pub fn parse(s: &str) -> Result<Self, CapabilityError> {
+        let (name, scope) = match s.split_once(':') {
+            Some((name, scope)) => (name, Some(scope)),
+            None => (s, None),
+        };
+        let capability: Capability = name.parse()?;
+        let mut request = Self::bare(capability);
+        if let Some(value) = scope.map(str::to_owned) {
+            match request.capability {
+                Capability::NetHttp => request.scope.host = Some(value),
+                Capability::ProcessSpawn => request.scope.program = Some(value),
+                _ => request.scope.path = Some(value),
+            }
+        }
+        Ok(request)
+    }
+}
+
+impl fmt::Display for CapabilityRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.capability)?;
+        let scope = &self.scope;
+        if let Some(v) = scope.host.as_ref().or(scope.program.as_ref()).or(scope.path.as_ref()) {
+            write!(f, ":{v}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in ["fs.read", "fs.write", "net.http", "process.spawn", "model.call", "secret.GH_TOKEN"] {
+            let cap: Capability = name.parse().unwrap();
+            assert_eq!(cap.to_string(), name);
+        }
+        assert!("fs.exec".parse::<Capability>().is_err());
+        assert!("secret.".parse::<Capability>().is_err());
+        assert!("secret.a-b".parse::<Capability>().is_err());
+    }
+
+    #[test]
+    fn scoped_requests_parse() {
+        let r = CapabilityRequest::parse("net.http:api.example.com").unwrap();
+        assert_eq!(r.scope.host.as_deref(), Some("api.example.com"));
+        let r = CapabilityRequest::parse("fs.write:src/main.rs").unwrap();
+        assert_eq!(r.scope.path.as_deref(), Some("src/main.rs"));
+        assert_eq!(r.to_string(), "fs.write:src/main.rs");
+    }
+}

@@ -1,0 +1,134 @@
+//! Decisions and their explanations. The ordering is the policy's "strictest wins":
+//! `Allow < Review < Ask < Deny` — `review` may be settled by a reviewer without a person, so a
+//! plain `ask` is stricter.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// What policy says about an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// A reviewer decides, and a person when the reviewer is unsure.
+    Review,
+    /// A person decides.
+    Ask,
+    /// Never run it.
+    Deny,
+}
+
+/// A decision word that is not one of the four.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown decision `{0}`: use allow, ask, review or deny")]
+pub struct DecisionError(pub String);
+
+impl FromStr for Decision {
+    type Err = DecisionError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "allow" => Ok(Self::Allow),
+            "review" => Ok(Self::Review),
+            "ask" => Ok(Self::Ask),
+            "deny" => Ok(Self::Deny),
+            other => Err(DecisionError(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Allow => "allow",
+            Self::Review => "review",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        })
+    }
+}
+
+/// Where a rule came from, lowest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// Nothing matched at all: the fallback `ask`.
+    Fallback,
+    /// The permission mode's defaults by risk.
+    Mode,
+    /// `$BOSUN_HOME/config.toml`.
+    User,
+    /// `<workspace>/.bosun/config.toml`.
+    Project,
+    /// A plugin's restrict hook.
+    Hook,
+    /// A `restrict_self` promise made during the session.
+    Promise,
+    /// An approval the person gave earlier in this session.
+    SessionGrant,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Fallback => "fallback",
+            Self::Mode => "mode",
+            Self::User => "user config",
+            Self::Project => "project config",
+            Self::Hook => "restrict hook",
+            Self::Promise => "restrict_self promise",
+            Self::SessionGrant => "session grant",
+        })
+    }
+}
+
+/// The rule that settled one check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedRule {
+    /// What was checked: a tool action or a capability request, e.g. `fs.read:src/lib.rs`.
+    pub subject: String,
+    /// The layer the rule lives in.
+    pub layer: Layer,
+    /// A readable description of the rule, e.g. `action = "builtin.tool.*" decision = "allow"`.
+    pub rule: String,
+    /// Where the rule is written (file:line, mode name, plugin name), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// What this rule decided for its subject.
+    pub decision: Decision,
+}
+
+/// A decision with every rule that contributed to it; the strictest one is `deciding`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The combined decision.
+    pub decision: Decision,
+    /// Index into `checks` of the rule that settled the outcome.
+    pub deciding: usize,
+    /// One entry per subject checked (the tool action, then each capability).
+    pub checks: Vec<MatchedRule>,
+}
+
+impl Explanation {
+    /// The rule that made the decision.
+    pub fn deciding_rule(&self) -> Option<&MatchedRule> {
+        self.checks.get(self.deciding)
+    }
+
+    /// One line for a person: `deny: fs.write:../x by user config rule action = ... (file:3)`.
+    pub fn summary(&self) -> String {
+        match self.deciding_rule() {
+            Some(rule) => {
+                let source = rule.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+                format!(
+                    "{} — {} decided by {} rule {}{}",
+                    self.decision, rule.subject, rule.layer, rule.rule, source
+                )
+            }
+            None => self.decision.to_string(),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Run events and the trace envelope. Trace schema version 1: one JSON object per line,
+//! `{schema_version, run_id, parent_run_id?, sequence, timestamp, event}`, where `event` carries
+//! a `type` such as `tool.proposed`. New event types may be added within a version; a field is
+//! never removed or renamed without a new version.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{CapabilityRequest, Decision, Explanation, ToolError};
+
+/// The trace schema this build writes.
+pub const TRACE_SCHEMA_VERSION: u32 = 1;
+
+/// How a person (or the lack of one) answered an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and later calls of the same tool in this session.
+    AllowSession,
+    /// Do not run it.
+    Deny,
+    /// Nobody could be asked; treated as a refusal.
+    Unavailable,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Everything asked for was done.
+    Completed,
+    /// A tool returned an error.
+    ToolError,
+    /// Policy denied a call.
+    Denied,
+    /// A call needed approval and nobody could give it.
+    NeedsApproval,
+    /// The run could not proceed (bad configuration, internal error).
+    Failed,
+    /// The run was cancelled.
+    Cancelled,
+    /// A budget ran out.
+    LimitReached,
+}
+
+/// Something that happened during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    /// A run began.
+    #[serde(rename = "run.started")]
+    RunStarted {
+        /// What started it, e.g. `tools call read_file`.
+        command: String,
+        /// The workspace root.
+        workspace: String,
+        /// The permission mode.
+        mode: String,
+    },
+    /// A run ended.
+    #[serde(rename = "run.finished")]
+    RunFinished {
+        /// How.
+        outcome: RunOutcome,
+    },
+    /// A tool call was proposed.
+    #[serde(rename = "tool.proposed")]
+    ToolProposed {
+        /// Call id.
+        call_id: String,
+        /// Tool name as proposed.
+        tool: String,
+        /// Input as proposed.
+        input: Value,
+    },
+    /// Policy decided a call.
+    #[serde(rename = "tool.decided")]
+    ToolDecided {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The tool's policy action.
+        action: String,
+        /// Capabilities judged with it.
+        capabilities: Vec<CapabilityRequest>,
+        /// The decision and the rules behind it.
+        explanation: Explanation,
+    },
+    /// A person was asked to approve a call.
+    #[serde(rename = "approval.asked")]
+    ApprovalAsked {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Why policy asks.
+        reason: String,
+    },
+    /// The approval was answered.
+    #[serde(rename = "approval.answered")]
+    ApprovalAnswered {
+        /// Call id.
+        call_id: String,
+        /// The answer.
+        answer: ApprovalAnswer,
+    },
+    /// A promise restricting the rest of the session was made.
+    #[serde(rename = "policy.promised")]
+    PromiseMade {
+        /// Call id of the `restrict_self` call.
+        call_id: String,
+        /// The action pattern it binds.
+        action: String,
+        /// The decision it imposes.
+        decision: Decision,
+    },
+    /// A tool began executing.
+    #[serde(rename = "tool.started")]
+    ToolStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+    },
+    /// A tool finished successfully.
+    #[serde(rename = "tool.completed")]
+    ToolCompleted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The bounded output.
+        output: Value,
+        /// Whether anything was left out.
+        truncated: bool,
+        /// Wall time of the execution, in microseconds.
+        duration_us: u64,
+    },
+    /// A call ended in an error, at any stage.
+    #[serde(rename = "tool.failed")]
+    ToolFailed {
+        /// Call id.
+        call_id: String,
+        /// Tool name as proposed.
+        tool: String,
+        /// The error the caller saw.
+        error: ToolError,
+        /// Wall time since the call was proposed, in microseconds.
+        duration_us: u64,
+    },
+}
+
+impl Event {
+    /// The event's type as written in the trace.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run.started",
+            Self::RunFinished { .. } => "run.finished",
+            Self::ToolProposed { .. } => "tool.proposed",
+            Self::ToolDecided { .. } => "tool.decided",
+            Self::ApprovalAsked { .. } => "approval.asked",
+            Self::ApprovalAnswered { .. } => "approval.answered",
+            Self::PromiseMade { .. } => "policy.promised",
+            Self::ToolStarted { .. } => "tool.started",
+            Self::ToolCompleted { .. } => "tool.completed",
+            Self::ToolFailed { .. } => "tool.failed",
+        }
+    }
+}
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// [`TRACE_SCHEMA_VERSION`] when written.
+    pub schema_version: u32,
+    /// The run.
+    pub run_id: String,
+    /// The run that started this one, for subagents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// 0, 1, 2… within the run.
+    pub sequence: u64,
+    /// When it happened.
+    pub timestamp: DateTime<Utc>,
+    /// What happened.
+    pub event: Event,
+}

@@ -1,0 +1,36 @@
+//! Bosun's shared vocabulary: what a tool is, what it may touch, what a call returns, and what a
+//! run records.
+//!
+//! This crate does no I/O. Everything else in Bosun — the policy engine, the chokepoint, plugin
+//! hosts, model adapters — speaks in these types, so a tool spec checked here is checked the same
+//! way for a built-in, a WebAssembly plugin or an MCP server's tool.
+//!
+//! ```
+//! use bosun_core::{Risk, ToolName, ToolSpec};
+//! use serde_json::json;
+//!
+//! let spec = ToolSpec::builder(ToolName::new("count_text").unwrap(), "Count words in a text.")
+//!     .risk(Risk::Read)
+//!     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
+//!     .build()
+//!     .unwrap();
+//! assert_eq!(spec.name.as_str(), "count_text");
+//! ```
+
+mod capability;
+mod classification;
+mod decision;
+mod event;
+mod limits;
+mod redact;
+mod result;
+mod tool;
+
+pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
+pub use classification::{Classification, ClassificationError};
+pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};
+pub use event::{ApprovalAnswer, Envelope, Event, RunOutcome, TRACE_SCHEMA_VERSION};
+pub use limits::Limits;
+pub use redact::Redactor;
+pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};
+pub use tool::{Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description};
