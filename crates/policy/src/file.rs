@@ -1,0 +1,153 @@
+//! The `[policy]` table of a config file and where it came from. This module parses and locates
+//! (byte spans to lines); it never reads a file itself — callers pass the text they read.
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::{Example, PolicyError, Rule};
+
+/// The `[policy]` table: rules and the examples that check them.
+///
+/// It deserialises as a field of a bigger config struct (`#[serde(default)] policy: PolicyFile`)
+/// parsed with `toml::from_str`, keeping each entry's span so errors can name a line.
+///
+/// ```toml
+/// [policy]
+/// examples = [{ action = "fs.write", path = "secrets/key", expect = "deny" }]
+///
+/// [[policy.rules]]
+/// action = "fs.write"
+/// path = "secrets/**"
+/// decision = "deny"
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// `[[policy.rules]]`.
+    #[serde(default)]
+    pub rules: Vec<Spanned<Rule>>,
+    /// `policy.examples = [{ action = "...", expect = "..." }]`.
+    #[serde(default)]
+    pub examples: Vec<Spanned<Example>>,
+}
+
+/// A standalone document: only a `[policy]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    #[serde(default)]
+    policy: PolicyFile,
+}
+
+impl PolicyFile {
+    /// Parses a document whose top level holds only a `[policy]` table. Config files with other
+    /// tables are parsed by their owner, with `PolicyFile` as a field.
+    pub fn parse(text: &str) -> Result<PolicyFile, PolicyError> {
+        toml::from_str::<Document>(text)
+            .map(|document| document.policy)
+            .map_err(|error| {
+                let position = error.span().map(|span| line_col(text, span.start));
+                PolicyError::Parse {
+                    line: position.map(|(line, _)| line),
+                    column: position.map(|(_, column)| column),
+                    message: error.message().trim_end().to_owned(),
+                }
+            })
+    }
+
+    /// A file built in code rather than parsed: entries carry empty spans, so pair it with a
+    /// [`Source`] without text.
+    pub fn from_rules(rules: impl IntoIterator<Item = Rule>) -> PolicyFile {
+        PolicyFile {
+            rules: rules
+                .into_iter()
+                .map(|rule| Spanned::new(0..0, rule))
+                .collect(),
+            examples: Vec::new(),
+        }
+    }
+}
+
+/// Where a policy file came from, to name it in explanations and errors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// How to name it: usually its path.
+    pub name: String,
+    /// The text its spans index into; without it, locations name the file but no line.
+    pub text: Option<String>,
+}
+
+impl Source {
+    /// A source known by name only.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            text: None,
+        }
+    }
+
+    /// A source with the text that was parsed.
+    pub fn with_text(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            text: Some(text.into()),
+        }
+    }
+
+    /// The location of byte `offset` of the text.
+    pub(crate) fn locate(&self, offset: usize) -> Location {
+        Location {
+            file: self.name.clone(),
+            line: self.text.as_deref().map(|text| line_col(text, offset).0),
+        }
+    }
+}
+
+/// A file and, when known, a 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub(crate) file: String,
+    pub(crate) line: Option<usize>,
+}
+
+impl Location {
+    /// `file:line`, or `file`.
+    pub(crate) fn render(&self) -> String {
+        crate::error::at(&self.file, self.line)
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset`. Works on bytes so that an offset
+/// past the end or inside a character (a span from a different text) cannot panic.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    // Count characters by their first bytes: every byte that is not a UTF-8 continuation.
+    let column = 1 + before[line_start..]
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count();
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn line_col_counts_lines_and_characters() {
+        let text = "ab\ncé\nx";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 3), (2, 1));
+        assert_eq!(line_col(text, 6), (2, 3));
+        assert_eq!(line_col(text, 7), (3, 1));
+        assert_eq!(line_col(text, 5), (2, 3), "inside a character");
+        assert_eq!(line_col(text, 999), (3, 2), "past the end");
+    }
+}

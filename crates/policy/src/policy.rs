@@ -1,0 +1,340 @@
+//! The evaluator: mode defaults, user and project tables, promises and hooks combined into one
+//! decision and its explanation (the precedence is in the crate docs). Loading, in
+//! [`PolicyBuilder`], compiles patterns and checks examples and may fail; deciding never fails
+//! and never panics, whatever the subject holds.
+
+use std::collections::HashMap;
+
+use bosun_core::{Capability, Decision, Explanation, Layer, MatchedRule, Risk};
+use globset::Candidate;
+
+use crate::example;
+use crate::matcher::{CompiledRule, RuleSet};
+use crate::subject::NormalScope;
+use crate::{HookVerdict, Mode, PolicyError, PolicyFile, Promise, Source, Subject};
+
+/// The loaded decision table. Cheap to share (`Arc<Policy>`); immutable once built.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    mode: Mode,
+    known_risks: HashMap<String, Risk>,
+    user: RuleSet,
+    project: RuleSet,
+    project_trusted: bool,
+}
+
+/// Builds a [`Policy`] file by file, checking each file's examples as it is added.
+#[derive(Debug, Clone)]
+pub struct PolicyBuilder {
+    policy: Policy,
+    project_trust: Option<bool>,
+}
+
+/// What the mode default was taken from.
+#[derive(Debug, Clone, Copy)]
+enum DefaultOf {
+    Risk(Risk),
+    Secret,
+}
+
+/// The rule currently settling one subject, kept by reference until the end so that deciding
+/// formats one explanation, not one per layer.
+#[derive(Debug, Clone, Copy)]
+enum Winner<'a> {
+    Fallback,
+    Mode(Decision, DefaultOf),
+    Rule(Layer, &'a CompiledRule),
+}
+
+impl Winner<'_> {
+    fn decision(&self) -> Decision {
+        match self {
+            Self::Fallback => Decision::Ask,
+            Self::Mode(decision, _) => *decision,
+            Self::Rule(_, rule) => rule.rule.decision,
+        }
+    }
+}
+
+impl<'a> Winner<'a> {
+    /// Lets `rule` from `layer` take over when it is stricter, or looser when the layer may
+    /// loosen. On a tie the earlier winner stays, so explanations point at the original rule —
+    /// except the fallback, which claims nothing matched, and so yields to any rule that did.
+    fn offer(&mut self, layer: Layer, rule: &'a CompiledRule, may_loosen: bool) {
+        let current = self.decision();
+        let offered = rule.rule.decision;
+        let take = offered > current
+            || (may_loosen && offered < current)
+            || (offered == current && matches!(self, Self::Fallback));
+        if take {
+            *self = Self::Rule(layer, rule);
+        }
+    }
+}
+
+impl Policy {
+    /// Starts a policy in `mode` with no rules.
+    pub fn builder(mode: Mode) -> PolicyBuilder {
+        PolicyBuilder {
+            policy: Policy {
+                mode,
+                known_risks: HashMap::new(),
+                user: RuleSet::default(),
+                project: RuleSet::default(),
+                project_trusted: false,
+            },
+            project_trust: None,
+        }
+    }
+
+    /// A policy that is only its mode's defaults.
+    pub fn new(mode: Mode) -> Policy {
+        Self::builder(mode).build()
+    }
+
+    /// The permission mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// How many user and project rules are loaded.
+    pub fn rule_count(&self) -> usize {
+        self.user.len() + self.project.len()
+    }
+
+    /// Whether the project config was added as trusted (and so may loosen).
+    pub fn project_trusted(&self) -> bool {
+        self.project_trusted
+    }
+
+    /// Judges a call: every subject (the tool action, then each capability), with the session's
+    /// promises, then the plugins' restrict hooks. The combined decision is the strictest;
+    /// `deciding` points at the first check that reached it, or at the hook that raised it.
+    pub fn decide(
+        &self,
+        subjects: &[Subject],
+        promises: &[Promise],
+        hooks: &[HookVerdict],
+    ) -> Explanation {
+        let mut checks: Vec<MatchedRule> = subjects
+            .iter()
+            .map(|s| self.decide_one(s, promises))
+            .collect();
+        if checks.is_empty() {
+            // A call always has its tool action; no subject at all is a caller's bug, and the
+            // safe answer to a bug is to ask.
+            checks.push(MatchedRule {
+                subject: String::new(),
+                layer: Layer::Fallback,
+                rule: "no subject was given to judge".to_owned(),
+                source: None,
+                decision: Decision::Ask,
+            });
+        }
+        let (mut deciding, mut decision) = (0, Decision::Allow);
+        for (index, check) in checks.iter().enumerate() {
+            if index == 0 || check.decision > decision {
+                (deciding, decision) = (index, check.decision);
+            }
+        }
+        let strictest_hook = hooks
+            .iter()
+            .filter(|hook| hook.decision != Decision::Allow)
+            .fold(None::<&HookVerdict>, |best, hook| match best {
+                Some(best) if best.decision >= hook.decision => Some(best),
+                _ => Some(hook),
+            });
+        if let Some(hook) = strictest_hook
+            && hook.decision > decision
+        {
+            checks.push(MatchedRule {
+                subject: subjects
+                    .first()
+                    .map(|s| s.action.clone())
+                    .unwrap_or_default(),
+                layer: Layer::Hook,
+                rule: format!("{}: {}", hook.plugin, hook.reason),
+                source: Some(hook.plugin.clone()),
+                decision: hook.decision,
+            });
+            deciding = checks.len() - 1;
+            decision = hook.decision;
+        }
+        Explanation {
+            decision,
+            deciding,
+            checks,
+        }
+    }
+
+    /// Judges one subject with the session's promises (no hooks: they answer for whole calls).
+    pub fn decide_one(&self, subject: &Subject, promises: &[Promise]) -> MatchedRule {
+        let scope = NormalScope::of(&subject.scope);
+        let candidate = Candidate::from_bytes(subject.action.as_bytes());
+        let mut winner = match self.mode_default(subject) {
+            Some((decision, of)) => Winner::Mode(decision, of),
+            None => Winner::Fallback,
+        };
+
+        // User config may loosen or tighten the mode.
+        let user = self.user.strictest(&subject.action, &candidate, &scope);
+        if let Some(rule) = user {
+            winner.offer(Layer::User, rule, true);
+        }
+
+        // Project config: tighten only, unless the workspace is trusted; even then a user's
+        // explicit deny is final.
+        if let Some(rule) = self.project.strictest(&subject.action, &candidate, &scope) {
+            let user_deny = user.filter(|u| u.rule.decision == Decision::Deny);
+            if self.project_trusted
+                && let Some(user_deny) = user_deny
+                && rule.rule.decision < Decision::Deny
+            {
+                // The deny may be explained by an equal mode default; name the user rule, since
+                // that is what kept a trusted project from loosening it.
+                winner = Winner::Rule(Layer::User, user_deny);
+            }
+            winner.offer(
+                Layer::Project,
+                rule,
+                self.project_trusted && user_deny.is_none(),
+            );
+        }
+
+        // Promises only tighten.
+        let promise = promises
+            .iter()
+            .filter(|p| p.matches(&subject.action, &scope))
+            .fold(None::<&Promise>, |best, p| match best {
+                Some(best) if best.rule().decision >= p.rule().decision => Some(best),
+                _ => Some(p),
+            });
+        if let Some(promise) = promise {
+            winner.offer(Layer::Promise, promise.compiled(), false);
+        }
+
+        self.explain(subject, winner)
+    }
+
+    /// The mode's default for the subject, when its risk is known: given with the subject, in
+    /// the known risks, or implied by a capability name.
+    fn mode_default(&self, subject: &Subject) -> Option<(Decision, DefaultOf)> {
+        let risk = subject
+            .risk
+            .or_else(|| self.known_risks.get(&subject.action).copied());
+        if let Some(risk) = risk {
+            return Some((self.mode.default_for_risk(risk), DefaultOf::Risk(risk)));
+        }
+        match subject.action.parse::<Capability>() {
+            Ok(Capability::Secret(_)) => Some((self.mode.default_for_secret(), DefaultOf::Secret)),
+            Ok(capability) => crate::mode::capability_risk(&capability)
+                .map(|risk| (self.mode.default_for_risk(risk), DefaultOf::Risk(risk))),
+            Err(_) => None,
+        }
+    }
+
+    fn explain(&self, subject: &Subject, winner: Winner<'_>) -> MatchedRule {
+        let subject = subject.to_string();
+        match winner {
+            Winner::Fallback => MatchedRule {
+                subject,
+                layer: Layer::Fallback,
+                rule: "no rule settled it and the action's risk is unknown".to_owned(),
+                source: None,
+                decision: Decision::Ask,
+            },
+            Winner::Mode(decision, of) => MatchedRule {
+                subject,
+                layer: Layer::Mode,
+                rule: match of {
+                    DefaultOf::Risk(risk) => format!("{risk} → {decision}"),
+                    DefaultOf::Secret => format!("secret → {decision}"),
+                },
+                source: Some(self.mode.to_string()),
+                decision,
+            },
+            Winner::Rule(layer, rule) => MatchedRule {
+                subject,
+                layer,
+                rule: rule.text.clone(),
+                source: rule.source.clone(),
+                decision: rule.rule.decision,
+            },
+        }
+    }
+}
+
+impl PolicyBuilder {
+    /// Adds action → risk pairs (usually every registered tool's), so a tool action judged
+    /// without a risk still gets its mode default and examples can name tools. Call it before
+    /// adding files whose examples rely on it.
+    pub fn known_risks<I, K>(mut self, risks: I) -> Self
+    where
+        I: IntoIterator<Item = (K, Risk)>,
+        K: Into<String>,
+    {
+        self.policy.known_risks.extend(
+            risks
+                .into_iter()
+                .map(|(action, risk)| (action.into(), risk)),
+        );
+        self
+    }
+
+    /// Adds the user's config rules (`$BOSUN_HOME/config.toml`) and checks the file's examples.
+    pub fn user(self, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        self.add(Layer::User, file, source)
+    }
+
+    /// Adds a project's config rules (`<workspace>/.bosun/config.toml`) and checks the file's
+    /// examples. `trusted` is whether the user trusted this workspace; untrusted rules only
+    /// tighten.
+    pub fn project(
+        mut self,
+        file: PolicyFile,
+        source: Source,
+        trusted: bool,
+    ) -> Result<Self, PolicyError> {
+        if let Some(earlier) = self.project_trust
+            && earlier != trusted
+        {
+            return Err(PolicyError::ProjectTrustConflict {
+                file: source.name,
+                earlier,
+            });
+        }
+        self.project_trust = Some(trusted);
+        self.policy.project_trusted = trusted;
+        self.add(Layer::Project, file, source)
+    }
+
+    /// The finished policy.
+    pub fn build(self) -> Policy {
+        self.policy
+    }
+
+    fn add(mut self, layer: Layer, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        let rules = file
+            .rules
+            .into_iter()
+            .map(|spanned| {
+                let location = source.locate(spanned.span().start);
+                crate::matcher::CompiledRule::compile(spanned.into_inner(), &location, true)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let set = if layer == Layer::User {
+            &mut self.policy.user
+        } else {
+            &mut self.policy.project
+        };
+        *set = set
+            .extended(rules)
+            .map_err(|error| PolicyError::TooManyPatterns {
+                file: source.name.clone(),
+                layer,
+                message: error.to_string(),
+            })?;
+        example::check(&self.policy, &file.examples, &source, layer)?;
+        Ok(self)
+    }
+}
