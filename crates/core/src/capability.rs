@@ -158,7 +158,12 @@ impl fmt::Display for CapabilityRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.capability)?;
         let scope = &self.scope;
-        if let Some(v) = scope.host.as_ref().or(scope.program.as_ref()).or(scope.path.as_ref()) {
+        if let Some(v) = scope
+            .host
+            .as_ref()
+            .or(scope.program.as_ref())
+            .or(scope.path.as_ref())
+        {
             write!(f, ":{v}")?;
         }
         Ok(())
@@ -171,7 +176,14 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["fs.read", "fs.write", "net.http", "process.spawn", "model.call", "secret.GH_TOKEN"] {
+        for name in [
+            "fs.read",
+            "fs.write",
+            "net.http",
+            "process.spawn",
+            "model.call",
+            "secret.GH_TOKEN",
+        ] {
             let cap: Capability = name.parse().unwrap();
             assert_eq!(cap.to_string(), name);
         }

@@ -7,7 +7,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// How sensitive a piece of data is. Ordered: `Public < Internal < Confidential < Restricted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Classification {
     /// Anyone may see it.

@@ -122,7 +122,11 @@ impl Explanation {
     pub fn summary(&self) -> String {
         match self.deciding_rule() {
             Some(rule) => {
-                let source = rule.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+                let source = rule
+                    .source
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
                 format!(
                     "{} — {} decided by {} rule {}{}",
                     self.decision, rule.subject, rule.layer, rule.rule, source

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CapabilityRequest, Decision, Explanation, ToolError};
+use crate::{CapabilityRequest, Explanation, ToolError};
 
 /// The trace schema this build writes.
 pub const TRACE_SCHEMA_VERSION: u32 = 1;
@@ -108,16 +108,6 @@ pub enum Event {
         /// The answer.
         answer: ApprovalAnswer,
     },
-    /// A promise restricting the rest of the session was made.
-    #[serde(rename = "policy.promised")]
-    PromiseMade {
-        /// Call id of the `restrict_self` call.
-        call_id: String,
-        /// The action pattern it binds.
-        action: String,
-        /// The decision it imposes.
-        decision: Decision,
-    },
     /// A tool began executing.
     #[serde(rename = "tool.started")]
     ToolStarted {
@@ -164,7 +154,6 @@ impl Event {
             Self::ToolDecided { .. } => "tool.decided",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
-            Self::PromiseMade { .. } => "policy.promised",
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::ToolFailed { .. } => "tool.failed",

@@ -22,7 +22,7 @@ mod classification;
 mod decision;
 mod event;
 mod limits;
-mod redact;
+pub mod redact;
 mod result;
 mod tool;
 

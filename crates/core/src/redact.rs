@@ -44,7 +44,10 @@ impl Redactor {
             .build(pairs.iter().map(|(_, v)| v.as_str()))
             .ok();
         Self {
-            replacements: pairs.iter().map(|(n, _)| format!("[REDACTED:{n}]")).collect(),
+            replacements: pairs
+                .iter()
+                .map(|(n, _)| format!("[REDACTED:{n}]"))
+                .collect(),
             names: pairs.into_iter().map(|(n, _)| n).collect(),
             matcher,
         }
@@ -55,7 +58,8 @@ impl Redactor {
     pub fn from_env<I: IntoIterator<Item = (String, String)>>(vars: I, extra: &[String]) -> Self {
         Self::new(vars.into_iter().filter(|(name, _)| {
             let upper = name.to_ascii_uppercase();
-            SECRET_ENV_SUFFIXES.iter().any(|s| upper.ends_with(s)) || extra.iter().any(|e| e == name)
+            SECRET_ENV_SUFFIXES.iter().any(|s| upper.ends_with(s))
+                || extra.iter().any(|e| e == name)
         }))
     }
 
@@ -88,11 +92,7 @@ impl Redactor {
             return;
         }
         match value {
-            Value::String(s) => {
-                if self.finds(s) {
-                    *s = self.redact_str(s);
-                }
-            }
+            Value::String(s) if self.finds(s) => *s = self.redact_str(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v)),
             Value::Object(map) => {
                 if map.keys().any(|k| self.finds(k)) {
@@ -136,7 +136,10 @@ mod tests {
         let r = Redactor::from_env(vars, &["DATABASE_URL".to_owned()]);
         let mut names = r.names().to_vec();
         names.sort();
-        assert_eq!(names, ["DATABASE_URL", "DB_PASSWORD", "GH_TOKEN", "OPENAI_API_KEY"]);
+        assert_eq!(
+            names,
+            ["DATABASE_URL", "DB_PASSWORD", "GH_TOKEN", "OPENAI_API_KEY"]
+        );
         assert_eq!(r.redact_str("/home/user"), "/home/user");
     }
 }

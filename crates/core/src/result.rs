@@ -167,7 +167,10 @@ macro_rules! literal_bool {
                 if bool::deserialize(d)? == $value {
                     Ok($ty)
                 } else {
-                    Err(serde::de::Error::custom(concat!("expected ", stringify!($value))))
+                    Err(serde::de::Error::custom(concat!(
+                        "expected ",
+                        stringify!($value)
+                    )))
                 }
             }
         }
@@ -310,7 +313,7 @@ struct Candidates {
 
 /// Returns the serialised size of `value` and records cut candidates. One pass, bottom-up.
 fn measure(value: &Value, path: &mut Vec<Step>, found: &mut Candidates) -> usize {
-    let size = match value {
+    match value {
         Value::String(s) => {
             let size = serialized_len(s);
             if !s.is_empty() && found.string.as_ref().is_none_or(|(b, _)| size > *b) {
@@ -341,8 +344,7 @@ fn measure(value: &Value, path: &mut Vec<Step>, found: &mut Candidates) -> usize
             size
         }
         other => serialized_len(other),
-    };
-    size
+    }
 }
 
 fn walk<'a>(mut value: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
@@ -401,13 +403,19 @@ mod tests {
     #[test]
     fn results_serialise_to_the_contract() {
         let ok = ToolResult::ok(json!({"a": 1}), false);
-        assert_eq!(serde_json::to_value(&ok).unwrap(), json!({"ok": true, "output": {"a": 1}, "truncated": false}));
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"ok": true, "output": {"a": 1}, "truncated": false})
+        );
         let err = ToolResult::err(ToolError::new(ErrorCode::NotFound, "no such file"));
         assert_eq!(
             serde_json::to_value(&err).unwrap(),
             json!({"ok": false, "error": {"code": "not_found", "message": "no such file", "retryable": false}})
         );
-        let back: ToolResult = serde_json::from_value(json!({"ok": false, "error": {"code": "denied", "message": "m", "retryable": true}})).unwrap();
+        let back: ToolResult = serde_json::from_value(
+            json!({"ok": false, "error": {"code": "denied", "message": "m", "retryable": true}}),
+        )
+        .unwrap();
         assert_eq!(back.error().unwrap().code, ErrorCode::Denied);
     }
 
@@ -422,9 +430,15 @@ mod tests {
         let r = ToolResult::ok(json!({"path": "a", "content": "x".repeat(100_000)}), false);
         let bounded = bound_result(r, 4096);
         assert!(bounded.serialized_len() <= 4096);
-        assert!(bounded.serialized_len() > 3900, "cut far more than needed: {}", bounded.serialized_len());
+        assert!(
+            bounded.serialized_len() > 3900,
+            "cut far more than needed: {}",
+            bounded.serialized_len()
+        );
         match bounded {
-            ToolResult::Ok { output, truncated, .. } => {
+            ToolResult::Ok {
+                output, truncated, ..
+            } => {
                 assert!(truncated);
                 assert_eq!(output["path"], "a");
             }
@@ -441,10 +455,19 @@ mod tests {
 
     #[test]
     fn long_arrays_are_shortened() {
-        let r = ToolResult::ok(json!({"entries": (0..10_000).map(|i| json!({"path": format!("f{i}")})).collect::<Vec<_>>()}), false);
+        let r = ToolResult::ok(
+            json!({"entries": (0..10_000).map(|i| json!({"path": format!("f{i}")})).collect::<Vec<_>>()}),
+            false,
+        );
         let bounded = bound_result(r, 2048);
         assert!(bounded.serialized_len() <= 2048);
-        assert!(matches!(bounded, ToolResult::Ok { truncated: true, .. }));
+        assert!(matches!(
+            bounded,
+            ToolResult::Ok {
+                truncated: true,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -34,7 +34,13 @@ pub enum Risk {
 
 impl Risk {
     /// Every risk, in order.
-    pub const ALL: [Risk; 5] = [Risk::Read, Risk::Write, Risk::Process, Risk::Network, Risk::Model];
+    pub const ALL: [Risk; 5] = [
+        Risk::Read,
+        Risk::Write,
+        Risk::Process,
+        Risk::Network,
+        Risk::Model,
+    ];
 }
 
 impl fmt::Display for Risk {
@@ -62,7 +68,9 @@ pub enum SpecError {
     #[error("the description has {0} characters: shorten it to at most 1024")]
     LongDescription(usize),
     /// A control, bidi or zero-width character.
-    #[error("the description holds the invisible or control character U+{0:04X} at character {1}: remove it")]
+    #[error(
+        "the description holds the invisible or control character U+{0:04X} at character {1}: remove it"
+    )]
     HiddenCharacter(u32, usize),
     /// Schema serialised over 8 KiB.
     #[error("the input schema is {0} bytes serialised: keep it within 8192")]
@@ -88,7 +96,11 @@ impl ToolName {
         let valid = name.len() <= 64
             && chars.next().is_some_and(|c| c.is_ascii_lowercase())
             && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if valid { Ok(Self(name)) } else { Err(SpecError::BadName(name)) }
+        if valid {
+            Ok(Self(name))
+        } else {
+            Err(SpecError::BadName(name))
+        }
     }
 
     /// The name as a string.
@@ -158,7 +170,9 @@ pub fn check_schema(schema: &Value) -> Result<(), SpecError> {
     if root.get("type").and_then(Value::as_str) != Some("object") {
         return Err(SpecError::SchemaNotObject);
     }
-    let size = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(schema)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > MAX_SCHEMA_BYTES {
         return Err(SpecError::SchemaTooLarge(size));
     }
@@ -264,17 +278,31 @@ mod tests {
         assert_eq!(check_description(""), Err(SpecError::EmptyDescription));
         assert_eq!(check_description("  "), Err(SpecError::EmptyDescription));
         assert!(check_description("Reads a file.\nSecond line.").is_ok());
-        assert_eq!(check_description("a\u{200B}b"), Err(SpecError::HiddenCharacter(0x200B, 1)));
-        assert_eq!(check_description("x\u{202E}y"), Err(SpecError::HiddenCharacter(0x202E, 1)));
-        assert_eq!(check_description("\u{7}"), Err(SpecError::HiddenCharacter(7, 0)));
+        assert_eq!(
+            check_description("a\u{200B}b"),
+            Err(SpecError::HiddenCharacter(0x200B, 1))
+        );
+        assert_eq!(
+            check_description("x\u{202E}y"),
+            Err(SpecError::HiddenCharacter(0x202E, 1))
+        );
+        assert_eq!(
+            check_description("\u{7}"),
+            Err(SpecError::HiddenCharacter(7, 0))
+        );
         assert_eq!(check_description(&"é".repeat(1024)), Ok(()));
-        assert_eq!(check_description(&"é".repeat(1025)), Err(SpecError::LongDescription(1025)));
+        assert_eq!(
+            check_description(&"é".repeat(1025)),
+            Err(SpecError::LongDescription(1025))
+        );
     }
 
     #[test]
     fn schemas_are_bounded() {
         let name = || ToolName::new("t").unwrap();
-        let ok = ToolSpec::builder(name(), "d").input_schema(json!({"type": "object"})).build();
+        let ok = ToolSpec::builder(name(), "d")
+            .input_schema(json!({"type": "object"}))
+            .build();
         assert!(ok.is_ok());
         let big = json!({"type": "object", "description": "x".repeat(9000)});
         assert!(matches!(
@@ -290,7 +318,9 @@ mod tests {
             Err(SpecError::SchemaTooDeep(_))
         ));
         assert_eq!(
-            ToolSpec::builder(name(), "d").input_schema(json!({"type": "string"})).build(),
+            ToolSpec::builder(name(), "d")
+                .input_schema(json!({"type": "string"}))
+                .build(),
             Err(SpecError::SchemaNotObject)
         );
     }

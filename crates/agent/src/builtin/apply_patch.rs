@@ -1,0 +1,286 @@
+//! `apply_patch`: exact-text edits to an existing workspace file, all or nothing.
+//!
+//! Each edit's `oldText` must occur exactly once in the text as the earlier edits left it;
+//! otherwise nothing is written and the call fails with `stale_patch`, naming the edit and how
+//! often its text was found. The new content replaces the file atomically (a temporary file in
+//! the same directory, renamed over it) with the file's permissions kept. Files over 8 MiB and
+//! files that are not UTF-8 are refused.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Capability, CapabilityRequest, ErrorCode, Risk, SpecError, ToolError, ToolOutput, ToolSpec,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use similar::TextDiff;
+
+use super::{
+    TempFile, bounded_output, cancelled, display_text, fs_request, parse_input, spec, sync_dir,
+};
+use crate::tool::{Tool, ToolContext};
+use crate::workspace::io_error;
+
+const NAME: &str = "apply_patch";
+const MAX_EDITS: usize = 50;
+/// Longest `oldText` and `newText`, in characters.
+const MAX_TEXT_CHARS: usize = 65_536;
+/// Largest file patched.
+const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Time allowed to compute the diff shown back; past it the diff is coarser, never wrong.
+const DIFF_DEADLINE: Duration = Duration::from_secs(1);
+
+/// Edits a file by exact replacement.
+#[derive(Debug)]
+pub struct ApplyPatch {
+    spec: ToolSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Input {
+    path: String,
+    edits: Vec<Edit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Edit {
+    old_text: String,
+    new_text: String,
+}
+
+impl Input {
+    fn parse(input: &Value) -> Result<Input, ToolError> {
+        let input: Input = parse_input(NAME, input)?;
+        if input.edits.is_empty() || input.edits.len() > MAX_EDITS {
+            return Err(super::invalid(format!(
+                "{} edits given: give 1 to {MAX_EDITS}; split larger changes into several calls",
+                input.edits.len()
+            )));
+        }
+        for (i, edit) in input.edits.iter().enumerate() {
+            let n = i + 1;
+            if edit.old_text.is_empty() {
+                return Err(super::invalid(format!(
+                    "edit {n}: oldText is empty: copy the exact text to replace from the file"
+                )));
+            }
+            for (field, text) in [("oldText", &edit.old_text), ("newText", &edit.new_text)] {
+                let chars = text.chars().count();
+                if chars > MAX_TEXT_CHARS {
+                    return Err(super::invalid(format!(
+                        "edit {n}: {field} has {chars} characters: keep it within {MAX_TEXT_CHARS}"
+                    )));
+                }
+            }
+        }
+        Ok(input)
+    }
+}
+
+impl ApplyPatch {
+    /// The tool with its checked spec.
+    pub fn new() -> Result<ApplyPatch, SpecError> {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File to change, relative to the workspace."
+                },
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_EDITS,
+                    "description": "Replacements applied in order, each to the text the previous ones left.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "oldText": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": MAX_TEXT_CHARS,
+                                "description": "Exact text to replace; must occur exactly once."
+                            },
+                            "newText": {
+                                "type": "string",
+                                "maxLength": MAX_TEXT_CHARS,
+                                "description": "Text to put in its place."
+                            }
+                        },
+                        "required": ["oldText", "newText"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["path", "edits"],
+            "additionalProperties": false
+        });
+        let description = "Change an existing text file by exact replacements. Each oldText must \
+            occur exactly once (include surrounding lines to make it unique); if any edit does \
+            not match, nothing is changed (stale_patch). Returns a unified diff.";
+        Ok(ApplyPatch {
+            spec: spec(NAME, description, Risk::Write, Capability::FsWrite, schema)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for ApplyPatch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        "builtin.tool.apply_patch"
+    }
+
+    fn capability_requests(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        let input = Input::parse(input)?;
+        let path = ctx.workspace.resolve(&input.path)?;
+        Ok(vec![fs_request(Capability::FsWrite, &ctx.workspace, &path)])
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let path = input.get("path").and_then(Value::as_str).unwrap_or("?");
+        let edits = input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let plural = if edits == 1 { "" } else { "s" };
+        format!("patch {} ({edits} edit{plural})", display_text(path))
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let input = Input::parse(&input)?;
+        let path = ctx.workspace.resolve(&input.path)?;
+        let shown = ctx.workspace.relative(&path);
+        let cancel = ctx.cancel.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            // O_NONBLOCK so that opening a FIFO cannot hang; O_NOFOLLOW so that a link swapped in
+            // since the path was resolved is not followed.
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+                .open(&path)
+                .map_err(|err| io_error(&err, &shown))?;
+            let meta = file.metadata().map_err(|err| io_error(&err, &shown))?;
+            if !meta.is_file() {
+                return Err(ToolError::new(
+                    ErrorCode::NotFile,
+                    format!("`{shown}` is not a regular file: apply_patch changes files only"),
+                ));
+            }
+            if meta.len() > MAX_FILE_BYTES {
+                return Err(super::invalid(format!(
+                    "`{shown}` is {} bytes: apply_patch changes files of at most {MAX_FILE_BYTES} bytes",
+                    meta.len()
+                )));
+            }
+            let mut bytes = Vec::new();
+            (&mut file)
+                .take(MAX_FILE_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|err| io_error(&err, &shown))?;
+            drop(file);
+            let original = String::from_utf8(bytes).map_err(|_| {
+                super::invalid(format!(
+                    "`{shown}` is not UTF-8 text: apply_patch edits text files only"
+                ))
+            })?;
+            let updated = apply_edits(&original, &input.edits, &shown)?;
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            let parent = path
+                .parent()
+                .ok_or_else(|| super::invalid(format!("`{shown}` has no parent directory")))?;
+            let mut temp =
+                TempFile::create_in(parent, "patch").map_err(|err| io_error(&err, &shown))?;
+            temp.write_all(updated.as_bytes(), Some(meta.permissions()))
+                .map_err(|err| io_error(&err, &shown))?;
+            temp.replace(&path).map_err(|err| io_error(&err, &shown))?;
+            sync_dir(parent);
+            let diff = TextDiff::configure()
+                .timeout(DIFF_DEADLINE)
+                .diff_lines(&original, &updated)
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{shown}"), &format!("b/{shown}"))
+                .to_string();
+            Ok(json!({"path": shown, "edits": input.edits.len(), "diff": diff}))
+        });
+        let value = task.await.map_err(|err| {
+            ToolError::new(ErrorCode::IoError, format!("apply_patch failed: {err}"))
+        })??;
+        bounded_output(value, false, &ctx.limits)
+    }
+}
+
+/// Applies every edit in order to a copy of `original`, or fails on the first one whose
+/// `oldText` does not occur exactly once.
+fn apply_edits(original: &str, edits: &[Edit], shown: &str) -> Result<String, ToolError> {
+    let mut text = original.to_owned();
+    let total = edits.len();
+    for (i, edit) in edits.iter().enumerate() {
+        let n = i + 1;
+        let at = unique_position(&text, &edit.old_text).map_err(|found| {
+            let hint = if found == 0 {
+                "read the file again and copy oldText exactly, whitespace included".to_owned()
+            } else {
+                "include more surrounding lines so it matches exactly once".to_owned()
+            };
+            let order = if n > 1 { " (after the earlier edits were applied)" } else { "" };
+            ToolError::new(
+                ErrorCode::StalePatch,
+                format!(
+                    "edit {n} of {total}: oldText was found {found} times in `{shown}`{order}: {hint}; nothing was changed"
+                ),
+            )
+        })?;
+        text.replace_range(at..at + edit.old_text.len(), &edit.new_text);
+    }
+    Ok(text)
+}
+
+/// The byte position of the only occurrence of `needle`, or the number of occurrences when
+/// that is not one. Occurrences that overlap count too ("aa" occurs twice in "aaa"); a second
+/// one is looked for from just after the first one's first character.
+fn unique_position(text: &str, needle: &str) -> Result<usize, usize> {
+    let mut positions = text.match_indices(needle).map(|(at, _)| at);
+    let Some(first) = positions.next() else {
+        return Err(0);
+    };
+    let further = positions.count();
+    if further > 0 {
+        return Err(further + 1);
+    }
+    let step = needle.chars().next().map_or(1, char::len_utf8);
+    if text[first + step..].contains(needle) {
+        return Err(2);
+    }
+    Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn occurrences_are_counted_with_overlaps() {
+        assert_eq!(unique_position("abc", "b"), Ok(1));
+        assert_eq!(unique_position("abc", "x"), Err(0));
+        assert_eq!(unique_position("abab", "ab"), Err(2));
+        assert_eq!(unique_position("aaa", "aa"), Err(2));
+        assert_eq!(unique_position("éé", "é"), Err(2));
+        assert_eq!(unique_position("xé", "é"), Ok(1));
+    }
+}

@@ -1,0 +1,499 @@
+//! `run_command`: runs one program with arguments, without a shell, in the workspace.
+//!
+//! The child gets no stdin and only the environment in `ctx.env` (already scrubbed of secrets:
+//! nothing from Bosun's own environment is added back). It runs in its own process group, so
+//! on timeout or cancellation the whole group gets SIGTERM, then SIGKILL 500 ms later. Stdout
+//! and stderr are read concurrently to the end, keeping at most `max_output_bytes` of the two
+//! together, so a chatty child never blocks on a full pipe. A non-zero exit is a normal result:
+//! the model reads `exitCode`. If the program exits but something it started keeps its output
+//! pipes open, the group is killed after a short grace so the call can end; if the call itself
+//! is dropped mid-run, the group is killed as well.
+//!
+//! This tool does not sandbox the child: once approved, it can do whatever the user can.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Capability, CapabilityRequest, ErrorCode, Risk, Scope, SpecError, ToolError, ToolOutput,
+    ToolSpec,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::task::{AbortHandle, JoinHandle};
+
+use super::{bounded_output, cancelled, display_text, parse_input, spec, trim_partial_utf8};
+use crate::tool::{Tool, ToolContext};
+
+const NAME: &str = "run_command";
+const MAX_PROGRAM_CHARS: usize = 512;
+const MAX_ARGS: usize = 100;
+const MAX_ARG_CHARS: usize = 8192;
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// Characters a shell would treat specially; refused in `program` so nobody mistakes it for a
+/// shell command line.
+const SHELL_CHARS: &[char] = &['|', '&', ';', '<', '>', '(', ')', '$', '`'];
+/// Between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+/// How long output pipes may stay open after the program exits before its group is killed.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+/// How long to wait for a killed process to be reaped and its pipes to close.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+/// Longest approval summary, in characters.
+const MAX_SUMMARY_CHARS: usize = 2000;
+
+/// Runs a program.
+#[derive(Debug)]
+pub struct RunCommand {
+    spec: ToolSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Input {
+    program: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+impl Input {
+    fn parse(input: &Value) -> Result<Input, ToolError> {
+        let input: Input = parse_input(NAME, input)?;
+        let program = &input.program;
+        let chars = program.chars().count();
+        if chars == 0 || chars > MAX_PROGRAM_CHARS {
+            return Err(super::invalid(format!(
+                "program has {chars} characters: give a program name or path of 1 to {MAX_PROGRAM_CHARS}"
+            )));
+        }
+        if let Some(c) = program
+            .chars()
+            .find(|c| c.is_whitespace() || c.is_control() || SHELL_CHARS.contains(c))
+        {
+            return Err(super::invalid(format!(
+                "program contains {}: give only the program's name or path (there is no shell), \
+                 and put each argument in args",
+                display_text(&format!("{c:?}"))
+            )));
+        }
+        if input.args.len() > MAX_ARGS {
+            return Err(super::invalid(format!(
+                "{} args given: pass at most {MAX_ARGS}",
+                input.args.len()
+            )));
+        }
+        for (i, arg) in input.args.iter().enumerate() {
+            let chars = arg.chars().count();
+            if chars > MAX_ARG_CHARS {
+                return Err(super::invalid(format!(
+                    "args[{i}] has {chars} characters: keep each argument within {MAX_ARG_CHARS}"
+                )));
+            }
+            if arg.contains('\0') {
+                return Err(super::invalid(format!(
+                    "args[{i}] contains a NUL byte: remove it"
+                )));
+            }
+        }
+        if let Some(ms) = input.timeout_ms
+            && !(1..=MAX_TIMEOUT_MS).contains(&ms)
+        {
+            return Err(super::invalid(format!(
+                "timeoutMs {ms} is out of range: use 1 to {MAX_TIMEOUT_MS}"
+            )));
+        }
+        Ok(input)
+    }
+
+    /// The directory to run in: `cwd` resolved inside the workspace, or the workspace's cwd.
+    fn dir(&self, ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+        let Some(cwd) = &self.cwd else {
+            return Ok(ctx.workspace.cwd().to_path_buf());
+        };
+        let dir = ctx.workspace.resolve(cwd)?;
+        if !dir.is_dir() {
+            return Err(ToolError::new(
+                ErrorCode::NotDirectory,
+                format!(
+                    "cwd `{}` is not a directory: give a directory in the workspace",
+                    ctx.workspace.relative(&dir)
+                ),
+            ));
+        }
+        Ok(dir)
+    }
+}
+
+impl RunCommand {
+    /// The tool with its checked spec.
+    pub fn new() -> Result<RunCommand, SpecError> {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "program": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_PROGRAM_CHARS,
+                    "pattern": "^[^\\s|&;<>()$`]+$",
+                    "description": "Program name (looked up on PATH) or path. No shell: no pipes, redirections or variables."
+                },
+                "args": {
+                    "type": "array",
+                    "maxItems": MAX_ARGS,
+                    "items": {"type": "string", "maxLength": MAX_ARG_CHARS},
+                    "description": "Arguments, each passed as is."
+                },
+                "cwd": {
+                    "type": "string",
+                    "description": "Directory to run in, relative to the workspace. Default: the workspace's working directory."
+                },
+                "timeoutMs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Time limit in milliseconds, capped by the configured command timeout."
+                }
+            },
+            "required": ["program"],
+            "additionalProperties": false
+        });
+        let description = "Run a program with arguments in the workspace, without a shell, and \
+            return its exit code, stdout and stderr (bounded together). A non-zero exit code is \
+            returned as a result, not an error. The program is stopped at the time limit.";
+        Ok(RunCommand {
+            spec: spec(
+                NAME,
+                description,
+                Risk::Process,
+                Capability::ProcessSpawn,
+                schema,
+            )?,
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for RunCommand {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        "builtin.tool.run_command"
+    }
+
+    fn capability_requests(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        let input = Input::parse(input)?;
+        input.dir(ctx)?;
+        Ok(vec![CapabilityRequest {
+            capability: Capability::ProcessSpawn,
+            scope: Scope {
+                program: Some(input.program),
+                ..Scope::default()
+            },
+        }])
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let program = input.get("program").and_then(Value::as_str).unwrap_or("?");
+        let mut line = format!("$ {program}");
+        for arg in input
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let arg = arg.as_str().map_or_else(|| arg.to_string(), str::to_owned);
+            line.push_str(" '");
+            line.push_str(&arg.replace('\'', r"'\''"));
+            line.push('\'');
+        }
+        if let Some(cwd) = input.get("cwd").and_then(Value::as_str) {
+            line.push_str(" in ");
+            line.push_str(cwd);
+            if !cwd.ends_with('/') {
+                line.push('/');
+            }
+        }
+        let line = display_text(&line);
+        let total = line.chars().count();
+        match super::truncate_chars(&line, MAX_SUMMARY_CHARS) {
+            (head, true) => format!("{head}… ({} more characters)", total - MAX_SUMMARY_CHARS),
+            (whole, false) => whole.to_owned(),
+        }
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let input = Input::parse(&input)?;
+        let dir = input.dir(ctx)?;
+        let cap = ctx.limits.command_timeout_ms.max(1);
+        let timeout_ms = input.timeout_ms.unwrap_or(cap).min(cap);
+        if ctx.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let mut child = spawn(&input, &dir, &ctx.env)?;
+        let pgid = child.id();
+        let captured = Arc::new(Mutex::new(Captured::new(ctx.limits.max_output_bytes)));
+        let mut drains = [
+            tokio::spawn(drain(child.stdout.take(), captured.clone(), Stream::Stdout)),
+            tokio::spawn(drain(child.stderr.take(), captured.clone(), Stream::Stderr)),
+        ];
+        // If this future is dropped mid-run (by a caller's own deadline, say), the group dies
+        // and the readers stop too.
+        let mut guard = RunGuard {
+            pgid,
+            drains: drains.each_ref().map(JoinHandle::abort_handle),
+        };
+        let ending = tokio::select! {
+            status = child.wait() => Ending::Exited(status),
+            () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => Ending::TimedOut,
+            () = ctx.cancel.cancelled() => Ending::Cancelled,
+        };
+        let status = match ending {
+            Ending::Exited(status) => {
+                guard.disarm();
+                status
+            }
+            stopped => {
+                signal_group(pgid, libc::SIGTERM);
+                let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
+                // Also reaches what the program started and whatever ignored SIGTERM.
+                signal_group(pgid, libc::SIGKILL);
+                let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
+                guard.disarm();
+                stop_drains(&mut drains).await;
+                return Err(match stopped {
+                    Ending::Cancelled => cancelled(),
+                    _ => ToolError::new(
+                        ErrorCode::TimedOut,
+                        format!(
+                            "`{}` did not finish within {timeout_ms} ms and was stopped: raise \
+                             timeoutMs (at most {cap}) or run something shorter",
+                            input.program
+                        ),
+                    ),
+                });
+            }
+        };
+        let status = status.map_err(|err| {
+            ToolError::new(
+                ErrorCode::ProcessError,
+                format!("waiting for `{}` failed: {err}", input.program),
+            )
+        })?;
+        // The program has exited; its pipes close unless something it started still holds them.
+        if !drains_done(&mut drains, PIPE_GRACE).await {
+            signal_group(pgid, libc::SIGKILL);
+            stop_drains(&mut drains).await;
+        }
+        let captured =
+            std::mem::take(&mut *captured.lock().unwrap_or_else(PoisonError::into_inner));
+        let truncated = captured.dropped;
+        let text = |bytes: &[u8]| {
+            let bytes = if truncated {
+                trim_partial_utf8(bytes)
+            } else {
+                bytes
+            };
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        let mut value = json!({
+            "exitCode": status.code(),
+            "stdout": text(&captured.stdout),
+            "stderr": text(&captured.stderr),
+            "truncated": truncated,
+        });
+        if let (Some(signal), Some(map)) = (status.signal(), value.as_object_mut()) {
+            map.insert("signal".to_owned(), Value::String(signal_name(signal)));
+        }
+        bounded_output(value, truncated, &ctx.limits)
+    }
+}
+
+enum Ending {
+    Exited(io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+fn spawn(
+    input: &Input,
+    dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<tokio::process::Child, ToolError> {
+    let mut command = tokio::process::Command::new(&input.program);
+    command
+        .args(&input.args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command.spawn().map_err(|err| {
+        let program = &input.program;
+        let message = match err.kind() {
+            io::ErrorKind::NotFound => format!(
+                "could not start `{program}`: no such program on PATH or at that path; check the name, or use list_files to find it"
+            ),
+            io::ErrorKind::PermissionDenied => {
+                format!("could not start `{program}`: it is not executable or access is denied")
+            }
+            _ => format!("could not start `{program}`: {err}"),
+        };
+        ToolError::new(ErrorCode::ProcessError, message)
+    })
+}
+
+/// Output kept from both pipes, within one shared budget.
+#[derive(Debug, Default)]
+struct Captured {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    left: usize,
+    dropped: bool,
+}
+
+impl Captured {
+    fn new(budget: usize) -> Captured {
+        Captured {
+            left: budget,
+            ..Captured::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Reads a pipe to its end, keeping what fits the shared budget and dropping the rest.
+async fn drain(
+    pipe: Option<impl AsyncRead + Unpin>,
+    captured: Arc<Mutex<Captured>>,
+    stream: Stream,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let mut captured = captured.lock().unwrap_or_else(PoisonError::into_inner);
+        let keep = n.min(captured.left);
+        captured.left -= keep;
+        if keep < n {
+            captured.dropped = true;
+        }
+        let sink = match stream {
+            Stream::Stdout => &mut captured.stdout,
+            Stream::Stderr => &mut captured.stderr,
+        };
+        sink.extend_from_slice(&chunk[..keep]);
+    }
+}
+
+/// Whether both readers reached the end of their pipes within `grace`.
+async fn drains_done(drains: &mut [JoinHandle<()>; 2], grace: Duration) -> bool {
+    let both = async {
+        for drain in drains.iter_mut() {
+            // A finished handle must not be polled again.
+            if !drain.is_finished() {
+                let _ = drain.await;
+            }
+        }
+    };
+    tokio::time::timeout(grace, both).await.is_ok()
+}
+
+/// Lets the readers take what the killed processes left in the pipes, then stops them: a
+/// process that left the group may hold a pipe open for ever.
+async fn stop_drains(drains: &mut [JoinHandle<()>; 2]) {
+    if !drains_done(drains, PIPE_GRACE).await {
+        for drain in drains.iter() {
+            drain.abort();
+        }
+    }
+}
+
+/// Cleans up a run when dropped: kills the child's process group unless disarmed, and stops
+/// the pipe readers (a no-op once they have finished).
+struct RunGuard {
+    pgid: Option<u32>,
+    drains: [AbortHandle; 2],
+}
+
+impl RunGuard {
+    /// The group has been dealt with; dropping the guard no longer signals it.
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        for drain in &self.drains {
+            drain.abort();
+        }
+    }
+}
+
+/// Sends `signal` to the process group led by the child.
+#[allow(unsafe_code)]
+fn signal_group(pgid: Option<u32>, signal: libc::c_int) {
+    let Some(pgid) = pgid.and_then(|id| libc::pid_t::try_from(id).ok()) else {
+        return;
+    };
+    // Never 0 or 1: kill(0) would signal Bosun's own group and kill(-1) every process.
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) takes two integers and reads or writes no memory of this process. The
+    // child was spawned with process_group(0), so its pid is its group's id and `-pgid`
+    // addresses that group only. The result is ignored: ESRCH means the group is already gone.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        other => return format!("signal {other}"),
+    };
+    name.to_owned()
+}

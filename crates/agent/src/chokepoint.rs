@@ -1,0 +1,452 @@
+//! The chokepoint: the one path every tool call takes.
+//!
+//! ```text
+//! proposal → resolve (exact name) → validate input (JSON Schema) → capability scopes
+//!   → policy (the tool's action and every capability, with promises) → approval for ask/review
+//!   → execute (deadline, cancellation) → bound the result → events and trace → result
+//! ```
+//!
+//! Every failure at any step is a [`ToolResult`] error the caller can react to; nothing here ends
+//! a run. Nothing else in Bosun calls [`Tool::call`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bosun_core::{
+    ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits, ToolError,
+    ToolResult, ToolSpec, bound_result,
+};
+use bosun_policy::{Policy, Subject};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
+use crate::session::Session;
+use crate::trace::Trace;
+use crate::{Tool, ToolContext, Workspace};
+
+/// How long a tool gets to clean up (kill its children, remove temp files) after its deadline
+/// or a cancellation, before it is abandoned.
+const CLEANUP_GRACE: Duration = Duration::from_secs(2);
+
+/// A proposed call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call's id, unique within the run.
+    pub id: String,
+    /// The tool's name as proposed.
+    pub name: String,
+    /// The input as proposed.
+    pub input: Value,
+}
+
+/// What came of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The bounded result the caller (the model) sees.
+    pub result: ToolResult,
+    /// Policy's explanation, when the call got that far.
+    pub explanation: Option<Explanation>,
+}
+
+struct Registered {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+}
+
+/// Builds a [`Chokepoint`].
+pub struct ChokepointBuilder {
+    tools: Vec<Arc<dyn Tool>>,
+    policy: Arc<Policy>,
+    broker: Arc<dyn ApprovalBroker>,
+    workspace: Arc<Workspace>,
+    limits: Limits,
+    env: Arc<BTreeMap<String, String>>,
+}
+
+impl ChokepointBuilder {
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Sets the approval broker (default: non-interactive refusal).
+    pub fn broker(mut self, broker: Arc<dyn ApprovalBroker>) -> Self {
+        self.broker = broker;
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the (already scrubbed) environment for child processes.
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = Arc::new(env);
+        self
+    }
+
+    /// Compiles every tool's schema. A duplicate name or a schema that is not valid JSON Schema
+    /// is refused with the tool named.
+    pub fn build(self) -> Result<Chokepoint, ToolError> {
+        let mut tools = HashMap::with_capacity(self.tools.len());
+        for tool in self.tools {
+            let name = tool.spec().name.to_string();
+            let validator = jsonschema::validator_for(&tool.spec().input_schema).map_err(|e| {
+                ToolError::new(
+                    ErrorCode::InvalidInput,
+                    format!("tool `{name}` has an invalid input schema: {e}"),
+                )
+            })?;
+            if tools
+                .insert(name.clone(), Registered { tool, validator })
+                .is_some()
+            {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidInput,
+                    format!("two tools are named `{name}`"),
+                ));
+            }
+        }
+        Ok(Chokepoint {
+            tools,
+            policy: self.policy,
+            broker: self.broker,
+            workspace: self.workspace,
+            limits: self.limits,
+            env: self.env,
+        })
+    }
+}
+
+/// The one path for every tool call.
+pub struct Chokepoint {
+    tools: HashMap<String, Registered>,
+    policy: Arc<Policy>,
+    broker: Arc<dyn ApprovalBroker>,
+    workspace: Arc<Workspace>,
+    limits: Limits,
+    env: Arc<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for Chokepoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chokepoint")
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Chokepoint {
+    /// Starts a chokepoint over `policy` for `workspace`.
+    pub fn builder(policy: Arc<Policy>, workspace: Arc<Workspace>) -> ChokepointBuilder {
+        ChokepointBuilder {
+            tools: Vec::new(),
+            policy,
+            broker: Arc::new(NonInteractive),
+            workspace,
+            limits: Limits::default(),
+            env: Arc::new(BTreeMap::new()),
+        }
+    }
+
+    /// Every tool's spec, sorted by name.
+    pub fn specs(&self) -> Vec<&ToolSpec> {
+        let mut specs: Vec<&ToolSpec> = self.tools.values().map(|r| r.tool.spec()).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        specs
+    }
+
+    /// The policy action of a tool, by exact name.
+    pub fn action_of(&self, name: &str) -> Option<&str> {
+        self.tools.get(name).map(|r| r.tool.action())
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    /// Takes one call through every step. Never panics on what the call contains.
+    pub async fn call(
+        &self,
+        call: ToolCall,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> CallOutcome {
+        let started = Instant::now();
+        trace.record(Event::ToolProposed {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+        });
+        let (result, explanation) = match self
+            .decide_and_run(&call, session, trace, cancel, started)
+            .await
+        {
+            Ok((result, explanation)) => (result, Some(explanation)),
+            Err((error, explanation)) => (ToolResult::err(error), explanation),
+        };
+        let result = bound_result(result, self.limits.max_output_bytes);
+        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        trace.record(match &result {
+            ToolResult::Ok {
+                output, truncated, ..
+            } => Event::ToolCompleted {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                output: output.clone(),
+                truncated: *truncated,
+                duration_us,
+            },
+            ToolResult::Err { error, .. } => Event::ToolFailed {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                error: error.clone(),
+                duration_us,
+            },
+        });
+        trace.flush();
+        CallOutcome {
+            result,
+            explanation,
+        }
+    }
+
+    async fn decide_and_run(
+        &self,
+        call: &ToolCall,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+        started: Instant,
+    ) -> Result<(ToolResult, Explanation), (ToolError, Option<Explanation>)> {
+        // 1. Resolve by exact name: never a prefix, a case fold or a guess.
+        let Some(registered) = self.tools.get(call.name.as_str()) else {
+            return Err((
+                ToolError::new(
+                    ErrorCode::UnknownTool,
+                    format!(
+                        "there is no tool named `{}`; use one of the tools offered",
+                        call.name
+                    ),
+                ),
+                None,
+            ));
+        };
+        let tool = &registered.tool;
+
+        // 2. Validate the input against the tool's schema.
+        if !registered.validator.is_valid(&call.input) {
+            let problems: Vec<String> = registered
+                .validator
+                .iter_errors(&call.input)
+                .take(5)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{at}: {e}")
+                    }
+                })
+                .collect();
+            return Err((
+                ToolError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "the input does not match {}'s schema: {}",
+                        call.name,
+                        problems.join("; ")
+                    ),
+                ),
+                None,
+            ));
+        }
+
+        let call_cancel = cancel.child_token();
+        let ctx = ToolContext {
+            workspace: self.workspace.clone(),
+            cancel: call_cancel.clone(),
+            limits: self.limits,
+            env: self.env.clone(),
+            session: session.clone(),
+            call_id: call.id.clone(),
+        };
+
+        // 3. The concrete capabilities this call uses (paths resolved, hosts named).
+        let capabilities = tool
+            .capability_requests(&call.input, &ctx)
+            .map_err(|e| (e, None))?;
+
+        // 4. Policy on the action and every capability, with the session's promises.
+        let explanation = self.explain(tool.as_ref(), &capabilities, session);
+        trace.record(Event::ToolDecided {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            action: tool.action().to_owned(),
+            capabilities: capabilities.clone(),
+            explanation: explanation.clone(),
+        });
+
+        // 5. Deny stops here; ask and review go to a person.
+        match explanation.decision {
+            Decision::Allow => {}
+            Decision::Deny => {
+                return Err((
+                    ToolError::new(
+                        ErrorCode::Denied,
+                        format!("policy denies this call: {}", explanation.summary()),
+                    ),
+                    Some(explanation),
+                ));
+            }
+            Decision::Ask | Decision::Review => {
+                if let Err(error) = self
+                    .approve(
+                        call,
+                        tool.as_ref(),
+                        &capabilities,
+                        &explanation,
+                        session,
+                        trace,
+                    )
+                    .await
+                {
+                    return Err((error, Some(explanation)));
+                }
+            }
+        }
+        if cancel.is_cancelled() {
+            return Err((
+                ToolError::new(
+                    ErrorCode::Cancelled,
+                    "the call was cancelled before it started",
+                ),
+                Some(explanation),
+            ));
+        }
+
+        // 6. Execute under the deadline and cancellation.
+        trace.record(Event::ToolStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+        });
+        let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
+        let remaining = deadline.saturating_sub(started.elapsed());
+        let run = tool.call(call.input.clone(), &ctx);
+        tokio::pin!(run);
+        let outcome = tokio::select! {
+            biased;
+            result = &mut run => result,
+            () = tokio::time::sleep(remaining) => {
+                call_cancel.cancel();
+                let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
+                Err(ToolError::new(
+                    ErrorCode::TimedOut,
+                    format!("{} did not finish within {} ms; narrow the request or raise limits.tool_timeout_ms", call.name, deadline.as_millis()),
+                ).retryable())
+            }
+            () = cancel.cancelled() => {
+                call_cancel.cancel();
+                let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
+                Err(ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)))
+            }
+        };
+        match outcome {
+            Ok(output) => Ok((ToolResult::ok(output.value, output.truncated), explanation)),
+            Err(error) => Err((error, Some(explanation))),
+        }
+    }
+
+    /// The policy decision for one call of `tool` with `capabilities`.
+    pub fn explain(
+        &self,
+        tool: &dyn Tool,
+        capabilities: &[CapabilityRequest],
+        session: &Session,
+    ) -> Explanation {
+        let mut subjects = Vec::with_capacity(1 + capabilities.len());
+        subjects.push(Subject::tool(tool.action(), tool.spec().risk));
+        subjects.extend(capabilities.iter().map(Subject::capability));
+        session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]))
+    }
+
+    async fn approve(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        capabilities: &[CapabilityRequest],
+        explanation: &Explanation,
+        session: &Session,
+        trace: &Trace,
+    ) -> Result<(), ToolError> {
+        let action = tool.action();
+        if session.is_granted(action) {
+            trace.record(Event::ApprovalAnswered {
+                call_id: call.id.clone(),
+                answer: ApprovalAnswer::AllowSession,
+            });
+            return Ok(());
+        }
+        let reason = explanation.summary();
+        trace.record(Event::ApprovalAsked {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            reason: reason.clone(),
+        });
+        // The prompt shows the input through the same redaction as the trace.
+        let summary = trace.redact_text(&tool.summarize(&call.input));
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            action: action.to_owned(),
+            summary,
+            capabilities: capabilities.to_vec(),
+            decision: explanation.decision,
+            reason,
+        };
+        let answer = self.broker.ask(&request).await;
+        trace.record(Event::ApprovalAnswered {
+            call_id: call.id.clone(),
+            answer,
+        });
+        match answer {
+            ApprovalAnswer::AllowOnce => Ok(()),
+            ApprovalAnswer::AllowSession => {
+                session.grant(action);
+                Ok(())
+            }
+            ApprovalAnswer::Deny => Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "the person declined {}; do something else or ask them how to proceed",
+                    call.name
+                ),
+            )),
+            ApprovalAnswer::Unavailable => {
+                let subject = explanation
+                    .deciding_rule()
+                    .map_or(action, |rule| rule.subject.as_str());
+                Err(ToolError::new(
+                    ErrorCode::NeedsApproval,
+                    format!(
+                        "policy asks before {} ({}) and nobody can answer here: run in a terminal, pass --yes, or add a policy rule that allows `{subject}`",
+                        call.name,
+                        explanation.summary()
+                    ),
+                ))
+            }
+        }
+    }
+}

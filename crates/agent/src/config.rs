@@ -1,0 +1,284 @@
+//! Configuration: `$BOSUN_HOME/config.toml` (the user's) and `<workspace>/.bosun/config.toml`
+//! (the project's). Unknown keys are refused; every error names the file, line and key. The
+//! project file may only carry policy, and its rules only tighten unless the user trusted the
+//! workspace in their own config — a repository cannot grant itself anything.
+
+use std::path::{Path, PathBuf};
+
+use bosun_core::{Limits, Redactor};
+use bosun_policy::{Mode, Policy, PolicyError, PolicyFile, Source};
+use serde::Deserialize;
+
+use crate::Workspace;
+
+/// A configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Malformed TOML, an unknown key or a bad value.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong and, where the parser knows, what it expected.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: String,
+        /// What to do.
+        message: String,
+    },
+    /// A policy rule or example is wrong.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// `$BOSUN_HOME` cannot be determined.
+    #[error("cannot find a home directory: set BOSUN_HOME or HOME")]
+    NoHome,
+}
+
+/// `[trace]` settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Names of environment variables whose values are secrets, beyond those ending in
+    /// `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD`.
+    #[serde(default)]
+    pub redact_env: Vec<String>,
+}
+
+/// The user's configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Permission mode: `read-only`, `workspace-write` (default) or `full`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Workspaces (canonical paths) whose project config may loosen policy.
+    #[serde(default)]
+    pub trusted_workspaces: Vec<PathBuf>,
+    /// Limits on every tool call.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Trace settings.
+    #[serde(default)]
+    pub trace: TraceConfig,
+    /// Policy rules and examples.
+    #[serde(default)]
+    pub policy: PolicyFile,
+}
+
+/// A project's `.bosun/config.toml`: policy only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// Policy rules and examples.
+    #[serde(default)]
+    pub policy: PolicyFile,
+}
+
+/// One file as read: its path and text (kept to turn spans into line numbers).
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// What it says.
+    pub text: String,
+}
+
+/// Every configuration Bosun would read for a workspace.
+#[derive(Debug)]
+pub struct LoadedConfig {
+    /// `$BOSUN_HOME`.
+    pub home: PathBuf,
+    /// The user's config (defaults when the file is absent).
+    pub user: Config,
+    /// The user's file, if present.
+    pub user_file: Option<ConfigFile>,
+    /// The project's config, if present.
+    pub project: Option<(ProjectConfig, ConfigFile)>,
+    /// Whether the user trusts this workspace.
+    pub trusted: bool,
+}
+
+/// `$BOSUN_HOME`, or `~/.bosun`.
+pub fn bosun_home() -> Result<PathBuf, ConfigError> {
+    if let Some(home) = std::env::var_os("BOSUN_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".bosun"))
+        .ok_or(ConfigError::NoHome)
+}
+
+fn read_optional(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(ConfigFile {
+            path: path.to_owned(),
+            text,
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..text.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, column)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(file: &ConfigFile) -> Result<T, ConfigError> {
+    toml::from_str(&file.text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|s| line_col(&file.text, s.start))
+            .unwrap_or((1, 1));
+        ConfigError::Parse {
+            path: file.path.clone(),
+            line,
+            column,
+            message: e.message().trim().to_owned(),
+        }
+    })
+}
+
+impl LoadedConfig {
+    /// Reads the user's and the project's config for `workspace`.
+    pub fn load(home: &Path, workspace: &Workspace) -> Result<Self, ConfigError> {
+        let user_file = read_optional(&home.join("config.toml"))?;
+        let user: Config = match &user_file {
+            Some(file) => parse(file)?,
+            None => Config::default(),
+        };
+        if let Some(file) = &user_file {
+            validate_limits(&user.limits, &file.path)?;
+        }
+        let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
+            Some(file) => Some((parse(&file)?, file)),
+            None => None,
+        };
+        let trusted = user.trusted_workspaces.iter().any(|p| {
+            std::fs::canonicalize(p)
+                .map(|p| p == workspace.root())
+                .unwrap_or(false)
+        });
+        Ok(Self {
+            home: home.to_owned(),
+            user,
+            user_file,
+            project,
+            trusted,
+        })
+    }
+
+    /// Builds the policy: mode, user rules, project rules; checks every file's examples.
+    pub fn policy(
+        &self,
+        known_risks: impl IntoIterator<Item = (String, bosun_core::Risk)>,
+    ) -> Result<Policy, ConfigError> {
+        let mut builder = Policy::builder(self.user.mode).known_risks(known_risks);
+        if let Some(file) = &self.user_file {
+            builder = builder.user(self.user.policy.clone(), source(file))?;
+        }
+        if let Some((project, file)) = &self.project {
+            builder = builder.project(project.policy.clone(), source(file), self.trusted)?;
+        }
+        Ok(builder.build())
+    }
+
+    /// The redactor for traces: secret-looking environment variables plus those named in config.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::from_env(std::env::vars(), &self.user.trace.redact_env)
+    }
+
+    /// The environment a child process gets: this process's, minus every secret.
+    pub fn scrubbed_env(&self) -> std::collections::BTreeMap<String, String> {
+        scrub_env(std::env::vars(), &self.user.trace.redact_env)
+    }
+
+    /// `$BOSUN_HOME/runs`.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.home.join("runs")
+    }
+}
+
+/// Removes secret variables: names ending in `_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` (any case)
+/// and those named in `extra`.
+pub fn scrub_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    extra: &[String],
+) -> std::collections::BTreeMap<String, String> {
+    vars.into_iter()
+        .filter(|(name, _)| {
+            let upper = name.to_ascii_uppercase();
+            !bosun_core::redact::SECRET_ENV_SUFFIXES
+                .iter()
+                .any(|s| upper.ends_with(s))
+                && !extra.contains(name)
+        })
+        .collect()
+}
+
+fn source(file: &ConfigFile) -> Source {
+    Source {
+        name: file.path.display().to_string(),
+        text: Some(file.text.clone()),
+    }
+}
+
+fn validate_limits(limits: &Limits, path: &Path) -> Result<(), ConfigError> {
+    let invalid = |key: &str, message: &str| ConfigError::Invalid {
+        path: path.to_owned(),
+        key: format!("limits.{key}"),
+        message: message.to_owned(),
+    };
+    if limits.max_output_bytes < Limits::MIN_OUTPUT_BYTES
+        || limits.max_output_bytes > 64 * 1024 * 1024
+    {
+        return Err(invalid(
+            "max_output_bytes",
+            "use a value between 1024 and 67108864",
+        ));
+    }
+    if limits.tool_timeout_ms == 0 || limits.command_timeout_ms == 0 {
+        return Err(invalid("tool_timeout_ms", "timeouts must be at least 1 ms"));
+    }
+    if limits.command_timeout_ms > 3_600_000 || limits.tool_timeout_ms > 3_600_000 {
+        return Err(invalid(
+            "command_timeout_ms",
+            "timeouts must be at most 3600000 ms (one hour)",
+        ));
+    }
+    if limits.max_entries == 0 || limits.max_entries > 10_000 {
+        return Err(invalid("max_entries", "use a value between 1 and 10000"));
+    }
+    Ok(())
+}

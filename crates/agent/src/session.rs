@@ -1,0 +1,60 @@
+//! A session: the state one conversation (or one CLI run) carries between tool calls — the
+//! `restrict_self` promises the model has made and the approvals a person gave "for this
+//! session". Both live only in memory: a grant is never written anywhere as authority, and a
+//! promise can only be added, never withdrawn.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, RwLock};
+
+use bosun_policy::Promise;
+
+/// Per-session policy state.
+#[derive(Debug, Default)]
+pub struct Session {
+    id: String,
+    grants: Mutex<BTreeSet<String>>,
+    promises: RwLock<Vec<Promise>>,
+}
+
+impl Session {
+    /// A new session with no grants and no promises.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Records that a person allowed `action` for the rest of the session.
+    pub fn grant(&self, action: &str) {
+        if let Ok(mut grants) = self.grants.lock() {
+            grants.insert(action.to_owned());
+        }
+    }
+
+    /// True when a person allowed `action` for the rest of the session.
+    pub fn is_granted(&self, action: &str) -> bool {
+        self.grants
+            .lock()
+            .map(|g| g.contains(action))
+            .unwrap_or(false)
+    }
+
+    /// Adds a promise; it binds every later call of the session.
+    pub fn promise(&self, promise: Promise) {
+        // A poisoned lock still holds the promises made so far: keep adding to them.
+        let mut promises = self.promises.write().unwrap_or_else(|e| e.into_inner());
+        promises.push(promise);
+    }
+
+    /// Runs `f` with the session's promises.
+    pub fn with_promises<R>(&self, f: impl FnOnce(&[Promise]) -> R) -> R {
+        let promises = self.promises.read().unwrap_or_else(|e| e.into_inner());
+        f(&promises)
+    }
+}

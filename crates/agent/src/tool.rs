@@ -1,0 +1,72 @@
+//! The host-side tool trait. Built-ins implement it directly; plugin and MCP hosts implement it
+//! for each tool they serve. Only the [`crate::Chokepoint`] calls [`Tool::call`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bosun_core::{CapabilityRequest, Limits, ToolError, ToolOutput, ToolSpec};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::Workspace;
+use crate::session::Session;
+
+/// What a tool sees of the run it is called in.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace every path is confined to.
+    pub workspace: Arc<Workspace>,
+    /// Cancelled when the call is cancelled or its deadline passes; long work checks it.
+    pub cancel: CancellationToken,
+    /// The limits in force.
+    pub limits: Limits,
+    /// The environment for child processes, already scrubbed of secrets.
+    pub env: Arc<BTreeMap<String, String>>,
+    /// The session the call belongs to.
+    pub session: Arc<Session>,
+    /// The id of this call.
+    pub call_id: String,
+}
+
+/// A tool the chokepoint can run.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The checked spec.
+    fn spec(&self) -> &ToolSpec;
+
+    /// The policy action, e.g. `builtin.tool.read_file`.
+    fn action(&self) -> &str;
+
+    /// The capabilities this call will use, with their scope (the path it touches, the host it
+    /// reaches). Called after the input has passed the schema and before policy; an error here
+    /// (a path outside the workspace, say) ends the call before anything runs. The default is
+    /// every declared capability without a scope.
+    fn capability_requests(
+        &self,
+        _input: &Value,
+        _ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        Ok(self
+            .spec()
+            .capabilities
+            .iter()
+            .cloned()
+            .map(CapabilityRequest::bare)
+            .collect())
+    }
+
+    /// A readable one-line summary of the call for an approval prompt.
+    fn summarize(&self, input: &Value) -> String {
+        let text = input.to_string();
+        let mut end = text.len().min(200);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text[..end].to_owned()
+    }
+
+    /// Runs the tool. Must honour `ctx.cancel` for work that can take long, and should bound its
+    /// own output to `ctx.limits.max_output_bytes` (the chokepoint bounds it again regardless).
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}

@@ -1,0 +1,416 @@
+//! Run traces: `$BOSUN_HOME/runs/<run-id>.jsonl`, one [`Envelope`] per line (trace schema
+//! version [`TRACE_SCHEMA_VERSION`]). Secret values are redacted before an event is written or
+//! handed to an observer; nothing unredacted leaves this module.
+//!
+//! Lines are buffered and flushed at the end of every tool call and of the run, so a trace costs
+//! one write per call; a crash loses at most the call in flight.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bosun_core::{Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
+use chrono::Utc;
+
+/// A trace that could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Creating or writing the trace file failed.
+    #[error("cannot write the run trace {path}: {source}; check that $BOSUN_HOME is writable")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Reading a trace failed.
+    #[error("cannot read the run trace {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line is not a trace envelope.
+    #[error(
+        "{path}:{line}: not a Bosun trace line ({message}); the file is damaged or from a newer Bosun"
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// No run with that id, or no runs at all.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// Receives every event of a run, already redacted.
+pub trait Observer: Send + Sync {
+    /// Called once per event, in order.
+    fn observe(&self, envelope: &Envelope);
+}
+
+struct Writer {
+    file: Option<BufWriter<File>>,
+    sequence: u64,
+    error: Option<std::io::Error>,
+}
+
+/// The trace of one run.
+pub struct Trace {
+    run_id: String,
+    parent_run_id: Option<String>,
+    path: Option<PathBuf>,
+    redactor: Arc<Redactor>,
+    observers: Vec<Arc<dyn Observer>>,
+    writer: Mutex<Writer>,
+}
+
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace")
+            .field("run_id", &self.run_id)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A new run id: a UUIDv7, so ids sort by creation time.
+pub fn new_run_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+impl Trace {
+    /// Creates `<runs_dir>/<run_id>.jsonl` (directory mode 0700, file mode 0600).
+    pub fn create(
+        runs_dir: &Path,
+        run_id: String,
+        parent_run_id: Option<String>,
+        redactor: Arc<Redactor>,
+    ) -> Result<Self, TraceError> {
+        let path = runs_dir.join(format!("{run_id}.jsonl"));
+        let err = |source| TraceError::Write {
+            path: path.clone(),
+            source,
+        };
+        create_private_dir(runs_dir).map_err(err)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(err)?;
+        Ok(Self {
+            run_id,
+            parent_run_id,
+            path: Some(path),
+            redactor,
+            observers: Vec::new(),
+            writer: Mutex::new(Writer {
+                file: Some(BufWriter::with_capacity(64 * 1024, file)),
+                sequence: 0,
+                error: None,
+            }),
+        })
+    }
+
+    /// A trace that records to observers only (embedding, tests).
+    pub fn in_memory(run_id: String, redactor: Arc<Redactor>) -> Self {
+        Self {
+            run_id,
+            parent_run_id: None,
+            path: None,
+            redactor,
+            observers: Vec::new(),
+            writer: Mutex::new(Writer {
+                file: None,
+                sequence: 0,
+                error: None,
+            }),
+        }
+    }
+
+    /// Adds an observer.
+    pub fn observe(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The trace file, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Redacts secrets from a piece of text shown outside the trace (approval prompts).
+    pub fn redact_text(&self, text: &str) -> String {
+        self.redactor.redact_str(text)
+    }
+
+    /// Records one event: redacts it, numbers it, buffers the line and tells observers.
+    pub fn record(&self, event: Event) {
+        let Ok(mut writer) = self.writer.lock() else {
+            return;
+        };
+        let mut envelope = Envelope {
+            schema_version: TRACE_SCHEMA_VERSION,
+            run_id: self.run_id.clone(),
+            parent_run_id: self.parent_run_id.clone(),
+            sequence: writer.sequence,
+            timestamp: Utc::now(),
+            event,
+        };
+        writer.sequence += 1;
+        let line = match serde_json::to_string(&envelope) {
+            Ok(line) => line,
+            Err(e) => {
+                writer.error.get_or_insert(std::io::Error::other(e));
+                return;
+            }
+        };
+        // The common case has no secret in it: one scan. Otherwise redact every string of the
+        // value (never the raw line, where a replacement could break the JSON) and rebuild.
+        let line = if self.redactor.finds(&line) {
+            match redacted(&self.redactor, &envelope) {
+                Some((redacted_envelope, line)) => {
+                    envelope = redacted_envelope;
+                    line
+                }
+                None => return,
+            }
+        } else {
+            line
+        };
+        if let Some(file) = writer.file.as_mut()
+            && let Err(e) = file
+                .write_all(line.as_bytes())
+                .and_then(|()| file.write_all(b"\n"))
+        {
+            writer.error.get_or_insert(e);
+        }
+        drop(writer);
+        for observer in &self.observers {
+            observer.observe(&envelope);
+        }
+    }
+
+    /// Writes buffered lines to the file.
+    pub fn flush(&self) {
+        if let Ok(mut writer) = self.writer.lock()
+            && let Some(Err(e)) = writer.file.as_mut().map(|f| f.flush())
+        {
+            writer.error.get_or_insert(e);
+        }
+    }
+
+    /// Flushes, syncs and reports the first write error, if any.
+    pub fn finish(&self) -> Result<(), TraceError> {
+        let Ok(mut writer) = self.writer.lock() else {
+            return Ok(());
+        };
+        if let Some(file) = writer.file.as_mut()
+            && let Err(e) = file.flush().and_then(|()| file.get_ref().sync_data())
+        {
+            writer.error.get_or_insert(e);
+        }
+        match (writer.error.take(), &self.path) {
+            (Some(source), Some(path)) => Err(TraceError::Write {
+                path: path.clone(),
+                source,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn redacted(redactor: &Redactor, envelope: &Envelope) -> Option<(Envelope, String)> {
+    let mut value = serde_json::to_value(envelope).ok()?;
+    redactor.redact_value(&mut value);
+    let line = serde_json::to_string(&value).ok()?;
+    let envelope = serde_json::from_value(value).ok()?;
+    Some((envelope, line))
+}
+
+/// Creates a directory (and parents) readable only by the owner.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Finds a run's trace: `last` is the newest; otherwise an id or a unique prefix of one.
+pub fn find_run(runs_dir: &Path, which: &str) -> Result<PathBuf, TraceError> {
+    let entries = fs::read_dir(runs_dir).map_err(|_| {
+        TraceError::NotFound(format!("no runs recorded yet in {}", runs_dir.display()))
+    })?;
+    let mut ids: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .map(str::to_owned)
+        })
+        .collect();
+    ids.sort();
+    let chosen = if which == "last" {
+        ids.pop()
+    } else {
+        let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(which)).collect();
+        match matches.as_slice() {
+            [one] => Some((*one).clone()),
+            [] => None,
+            _ => {
+                return Err(TraceError::NotFound(format!(
+                    "run id prefix `{which}` matches {} runs; give more characters",
+                    matches.len()
+                )));
+            }
+        }
+    };
+    chosen
+        .map(|id| runs_dir.join(format!("{id}.jsonl")))
+        .ok_or_else(|| {
+            TraceError::NotFound(format!(
+                "no run `{which}` in {}; `bosun inspect last` shows the newest",
+                runs_dir.display()
+            ))
+        })
+}
+
+/// Reads every envelope of a trace file.
+pub fn read_run(path: &Path) -> Result<Vec<Envelope>, TraceError> {
+    let file = File::open(path).map_err(|source| TraceError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let mut envelopes = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| TraceError::Read {
+            path: path.into(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let envelope = serde_json::from_str(&line).map_err(|e| TraceError::Parse {
+            path: path.into(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        envelopes.push(envelope);
+    }
+    Ok(envelopes)
+}
+
+fn short(value: &serde_json::Value, max: usize) -> String {
+    let text = crate::approval::sanitize_for_terminal(&value.to_string());
+    if text.chars().count() <= max {
+        text
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Renders a run for a person.
+pub fn render(envelopes: &[Envelope]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let Some(first) = envelopes.first() else {
+        return "empty trace\n".to_owned();
+    };
+    let start = first.timestamp;
+    let _ = writeln!(out, "run {}", first.run_id);
+    if let Some(parent) = &first.parent_run_id {
+        let _ = writeln!(out, "  parent run {parent}");
+    }
+    for envelope in envelopes {
+        let at = (envelope.timestamp - start).num_milliseconds();
+        let _ = match &envelope.event {
+            Event::RunStarted {
+                command,
+                workspace,
+                mode,
+            } => writeln!(
+                out,
+                "  started {} — {command}\n  workspace {workspace}, mode {mode}",
+                envelope.timestamp.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+            Event::RunFinished { outcome } => writeln!(
+                out,
+                "  [{at:>5} ms] finished: {}",
+                serde_json::to_string(outcome)
+                    .unwrap_or_default()
+                    .trim_matches('"')
+            ),
+            Event::ToolProposed {
+                call_id,
+                tool,
+                input,
+            } => {
+                writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} proposed {tool} {}",
+                    short(input, 160)
+                )
+            }
+            Event::ToolDecided {
+                call_id,
+                explanation,
+                ..
+            } => {
+                writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} decided {}",
+                    explanation.summary()
+                )
+            }
+            Event::ApprovalAsked {
+                call_id, reason, ..
+            } => writeln!(out, "  [{at:>5} ms] {call_id} asked a person: {reason}"),
+            Event::ApprovalAnswered { call_id, answer } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} answer: {}",
+                serde_json::to_string(answer)
+                    .unwrap_or_default()
+                    .trim_matches('"')
+            ),
+            Event::ToolStarted { call_id, tool } => {
+                writeln!(out, "  [{at:>5} ms] {call_id} started {tool}")
+            }
+            Event::ToolCompleted {
+                call_id,
+                output,
+                truncated,
+                duration_us,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} completed in {:.1} ms{}: {}",
+                *duration_us as f64 / 1000.0,
+                if *truncated { " (truncated)" } else { "" },
+                short(output, 160)
+            ),
+            Event::ToolFailed { call_id, error, .. } => {
+                writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} failed: {} — {}",
+                    error.code,
+                    crate::approval::sanitize_for_terminal(&error.message)
+                )
+            }
+        };
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! The workspace: the one directory tree the built-in tools may touch, and the only place where a
+//! path from a model becomes a path on disk.
+//!
+//! Every path a tool uses goes through [`Workspace::resolve`] (an existing path) or
+//! [`Workspace::resolve_new`] (a file about to be created). Both refuse, with
+//! `outside_workspace`, anything that ends outside the root once `..` and symbolic links are
+//! resolved. Paths are first checked lexically, so a path that plainly leaves the root is refused
+//! without touching the filesystem outside it. This module never creates, changes or deletes
+//! anything.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use bosun_core::{ErrorCode, ToolError};
+
+/// A workspace root and the directory relative paths start from, both canonical.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Workspace {
+    /// The workspace around `cwd`: the nearest ancestor of the canonical `cwd` holding `.git`
+    /// (a directory, or a file as in worktrees and submodules), else `cwd` itself.
+    pub fn discover(cwd: &Path) -> io::Result<Workspace> {
+        let cwd = cwd.canonicalize()?;
+        let root = cwd
+            .ancestors()
+            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+            .unwrap_or(&cwd)
+            .to_path_buf();
+        Ok(Workspace { root, cwd })
+    }
+
+    /// A workspace with the given root and working directory. Both are canonicalised; `cwd` must
+    /// be the root or inside it.
+    pub fn new(root: impl AsRef<Path>, cwd: impl AsRef<Path>) -> io::Result<Workspace> {
+        let root = root.as_ref().canonicalize()?;
+        let cwd = cwd.as_ref().canonicalize()?;
+        if !cwd.starts_with(&root) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the working directory {} is outside the workspace root {}: start inside it",
+                    cwd.display(),
+                    root.display()
+                ),
+            ));
+        }
+        Ok(Workspace { root, cwd })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The canonical directory relative paths start from.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Resolves a path that must exist to its canonical form inside the workspace.
+    ///
+    /// Relative paths start from [`Workspace::cwd`]; absolute paths are accepted only inside the
+    /// root. `..` and symbolic links are resolved, and the result must stay inside the root.
+    pub fn resolve(&self, input_path: &str) -> Result<PathBuf, ToolError> {
+        let lexical = self.lexical(input_path)?;
+        let canonical = lexical
+            .canonicalize()
+            .map_err(|err| io_error(&err, input_path))?;
+        if !canonical.starts_with(&self.root) {
+            return Err(self.outside(input_path));
+        }
+        Ok(canonical)
+    }
+
+    /// Resolves the path of a file that may not exist yet, for creating or replacing it.
+    ///
+    /// The deepest existing ancestor is checked component by component from the root: every
+    /// existing component must be a real directory (never a symbolic link), the final
+    /// component, when it exists, must not be a symbolic link either, and nothing may leave the
+    /// root. The returned path is canonical for its existing part and lexically normal for the
+    /// rest, so it names exactly the place that was checked.
+    ///
+    /// This check and the later write are not one atomic step: a process that swaps a directory
+    /// for a symbolic link in between could redirect the write. Callers re-check the parent
+    /// after creating it.
+    pub fn resolve_new(&self, input_path: &str) -> Result<PathBuf, ToolError> {
+        let lexical = self.lexical(input_path)?;
+        let relative = lexical
+            .strip_prefix(&self.root)
+            .map_err(|_| self.outside(input_path))?;
+        let mut current = self.root.clone();
+        let mut components = relative.components().peekable();
+        while let Some(component) = components.next() {
+            let Component::Normal(name) = component else {
+                // A lexically normal path below the root holds only plain names.
+                return Err(self.outside(input_path));
+            };
+            current.push(name);
+            let meta = match current.symlink_metadata() {
+                Ok(meta) => meta,
+                // Nothing further exists: the rest will be created, below a checked directory.
+                Err(err) if err.kind() == io::ErrorKind::NotFound => break,
+                Err(err) => return Err(io_error(&err, input_path)),
+            };
+            if meta.file_type().is_symlink() {
+                return Err(self.symlink_refused(input_path, &current));
+            }
+            if components.peek().is_some() && !meta.is_dir() {
+                return Err(ToolError::new(
+                    ErrorCode::NotDirectory,
+                    format!(
+                        "`{input_path}`: `{}` is a file, not a directory; choose another path",
+                        self.relative(&current)
+                    ),
+                ));
+            }
+        }
+        Ok(lexical)
+    }
+
+    /// `abs` relative to the root, `/`-separated; `.` for the root itself. A path outside the
+    /// root (which resolved paths never are) is returned whole.
+    pub fn relative(&self, abs: &Path) -> String {
+        match abs.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            Err(_) => abs.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Checks the input's form and returns it joined to the cwd and lexically normalised, after
+    /// making sure it does not plainly leave the root.
+    fn lexical(&self, input_path: &str) -> Result<PathBuf, ToolError> {
+        if input_path.is_empty() {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                "the path is empty: give a path relative to the workspace, e.g. `src/main.rs` or `.`",
+            ));
+        }
+        if input_path.contains('\0') {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                "the path contains a NUL byte: remove it",
+            ));
+        }
+        let joined = self.cwd.join(input_path);
+        let normal = normalize(&joined);
+        if !normal.starts_with(&self.root) {
+            return Err(self.outside(input_path));
+        }
+        Ok(normal)
+    }
+
+    fn outside(&self, input_path: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::OutsideWorkspace,
+            format!(
+                "`{input_path}` is outside the workspace: the path must stay inside {}",
+                self.root.display()
+            ),
+        )
+    }
+
+    fn symlink_refused(&self, input_path: &str, link: &Path) -> ToolError {
+        let inside = link
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(&self.root));
+        if inside {
+            ToolError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "`{input_path}` goes through the symbolic link `{}`: give the real path instead",
+                    self.relative(link)
+                ),
+            )
+        } else {
+            ToolError::new(
+                ErrorCode::OutsideWorkspace,
+                format!(
+                    "`{input_path}` goes through the symbolic link `{}`, which leads outside the \
+                     workspace: the path must stay inside {}",
+                    self.relative(link),
+                    self.root.display()
+                ),
+            )
+        }
+    }
+}
+
+/// Maps an I/O error on `path` to a tool error: `not_found` for a missing path, `io_error`
+/// (naming the path) otherwise.
+pub fn io_error(err: &io::Error, path: &str) -> ToolError {
+    match err.kind() {
+        io::ErrorKind::NotFound => ToolError::new(
+            ErrorCode::NotFound,
+            format!("`{path}` does not exist: check the path, e.g. with list_files"),
+        ),
+        _ => ToolError::new(ErrorCode::IoError, format!("`{path}`: {err}")),
+    }
+}
+
+/// Removes `.` and resolves `..` without touching the filesystem. `..` at the filesystem root
+/// stays at the root, as the kernel does.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dots_lexically() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../../x")), PathBuf::from("/x"));
+        assert_eq!(normalize(Path::new("/a/b/")), PathBuf::from("/a/b"));
+    }
+}

@@ -1,0 +1,1577 @@
+//! The built-in tools called directly, as the chokepoint calls them, against real files and
+//! real processes in a temporary directory. Each hostile test is named after what it stops.
+//!
+//! Layout of every fixture: `<tmp>/ws` is the workspace root and `<tmp>/outside` a sibling the
+//! tools must never reach, holding `secret.txt`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bosun_agent::builtin;
+use bosun_agent::session::Session;
+use bosun_agent::{Tool, ToolContext, Workspace};
+use bosun_core::{Capability, ErrorCode, Limits, Risk, ToolError, ToolOutput, ToolResult};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const SECRET: &str = "top secret outside the workspace\n";
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+    ctx: ToolContext,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture::with_limits(Limits::default())
+    }
+
+    fn with_limits(limits: Limits) -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        let outside = base.join("outside");
+        fs::create_dir(&root).unwrap();
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("secret.txt"), SECRET).unwrap();
+        let env = BTreeMap::from([
+            ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+            ("BOSUN_VISIBLE".to_owned(), "shown".to_owned()),
+        ]);
+        let ctx = ToolContext {
+            workspace: Arc::new(Workspace::new(&root, &root).unwrap()),
+            cancel: CancellationToken::new(),
+            limits,
+            env: Arc::new(env),
+            session: Arc::new(Session::new("test-session")),
+            call_id: "call-1".to_owned(),
+        };
+        Fixture {
+            _tmp: tmp,
+            root,
+            outside,
+            ctx,
+        }
+    }
+
+    /// Writes a file under the workspace, creating its directories.
+    fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, content).unwrap();
+        path
+    }
+
+    async fn call(&self, name: &str, input: Value) -> Result<ToolOutput, ToolError> {
+        let tool = tool(name);
+        let output = tool.call(input, &self.ctx).await;
+        if let Ok(output) = &output {
+            assert_within_bound(output, &self.ctx.limits);
+        }
+        output
+    }
+
+    async fn ok(&self, name: &str, input: Value) -> Value {
+        match self.call(name, input.clone()).await {
+            Ok(output) => output.value,
+            Err(err) => panic!("{name} {input} failed: {err}"),
+        }
+    }
+
+    async fn err(&self, name: &str, input: Value) -> ToolError {
+        match self.call(name, input.clone()).await {
+            Ok(output) => panic!("{name} {input} succeeded: {}", output.value),
+            Err(err) => err,
+        }
+    }
+
+    /// The error `capability_requests` gives, which the chokepoint sees before policy runs.
+    fn request_err(&self, name: &str, input: Value) -> ToolError {
+        match tool(name).capability_requests(&input, &self.ctx) {
+            Ok(requests) => panic!("{name} {input} was accepted: {requests:?}"),
+            Err(err) => err,
+        }
+    }
+}
+
+fn tool(name: &str) -> Arc<dyn Tool> {
+    builtin::tools()
+        .into_iter()
+        .find(|t| t.spec().name.as_str() == name)
+        .unwrap_or_else(|| panic!("no built-in named {name}"))
+}
+
+/// The tool's own bound: the result the chokepoint serialises fits, and the output's
+/// `truncated` field (when it has one) agrees with the flag.
+fn assert_within_bound(output: &ToolOutput, limits: &Limits) {
+    let result = ToolResult::ok(output.value.clone(), output.truncated);
+    let len = serde_json::to_vec(&result).unwrap().len();
+    assert!(
+        len <= limits.max_output_bytes,
+        "result is {len} bytes, over {}",
+        limits.max_output_bytes
+    );
+    if let Some(flag) = output.value.get("truncated") {
+        assert_eq!(flag, &Value::Bool(output.truncated));
+    }
+}
+
+fn assert_code(err: &ToolError, code: ErrorCode) {
+    assert_eq!(err.code, code, "unexpected error: {err}");
+}
+
+/// Processes whose command line holds `arg` exactly (zombies have an empty command line).
+fn processes_with_arg(arg: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|part| part == arg.as_bytes())
+        {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+/// Waits up to a few seconds for processes holding `arg` to disappear (a killed process may
+/// take a moment to be reaped).
+async fn assert_no_process_with(arg: &str) {
+    for _ in 0..50 {
+        if processes_with_arg(arg).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "processes with `{arg}` are still running: {:?}",
+        processes_with_arg(arg)
+    );
+}
+
+/// The process's peak resident memory (VmHWM), in bytes.
+fn peak_memory_bytes() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+fn limits(max_output_bytes: usize) -> Limits {
+    Limits {
+        max_output_bytes,
+        ..Limits::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workspace
+
+#[test]
+fn workspace_discover_finds_the_git_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    let ws = Workspace::discover(&root.join("a/b")).unwrap();
+    assert_eq!(ws.root(), root);
+    assert_eq!(ws.cwd(), root.join("a/b"));
+    assert_eq!(ws.relative(&root.join("a/b/c.rs")), "a/b/c.rs");
+    assert_eq!(ws.relative(&root), ".");
+    // A `.git` file (worktrees, submodules) marks a root too.
+    fs::write(root.join("a/.git"), "gitdir: ../.git/worktrees/a\n").unwrap();
+    assert_eq!(
+        Workspace::discover(&root.join("a/b")).unwrap().root(),
+        root.join("a")
+    );
+}
+
+#[test]
+fn workspace_discover_without_git_uses_the_cwd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("plain");
+    fs::create_dir(&dir).unwrap();
+    let ws = Workspace::discover(&dir).unwrap();
+    assert_eq!(ws.root(), dir);
+    assert_eq!(ws.cwd(), dir);
+}
+
+#[test]
+fn workspace_new_refuses_a_cwd_outside_the_root() {
+    let f = Fixture::new();
+    assert!(Workspace::new(&f.root, &f.outside).is_err());
+}
+
+#[test]
+fn workspace_resolves_relative_to_the_cwd() {
+    let f = Fixture::new();
+    f.write("a.txt", "a");
+    f.write("sub/b.txt", "b");
+    let ws = Workspace::new(&f.root, f.root.join("sub")).unwrap();
+    assert_eq!(ws.resolve("b.txt").unwrap(), f.root.join("sub/b.txt"));
+    assert_eq!(ws.resolve("../a.txt").unwrap(), f.root.join("a.txt"));
+    assert_eq!(ws.resolve("..").unwrap(), f.root);
+    assert_code(
+        &ws.resolve("../..").unwrap_err(),
+        ErrorCode::OutsideWorkspace,
+    );
+    assert_eq!(
+        ws.resolve_new("new/c.txt").unwrap(),
+        f.root.join("sub/new/c.txt")
+    );
+}
+
+#[test]
+fn workspace_rejects_empty_and_nul_paths() {
+    let f = Fixture::new();
+    let ws = &f.ctx.workspace;
+    assert_code(&ws.resolve("").unwrap_err(), ErrorCode::InvalidInput);
+    assert_code(&ws.resolve("a\0b").unwrap_err(), ErrorCode::InvalidInput);
+    assert_code(&ws.resolve_new("").unwrap_err(), ErrorCode::InvalidInput);
+    assert_code(&ws.resolve_new("x\0").unwrap_err(), ErrorCode::InvalidInput);
+}
+
+#[test]
+fn workspace_outside_error_names_the_root() {
+    let f = Fixture::new();
+    let err = f
+        .ctx
+        .workspace
+        .resolve("../outside/secret.txt")
+        .unwrap_err();
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+    assert!(
+        err.message
+            .contains(&format!("must stay inside {}", f.root.display())),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Specs, capability requests and summaries
+
+#[test]
+fn builtin_specs_are_strict_and_forge_shaped() {
+    let expected: [(&str, Risk, Capability, &[&str]); 6] = [
+        (
+            "list_files",
+            Risk::Read,
+            Capability::FsRead,
+            &["depth", "path"],
+        ),
+        ("read_file", Risk::Read, Capability::FsRead, &["path"]),
+        (
+            "search",
+            Risk::Read,
+            Capability::FsRead,
+            &["maxMatches", "path", "query", "regex"],
+        ),
+        (
+            "create_file",
+            Risk::Write,
+            Capability::FsWrite,
+            &["content", "path"],
+        ),
+        (
+            "apply_patch",
+            Risk::Write,
+            Capability::FsWrite,
+            &["edits", "path"],
+        ),
+        (
+            "run_command",
+            Risk::Process,
+            Capability::ProcessSpawn,
+            &["args", "cwd", "program", "timeoutMs"],
+        ),
+    ];
+    for (name, risk, capability, properties) in expected {
+        let tool = tool(name);
+        let spec = tool.spec();
+        assert_eq!(spec.name.as_str(), name);
+        assert_eq!(tool.action(), format!("builtin.tool.{name}"));
+        assert_eq!(spec.risk, risk, "{name}");
+        assert_eq!(spec.capabilities, vec![capability], "{name}");
+        let schema = &spec.input_schema;
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        let names: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, properties, "{name}");
+    }
+    let patch = tool("apply_patch");
+    assert_eq!(
+        patch.spec().input_schema["properties"]["edits"]["items"]["additionalProperties"],
+        false
+    );
+}
+
+#[test]
+fn schemas_accept_forge_inputs_and_refuse_unknown_fields() {
+    let cases = [
+        ("list_files", json!({}), true),
+        ("list_files", json!({"path": "src", "depth": 8}), true),
+        ("list_files", json!({"depth": 9}), false),
+        ("read_file", json!({"path": "a"}), true),
+        ("read_file", json!({"path": "a", "offset": 3}), false),
+        (
+            "search",
+            json!({"query": "fn", "maxMatches": 500, "regex": true}),
+            true,
+        ),
+        ("search", json!({"query": ""}), false),
+        ("search", json!({"query": "x", "max_matches": 3}), false),
+        ("create_file", json!({"path": "a", "content": ""}), true),
+        ("create_file", json!({"path": "a"}), false),
+        (
+            "apply_patch",
+            json!({"path": "a", "edits": [{"oldText": "x", "newText": ""}]}),
+            true,
+        ),
+        ("apply_patch", json!({"path": "a", "edits": []}), false),
+        (
+            "apply_patch",
+            json!({"path": "a", "edits": [{"oldText": "x", "newText": "", "n": 1}]}),
+            false,
+        ),
+        (
+            "run_command",
+            json!({"program": "cargo", "args": ["test"], "cwd": "src", "timeoutMs": 1000}),
+            true,
+        ),
+        ("run_command", json!({"program": "ls;id"}), false),
+        (
+            "run_command",
+            json!({"program": "ls", "shell": true}),
+            false,
+        ),
+        (
+            "run_command",
+            json!({"program": "ls", "timeoutMs": 0}),
+            false,
+        ),
+    ];
+    for (name, input, valid) in cases {
+        let validator = jsonschema::validator_for(&tool(name).spec().input_schema).unwrap();
+        assert_eq!(validator.is_valid(&input), valid, "{name} {input}");
+    }
+}
+
+#[test]
+fn capability_requests_carry_the_concrete_scope() {
+    let f = Fixture::new();
+    f.write("src/lib.rs", "");
+    let scope = |name: &str, input: Value| {
+        let requests = tool(name).capability_requests(&input, &f.ctx).unwrap();
+        assert_eq!(requests.len(), 1);
+        requests[0].to_string()
+    };
+    assert_eq!(scope("list_files", json!({})), "fs.read:.");
+    assert_eq!(
+        scope("read_file", json!({"path": "src/../src/lib.rs"})),
+        "fs.read:src/lib.rs"
+    );
+    assert_eq!(
+        scope("read_file", json!({"path": f.root.join("src/lib.rs")})),
+        "fs.read:src/lib.rs"
+    );
+    assert_eq!(
+        scope("search", json!({"query": "x", "path": "src"})),
+        "fs.read:src"
+    );
+    assert_eq!(
+        scope("create_file", json!({"path": "new/x.rs", "content": ""})),
+        "fs.write:new/x.rs"
+    );
+    assert_eq!(
+        scope(
+            "apply_patch",
+            json!({"path": "./src/lib.rs", "edits": [{"oldText": "a", "newText": "b"}]})
+        ),
+        "fs.write:src/lib.rs"
+    );
+    assert_eq!(
+        scope("run_command", json!({"program": "cargo", "args": ["test"]})),
+        "process.spawn:cargo"
+    );
+}
+
+#[test]
+fn capability_requests_refuse_paths_outside_before_policy() {
+    let f = Fixture::new();
+    let outside = f.outside.join("secret.txt");
+    let cases = [
+        ("list_files", json!({"path": ".."})),
+        ("read_file", json!({"path": "../outside/secret.txt"})),
+        ("read_file", json!({"path": outside})),
+        ("search", json!({"query": "x", "path": "../outside"})),
+        (
+            "create_file",
+            json!({"path": "../outside/new.txt", "content": "x"}),
+        ),
+        (
+            "apply_patch",
+            json!({"path": outside, "edits": [{"oldText": "top", "newText": "x"}]}),
+        ),
+        ("run_command", json!({"program": "ls", "cwd": "../outside"})),
+    ];
+    for (name, input) in cases {
+        assert_code(&f.request_err(name, input), ErrorCode::OutsideWorkspace);
+    }
+}
+
+#[test]
+fn summaries_are_readable_and_cannot_hide_text() {
+    let run = tool("run_command");
+    assert_eq!(
+        run.summarize(&json!({"program": "cargo", "args": ["test", "--all"], "cwd": "src"})),
+        "$ cargo 'test' '--all' in src/"
+    );
+    assert_eq!(
+        run.summarize(&json!({"program": "echo", "args": ["it's"]})),
+        r"$ echo 'it'\''s'"
+    );
+    let create = tool("create_file");
+    assert_eq!(
+        create.summarize(&json!({"path": "src/x.rs", "content": "x".repeat(120)})),
+        "create src/x.rs (120 bytes)"
+    );
+    // A terminal escape or a bidi override in a path is shown, not obeyed.
+    let sneaky = create.summarize(&json!({"path": "a\u{1b}[2K\u{202E}b", "content": ""}));
+    assert!(
+        !sneaky.contains('\u{1b}') && !sneaky.contains('\u{202E}'),
+        "{sneaky}"
+    );
+    assert_eq!(
+        tool("read_file").summarize(&json!({"path": "src/lib.rs"})),
+        "read src/lib.rs"
+    );
+    assert_eq!(
+        tool("apply_patch")
+            .summarize(&json!({"path": "a.rs", "edits": [{"oldText": "a", "newText": "b"}]})),
+        "patch a.rs (1 edit)"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// list_files
+
+#[tokio::test]
+async fn list_files_lists_sorted_with_types_and_sizes() {
+    let f = Fixture::new();
+    f.write("b.txt", "bb");
+    f.write("a/z.rs", "zzz");
+    f.write("a/deep/er/x", "");
+    symlink("b.txt", f.root.join("link")).unwrap();
+    let out = f.ok("list_files", json!({})).await;
+    assert_eq!(
+        out,
+        json!({
+            "path": ".",
+            "entries": [
+                {"path": "a", "type": "directory"},
+                {"path": "a/deep", "type": "directory"},
+                {"path": "a/deep/er", "type": "directory"},
+                {"path": "a/z.rs", "type": "file", "size": 3},
+                {"path": "b.txt", "type": "file", "size": 2},
+                {"path": "link", "type": "symlink"},
+            ],
+            "truncated": false,
+        })
+    );
+    let top = f.ok("list_files", json!({"depth": 0})).await;
+    let paths: Vec<&str> = top["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["a", "b.txt", "link"]);
+    let sub = f.ok("list_files", json!({"path": "a", "depth": 8})).await;
+    assert_eq!(sub["path"], "a");
+    assert_eq!(sub["entries"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn list_files_respects_gitignore_shows_hidden_and_skips_dot_git() {
+    let f = Fixture::new();
+    fs::create_dir_all(f.root.join(".git/objects")).unwrap();
+    f.write(".git/config", "");
+    f.write(".gitignore", "target/\n*.log\n/src/generated\n");
+    f.write(".hidden", "");
+    f.write("a.log", "");
+    f.write("target/debug/app", "");
+    f.write("src/main.rs", "");
+    f.write("src/generated/out.rs", "");
+    f.write("src/debug.log", "");
+    let out = f.ok("list_files", json!({"depth": 8})).await;
+    let paths: Vec<&str> = out["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [".gitignore", ".hidden", "src", "src/main.rs"]);
+    // Listing a subdirectory still applies the root's rules, anchored ones included.
+    let sub = f.ok("list_files", json!({"path": "src"})).await;
+    let paths: Vec<&str> = sub["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["src/main.rs"]);
+}
+
+#[tokio::test]
+async fn list_files_caps_entries_at_max_entries() {
+    let f = Fixture::with_limits(Limits {
+        max_entries: 3,
+        ..Limits::default()
+    });
+    for name in ["a", "b", "c", "d", "e"] {
+        f.write(name, "");
+    }
+    let out = f.ok("list_files", json!({})).await;
+    assert_eq!(out["entries"].as_array().unwrap().len(), 3);
+    assert_eq!(out["truncated"], true);
+    let f = Fixture::with_limits(Limits {
+        max_entries: 5,
+        ..Limits::default()
+    });
+    for name in ["a", "b", "c", "d", "e"] {
+        f.write(name, "");
+    }
+    let out = f.ok("list_files", json!({})).await;
+    assert_eq!(out["entries"].as_array().unwrap().len(), 5);
+    assert_eq!(out["truncated"], false);
+}
+
+#[tokio::test]
+async fn list_files_does_not_follow_symlinks_out() {
+    let f = Fixture::new();
+    symlink(&f.outside, f.root.join("out")).unwrap();
+    let out = f.ok("list_files", json!({"depth": 8})).await;
+    assert_eq!(out["entries"], json!([{"path": "out", "type": "symlink"}]));
+    assert!(!out.to_string().contains("secret"));
+    let err = f.err("list_files", json!({"path": "out"})).await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+}
+
+#[tokio::test]
+async fn list_files_refuses_bad_input() {
+    let f = Fixture::new();
+    f.write("file.txt", "");
+    assert_code(
+        &f.err("list_files", json!({"path": "file.txt"})).await,
+        ErrorCode::NotDirectory,
+    );
+    assert_code(
+        &f.err("list_files", json!({"path": "missing"})).await,
+        ErrorCode::NotFound,
+    );
+    assert_code(
+        &f.err("list_files", json!({"depth": 9})).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("list_files", json!({"path": ".."})).await,
+        ErrorCode::OutsideWorkspace,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// read_file
+
+#[tokio::test]
+async fn read_file_reads_text() {
+    let f = Fixture::new();
+    f.write("src/lib.rs", "fn main() {}\n");
+    let out = f.ok("read_file", json!({"path": "src/lib.rs"})).await;
+    assert_eq!(
+        out,
+        json!({"path": "src/lib.rs", "content": "fn main() {}\n", "bytes": 13, "truncated": false})
+    );
+    // An absolute path inside the workspace is fine.
+    let out = f
+        .ok("read_file", json!({"path": f.root.join("src/lib.rs")}))
+        .await;
+    assert_eq!(out["path"], "src/lib.rs");
+}
+
+#[tokio::test]
+async fn read_file_refuses_dotdot_escape() {
+    let f = Fixture::new();
+    f.write("src/lib.rs", "");
+    for path in [
+        "../outside/secret.txt",
+        "src/../../outside/secret.txt",
+        "./src/../../outside/secret.txt",
+    ] {
+        let err = f.err("read_file", json!({"path": path})).await;
+        assert_code(&err, ErrorCode::OutsideWorkspace);
+        assert!(!err.message.contains("top secret"));
+    }
+}
+
+#[tokio::test]
+async fn read_file_refuses_absolute_path_outside() {
+    let f = Fixture::new();
+    let err = f
+        .err("read_file", json!({"path": f.outside.join("secret.txt")}))
+        .await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+    assert_code(
+        &f.err("read_file", json!({"path": "/etc/passwd"})).await,
+        ErrorCode::OutsideWorkspace,
+    );
+    // A path that leaves lexically is refused before it is looked up, so whether it exists
+    // outside is not revealed.
+    assert_code(
+        &f.err("read_file", json!({"path": "/no/such/file"})).await,
+        ErrorCode::OutsideWorkspace,
+    );
+}
+
+#[tokio::test]
+async fn read_file_refuses_symlink_leaving_workspace() {
+    let f = Fixture::new();
+    symlink(f.outside.join("secret.txt"), f.root.join("link.txt")).unwrap();
+    symlink(&f.outside, f.root.join("out")).unwrap();
+    symlink("../outside/secret.txt", f.root.join("relative-link")).unwrap();
+    for path in ["link.txt", "out/secret.txt", "relative-link"] {
+        let err = f.err("read_file", json!({"path": path})).await;
+        assert_code(&err, ErrorCode::OutsideWorkspace);
+        assert_code(
+            &f.request_err("read_file", json!({"path": path})),
+            ErrorCode::OutsideWorkspace,
+        );
+    }
+}
+
+#[tokio::test]
+async fn read_file_follows_symlinks_that_stay_inside() {
+    let f = Fixture::new();
+    f.write("real.txt", "real");
+    symlink("real.txt", f.root.join("alias.txt")).unwrap();
+    let out = f.ok("read_file", json!({"path": "alias.txt"})).await;
+    assert_eq!(out["content"], "real");
+    assert_eq!(out["path"], "real.txt");
+}
+
+#[tokio::test]
+async fn read_file_bounds_100mb_file() {
+    let f = Fixture::new();
+    let path = f.root.join("big.txt");
+    // A text prefix, then a sparse 100 MB tail: costs no disk, reads as zeros past the prefix.
+    let line = "the quick brown fox jumps over the lazy dog\n";
+    fs::write(&path, line.repeat(1024 * 1024 / line.len())).unwrap();
+    let size = 100 * 1024 * 1024;
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    let peak_before = peak_memory_bytes();
+    let output = f
+        .call("read_file", json!({"path": "big.txt"}))
+        .await
+        .unwrap();
+    // Reading the whole file would raise the process's peak by 100 MB at least; other tests
+    // running meanwhile use a few MB.
+    let growth = peak_memory_bytes().saturating_sub(peak_before);
+    assert!(
+        growth < 48 * 1024 * 1024,
+        "peak memory grew by {growth} bytes"
+    );
+    assert!(output.truncated);
+    assert_eq!(output.value["truncated"], true);
+    assert_eq!(output.value["bytes"], size);
+    let content = output.value["content"].as_str().unwrap();
+    assert!(content.len() <= f.ctx.limits.max_output_bytes);
+    assert!(
+        content.len() > f.ctx.limits.max_output_bytes / 2,
+        "cut far more than needed: {}",
+        content.len()
+    );
+    assert!(content.starts_with(line));
+}
+
+#[tokio::test]
+async fn read_file_cuts_on_a_utf8_boundary() {
+    let f = Fixture::with_limits(limits(1024));
+    f.write("accents.txt", "é".repeat(4000));
+    let out = f.ok("read_file", json!({"path": "accents.txt"})).await;
+    let content = out["content"].as_str().unwrap();
+    assert_eq!(out["truncated"], true);
+    assert!(!content.is_empty());
+    assert!(
+        content.chars().all(|c| c == 'é'),
+        "a cut character was shown: {content:?}"
+    );
+}
+
+#[tokio::test]
+async fn read_file_escaped_content_still_fits_the_bound() {
+    // Quotes and control characters grow when serialised; the bound is on the result.
+    let f = Fixture::with_limits(limits(2048));
+    f.write("quotes.txt", "\"\u{1}\\".repeat(3000));
+    let out = f.ok("read_file", json!({"path": "quotes.txt"})).await;
+    assert_eq!(out["truncated"], true);
+}
+
+#[tokio::test]
+async fn read_file_refuses_binary_directory_and_missing() {
+    let f = Fixture::new();
+    f.write("image.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    f.write("dir/x", "");
+    let err = f.err("read_file", json!({"path": "image.png"})).await;
+    assert_code(&err, ErrorCode::InvalidInput);
+    assert!(err.message.contains("binary file"), "{err}");
+    assert_code(
+        &f.err("read_file", json!({"path": "dir"})).await,
+        ErrorCode::NotFile,
+    );
+    assert_code(
+        &f.err("read_file", json!({"path": "nope.txt"})).await,
+        ErrorCode::NotFound,
+    );
+    assert_code(
+        &f.err("read_file", json!({"path": ""})).await,
+        ErrorCode::InvalidInput,
+    );
+}
+
+#[tokio::test]
+async fn read_file_decodes_latin1_lossily() {
+    let f = Fixture::new();
+    f.write("latin1.txt", b"caf\xe9\n");
+    let out = f.ok("read_file", json!({"path": "latin1.txt"})).await;
+    assert_eq!(out["content"], "caf\u{FFFD}\n");
+}
+
+#[tokio::test]
+async fn read_file_refuses_fifo_instead_of_blocking() {
+    let f = Fixture::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(f.root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let call = f.call("read_file", json!({"path": "pipe"}));
+    let Ok(result) = tokio::time::timeout(Duration::from_secs(10), call).await else {
+        // Release the blocked reader so the test fails instead of hanging at runtime shutdown.
+        let _writer = fs::OpenOptions::new().write(true).open(f.root.join("pipe"));
+        panic!("read_file blocked on a FIFO");
+    };
+    assert_code(&result.unwrap_err(), ErrorCode::NotFile);
+}
+
+// ---------------------------------------------------------------------------------------------
+// search
+
+#[tokio::test]
+async fn search_finds_literal_matches_with_line_numbers() {
+    let f = Fixture::new();
+    f.write("src/a.rs", "fn alpha() {}\nlet x = 1;\nfn beta() {}\n");
+    f.write("src/b.rs", "// no functions\n");
+    f.write("README", "fn in readme\n");
+    let out = f.ok("search", json!({"query": "fn "})).await;
+    assert_eq!(
+        out,
+        json!({
+            "matches": [
+                {"path": "README", "line": 1, "text": "fn in readme"},
+                {"path": "src/a.rs", "line": 1, "text": "fn alpha() {}"},
+                {"path": "src/a.rs", "line": 3, "text": "fn beta() {}"},
+            ],
+            "truncated": false,
+        })
+    );
+    let scoped = f
+        .ok("search", json!({"query": "fn ", "path": "src/a.rs"}))
+        .await;
+    assert_eq!(scoped["matches"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn search_literal_does_not_interpret_regex() {
+    let f = Fixture::new();
+    f.write("t.txt", "abc\na.c\n(x)\n");
+    let literal = f.ok("search", json!({"query": "a.c"})).await;
+    assert_eq!(
+        literal["matches"],
+        json!([{"path": "t.txt", "line": 2, "text": "a.c"}])
+    );
+    let parens = f.ok("search", json!({"query": "(x)"})).await;
+    assert_eq!(parens["matches"].as_array().unwrap().len(), 1);
+    let regex = f.ok("search", json!({"query": "a.c", "regex": true})).await;
+    assert_eq!(regex["matches"].as_array().unwrap().len(), 2);
+    let err = f
+        .err("search", json!({"query": "(unclosed", "regex": true}))
+        .await;
+    assert_code(&err, ErrorCode::InvalidInput);
+}
+
+#[tokio::test]
+async fn search_respects_gitignore() {
+    let f = Fixture::new();
+    f.write(".gitignore", "target/\n*.log\n");
+    f.write("src/lib.rs", "needle\n");
+    f.write("target/out.rs", "needle\n");
+    f.write("build.log", "needle\n");
+    f.write(".hidden.rs", "needle\n");
+    let out = f.ok("search", json!({"query": "needle"})).await;
+    let paths: Vec<&str> = out["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [".hidden.rs", "src/lib.rs"]);
+}
+
+#[tokio::test]
+async fn search_skips_large_and_binary_files() {
+    let f = Fixture::new();
+    f.write("small.txt", "needle\n");
+    let mut big = "filler line\n".repeat(100_000);
+    big.push_str("needle\n");
+    assert!(big.len() > 1024 * 1024);
+    f.write("big.txt", big);
+    f.write("blob.bin", b"needle\n\0\x01\x02needle\n");
+    let out = f.ok("search", json!({"query": "needle"})).await;
+    assert_eq!(
+        out["matches"],
+        json!([{"path": "small.txt", "line": 1, "text": "needle"}])
+    );
+}
+
+#[tokio::test]
+async fn search_caps_matches_and_line_text() {
+    let f = Fixture::new();
+    f.write("many.txt", "hit\n".repeat(10));
+    let out = f
+        .ok("search", json!({"query": "hit", "maxMatches": 3}))
+        .await;
+    assert_eq!(out["matches"].as_array().unwrap().len(), 3);
+    assert_eq!(out["truncated"], true);
+    let exact = f
+        .ok("search", json!({"query": "hit", "maxMatches": 10}))
+        .await;
+    assert_eq!(exact["matches"].as_array().unwrap().len(), 10);
+    assert_eq!(exact["truncated"], false);
+
+    let f = Fixture::new();
+    f.write("long.txt", format!("{}needle\n", "é".repeat(2000)));
+    let out = f.ok("search", json!({"query": "needle"})).await;
+    let text = out["matches"][0]["text"].as_str().unwrap();
+    assert_eq!(text.chars().count(), 500);
+    assert!(text.chars().all(|c| c == 'é'));
+    assert_eq!(out["truncated"], true);
+}
+
+#[tokio::test]
+async fn search_does_not_follow_symlinks_out() {
+    let f = Fixture::new();
+    symlink(&f.outside, f.root.join("out")).unwrap();
+    symlink(f.outside.join("secret.txt"), f.root.join("secret-link.txt")).unwrap();
+    f.write("inside.txt", "not that secret\n");
+    let out = f.ok("search", json!({"query": "secret"})).await;
+    assert_eq!(
+        out["matches"],
+        json!([{"path": "inside.txt", "line": 1, "text": "not that secret"}])
+    );
+    assert_code(
+        &f.err("search", json!({"query": "secret", "path": "out"}))
+            .await,
+        ErrorCode::OutsideWorkspace,
+    );
+    assert_code(
+        &f.err("search", json!({"query": "secret", "path": "../outside"}))
+            .await,
+        ErrorCode::OutsideWorkspace,
+    );
+}
+
+#[tokio::test]
+async fn search_refuses_bad_input_and_honours_cancel() {
+    let f = Fixture::new();
+    f.write("a.txt", "x\n");
+    assert_code(
+        &f.err("search", json!({"query": ""})).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("search", json!({"query": "x".repeat(1025)})).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("search", json!({"query": "x", "maxMatches": 0}))
+            .await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("search", json!({"query": "x", "maxMatches": 501}))
+            .await,
+        ErrorCode::InvalidInput,
+    );
+    f.ctx.cancel.cancel();
+    assert_code(
+        &f.err("search", json!({"query": "x"})).await,
+        ErrorCode::Cancelled,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// create_file
+
+#[tokio::test]
+async fn create_file_creates_with_parents() {
+    let f = Fixture::new();
+    let out = f
+        .ok(
+            "create_file",
+            json!({"path": "src/new/mod.rs", "content": "pub fn x() {}\n"}),
+        )
+        .await;
+    assert_eq!(out, json!({"path": "src/new/mod.rs", "bytes": 14}));
+    assert_eq!(
+        fs::read_to_string(f.root.join("src/new/mod.rs")).unwrap(),
+        "pub fn x() {}\n"
+    );
+    // Nothing but the file is left behind: no temporary file.
+    let names: Vec<_> = fs::read_dir(f.root.join("src/new"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["mod.rs"]);
+}
+
+#[tokio::test]
+async fn create_file_refuses_existing() {
+    let f = Fixture::new();
+    f.write("keep.txt", "original");
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "keep.txt", "content": "replaced"}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::AlreadyExists);
+    assert_eq!(
+        fs::read_to_string(f.root.join("keep.txt")).unwrap(),
+        "original"
+    );
+    assert_code(
+        &f.err("create_file", json!({"path": ".", "content": ""}))
+            .await,
+        ErrorCode::AlreadyExists,
+    );
+    f.write("dir/x", "");
+    assert_code(
+        &f.err("create_file", json!({"path": "dir", "content": ""}))
+            .await,
+        ErrorCode::AlreadyExists,
+    );
+    assert_eq!(
+        fs::read_dir(&f.root).unwrap().count(),
+        2,
+        "a temporary file was left behind"
+    );
+}
+
+#[tokio::test]
+async fn create_file_refuses_symlinked_parent_outside() {
+    let f = Fixture::new();
+    symlink(&f.outside, f.root.join("out")).unwrap();
+    for path in ["out/evil.txt", "out/sub/evil.txt"] {
+        let err = f
+            .err("create_file", json!({"path": path, "content": "x"}))
+            .await;
+        assert_code(&err, ErrorCode::OutsideWorkspace);
+        assert_code(
+            &f.request_err("create_file", json!({"path": path, "content": "x"})),
+            ErrorCode::OutsideWorkspace,
+        );
+    }
+    assert!(!f.outside.join("evil.txt").exists());
+    assert!(!f.outside.join("sub").exists());
+}
+
+#[tokio::test]
+async fn create_file_refuses_dangling_symlink_pointing_outside() {
+    let f = Fixture::new();
+    symlink(f.outside.join("planted.txt"), f.root.join("innocent.txt")).unwrap();
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "innocent.txt", "content": "x"}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+    assert!(!f.outside.join("planted.txt").exists());
+}
+
+#[tokio::test]
+async fn create_file_refuses_symlinks_inside_too() {
+    // Writing through a link inside the workspace is refused with what to do instead.
+    let f = Fixture::new();
+    fs::create_dir(f.root.join("real")).unwrap();
+    symlink("real", f.root.join("alias")).unwrap();
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "alias/x.txt", "content": "x"}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::InvalidInput);
+    assert!(err.message.contains("real path"), "{err}");
+}
+
+#[tokio::test]
+async fn create_file_refuses_dotdot_escape() {
+    let f = Fixture::new();
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "a/../../outside/new.txt", "content": "x"}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+    assert!(!f.outside.join("new.txt").exists());
+    assert!(!f.root.join("a").exists());
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": f.outside.join("new.txt"), "content": "x"}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+}
+
+#[tokio::test]
+async fn create_file_bounds_content_in_characters() {
+    let f = Fixture::new();
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "big.txt", "content": "x".repeat(65_537)}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::InvalidInput);
+    assert!(!f.root.join("big.txt").exists());
+    // 65,536 two-byte characters are within the bound.
+    let out = f
+        .ok(
+            "create_file",
+            json!({"path": "wide.txt", "content": "é".repeat(65_536)}),
+        )
+        .await;
+    assert_eq!(out["bytes"], 131_072);
+}
+
+#[tokio::test]
+async fn create_file_under_a_file_is_not_directory() {
+    let f = Fixture::new();
+    f.write("file.txt", "");
+    let err = f
+        .err("create_file", json!({"path": "file.txt/x", "content": ""}))
+        .await;
+    assert_code(&err, ErrorCode::NotDirectory);
+}
+
+// ---------------------------------------------------------------------------------------------
+// apply_patch
+
+fn patch(path: &str, edits: &[(&str, &str)]) -> Value {
+    let edits: Vec<Value> = edits
+        .iter()
+        .map(|(old, new)| json!({"oldText": old, "newText": new}))
+        .collect();
+    json!({"path": path, "edits": edits})
+}
+
+#[tokio::test]
+async fn apply_patch_applies_edits_in_order_and_returns_a_diff() {
+    let f = Fixture::new();
+    f.write("src/lib.rs", "fn a() {}\nfn b() {}\n");
+    // The second edit matches text the first one wrote.
+    let out = f
+        .ok(
+            "apply_patch",
+            patch(
+                "src/lib.rs",
+                &[("fn a() {}", "fn c() {}"), ("fn c", "fn d")],
+            ),
+        )
+        .await;
+    assert_eq!(
+        fs::read_to_string(f.root.join("src/lib.rs")).unwrap(),
+        "fn d() {}\nfn b() {}\n"
+    );
+    assert_eq!(
+        out,
+        json!({
+            "path": "src/lib.rs",
+            "edits": 2,
+            "diff": "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n-fn a() {}\n+fn d() {}\n fn b() {}\n",
+        })
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_stale_when_ambiguous() {
+    let f = Fixture::new();
+    f.write("a.txt", "x = 1\nx = 1\nx = 1\n");
+    let err = f
+        .err("apply_patch", patch("a.txt", &[("x = 1", "x = 2")]))
+        .await;
+    assert_code(&err, ErrorCode::StalePatch);
+    assert!(
+        err.message.contains("edit 1 of 1") && err.message.contains("found 3 times"),
+        "{err}"
+    );
+    // Overlapping occurrences are ambiguous too.
+    f.write("b.txt", "aaa");
+    let err = f.err("apply_patch", patch("b.txt", &[("aa", "b")])).await;
+    assert_code(&err, ErrorCode::StalePatch);
+    assert_eq!(
+        fs::read_to_string(f.root.join("a.txt")).unwrap(),
+        "x = 1\nx = 1\nx = 1\n"
+    );
+    assert_eq!(fs::read_to_string(f.root.join("b.txt")).unwrap(), "aaa");
+}
+
+#[tokio::test]
+async fn apply_patch_stale_when_missing() {
+    let f = Fixture::new();
+    f.write("a.txt", "hello\n");
+    let err = f
+        .err("apply_patch", patch("a.txt", &[("goodbye", "x")]))
+        .await;
+    assert_code(&err, ErrorCode::StalePatch);
+    assert!(err.message.contains("found 0 times"), "{err}");
+}
+
+#[tokio::test]
+async fn apply_patch_is_all_or_nothing() {
+    let f = Fixture::new();
+    f.write("a.txt", "one\ntwo\nthree\n");
+    let err = f
+        .err(
+            "apply_patch",
+            patch("a.txt", &[("one", "1"), ("two", "2"), ("four", "4")]),
+        )
+        .await;
+    assert_code(&err, ErrorCode::StalePatch);
+    assert!(err.message.contains("edit 3 of 3"), "{err}");
+    assert_eq!(
+        fs::read_to_string(f.root.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    assert_eq!(
+        fs::read_dir(&f.root).unwrap().count(),
+        1,
+        "a temporary file was left behind"
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_preserves_permissions() {
+    let f = Fixture::new();
+    let path = f.write("run.sh", "echo old\n");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o751)).unwrap();
+    f.ok("apply_patch", patch("run.sh", &[("old", "new")]))
+        .await;
+    assert_eq!(fs::read_to_string(&path).unwrap(), "echo new\n");
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o751
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_refuses_symlink_leaving_workspace() {
+    let f = Fixture::new();
+    symlink(f.outside.join("secret.txt"), f.root.join("link.txt")).unwrap();
+    let err = f
+        .err("apply_patch", patch("link.txt", &[("top", "owned")]))
+        .await;
+    assert_code(&err, ErrorCode::OutsideWorkspace);
+    assert_eq!(
+        fs::read_to_string(f.outside.join("secret.txt")).unwrap(),
+        SECRET
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_refuses_bad_input() {
+    let f = Fixture::new();
+    f.write("bin.dat", b"\xff\xfe\x00");
+    f.write("a.txt", "a");
+    assert_code(
+        &f.err("apply_patch", patch("bin.dat", &[("a", "b")])).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("apply_patch", patch("a.txt", &[])).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("apply_patch", patch("a.txt", &[("", "b")])).await,
+        ErrorCode::InvalidInput,
+    );
+    let many: Vec<(&str, &str)> = (0..51).map(|_| ("a", "a")).collect();
+    assert_code(
+        &f.err("apply_patch", patch("a.txt", &many)).await,
+        ErrorCode::InvalidInput,
+    );
+    let long = "x".repeat(65_537);
+    assert_code(
+        &f.err("apply_patch", patch("a.txt", &[("a", &long)])).await,
+        ErrorCode::InvalidInput,
+    );
+    assert_code(
+        &f.err("apply_patch", patch("missing.txt", &[("a", "b")]))
+            .await,
+        ErrorCode::NotFound,
+    );
+    fs::create_dir(f.root.join("dir")).unwrap();
+    assert_code(
+        &f.err("apply_patch", patch("dir", &[("a", "b")])).await,
+        ErrorCode::NotFile,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// run_command
+
+#[tokio::test]
+async fn run_command_returns_exit_code_and_both_streams() {
+    let f = Fixture::new();
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "echo out; echo err >&2; exit 3"]}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        json!({"exitCode": 3, "stdout": "out\n", "stderr": "err\n", "truncated": false})
+    );
+}
+
+#[tokio::test]
+async fn run_command_reports_a_killing_signal() {
+    let f = Fixture::new();
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "kill -KILL $$"]}),
+        )
+        .await;
+    assert_eq!(out["exitCode"], Value::Null);
+    assert_eq!(out["signal"], "SIGKILL");
+}
+
+#[tokio::test]
+async fn run_command_runs_in_cwd_with_null_stdin() {
+    let f = Fixture::new();
+    fs::create_dir(f.root.join("sub")).unwrap();
+    let out = f
+        .ok("run_command", json!({"program": "pwd", "cwd": "sub"}))
+        .await;
+    assert_eq!(out["stdout"], format!("{}\n", f.root.join("sub").display()));
+    // `cat` reading an inherited terminal or pipe would wait; with null stdin it ends at once.
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "cat", "timeoutMs": 10_000}),
+        )
+        .await;
+    assert_eq!(out["stdout"], "");
+    assert_eq!(out["exitCode"], 0);
+}
+
+#[tokio::test]
+async fn run_command_timeout_kills_sleep() {
+    let f = Fixture::new();
+    let marker = "30.0417";
+    let started = Instant::now();
+    let err = f
+        .err(
+            "run_command",
+            json!({"program": "sleep", "args": [marker], "timeoutMs": 300}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_process_with(marker).await;
+}
+
+#[tokio::test]
+async fn run_command_timeout_kills_the_whole_process_group() {
+    let f = Fixture::new();
+    let (background, foreground) = ("31.0418", "31.0419");
+    let script = format!("sleep {background} & sleep {foreground}; wait");
+    let err = f
+        .err(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script], "timeoutMs": 300}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::TimedOut);
+    assert_no_process_with(background).await;
+    assert_no_process_with(foreground).await;
+}
+
+#[tokio::test]
+async fn run_command_kills_what_ignores_sigterm() {
+    let f = Fixture::new();
+    let marker = "32.0420";
+    let script = format!("trap '' TERM; sleep {marker}");
+    let started = Instant::now();
+    let err = f
+        .err(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script], "timeoutMs": 300}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_process_with(marker).await;
+}
+
+#[tokio::test]
+async fn run_command_timeout_is_capped_by_limits() {
+    let f = Fixture::with_limits(Limits {
+        command_timeout_ms: 300,
+        ..Limits::default()
+    });
+    let marker = "33.0421";
+    let started = Instant::now();
+    let err = f
+        .err(
+            "run_command",
+            json!({"program": "sleep", "args": [marker], "timeoutMs": 600_000}),
+        )
+        .await;
+    assert_code(&err, ErrorCode::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_process_with(marker).await;
+}
+
+#[tokio::test]
+async fn run_command_cancel() {
+    let f = Fixture::new();
+    let marker = "34.0422";
+    let cancel = f.ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let started = Instant::now();
+    let err = f
+        .err("run_command", json!({"program": "sleep", "args": [marker]}))
+        .await;
+    assert_code(&err, ErrorCode::Cancelled);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_process_with(marker).await;
+}
+
+#[tokio::test]
+async fn run_command_dropped_call_kills_the_group() {
+    // A caller that gives up on the call (its own deadline drops the future) must not leave
+    // the program or what it started running.
+    let f = Fixture::new();
+    let (background, foreground) = ("36.0424", "36.0425");
+    let script = format!("sleep {background} & sleep {foreground}; wait");
+    let call = f.call(
+        "run_command",
+        json!({"program": "sh", "args": ["-c", script]}),
+    );
+    let dropped = tokio::time::timeout(Duration::from_millis(500), call).await;
+    assert!(dropped.is_err(), "the command finished: {dropped:?}");
+    assert_no_process_with(background).await;
+    assert_no_process_with(foreground).await;
+}
+
+#[tokio::test]
+async fn run_command_returns_when_a_background_child_holds_the_pipes() {
+    let f = Fixture::new();
+    let marker = "35.0423";
+    let script = format!("echo started; sleep {marker} & exit 0");
+    let started = Instant::now();
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script], "timeoutMs": 60_000}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out["exitCode"], 0);
+    assert_eq!(out["stdout"], "started\n");
+    assert_no_process_with(marker).await;
+}
+
+#[tokio::test]
+async fn run_command_env_has_no_secrets() {
+    // The parent's environment stands for one holding secrets; ctx.env is the scrubbed one the
+    // caller hands over. The child must see exactly ctx.env.
+    let f = Fixture::new();
+    let parent: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| !f.ctx.env.contains_key(name))
+        .collect();
+    assert!(
+        !parent.is_empty(),
+        "the test process has no environment to leak"
+    );
+    let out = f.ok("run_command", json!({"program": "env"})).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    let names: BTreeSet<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(n, _)| n))
+        .collect();
+    let expected: BTreeSet<&str> = f.ctx.env.keys().map(String::as_str).collect();
+    assert_eq!(names, expected);
+    assert!(stdout.contains("BOSUN_VISIBLE=shown\n"));
+    for (name, value) in parent {
+        assert!(
+            !stdout.contains(&format!("{name}={value}")),
+            "{name} leaked into the child"
+        );
+    }
+}
+
+#[tokio::test]
+async fn run_command_bounds_output_and_keeps_draining() {
+    let f = Fixture::with_limits(limits(4096));
+    // 1 MB on stdout and some on stderr: a child whose pipes were not drained would block
+    // on a full pipe and never exit.
+    let script =
+        "yes stdout-line | head -c 1000000; yes stderr-line | head -c 100000 >&2; echo done";
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script], "timeoutMs": 30_000}),
+        )
+        .await;
+    assert_eq!(out["exitCode"], 0);
+    assert_eq!(out["truncated"], true);
+    let kept = out["stdout"].as_str().unwrap().len() + out["stderr"].as_str().unwrap().len();
+    assert!(kept <= 4096, "kept {kept} bytes");
+    assert!(out["stdout"].as_str().unwrap().starts_with("stdout-line\n"));
+}
+
+#[tokio::test]
+async fn run_command_not_found_is_process_error() {
+    let f = Fixture::new();
+    let err = f
+        .err("run_command", json!({"program": "bosun-no-such-program"}))
+        .await;
+    assert_code(&err, ErrorCode::ProcessError);
+    assert!(err.message.contains("bosun-no-such-program"), "{err}");
+}
+
+#[tokio::test]
+async fn run_command_rejects_shell_syntax_and_bad_bounds() {
+    let f = Fixture::new();
+    for program in [
+        "ls;id", "ls|cat", "echo hi", "$(id)", "`id`", "a>b", "x&", "ls\n", "",
+    ] {
+        let input = json!({"program": program});
+        assert_code(
+            &f.err("run_command", input.clone()).await,
+            ErrorCode::InvalidInput,
+        );
+        assert_code(
+            &f.request_err("run_command", input),
+            ErrorCode::InvalidInput,
+        );
+    }
+    let bad = [
+        json!({"program": "x".repeat(513)}),
+        json!({"program": "ls", "args": vec!["a"; 101]}),
+        json!({"program": "ls", "args": ["x".repeat(8193)]}),
+        json!({"program": "ls", "args": ["a\0b"]}),
+        json!({"program": "ls", "timeoutMs": 0}),
+        json!({"program": "ls", "timeoutMs": 3_600_001}),
+        json!({"program": "ls", "shell": true}),
+    ];
+    for input in bad {
+        assert_code(&f.err("run_command", input).await, ErrorCode::InvalidInput);
+    }
+    f.write("file.txt", "");
+    assert_code(
+        &f.err("run_command", json!({"program": "ls", "cwd": "file.txt"}))
+            .await,
+        ErrorCode::NotDirectory,
+    );
+    assert_code(
+        &f.err("run_command", json!({"program": "ls", "cwd": "../outside"}))
+            .await,
+        ErrorCode::OutsideWorkspace,
+    );
+}
+
+#[tokio::test]
+async fn run_command_arguments_are_not_interpreted_by_a_shell() {
+    let f = Fixture::new();
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "echo", "args": ["$HOME", "a;b", "`id`", "*"]}),
+        )
+        .await;
+    assert_eq!(out["stdout"], "$HOME a;b `id` *\n");
+}
+
+/// Paths shown to the model are workspace-relative and `/`-separated.
+#[test]
+fn relative_paths_are_slash_separated() {
+    let f = Fixture::new();
+    assert_eq!(
+        f.ctx
+            .workspace
+            .relative(&f.root.join("a").join("b").join("c.rs")),
+        "a/b/c.rs"
+    );
+    assert_eq!(f.ctx.workspace.relative(Path::new(&f.root)), ".");
+}

@@ -1,0 +1,572 @@
+//! The chokepoint under attack: each test removes a guarantee's reason to hold and checks that
+//! the tool did not run (a counter the tool bumps) or that the limit held.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bosun_agent::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
+use bosun_agent::trace::{Trace, read_run};
+use bosun_agent::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace, builtin};
+use bosun_core::{
+    ApprovalAnswer, Capability, Decision, ErrorCode, Event, Layer, Limits, Redactor, Risk,
+    ToolError, ToolName, ToolOutput, ToolResult, ToolSpec,
+};
+use bosun_policy::{Mode, Policy, PolicyFile, Source};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Copy)]
+enum Behaviour {
+    Echo,
+    /// Never returns and ignores cancellation.
+    Hang,
+    /// Returns `n` bytes of text.
+    Big(usize),
+}
+
+struct Probe {
+    spec: ToolSpec,
+    action: String,
+    runs: Arc<AtomicUsize>,
+    behaviour: Behaviour,
+}
+
+fn probe(name: &str, risk: Risk, behaviour: Behaviour) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut builder = ToolSpec::builder(
+        ToolName::new(name).unwrap(),
+        "A probe that counts its runs.",
+    )
+    .risk(risk)
+    .input_schema(json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "maxLength": 100}},
+        "required": ["text"],
+        "additionalProperties": false
+    }));
+    if risk == Risk::Process {
+        builder = builder.capability(Capability::ProcessSpawn);
+    }
+    let tool = Probe {
+        spec: builder.build().unwrap(),
+        action: format!("builtin.tool.{name}"),
+        runs: runs.clone(),
+        behaviour,
+    };
+    (Arc::new(tool), runs)
+}
+
+#[async_trait]
+impl Tool for Probe {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn action(&self) -> &str {
+        &self.action
+    }
+    async fn call(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        match self.behaviour {
+            Behaviour::Echo => Ok(ToolOutput::new(json!({"echo": input["text"]}))),
+            Behaviour::Hang => loop {
+                // Blocks the future forever without ever looking at the cancellation token.
+                std::future::pending::<()>().await;
+            },
+            Behaviour::Big(n) => Ok(ToolOutput::new(json!({"text": "x".repeat(n)}))),
+        }
+    }
+}
+
+/// Answers every request with a fixed answer and counts the requests.
+struct Scripted {
+    answer: ApprovalAnswer,
+    asked: AtomicUsize,
+}
+
+#[async_trait]
+impl ApprovalBroker for Scripted {
+    async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.answer
+    }
+}
+
+fn policy(mode: Mode, rules: &str) -> Arc<Policy> {
+    let text = format!("[policy]\n{rules}");
+    let file = PolicyFile::parse(&text).unwrap();
+    Arc::new(
+        Policy::builder(mode)
+            .user(file, Source::with_text("test.toml", text))
+            .unwrap()
+            .build(),
+    )
+}
+
+struct Harness {
+    chokepoint: Chokepoint,
+    session: Arc<Session>,
+    trace: Trace,
+    dir: tempfile::TempDir,
+}
+
+impl Harness {
+    fn new(
+        policy: Arc<Policy>,
+        tools: Vec<Arc<dyn Tool>>,
+        broker: Arc<dyn ApprovalBroker>,
+        limits: Limits,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
+        let chokepoint = Chokepoint::builder(policy, workspace)
+            .tools(tools)
+            .broker(broker)
+            .limits(limits)
+            .build()
+            .unwrap();
+        let redactor = Arc::new(Redactor::new([("TEST_API_KEY", "sk-test-do-not-leak-42")]));
+        let trace =
+            Trace::create(&dir.path().join(".runs"), "run-1".into(), None, redactor).unwrap();
+        Self {
+            chokepoint,
+            session: Arc::new(Session::new("s")),
+            trace,
+            dir,
+        }
+    }
+
+    async fn call(&self, name: &str, input: Value) -> ToolResult {
+        self.chokepoint
+            .call(
+                ToolCall {
+                    id: "c".into(),
+                    name: name.into(),
+                    input,
+                },
+                &self.session,
+                &self.trace,
+                &CancellationToken::new(),
+            )
+            .await
+            .result
+    }
+
+    fn events(&self) -> Vec<Event> {
+        self.trace.finish().unwrap();
+        read_run(&self.dir.path().join(".runs/run-1.jsonl"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.event)
+            .collect()
+    }
+}
+
+fn code(result: &ToolResult) -> Option<ErrorCode> {
+    result.error().map(|e| e.code)
+}
+
+#[tokio::test]
+async fn allowed_call_runs_and_is_traced_in_order() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let result = h.call("echo", json!({"text": "hi"})).await;
+    assert_eq!(result, ToolResult::ok(json!({"echo": "hi"}), false));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let kinds: Vec<&str> = h
+        .events()
+        .iter()
+        .map(Event::kind)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "tool.proposed",
+            "tool.decided",
+            "tool.started",
+            "tool.completed"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unknown_tool_is_not_guessed() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    for name in ["ech", "echo2", "Echo", "ECHO", " echo", "echo "] {
+        assert_eq!(
+            code(&h.call(name, json!({"text": "x"})).await),
+            Some(ErrorCode::UnknownTool),
+            "{name:?}"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn invalid_input_never_reaches_the_tool() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    for input in [
+        json!({}),
+        json!({"text": 1}),
+        json!({"text": "x", "extra": true}),
+        json!({"text": "y".repeat(101)}),
+        json!([1]),
+    ] {
+        let result = h.call("echo", input.clone()).await;
+        assert_eq!(code(&result), Some(ErrorCode::InvalidInput), "{input}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn denied_call_never_executes() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let h = Harness::new(
+        policy(
+            Mode::Full,
+            "[[policy.rules]]\naction = \"builtin.tool.echo\"\ndecision = \"deny\"\n",
+        ),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let result = h.call("echo", json!({"text": "x"})).await;
+    assert_eq!(code(&result), Some(ErrorCode::Denied));
+    assert!(
+        result.error().unwrap().message.contains("test.toml"),
+        "{result:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn ask_without_a_person_never_executes() {
+    let (tool, runs) = probe("spawn", Risk::Process, Behaviour::Echo);
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool],
+        Arc::new(bosun_agent::NonInteractive),
+        Limits::default(),
+    );
+    let result = h.call("spawn", json!({"text": "x"})).await;
+    assert_eq!(code(&result), Some(ErrorCode::NeedsApproval));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let answered = h.events().into_iter().any(|e| {
+        matches!(
+            e,
+            Event::ApprovalAnswered {
+                answer: ApprovalAnswer::Unavailable,
+                ..
+            }
+        )
+    });
+    assert!(answered);
+}
+
+#[tokio::test]
+async fn declined_call_never_executes() {
+    let (tool, runs) = probe("spawn", Risk::Process, Behaviour::Echo);
+    let broker = Arc::new(Scripted {
+        answer: ApprovalAnswer::Deny,
+        asked: AtomicUsize::new(0),
+    });
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool],
+        broker.clone(),
+        Limits::default(),
+    );
+    assert_eq!(
+        code(&h.call("spawn", json!({"text": "x"})).await),
+        Some(ErrorCode::Denied)
+    );
+    assert_eq!(broker.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn review_is_put_to_a_person() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let broker = Arc::new(Scripted {
+        answer: ApprovalAnswer::Deny,
+        asked: AtomicUsize::new(0),
+    });
+    let h = Harness::new(
+        policy(
+            Mode::Full,
+            "[[policy.rules]]\naction = \"builtin.tool.echo\"\ndecision = \"review\"\n",
+        ),
+        vec![tool],
+        broker.clone(),
+        Limits::default(),
+    );
+    assert_eq!(
+        code(&h.call("echo", json!({"text": "x"})).await),
+        Some(ErrorCode::Denied)
+    );
+    assert_eq!(broker.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn allow_for_session_asks_once_per_action() {
+    let (tool, runs) = probe("spawn", Risk::Process, Behaviour::Echo);
+    let broker = Arc::new(Scripted {
+        answer: ApprovalAnswer::AllowSession,
+        asked: AtomicUsize::new(0),
+    });
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool],
+        broker.clone(),
+        Limits::default(),
+    );
+    for _ in 0..3 {
+        assert!(h.call("spawn", json!({"text": "x"})).await.is_ok());
+    }
+    assert_eq!(broker.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn session_grant_does_not_override_deny() {
+    let (tool, runs) = probe("spawn", Risk::Process, Behaviour::Echo);
+    let broker = Arc::new(Scripted {
+        answer: ApprovalAnswer::AllowSession,
+        asked: AtomicUsize::new(0),
+    });
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool, builtin::tools().pop().unwrap()],
+        broker,
+        Limits::default(),
+    );
+    assert!(h.call("spawn", json!({"text": "x"})).await.is_ok());
+    assert!(h.session.is_granted("builtin.tool.spawn"));
+    let promise = h
+        .call(
+            "restrict_self",
+            json!({"action": "builtin.tool.spawn", "decision": "deny"}),
+        )
+        .await;
+    assert!(promise.is_ok(), "{promise:?}");
+    assert_eq!(
+        code(&h.call("spawn", json!({"text": "x"})).await),
+        Some(ErrorCode::Denied)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn restrict_self_binds_the_next_call() {
+    let (tool, runs) = probe("echo", Risk::Read, Behaviour::Echo);
+    let restrict = builtin::tools()
+        .into_iter()
+        .find(|t| t.spec().name.as_str() == "restrict_self")
+        .unwrap();
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        vec![tool, restrict],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    assert!(h.call("echo", json!({"text": "before"})).await.is_ok());
+    // A promise cannot loosen anything.
+    let allow = h
+        .call(
+            "restrict_self",
+            json!({"action": "builtin.tool.echo", "decision": "allow"}),
+        )
+        .await;
+    assert_eq!(code(&allow), Some(ErrorCode::InvalidInput));
+    assert!(
+        h.call(
+            "restrict_self",
+            json!({"action": "builtin.tool.e*", "decision": "deny", "reason": "done reading"})
+        )
+        .await
+        .is_ok()
+    );
+    let after = h.call("echo", json!({"text": "after"})).await;
+    assert_eq!(code(&after), Some(ErrorCode::Denied));
+    assert!(
+        after.error().unwrap().message.contains("done reading"),
+        "{after:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let promise_layer = h.events().into_iter().rev().find_map(|e| match e {
+        Event::ToolDecided { explanation, .. } => Some(explanation.deciding_rule().unwrap().layer),
+        _ => None,
+    });
+    assert_eq!(promise_layer, Some(Layer::Promise));
+}
+
+#[tokio::test]
+async fn deadline_stops_a_tool_that_never_returns() {
+    let (tool, runs) = probe("hang", Risk::Read, Behaviour::Hang);
+    let limits = Limits {
+        tool_timeout_ms: 200,
+        ..Limits::default()
+    };
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        limits,
+    );
+    let started = Instant::now();
+    let result = h.call("hang", json!({"text": "x"})).await;
+    let elapsed = started.elapsed();
+    assert_eq!(code(&result), Some(ErrorCode::TimedOut));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The deadline plus the cleanup grace is the most a stuck tool can hold a call.
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_running_tool() {
+    let (tool, _) = probe("hang", Risk::Read, Behaviour::Hang);
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        trigger.cancel();
+    });
+    let outcome = h
+        .chokepoint
+        .call(
+            ToolCall {
+                id: "c".into(),
+                name: "hang".into(),
+                input: json!({"text": "x"}),
+            },
+            &h.session,
+            &h.trace,
+            &cancel,
+        )
+        .await;
+    assert_eq!(code(&outcome.result), Some(ErrorCode::Cancelled));
+}
+
+#[tokio::test]
+async fn oversized_output_is_bounded_and_marked() {
+    let (tool, _) = probe("big", Risk::Read, Behaviour::Big(1_000_000));
+    let limits = Limits {
+        max_output_bytes: 4096,
+        ..Limits::default()
+    };
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        limits,
+    );
+    let result = h.call("big", json!({"text": "x"})).await;
+    assert!(
+        matches!(
+            result,
+            ToolResult::Ok {
+                truncated: true,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert!(serde_json::to_vec(&result).unwrap().len() <= 4096);
+    // A result that fits is not marked.
+    let (small, _) = probe("small", Risk::Read, Behaviour::Big(100));
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![small],
+        Arc::new(AutoApprove),
+        limits,
+    );
+    assert!(matches!(
+        h.call("small", json!({"text": "x"})).await,
+        ToolResult::Ok {
+            truncated: false,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn secret_in_an_input_never_reaches_the_trace() {
+    let (tool, _) = probe("echo", Risk::Read, Behaviour::Echo);
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![tool],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    assert!(
+        h.call("echo", json!({"text": "key=sk-test-do-not-leak-42"}))
+            .await
+            .is_ok()
+    );
+    h.trace.finish().unwrap();
+    let text = std::fs::read_to_string(h.dir.path().join(".runs/run-1.jsonl")).unwrap();
+    assert!(!text.contains("sk-test-do-not-leak-42"), "{text}");
+    assert!(text.contains("[REDACTED:TEST_API_KEY]"));
+}
+
+#[tokio::test]
+async fn capability_decisions_bind_with_their_scope() {
+    // The tool action is allowed, but the capability use is denied for this program.
+    let h = Harness::new(
+        policy(
+            Mode::WorkspaceWrite,
+            "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\
+             [[policy.rules]]\naction = \"process.spawn\"\nprogram = \"touch\"\ndecision = \"deny\"\n",
+        ),
+        builtin::tools(),
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let result = h
+        .call(
+            "run_command",
+            json!({"program": "touch", "args": ["made.txt"]}),
+        )
+        .await;
+    assert_eq!(code(&result), Some(ErrorCode::Denied), "{result:?}");
+    assert!(!h.dir.path().join("made.txt").exists());
+    let decided = h.events().into_iter().find_map(|e| match e {
+        Event::ToolDecided { explanation, .. } => Some(explanation),
+        _ => None,
+    });
+    let explanation = decided.unwrap();
+    assert_eq!(explanation.decision, Decision::Deny);
+    assert_eq!(
+        explanation.deciding_rule().unwrap().subject,
+        "process.spawn:touch"
+    );
+}

@@ -1,0 +1,281 @@
+//! The subcommands. Each loads what it needs, calls a library and prints.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use bosun_agent::approval::{ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker};
+use bosun_agent::config::{ConfigError, LoadedConfig, bosun_home};
+use bosun_agent::trace::{self, Trace};
+use bosun_agent::{Chokepoint, Session, ToolCall, Workspace, builtin};
+use bosun_core::{CapabilityRequest, ErrorCode, Event, RunOutcome, ToolResult};
+use bosun_policy::Subject;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::exit;
+
+/// Everything a command needs about where it runs.
+struct Env {
+    workspace: Arc<Workspace>,
+    config: LoadedConfig,
+}
+
+fn load() -> Result<Env> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let workspace = Workspace::discover(&cwd)
+        .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
+    let home = bosun_home()?;
+    let config = LoadedConfig::load(&home, &workspace)?;
+    Ok(Env {
+        workspace: Arc::new(workspace),
+        config,
+    })
+}
+
+fn known_risks() -> Vec<(String, bosun_core::Risk)> {
+    builtin::tools()
+        .iter()
+        .map(|t| (t.action().to_owned(), t.spec().risk))
+        .collect()
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub fn tools_list(json: bool) -> Result<u8> {
+    let tools = builtin::tools();
+    if json {
+        let list: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let s = t.spec();
+                json!({
+                    "name": s.name, "action": t.action(), "description": s.description, "risk": s.risk,
+                    "capabilities": s.capabilities, "classification": s.classification, "input_schema": s.input_schema,
+                })
+            })
+            .collect();
+        print_json(&list)?;
+    } else {
+        for t in &tools {
+            let s = t.spec();
+            let caps: Vec<String> = s.capabilities.iter().map(ToString::to_string).collect();
+            println!(
+                "{:<14} {:<8} {:<28} {}",
+                s.name,
+                s.risk.to_string(),
+                caps.join(","),
+                first_line(&s.description)
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+fn exit_code(result: &ToolResult) -> u8 {
+    match result.error().map(|e| e.code) {
+        None => exit::OK,
+        Some(ErrorCode::Denied) => exit::DENIED,
+        Some(ErrorCode::NeedsApproval) => exit::NEEDS_APPROVAL,
+        Some(_) => exit::TOOL_ERROR,
+    }
+}
+
+fn run_outcome(result: &ToolResult) -> RunOutcome {
+    match result.error().map(|e| e.code) {
+        None => RunOutcome::Completed,
+        Some(ErrorCode::Denied) => RunOutcome::Denied,
+        Some(ErrorCode::NeedsApproval) => RunOutcome::NeedsApproval,
+        Some(ErrorCode::Cancelled) => RunOutcome::Cancelled,
+        Some(_) => RunOutcome::ToolError,
+    }
+}
+
+pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> {
+    let input: Value = match serde_json::from_str(input) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => bail!("the input must be a JSON object, e.g. '{{\"path\": \"README.md\"}}'"),
+        Err(e) => bail!(
+            "the input is not valid JSON ({e}); quote it for your shell, e.g. '{{\"path\": \"README.md\"}}'"
+        ),
+    };
+    let env = load()?;
+    let policy = Arc::new(env.config.policy(known_risks())?);
+    let broker: Arc<dyn ApprovalBroker> = if yes {
+        Arc::new(AutoApprove)
+    } else if let Some(terminal) = TerminalBroker::open() {
+        Arc::new(terminal)
+    } else {
+        Arc::new(NonInteractive)
+    };
+    let chokepoint = Chokepoint::builder(policy.clone(), env.workspace.clone())
+        .tools(builtin::tools())
+        .broker(broker)
+        .limits(env.config.user.limits)
+        .env(env.config.scrubbed_env())
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let run_id = trace::new_run_id();
+    let trace = Trace::create(
+        &env.config.runs_dir(),
+        run_id.clone(),
+        None,
+        Arc::new(env.config.redactor()),
+    )?;
+    trace.record(Event::RunStarted {
+        command: format!("tools call {tool}"),
+        workspace: env.workspace.root().display().to_string(),
+        mode: policy.mode().to_string(),
+    });
+    let session = Arc::new(Session::new(run_id.clone()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let cancel = CancellationToken::new();
+    let call = ToolCall {
+        id: "call_1".to_owned(),
+        name: tool.to_owned(),
+        input,
+    };
+    let outcome = runtime.block_on(async {
+        let ctrl_c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                ctrl_c.cancel();
+            }
+        });
+        chokepoint.call(call, &session, &trace, &cancel).await
+    });
+    trace.record(Event::RunFinished {
+        outcome: run_outcome(&outcome.result),
+    });
+    trace.finish()?;
+    let code = exit_code(&outcome.result);
+    if json {
+        print_json(&outcome.result)?;
+    } else {
+        match &outcome.result {
+            ToolResult::Ok {
+                output, truncated, ..
+            } => {
+                print_json(output)?;
+                if *truncated {
+                    eprintln!(
+                        "(output truncated to {} bytes)",
+                        env.config.user.limits.max_output_bytes
+                    );
+                }
+            }
+            ToolResult::Err { error, .. } => eprintln!("{}: {}", error.code, error.message),
+        }
+        if std::io::stderr().is_terminal() {
+            eprintln!("trace: bosun inspect {run_id}");
+        }
+    }
+    Ok(code)
+}
+
+pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result<u8> {
+    let env = load()?;
+    let risks = known_risks();
+    let risk = risks.iter().find(|(a, _)| a == action).map(|(_, r)| *r);
+    let policy = env.config.policy(risks)?;
+    let mut subjects = vec![Subject {
+        action: action.to_owned(),
+        scope: Default::default(),
+        risk,
+    }];
+    for cap in capabilities {
+        let request = CapabilityRequest::parse(cap)
+            .map_err(|e| anyhow::anyhow!("--capability {cap}: {e}"))?;
+        subjects.push(Subject::capability(&request));
+    }
+    let explanation = policy.decide(&subjects, &[], &[]);
+    if json {
+        print_json(&explanation)?;
+    } else {
+        println!("{}", explanation.decision);
+        for (i, check) in explanation.checks.iter().enumerate() {
+            let marker = if i == explanation.deciding { "*" } else { " " };
+            let source = check
+                .source
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            println!(
+                "{marker} {:<6} {} — {} rule {}{}",
+                check.decision.to_string(),
+                check.subject,
+                check.layer,
+                check.rule,
+                source
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+pub fn inspect(run: &str, json: bool) -> Result<u8> {
+    let home = bosun_home()?;
+    let path = trace::find_run(&home.join("runs"), run)?;
+    if json {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        print!("{text}");
+    } else {
+        print!("{}", trace::render(&trace::read_run(&path)?));
+    }
+    Ok(exit::OK)
+}
+
+pub fn config_check(json: bool) -> Result<u8> {
+    let checked = load().and_then(|env| {
+        env.config.policy(known_risks())?;
+        Ok(env)
+    });
+    match checked {
+        Ok(env) => {
+            let mut files = Vec::new();
+            if let Some(f) = &env.config.user_file {
+                files.push(f.path.display().to_string());
+            }
+            if let Some((_, f)) = &env.config.project {
+                files.push(f.path.display().to_string());
+            }
+            if json {
+                print_json(
+                    &json!({"ok": true, "files": files, "trusted_workspace": env.config.trusted}),
+                )?;
+            } else if files.is_empty() {
+                println!("no config files; defaults apply");
+            } else {
+                for f in files {
+                    println!("ok  {f}");
+                }
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            let config_error = e.downcast_ref::<ConfigError>().is_some();
+            if json {
+                print_json(&json!({"ok": false, "error": format!("{e:#}")}))?;
+            } else {
+                eprintln!("bosun: {e:#}");
+            }
+            if !config_error {
+                return Err(e);
+            }
+            Ok(exit::USAGE)
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! The `bosun` binary as a user and a script meet it: exit codes, JSON output, configuration
+//! errors, and the enforcement that must hold end to end.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/.git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/src")).unwrap();
+        std::fs::write(
+            dir.path().join("ws/src/lib.rs"),
+            "pub fn answer() -> u32 { 42 }\n",
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+
+    fn user_config(&self, text: &str) {
+        std::fs::write(self.home().join("config.toml"), text).unwrap();
+    }
+
+    fn project_config(&self, text: &str) {
+        std::fs::create_dir_all(self.ws().join(".bosun")).unwrap();
+        std::fs::write(self.ws().join(".bosun/config.toml"), text).unwrap();
+    }
+
+    fn bosun(&self, args: &[&str]) -> Output {
+        self.bosun_with_env(args, &[])
+    }
+
+    fn bosun_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bosun"));
+        cmd.args(args)
+            .current_dir(self.ws())
+            .env("BOSUN_HOME", self.home())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn runs(&self) -> Vec<PathBuf> {
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(self.home().join("runs"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        runs.sort();
+        runs
+    }
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap()
+}
+
+#[test]
+fn exit_codes_follow_the_contract() {
+    let env = Env::new();
+    let ok = env.bosun(&[
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "src/lib.rs"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert_eq!(
+        json(&ok)["output"]["content"],
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+
+    let missing = env.bosun(&[
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "nope.rs"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&missing), 1);
+    assert_eq!(json(&missing)["error"]["code"], "not_found");
+
+    assert_eq!(
+        code(&env.bosun(&["tools", "call", "read_file", "{not json"])),
+        2
+    );
+    assert_eq!(code(&env.bosun(&["tools", "frobnicate"])), 2);
+
+    env.user_config("[[policy.rules]]\naction = \"builtin.tool.read_file\"\ndecision = \"deny\"\n");
+    let denied = env.bosun(&[
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "src/lib.rs"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&denied), 3);
+    assert_eq!(json(&denied)["error"]["code"], "denied");
+}
+
+#[test]
+fn ask_without_terminal_leaves_no_side_effect() {
+    let env = Env::new();
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "touch", "args": ["side-effect.txt"]}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!(json(&out)["error"]["code"], "needs_approval");
+    assert!(!env.ws().join("side-effect.txt").exists());
+
+    // With --yes the same call runs: the refusal above was the approval step, not a broken tool.
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "touch", "args": ["side-effect.txt"]}"#,
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(env.ws().join("side-effect.txt").exists());
+}
+
+#[test]
+fn yes_never_overrides_deny() {
+    let env = Env::new();
+    env.user_config("[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"deny\"\n");
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "touch", "args": ["x"]}"#,
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3);
+    assert!(!env.ws().join("x").exists());
+}
+
+#[test]
+fn project_config_cannot_loosen_user_deny() {
+    let env = Env::new();
+    env.user_config(&format!(
+        "trusted_workspaces = [{:?}]\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"deny\"\n",
+        env.ws().display().to_string()
+    ));
+    env.project_config("[[policy.rules]]\naction = \"builtin.tool.*\"\ndecision = \"allow\"\n");
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "touch", "args": ["loosened"]}"#,
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!env.ws().join("loosened").exists());
+}
+
+#[test]
+fn untrusted_project_config_can_only_tighten() {
+    let env = Env::new();
+    env.project_config("[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n[[policy.rules]]\naction = \"builtin.tool.read_file\"\ndecision = \"deny\"\n");
+    let loosen = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "touch", "args": ["y"]}"#,
+        "--json",
+    ]);
+    assert_eq!(
+        code(&loosen),
+        4,
+        "the project must not turn the mode's ask into allow"
+    );
+    let tighten = env.bosun(&[
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "src/lib.rs"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&tighten), 3);
+}
+
+#[test]
+fn unknown_config_key_is_an_error() {
+    let env = Env::new();
+    env.user_config("mode = \"workspace-write\"\n\n[limits]\nmax_output_bytez = 10\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(err.contains("config.toml:4:"), "{err}");
+    assert!(err.contains("max_output_bytez"), "{err}");
+    // Every command refuses to run on a broken config, not just `config check`.
+    assert_eq!(
+        code(&env.bosun(&["tools", "call", "read_file", r#"{"path": "src/lib.rs"}"#])),
+        2
+    );
+}
+
+#[test]
+fn unknown_project_key_is_an_error() {
+    let env = Env::new();
+    env.project_config("mode = \"full\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains(".bosun/config.toml:1:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn malformed_toml_is_an_error() {
+    let env = Env::new();
+    env.user_config("[[policy.rules]\naction = \"x\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("config.toml:1:"), "{}", stderr(&out));
+}
+
+#[test]
+fn failing_policy_example_is_a_load_error() {
+    let env = Env::new();
+    env.user_config(
+        "[policy]\nexamples = [{ action = \"builtin.tool.run_command\", expect = \"deny\" }]\n",
+    );
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("builtin.tool.run_command"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn secret_in_input_never_reaches_the_trace() {
+    let env = Env::new();
+    let secret = "ghp_0123456789abcdefSECRET";
+    let input = format!(r#"{{"query": "{secret}"}}"#);
+    let out = env.bosun_with_env(
+        &["tools", "call", "search", &input, "--json"],
+        &[("GH_TOKEN", secret)],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    let trace = std::fs::read_to_string(&runs[0]).unwrap();
+    assert!(!trace.contains(secret), "{trace}");
+    assert!(trace.contains("[REDACTED:GH_TOKEN]"));
+    // Names from config are secrets too.
+    env.user_config("[trace]\nredact_env = [\"DATABASE_URL\"]\n");
+    let url = "postgres://admin:hunter2@db/prod";
+    let out = env.bosun_with_env(
+        &[
+            "tools",
+            "call",
+            "search",
+            &format!(r#"{{"query": "{url}"}}"#),
+        ],
+        &[("DATABASE_URL", url)],
+    );
+    assert_eq!(code(&out), 0);
+    let trace = std::fs::read_to_string(env.runs().last().unwrap()).unwrap();
+    assert!(!trace.contains(url), "{trace}");
+}
+
+#[test]
+fn timed_out_command_reports_timed_out() {
+    let env = Env::new();
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "sleep", "args": ["30"], "timeoutMs": 300}"#,
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(json(&out)["error"]["code"], "timed_out");
+}
+
+#[test]
+fn every_call_writes_a_trace_that_inspect_renders() {
+    let env = Env::new();
+    env.bosun(&["tools", "call", "read_file", r#"{"path": "src/lib.rs"}"#]);
+    let out = env.bosun(&["inspect", "last"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "tools call read_file",
+        "proposed read_file",
+        "decided allow",
+        "completed",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    let out = env.bosun(&["inspect", "last", "--json"]);
+    let kinds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.started",
+            "tool.proposed",
+            "tool.decided",
+            "tool.started",
+            "tool.completed",
+            "run.finished"
+        ]
+    );
+    assert_eq!(code(&env.bosun(&["inspect", "no-such-run"])), 2);
+}
+
+#[test]
+fn tools_list_json_describes_every_builtin() {
+    let env = Env::new();
+    let out = env.bosun(&["tools", "list", "--json"]);
+    let list = json(&out);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "list_files",
+            "read_file",
+            "search",
+            "create_file",
+            "apply_patch",
+            "run_command",
+            "restrict_self"
+        ]
+    );
+    for tool in list.as_array().unwrap() {
+        assert!(
+            tool["action"]
+                .as_str()
+                .unwrap()
+                .starts_with("builtin.tool.")
+        );
+        assert_eq!(tool["input_schema"]["type"], "object");
+    }
+}
+
+fn scrub(text: &str, path: &Path) -> String {
+    text.replace(&path.display().to_string(), "[HOME]")
+}
+
+#[test]
+fn policy_check_explains_the_deciding_rule() {
+    let env = Env::new();
+    env.user_config("[[policy.rules]]\naction = \"fs.write\"\npath = \"secrets/**\"\ndecision = \"deny\"\nreason = \"keys live in the vault\"\n");
+    let out = env.bosun(&[
+        "policy",
+        "check",
+        "builtin.tool.create_file",
+        "--capability",
+        "fs.write:secrets/a.pem",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    insta::assert_snapshot!(scrub(&String::from_utf8_lossy(&out.stdout), &env.home()));
+    let out = env.bosun(&[
+        "policy",
+        "check",
+        "builtin.tool.create_file",
+        "--capability",
+        "fs.write:src/a.rs",
+        "--json",
+    ]);
+    assert_eq!(json(&out)["decision"], "allow");
+    assert_eq!(
+        code(&env.bosun(&["policy", "check", "x", "--capability", "fs.exec"])),
+        2
+    );
+}
