@@ -242,6 +242,11 @@ impl RuleSet {
         self.rules.len()
     }
 
+    /// Every rule, in the order written.
+    pub(crate) fn rules(&self) -> &[CompiledRule] {
+        &self.rules
+    }
+
     /// The strictest rule matching `action` (as `candidate`) and `scope`; among equally strict
     /// rules, the first written.
     pub(crate) fn strictest(

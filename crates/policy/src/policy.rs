@@ -102,6 +102,30 @@ impl Policy {
         self.user.len() + self.project.len()
     }
 
+    /// True when a rule the user wrote (or a trusted project's rule) allows `net.http` for
+    /// exactly `host`, written literally — not through a glob. The outgoing-HTTP guard refuses
+    /// loopback, private and metadata addresses unless a rule names them this way: a broad
+    /// `host = "*"` must never open the inside of the network.
+    pub fn names_host(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.');
+        let layers = if self.project_trusted {
+            vec![&self.user, &self.project]
+        } else {
+            vec![&self.user]
+        };
+        layers
+            .into_iter()
+            .flat_map(|layer| layer.rules())
+            .any(|rule| {
+                rule.rule.decision == Decision::Allow
+                    && rule.action.is_match("net.http")
+                    && rule.rule.host.as_deref().is_some_and(|pattern| {
+                        !crate::matcher::is_glob(pattern)
+                            && pattern.trim_end_matches('.').eq_ignore_ascii_case(host)
+                    })
+            })
+    }
+
     /// Whether the project config was added as trusted (and so may loosen).
     pub fn project_trusted(&self) -> bool {
         self.project_trusted

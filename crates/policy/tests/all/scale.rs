@@ -109,3 +109,39 @@ fn overlapping_exact_and_glob_rules_take_the_strictest() {
         [Review, Deny, Ask, Allow]
     );
 }
+
+#[test]
+fn only_a_literal_allow_rule_names_a_host() {
+    let text = "[policy]\n[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n\
+                [[policy.rules]]\naction = \"net.http\"\nhost = \"*\"\ndecision = \"allow\"\n\
+                [[policy.rules]]\naction = \"net.http\"\nhost = \"10.0.0.1\"\ndecision = \"deny\"\n";
+    let policy = Policy::builder(Mode::WorkspaceWrite)
+        .user(
+            PolicyFile::parse(text).unwrap(),
+            Source::with_text("u.toml", text),
+        )
+        .unwrap()
+        .build();
+    assert!(policy.names_host("127.0.0.1"));
+    assert!(
+        !policy.names_host("169.254.169.254"),
+        "a glob must not name a host"
+    );
+    assert!(
+        !policy.names_host("10.0.0.1"),
+        "a deny rule does not name a host for access"
+    );
+    let project = "[policy]\n[[policy.rules]]\naction = \"net.http\"\nhost = \"192.168.1.1\"\ndecision = \"allow\"\n";
+    let untrusted = Policy::builder(Mode::WorkspaceWrite)
+        .project(
+            PolicyFile::parse(project).unwrap(),
+            Source::with_text("p.toml", project),
+            false,
+        )
+        .unwrap()
+        .build();
+    assert!(
+        !untrusted.names_host("192.168.1.1"),
+        "an untrusted project cannot open a private address"
+    );
+}
