@@ -63,17 +63,7 @@ impl ApprovalBroker for AutoApprove {
 /// Makes text safe to print on a terminal: control characters (escape sequences included) and
 /// bidi or zero-width characters are shown as `\u{…}` instead of acting on the screen.
 pub fn sanitize_for_terminal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let hidden = c.is_control()
-            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
-        if hidden && c != '\n' {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    bosun_core::escape_hidden(text)
 }
 
 /// The text of an approval prompt.

@@ -189,24 +189,8 @@ fn truncate_chars(text: &str, max: usize) -> (&str, bool) {
 /// Text from a model made safe to show a person: control, bidi and zero-width characters
 /// (which could rewrite or hide part of an approval prompt) are shown as `\u{…}` escapes.
 fn display_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let hidden = c.is_control()
-            || matches!(c,
-                '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{FEFF}'
-                | '\u{00AD}'
-            );
-        if hidden {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    // Newlines too: a summary is one line.
+    bosun_core::escape_hidden(text).replace('\n', "\\u{a}")
 }
 
 /// A gitignore-aware walk of `start` (a directory or a file inside the workspace): hidden files

@@ -33,4 +33,7 @@ pub use event::{ApprovalAnswer, Envelope, Event, RunOutcome, TRACE_SCHEMA_VERSIO
 pub use limits::Limits;
 pub use redact::Redactor;
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};
-pub use tool::{Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description};
+pub use tool::{
+    Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description, escape_hidden,
+    is_hidden_char,
+};

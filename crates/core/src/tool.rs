@@ -123,7 +123,7 @@ impl fmt::Display for ToolName {
 
 /// Characters a description must not hold: C0/C1 controls (tab and newline are fine), bidi
 /// controls and zero-width characters, all of which can hide text from a reviewer.
-fn is_hidden(c: char) -> bool {
+pub fn is_hidden_char(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c,
             '\u{200B}'..='\u{200F}' // zero-width space, joiners, LRM, RLM
@@ -136,6 +136,20 @@ fn is_hidden(c: char) -> bool {
         )
 }
 
+/// Text made safe to show a person: every hidden character (as [`is_hidden_char`], plus tab) is
+/// written as a visible `\u{…}` escape instead of acting on the screen. Newlines are kept.
+pub fn escape_hidden(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c != '\n' && (is_hidden_char(c) || c == '\t') {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Checks a description: 1–1,024 characters, no control, bidi or zero-width characters.
 pub fn check_description(description: &str) -> Result<(), SpecError> {
     if description.trim().is_empty() {
@@ -143,7 +157,7 @@ pub fn check_description(description: &str) -> Result<(), SpecError> {
     }
     let mut count = 0;
     for (i, c) in description.chars().enumerate() {
-        if is_hidden(c) {
+        if is_hidden_char(c) {
             return Err(SpecError::HiddenCharacter(c as u32, i));
         }
         count += 1;
