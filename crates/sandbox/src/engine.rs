@@ -4,8 +4,8 @@
 //! This module decides how code is compiled and where instances live; it never decides what a
 //! plugin may do (that is fixed per instance by the grants, see `instance.rs`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig};

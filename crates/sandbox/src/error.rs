@@ -142,7 +142,9 @@ pub enum CallErrorKind {
         limit_bytes: usize,
     },
     /// The plugin returned more output than the sandbox accepts.
-    #[error("the plugin returned {actual_bytes} bytes of output, more than the {limit_bytes} allowed")]
+    #[error(
+        "the plugin returned {actual_bytes} bytes of output, more than the {limit_bytes} allowed"
+    )]
     OutputTooLarge {
         /// The output size the plugin produced.
         actual_bytes: usize,

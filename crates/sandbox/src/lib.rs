@@ -1,1 +1,211 @@
-pub fn x() {}
+//! Bosun's WebAssembly sandbox: the wasmtime engine and the host side of every capability a
+//! plugin can be granted.
+//!
+//! The boundary: callers hand this crate component bytes and grants; it compiles (with an
+//! on-disk artefact cache), links and runs them. It knows nothing of policy files, trust or
+//! discovery — deciding *what* to grant is the caller's job; making sure a plugin reaches
+//! *nothing else* is this crate's.
+//!
+//! What an instance is linked with is fixed by [`Grants`] before any plugin code runs:
+//! - no environment variables, no arguments, empty stdin, stdout/stderr captured and bounded;
+//! - no sockets and no DNS (`wasi:sockets` is linked but refuses everything);
+//! - `/workspace` preopened (read-only or read-write) only with an [`FsGrant`];
+//! - outgoing HTTP only through the guard (`http.rs`): per-call granted authorities, host-side
+//!   DNS, no loopback/private/link-local/metadata addresses unless named, bounded responses;
+//! - `bosun:plugin/host`: bounded logs, the plugin's config table, `is-cancelled`;
+//! - clocks and random.
+//!
+//! Every call runs under a deadline (epoch interruption, stopped within one tick), can be
+//! cancelled, is capped in memory and output size, and a failed call poisons its instance.
+//!
+//! ```no_run
+//! # async fn demo(wasm: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+//! use bosun_sandbox::{CallOptions, Grants, NetGrant, Sandbox, SandboxConfig};
+//!
+//! let sandbox = Sandbox::new(SandboxConfig {
+//!     cache_dir: Some("/home/me/.bosun/cache/plugins".into()),
+//!     ..SandboxConfig::default()
+//! })?;
+//! let loaded = sandbox.load(wasm)?.with_label("web");
+//! let mut instance = loaded.instantiate(Grants { http: true, ..Grants::default() }).await?;
+//! let opts = CallOptions {
+//!     net: NetGrant { hosts: vec!["example.com".into()], ..NetGrant::default() },
+//!     ..CallOptions::default()
+//! };
+//! let out = instance.call("web_fetch", r#"{"url":"https://example.com/"}"#, opts).await?;
+//! println!("{}", out.output_json);
+//! # Ok(())
+//! # }
+//! ```
+
+mod cache;
+mod engine;
+mod error;
+mod host;
+mod http;
+mod instance;
+mod limits;
+
+/// Host bindings for `bosun:plugin@1.0.0`, generated from `crates/sdk/wit/v1`.
+mod bindings {
+    #![allow(missing_docs)]
+    wasmtime::component::bindgen!({
+        path: "../sdk/wit/v1",
+        world: "bosun:plugin/plugin",
+        exports: { default: async },
+    });
+}
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+pub use cache::CacheOutcome;
+pub use engine::EngineLimits;
+pub use error::{CallError, CallErrorKind, SandboxError};
+pub use host::{LogLevel, LogLine};
+pub use http::{
+    HttpLimits, NetGrant, Refusal, RefusedRequest, ResolveFuture, Resolver, StaticResolver,
+    SystemResolver, non_public_range,
+};
+pub use instance::{
+    CallOptions, CallOutput, CallReport, FsGrant, Grants, Instance, Loaded, WORKSPACE_GUEST_PATH,
+};
+pub use limits::OutputLimits;
+
+use cache::{ArtefactCache, sha256};
+use engine::EpochTicker;
+use instance::StoreState;
+
+/// How the sandbox is built.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Where precompiled artefacts are kept (created with mode 0700). `None` compiles every
+    /// load in memory.
+    pub cache_dir: Option<PathBuf>,
+    /// Engine bounds: memory ceiling, instance pool, epoch tick.
+    pub engine: EngineLimits,
+    /// Output, log and resource bounds.
+    pub output: OutputLimits,
+    /// Outgoing HTTP bounds.
+    pub http: HttpLimits,
+    /// Resolves host names for the HTTP guard.
+    pub resolver: Arc<dyn Resolver>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            engine: EngineLimits::default(),
+            output: OutputLimits::default(),
+            http: HttpLimits::default(),
+            resolver: Arc::new(SystemResolver),
+        }
+    }
+}
+
+/// The engine, the linker every plugin is linked against, and the artefact cache. Create one
+/// per process and share it (it is cheap to clone).
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<SandboxInner>,
+}
+
+pub(crate) struct SandboxInner {
+    pub(crate) engine: Engine,
+    linker: Linker<StoreState>,
+    cache: Option<ArtefactCache>,
+    pub(crate) config: SandboxConfig,
+    _ticker: EpochTicker,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Builds the engine, starts its epoch ticker and opens the cache directory.
+    ///
+    /// # Errors
+    /// [`SandboxError::Engine`] if wasmtime rejects the configuration,
+    /// [`SandboxError::CacheDir`] if the cache directory cannot be created or secured.
+    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let (engine, ticker) = engine::build_engine(&config.engine)?;
+        let cache = config
+            .cache_dir
+            .as_deref()
+            .map(|dir| ArtefactCache::open(dir, &engine))
+            .transpose()?;
+        let mut linker = Linker::new(&engine);
+        instance::add_to_linker(&mut linker).map_err(|e| SandboxError::Engine {
+            reason: format!("{e:#}"),
+        })?;
+        Ok(Self {
+            inner: Arc::new(SandboxInner {
+                engine,
+                linker,
+                cache,
+                config,
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    /// Compiles `wasm` (or loads its cached artefact) and links it against the host, checking
+    /// that its imports are ones the sandbox offers and that it exports
+    /// `bosun:plugin/tools@1.0.0`. Compiling is CPU-heavy (up to seconds for large components):
+    /// call it from a blocking context.
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidComponent`] if the bytes do not compile,
+    /// [`SandboxError::Contract`] if the component does not fit the plugin world.
+    pub fn load(&self, wasm: &[u8]) -> Result<Loaded, SandboxError> {
+        let inner = &self.inner;
+        let content_hash = sha256(wasm);
+        let invalid = |e: wasmtime::Error| SandboxError::InvalidComponent {
+            plugin: None,
+            reason: format!("{e:#}"),
+        };
+        let (component, cache) = match &inner.cache {
+            Some(cache) => cache
+                .load(&inner.engine, wasm, &content_hash)
+                .map_err(invalid)?,
+            None => (
+                Component::new(&inner.engine, wasm).map_err(invalid)?,
+                CacheOutcome::Disabled,
+            ),
+        };
+        let contract = |e: wasmtime::Error| SandboxError::Contract {
+            plugin: None,
+            reason: format!("{e:#}"),
+        };
+        let pre = inner.linker.instantiate_pre(&component).map_err(contract)?;
+        let pre = bindings::PluginPre::new(pre).map_err(contract)?;
+        Ok(Loaded {
+            sandbox: Arc::clone(inner),
+            pre,
+            label: None,
+            content_hash,
+            cache,
+        })
+    }
+
+    /// Where the cached artefact for `wasm` lives (whether or not it exists yet), when a cache
+    /// directory is configured.
+    pub fn artefact_path(&self, wasm: &[u8]) -> Option<PathBuf> {
+        let cache = self.inner.cache.as_ref()?;
+        Some(cache.artefact_path(&sha256(wasm)))
+    }
+
+    /// The configured cache directory.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.inner.config.cache_dir.as_deref()
+    }
+}

@@ -1,0 +1,515 @@
+//! One plugin instance: a store linked with exactly the capabilities its grants allow, and the
+//! call path that runs a tool under a deadline, cancellation, a memory cap and an output bound.
+//!
+//! Everything the plugin can reach is fixed in [`Loaded::instantiate`], before any plugin code
+//! runs: no environment, no arguments, empty stdin, captured stdout/stderr, no sockets or DNS,
+//! `/workspace` only with an fs grant, HTTP only through the guard in `http.rs`. A call that
+//! fails in any way but a tool error poisons the instance; callers drop it and instantiate a
+//! fresh one.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{HasSelf, ResourceTable};
+use wasmtime::{Store, StoreContextMut, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::SandboxInner;
+use crate::bindings::{Plugin, PluginPre};
+use crate::cache::CacheOutcome;
+use crate::engine::hex;
+use crate::error::{CallError, CallErrorKind, SandboxError};
+use crate::host::{BoundedPipe, CallClock, HostState, LogLine};
+use crate::http::{HttpGuard, NetGrant, RefusedRequest};
+use crate::limits::MemoryLimiter;
+
+/// Where the granted directory appears inside the plugin.
+pub const WORKSPACE_GUEST_PATH: &str = "/workspace";
+
+/// A directory the plugin may reach, preopened at `/workspace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The host directory (normally the workspace root).
+    pub host_dir: PathBuf,
+    /// Read-write (`fs.write`) rather than read-only (`fs.read`).
+    pub writable: bool,
+}
+
+/// What an instance is linked with, fixed before any of its code runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants {
+    /// The directory preopened at `/workspace`; without it the plugin has no directory at all.
+    pub fs: Option<FsGrant>,
+    /// Whether outgoing HTTP may be attempted at all; each call still names its hosts in
+    /// [`CallOptions::net`].
+    pub http: bool,
+    /// The plugin's configuration table: key to JSON text, served by `host.config`.
+    pub config: BTreeMap<String, String>,
+    /// The memory cap for the whole instance, in bytes (default 256 MiB).
+    pub memory_bytes: usize,
+    /// The deadline for each call, and for instantiation (default 30 s).
+    pub timeout: Duration,
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Self {
+            fs: None,
+            http: false,
+            config: BTreeMap::new(),
+            memory_bytes: 256 << 20,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Per-call options.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Cancels the call: the guest sees `is-cancelled` and is stopped within one epoch tick.
+    pub cancel: CancellationToken,
+    /// What this call may reach over HTTP (ignored unless the instance has the HTTP grant).
+    pub net: NetGrant,
+}
+
+/// What a call left behind besides its result, for the trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallReport {
+    /// Lines the plugin logged through `host.log`, bounded.
+    pub logs: Vec<LogLine>,
+    /// Log lines dropped past the per-call bound.
+    pub dropped_logs: usize,
+    /// What the plugin wrote to stdout, bounded (lossy UTF-8).
+    pub stdout: String,
+    /// What the plugin wrote to stderr, bounded (lossy UTF-8).
+    pub stderr: String,
+    /// Bytes of stdout and stderr dropped past the bound.
+    pub dropped_stdio_bytes: usize,
+    /// Outgoing requests the HTTP guard refused.
+    pub refused_requests: Vec<RefusedRequest>,
+}
+
+/// A tool's successful result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutput {
+    /// The tool's output, JSON text as the plugin returned it (not yet validated).
+    pub output_json: String,
+    /// Logs, captured output and refused requests.
+    pub report: CallReport,
+}
+
+/// The store data of one instance.
+pub(crate) struct StoreState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    pub(crate) host: HostState,
+    guard: HttpGuard,
+    limiter: MemoryLimiter,
+    interrupted: Option<Interrupt>,
+}
+
+/// Why the epoch callback stopped the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    TimedOut,
+    Cancelled,
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for StoreState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.guard,
+        }
+    }
+}
+
+/// Adds everything a plugin may import to the linker: WASI 0.2 (whose filesystem, sockets and
+/// environment are empty unless the grants fill them), `wasi:http` through the guard, and
+/// `bosun:plugin/host`.
+pub(crate) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<StoreState>,
+) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    Plugin::add_to_linker::<StoreState, HasSelf<HostState>>(linker, |state| &mut state.host)?;
+    Ok(())
+}
+
+/// A compiled, linked plugin, ready to instantiate. Cheap to clone.
+#[derive(Clone)]
+pub struct Loaded {
+    pub(crate) sandbox: Arc<SandboxInner>,
+    pub(crate) pre: PluginPre<StoreState>,
+    pub(crate) label: Option<String>,
+    pub(crate) content_hash: [u8; 32],
+    pub(crate) cache: CacheOutcome,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("label", &self.label)
+            .field("content_hash", &self.content_hash())
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Loaded {
+    /// Names the plugin in every error from its instances (normally its local name).
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The SHA-256 of the component bytes, in hex.
+    pub fn content_hash(&self) -> String {
+        hex(&self.content_hash)
+    }
+
+    /// Whether loading compiled the component or reused the cached artefact.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// Creates an instance linked with exactly `grants` and runs the component's start-up code
+    /// (under the grant's deadline and memory cap).
+    ///
+    /// # Errors
+    /// [`SandboxError::MemoryGrantTooLarge`] when the grant exceeds the engine's maximum,
+    /// [`SandboxError::Preopen`] when the fs grant's directory cannot be opened,
+    /// [`SandboxError::Instantiate`] when the pool is full or start-up fails.
+    pub async fn instantiate(&self, grants: Grants) -> Result<Instance, SandboxError> {
+        let sandbox = &self.sandbox;
+        let max = sandbox.config.engine.max_memory_bytes;
+        if grants.memory_bytes > max {
+            return Err(SandboxError::MemoryGrantTooLarge {
+                plugin: self.label.clone(),
+                requested: grants.memory_bytes,
+                max,
+            });
+        }
+        let out = &sandbox.config.output;
+        let stdout = BoundedPipe::new(out.max_stdio_bytes);
+        let stderr = BoundedPipe::new(out.max_stdio_bytes);
+
+        let mut wasi = WasiCtxBuilder::new();
+        // The builder starts with no env, no args, closed stdin and no preopens; sockets are
+        // switched off entirely rather than left with an empty address allow-list.
+        wasi.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if let Some(fs) = &grants.fs {
+            let perms = if fs.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&fs.host_dir, WORKSPACE_GUEST_PATH, perms)
+                .map_err(|e| SandboxError::Preopen {
+                    plugin: self.label.clone(),
+                    path: fs.host_dir.clone(),
+                    reason: format!("{e:#}"),
+                })?;
+        }
+
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(out.max_resources);
+        let state = StoreState {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            table,
+            host: HostState::new(grants.config, out.max_log_line_bytes, out.max_log_lines),
+            guard: HttpGuard {
+                enabled: grants.http,
+                net: Arc::new(NetGrant::default()),
+                resolver: Arc::clone(&sandbox.config.resolver),
+                limits: sandbox.config.http.clone(),
+                refusals: Arc::new(Mutex::new(Vec::new())),
+            },
+            limiter: MemoryLimiter::new(grants.memory_bytes),
+            interrupted: None,
+        };
+        let mut store = Store::new(&sandbox.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_callback(on_epoch);
+
+        // Start-up code runs under the same deadline as a call.
+        store.data_mut().host.clock = Some(CallClock {
+            deadline: Instant::now() + grants.timeout,
+            cancel: CancellationToken::new(),
+        });
+        store.set_epoch_deadline(1);
+        let plugin = self.pre.instantiate_async(&mut store).await.map_err(|e| {
+            SandboxError::Instantiate {
+                plugin: self.label.clone(),
+                reason: bounded_message(&format!("{e:#}")),
+                max_instances: sandbox.config.engine.max_instances,
+            }
+        })?;
+        store.data_mut().host.clock = None;
+
+        Ok(Instance {
+            store,
+            plugin,
+            stdout,
+            stderr,
+            label: self.label.clone(),
+            timeout: grants.timeout,
+            tick: sandbox.config.engine.epoch_tick,
+            max_output_bytes: out.max_output_bytes,
+            poisoned: false,
+        })
+    }
+}
+
+/// Runs at every epoch tick while the guest executes: stops it once the call is cancelled or
+/// past its deadline, otherwise yields to the async runtime and waits for the next tick.
+fn on_epoch(mut ctx: StoreContextMut<'_, StoreState>) -> wasmtime::Result<UpdateDeadline> {
+    let state = ctx.data_mut();
+    let interrupt = match &state.host.clock {
+        Some(clock) if clock.cancel.is_cancelled() => Some(Interrupt::Cancelled),
+        Some(clock) if Instant::now() >= clock.deadline => Some(Interrupt::TimedOut),
+        _ => None,
+    };
+    match interrupt {
+        Some(reason) => {
+            state.interrupted = Some(reason);
+            Ok(UpdateDeadline::Interrupt)
+        }
+        None => Ok(UpdateDeadline::Yield(1)),
+    }
+}
+
+/// A running plugin. Calls run one at a time (`&mut self`); after any failure other than a
+/// tool error the instance is poisoned and refuses further calls.
+pub struct Instance {
+    store: Store<StoreState>,
+    plugin: Plugin,
+    stdout: BoundedPipe,
+    stderr: BoundedPipe,
+    label: Option<String>,
+    timeout: Duration,
+    tick: Duration,
+    max_output_bytes: usize,
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("label", &self.label)
+            .field("timeout", &self.timeout)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the guest call ended, before classification.
+enum Ended {
+    Returned(
+        wasmtime::Result<Result<String, crate::bindings::exports::bosun::plugin::tools::ToolError>>,
+    ),
+    Cancelled,
+    TimedOut,
+}
+
+impl Instance {
+    /// Whether an earlier call failed in a way that leaves this instance unusable.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Runs `tool` with `input_json` (already validated against the tool's schema).
+    ///
+    /// The call stops at the grant's deadline (within one epoch tick, also while the guest
+    /// waits on I/O) or when `opts.cancel` fires.
+    ///
+    /// # Errors
+    /// A [`CallError`] whose kind is the plugin's own tool error (the instance stays usable)
+    /// or a trap, timeout, cancellation, memory or output limit (the instance is poisoned).
+    pub async fn call(
+        &mut self,
+        tool: &str,
+        input_json: &str,
+        opts: CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        if self.poisoned {
+            return Err(self.error(CallErrorKind::Poisoned, CallReport::default()));
+        }
+        let deadline = Instant::now() + self.timeout;
+        {
+            let state = self.store.data_mut();
+            state.interrupted = None;
+            state.host.logs.clear();
+            state.host.dropped_logs = 0;
+            state.host.clock = Some(CallClock {
+                deadline,
+                cancel: opts.cancel.clone(),
+            });
+            state.guard.net = Arc::new(opts.net);
+            state
+                .guard
+                .refusals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
+        let _ = self.stdout.take();
+        let _ = self.stderr.take();
+        self.store.set_epoch_deadline(1);
+
+        // The epoch callback stops running guest code; these two arms stop a guest that is
+        // blocked in the host (waiting on HTTP, a pollable or a sleep).
+        let hard_stop = tokio::time::Instant::from_std(deadline) + self.tick;
+        let tools = self.plugin.bosun_plugin_tools();
+        let ended = tokio::select! {
+            biased;
+            () = opts.cancel.cancelled() => Ended::Cancelled,
+            () = tokio::time::sleep_until(hard_stop) => Ended::TimedOut,
+            result = tools.call_call(&mut self.store, tool, input_json) => Ended::Returned(result),
+        };
+        self.store.data_mut().host.clock = None;
+
+        let report = self.take_report();
+        let kind = match ended {
+            Ended::Cancelled => CallErrorKind::Cancelled,
+            Ended::TimedOut => self.timed_out(),
+            Ended::Returned(Ok(Ok(output))) => {
+                if output.len() > self.max_output_bytes {
+                    CallErrorKind::OutputTooLarge {
+                        actual_bytes: output.len(),
+                        limit_bytes: self.max_output_bytes,
+                    }
+                } else {
+                    return Ok(CallOutput {
+                        output_json: output,
+                        report,
+                    });
+                }
+            }
+            Ended::Returned(Ok(Err(e))) => {
+                let size = e.code.len().saturating_add(e.message.len());
+                if size > self.max_output_bytes {
+                    CallErrorKind::OutputTooLarge {
+                        actual_bytes: size,
+                        limit_bytes: self.max_output_bytes,
+                    }
+                } else {
+                    CallErrorKind::Tool {
+                        code: stable_code(e.code),
+                        message: e.message,
+                        retryable: e.retryable,
+                    }
+                }
+            }
+            Ended::Returned(Err(e)) => self.classify_failure(&e),
+        };
+        Err(self.error(kind, report))
+    }
+
+    fn timed_out(&self) -> CallErrorKind {
+        CallErrorKind::TimedOut {
+            timeout_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Names what stopped the guest: our own interrupt, the memory cap, or a crash.
+    fn classify_failure(&self, error: &wasmtime::Error) -> CallErrorKind {
+        let state = self.store.data();
+        match state.interrupted {
+            Some(Interrupt::Cancelled) => return CallErrorKind::Cancelled,
+            Some(Interrupt::TimedOut) => return self.timed_out(),
+            None => {}
+        }
+        if state.limiter.exceeded {
+            return CallErrorKind::MemoryExceeded {
+                limit_bytes: state.limiter.limit(),
+            };
+        }
+        // A trap's own text names the fault; the wasm backtrace is for the plugin's author.
+        tracing::debug!(plugin = ?self.label, "plugin call failed: {error:?}");
+        let message = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(trap) => trap.to_string(),
+            None => format!("{error:#}"),
+        };
+        CallErrorKind::Trap {
+            message: bounded_message(&message),
+        }
+    }
+
+    fn error(&mut self, kind: CallErrorKind, report: CallReport) -> CallError {
+        if kind.poisons_instance() {
+            self.poisoned = true;
+        }
+        CallError {
+            kind,
+            plugin: self.label.clone(),
+            report,
+        }
+    }
+
+    fn take_report(&mut self) -> CallReport {
+        let (stdout, dropped_out) = self.stdout.take();
+        let (stderr, dropped_err) = self.stderr.take();
+        let state = self.store.data_mut();
+        let refused_requests = std::mem::take(
+            &mut *state
+                .guard
+                .refusals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        CallReport {
+            logs: std::mem::take(&mut state.host.logs),
+            dropped_logs: std::mem::take(&mut state.host.dropped_logs),
+            stdout,
+            stderr,
+            dropped_stdio_bytes: dropped_out.saturating_add(dropped_err),
+            refused_requests,
+        }
+    }
+}
+
+/// A plugin's error code if it is shaped like Bosun's stable codes, else `plugin_error`.
+fn stable_code(code: String) -> String {
+    let well_formed = !code.is_empty()
+        && code.len() <= 64
+        && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    if well_formed {
+        code
+    } else {
+        "plugin_error".to_owned()
+    }
+}
+
+/// Cuts wasmtime's messages (which can include long backtraces) to a readable size.
+fn bounded_message(message: &str) -> String {
+    const MAX: usize = 2048;
+    if message.len() <= MAX {
+        return message.to_owned();
+    }
+    let mut end = MAX;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &message[..end])
+}

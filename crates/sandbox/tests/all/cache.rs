@@ -1,0 +1,93 @@
+//! The precompiled-artefact cache: reused across sandboxes, and never trusted when damaged.
+
+use std::time::Instant;
+
+use bosun_sandbox::{CacheOutcome, Grants};
+use pretty_assertions::assert_eq;
+
+use crate::support::{call, sandbox_with, wat_plugin};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artefact_is_written_then_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = wat_plugin();
+
+    let first = sandbox_with(&dir, None);
+    let started = Instant::now();
+    let loaded = first.load(wasm).unwrap();
+    let compile = started.elapsed();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Miss);
+    let path = first.artefact_path(wasm).unwrap();
+    assert!(path.is_file(), "{} missing", path.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(first.cache_dir().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    // A new sandbox (as in a new process) finds the artefact.
+    let second = sandbox_with(&dir, None);
+    let started = Instant::now();
+    let loaded = second.load(wasm).unwrap();
+    let cached = started.elapsed();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Hit);
+    eprintln!("compile+store {compile:?}, cached load {cached:?}");
+
+    let mut instance = loaded.instantiate(Grants::default()).await.unwrap();
+    assert_eq!(
+        call(&mut instance, "echo", "{}").await.unwrap().output_json,
+        "{}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_artefact_is_recompiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = wat_plugin();
+    let sandbox = sandbox_with(&dir, None);
+    sandbox.load(wasm).unwrap();
+    let path = sandbox.artefact_path(wasm).unwrap();
+
+    // Flip one byte in the middle of the machine code.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let again = sandbox_with(&dir, None);
+    let loaded = again.load(wasm).unwrap();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Replaced);
+    let mut instance = loaded.instantiate(Grants::default()).await.unwrap();
+    assert_eq!(
+        call(&mut instance, "echo", "[1]")
+            .await
+            .unwrap()
+            .output_json,
+        "[1]"
+    );
+
+    // The rewritten artefact is whole again.
+    let third = sandbox_with(&dir, None);
+    assert_eq!(third.load(wasm).unwrap().cache_outcome(), CacheOutcome::Hit);
+
+    // A truncated file is recompiled as well.
+    std::fs::write(&path, &bytes[..10]).unwrap();
+    let fourth = sandbox_with(&dir, None);
+    assert_eq!(
+        fourth.load(wasm).unwrap().cache_outcome(),
+        CacheOutcome::Replaced
+    );
+}
+
+#[test]
+fn not_a_component_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = sandbox_with(&dir, None);
+    let err = sandbox.load(b"\0asm\x01\0\0\0").unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("wasm32-wasip2"), "{message}");
+}
