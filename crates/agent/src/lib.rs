@@ -10,6 +10,7 @@ pub mod approval;
 pub mod builtin;
 pub mod chokepoint;
 pub mod config;
+pub mod instructions;
 pub mod session;
 pub mod tool;
 pub mod trace;

@@ -1,0 +1,213 @@
+//! The system prompt: Bosun's own instructions, then project instructions (`AGENTS.md` in
+//! `$BOSUN_HOME` and at the workspace root), then plugins' prompt contributions. Every part is
+//! bounded, labelled with where it came from, and listed so the trace can say exactly what the
+//! model was told and by whom.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Largest instructions file or prompt contribution, in bytes.
+pub const MAX_PART_BYTES: usize = 32 * 1024;
+/// Largest system prompt, in bytes.
+pub const MAX_TOTAL_BYTES: usize = 128 * 1024;
+
+const BOSUN_INSTRUCTIONS: &str = "You are Bosun, a coding agent working in the user's workspace. \
+Use the tools to read, search, edit and run things; every call is checked by the user's policy \
+and may be refused or need approval. A refused or failed call comes back as an error result: \
+read it, adapt, and carry on — do not repeat a call that was denied. Paths are relative to the \
+workspace root. Keep answers short and say what you changed.";
+
+/// What kind of source a prompt part came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// Bosun's own instructions.
+    Bosun,
+    /// `$BOSUN_HOME/AGENTS.md`.
+    UserInstructions,
+    /// `<workspace>/AGENTS.md`.
+    ProjectInstructions,
+    /// A plugin's prompt contribution.
+    Plugin,
+}
+
+/// One part of the system prompt, as the trace lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptSource {
+    /// The kind of source.
+    pub kind: SourceKind,
+    /// Who: a path or a plugin's local name.
+    pub label: String,
+    /// Bytes included.
+    pub bytes: usize,
+    /// Whether the part was cut to fit.
+    pub truncated: bool,
+}
+
+/// The assembled system prompt and its provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPrompt {
+    /// The text sent to the model.
+    pub text: String,
+    /// Each part, in order.
+    pub sources: Vec<PromptSource>,
+}
+
+/// Collects the parts of a system prompt.
+#[derive(Debug, Default)]
+pub struct SystemPromptBuilder {
+    parts: Vec<(PromptSource, String)>,
+}
+
+fn cut(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+impl SystemPromptBuilder {
+    /// Starts with Bosun's own instructions.
+    pub fn new() -> Self {
+        let mut builder = Self::default();
+        builder.push(SourceKind::Bosun, "bosun", BOSUN_INSTRUCTIONS);
+        builder
+    }
+
+    fn push(&mut self, kind: SourceKind, label: &str, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let (kept, truncated) = cut(text, MAX_PART_BYTES);
+        let source = PromptSource {
+            kind,
+            label: label.to_owned(),
+            bytes: kept.len(),
+            truncated,
+        };
+        self.parts.push((source, kept.to_owned()));
+    }
+
+    /// Adds an instructions file if it exists. A file that cannot be read is skipped and reported.
+    pub fn instructions_file(
+        &mut self,
+        kind: SourceKind,
+        path: &Path,
+    ) -> Result<(), std::io::Error> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                // Read no more than the bound plus a margin, as text; invalid UTF-8 is replaced.
+                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_PART_BYTES + 4)]);
+                let truncated = bytes.len() > MAX_PART_BYTES;
+                self.push(kind, &path.display().to_string(), &text);
+                if truncated {
+                    if let Some((source, _)) = self.parts.last_mut() {
+                        source.truncated = true;
+                    }
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Adds a plugin's prompt contribution, labelled with the plugin's local name.
+    pub fn plugin(&mut self, local_name: &str, text: &str) {
+        self.push(SourceKind::Plugin, local_name, text);
+    }
+
+    /// Joins the parts, each under a heading naming its source, within [`MAX_TOTAL_BYTES`];
+    /// parts that do not fit are dropped and marked.
+    pub fn build(self) -> SystemPrompt {
+        let mut text = String::new();
+        let mut sources = Vec::new();
+        for (mut source, part) in self.parts {
+            let heading = match source.kind {
+                SourceKind::Bosun => String::new(),
+                SourceKind::UserInstructions | SourceKind::ProjectInstructions => {
+                    format!("\n\n# Instructions from {}\n\n", source.label)
+                }
+                SourceKind::Plugin => format!("\n\n# From plugin `{}`\n\n", source.label),
+            };
+            let room = MAX_TOTAL_BYTES.saturating_sub(text.len() + heading.len());
+            if room == 0 {
+                source.bytes = 0;
+                source.truncated = true;
+                sources.push(source);
+                continue;
+            }
+            let (kept, cut_here) = cut(&part, room);
+            text.push_str(&heading);
+            text.push_str(kept);
+            source.bytes = kept.len();
+            source.truncated |= cut_here;
+            sources.push(source);
+        }
+        SystemPrompt { text, sources }
+    }
+}
+
+/// The instructions files Bosun reads for a workspace, in order.
+pub fn instruction_files(home: &Path, workspace_root: &Path) -> Vec<(SourceKind, PathBuf)> {
+    vec![
+        (SourceKind::UserInstructions, home.join("AGENTS.md")),
+        (
+            SourceKind::ProjectInstructions,
+            workspace_root.join("AGENTS.md"),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_labelled_bounded_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("AGENTS.md"),
+            "Run cargo test before you finish.",
+        )
+        .unwrap();
+        let mut builder = SystemPromptBuilder::new();
+        for (kind, path) in instruction_files(&dir.path().join("nohome"), dir.path()) {
+            builder.instructions_file(kind, &path).unwrap();
+        }
+        builder.plugin("todos", &"t".repeat(40_000));
+        let prompt = builder.build();
+        assert!(prompt.text.starts_with("You are Bosun"));
+        assert!(prompt.text.contains("Run cargo test before you finish."));
+        assert!(prompt.text.contains("# From plugin `todos`"));
+        let kinds: Vec<SourceKind> = prompt.sources.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SourceKind::Bosun,
+                SourceKind::ProjectInstructions,
+                SourceKind::Plugin
+            ]
+        );
+        let plugin = &prompt.sources[2];
+        assert!(plugin.truncated);
+        assert_eq!(plugin.bytes, MAX_PART_BYTES);
+    }
+
+    #[test]
+    fn the_total_is_bounded() {
+        let mut builder = SystemPromptBuilder::new();
+        for i in 0..10 {
+            builder.plugin(&format!("p{i}"), &"x".repeat(MAX_PART_BYTES));
+        }
+        let prompt = builder.build();
+        assert!(prompt.text.len() <= MAX_TOTAL_BYTES);
+        assert!(prompt.sources.iter().any(|s| s.truncated && s.bytes == 0));
+    }
+}
