@@ -106,10 +106,8 @@ impl SystemPromptBuilder {
                 let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_PART_BYTES + 4)]);
                 let truncated = bytes.len() > MAX_PART_BYTES;
                 self.push(kind, &path.display().to_string(), &text);
-                if truncated {
-                    if let Some((source, _)) = self.parts.last_mut() {
-                        source.truncated = true;
-                    }
+                if let (true, Some((source, _))) = (truncated, self.parts.last_mut()) {
+                    source.truncated = true;
                 }
                 Ok(())
             }
