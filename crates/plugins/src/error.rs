@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use bosun_core::{CapabilityError, ErrorCode, SpecError, ToolError};
+use bosun_core::{ErrorCode, SpecError, ToolError};
 
 /// Why a plugin, its configuration or the trust store cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,9 @@ pub enum PluginError {
         message: String,
     },
     /// A `metadata_version` this host does not read.
-    #[error("metadata_version {0} is not supported: this Bosun reads version 1; update Bosun or rebuild the plugin with a matching SDK")]
+    #[error(
+        "metadata_version {0} is not supported: this Bosun reads version 1; update Bosun or rebuild the plugin with a matching SDK"
+    )]
     MetadataVersion(u32),
     /// A bad `api_version`.
     #[error("api_version `{version}` {problem}")]
@@ -98,7 +100,9 @@ pub enum PluginError {
     )]
     BadPluginName(String),
     /// A version that is not semver.
-    #[error("version `{version}` is not a semantic version ({message}): use MAJOR.MINOR.PATCH, e.g. 0.1.0")]
+    #[error(
+        "version `{version}` is not a semantic version ({message}): use MAJOR.MINOR.PATCH, e.g. 0.1.0"
+    )]
     BadVersion {
         /// As written.
         version: String,
@@ -164,14 +168,6 @@ pub enum PluginError {
         capability: String,
         /// What is wrong and what to do.
         problem: String,
-    },
-    /// A capability the host does not know.
-    #[error("tool `{tool}`: {source}")]
-    UnknownCapability {
-        /// The tool.
-        tool: String,
-        /// Core's reason.
-        source: CapabilityError,
     },
     /// A bad `[plugins.<local>]` entry in the user's config.
     #[error("{key}: {message}")]

@@ -1,0 +1,471 @@
+//! The catalog: every plugin Bosun can see, its state, and the names its tools are offered
+//! under — computed from metadata alone.
+//!
+//! Each `plugin.wasm` is read once; the same bytes are hashed, parsed for metadata and, for an
+//! enabled plugin, kept, so what was hashed and checked against the trust store is exactly what
+//! the sandbox later loads. Nothing here compiles or runs plugin code, and one bad plugin never
+//! stops the others from being listed or loaded.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::PluginError;
+use crate::discovery::{
+    Discovered, DiscoveryWarning, PluginConfig, PluginScope, discover_project, discover_user,
+};
+use crate::metadata::{Manifest, PluginTool};
+use crate::trust::{TrustRecord, TrustStore};
+
+/// Largest `plugin.wasm` read, in bytes (64 MiB).
+pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What the catalog is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct CatalogInput<'a> {
+    /// `$BOSUN_HOME`.
+    pub home: &'a Path,
+    /// `[plugins.<local>]` of the user's config.
+    pub user_plugins: &'a BTreeMap<String, PluginConfig>,
+    /// The canonical workspace root, when project plugins are to be considered.
+    pub workspace: Option<&'a Path>,
+    /// The trust store.
+    pub trust: &'a TrustStore,
+    /// Names of the host's built-in tools, which no plugin may shadow.
+    pub builtins: &'a [&'a str],
+}
+
+/// What differs between a plugin and its trust record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// SHA-256 the user trusted.
+    pub old_sha256: String,
+    /// SHA-256 of the bytes on disk now.
+    pub new_sha256: String,
+    /// Version the user trusted.
+    pub old_version: String,
+    /// Version on disk now.
+    pub new_version: String,
+    /// Capabilities declared now but not trusted.
+    pub added_capabilities: Vec<String>,
+    /// Capabilities trusted but no longer declared.
+    pub removed_capabilities: Vec<String>,
+    /// Tools declared now but not trusted.
+    pub added_tools: Vec<String>,
+    /// Tools trusted but no longer declared.
+    pub removed_tools: Vec<String>,
+}
+
+/// Whether and why a plugin loads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum PluginState {
+    /// Wanted, valid and trusted exactly as it is: its tools are offered.
+    Enabled,
+    /// Not wanted: `enabled = false`, or a user plugin directory no config entry points at.
+    Disabled,
+    /// Wanted and valid, but never trusted: `bosun plugins trust` reviews and records it.
+    Untrusted,
+    /// Trusted once, but its bytes changed or it declares capabilities beyond the record.
+    Changed {
+        /// What changed, for the review.
+        what: Change,
+    },
+    /// Cannot be used.
+    Invalid {
+        /// Why, and what to do.
+        reason: String,
+    },
+}
+
+impl fmt::Display for PluginState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Enabled => f.write_str("enabled"),
+            Self::Disabled => f.write_str("disabled"),
+            Self::Untrusted => f.write_str("untrusted"),
+            Self::Changed { .. } => f.write_str("changed"),
+            Self::Invalid { .. } => f.write_str("invalid"),
+        }
+    }
+}
+
+/// How one tool of a plugin is offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOffer {
+    /// The tool's own name.
+    pub tool: String,
+    /// Its policy action, `plugin.<local-name>.tool.<tool>`.
+    pub action: String,
+    /// The name the model calls it by; `None` when the plugin is not enabled or an earlier
+    /// plugin already offers a tool of that name.
+    pub model_name: Option<String>,
+}
+
+/// One plugin as the catalog sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginEntry {
+    /// Its scope.
+    #[serde(flatten)]
+    pub scope: PluginScope,
+    /// Its local name (config key, or directory name).
+    pub local_name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its `plugin.wasm`.
+    pub wasm: PathBuf,
+    /// Its config entry, for user plugins named in config.
+    #[serde(skip)]
+    pub config: Option<PluginConfig>,
+    /// Its state.
+    #[serde(flatten)]
+    pub state: PluginState,
+    /// Lowercase hex SHA-256 of the bytes read, when they could be read.
+    pub sha256: Option<String>,
+    /// Its checked metadata, when valid.
+    pub manifest: Option<Manifest>,
+    /// Naming of each tool, in the manifest's order.
+    pub offers: Vec<ToolOffer>,
+    #[serde(skip)]
+    bytes: Option<Arc<[u8]>>,
+}
+
+impl PluginEntry {
+    /// The exact bytes that were hashed and checked; kept for enabled plugins only.
+    pub fn bytes(&self) -> Option<&Arc<[u8]>> {
+        self.bytes.as_ref()
+    }
+
+    /// Each tool with its offer.
+    pub fn tools(&self) -> impl Iterator<Item = (&PluginTool, &ToolOffer)> {
+        self.manifest
+            .iter()
+            .flat_map(|m| m.tools.iter())
+            .zip(self.offers.iter())
+    }
+
+    /// The record that trusts this plugin exactly as read; `None` when it is invalid.
+    pub fn trust_record(&self, trusted_at: DateTime<Utc>) -> Option<TrustRecord> {
+        let (Some(sha256), Some(manifest)) = (&self.sha256, &self.manifest) else {
+            return None;
+        };
+        if matches!(self.state, PluginState::Invalid { .. }) {
+            return None;
+        }
+        Some(TrustRecord::new(sha256.clone(), manifest, trusted_at))
+    }
+}
+
+/// The policy action of a plugin tool.
+pub fn tool_action(local_name: &str, tool: &str) -> String {
+    format!("plugin.{local_name}.tool.{tool}")
+}
+
+/// Something the catalog wants a person to know; nothing it stops.
+#[derive(Debug)]
+pub enum CatalogWarning {
+    /// A plugin directory could not be looked at.
+    Discovery(DiscoveryWarning),
+    /// A tool was not offered because an earlier plugin offers one of the same name.
+    ToolClash {
+        /// The plugin that loses the tool.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// The earlier plugin that keeps the name.
+        kept_by: String,
+    },
+}
+
+impl fmt::Display for CatalogWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Discovery(w) => write!(f, "{} {}", w.path.display(), w.message),
+            Self::ToolClash {
+                plugin,
+                tool,
+                kept_by,
+            } => write!(
+                f,
+                "plugin `{plugin}`: tool `{tool}` is not offered because plugin `{kept_by}`, loaded earlier, has a tool of that name: rename one of them"
+            ),
+        }
+    }
+}
+
+/// A tool found by its model-visible name.
+#[derive(Debug, Clone, Copy)]
+pub struct ResolvedTool<'a> {
+    /// The plugin.
+    pub entry: &'a PluginEntry,
+    /// The tool.
+    pub tool: &'a PluginTool,
+    /// Its naming.
+    pub offer: &'a ToolOffer,
+}
+
+/// Every plugin, in load order: user plugins (configured ones by local name, then unconfigured
+/// directories), then project plugins, each sorted.
+#[derive(Debug)]
+pub struct Catalog {
+    entries: Vec<PluginEntry>,
+    warnings: Vec<CatalogWarning>,
+    by_model_name: HashMap<String, (usize, usize)>,
+}
+
+impl Catalog {
+    /// Discovers, reads and judges every plugin. Never fails: a plugin that cannot be used is
+    /// listed as [`PluginState::Invalid`] with the reason.
+    pub fn build(input: CatalogInput<'_>) -> Self {
+        let (mut found, warnings) = discover_user(input.home, input.user_plugins);
+        let mut warnings: Vec<CatalogWarning> = warnings
+            .into_iter()
+            .map(CatalogWarning::Discovery)
+            .collect();
+        if let Some(workspace) = input.workspace {
+            let (project, project_warnings) = discover_project(workspace);
+            found.extend(project);
+            warnings.extend(project_warnings.into_iter().map(CatalogWarning::Discovery));
+        }
+        let entries = found.into_iter().map(|d| judge(d, &input)).collect();
+        let mut catalog = Self {
+            entries,
+            warnings,
+            by_model_name: HashMap::new(),
+        };
+        catalog.name_tools();
+        catalog
+    }
+
+    /// Gives each enabled plugin's tools their model-visible names, in load order; a later
+    /// plugin loses only the tool whose name is taken. Built-ins cannot clash: a plugin that
+    /// shadows one is invalid.
+    fn name_tools(&mut self) {
+        let mut owner: HashMap<String, String> = HashMap::new();
+        for (i, entry) in self.entries.iter_mut().enumerate() {
+            if entry.state != PluginState::Enabled {
+                continue;
+            }
+            for (j, offer) in entry.offers.iter_mut().enumerate() {
+                match owner.get(&offer.tool) {
+                    Some(kept_by) => self.warnings.push(CatalogWarning::ToolClash {
+                        plugin: entry.local_name.clone(),
+                        tool: offer.tool.clone(),
+                        kept_by: kept_by.clone(),
+                    }),
+                    None => {
+                        owner.insert(offer.tool.clone(), entry.local_name.clone());
+                        self.by_model_name.insert(offer.tool.clone(), (i, j));
+                        offer.model_name = Some(offer.tool.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every plugin, in load order.
+    pub fn entries(&self) -> &[PluginEntry] {
+        &self.entries
+    }
+
+    /// The enabled plugins, in load order.
+    pub fn enabled(&self) -> impl Iterator<Item = &PluginEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.state == PluginState::Enabled)
+    }
+
+    /// The plugin `local_name` of `scope`.
+    pub fn get(&self, scope: &PluginScope, local_name: &str) -> Option<&PluginEntry> {
+        self.entries
+            .iter()
+            .find(|e| &e.scope == scope && e.local_name == local_name)
+    }
+
+    /// What a person should be told.
+    pub fn warnings(&self) -> &[CatalogWarning] {
+        &self.warnings
+    }
+
+    /// The tool the model calls `model_name`, by exact name.
+    pub fn resolve(&self, model_name: &str) -> Option<ResolvedTool<'_>> {
+        let &(i, j) = self.by_model_name.get(model_name)?;
+        let entry = self.entries.get(i)?;
+        Some(ResolvedTool {
+            entry,
+            tool: entry.manifest.as_ref()?.tools.get(j)?,
+            offer: entry.offers.get(j)?,
+        })
+    }
+}
+
+/// Reads one plugin and decides its state. Precedence: invalid, disabled, untrusted, changed,
+/// enabled.
+fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
+    let mut entry = PluginEntry {
+        scope: found.scope,
+        local_name: found.local_name,
+        dir: found.dir,
+        wasm: found.wasm,
+        config: found.config,
+        state: PluginState::Disabled,
+        sha256: None,
+        manifest: None,
+        offers: Vec::new(),
+        bytes: None,
+    };
+    // Reasons quote the plugin's own text; a person reads them, so nothing may stay hidden.
+    let invalid = |e: PluginError| PluginState::Invalid {
+        reason: bosun_core::escape_hidden(&e.to_string()),
+    };
+    if let Some(problem) = found.problem {
+        entry.state = invalid(problem);
+        return entry;
+    }
+    if matches!(entry.scope, PluginScope::Project { .. })
+        && input.user_plugins.contains_key(&entry.local_name)
+    {
+        entry.state = invalid(PluginError::LocalNameTaken {
+            local: entry.local_name.clone(),
+        });
+        return entry;
+    }
+    let bytes = match read_component(&entry.wasm, &entry.local_name) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            entry.state = invalid(e);
+            return entry;
+        }
+    };
+    let sha256 = sha256_hex(&bytes);
+    entry.sha256 = Some(sha256.clone());
+    let manifest = match Manifest::from_component(&bytes, input.builtins) {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            entry.state = invalid(e);
+            return entry;
+        }
+    };
+    entry.offers = manifest
+        .tools
+        .iter()
+        .map(|t| ToolOffer {
+            tool: t.spec.name.as_str().to_owned(),
+            action: tool_action(&entry.local_name, t.spec.name.as_str()),
+            model_name: None,
+        })
+        .collect();
+    entry.state = if !found.wanted {
+        PluginState::Disabled
+    } else {
+        match input.trust.get(&entry.scope, &entry.local_name) {
+            None => PluginState::Untrusted,
+            Some(record) => match change(record, &sha256, &manifest) {
+                Some(what) => PluginState::Changed { what },
+                None => PluginState::Enabled,
+            },
+        }
+    };
+    entry.manifest = Some(manifest);
+    if entry.state == PluginState::Enabled {
+        entry.bytes = Some(Arc::from(bytes));
+    }
+    entry
+}
+
+/// `None` when the record covers the plugin as read: same hash, and no capability beyond those
+/// trusted.
+fn change(record: &TrustRecord, sha256: &str, manifest: &Manifest) -> Option<Change> {
+    let now_caps = manifest.grants();
+    let old_caps: BTreeSet<String> = record.capabilities.iter().cloned().collect();
+    if record.sha256 == sha256 && now_caps.is_subset(&old_caps) {
+        return None;
+    }
+    let now_tools = manifest.tool_names();
+    let old_tools: BTreeSet<String> = record.tools.iter().cloned().collect();
+    let diff = |a: &BTreeSet<String>, b: &BTreeSet<String>| a.difference(b).cloned().collect();
+    Some(Change {
+        old_sha256: record.sha256.clone(),
+        new_sha256: sha256.to_owned(),
+        old_version: record.version.clone(),
+        new_version: manifest.version.to_string(),
+        added_capabilities: diff(&now_caps, &old_caps),
+        removed_capabilities: diff(&old_caps, &now_caps),
+        added_tools: diff(&now_tools, &old_tools),
+        removed_tools: diff(&old_tools, &now_tools),
+    })
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
+/// Reads `plugin.wasm` once: not through a symbolic link (checked by the open itself, so a
+/// link swapped in after discovery is refused too), a regular file, at most 64 MiB.
+pub fn read_component(path: &Path, local_name: &str) -> Result<Vec<u8>, PluginError> {
+    let read_error = |source| PluginError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // O_NONBLOCK: opening a FIFO planted as plugin.wasm must not hang discovery.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(PluginError::Missing {
+                local: local_name.to_owned(),
+                path: path.to_owned(),
+            });
+        }
+        Err(_) if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) => {
+            return Err(PluginError::Symlink {
+                path: path.to_owned(),
+                what: "plugin.wasm",
+            });
+        }
+        Err(e) => return Err(read_error(e)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(PluginError::BadFile {
+            path: path.to_owned(),
+            problem: "is not a regular file: put the plugin's component there".to_owned(),
+        });
+    }
+    let too_large = || PluginError::BadFile {
+        path: path.to_owned(),
+        problem: format!(
+            "is larger than {MAX_COMPONENT_BYTES} bytes: Bosun does not load plugins this large"
+        ),
+    };
+    if meta.len() > MAX_COMPONENT_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,234 @@
+//! The trust store: strict loading, round trips and atomic writes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use bosun_plugins::{PluginError, PluginScope, TrustRecord, TrustStore};
+use chrono::{TimeZone, Utc};
+use pretty_assertions::assert_eq;
+
+fn record(hash_byte: char) -> TrustRecord {
+    TrustRecord {
+        sha256: hash_byte.to_string().repeat(64),
+        version: "0.1.0".into(),
+        tools: vec!["web_fetch".into()],
+        capabilities: vec!["net.http:<from input /url>".into()],
+        trusted_at: Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap(),
+    }
+}
+
+fn project(path: &str) -> PluginScope {
+    PluginScope::Project {
+        workspace: PathBuf::from(path),
+    }
+}
+
+#[test]
+fn a_missing_file_is_an_empty_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TrustStore::load(dir.path().join("trust.toml")).unwrap();
+    assert_eq!(store.records().count(), 0);
+}
+
+#[test]
+fn records_round_trip_with_private_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("bosun-home");
+    let path = home.join("trust.toml");
+    let mut store = TrustStore::load(&path).unwrap();
+    store.record(&PluginScope::User, "web", record('a'));
+    store.record(&project("/home/me/src/app"), "fmt", record('b'));
+    store.save().unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text,
+        r#"version = 1
+
+[scopes."/home/me/src/app".fmt]
+sha256 = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+version = "0.1.0"
+tools = ["web_fetch"]
+capabilities = ["net.http:<from input /url>"]
+trusted_at = "2025-06-01T12:00:00Z"
+
+[scopes.user.web]
+sha256 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+version = "0.1.0"
+tools = ["web_fetch"]
+capabilities = ["net.http:<from input /url>"]
+trusted_at = "2025-06-01T12:00:00Z"
+"#
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&home), 0o700);
+
+    let mut loaded = TrustStore::load(&path).unwrap();
+    assert_eq!(loaded.get(&PluginScope::User, "web"), Some(&record('a')));
+    assert_eq!(
+        loaded.get(&project("/home/me/src/app"), "fmt"),
+        Some(&record('b'))
+    );
+    assert_eq!(loaded.get(&project("/other"), "fmt"), None);
+
+    assert_eq!(loaded.remove(&PluginScope::User, "web"), Some(record('a')));
+    assert_eq!(loaded.remove(&PluginScope::User, "web"), None);
+    loaded.save().unwrap();
+    let again = TrustStore::load(&path).unwrap();
+    let all: Vec<(&str, &str)> = again.records().map(|(s, n, _)| (s, n)).collect();
+    assert_eq!(all, vec![("/home/me/src/app", "fmt")]);
+    // No temporary file is left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("trust.toml")]);
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    std::fs::write(
+        &path,
+        "version = 1\n\n[scopes.user.web]\nsha256 = \"aa\"\nversion = \"1.0.0\"\ntools = []\ncapabilities = []\ntrusted_at = \"2025-06-01T12:00:00Z\"\nallow_everything = true\n",
+    )
+    .unwrap();
+    let err = TrustStore::load(&path).unwrap_err();
+    match &err {
+        PluginError::TrustParse { path: p, line, .. } => {
+            assert_eq!(p, &path);
+            assert_eq!(*line, 9);
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("allow_everything"), "{err}");
+
+    std::fs::write(&path, "version = 1\nextra = 2\n").unwrap();
+    match TrustStore::load(&path).unwrap_err() {
+        PluginError::TrustParse { line, .. } => assert_eq!(line, 2),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn bad_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let body = "sha256 = \"aa\"\nversion = \"1.0.0\"\ntools = []\ncapabilities = []\ntrusted_at = \"2025-06-01T12:00:00Z\"\n";
+    for (text, key) in [
+        ("version = 2\n".to_owned(), "version"),
+        (format!("version = 1\n[scopes.user.web]\n{body}"), "sha256"),
+        (
+            format!(
+                "version = 1\n[scopes.relative.web]\n{}",
+                body.replace("aa", &"a".repeat(64))
+            ),
+            "relative",
+        ),
+        (
+            format!(
+                "version = 1\n[scopes.user.Web]\n{}",
+                body.replace("aa", &"a".repeat(64))
+            ),
+            "Web",
+        ),
+    ] {
+        std::fs::write(&path, &text).unwrap();
+        match TrustStore::load(&path).unwrap_err() {
+            PluginError::TrustInvalid { key: got, .. } => {
+                assert!(got.contains(key), "{got} vs {key}")
+            }
+            other => panic!("{text}: {other}"),
+        }
+    }
+    std::fs::write(&path, "version = 1\n[scopes.user.web]\nsha256 = 5\n").unwrap();
+    assert!(matches!(
+        TrustStore::load(&path),
+        Err(PluginError::TrustParse { .. })
+    ));
+}
+
+/// Makes `dir` refuse new files until dropped: mode 0500 for an ordinary user, the immutable
+/// attribute for root (which ignores modes). `None` when neither works here.
+struct ReadOnlyDir(PathBuf, bool);
+
+impl ReadOnlyDir {
+    fn new(dir: &Path) -> Option<Self> {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        if probe_refused(dir) {
+            return Some(Self(dir.to_owned(), false));
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let chattr = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .status();
+        if chattr.is_ok_and(|s| s.success()) && probe_refused(dir) {
+            return Some(Self(dir.to_owned(), true));
+        }
+        None
+    }
+}
+
+fn probe_refused(dir: &Path) -> bool {
+    let probe = dir.join(".probe");
+    let refused = std::fs::write(&probe, b"").is_err();
+    let _ = std::fs::remove_file(probe);
+    refused
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
+        }
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o700));
+    }
+}
+
+#[test]
+fn a_failed_write_leaves_the_old_file_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let mut store = TrustStore::load(&path).unwrap();
+    store.record(&PluginScope::User, "web", record('a'));
+    store.save().unwrap();
+    let before = std::fs::read(&path).unwrap();
+
+    store.record(&PluginScope::User, "other", record('c'));
+    let Some(guard) = ReadOnlyDir::new(dir.path()) else {
+        eprintln!("skipped: cannot make a directory refuse writes here");
+        return;
+    };
+    let err = store.save().unwrap_err();
+    drop(guard);
+    assert!(matches!(err, PluginError::Write { .. }), "{err}");
+    assert!(err.to_string().contains("trust.toml"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let reloaded = TrustStore::load(&path).unwrap();
+    assert_eq!(reloaded.get(&PluginScope::User, "other"), None);
+    assert_eq!(reloaded.get(&PluginScope::User, "web"), Some(&record('a')));
+}
+
+#[test]
+fn save_replaces_the_file_rather_than_writing_through_it() {
+    // A hard link to the old file keeps the old contents: the new file is a new inode, so a
+    // reader never sees a half-written store.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let mut store = TrustStore::load(&path).unwrap();
+    store.record(&PluginScope::User, "web", record('a'));
+    store.save().unwrap();
+    let link = dir.path().join("old-link");
+    std::fs::hard_link(&path, &link).unwrap();
+    let before = std::fs::read(&link).unwrap();
+    store.record(&PluginScope::User, "web", record('d'));
+    store.save().unwrap();
+    assert_eq!(std::fs::read(&link).unwrap(), before);
+    assert_ne!(std::fs::read(&path).unwrap(), before);
+}
