@@ -91,3 +91,37 @@ fn not_a_component_is_refused_with_the_fix() {
     let message = err.to_string();
     assert!(message.contains("wasm32-wasip2"), "{message}");
 }
+
+/// Prints what loading and calling costs (no assertions: timings belong in benchmarks). Run
+/// with `--nocapture` to see them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_load_instantiate_and_call_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = std::fs::read(bosun_test_programs::HELLO).unwrap();
+    let input = r#"{"name":"Ada"}"#;
+
+    let started = Instant::now();
+    let loaded = sandbox_with(&dir, None).load(&wasm).unwrap();
+    let first_load = started.elapsed();
+    let sandbox = sandbox_with(&dir, None);
+    let started = Instant::now();
+    let loaded_again = sandbox.load(&wasm).unwrap();
+    let cached_load = started.elapsed();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Miss);
+    assert_eq!(loaded_again.cache_outcome(), CacheOutcome::Hit);
+
+    let started = Instant::now();
+    let mut instance = loaded_again.instantiate(Grants::default()).await.unwrap();
+    let instantiate = started.elapsed();
+    call(&mut instance, "greet", input).await.unwrap();
+    let started = Instant::now();
+    for _ in 0..100 {
+        call(&mut instance, "greet", input).await.unwrap();
+    }
+    let warm_call = started.elapsed() / 100;
+    eprintln!(
+        "hello ({} KB): first load {first_load:?}, cached load {cached_load:?}, \
+         instantiate {instantiate:?}, warm call {warm_call:?}",
+        wasm.len() / 1000
+    );
+}

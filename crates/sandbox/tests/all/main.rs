@@ -4,5 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cache;
+mod http;
 mod limits;
+mod programs;
 mod support;
+mod wasi;

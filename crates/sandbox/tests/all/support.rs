@@ -201,3 +201,29 @@ fn build_wat_plugin() -> Vec<u8> {
         .encode()
         .unwrap()
 }
+
+/// Loads one of the guest components built by `bosun-test-programs` into the shared sandbox.
+pub fn guest(path: &str) -> bosun_sandbox::Loaded {
+    let bytes = std::fs::read(path).unwrap();
+    let label = std::path::Path::new(path)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    shared_sandbox().load(&bytes).unwrap().with_label(label)
+}
+
+/// Instantiates a guest component with `grants`.
+pub async fn guest_instance(path: &str, grants: Grants) -> Instance {
+    guest(path).instantiate(grants).await.unwrap()
+}
+
+/// Calls a tool and parses its JSON output.
+pub async fn call_json(
+    instance: &mut Instance,
+    tool: &str,
+    input: serde_json::Value,
+) -> serde_json::Value {
+    let out = call(instance, tool, &input.to_string()).await.unwrap();
+    serde_json::from_str(&out.output_json).unwrap()
+}
