@@ -1,0 +1,237 @@
+//! Builds the guest workspace (`guests/Cargo.toml`: the SDK, `examples/plugins/*`,
+//! `tests/programs/*`) for `wasm32-wasip2` and writes `$OUT_DIR/guests.rs`, one path constant
+//! per component, in the manner of wasmtime's test-programs artefacts.
+//!
+//! The guests get their own target directory (`target/guests`, or `$BOSUN_GUEST_TARGET_DIR`),
+//! so this nested cargo never waits on the outer build's lock, and every profile of the outer
+//! build (check, clippy, test, release) shares one guest build. The nested cargo joins the outer
+//! jobserver through `CARGO_MAKEFLAGS`, so the machine is not oversubscribed.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use serde_json::Value;
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let manifest_dir = PathBuf::from(env_var("CARGO_MANIFEST_DIR")?);
+    let root = manifest_dir
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("crates/test-programs is not two levels below the workspace root")?
+        .to_path_buf();
+    let guests = root.join("guests").join("Cargo.toml");
+    let target_dir = match env::var_os("BOSUN_GUEST_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join("target").join("guests"),
+    };
+
+    println!("cargo:rerun-if-env-changed=BOSUN_GUEST_TARGET_DIR");
+    for watched in [
+        "guests/Cargo.toml",
+        "guests/Cargo.lock",
+        "crates/sdk",
+        "examples/plugins",
+        "tests/programs",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+
+    check_target_installed()?;
+    let packages = guest_packages(&guests)?;
+
+    let status = nested_cargo()
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--workspace",
+            "--target",
+            TARGET,
+        ])
+        .arg("--manifest-path")
+        .arg(&guests)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .status()
+        .map_err(|e| format!("running cargo for the guests: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building the guests failed ({status}); reproduce with\n  CARGO_TARGET_DIR={} cargo build --release --locked --workspace --target {TARGET} --manifest-path {}",
+            target_dir.display(),
+            guests.display()
+        ));
+    }
+
+    let out_dir = target_dir.join(TARGET).join("release");
+    let mut code = String::new();
+    let mut lists: [(&str, Vec<(String, String)>); 3] = [
+        ("all", Vec::new()),
+        ("examples", Vec::new()),
+        ("programs", Vec::new()),
+    ];
+    for package in &packages {
+        let wasm = out_dir.join(format!("{}.wasm", package.lib_name));
+        if !wasm.is_file() {
+            return Err(format!(
+                "cargo built the guests but {} is missing",
+                wasm.display()
+            ));
+        }
+        let path = wasm.display().to_string();
+        let constant = package.name.to_uppercase().replace('-', "_");
+        let _ = writeln!(
+            code,
+            "/// The `{}` component, built from `{}`.\npub const {constant}: &str = {path:?};",
+            package.name, package.dir
+        );
+        lists[0].1.push((package.name.clone(), constant.clone()));
+        let group = if package.dir.starts_with("examples/") {
+            1
+        } else {
+            2
+        };
+        lists[group].1.push((package.name.clone(), constant));
+    }
+    for (function, entries) in &lists {
+        let doc = match *function {
+            "all" => "Every guest component: (package name, path).",
+            "examples" => "The example plugins (`examples/plugins`): (package name, path).",
+            _ => "The hostile test programs (`tests/programs`): (package name, path).",
+        };
+        let _ = writeln!(
+            code,
+            "/// {doc}\npub fn {function}() -> &'static [(&'static str, &'static str)] {{\n    &["
+        );
+        for (name, constant) in entries {
+            let _ = writeln!(code, "        ({name:?}, {constant}),");
+        }
+        let _ = writeln!(code, "    ]\n}}");
+    }
+    let generated = PathBuf::from(env_var("OUT_DIR")?).join("guests.rs");
+    std::fs::write(&generated, code).map_err(|e| format!("writing {}: {e}", generated.display()))
+}
+
+/// A guest package that builds a component.
+struct GuestPackage {
+    name: String,
+    lib_name: String,
+    /// Its directory relative to the workspace root, with `/`.
+    dir: String,
+}
+
+/// The packages of the guest workspace with a `cdylib` target, sorted by name.
+fn guest_packages(guests: &Path) -> Result<Vec<GuestPackage>, String> {
+    let output = nested_cargo()
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(guests)
+        .output()
+        .map_err(|e| format!("running cargo metadata for the guests: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata for {} failed:\n{}",
+            guests.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("cargo metadata printed something that is not JSON: {e}"))?;
+    let root = metadata["workspace_root"]
+        .as_str()
+        .map(|guests_dir| Path::new(guests_dir).join(".."))
+        .ok_or("cargo metadata has no workspace_root")?;
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("resolving {}: {e}", root.display()))?;
+    let mut packages = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let cdylib = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| {
+                t["kind"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k == "cdylib"))
+            });
+        let (Some(cdylib), Some(name), Some(manifest)) = (
+            cdylib,
+            package["name"].as_str(),
+            package["manifest_path"].as_str(),
+        ) else {
+            continue;
+        };
+        let dir = Path::new(manifest)
+            .parent()
+            .and_then(|dir| dir.strip_prefix(&root).ok())
+            .map(|dir| dir.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        packages.push(GuestPackage {
+            name: name.to_owned(),
+            lib_name: cdylib["name"].as_str().unwrap_or(name).replace('-', "_"),
+            dir,
+        });
+    }
+    packages.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(packages)
+}
+
+/// Cargo as the outer build runs it, with the outer build's flags and wrappers removed: those
+/// are for the host target, and `cargo clippy`'s wrapper would otherwise lint (and rebuild) every
+/// guest under other settings.
+fn nested_cargo() -> Command {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// Fails early, with the fix, when the toolchain has no wasm32-wasip2 standard library.
+fn check_target_installed() -> Result<(), String> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("running rustc --print sysroot: {e}"))?;
+    let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let std_dir = Path::new(&sysroot).join("lib").join("rustlib").join(TARGET);
+    if std_dir.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the {TARGET} target is not installed for the toolchain at {sysroot}, and Bosun's test \
+             plugins are built for it; install it with\n  rustup target add {TARGET}"
+        ))
+    }
+}
+
+fn env_var(name: &str) -> Result<String, String> {
+    env::var(name).map_err(|_| format!("{name} is not set: this runs as a cargo build script"))
+}
