@@ -1,0 +1,553 @@
+//! The `[models.<name>]` configuration: which provider, where, which model, and the name of the
+//! environment variable that holds the key — never the key itself. Turns an entry into a ready
+//! [`Provider`], and lists the entries with whether their key is present.
+//!
+//! ```toml
+//! default_model = "sonnet"
+//!
+//! [models.sonnet]
+//! provider = "anthropic"            # or "openai-chat", "openai-responses"
+//! model = "claude-sonnet-4-5"
+//! api_key_env = "ANTHROPIC_API_KEY"
+//! context_window = 200000
+//! max_output_tokens = 16000
+//!
+//! [models.local]
+//! provider = "openai-chat"
+//! base_url = "http://127.0.0.1:11434/v1"   # Ollama; no api_key_env: no key is sent
+//! model = "qwen3:8b"
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transport::{ApiKey, Connection};
+use crate::{Anthropic, ModelError, ModelRequest, OpenAiChat, OpenAiResponses, Provider};
+
+/// Where the official APIs live, used when `base_url` is not set.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// See [`OPENAI_BASE_URL`].
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The wire format a model entry speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, LM Studio,
+    /// OpenRouter, …).
+    OpenaiChat,
+    /// The OpenAI Responses API.
+    OpenaiResponses,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// The name used in configuration and errors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenaiChat => "openai-chat",
+            Self::OpenaiResponses => "openai-responses",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    /// The official endpoint.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::OpenaiChat | Self::OpenaiResponses => OPENAI_BASE_URL,
+            Self::Anthropic => ANTHROPIC_BASE_URL,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The models section: a default and named entries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// The entry used when none is named.
+    #[serde(default)]
+    pub default_model: Option<String>,
+    /// Entries by name.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// One `[models.<name>]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The wire format.
+    pub provider: ProviderKind,
+    /// The API root; the provider's official endpoint when absent.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The provider's model id.
+    pub model: String,
+    /// The environment variable holding the key. Absent: no key is sent (local servers).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Tokens the model can take in, for the agent's context accounting.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// Cap on generated tokens per request.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ModelConfig {
+    /// The API root this entry talks to.
+    pub fn base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .unwrap_or_else(|| self.provider.default_base_url())
+    }
+}
+
+/// A configuration that cannot be used, and how to fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML did not parse or had unknown keys; the message carries line and column.
+    #[error("invalid models configuration: {0}")]
+    Parse(String),
+    /// A value is out of range or malformed.
+    #[error("[models.{model}] {key}: {message}")]
+    Invalid {
+        /// The entry.
+        model: String,
+        /// The key.
+        key: &'static str,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+    /// `default_model` names no entry.
+    #[error("default_model = \"{name}\" but there is no [models.{name}]; defined: {known}")]
+    UnknownDefault {
+        /// The name given.
+        name: String,
+        /// The names defined, comma-separated.
+        known: String,
+    },
+    /// A model was asked for by a name that has no entry.
+    #[error("no model named `{name}`: add a [models.{name}] entry or use one of: {known}")]
+    UnknownModel {
+        /// The name asked for.
+        name: String,
+        /// The names defined, comma-separated.
+        known: String,
+    },
+    /// No model was named and there is no `default_model`.
+    #[error("no model chosen: set default_model or name a model; defined: {known}")]
+    NoDefault {
+        /// The names defined, comma-separated.
+        known: String,
+    },
+    /// The key's environment variable is not set.
+    #[error(
+        "the API key for [models.{model}] is missing: set {env} or change api_key_env in [models.{model}]"
+    )]
+    MissingKey {
+        /// The entry.
+        model: String,
+        /// The variable that should hold the key.
+        env: String,
+    },
+    /// The adapter could not be built.
+    #[error("[models.{model}]: {source}")]
+    Provider {
+        /// The entry.
+        model: String,
+        /// Why.
+        source: Box<ModelError>,
+    },
+}
+
+/// Whether a model's key is available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStatus {
+    /// The entry has no `api_key_env`.
+    NotNeeded,
+    /// The variable is set.
+    Present,
+    /// The variable is not set, or empty.
+    Missing,
+}
+
+/// One line of [`ModelsConfig::list`]. Holds no key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelListing {
+    /// The entry's name.
+    pub name: String,
+    /// Its wire format.
+    pub provider: ProviderKind,
+    /// The provider's model id.
+    pub model: String,
+    /// The API root.
+    pub base_url: String,
+    /// The key's variable.
+    pub api_key_env: Option<String>,
+    /// Whether the key is there.
+    pub key: KeyStatus,
+    /// Whether it is `default_model`.
+    pub is_default: bool,
+}
+
+/// A model ready to use: its adapter and the entry's limits.
+#[derive(Debug, Clone)]
+pub struct ConfiguredModel {
+    /// The entry's name.
+    pub name: String,
+    /// The adapter.
+    pub provider: Arc<dyn Provider>,
+    /// The provider's model id.
+    pub model: String,
+    /// The entry's context window, if set.
+    pub context_window: Option<u64>,
+    /// The entry's output cap, if set.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ConfiguredModel {
+    /// An empty request for this model with the entry's output cap.
+    pub fn request(&self) -> ModelRequest {
+        ModelRequest {
+            max_output_tokens: self.max_output_tokens,
+            ..ModelRequest::new(self.model.clone())
+        }
+    }
+}
+
+/// Reads an environment variable as a key source: unset and empty are both missing.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl ModelsConfig {
+    /// Parses and checks a TOML document holding `default_model` and `[models.*]`.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn known(&self) -> String {
+        if self.models.is_empty() {
+            "none (add a [models.<name>] entry)".to_owned()
+        } else {
+            self.models.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+
+    /// Checks every entry and the default.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, entry) in &self.models {
+            let invalid = |key, message: String| ConfigError::Invalid {
+                model: name.clone(),
+                key,
+                message,
+            };
+            if entry.model.trim().is_empty() {
+                return Err(invalid(
+                    "model",
+                    "is empty: give the provider's model id".into(),
+                ));
+            }
+            let base_url = entry.base_url();
+            match reqwest::Url::parse(base_url) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+                _ => {
+                    return Err(invalid(
+                        "base_url",
+                        format!("`{base_url}` is not an http:// or https:// URL"),
+                    ));
+                }
+            }
+            if let Some(env) = &entry.api_key_env
+                && !is_env_name(env)
+            {
+                return Err(invalid(
+                    "api_key_env",
+                    "must be the name of an environment variable (like OPENAI_API_KEY), never the key itself"
+                        .into(),
+                ));
+            }
+            if entry.context_window == Some(0) {
+                return Err(invalid("context_window", "must be positive".into()));
+            }
+            match (entry.max_output_tokens, entry.context_window) {
+                (Some(0), _) => {
+                    return Err(invalid("max_output_tokens", "must be positive".into()));
+                }
+                (Some(max), Some(window)) if u64::from(max) >= window => {
+                    return Err(invalid(
+                        "max_output_tokens",
+                        format!("{max} leaves no room for input in a context_window of {window}"),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if let Some(name) = &self.default_model
+            && !self.models.contains_key(name)
+        {
+            return Err(ConfigError::UnknownDefault {
+                name: name.clone(),
+                known: self.known(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Opens the entry called `name`, reading its key through `env`.
+    pub fn open(
+        &self,
+        name: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ConfiguredModel, ConfigError> {
+        let entry = self
+            .models
+            .get(name)
+            .ok_or_else(|| ConfigError::UnknownModel {
+                name: name.to_owned(),
+                known: self.known(),
+            })?;
+        Ok(ConfiguredModel {
+            name: name.to_owned(),
+            provider: build_provider(name, entry, env)?,
+            model: entry.model.clone(),
+            context_window: entry.context_window,
+            max_output_tokens: entry.max_output_tokens,
+        })
+    }
+
+    /// Opens `default_model`.
+    pub fn open_default(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ConfiguredModel, ConfigError> {
+        let name = self
+            .default_model
+            .as_deref()
+            .ok_or_else(|| ConfigError::NoDefault {
+                known: self.known(),
+            })?;
+        self.open(name, env)
+    }
+
+    /// Every entry, by name, with whether its key is present in `env`.
+    pub fn list(&self, env: impl Fn(&str) -> Option<String>) -> Vec<ModelListing> {
+        self.models
+            .iter()
+            .map(|(name, entry)| ModelListing {
+                name: name.clone(),
+                provider: entry.provider,
+                model: entry.model.clone(),
+                base_url: entry.base_url().to_owned(),
+                api_key_env: entry.api_key_env.clone(),
+                key: match &entry.api_key_env {
+                    None => KeyStatus::NotNeeded,
+                    Some(var) if env(var).is_some_and(|v| !v.is_empty()) => KeyStatus::Present,
+                    Some(_) => KeyStatus::Missing,
+                },
+                is_default: self.default_model.as_deref() == Some(name.as_str()),
+            })
+            .collect()
+    }
+}
+
+/// Builds the adapter for the entry `name`, reading its key through `env` (use
+/// [`process_env`] for the process environment).
+pub fn build_provider(
+    name: &str,
+    entry: &ModelConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let mut connection = Connection::new(entry.base_url());
+    if let Some(var) = &entry.api_key_env {
+        let key = env(var)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| ConfigError::MissingKey {
+                model: name.to_owned(),
+                env: var.clone(),
+            })?;
+        connection = connection.api_key(ApiKey::new(key), Some(var.clone()));
+    }
+    let provider: Result<Arc<dyn Provider>, ModelError> = match entry.provider {
+        ProviderKind::OpenaiChat => OpenAiChat::new(connection).map(|p| Arc::new(p) as _),
+        ProviderKind::OpenaiResponses => OpenAiResponses::new(connection).map(|p| Arc::new(p) as _),
+        ProviderKind::Anthropic => Anthropic::new(connection).map(|p| Arc::new(p) as _),
+    };
+    provider.map_err(|source| ConfigError::Provider {
+        model: name.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    const CONFIG: &str = r#"
+default_model = "sonnet"
+
+[models.sonnet]
+provider = "anthropic"
+model = "claude-sonnet-4-5"
+api_key_env = "ANTHROPIC_API_KEY"
+context_window = 200000
+max_output_tokens = 16000
+
+[models.local]
+provider = "openai-chat"
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen3:8b"
+
+[models.gpt]
+provider = "openai-responses"
+model = "gpt-5"
+api_key_env = "OPENAI_API_KEY"
+"#;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-secret".to_owned())
+    }
+
+    #[test]
+    fn parses_and_lists_without_keys() {
+        let config = ModelsConfig::from_toml(CONFIG).unwrap();
+        let listing = config.list(env);
+        assert_eq!(
+            listing,
+            vec![
+                ModelListing {
+                    name: "gpt".into(),
+                    provider: ProviderKind::OpenaiResponses,
+                    model: "gpt-5".into(),
+                    base_url: OPENAI_BASE_URL.into(),
+                    api_key_env: Some("OPENAI_API_KEY".into()),
+                    key: KeyStatus::Missing,
+                    is_default: false,
+                },
+                ModelListing {
+                    name: "local".into(),
+                    provider: ProviderKind::OpenaiChat,
+                    model: "qwen3:8b".into(),
+                    base_url: "http://127.0.0.1:11434/v1".into(),
+                    api_key_env: None,
+                    key: KeyStatus::NotNeeded,
+                    is_default: false,
+                },
+                ModelListing {
+                    name: "sonnet".into(),
+                    provider: ProviderKind::Anthropic,
+                    model: "claude-sonnet-4-5".into(),
+                    base_url: ANTHROPIC_BASE_URL.into(),
+                    api_key_env: Some("ANTHROPIC_API_KEY".into()),
+                    key: KeyStatus::Present,
+                    is_default: true,
+                },
+            ]
+        );
+        let shown = format!("{listing:?} {}", serde_json::to_string(&listing).unwrap());
+        assert!(!shown.contains("sk-ant-secret"));
+    }
+
+    #[test]
+    fn opens_entries_and_hides_the_key() {
+        let config = ModelsConfig::from_toml(CONFIG).unwrap();
+        let model = config.open_default(env).unwrap();
+        assert_eq!(model.provider.name(), "anthropic");
+        assert_eq!(model.request().max_output_tokens, Some(16000));
+        assert_eq!(model.request().model, "claude-sonnet-4-5");
+        assert!(!format!("{model:?}").contains("sk-ant-secret"));
+        assert_eq!(
+            config.open("local", env).unwrap().provider.name(),
+            "openai-chat"
+        );
+    }
+
+    #[test]
+    fn refuses_unknown_keys_and_bad_values() {
+        let err = ModelsConfig::from_toml(
+            "[models.x]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key = \"sk-1\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Parse(m) if m.contains("unknown field `api_key`") && m.contains("line 4")),
+            "{err}"
+        );
+        let err = ModelsConfig::from_toml(
+            "[models.x]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key_env = \"sk-ant-123\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "[models.x] api_key_env: must be the name of an environment variable (like OPENAI_API_KEY), never the key itself"
+        );
+        let err = ModelsConfig::from_toml(
+            "default_model = \"y\"\n[models.x]\nprovider = \"openai-chat\"\nmodel = \"m\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "default_model = \"y\" but there is no [models.y]; defined: x"
+        );
+        let err = ModelsConfig::from_toml("[models.x]\nprovider = \"gemini\"\nmodel = \"m\"\n")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown variant `gemini`"),
+            "{err}"
+        );
+        let err = ModelsConfig::from_toml(
+            "[models.x]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"localhost:8080\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "[models.x] base_url: `localhost:8080` is not an http:// or https:// URL"
+        );
+        let err = ModelsConfig::from_toml(
+            "[models.x]\nprovider = \"openai-chat\"\nmodel = \"m\"\ncontext_window = 1000\nmax_output_tokens = 1000\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "[models.x] max_output_tokens: 1000 leaves no room for input in a context_window of 1000"
+        );
+    }
+
+    #[test]
+    fn names_unknown_models() {
+        let config = ModelsConfig::from_toml(CONFIG).unwrap();
+        assert_eq!(
+            config.open("opus", env).unwrap_err().to_string(),
+            "no model named `opus`: add a [models.opus] entry or use one of: gpt, local, sonnet"
+        );
+        assert_eq!(
+            ModelsConfig::default()
+                .open_default(env)
+                .unwrap_err()
+                .to_string(),
+            "no model chosen: set default_model or name a model; defined: none (add a [models.<name>] entry)"
+        );
+    }
+}

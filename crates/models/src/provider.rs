@@ -1,0 +1,31 @@
+//! The one interface the agent loop sees: a conversation in, a stream of events out.
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ModelError, ModelEvent, ModelRequest};
+
+/// A model's answer as it arrives. It owns the HTTP connection: dropping it closes the
+/// connection. See [`ModelEvent`] for the order of events; after an `Err` it ends.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// A model provider adapter.
+///
+/// `stream` sends the request — retrying rate limits, server failures and connection failures
+/// until the first byte of the answer arrives — and returns the stream of events. Errors before
+/// that point come back as `Err`; after it, as the stream's last item. When `cancel` fires,
+/// retries stop and the stream yields [`ModelError::Cancelled`] and drops the connection.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// The wire format's name: `openai-chat`, `openai-responses` or `anthropic`.
+    fn name(&self) -> &'static str;
+
+    /// Starts one model request.
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<ModelStream, ModelError>;
+}

@@ -1,0 +1,140 @@
+//! Configuration to a working provider: keys read through an environment lookup (the process
+//! environment is never changed), missing keys reported, cancellation during a retry wait.
+
+use std::time::{Duration, Instant};
+
+use bosun_models::{
+    CancellationToken, ConfigError, KeyStatus, ModelError, ModelsConfig, ProviderKind,
+};
+use pretty_assertions::assert_eq;
+
+use crate::server::{Reply, TestServer};
+use crate::support::{self, request, sse};
+
+fn config(url: &str) -> ModelsConfig {
+    ModelsConfig::from_toml(&format!(
+        r#"
+default_model = "local"
+
+[models.local]
+provider = "openai-chat"
+base_url = "{url}"
+model = "qwen3:8b"
+api_key_env = "BOSUN_TEST_KEY"
+context_window = 32768
+max_output_tokens = 4096
+
+[models.claude]
+provider = "anthropic"
+base_url = "{url}"
+model = "claude-sonnet-4-5"
+api_key_env = "BOSUN_TEST_ANTHROPIC_KEY"
+"#
+    ))
+    .unwrap()
+}
+
+fn env(name: &str) -> Option<String> {
+    (name == "BOSUN_TEST_KEY").then(|| "local-secret".to_owned())
+}
+
+#[tokio::test]
+async fn missing_api_key_says_which_variable_to_set() {
+    let config = config("http://127.0.0.1:9");
+    let error = config.open("claude", env).unwrap_err();
+    assert_eq!(
+        error,
+        ConfigError::MissingKey {
+            model: "claude".into(),
+            env: "BOSUN_TEST_ANTHROPIC_KEY".into(),
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "the API key for [models.claude] is missing: set BOSUN_TEST_ANTHROPIC_KEY or change api_key_env in [models.claude]"
+    );
+    // An empty variable is as good as none.
+    let error = config.open("claude", |_| Some(String::new())).unwrap_err();
+    assert!(matches!(error, ConfigError::MissingKey { .. }));
+}
+
+#[tokio::test]
+async fn listing_reports_keys_without_showing_them() {
+    let config = config("http://127.0.0.1:9");
+    let listing = config.list(env);
+    let keys: Vec<_> = listing
+        .iter()
+        .map(|m| (m.name.as_str(), m.provider, m.key, m.is_default))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            ("claude", ProviderKind::Anthropic, KeyStatus::Missing, false),
+            ("local", ProviderKind::OpenaiChat, KeyStatus::Present, true),
+        ]
+    );
+    let json = serde_json::to_string(&listing).unwrap();
+    assert!(!json.contains("local-secret"), "{json}");
+}
+
+#[tokio::test]
+async fn configured_model_streams_with_the_key_from_the_environment() {
+    let server =
+        TestServer::start([Reply::sse(sse(ProviderKind::OpenaiChat, "text")).into()]).await;
+    let config = config(&server.url);
+    let model = config.open_default(env).unwrap();
+    assert_eq!(model.provider.name(), "openai-chat");
+    assert_eq!(model.context_window, Some(32768));
+    let mut req = model.request();
+    req.messages = request("ignored").messages;
+    let answer = support::answer(&*model.provider, &req).await;
+    assert_eq!(answer.text(), "Hello, world.");
+    let sent = &server.requests()[0];
+    assert_eq!(sent.headers["authorization"], "Bearer local-secret");
+    assert_eq!(sent.body["model"], "qwen3:8b");
+    assert_eq!(sent.body["max_tokens"], 4096);
+    assert!(!format!("{model:?}").contains("local-secret"));
+}
+
+#[tokio::test]
+async fn cancellation_during_a_retry_wait_returns_promptly() {
+    let server = TestServer::start([Reply::status(503, "{}").header("retry-after", "30")]).await;
+    let provider = support::provider(ProviderKind::OpenaiResponses, &server);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let result = provider.stream(&request("m"), cancel).await;
+    assert_eq!(result.err(), Some(ModelError::Cancelled));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_connect_error_after_retries() {
+    // Bind a port, then close it, so nothing listens there.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let provider = support::provider_with(
+        ProviderKind::Anthropic,
+        bosun_models::Connection::new(&url).retry(support::fast_retry()),
+    );
+    let error = support::open_error(&*provider, &request("m")).await;
+    assert!(
+        matches!(&error, ModelError::Connect { url: u, .. } if *u == format!("{url}/v1/messages")),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("check base_url and that the server is running")
+    );
+}

@@ -1,0 +1,10 @@
+//! Integration tests: every adapter against a loopback server speaking its exact wire format.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod anthropic;
+mod config;
+mod openai_chat;
+mod openai_responses;
+mod server;
+mod support;
