@@ -81,10 +81,24 @@ pub enum SandboxError {
         reason: String,
     },
 
-    /// Instantiation failed: the instance pool is full, the component trapped while starting,
+    /// Every slot of the instance pool is taken.
+    #[error(
+        "cannot start {}: all {max_instances} plugin instance slots are in use ({reason}); drop idle instances or raise EngineLimits::max_instances",
+        plugin_name(.plugin)
+    )]
+    PoolFull {
+        /// The caller's label for the plugin, when given.
+        plugin: Option<String>,
+        /// wasmtime's explanation (which pool ran out).
+        reason: String,
+        /// The size of the instance pool.
+        max_instances: u32,
+    },
+
+    /// Instantiation failed: the component trapped or ran past its deadline while starting,
     /// or its initial memory exceeds the grant.
     #[error(
-        "could not start {}: {reason}; drop idle instances (the pool holds {max_instances}) or check the plugin's start-up code",
+        "could not start {}: {reason}; check the plugin's start-up code and its memory grant",
         plugin_name(.plugin)
     )]
     Instantiate {
@@ -92,9 +106,18 @@ pub enum SandboxError {
         plugin: Option<String>,
         /// wasmtime's explanation.
         reason: String,
-        /// The size of the instance pool.
-        max_instances: u32,
     },
+}
+
+impl SandboxError {
+    /// The stable tool error code a failed load or instantiation maps to: `limit_reached`
+    /// when the pool is full or the memory grant too large, otherwise `plugin_error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MemoryGrantTooLarge { .. } | Self::PoolFull { .. } => "limit_reached",
+            _ => "plugin_error",
+        }
+    }
 }
 
 /// How a call failed. `kind` says what happened; `report` holds what the plugin logged and

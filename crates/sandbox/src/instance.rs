@@ -194,7 +194,8 @@ impl Loaded {
     /// # Errors
     /// [`SandboxError::MemoryGrantTooLarge`] when the grant exceeds the engine's maximum,
     /// [`SandboxError::Preopen`] when the fs grant's directory cannot be opened,
-    /// [`SandboxError::Instantiate`] when the pool is full or start-up fails.
+    /// [`SandboxError::PoolFull`] when every instance slot is in use,
+    /// [`SandboxError::Instantiate`] when start-up traps or runs past the deadline.
     pub async fn instantiate(&self, grants: Grants) -> Result<Instance, SandboxError> {
         let sandbox = &self.sandbox;
         let max = sandbox.config.engine.max_memory_bytes;
@@ -258,13 +259,31 @@ impl Loaded {
             cancel: CancellationToken::new(),
         });
         store.set_epoch_deadline(1);
-        let plugin = self.pre.instantiate_async(&mut store).await.map_err(|e| {
-            SandboxError::Instantiate {
-                plugin: self.label.clone(),
-                reason: bounded_message(&format!("{e:#}")),
-                max_instances: sandbox.config.engine.max_instances,
-            }
-        })?;
+        let failed = |reason: String| SandboxError::Instantiate {
+            plugin: self.label.clone(),
+            reason,
+        };
+        // The epoch stops start-up code that runs; the timer stops start-up code blocked in
+        // the host.
+        let hard_stop = grants.timeout + sandbox.config.engine.epoch_tick;
+        let plugin = tokio::time::timeout(hard_stop, self.pre.instantiate_async(&mut store))
+            .await
+            .map_err(|_| {
+                failed(format!(
+                    "start-up ran past the {:?} deadline",
+                    grants.timeout
+                ))
+            })?
+            .map_err(
+                |e| match e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+                    Some(full) => SandboxError::PoolFull {
+                        plugin: self.label.clone(),
+                        reason: full.to_string(),
+                        max_instances: sandbox.config.engine.max_instances,
+                    },
+                    None => failed(bounded_message(&format!("{e:#}"))),
+                },
+            )?;
         store.data_mut().host.clock = None;
 
         Ok(Instance {
@@ -394,6 +413,9 @@ impl Instance {
             Ended::Cancelled => CallErrorKind::Cancelled,
             Ended::TimedOut => self.timed_out(),
             Ended::Returned(Ok(Ok(output))) => {
+                // wasmtime has already copied the string out of the guest (at most the guest's
+                // memory cap); a borrowed view would outlive the guest's post-return, which
+                // frees it. Refusing here keeps the oversized text away from the caller.
                 if output.len() > self.max_output_bytes {
                     CallErrorKind::OutputTooLarge {
                         actual_bytes: output.len(),

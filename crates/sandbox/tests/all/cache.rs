@@ -125,3 +125,34 @@ async fn report_load_instantiate_and_call_costs() {
         wasm.len() / 1000
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_instance_pool_is_reported_and_frees_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
+        cache_dir: Some(dir.path().join("cache")),
+        engine: bosun_sandbox::EngineLimits {
+            max_instances: 2,
+            ..bosun_sandbox::EngineLimits::default()
+        },
+        ..bosun_sandbox::SandboxConfig::default()
+    })
+    .unwrap();
+    let loaded = sandbox.load(wat_plugin()).unwrap();
+    let first = loaded.instantiate(Grants::default()).await.unwrap();
+    let _second = loaded.instantiate(Grants::default()).await.unwrap();
+    let err = loaded.instantiate(Grants::default()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            bosun_sandbox::SandboxError::PoolFull {
+                max_instances: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.code(), "limit_reached");
+    drop(first);
+    assert!(loaded.instantiate(Grants::default()).await.is_ok());
+}

@@ -35,6 +35,10 @@ async fn serve(ip: IpAddr) -> SocketAddr {
                         Ok(0) | Err(_) => return,
                         Ok(n) => buf.extend_from_slice(&chunk[..n]),
                     }
+                    // A TLS ClientHello: hang up, as a plain-HTTP server would.
+                    if buf.first() == Some(&0x16) {
+                        return;
+                    }
                 }
                 let head = String::from_utf8_lossy(&buf).into_owned();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
@@ -314,4 +318,21 @@ async fn non_http_schemes_are_refused() {
     .await;
     let (_, refusals) = result.unwrap_err();
     assert!(refusals.is_empty() || matches!(refusals.as_slice(), [Refusal::Scheme(_)]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_goes_through_tls_to_the_checked_address() {
+    // A plain-HTTP server cannot finish a TLS handshake: the request must fail as a transport
+    // error (not a crash, not a refusal), which shows the TLS path connected to the address.
+    let server = serve(LOOPBACK).await;
+    let s = setup(StaticResolver::new().with("tls.test", [LOOPBACK]));
+    let mut guest = http_guest(&s).await;
+    let authority = format!("tls.test:{}", server.port());
+    let result = fetch(
+        &mut guest,
+        json!({"url": format!("https://{authority}/host")}),
+        net(std::slice::from_ref(&authority), &[LOOPBACK]),
+    )
+    .await;
+    assert_eq!(result.unwrap_err(), ("io_error".to_owned(), vec![]));
 }
