@@ -101,7 +101,10 @@ async fn report_load_instantiate_and_call_costs() {
     let input = r#"{"name":"Ada"}"#;
 
     let started = Instant::now();
-    let loaded = sandbox_with(&dir, None).load(&wasm).unwrap();
+    let first = sandbox_with(&dir, None);
+    let engine = started.elapsed();
+    let started = Instant::now();
+    let loaded = first.load(&wasm).unwrap();
     let first_load = started.elapsed();
     let sandbox = sandbox_with(&dir, None);
     let started = Instant::now();
@@ -120,7 +123,7 @@ async fn report_load_instantiate_and_call_costs() {
     }
     let warm_call = started.elapsed() / 100;
     eprintln!(
-        "hello ({} KB): first load {first_load:?}, cached load {cached_load:?}, \
+        "hello ({} KB): engine {engine:?}, first load {first_load:?}, cached load {cached_load:?}, \
          instantiate {instantiate:?}, warm call {warm_call:?}",
         wasm.len() / 1000
     );

@@ -65,7 +65,7 @@ async fn infinite_loop_is_stopped_within_deadline_plus_one_tick() {
     assert!(elapsed >= timeout, "stopped early: {elapsed:?}");
     // One tick of slack, plus scheduling noise on a loaded 2-core machine.
     assert!(
-        elapsed < timeout + TICK + Duration::from_millis(150),
+        elapsed < timeout + TICK + Duration::from_millis(400),
         "stopped late: {elapsed:?}"
     );
     assert!(spinner.is_poisoned());

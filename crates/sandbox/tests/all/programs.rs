@@ -37,7 +37,7 @@ async fn spinning_guest_is_stopped_and_another_instance_keeps_answering() {
         CallErrorKind::TimedOut { timeout_ms: 300 }
     );
     assert!(
-        elapsed >= timeout && elapsed < timeout + Duration::from_millis(200),
+        elapsed >= timeout && elapsed < timeout + Duration::from_millis(400),
         "{elapsed:?}"
     );
 }
@@ -51,7 +51,7 @@ async fn guest_blocked_in_a_host_call_is_stopped_at_the_deadline() {
     let elapsed = started.elapsed();
     assert_eq!(err.kind, CallErrorKind::TimedOut { timeout_ms: 300 });
     assert!(
-        elapsed < timeout + Duration::from_millis(200),
+        elapsed < timeout + Duration::from_millis(400),
         "{elapsed:?}"
     );
     assert!(blocker.is_poisoned());
