@@ -282,6 +282,7 @@ impl Chokepoint {
             env: self.env.clone(),
             session: session.clone(),
             call_id: call.id.clone(),
+            logs: Default::default(),
         };
 
         // 3. The concrete capabilities this call uses (paths resolved, hosts named).
@@ -363,6 +364,20 @@ impl Chokepoint {
                 Err(ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)))
             }
         };
+        let logs = std::mem::take(
+            &mut *ctx
+                .logs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (level, message) in logs {
+            trace.record(Event::ToolLog {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                level,
+                message,
+            });
+        }
         match outcome {
             Ok(output) => Ok((ToolResult::ok(output.value, output.truncated), explanation)),
             Err(error) => Err((error, Some(explanation))),

@@ -62,6 +62,25 @@ pub struct TraceConfig {
     pub redact_env: Vec<String>,
 }
 
+/// `[agent]`: budgets of a run (shared with subagents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Most model steps in one run.
+    pub max_steps: u32,
+    /// Most tool calls in one run.
+    pub max_tool_calls: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 24,
+            max_tool_calls: 60,
+        }
+    }
+}
+
 /// The user's configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,6 +100,28 @@ pub struct Config {
     /// Policy rules and examples.
     #[serde(default)]
     pub policy: PolicyFile,
+    /// The model used when none is named.
+    #[serde(default)]
+    pub default_model: Option<String>,
+    /// Models, by name: `[models.<name>] provider = ..., model = ..., api_key_env = ...`.
+    #[serde(default)]
+    pub models: std::collections::BTreeMap<String, bosun_models::ModelConfig>,
+    /// Run-loop budgets.
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// User plugins, by the local name the user gave each.
+    #[serde(default)]
+    pub plugins: std::collections::BTreeMap<String, bosun_plugins::PluginConfig>,
+}
+
+impl Config {
+    /// The models section, as the models crate reads it.
+    pub fn models_config(&self) -> bosun_models::ModelsConfig {
+        bosun_models::ModelsConfig {
+            default_model: self.default_model.clone(),
+            models: self.models.clone(),
+        }
+    }
 }
 
 /// A project's `.bosun/config.toml`: policy only.
@@ -180,6 +221,32 @@ impl LoadedConfig {
         };
         if let Some(file) = &user_file {
             validate_limits(&user.limits, &file.path)?;
+            user.models_config()
+                .validate()
+                .map_err(|e| ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "models".to_owned(),
+                    message: e.to_string(),
+                })?;
+            if user.agent.max_steps == 0 || user.agent.max_tool_calls == 0 {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "agent".to_owned(),
+                    message: "max_steps and max_tool_calls must be at least 1".to_owned(),
+                });
+            }
+            bosun_plugins::check_plugin_configs(&user.plugins).map_err(|e| match e {
+                bosun_plugins::PluginError::Config { key, message } => ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key,
+                    message,
+                },
+                other => ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "plugins".to_owned(),
+                    message: other.to_string(),
+                },
+            })?;
         }
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
             Some(file) => Some((parse(&file)?, file)),

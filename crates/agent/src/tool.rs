@@ -27,7 +27,28 @@ pub struct ToolContext {
     pub session: Arc<Session>,
     /// The id of this call.
     pub call_id: String,
+    /// Log lines the tool wants in the trace, as `(level, message)`; drained by the chokepoint.
+    pub logs: crate::plugin_host::LogSink,
 }
+
+impl ToolContext {
+    /// Adds log lines for the trace. At most [`MAX_LOG_LINES`] are kept per call.
+    pub fn log_lines(&self, lines: impl IntoIterator<Item = (String, String)>) {
+        let mut logs = self
+            .logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for line in lines {
+            if logs.len() >= MAX_LOG_LINES {
+                break;
+            }
+            logs.push(line);
+        }
+    }
+}
+
+/// Most log lines a call may add to the trace.
+pub const MAX_LOG_LINES: usize = 1000;
 
 /// A tool the chokepoint can run.
 #[async_trait]

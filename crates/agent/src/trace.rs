@@ -386,6 +386,16 @@ pub fn render(envelopes: &[Envelope]) -> String {
                     .unwrap_or_default()
                     .trim_matches('"')
             ),
+            Event::ToolLog {
+                call_id,
+                level,
+                message,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} log {level}: {}",
+                crate::approval::sanitize_for_terminal(message)
+            ),
             Event::ToolStarted { call_id, tool } => {
                 writeln!(out, "  [{at:>5} ms] {call_id} started {tool}")
             }

@@ -4,7 +4,6 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bosun_agent::approval::{ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker};
 use bosun_agent::config::{ConfigError, LoadedConfig, bosun_home};
 use bosun_agent::trace::{self, Trace};
 use bosun_agent::{Chokepoint, Session, ToolCall, Workspace, builtin};
@@ -16,12 +15,12 @@ use tokio_util::sync::CancellationToken;
 use crate::exit;
 
 /// Everything a command needs about where it runs.
-struct Env {
-    workspace: Arc<Workspace>,
-    config: LoadedConfig,
+pub struct Env {
+    pub workspace: Arc<Workspace>,
+    pub config: LoadedConfig,
 }
 
-fn load() -> Result<Env> {
+pub fn load() -> Result<Env> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let workspace = Workspace::discover(&cwd)
         .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
@@ -33,14 +32,29 @@ fn load() -> Result<Env> {
     })
 }
 
-fn known_risks() -> Vec<(String, bosun_core::Risk)> {
-    builtin::tools()
+/// The risk of every tool action in `catalog`'s session: built-ins and enabled plugins' tools
+/// (from their metadata; no plugin code runs).
+pub fn known_risks_in(catalog: &bosun_plugins::Catalog) -> Vec<(String, bosun_core::Risk)> {
+    let mut risks: Vec<(String, bosun_core::Risk)> = builtin::tools()
         .iter()
         .map(|t| (t.action().to_owned(), t.spec().risk))
-        .collect()
+        .collect();
+    for entry in catalog.enabled() {
+        risks.extend(
+            entry
+                .tools()
+                .map(|(tool, offer)| (offer.action.clone(), tool.spec.risk)),
+        );
+    }
+    risks
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<()> {
+fn known_risks(env: &Env) -> Result<Vec<(String, bosun_core::Risk)>> {
+    let trust = crate::plugins::trust_store(&env.config)?;
+    Ok(known_risks_in(&crate::plugins::catalog(env, &trust)))
+}
+
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
@@ -48,7 +62,8 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 pub fn tools_list(json: bool) -> Result<u8> {
-    let tools = builtin::tools();
+    let env = load()?;
+    let tools = crate::run::host(&env)?.tools;
     if json {
         let list: Vec<Value> = tools
             .iter()
@@ -109,16 +124,10 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         ),
     };
     let env = load()?;
-    let policy = Arc::new(env.config.policy(known_risks())?);
-    let broker: Arc<dyn ApprovalBroker> = if yes {
-        Arc::new(AutoApprove)
-    } else if let Some(terminal) = TerminalBroker::open() {
-        Arc::new(terminal)
-    } else {
-        Arc::new(NonInteractive)
-    };
+    let crate::run::Host { policy, tools, .. } = crate::run::host(&env)?;
+    let broker = crate::run::broker(yes);
     let chokepoint = Chokepoint::builder(policy.clone(), env.workspace.clone())
-        .tools(builtin::tools())
+        .tools(tools)
         .broker(broker)
         .limits(env.config.user.limits)
         .env(env.config.scrubbed_env())
@@ -187,7 +196,7 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
 
 pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result<u8> {
     let env = load()?;
-    let risks = known_risks();
+    let risks = known_risks(&env)?;
     let risk = risks.iter().find(|(a, _)| a == action).map(|(_, r)| *r);
     let policy = env.config.policy(risks)?;
     let mut subjects = vec![Subject {
@@ -240,7 +249,7 @@ pub fn inspect(run: &str, json: bool) -> Result<u8> {
 
 pub fn config_check(json: bool) -> Result<u8> {
     let checked = load().and_then(|env| {
-        env.config.policy(known_risks())?;
+        env.config.policy(known_risks(&env)?)?;
         Ok(env)
     });
     match checked {

@@ -8,8 +8,13 @@
 //! | 2 | usage or configuration error |
 //! | 3 | denied by policy (or by the person asked) |
 //! | 4 | approval needed and nobody to ask |
+//! | 5 | `bosun run`: a budget ran out (the session is saved) |
+//! | 6 | `bosun run`: the model provider failed after its retries |
+//! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
 mod commands;
+mod plugins;
+mod run;
 
 use std::process::ExitCode;
 
@@ -60,6 +65,122 @@ enum Command {
     /// Check configuration files.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// List, inspect, trust, enable and scaffold plugins.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+    /// Run a task with a model; every tool call passes the chokepoint, the conversation is saved.
+    Run {
+        /// The task; `-` (or none, with stdin not a terminal) reads it from stdin.
+        task: Option<String>,
+        /// The model entry ([models.NAME]); default: the session's, default_model, or the only one.
+        #[arg(long)]
+        model: Option<String>,
+        /// Continue a stored session: an id, a unique prefix, or `last`.
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        /// Print JSON lines: the trace as it happens, then a `run.result` object.
+        #[arg(long)]
+        json: bool,
+        /// Approve what policy would ask about (never what it denies).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Configured models.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// A scripted stand-in for a model (not a real model), for demos and tests.
+    #[command(subcommand, hide = true)]
+    DemoModel(DemoModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Stored sessions, most recently used first.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsCommand {
+    /// Configured models and whether each key is set (never the key).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DemoModelCommand {
+    /// Serve a script on 127.0.0.1 as an OpenAI Chat Completions endpoint until Ctrl-C.
+    Serve {
+        /// The script (JSON: {"steps": [...]}).
+        script: std::path::PathBuf,
+        /// The port; 0 picks a free one. The base URL is printed on stdout.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginsCommand {
+    /// Every plugin in every scope with its state (never runs plugin code).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One plugin's metadata, tools, capabilities and state.
+    Info {
+        /// The plugin's local name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Review and trust plugins exactly as they are (content hash and capabilities).
+    Trust {
+        /// One plugin; without it, every untrusted or changed project plugin here.
+        name: Option<String>,
+        /// Trust without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Forget a plugin's trust: its code no longer loads.
+    Untrust {
+        /// The plugin's local name.
+        name: String,
+    },
+    /// Enable a user plugin under a local name (and trust it as it is).
+    Enable {
+        /// The local name; policy actions are `plugin.<name>.tool.<tool>`.
+        name: String,
+        /// The plugin directory: under $BOSUN_HOME/plugins, or absolute (default: NAME).
+        #[arg(long)]
+        path: Option<std::path::PathBuf>,
+        /// Trust without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Disable a user plugin (keeps its entry).
+    Disable {
+        /// The plugin's local name.
+        name: String,
+    },
+    /// Scaffold a plugin crate.
+    New {
+        /// The plugin's name.
+        name: String,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -138,6 +259,35 @@ fn main() -> ExitCode {
         }) => commands::policy_check(&action, &capabilities, json),
         Command::Inspect { run, json } => commands::inspect(&run, json),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
+        Command::Run {
+            task,
+            model,
+            resume,
+            json,
+            yes,
+        } => run::run(
+            task.as_deref(),
+            model.as_deref(),
+            resume.as_deref(),
+            json,
+            yes,
+        ),
+        Command::Sessions(SessionsCommand::List { json }) => run::sessions_list(json),
+        Command::Models(ModelsCommand::List { json }) => run::models_list(json),
+        Command::DemoModel(DemoModelCommand::Serve { script, port }) => {
+            run::demo_model_serve(&script, port)
+        }
+        Command::Plugins(command) => match command {
+            PluginsCommand::List { json } => plugins::list(json),
+            PluginsCommand::Info { name, json } => plugins::info(&name, json),
+            PluginsCommand::Trust { name, yes } => plugins::trust(name.as_deref(), yes),
+            PluginsCommand::Untrust { name } => plugins::untrust(&name),
+            PluginsCommand::Enable { name, path, yes } => {
+                plugins::enable(&name, path.as_deref(), yes)
+            }
+            PluginsCommand::Disable { name } => plugins::disable(&name),
+            PluginsCommand::New { name, dir } => plugins::new(&name, dir.as_deref()),
+        },
     };
     match result {
         Ok(code) => ExitCode::from(code),

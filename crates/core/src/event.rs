@@ -108,6 +108,18 @@ pub enum Event {
         /// The answer.
         answer: ApprovalAnswer,
     },
+    /// A tool logged a line while running.
+    #[serde(rename = "tool.log")]
+    ToolLog {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// `trace`, `debug`, `info`, `warn` or `error`.
+        level: String,
+        /// The line, as bounded by the tool's host.
+        message: String,
+    },
     /// A tool began executing.
     #[serde(rename = "tool.started")]
     ToolStarted {
@@ -154,6 +166,7 @@ impl Event {
             Self::ToolDecided { .. } => "tool.decided",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
+            Self::ToolLog { .. } => "tool.log",
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::ToolFailed { .. } => "tool.failed",

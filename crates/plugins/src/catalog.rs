@@ -219,6 +219,41 @@ pub struct Catalog {
     by_model_name: HashMap<String, (usize, usize)>,
 }
 
+/// Judges plugins on every available core, keeping load order. Reading, hashing and parsing
+/// are independent per plugin and dominate listing time.
+fn judge_all(found: Vec<Discovered>, input: &CatalogInput<'_>) -> Vec<PluginEntry> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(8);
+    if workers <= 1 || found.len() < 4 {
+        return found.into_iter().map(|d| judge(d, input)).collect();
+    }
+    let chunk = found.len().div_ceil(workers);
+    let mut chunks: Vec<Vec<Discovered>> = Vec::new();
+    let mut rest = found.into_iter().peekable();
+    while rest.peek().is_some() {
+        chunks.push(rest.by_ref().take(chunk).collect());
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .map(|d| judge(d, input))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // A worker panicking would be a bug in judging; surface it rather than drop plugins.
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 impl Catalog {
     /// Discovers, reads and judges every plugin. Never fails: a plugin that cannot be used is
     /// listed as [`PluginState::Invalid`] with the reason.
@@ -233,7 +268,7 @@ impl Catalog {
             found.extend(project);
             warnings.extend(project_warnings.into_iter().map(CatalogWarning::Discovery));
         }
-        let entries = found.into_iter().map(|d| judge(d, &input)).collect();
+        let entries = judge_all(found, &input);
         let mut catalog = Self {
             entries,
             warnings,

@@ -52,6 +52,7 @@ impl Fixture {
             env: Arc::new(env),
             session: Arc::new(Session::new("test-session")),
             call_id: "call-1".to_owned(),
+            logs: Default::default(),
         };
         Fixture {
             _tmp: tmp,

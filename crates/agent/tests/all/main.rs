@@ -6,3 +6,4 @@
 
 mod builtin;
 mod chokepoint;
+mod run;

@@ -1,7 +1,7 @@
 //! The `bosun` binary as a user and a script meet it: exit codes, JSON output, configuration
 //! errors, and the enforcement that must hold end to end.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -9,8 +9,8 @@ use std::process::{Command, Output, Stdio};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-struct Env {
-    dir: tempfile::TempDir,
+pub struct Env {
+    pub dir: tempfile::TempDir,
 }
 
 impl Env {
@@ -420,3 +420,6 @@ fn policy_check_explains_the_deciding_rule() {
         2
     );
 }
+
+mod plugins;
+mod run;

@@ -1,0 +1,442 @@
+//! Native plugins as tools: the bridge between the catalog (what is installed and trusted), the
+//! sandbox (where plugin code runs) and the chokepoint (the only caller of [`Tool::call`]).
+//!
+//! A plugin's component is compiled and instantiated lazily, on the first call that passed
+//! policy, from the exact bytes the catalog hashed. Its grants — the preopened workspace, whether
+//! outgoing HTTP exists at all, its config values, memory and deadline — are fixed before any of
+//! its code runs. Each call then names the hosts it may reach, taken from the call's own
+//! capability scopes, which policy has just judged. An instance that traps, runs out of time or
+//! memory is discarded; the next call gets a fresh one and no other plugin notices.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Capability, CapabilityRequest, ErrorCode, Scope, ToolError, ToolOutput, ToolSpec,
+};
+use bosun_plugins::{CapabilityDecl, PluginEntry, PluginTool as PluginToolMeta};
+use bosun_policy::{Policy, Subject};
+use bosun_sandbox::{
+    CallErrorKind, CallOptions, FsGrant, Grants, Instance, Loaded, NetGrant, Sandbox,
+};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::tool::{Tool, ToolContext};
+
+/// Default per-call deadline of a plugin.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default memory cap of a plugin instance.
+pub const DEFAULT_MEMORY_MIB: u64 = 256;
+
+/// One enabled plugin: its bytes, grants and (once used) its compiled form and instance.
+pub struct PluginRuntime {
+    local_name: String,
+    bytes: Arc<[u8]>,
+    sandbox: Sandbox,
+    grants: Grants,
+    loaded: tokio::sync::OnceCell<Loaded>,
+    instance: Mutex<Option<Instance>>,
+    config: BTreeMap<String, Value>,
+}
+
+impl std::fmt::Debug for PluginRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRuntime")
+            .field("local_name", &self.local_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginRuntime {
+    /// Whether an instance exists (for tests and `plugins info`).
+    pub async fn is_instantiated(&self) -> bool {
+        self.instance.lock().await.is_some()
+    }
+
+    /// The plugin's local name.
+    pub fn local_name(&self) -> &str {
+        &self.local_name
+    }
+
+    async fn loaded(&self) -> Result<&Loaded, ToolError> {
+        self.loaded
+            .get_or_try_init(|| async {
+                let sandbox = self.sandbox.clone();
+                let bytes = self.bytes.clone();
+                let label = self.local_name.clone();
+                // Compiling (or reading the cached artefact) is CPU work: keep it off the
+                // async workers.
+                tokio::task::spawn_blocking(move || {
+                    sandbox.load(&bytes).map(|l| l.with_label(label))
+                })
+                .await
+                .map_err(|e| plugin_error(&self.local_name, format!("loading failed: {e}")))?
+                .map_err(|e| plugin_error(&self.local_name, e.to_string()))
+            })
+            .await
+    }
+
+    async fn call(
+        &self,
+        tool: &str,
+        input: &Value,
+        net: NetGrant,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let loaded = self.loaded().await?;
+        let mut slot = self.instance.lock().await;
+        if slot.as_ref().is_none_or(Instance::is_poisoned) {
+            let instance = loaded
+                .instantiate(self.grants.clone())
+                .await
+                .map_err(|e| plugin_error(&self.local_name, e.to_string()))?;
+            *slot = Some(instance);
+        }
+        let Some(instance) = slot.as_mut() else {
+            return Err(plugin_error(&self.local_name, "no instance".to_owned()));
+        };
+        let result = instance
+            .call(
+                tool,
+                &input.to_string(),
+                CallOptions {
+                    cancel: ctx.cancel.clone(),
+                    net,
+                },
+            )
+            .await;
+        match result {
+            Ok(out) => {
+                ctx.log_lines(
+                    out.report
+                        .logs
+                        .iter()
+                        .map(|l| (format!("{:?}", l.level).to_lowercase(), l.message.clone())),
+                );
+                let value: Value = serde_json::from_str(&out.output_json).map_err(|e| {
+                    plugin_error(
+                        &self.local_name,
+                        format!("returned output that is not JSON ({e})"),
+                    )
+                })?;
+                Ok(ToolOutput::new(value))
+            }
+            Err(error) => {
+                if error.poisons_instance() {
+                    // Never reuse an instance after a trap, a timeout or a memory failure.
+                    *slot = None;
+                }
+                for refused in &error.report.refused_requests {
+                    ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
+                }
+                Err(match &error.kind {
+                    CallErrorKind::Tool {
+                        code,
+                        message,
+                        retryable,
+                    } => {
+                        let code = serde_json::from_value(Value::String(code.clone()))
+                            .unwrap_or(ErrorCode::PluginError);
+                        ToolError {
+                            code,
+                            message: message.clone(),
+                            retryable: *retryable,
+                        }
+                    }
+                    kind => {
+                        let code = serde_json::from_value(Value::String(kind.code().to_owned()))
+                            .unwrap_or(ErrorCode::PluginError);
+                        ToolError {
+                            code,
+                            message: format!("plugin `{}`: {kind}", self.local_name),
+                            retryable: kind.retryable(),
+                        }
+                    }
+                })
+            }
+        }
+    }
+}
+
+fn plugin_error(plugin: &str, message: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::PluginError,
+        format!("plugin `{plugin}`: {message}"),
+    )
+}
+
+/// One plugin tool as the chokepoint sees it.
+pub struct PluginTool {
+    runtime: Arc<PluginRuntime>,
+    spec: ToolSpec,
+    tool: String,
+    action: String,
+    capabilities: Vec<CapabilityDecl>,
+    policy: Arc<Policy>,
+}
+
+impl std::fmt::Debug for PluginTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginTool")
+            .field("action", &self.action)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The host of a URL held at `pointer` in `input`, with its port when one is given.
+fn url_authority(input: &Value, pointer: &str) -> Result<(String, Option<u16>), ToolError> {
+    let text = input
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("the input needs a URL at {pointer}"),
+            )
+        })?;
+    let url = url::Url::parse(text).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InvalidInput,
+            format!("`{text}` is not a URL: {e}"),
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "only http and https URLs are allowed, not `{}`",
+                url.scheme()
+            ),
+        ));
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_ascii_lowercase(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        None => {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("`{text}` has no host"),
+            ));
+        }
+    };
+    Ok((host, url.port()))
+}
+
+fn host_of_config(value: Option<&Value>, key: &str) -> Result<(String, Option<u16>), ToolError> {
+    let Some(Value::String(text)) = value else {
+        return Err(ToolError::new(
+            ErrorCode::InvalidInput,
+            format!("this tool needs `{key}` in the plugin's [plugins.<name>.config] table"),
+        ));
+    };
+    let wrapped = serde_json::json!({ "u": text });
+    url_authority(&wrapped, "/u").or_else(|_| Ok((text.to_ascii_lowercase(), None)))
+}
+
+impl PluginTool {
+    /// The net.http hosts (with explicit ports) this call reaches.
+    fn net_hosts(&self, input: &Value) -> Result<Vec<(String, Option<u16>)>, ToolError> {
+        let mut hosts = Vec::new();
+        for decl in self
+            .capabilities
+            .iter()
+            .filter(|d| d.capability == Capability::NetHttp)
+        {
+            for host in decl.hosts.iter().flatten() {
+                hosts.push((host.clone(), None));
+            }
+            if let Some(pointer) = &decl.host_from_input {
+                hosts.push(url_authority(input, pointer)?);
+            }
+            if let Some(key) = &decl.hosts_from_config {
+                hosts.push(host_of_config(self.runtime.config.get(key), key)?);
+            }
+        }
+        Ok(hosts)
+    }
+}
+
+#[async_trait]
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        &self.action
+    }
+
+    fn capability_requests(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        let mut requests = Vec::new();
+        for decl in &self.capabilities {
+            match decl.capability {
+                Capability::NetHttp => {}
+                Capability::FsRead | Capability::FsWrite => {
+                    let path = match &decl.path_from_input {
+                        Some(pointer) => {
+                            let text = input
+                                .pointer(pointer)
+                                .and_then(Value::as_str)
+                                .unwrap_or(".");
+                            let resolved = ctx.workspace.resolve(text)?;
+                            ctx.workspace.relative(&resolved)
+                        }
+                        None => ".".to_owned(),
+                    };
+                    requests.push(CapabilityRequest {
+                        capability: decl.capability.clone(),
+                        scope: Scope {
+                            path: Some(path),
+                            ..Scope::default()
+                        },
+                    });
+                }
+                _ => requests.push(CapabilityRequest::bare(decl.capability.clone())),
+            }
+        }
+        for (host, _) in self.net_hosts(input)? {
+            requests.push(CapabilityRequest {
+                capability: Capability::NetHttp,
+                scope: Scope {
+                    host: Some(host),
+                    ..Scope::default()
+                },
+            });
+        }
+        Ok(requests)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // The hosts were judged by policy a moment ago, from this same input.
+        let hosts = self.net_hosts(&input)?;
+        let mut net = NetGrant::default();
+        for (host, port) in hosts {
+            if let Ok(ip) = host.parse::<IpAddr>() {
+                // Inside addresses only when a rule names them literally.
+                if self.policy.names_host(&host) {
+                    net.private_allowed.push(ip);
+                }
+            }
+            let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
+                (true, Some(p)) => format!("[{host}]:{p}"),
+                (true, None) => format!("[{host}]"),
+                (false, Some(p)) => format!("{host}:{p}"),
+                (false, None) => host,
+            };
+            net.hosts.push(authority);
+        }
+        self.runtime.call(&self.tool, &input, net, ctx).await
+    }
+}
+
+/// Builds the runtimes and tools of every enabled plugin in the catalog.
+///
+/// A tool whose action, or one of whose capabilities (unscoped), policy denies outright is left
+/// out of the session, and the capability grants follow only the tools that remain — so a denied
+/// capability is not even linked.
+pub fn plugin_tools(
+    entries: impl IntoIterator<Item = impl std::ops::Deref<Target = PluginEntry>>,
+    sandbox: &Sandbox,
+    policy: &Arc<Policy>,
+    workspace_root: &std::path::Path,
+) -> (Vec<Arc<dyn Tool>>, Vec<Arc<PluginRuntime>>) {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    let mut runtimes = Vec::new();
+    for entry in entries {
+        let Some(bytes) = entry.bytes() else {
+            continue;
+        };
+        let offered: Vec<(&PluginToolMeta, String, String)> = entry
+            .tools()
+            .filter_map(|(tool, offer)| {
+                offer
+                    .model_name
+                    .clone()
+                    .map(|name| (tool, name, offer.action.clone()))
+            })
+            .filter(|(tool, _, action)| !denied_outright(policy, tool, action))
+            .collect();
+        if offered.is_empty() {
+            continue;
+        }
+        let caps = |c: Capability| {
+            offered
+                .iter()
+                .any(|(t, _, _)| t.capabilities.iter().any(|d| d.capability == c))
+        };
+        let config = entry.config.as_ref();
+        let plugin_config: BTreeMap<String, Value> = config
+            .map(|c| {
+                c.config
+                    .keys()
+                    .filter_map(|k| c.config_json(k).map(|v| (k.clone(), v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let grants = Grants {
+            fs: (caps(Capability::FsRead) || caps(Capability::FsWrite)).then(|| FsGrant {
+                host_dir: workspace_root.to_owned(),
+                writable: caps(Capability::FsWrite),
+            }),
+            http: caps(Capability::NetHttp),
+            config: plugin_config
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            memory_bytes: usize::try_from(
+                config
+                    .and_then(|c| c.memory_mib)
+                    .unwrap_or(DEFAULT_MEMORY_MIB)
+                    << 20,
+            )
+            .unwrap_or(usize::MAX),
+            timeout: config
+                .and_then(|c| c.timeout_ms)
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_TIMEOUT),
+        };
+        let runtime = Arc::new(PluginRuntime {
+            local_name: entry.local_name.clone(),
+            bytes: bytes.clone(),
+            sandbox: sandbox.clone(),
+            grants,
+            loaded: tokio::sync::OnceCell::new(),
+            instance: Mutex::new(None),
+            config: plugin_config,
+        });
+        for (tool, _model_name, action) in offered {
+            tools.push(Arc::new(PluginTool {
+                runtime: runtime.clone(),
+                spec: tool.spec.clone(),
+                tool: tool.spec.name.to_string(),
+                action,
+                capabilities: tool.capabilities.clone(),
+                policy: policy.clone(),
+            }));
+        }
+        runtimes.push(runtime);
+    }
+    (tools, runtimes)
+}
+
+fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {
+    let mut subjects = vec![Subject::tool(action, tool.spec.risk)];
+    subjects.extend(
+        tool.capabilities
+            .iter()
+            .map(|d| Subject::capability(&CapabilityRequest::bare(d.capability.clone()))),
+    );
+    policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny
+}
+
+/// Log lines a tool produced during a call, drained by the chokepoint into the trace.
+pub type LogSink = Arc<StdMutex<Vec<(String, String)>>>;

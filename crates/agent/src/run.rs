@@ -1,0 +1,795 @@
+//! The run loop: a task in, a model and the [`Chokepoint`] taking turns until the model answers
+//! without calling a tool, a budget runs out, the run is cancelled or the provider fails.
+//!
+//! Each step sends the system prompt, the conversation and the chokepoint's tool definitions to
+//! the model, streams its answer (text deltas go to the [`RunObserver`] as they arrive), then
+//! takes every tool call it made through [`Chokepoint::call`] — the only way a tool runs. A
+//! denied, refused or failed call becomes an error tool result the model reads on its next step:
+//! tool errors never end a run. The loop never decides what a tool may do; policy does.
+//!
+//! **Budgets** ([`Budgets`], defaults 24 model steps and 60 tool calls): a run that would need a
+//! step more, or whose model asks for more tool calls than are left, ends with
+//! [`RunEnd::LimitReached`]. Calls over the budget are not run; they get a `limit_reached` result
+//! so the conversation stays whole and can be resumed.
+//!
+//! **Cancellation**: the token stops the model stream (the connection is dropped) and the running
+//! tool (the chokepoint cancels it and returns `cancelled`); calls of that step not yet started
+//! get a `cancelled` result without running. The run ends with [`RunEnd::Cancelled`].
+//!
+//! **Context elision** ([`ContextBudget`]): tokens are estimated as UTF-8 bytes / 4 — about
+//! chars / 4 for English and code with BPE tokenizers, and on the high (safe) side for other
+//! scripts. The room for input is the model's `context_window` minus its `max_output_tokens`
+//! (or [`DEFAULT_OUTPUT_RESERVE`] tokens, at most half the window, when that is unset). Before a
+//! step whose estimated request exceeds [`ELIDE_AT_PERCENT`] % of that room, the oldest tool
+//! outputs are replaced, one at a time, by `[elided: N bytes of <tool> output to fit the context
+//! window]` until the estimate is at most [`ELIDE_TO_PERCENT`] % (the gap keeps a long run from
+//! eliding on every step, which would also defeat providers' prompt caching). Only tool outputs
+//! are elided — never the task, the model's own turns or the system prompt — and a model without
+//! a `context_window` is never elided for.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bosun_core::{ErrorCode, Event, RunOutcome, ToolError, ToolResult};
+use bosun_models::{
+    Answer, AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, Provider,
+    ToolDefinition, Usage,
+};
+use futures_util::StreamExt;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::chokepoint::{Chokepoint, ToolCall};
+use crate::instructions::{PromptSource, SystemPrompt, SystemPromptBuilder, instruction_files};
+use crate::session::Session;
+use crate::trace::Trace;
+
+/// Default most model steps in one run.
+pub const DEFAULT_MAX_STEPS: u32 = 24;
+/// Default most tool calls in one run.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 60;
+/// Tokens kept free for the answer when the model entry sets no `max_output_tokens`.
+pub const DEFAULT_OUTPUT_RESERVE: u64 = 4096;
+/// Elision starts when the estimated request passes this share of the room for input.
+pub const ELIDE_AT_PERCENT: u64 = 90;
+/// Elision goes on until the estimate is at most this share.
+pub const ELIDE_TO_PERCENT: u64 = 75;
+/// Estimated bytes per token.
+pub const BYTES_PER_TOKEN: u64 = 4;
+/// Estimated framing bytes per message (role, ids, separators).
+const MESSAGE_OVERHEAD_BYTES: u64 = 16;
+
+/// How much one run may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budgets {
+    /// Most model requests.
+    pub max_steps: u32,
+    /// Most tool calls taken through the chokepoint.
+    pub max_tool_calls: u32,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            max_steps: DEFAULT_MAX_STEPS,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
+}
+
+/// Which budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// Model steps.
+    Steps,
+    /// Tool calls.
+    ToolCalls,
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Steps => "model steps",
+            Self::ToolCalls => "tool calls",
+        })
+    }
+}
+
+/// The model's size limits, for context elision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ContextBudget {
+    /// Tokens the model can take in; `None` turns elision off.
+    pub context_window: Option<u64>,
+    /// Cap on generated tokens per request, also sent with each request.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ContextBudget {
+    /// Estimated tokens of input a request may carry, if the window is known.
+    pub fn input_room(&self) -> Option<u64> {
+        let window = self.context_window?;
+        let reserve = match self.max_output_tokens {
+            Some(max) => u64::from(max),
+            None => DEFAULT_OUTPUT_RESERVE.min(window / 2),
+        };
+        Some(window.saturating_sub(reserve))
+    }
+}
+
+/// Something the run did that the trace does not record (yet), for a live view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum RunEvent {
+    /// The system prompt was assembled from these parts.
+    #[serde(rename = "prompt.assembled")]
+    PromptAssembled {
+        /// Each part, in order.
+        sources: Vec<PromptSource>,
+    },
+    /// A model request is about to be sent.
+    #[serde(rename = "model.started")]
+    ModelStarted {
+        /// 1-based step.
+        step: u32,
+        /// The provider's model id.
+        model: String,
+        /// Messages in the request.
+        messages: usize,
+        /// Estimated input tokens (bytes / 4).
+        estimated_input_tokens: u64,
+    },
+    /// A piece of the model's visible text.
+    #[serde(rename = "model.text")]
+    TextDelta {
+        /// 1-based step.
+        step: u32,
+        /// The text.
+        text: String,
+    },
+    /// The model finished a step.
+    #[serde(rename = "model.completed")]
+    ModelCompleted {
+        /// 1-based step.
+        step: u32,
+        /// Why it stopped.
+        finish: Option<FinishReason>,
+        /// The provider's token counts.
+        usage: Option<Usage>,
+        /// Tool calls it made.
+        tool_calls: usize,
+    },
+    /// The model request failed.
+    #[serde(rename = "model.failed")]
+    ModelFailed {
+        /// 1-based step.
+        step: u32,
+        /// The provider's error, saying what to do.
+        error: String,
+    },
+    /// A tool output was replaced by a marker to fit the context window.
+    #[serde(rename = "context.elided")]
+    Elided {
+        /// The call whose output went.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// Bytes removed.
+        bytes: usize,
+    },
+    /// A budget ran out.
+    #[serde(rename = "budget.exhausted")]
+    BudgetExhausted {
+        /// Which.
+        budget: Budget,
+        /// Its limit.
+        limit: u32,
+    },
+}
+
+/// Receives [`RunEvent`]s as they happen. Called on the run's task: keep it quick.
+pub trait RunObserver: Send + Sync {
+    /// One event.
+    fn on_event(&self, event: &RunEvent);
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// The model answered without calling a tool.
+    Completed,
+    /// A budget ran out.
+    LimitReached {
+        /// Which.
+        budget: Budget,
+        /// Its limit.
+        limit: u32,
+    },
+    /// The cancellation token fired.
+    Cancelled,
+    /// The model provider failed (after its own retries).
+    ModelFailed(ModelError),
+}
+
+impl RunEnd {
+    /// The outcome written to the trace.
+    pub fn trace_outcome(&self) -> RunOutcome {
+        match self {
+            Self::Completed => RunOutcome::Completed,
+            Self::LimitReached { .. } => RunOutcome::LimitReached,
+            Self::Cancelled => RunOutcome::Cancelled,
+            Self::ModelFailed(_) => RunOutcome::Failed,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// How it ended.
+    pub end: RunEnd,
+    /// The text of the model's last answer (the final answer when completed).
+    pub text: String,
+    /// The whole conversation afterwards, ready to store and resume.
+    pub messages: Vec<Message>,
+    /// Model steps taken.
+    pub steps: u32,
+    /// Tool calls taken through the chokepoint.
+    pub tool_calls: u32,
+    /// The provider's token counts, summed over the steps.
+    pub usage: Usage,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    provider: Arc<dyn Provider>,
+    model: String,
+    chokepoint: Arc<Chokepoint>,
+    system_prompt: SystemPrompt,
+    budgets: Budgets,
+    context: ContextBudget,
+    observer: Option<Arc<dyn RunObserver>>,
+    command: String,
+}
+
+impl AgentBuilder {
+    /// Sets the system prompt (default: Bosun's own instructions only).
+    pub fn system_prompt(mut self, prompt: SystemPrompt) -> Self {
+        self.system_prompt = prompt;
+        self
+    }
+
+    /// Sets the budgets.
+    pub fn budgets(mut self, budgets: Budgets) -> Self {
+        self.budgets = budgets;
+        self
+    }
+
+    /// Sets the model's size limits.
+    pub fn context(mut self, context: ContextBudget) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Sets the observer of live events.
+    pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Sets what the trace's `run.started` says started the run (default `run`).
+    pub fn command(mut self, command: impl Into<String>) -> Self {
+        self.command = command.into();
+        self
+    }
+
+    /// The agent.
+    pub fn build(self) -> Agent {
+        let tools = self
+            .chokepoint
+            .specs()
+            .into_iter()
+            .map(ToolDefinition::from)
+            .collect();
+        Agent {
+            provider: self.provider,
+            model: self.model,
+            chokepoint: self.chokepoint,
+            system_prompt: self.system_prompt,
+            budgets: self.budgets,
+            context: self.context,
+            observer: self.observer,
+            command: self.command,
+            tools,
+        }
+    }
+}
+
+/// A model, the chokepoint and what bounds them: runs tasks.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    model: String,
+    chokepoint: Arc<Chokepoint>,
+    system_prompt: SystemPrompt,
+    budgets: Budgets,
+    context: ContextBudget,
+    observer: Option<Arc<dyn RunObserver>>,
+    command: String,
+    tools: Vec<ToolDefinition>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model)
+            .field("budgets", &self.budgets)
+            .field("context", &self.context)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Assembles the system prompt: Bosun's instructions, `AGENTS.md` in `home` and at the
+/// workspace root, then each plugin's contribution as `(local_name, text)`. An instructions file
+/// that exists but cannot be read is left out and named in the returned warnings.
+pub fn system_prompt(
+    home: &Path,
+    workspace_root: &Path,
+    contributions: &[(String, String)],
+) -> (SystemPrompt, Vec<String>) {
+    let mut builder = SystemPromptBuilder::new();
+    let mut warnings = Vec::new();
+    for (kind, path) in instruction_files(home, workspace_root) {
+        if let Err(e) = builder.instructions_file(kind, &path) {
+            warnings.push(format!(
+                "instructions file {} left out: {e}",
+                path.display()
+            ));
+        }
+    }
+    for (local_name, text) in contributions {
+        builder.plugin(local_name, text);
+    }
+    (builder.build(), warnings)
+}
+
+/// Estimated tokens of a request: system prompt, tool definitions and conversation.
+pub fn estimate_tokens(system: &str, tools: &[ToolDefinition], messages: &[Message]) -> u64 {
+    let tools: u64 = tools
+        .iter()
+        .map(|t| {
+            (t.name.len() + t.description.len() + t.input_schema.to_string().len()) as u64
+                + MESSAGE_OVERHEAD_BYTES
+        })
+        .sum();
+    let messages: u64 = messages.iter().map(message_bytes).sum();
+    (system.len() as u64 + tools + messages).div_ceil(BYTES_PER_TOKEN)
+}
+
+fn message_bytes(message: &Message) -> u64 {
+    let bytes = match message {
+        Message::User { text } => text.len(),
+        Message::Tool(result) => result.call_id.len() + result.content.len(),
+        Message::Assistant { parts } => parts
+            .iter()
+            .map(|part| match part {
+                AssistantPart::Text { text } => text.len(),
+                AssistantPart::ToolCall(call) => {
+                    call.id.len() + call.name.len() + call.arguments.to_string().len()
+                }
+                AssistantPart::Reasoning(item) => item.raw.to_string().len(),
+            })
+            .sum(),
+    };
+    bytes as u64 + MESSAGE_OVERHEAD_BYTES
+}
+
+/// The marker that replaces an elided tool output.
+pub fn elision_marker(bytes: usize, tool: &str) -> String {
+    format!("[elided: {bytes} bytes of {tool} output to fit the context window]")
+}
+
+/// One elided output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elision {
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// Bytes removed.
+    pub bytes: usize,
+}
+
+/// Applies the elision policy (see the module docs) to `messages` in place and says what went.
+pub fn elide_to_fit(
+    context: &ContextBudget,
+    system: &str,
+    tools: &[ToolDefinition],
+    messages: &mut [Message],
+) -> Vec<Elision> {
+    let Some(room) = context.input_room() else {
+        return Vec::new();
+    };
+    let mut estimate = estimate_tokens(system, tools, messages);
+    if estimate * 100 <= room * ELIDE_AT_PERCENT {
+        return Vec::new();
+    }
+    let target = room * ELIDE_TO_PERCENT / 100;
+    let mut elided = Vec::new();
+    for i in 0..messages.len() {
+        if estimate <= target {
+            break;
+        }
+        let Message::Tool(result) = &messages[i] else {
+            continue;
+        };
+        if result.content.starts_with("[elided: ") {
+            continue;
+        }
+        let call_id = result.call_id.clone();
+        let tool = tool_name_of(&messages[..i], &call_id).unwrap_or_else(|| "tool".to_owned());
+        let bytes = result.content.len();
+        let marker = elision_marker(bytes, &tool);
+        if marker.len() >= bytes {
+            continue;
+        }
+        let saved = (bytes - marker.len()) as u64;
+        if let Message::Tool(result) = &mut messages[i] {
+            result.content = marker;
+        }
+        estimate = estimate.saturating_sub(saved / BYTES_PER_TOKEN);
+        elided.push(Elision {
+            call_id,
+            tool,
+            bytes,
+        });
+    }
+    elided
+}
+
+/// The tool name of the call `call_id`, from the assistant turn that made it.
+fn tool_name_of(earlier: &[Message], call_id: &str) -> Option<String> {
+    earlier.iter().rev().find_map(|message| match message {
+        Message::Assistant { parts } => parts.iter().find_map(|part| match part {
+            AssistantPart::ToolCall(call) if call.id == call_id => Some(call.name.clone()),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
+
+fn error_content(error: ToolError) -> String {
+    serde_json::to_string(&ToolResult::err(error)).unwrap_or_else(|_| "{\"ok\":false}".to_owned())
+}
+
+enum StepEnd {
+    Answer(Answer),
+    Cancelled,
+    Failed(ModelError),
+}
+
+impl Agent {
+    /// Starts an agent over `provider` (asking for the provider's model id `model`) and
+    /// `chokepoint`.
+    pub fn builder(
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+        chokepoint: Arc<Chokepoint>,
+    ) -> AgentBuilder {
+        AgentBuilder {
+            provider,
+            model: model.into(),
+            chokepoint,
+            system_prompt: SystemPromptBuilder::new().build(),
+            budgets: Budgets::default(),
+            context: ContextBudget::default(),
+            observer: None,
+            command: "run".to_owned(),
+        }
+    }
+
+    /// The tools offered to the model.
+    pub fn tools(&self) -> &[ToolDefinition] {
+        &self.tools
+    }
+
+    fn emit(&self, event: RunEvent) {
+        if let Some(observer) = &self.observer {
+            observer.on_event(&event);
+        }
+    }
+
+    /// Runs `task` after the earlier `conversation` (empty for a new session), recording
+    /// `run.started`, every tool call and `run.finished` in `trace`. Never panics on what the
+    /// model or a tool sends; every way it ends is a [`RunEnd`].
+    pub async fn run(
+        &self,
+        conversation: Vec<Message>,
+        task: &str,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> RunReport {
+        trace.record(Event::RunStarted {
+            command: self.command.clone(),
+            workspace: self.chokepoint.workspace().root().display().to_string(),
+            mode: self.chokepoint.policy().mode().to_string(),
+        });
+        self.emit(RunEvent::PromptAssembled {
+            sources: self.system_prompt.sources.clone(),
+        });
+        let mut report = RunReport {
+            end: RunEnd::Completed,
+            text: String::new(),
+            messages: conversation,
+            steps: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        report.messages.push(Message::user(task));
+        report.end = self.steps(&mut report, session, trace, cancel).await;
+        trace.record(Event::RunFinished {
+            outcome: report.end.trace_outcome(),
+        });
+        trace.flush();
+        report
+    }
+
+    async fn steps(
+        &self,
+        report: &mut RunReport,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> RunEnd {
+        loop {
+            if cancel.is_cancelled() {
+                return RunEnd::Cancelled;
+            }
+            if report.steps >= self.budgets.max_steps {
+                return self.exhausted(Budget::Steps, self.budgets.max_steps);
+            }
+            report.steps += 1;
+            let step = report.steps;
+            for elision in elide_to_fit(
+                &self.context,
+                &self.system_prompt.text,
+                &self.tools,
+                &mut report.messages,
+            ) {
+                self.emit(RunEvent::Elided {
+                    call_id: elision.call_id,
+                    tool: elision.tool,
+                    bytes: elision.bytes,
+                });
+            }
+            let request = ModelRequest {
+                model: self.model.clone(),
+                system: Some(self.system_prompt.text.clone()),
+                messages: report.messages.clone(),
+                tools: self.tools.clone(),
+                max_output_tokens: self.context.max_output_tokens,
+            };
+            self.emit(RunEvent::ModelStarted {
+                step,
+                model: self.model.clone(),
+                messages: request.messages.len(),
+                estimated_input_tokens: estimate_tokens(
+                    &self.system_prompt.text,
+                    &self.tools,
+                    &request.messages,
+                ),
+            });
+            let answer = match self.model_step(step, &request, cancel).await {
+                StepEnd::Answer(answer) => answer,
+                StepEnd::Cancelled => return RunEnd::Cancelled,
+                StepEnd::Failed(error) => {
+                    self.emit(RunEvent::ModelFailed {
+                        step,
+                        error: error.to_string(),
+                    });
+                    return RunEnd::ModelFailed(error);
+                }
+            };
+            if let Some(usage) = answer.usage {
+                add_usage(&mut report.usage, usage);
+            }
+            let calls: Vec<bosun_models::ToolCall> = answer.tool_calls().cloned().collect();
+            self.emit(RunEvent::ModelCompleted {
+                step,
+                finish: answer.finish.clone(),
+                usage: answer.usage,
+                tool_calls: calls.len(),
+            });
+            report.text = answer.text();
+            report.messages.push(answer.into_message());
+            if calls.is_empty() {
+                return RunEnd::Completed;
+            }
+            let mut over_budget = false;
+            for call in calls {
+                let (content, is_error) = if cancel.is_cancelled() {
+                    (
+                        error_content(ToolError::new(
+                            ErrorCode::Cancelled,
+                            format!("{} was not run: the run was cancelled", call.name),
+                        )),
+                        true,
+                    )
+                } else if report.tool_calls >= self.budgets.max_tool_calls {
+                    over_budget = true;
+                    (
+                        error_content(ToolError::new(
+                            ErrorCode::LimitReached,
+                            format!(
+                                "{} was not run: this run's budget of {} tool calls is spent",
+                                call.name, self.budgets.max_tool_calls
+                            ),
+                        )),
+                        true,
+                    )
+                } else {
+                    report.tool_calls += 1;
+                    let outcome = self
+                        .chokepoint
+                        .call(
+                            ToolCall {
+                                id: call.id.clone(),
+                                name: call.name.clone(),
+                                input: call.arguments,
+                            },
+                            session,
+                            trace,
+                            cancel,
+                        )
+                        .await;
+                    let is_error = outcome.result.error().is_some();
+                    let content = serde_json::to_string(&outcome.result).unwrap_or_else(|e| {
+                        error_content(ToolError::new(
+                            ErrorCode::IoError,
+                            format!("the result could not be serialised: {e}"),
+                        ))
+                    });
+                    (content, is_error)
+                };
+                report
+                    .messages
+                    .push(Message::tool_result(call.id, content, is_error));
+            }
+            if cancel.is_cancelled() {
+                return RunEnd::Cancelled;
+            }
+            if over_budget {
+                return self.exhausted(Budget::ToolCalls, self.budgets.max_tool_calls);
+            }
+        }
+    }
+
+    fn exhausted(&self, budget: Budget, limit: u32) -> RunEnd {
+        self.emit(RunEvent::BudgetExhausted { budget, limit });
+        RunEnd::LimitReached { budget, limit }
+    }
+
+    /// One model request, streamed; text deltas go to the observer as they come.
+    async fn model_step(
+        &self,
+        step: u32,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> StepEnd {
+        let stream = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return StepEnd::Cancelled,
+            stream = self.provider.stream(request, cancel.clone()) => stream,
+        };
+        let mut stream = match stream {
+            Ok(stream) => stream,
+            Err(ModelError::Cancelled) => return StepEnd::Cancelled,
+            Err(error) => return StepEnd::Failed(error),
+        };
+        let mut answer = Answer::default();
+        loop {
+            // The stream watches the token itself; this select also covers a provider that
+            // does not.
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return StepEnd::Cancelled,
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Ok(event)) => {
+                    if let ModelEvent::TextDelta(text) = &event {
+                        self.emit(RunEvent::TextDelta {
+                            step,
+                            text: text.clone(),
+                        });
+                    }
+                    answer.push(event);
+                }
+                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled,
+                Some(Err(error)) => return StepEnd::Failed(error),
+            }
+        }
+        StepEnd::Answer(answer)
+    }
+}
+
+fn add_usage(total: &mut Usage, usage: Usage) {
+    total.input_tokens += usage.input_tokens;
+    total.output_tokens += usage.output_tokens;
+    if let Some(cached) = usage.cached_input_tokens {
+        *total.cached_input_tokens.get_or_insert(0) += cached;
+    }
+    if let Some(reasoning) = usage.reasoning_tokens {
+        *total.reasoning_tokens.get_or_insert(0) += reasoning;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_room_for_input_leaves_the_output_reserve() {
+        let explicit = ContextBudget {
+            context_window: Some(10_000),
+            max_output_tokens: Some(2_000),
+        };
+        assert_eq!(explicit.input_room(), Some(8_000));
+        let small = ContextBudget {
+            context_window: Some(1_000),
+            max_output_tokens: None,
+        };
+        assert_eq!(small.input_room(), Some(500));
+        assert_eq!(ContextBudget::default().input_room(), None);
+    }
+
+    #[test]
+    fn the_oldest_tool_outputs_go_first_and_only_as_needed() {
+        let call = |id: &str| {
+            Message::assistant(vec![AssistantPart::ToolCall(bosun_models::ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"path": "x"}),
+            })])
+        };
+        let mut messages = vec![
+            Message::user("task"),
+            call("c1"),
+            Message::tool_result("c1", "a".repeat(4_000), false),
+            call("c2"),
+            Message::tool_result("c2", "b".repeat(4_000), false),
+            call("c3"),
+            Message::tool_result("c3", "c".repeat(400), false),
+        ];
+        // ~2150 tokens in all; room 2000: over 90 %, so elide to 75 % (1500): one output goes.
+        let context = ContextBudget {
+            context_window: Some(3_000),
+            max_output_tokens: Some(1_000),
+        };
+        let elided = elide_to_fit(&context, "", &[], &mut messages);
+        assert_eq!(
+            elided,
+            vec![Elision {
+                call_id: "c1".into(),
+                tool: "read_file".into(),
+                bytes: 4_000
+            }]
+        );
+        assert_eq!(
+            messages[2],
+            Message::tool_result(
+                "c1",
+                "[elided: 4000 bytes of read_file output to fit the context window]",
+                false
+            )
+        );
+        assert_eq!(
+            messages[4],
+            Message::tool_result("c2", "b".repeat(4_000), false)
+        );
+        // Nothing more to do on the next step.
+        assert!(elide_to_fit(&context, "", &[], &mut messages).is_empty());
+    }
+}

@@ -1,0 +1,394 @@
+//! `bosun plugins …`: list, inspect, trust, enable and scaffold native plugins. Nothing here
+//! runs plugin code: states come from the catalog, which only parses metadata.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use bosun_agent::builtin;
+use bosun_agent::config::{LoadedConfig, bosun_home};
+use bosun_plugins::{Catalog, CatalogInput, PluginEntry, PluginScope, PluginState, TrustStore};
+use serde_json::json;
+
+use crate::commands::{Env, load, print_json};
+use crate::exit;
+
+/// Names no plugin tool may take.
+pub fn builtin_names() -> Vec<String> {
+    builtin::tools()
+        .iter()
+        .map(|t| t.spec().name.to_string())
+        .collect()
+}
+
+/// The trust store of `$BOSUN_HOME`.
+pub fn trust_store(config: &LoadedConfig) -> Result<TrustStore> {
+    Ok(TrustStore::load(TrustStore::default_path(&config.home))?)
+}
+
+/// Every plugin in every scope, with its state.
+pub fn catalog(env: &Env, trust: &TrustStore) -> Catalog {
+    let names = builtin_names();
+    let builtins: Vec<&str> = names.iter().map(String::as_str).collect();
+    Catalog::build(CatalogInput {
+        home: &env.config.home,
+        user_plugins: &env.config.user.plugins,
+        workspace: Some(env.workspace.root()),
+        trust,
+        builtins: &builtins,
+    })
+}
+
+fn scope_label(scope: &PluginScope) -> &'static str {
+    match scope {
+        PluginScope::User => "user",
+        PluginScope::Project { .. } => "project",
+    }
+}
+
+fn state_detail(state: &PluginState) -> String {
+    match state {
+        PluginState::Invalid { reason } => format!("invalid: {reason}"),
+        PluginState::Changed { what } => {
+            let mut parts = vec![format!(
+                "changed since trusted ({} → {})",
+                short(&what.old_sha256),
+                short(&what.new_sha256)
+            )];
+            if !what.added_capabilities.is_empty() {
+                parts.push(format!(
+                    "new capabilities: {}",
+                    what.added_capabilities.join(", ")
+                ));
+            }
+            if !what.added_tools.is_empty() {
+                parts.push(format!("new tools: {}", what.added_tools.join(", ")));
+            }
+            parts.join("; ")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+pub fn list(json: bool) -> Result<u8> {
+    let env = load()?;
+    let trust = trust_store(&env.config)?;
+    let catalog = catalog(&env, &trust);
+    if json {
+        print_json(
+            &json!({"plugins": catalog.entries(), "warnings": catalog.warnings().iter().map(ToString::to_string).collect::<Vec<_>>()}),
+        )?;
+        return Ok(exit::OK);
+    }
+    if catalog.entries().is_empty() {
+        println!("no plugins; `bosun plugins new NAME` scaffolds one");
+    }
+    for entry in catalog.entries() {
+        let version = entry
+            .manifest
+            .as_ref()
+            .map(|m| m.version.to_string())
+            .unwrap_or_else(|| "-".to_owned());
+        let tools: Vec<&str> = entry.offers.iter().map(|o| o.tool.as_str()).collect();
+        println!(
+            "{:<20} {:<8} {:<10} {:<9} {}",
+            entry.local_name,
+            scope_label(&entry.scope),
+            version,
+            entry.state.to_string(),
+            if tools.is_empty() {
+                state_detail(&entry.state)
+            } else {
+                tools.join(", ")
+            }
+        );
+        if matches!(
+            entry.state,
+            PluginState::Invalid { .. } | PluginState::Changed { .. }
+        ) && !tools.is_empty()
+        {
+            println!("{:<20} {}", "", state_detail(&entry.state));
+        }
+    }
+    for warning in catalog.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok(exit::OK)
+}
+
+fn find<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a PluginEntry> {
+    catalog
+        .entries()
+        .iter()
+        .find(|e| e.local_name == name)
+        .with_context(|| format!("no plugin named `{name}`; `bosun plugins list` shows them"))
+}
+
+fn review(entry: &PluginEntry) -> String {
+    let mut text = format!(
+        "{} ({} plugin) at {}\n",
+        entry.local_name,
+        scope_label(&entry.scope),
+        entry.wasm.display()
+    );
+    if let Some(m) = &entry.manifest {
+        text.push_str(&format!(
+            "  {}@{}  sha256 {}\n",
+            m.name,
+            m.version,
+            entry.sha256.as_deref().unwrap_or("?")
+        ));
+        for tool in &m.tools {
+            let caps: Vec<String> = tool.grants().into_iter().collect();
+            text.push_str(&format!(
+                "  tool {:<20} risk {:<8} {}\n",
+                tool.spec.name.as_str(),
+                tool.spec.risk.to_string(),
+                if caps.is_empty() {
+                    "no capabilities".to_owned()
+                } else {
+                    caps.join(", ")
+                }
+            ));
+        }
+    }
+    text.push_str(&format!("  state: {}\n", state_detail(&entry.state)));
+    text
+}
+
+pub fn info(name: &str, json: bool) -> Result<u8> {
+    let env = load()?;
+    let trust = trust_store(&env.config)?;
+    let catalog = catalog(&env, &trust);
+    let entry = find(&catalog, name)?;
+    if json {
+        print_json(entry)?;
+    } else {
+        print!("{}", review(entry));
+        if let Some(prompt) = entry.manifest.as_ref().and_then(|m| m.prompt.as_ref()) {
+            println!("  prompt contribution: {} bytes", prompt.len());
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// Asks the person to confirm; `--yes` answers for them; with no terminal and no `--yes`, nothing
+/// is recorded.
+fn confirm(question: &str, yes: bool) -> Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
+pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
+    let env = load()?;
+    let mut store = trust_store(&env.config)?;
+    let catalog = catalog(&env, &store);
+    let wanted: Vec<&PluginEntry> = match name {
+        Some(name) => vec![find(&catalog, name)?],
+        // Without a name: every project plugin of this workspace that is not trusted as it is.
+        None => catalog
+            .entries()
+            .iter()
+            .filter(|e| matches!(e.scope, PluginScope::Project { .. }))
+            .filter(|e| {
+                matches!(
+                    e.state,
+                    PluginState::Untrusted | PluginState::Changed { .. }
+                )
+            })
+            .collect(),
+    };
+    if wanted.is_empty() {
+        println!("nothing to trust: every project plugin here is already trusted as it is");
+        return Ok(exit::OK);
+    }
+    let now = chrono::Utc::now();
+    let mut records = Vec::new();
+    for entry in &wanted {
+        if let PluginState::Invalid { reason } = &entry.state {
+            bail!(
+                "`{}` is invalid and cannot be trusted: {reason}",
+                entry.local_name
+            );
+        }
+        eprint!("{}", review(entry));
+        let record = entry
+            .trust_record(now)
+            .with_context(|| format!("`{}` has no readable component", entry.local_name))?;
+        records.push((entry.scope.clone(), entry.local_name.clone(), record));
+    }
+    eprintln!(
+        "Trusted plugins run sandboxed, with the capabilities listed above, as your policy decides each call."
+    );
+    if !confirm("Trust these plugins exactly as they are?", yes)? {
+        eprintln!("nothing recorded (run in a terminal, or pass --yes)");
+        return Ok(exit::NEEDS_APPROVAL);
+    }
+    for (scope, name, record) in records {
+        store.record(&scope, &name, record);
+    }
+    store.save()?;
+    println!(
+        "trusted {}",
+        wanted
+            .iter()
+            .map(|e| e.local_name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(exit::OK)
+}
+
+pub fn untrust(name: &str) -> Result<u8> {
+    let env = load()?;
+    let mut store = trust_store(&env.config)?;
+    let catalog = catalog(&env, &store);
+    let entry = find(&catalog, name)?;
+    if store.remove(&entry.scope, name).is_none() {
+        println!("`{name}` was not trusted");
+        return Ok(exit::OK);
+    }
+    store.save()?;
+    println!("untrusted {name}: its code will not load until trusted again");
+    Ok(exit::OK)
+}
+
+/// Rewrites the user's config with `edit` applied, atomically and keeping comments.
+fn edit_user_config(
+    home: &Path,
+    edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<()>,
+) -> Result<()> {
+    let path = home.join("config.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("parsing {}", path.display()))?;
+    edit(&mut doc)?;
+    bosun_agent::trace::create_private_dir(home)?;
+    let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(doc.to_string().as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("writing {}: {e}", path.display())
+    })
+}
+
+pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
+    if !bosun_plugins::is_local_name(name) {
+        bail!("`{name}` is not a valid local name: use a-z, 0-9, - and _, starting with a letter");
+    }
+    let home = bosun_home()?;
+    let path: PathBuf = path
+        .map(Path::to_owned)
+        .unwrap_or_else(|| PathBuf::from(name));
+    edit_user_config(&home, |doc| {
+        let plugins = doc.entry("plugins").or_insert(toml_edit::table());
+        let Some(plugins) = plugins.as_table_mut() else {
+            bail!("`plugins` in config.toml is not a table");
+        };
+        plugins.set_implicit(true);
+        let entry = plugins.entry(name).or_insert(toml_edit::table());
+        let Some(entry) = entry.as_table_mut() else {
+            bail!("`plugins.{name}` in config.toml is not a table");
+        };
+        entry["path"] = toml_edit::value(path.display().to_string());
+        entry["enabled"] = toml_edit::value(true);
+        Ok(())
+    })?;
+    // Enabling is the trust decision for a user plugin: review and record its hash now.
+    let code = trust(Some(name), yes)?;
+    if code != exit::OK {
+        eprintln!(
+            "`{name}` is enabled in config.toml but not trusted; `bosun plugins trust {name}` finishes it"
+        );
+    }
+    Ok(code)
+}
+
+pub fn disable(name: &str) -> Result<u8> {
+    let home = bosun_home()?;
+    edit_user_config(&home, |doc| {
+        let Some(entry) = doc
+            .get_mut("plugins")
+            .and_then(|p| p.get_mut(name))
+            .and_then(|e| e.as_table_mut())
+        else {
+            bail!("no [plugins.{name}] in config.toml");
+        };
+        entry["enabled"] = toml_edit::value(false);
+        Ok(())
+    })?;
+    println!("disabled {name}");
+    Ok(exit::OK)
+}
+
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "Cargo.toml",
+        include_str!("../../sdk/template/Cargo.toml.tmpl"),
+    ),
+    ("build.rs", include_str!("../../sdk/template/build.rs")),
+    (".gitignore", include_str!("../../sdk/template/gitignore")),
+    ("src/lib.rs", include_str!("../../sdk/template/src/lib.rs")),
+    (
+        "src/spec.rs",
+        include_str!("../../sdk/template/src/spec.rs"),
+    ),
+    (
+        "src/tests.rs",
+        include_str!("../../sdk/template/src/tests.rs"),
+    ),
+];
+
+pub fn new(name: &str, dir: Option<&Path>) -> Result<u8> {
+    let dir = dir
+        .map(Path::to_owned)
+        .unwrap_or_else(|| PathBuf::from(name));
+    let written = bosun_plugins::scaffold(&dir, name, TEMPLATES)?;
+    // bosun-sdk is not on crates.io yet: point the new crate at this build's SDK when it exists.
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    if let Ok(sdk) = sdk.canonicalize() {
+        let manifest = dir.join("Cargo.toml");
+        let mut text = std::fs::read_to_string(&manifest)
+            .with_context(|| format!("reading {}", manifest.display()))?;
+        text.push_str(&format!(
+            "\n[patch.crates-io]\nbosun-sdk = {{ path = {:?} }}\n",
+            sdk.display().to_string()
+        ));
+        std::fs::write(&manifest, text)
+            .with_context(|| format!("writing {}", manifest.display()))?;
+    }
+    for file in &written {
+        println!("created {}", file.display());
+    }
+    println!(
+        "build it: (cd {} && cargo build --target wasm32-wasip2 --release)",
+        dir.display()
+    );
+    Ok(exit::OK)
+}

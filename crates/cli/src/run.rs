@@ -1,0 +1,589 @@
+//! `bosun run`, `bosun sessions list`, `bosun models list` and the hidden
+//! `bosun demo-model serve`: load configuration, build the chokepoint and the model, hand them
+//! to the agent's run loop, store the session and print. No decision is made here.
+//!
+//! `bosun run` exit codes:
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | 0 | the model finished its answer (tool errors along the way do not count: the model saw them and carried on) |
+//! | 2 | usage or configuration error, no model configured, a session that cannot be resumed |
+//! | 5 | a budget ran out (`[agent] max_steps` or `max_tool_calls`); the session is saved and can be resumed |
+//! | 6 | the model provider failed (unreachable, refused the key, broke the stream) after its retries |
+//! | 130 | cancelled with Ctrl-C; the session is saved and can be resumed |
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, anyhow, bail};
+use bosun_agent::approval::{
+    ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
+};
+use bosun_agent::config::bosun_home;
+use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver};
+use bosun_agent::scripted::{Script, ScriptedModel};
+use bosun_agent::session_store::SessionStore;
+use bosun_agent::trace::{self, Observer, Trace};
+use bosun_agent::{Chokepoint, Session, Tool, builtin, plugin_host};
+use bosun_core::{Envelope, Event};
+use bosun_models::{KeyStatus, ModelsConfig, process_env};
+use bosun_policy::Policy;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::{Env, load, print_json};
+use crate::exit;
+
+/// Exit code: a budget ran out.
+pub const LIMIT_REACHED: u8 = 5;
+/// Exit code: the model provider failed.
+pub const MODEL_ERROR: u8 = 6;
+/// Exit code: cancelled (128 + SIGINT, as shells report it).
+pub const CANCELLED: u8 = 130;
+
+/// A whole model entry in one line of TOML, for the "no model" hint.
+const MODEL_LINE: &str = r#"models.local = { provider = "openai-chat", base_url = "http://127.0.0.1:11434/v1", model = "qwen3:8b" }"#;
+/// Largest task read from stdin.
+const MAX_TASK_BYTES: u64 = 1024 * 1024;
+/// Largest scripted-model script.
+const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// What a session here runs with: the policy, every tool (built-ins and enabled plugins' tools
+/// that policy does not deny outright) and the plugins' prompt contributions as
+/// `(local_name, text)`. Reads plugin metadata only; no plugin code runs until a call.
+pub(crate) struct Host {
+    pub policy: Arc<Policy>,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub prompts: Vec<(String, String)>,
+}
+
+/// Builds the [`Host`] for `env`. `tools call` needs the same, minus the prompts.
+pub(crate) fn host(env: &Env) -> Result<Host> {
+    let trust = crate::plugins::trust_store(&env.config)?;
+    let catalog = crate::plugins::catalog(env, &trust);
+    for warning in catalog.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let mut tools = builtin::tools();
+    let prompts = catalog
+        .enabled()
+        .filter_map(|entry| {
+            let prompt = entry.manifest.as_ref()?.prompt.as_ref()?;
+            Some((entry.local_name.clone(), prompt.clone()))
+        })
+        .collect();
+    let policy = Arc::new(
+        env.config
+            .policy(crate::commands::known_risks_in(&catalog))?,
+    );
+    if catalog.enabled().next().is_some() {
+        let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
+            cache_dir: Some(env.config.home.join("cache")),
+            ..Default::default()
+        })?;
+        let (plugin_tools, _) =
+            plugin_host::plugin_tools(catalog.enabled(), &sandbox, &policy, env.workspace.root());
+        tools.extend(plugin_tools);
+    }
+    Ok(Host {
+        policy,
+        tools,
+        prompts,
+    })
+}
+
+/// Who answers approvals: `--yes` approves what policy asks about (never what it denies), a
+/// terminal asks the person, and otherwise nobody can and the call is refused.
+pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
+    if yes {
+        Arc::new(AutoApprove)
+    } else if let Some(terminal) = TerminalBroker::open() {
+        Arc::new(terminal)
+    } else {
+        Arc::new(NonInteractive)
+    }
+}
+
+fn config_path(env: &Env) -> String {
+    env.config.home.join("config.toml").display().to_string()
+}
+
+fn no_model_message(env: &Env) -> String {
+    format!(
+        "no model configured: add one line to {}, for example (Ollama on this machine):\n  {MODEL_LINE}\nor see `bosun models list`",
+        config_path(env)
+    )
+}
+
+/// The model entry to use: `--model`, else the resumed session's, else `default_model`, else
+/// the only entry there is.
+fn choose_model(
+    env: &Env,
+    models: &ModelsConfig,
+    asked: Option<&str>,
+    session_model: Option<&str>,
+) -> Result<String> {
+    if let Some(name) = asked {
+        return Ok(name.to_owned());
+    }
+    if let Some(name) = session_model {
+        if models.models.contains_key(name) {
+            return Ok(name.to_owned());
+        }
+        bail!(
+            "the session used the model `{name}`, which is no longer in {}; pass --model NAME to continue with another",
+            config_path(env)
+        );
+    }
+    if let Some(name) = &models.default_model {
+        return Ok(name.clone());
+    }
+    let mut names = models.models.keys();
+    match (names.next(), names.next()) {
+        (None, _) => bail!("{}", no_model_message(env)),
+        (Some(only), None) => Ok(only.clone()),
+        (Some(_), Some(_)) => bail!(
+            "several models are configured ({}) and none is the default: pass --model NAME or add default_model = \"NAME\" at the top of {}",
+            models.models.keys().cloned().collect::<Vec<_>>().join(", "),
+            config_path(env)
+        ),
+    }
+}
+
+fn read_task(task: Option<&str>) -> Result<String> {
+    let task = match task {
+        Some(task) if task != "-" => task.to_owned(),
+        None if std::io::stdin().is_terminal() => bail!(
+            "bosun run needs a task: bosun run \"describe what you want done\" (or pipe it on stdin)"
+        ),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .take(MAX_TASK_BYTES + 1)
+                .read_to_string(&mut text)
+                .context("reading the task from stdin")?;
+            if text.len() as u64 > MAX_TASK_BYTES {
+                bail!(
+                    "the task on stdin is over {} MiB; put large material in a file and name it in the task",
+                    MAX_TASK_BYTES >> 20
+                );
+            }
+            text
+        }
+    };
+    if task.trim().is_empty() {
+        bail!("the task is empty: say what you want done");
+    }
+    Ok(task)
+}
+
+/// The person's view on stderr: the model's text as it streams and a line per tool call.
+#[derive(Default)]
+struct Terminal {
+    /// Whether the cursor is at the start of a line.
+    mid_line: Mutex<bool>,
+}
+
+impl Terminal {
+    fn line(&self, text: &str) {
+        let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
+        let mut err = std::io::stderr().lock();
+        if *mid_line {
+            let _ = writeln!(err);
+        }
+        let _ = writeln!(err, "{text}");
+        *mid_line = false;
+    }
+
+    /// Ends the streamed text's last line, if it is open.
+    fn end_line(&self) {
+        let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
+        if *mid_line {
+            let _ = writeln!(std::io::stderr().lock());
+        }
+        *mid_line = false;
+    }
+}
+
+impl RunObserver for Terminal {
+    fn on_event(&self, event: &RunEvent) {
+        match event {
+            RunEvent::TextDelta { text, .. } => {
+                let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "{}", sanitize_for_terminal_keep_newlines(text));
+                let _ = err.flush();
+                *mid_line = !text.ends_with('\n');
+            }
+            RunEvent::Elided { tool, bytes, .. } => self.line(&format!(
+                "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
+            )),
+            _ => {}
+        }
+    }
+}
+
+impl Observer for Terminal {
+    fn observe(&self, envelope: &Envelope) {
+        match &envelope.event {
+            Event::ToolProposed { tool, input, .. } => {
+                let input = input.to_string();
+                let shown: String = input.chars().take(120).collect();
+                let more = if shown.len() < input.len() { "…" } else { "" };
+                self.line(&format!(
+                    "→ {} {}{more}",
+                    sanitize_for_terminal(tool),
+                    sanitize_for_terminal(&shown)
+                ));
+            }
+            Event::ToolFailed { error, .. } => self.line(&format!(
+                "  ✗ {}: {}",
+                error.code,
+                sanitize_for_terminal(&error.message)
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// Model text may hold escape sequences; keep its line breaks and tabs, escape the rest.
+fn sanitize_for_terminal_keep_newlines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!(
+                "{}\n",
+                body.split('\t')
+                    .map(sanitize_for_terminal)
+                    .collect::<Vec<_>>()
+                    .join("\t")
+            ),
+            None => line
+                .split('\t')
+                .map(sanitize_for_terminal)
+                .collect::<Vec<_>>()
+                .join("\t"),
+        })
+        .collect()
+}
+
+/// `--json`: each trace envelope as one line on stdout, as it happens.
+struct JsonLines;
+
+impl Observer for JsonLines {
+    fn observe(&self, envelope: &Envelope) {
+        if let Ok(line) = serde_json::to_string(envelope) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+}
+
+/// `bosun run [TASK] [--model NAME] [--resume ID] [--json] [--yes]`.
+///
+/// Runs the task with the configured model (`--model`, else the resumed session's, else
+/// `default_model`, else the only model configured), every tool call through the chokepoint, and
+/// stores the conversation in `$BOSUN_HOME/sessions/<id>.json`. `TASK` of `-` (or none, with
+/// stdin not a terminal) reads the task from stdin.
+///
+/// Output: the model's text streams to stderr as it comes, with a line per tool call (`→ tool
+/// input`, and `✗ code: message` when it fails); the final answer goes to stdout — unless stdout
+/// and stderr are the same terminal, where it was just shown. Then the session and trace ids on
+/// stderr. With `--json`, stdout is JSON lines instead: every trace envelope as it happens, then
+/// one `{"type": "run.result", …}` object with the outcome, exit code, final text, session and
+/// run ids, steps, tool calls and token usage.
+///
+/// Exit codes: see the module docs (0, 2, 5, 6, 130). The first Ctrl-C cancels the run (the
+/// running tool sees `cancelled`, the session is saved); a second exits at once with 130.
+pub fn run(
+    task: Option<&str>,
+    model: Option<&str>,
+    resume: Option<&str>,
+    json: bool,
+    yes: bool,
+) -> Result<u8> {
+    let task = read_task(task)?;
+    let env = load()?;
+    let store = SessionStore::in_home(&env.config.home);
+    let mut stored = match resume {
+        Some(which) => {
+            let stored = store.load(which)?;
+            stored.check_workspace(env.workspace.root())?;
+            Some(stored)
+        }
+        None => None,
+    };
+    let models = env.config.user.models_config();
+    let name = choose_model(
+        &env,
+        &models,
+        model,
+        stored.as_ref().map(|s| s.model.as_str()),
+    )?;
+    let configured = models
+        .open(&name, process_env)
+        .with_context(|| format!("opening the model `{name}` from {}", config_path(&env)))?;
+    let mut stored = match stored.take() {
+        Some(mut stored) => {
+            name.clone_into(&mut stored.model);
+            stored
+        }
+        None => store.create(&name, env.workspace.root()),
+    };
+
+    let host = host(&env)?;
+    let chokepoint = Chokepoint::builder(host.policy.clone(), env.workspace.clone())
+        .tools(host.tools)
+        .broker(broker(yes))
+        .limits(env.config.user.limits)
+        .env(env.config.scrubbed_env())
+        .build()
+        .map_err(|e| anyhow!("{e}"))?;
+    let (prompt, warnings) =
+        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &host.prompts);
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+
+    let run_id = trace::new_run_id();
+    let terminal = Arc::new(Terminal::default());
+    let observer: Arc<dyn Observer> = if json {
+        Arc::new(JsonLines)
+    } else {
+        terminal.clone()
+    };
+    let trace = Trace::create(
+        &env.config.runs_dir(),
+        run_id.clone(),
+        None,
+        Arc::new(env.config.redactor()),
+    )?
+    .observe(observer);
+    let budgets = Budgets {
+        max_steps: env.config.user.agent.max_steps,
+        max_tool_calls: env.config.user.agent.max_tool_calls,
+    };
+    let mut builder = Agent::builder(
+        configured.provider.clone(),
+        configured.model.clone(),
+        Arc::new(chokepoint),
+    )
+    .system_prompt(prompt)
+    .budgets(budgets)
+    .context(ContextBudget {
+        context_window: configured.context_window,
+        max_output_tokens: configured.max_output_tokens,
+    })
+    .command(match resume {
+        Some(_) => format!("run --resume {}", stored.id),
+        None => "run".to_owned(),
+    });
+    if !json {
+        builder = builder.observer(terminal.clone());
+    }
+    let agent = builder.build();
+
+    // Grants live in this in-memory session only; nothing of it is stored.
+    let session = Arc::new(Session::new(stored.id.clone()));
+    let cancel = CancellationToken::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let conversation = std::mem::take(&mut stored.messages);
+    let report = runtime.block_on(async {
+        let first = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            eprintln!("\nbosun: cancelling the run; press Ctrl-C again to exit at once");
+            first.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(CANCELLED));
+            }
+        });
+        agent
+            .run(conversation, &task, &session, &trace, &cancel)
+            .await
+    });
+    if let Err(e) = trace.finish() {
+        eprintln!("warning: {e}");
+    }
+    stored.messages = report.messages.clone();
+    stored.run_ids.push(run_id.clone());
+    let saved = match store.save(&mut stored) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("warning: {e}");
+            false
+        }
+    };
+
+    let (code, error) = match &report.end {
+        RunEnd::Completed => (exit::OK, None),
+        RunEnd::LimitReached { budget, limit } => (
+            LIMIT_REACHED,
+            Some(format!(
+                "the run used its budget of {limit} {budget}; continue with `bosun run --resume {} \"continue\"` or raise [agent] {} in {}",
+                stored.id,
+                match budget {
+                    bosun_agent::run::Budget::Steps => "max_steps",
+                    bosun_agent::run::Budget::ToolCalls => "max_tool_calls",
+                },
+                config_path(&env)
+            )),
+        ),
+        RunEnd::Cancelled => (
+            CANCELLED,
+            Some(format!(
+                "cancelled; continue with `bosun run --resume {} \"…\"`",
+                stored.id
+            )),
+        ),
+        RunEnd::ModelFailed(e) => (MODEL_ERROR, Some(format!("model `{name}`: {e}"))),
+    };
+    if json {
+        let outcome = serde_json::to_value(report.end.trace_outcome())?;
+        let result = json!({
+            "type": "run.result",
+            "outcome": outcome,
+            "exit_code": code,
+            "error": error,
+            "text": report.text,
+            "run_id": run_id,
+            "session_id": saved.then_some(&stored.id),
+            "model": name,
+            "steps": report.steps,
+            "tool_calls": report.tool_calls,
+            "usage": report.usage,
+        });
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{result}")?;
+        if let Some(error) = &error {
+            eprintln!("bosun: {error}");
+        }
+    } else {
+        let stdout = std::io::stdout();
+        let shown = stdout.is_terminal() && std::io::stderr().is_terminal();
+        terminal.end_line();
+        if report.end == RunEnd::Completed && !shown {
+            let mut out = stdout.lock();
+            writeln!(out, "{}", report.text.trim_end())?;
+            out.flush()?;
+        }
+        if let Some(error) = &error {
+            eprintln!("bosun: {error}");
+        }
+        if saved {
+            eprintln!("session {}  trace: bosun inspect {run_id}", stored.id);
+        }
+    }
+    Ok(code)
+}
+
+/// `bosun sessions list [--json]`: stored sessions, most recently used first.
+pub fn sessions_list(json: bool) -> Result<u8> {
+    let store = SessionStore::in_home(&bosun_home()?);
+    let (sessions, warnings) = store.list()?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    if json {
+        print_json(&sessions)?;
+    } else if sessions.is_empty() {
+        println!(
+            "no sessions yet in {}; `bosun run \"…\"` starts one",
+            store.dir().display()
+        );
+    } else {
+        for s in &sessions {
+            println!(
+                "{}  {}  {:<12} {:>4} msgs  {}",
+                s.id,
+                s.updated_at.format("%Y-%m-%d %H:%M"),
+                sanitize_for_terminal(&s.model),
+                s.messages,
+                sanitize_for_terminal(&s.title)
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `bosun models list [--json]`: configured models and whether each one's key is set. Never
+/// prints a key.
+pub fn models_list(json: bool) -> Result<u8> {
+    let env = load()?;
+    let listing = env.config.user.models_config().list(process_env);
+    if json {
+        print_json(&listing)?;
+    } else if listing.is_empty() {
+        println!("{}", no_model_message(&env));
+    } else {
+        for m in &listing {
+            let key = match (m.key, &m.api_key_env) {
+                (KeyStatus::NotNeeded, _) => "no key".to_owned(),
+                (KeyStatus::Present, Some(var)) => format!("key in {var}"),
+                (KeyStatus::Missing, Some(var)) => format!("key MISSING: set {var}"),
+                (_, None) => "no key".to_owned(),
+            };
+            println!(
+                "{} {:<12} {:<16} {:<24} {}  ({key})",
+                if m.is_default { "*" } else { " " },
+                m.name,
+                m.provider.as_str(),
+                m.model,
+                m.base_url
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `bosun demo-model serve SCRIPT [--port PORT]` (hidden): serves a scripted model — **not a
+/// real model** — on `127.0.0.1:PORT` (0: any free port) until Ctrl-C. Prints the base URL to
+/// configure (`http://127.0.0.1:PORT/v1`) as the first line of stdout, and a banner saying what
+/// it is on stderr. For the README's demo and for trying Bosun without an API key.
+pub fn demo_model_serve(script: &Path, port: u16) -> Result<u8> {
+    let file = std::fs::File::open(script)
+        .with_context(|| format!("opening the script {}", script.display()))?;
+    let mut text = String::new();
+    file.take(MAX_SCRIPT_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading the script {}", script.display()))?;
+    if text.len() as u64 > MAX_SCRIPT_BYTES {
+        bail!(
+            "the script {} is over {} MiB",
+            script.display(),
+            MAX_SCRIPT_BYTES >> 20
+        );
+    }
+    let parsed = Script::from_json(&text).map_err(|e| anyhow!("{}: {e}", script.display()))?;
+    let steps = parsed.steps.len();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let server = ScriptedModel::serve_on(parsed, port)
+            .await
+            .with_context(|| format!("listening on 127.0.0.1:{port}"))?;
+        eprintln!(
+            "bosun: serving a SCRIPTED model (not a real model: it replays the {steps} steps of {}) at {}; Ctrl-C stops it",
+            script.display(),
+            server.base_url()
+        );
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", server.base_url())?;
+            out.flush()?;
+        }
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
+        drop(server);
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(exit::OK)
+}

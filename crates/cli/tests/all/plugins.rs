@@ -1,0 +1,291 @@
+//! Native plugins end to end through the `bosun` binary: enable, trust, list and call — real
+//! components built from `examples/plugins` and `tests/programs`, real wasmtime.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use super::{Env, code, json, stderr};
+
+fn install(env: &Env, dir: &str, wasm: &str) {
+    let target = env.home().join("plugins").join(dir);
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(wasm, target.join("plugin.wasm")).unwrap();
+}
+
+fn install_project(env: &Env, dir: &str, wasm: &str) {
+    let target = env.ws().join(".bosun/plugins").join(dir);
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(wasm, target.join("plugin.wasm")).unwrap();
+}
+
+fn enable(env: &Env, name: &str, path: &str) {
+    let out = env.bosun(&["plugins", "enable", name, "--path", path, "--yes"]);
+    assert_eq!(code(&out), 0, "enable {name}: {}", stderr(&out));
+}
+
+fn call(env: &Env, tool: &str, input: &str) -> (i32, Value) {
+    let out = env.bosun(&["tools", "call", tool, input, "--json", "--yes"]);
+    (code(&out), json(&out))
+}
+
+fn list(env: &Env) -> Vec<Value> {
+    let out = env.bosun(&["plugins", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)["plugins"].as_array().unwrap().clone()
+}
+
+fn state_of(env: &Env, name: &str) -> String {
+    let entry = list(env)
+        .into_iter()
+        .find(|p| p["local_name"] == name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    entry["state"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn tools_call_reaches_every_example_plugin() {
+    let env = Env::new();
+    install(&env, "hello", bosun_test_programs::HELLO);
+    install(&env, "fs-stats", bosun_test_programs::FS_STATS);
+    install(&env, "todos", bosun_test_programs::TODOS);
+    enable(&env, "hi", "hello");
+    enable(&env, "stats", "fs-stats");
+    enable(&env, "todos", "todos");
+
+    let (rc, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(
+        (rc, &out["output"]),
+        (0, &serde_json::json!({"message": "Hello, Ada!"})),
+        "{out}"
+    );
+
+    let (rc, out) = call(&env, "fs_stats", r#"{"path": "src"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out["output"].to_string().contains("rs"), "{out}");
+
+    let (rc, out) = call(&env, "todo_add", r#"{"content": "write the guide"}"#);
+    assert_eq!(rc, 0, "{out}");
+
+    // The policy action uses the local name the user chose.
+    let inspect = env.bosun(&["inspect", "last", "--json"]);
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains("plugin.todos.tool.todo_add"));
+    let first = env
+        .runs()
+        .into_iter()
+        .find(|r| std::fs::read_to_string(r).unwrap().contains("greet"))
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(first)
+            .unwrap()
+            .contains("plugin.hi.tool.greet")
+    );
+}
+
+/// A loopback HTTP server answering every request with `body`; returns its port.
+fn serve(body: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn web_fetch_reaches_only_a_named_loopback_address() {
+    let env = Env::new();
+    install(&env, "web-tools", bosun_test_programs::WEB_TOOLS);
+    enable(&env, "web", "web-tools");
+    let port = serve("<html><body><h1>Bosun</h1><p>Hello from loopback.</p></body></html>");
+    let input = format!(r#"{{"url": "http://127.0.0.1:{port}/page"}}"#);
+
+    // Allowed by policy for every host, but loopback is inside: refused unless a rule names it.
+    let config = env.home().join("config.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{base}\n[[policy.rules]]\naction = \"net.http\"\nhost = \"*\"\ndecision = \"allow\"\n"
+        ),
+    )
+    .unwrap();
+    let (rc, out) = call(&env, "web_fetch", &input);
+    assert_ne!(rc, 0, "loopback reached through a glob rule: {out}");
+
+    std::fs::write(&config, format!("{base}\n[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n")).unwrap();
+    let (rc, out) = call(&env, "web_fetch", &input);
+    assert_eq!(rc, 0, "{out}");
+    assert!(
+        out["output"].to_string().contains("Hello from loopback."),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_denied_capability_keeps_the_tool_out_of_the_session() {
+    let env = Env::new();
+    install(&env, "fs-stats", bosun_test_programs::FS_STATS);
+    enable(&env, "stats", "fs-stats");
+    let config = env.home().join("config.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{base}\n[[policy.rules]]\naction = \"fs.read\"\ndecision = \"deny\"\n"),
+    )
+    .unwrap();
+    let out = env.bosun(&["tools", "list", "--json"]);
+    let names: Vec<String> = json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!names.contains(&"fs_stats".to_owned()), "{names:?}");
+    let (_, out) = call(&env, "fs_stats", "{}");
+    assert_eq!(out["error"]["code"], "unknown_tool");
+}
+
+#[test]
+fn a_plugin_changed_after_trust_is_not_loaded() {
+    let env = Env::new();
+    install(&env, "hello", bosun_test_programs::HELLO);
+    enable(&env, "hi", "hello");
+    assert_eq!(state_of(&env, "hi"), "enabled");
+    // Swap in other code under the same name.
+    install(&env, "hello", bosun_test_programs::TODOS);
+    assert_eq!(state_of(&env, "hi"), "changed");
+    let (_, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(out["error"]["code"], "unknown_tool");
+    let (_, out) = call(&env, "todo_list", "{}");
+    assert_eq!(
+        out["error"]["code"], "unknown_tool",
+        "changed code must not run before a new review"
+    );
+    // A new review loads it.
+    assert_eq!(code(&env.bosun(&["plugins", "trust", "hi", "--yes"])), 0);
+    assert_eq!(call(&env, "todo_list", "{}").0, 0);
+}
+
+#[test]
+fn project_plugins_wait_for_trust_and_trust_needs_a_person() {
+    let env = Env::new();
+    install_project(&env, "greeter", bosun_test_programs::HELLO);
+    assert_eq!(state_of(&env, "greeter"), "untrusted");
+    assert_eq!(
+        call(&env, "greet", r#"{"name": "x"}"#).1["error"]["code"],
+        "unknown_tool"
+    );
+    // Without a terminal and without --yes, nothing is recorded.
+    let out = env.bosun(&["plugins", "trust"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(!env.home().join("trust.toml").exists());
+    assert_eq!(code(&env.bosun(&["plugins", "trust", "--yes"])), 0);
+    assert_eq!(state_of(&env, "greeter"), "enabled");
+    assert_eq!(call(&env, "greet", r#"{"name": "x"}"#).0, 0);
+    // Untrusting stops it again.
+    assert_eq!(code(&env.bosun(&["plugins", "untrust", "greeter"])), 0);
+    assert_eq!(
+        call(&env, "greet", r#"{"name": "x"}"#).1["error"]["code"],
+        "unknown_tool"
+    );
+}
+
+#[test]
+fn invalid_plugins_are_listed_with_the_reason_and_never_offered() {
+    let env = Env::new();
+    for (dir, wasm) in [
+        ("shadow", bosun_test_programs::SHADOW_BUILTIN),
+        ("oversize", bosun_test_programs::OVERSIZE_SCHEMA),
+        ("zero-width", bosun_test_programs::ZERO_WIDTH_DESCRIPTION),
+        ("no-metadata", bosun_test_programs::NO_METADATA),
+    ] {
+        install_project(&env, dir, wasm);
+    }
+    install_project(&env, "greeter", bosun_test_programs::HELLO);
+    let out = env.bosun(&["plugins", "trust", "greeter", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let entries = list(&env);
+    for dir in ["shadow", "oversize", "zero-width", "no-metadata"] {
+        let entry = entries.iter().find(|e| e["local_name"] == dir).unwrap();
+        assert_eq!(entry["state"], "invalid", "{dir}: {entry}");
+        assert!(
+            entry["reason"].as_str().is_some_and(|r| !r.is_empty()),
+            "{dir}: {entry}"
+        );
+    }
+    let text = String::from_utf8_lossy(&env.bosun(&["plugins", "list"]).stdout).into_owned();
+    assert!(
+        text.contains("read_file"),
+        "the shadowing is named:\n{text}"
+    );
+    // The built-in still answers, and the good plugin still works.
+    assert_eq!(call(&env, "read_file", r#"{"path": "src/lib.rs"}"#).0, 0);
+    assert_eq!(call(&env, "greet", r#"{"name": "x"}"#).0, 0);
+}
+
+#[test]
+fn a_plugin_past_its_deadline_is_stopped_and_named() {
+    let env = Env::new();
+    install(&env, "spin", bosun_test_programs::SPIN_FOREVER);
+    enable(&env, "spin", "spin");
+    let config = env.home().join("config.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[plugins.spin]", "[plugins.spin]\ntimeout_ms = 300");
+    std::fs::write(&config, text).unwrap();
+    let started = std::time::Instant::now();
+    let (rc, out) = call(&env, "spin", "{}");
+    assert_eq!(rc, 1);
+    assert_eq!(out["error"]["code"], "timed_out", "{out}");
+    assert!(
+        out["error"]["message"].as_str().unwrap().contains("spin"),
+        "{out}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn plugins_new_scaffolds_a_crate() {
+    let env = Env::new();
+    let dir = env.dir.path().join("my-plugin");
+    let out = env.bosun(&[
+        "plugins",
+        "new",
+        "my-plugin",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for file in ["Cargo.toml", "build.rs", "src/lib.rs", "src/spec.rs"] {
+        assert!(Path::new(&dir).join(file).exists(), "{file}");
+    }
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("name = \"my-plugin\"") && manifest.contains("[patch.crates-io]"),
+        "{manifest}"
+    );
+    // Never over an existing directory.
+    assert_ne!(
+        code(&env.bosun(&[
+            "plugins",
+            "new",
+            "my-plugin",
+            "--dir",
+            dir.to_str().unwrap()
+        ])),
+        0
+    );
+}

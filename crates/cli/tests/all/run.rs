@@ -1,0 +1,162 @@
+//! `bosun run`, `bosun sessions list` and `bosun models list` against a scripted model served on
+//! loopback by this test process: real HTTP and SSE between the `bosun` binary and the server.
+
+use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::{Env, code, json, stderr};
+
+/// A runtime that keeps serving while the test thread waits on the `bosun` process.
+fn serve(steps: impl IntoIterator<Item = Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(ScriptedModel::serve(Script::new(steps)))
+        .unwrap();
+    (runtime, server)
+}
+
+fn model_config(server: &ScriptedServer, extra: &str) -> String {
+    format!(
+        "default_model = \"scripted\"\n{extra}\n[models.scripted]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n",
+        server.base_url()
+    )
+}
+
+fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn run_answers_on_stdout_and_a_session_resumes() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call("read_file", json!({"path": "src/lib.rs"})),
+        Step::text("answer() returns 42."),
+        Step::text("Still 42."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+
+    let out = env.bosun(&["run", "What does answer() return?"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "answer() returns 42.\n"
+    );
+    assert!(
+        stderr(&out).contains("→ read_file {\"path\":\"src/lib.rs\"}"),
+        "{}",
+        stderr(&out)
+    );
+
+    let listed = env.bosun(&["sessions", "list", "--json"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let sessions = json(&listed);
+    assert_eq!(sessions.as_array().unwrap().len(), 1);
+    let id = sessions[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sessions[0]["title"], "What does answer() return?");
+    assert_eq!(sessions[0]["model"], "scripted");
+
+    let out = env.bosun(&["run", "--resume", &id, "--json", "And now?"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines = json_lines(&out.stdout);
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|l| {
+            l["event"]["type"]
+                .as_str()
+                .or_else(|| l["type"].as_str())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(types, ["run.started", "run.finished", "run.result"]);
+    let result = lines.last().unwrap();
+    assert_eq!(result["outcome"], "completed");
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["text"], "Still 42.");
+    assert_eq!(result["session_id"], id.as_str());
+
+    // The resumed request carried the first turn.
+    let third = &server.requests()[2];
+    let contents: Vec<&str> = third["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(contents.contains(&"What does answer() return?"));
+    assert!(contents.contains(&"answer() returns 42."));
+    assert_eq!(contents.last(), Some(&"And now?"));
+    assert_eq!(env.runs().len(), 2);
+}
+
+#[test]
+fn run_without_a_model_says_how_to_add_one() {
+    let env = Env::new();
+    let out = env.bosun(&["run", "Do something."]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(err.contains("no model configured"), "{err}");
+    assert!(
+        err.contains(r#"models.local = { provider = "openai-chat", base_url = "http://127.0.0.1:11434/v1", model = "qwen3:8b" }"#),
+        "{err}"
+    );
+    assert!(env.runs().is_empty());
+}
+
+#[test]
+fn run_exit_codes_for_budgets_and_provider_errors() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call("read_file", json!({"path": "src/lib.rs"})),
+        Step::text("never reached"),
+    ]);
+    env.user_config(&model_config(&server, "[agent]\nmax_steps = 1\n"));
+    let out = env.bosun(&["run", "Read."]);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("budget of 1 model steps"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A server that refuses every request (the script is empty): a provider error.
+    let (_runtime2, empty) = serve([]);
+    env.user_config(&model_config(&empty, ""));
+    let out = env.bosun(&["run", "--json", "Anything."]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    let result = json_lines(&out.stdout).pop().unwrap();
+    assert_eq!(result["outcome"], "failed");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("script is exhausted"),
+        "{result}"
+    );
+}
+
+#[test]
+fn models_list_shows_entries_and_never_a_key() {
+    let env = Env::new();
+    env.user_config(
+        "default_model = \"cloud\"\n[models.cloud]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\napi_key_env = \"BOSUN_TEST_KEY\"\n",
+    );
+    let out = env.bosun_with_env(
+        &["models", "list", "--json"],
+        &[("BOSUN_TEST_KEY", "sk-ant-do-not-print")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = json(&out);
+    assert_eq!(listed[0]["name"], "cloud");
+    assert_eq!(listed[0]["key"], "present");
+    assert_eq!(listed[0]["is_default"], true);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-ant-do-not-print"));
+}
