@@ -289,3 +289,29 @@ fn plugins_new_scaffolds_a_crate() {
         0
     );
 }
+
+#[test]
+fn web_search_uses_the_configured_endpoint() {
+    let env = Env::new();
+    install(&env, "web-tools", bosun_test_programs::WEB_TOOLS);
+    enable(&env, "web", "web-tools");
+    let port = serve(
+        r#"{"results": [{"title": "Bosun docs", "url": "https://example.com/bosun", "content": "An agent host."}]}"#,
+    );
+    let config = env.home().join("config.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{base}\n[plugins.web.config]\nsearch_endpoint = \"http://127.0.0.1:{port}/search\"\n\n\
+             [[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n"
+        ),
+    )
+    .unwrap();
+    let (rc, out) = call(&env, "web_search", r#"{"query": "bosun agent"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out["output"].to_string().contains("Bosun docs"), "{out}");
+    // The endpoint's host was judged by policy as a capability of the call.
+    let trace = std::fs::read_to_string(env.runs().last().unwrap()).unwrap();
+    assert!(trace.contains("net.http"), "{trace}");
+}
