@@ -493,7 +493,16 @@ impl Agent {
         &self.tools
     }
 
-    fn emit(&self, event: RunEvent) {
+    /// Tells the observer, and records every event but text deltas in the trace.
+    fn emit(&self, trace: &Trace, event: RunEvent) {
+        if let Some(recorded) = trace_event(&event) {
+            trace.record(recorded);
+        }
+        self.emit_text(event);
+    }
+
+    /// Tells the observer only (text deltas: the whole text is in the conversation).
+    fn emit_text(&self, event: RunEvent) {
         if let Some(observer) = &self.observer {
             observer.on_event(&event);
         }
@@ -515,9 +524,12 @@ impl Agent {
             workspace: self.chokepoint.workspace().root().display().to_string(),
             mode: self.chokepoint.policy().mode().to_string(),
         });
-        self.emit(RunEvent::PromptAssembled {
-            sources: self.system_prompt.sources.clone(),
-        });
+        self.emit(
+            trace,
+            RunEvent::PromptAssembled {
+                sources: self.system_prompt.sources.clone(),
+            },
+        );
         let mut report = RunReport {
             end: RunEnd::Completed,
             text: String::new(),
@@ -547,7 +559,7 @@ impl Agent {
                 return RunEnd::Cancelled;
             }
             if report.steps >= self.budgets.max_steps {
-                return self.exhausted(Budget::Steps, self.budgets.max_steps);
+                return self.exhausted(trace, Budget::Steps, self.budgets.max_steps);
             }
             report.steps += 1;
             let step = report.steps;
@@ -557,11 +569,14 @@ impl Agent {
                 &self.tools,
                 &mut report.messages,
             ) {
-                self.emit(RunEvent::Elided {
-                    call_id: elision.call_id,
-                    tool: elision.tool,
-                    bytes: elision.bytes,
-                });
+                self.emit(
+                    trace,
+                    RunEvent::Elided {
+                        call_id: elision.call_id,
+                        tool: elision.tool,
+                        bytes: elision.bytes,
+                    },
+                );
             }
             let request = ModelRequest {
                 model: self.model.clone(),
@@ -570,24 +585,30 @@ impl Agent {
                 tools: self.tools.clone(),
                 max_output_tokens: self.context.max_output_tokens,
             };
-            self.emit(RunEvent::ModelStarted {
-                step,
-                model: self.model.clone(),
-                messages: request.messages.len(),
-                estimated_input_tokens: estimate_tokens(
-                    &self.system_prompt.text,
-                    &self.tools,
-                    &request.messages,
-                ),
-            });
+            self.emit(
+                trace,
+                RunEvent::ModelStarted {
+                    step,
+                    model: self.model.clone(),
+                    messages: request.messages.len(),
+                    estimated_input_tokens: estimate_tokens(
+                        &self.system_prompt.text,
+                        &self.tools,
+                        &request.messages,
+                    ),
+                },
+            );
             let answer = match self.model_step(step, &request, cancel).await {
                 StepEnd::Answer(answer) => answer,
                 StepEnd::Cancelled => return RunEnd::Cancelled,
                 StepEnd::Failed(error) => {
-                    self.emit(RunEvent::ModelFailed {
-                        step,
-                        error: error.to_string(),
-                    });
+                    self.emit(
+                        trace,
+                        RunEvent::ModelFailed {
+                            step,
+                            error: error.to_string(),
+                        },
+                    );
                     return RunEnd::ModelFailed(error);
                 }
             };
@@ -595,12 +616,15 @@ impl Agent {
                 add_usage(&mut report.usage, usage);
             }
             let calls: Vec<bosun_models::ToolCall> = answer.tool_calls().cloned().collect();
-            self.emit(RunEvent::ModelCompleted {
-                step,
-                finish: answer.finish.clone(),
-                usage: answer.usage,
-                tool_calls: calls.len(),
-            });
+            self.emit(
+                trace,
+                RunEvent::ModelCompleted {
+                    step,
+                    finish: answer.finish.clone(),
+                    usage: answer.usage,
+                    tool_calls: calls.len(),
+                },
+            );
             report.text = answer.text();
             report.messages.push(answer.into_message());
             if calls.is_empty() {
@@ -660,13 +684,13 @@ impl Agent {
                 return RunEnd::Cancelled;
             }
             if over_budget {
-                return self.exhausted(Budget::ToolCalls, self.budgets.max_tool_calls);
+                return self.exhausted(trace, Budget::ToolCalls, self.budgets.max_tool_calls);
             }
         }
     }
 
-    fn exhausted(&self, budget: Budget, limit: u32) -> RunEnd {
-        self.emit(RunEvent::BudgetExhausted { budget, limit });
+    fn exhausted(&self, trace: &Trace, budget: Budget, limit: u32) -> RunEnd {
+        self.emit(trace, RunEvent::BudgetExhausted { budget, limit });
         RunEnd::LimitReached { budget, limit }
     }
 
@@ -700,7 +724,7 @@ impl Agent {
                 None => break,
                 Some(Ok(event)) => {
                     if let ModelEvent::TextDelta(text) = &event {
-                        self.emit(RunEvent::TextDelta {
+                        self.emit_text(RunEvent::TextDelta {
                             step,
                             text: text.clone(),
                         });
@@ -724,6 +748,81 @@ fn add_usage(total: &mut Usage, usage: Usage) {
     if let Some(reasoning) = usage.reasoning_tokens {
         *total.reasoning_tokens.get_or_insert(0) += reasoning;
     }
+}
+
+/// The trace's form of a run event; `None` for text deltas, which the conversation keeps whole.
+fn trace_event(event: &RunEvent) -> Option<Event> {
+    Some(match event {
+        RunEvent::PromptAssembled { sources } => Event::PromptAssembled {
+            sources: sources
+                .iter()
+                .map(|s| bosun_core::PromptPart {
+                    kind: serde_json::to_value(s.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    label: s.label.clone(),
+                    bytes: s.bytes as u64,
+                    truncated: s.truncated,
+                })
+                .collect(),
+        },
+        RunEvent::ModelStarted {
+            step,
+            model,
+            messages,
+            estimated_input_tokens,
+        } => Event::ModelStarted {
+            step: *step,
+            model: model.clone(),
+            messages: *messages as u64,
+            estimated_input_tokens: *estimated_input_tokens,
+        },
+        RunEvent::TextDelta { .. } => return None,
+        RunEvent::ModelCompleted {
+            step,
+            finish,
+            usage,
+            tool_calls,
+        } => Event::ModelCompleted {
+            step: *step,
+            finish: finish
+                .as_ref()
+                .and_then(|f| serde_json::to_value(f).ok())
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| v.to_string())
+                }),
+            tool_calls: *tool_calls as u64,
+            usage: usage.as_ref().map(|u| bosun_core::TokenUsage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cached_input_tokens: u.cached_input_tokens,
+                reasoning_tokens: u.reasoning_tokens,
+            }),
+        },
+        RunEvent::ModelFailed { step, error } => Event::ModelFailed {
+            step: *step,
+            error: error.clone(),
+        },
+        RunEvent::Elided {
+            call_id,
+            tool,
+            bytes,
+        } => Event::ContextElided {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            bytes: *bytes as u64,
+        },
+        RunEvent::BudgetExhausted { budget, limit } => Event::BudgetExhausted {
+            budget: match budget {
+                Budget::Steps => "steps".to_owned(),
+                Budget::ToolCalls => "tool_calls".to_owned(),
+            },
+            limit: *limit,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -386,6 +386,66 @@ pub fn render(envelopes: &[Envelope]) -> String {
                     .unwrap_or_default()
                     .trim_matches('"')
             ),
+            Event::PromptAssembled { sources } => {
+                let parts: Vec<String> = sources
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{} {} ({} B{})",
+                            p.kind,
+                            p.label,
+                            p.bytes,
+                            if p.truncated { ", cut" } else { "" }
+                        )
+                    })
+                    .collect();
+                writeln!(
+                    out,
+                    "  [{at:>5} ms] system prompt: {}",
+                    crate::approval::sanitize_for_terminal(&parts.join("; "))
+                )
+            }
+            Event::ModelStarted {
+                step,
+                model,
+                messages,
+                estimated_input_tokens,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] model step {step}: {model}, {messages} messages, ~{estimated_input_tokens} tokens in"
+            ),
+            Event::ModelCompleted {
+                step,
+                finish,
+                tool_calls,
+                usage,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] model step {step} done: {}, {tool_calls} tool call(s){}",
+                finish.as_deref().unwrap_or("?"),
+                usage
+                    .map(|u| format!(", {} tokens in / {} out", u.input_tokens, u.output_tokens))
+                    .unwrap_or_default()
+            ),
+            Event::ModelFailed { step, error } => writeln!(
+                out,
+                "  [{at:>5} ms] model step {step} failed: {}",
+                crate::approval::sanitize_for_terminal(error)
+            ),
+            Event::ContextElided {
+                call_id,
+                tool,
+                bytes,
+            } => {
+                writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} elided {bytes} bytes of {tool} output to fit the context window"
+                )
+            }
+            Event::BudgetExhausted { budget, limit } => writeln!(
+                out,
+                "  [{at:>5} ms] budget exhausted: {budget} (limit {limit})"
+            ),
             Event::ToolLog {
                 call_id,
                 level,

@@ -108,6 +108,64 @@ pub enum Event {
         /// The answer.
         answer: ApprovalAnswer,
     },
+    /// The system prompt was assembled from these parts.
+    #[serde(rename = "prompt.assembled")]
+    PromptAssembled {
+        /// Each part, in order.
+        sources: Vec<PromptPart>,
+    },
+    /// A model request is about to be sent.
+    #[serde(rename = "model.started")]
+    ModelStarted {
+        /// 1-based step.
+        step: u32,
+        /// The provider's model id.
+        model: String,
+        /// Messages in the request.
+        messages: u64,
+        /// Estimated input tokens (UTF-8 bytes / 4).
+        estimated_input_tokens: u64,
+    },
+    /// The model finished a step.
+    #[serde(rename = "model.completed")]
+    ModelCompleted {
+        /// 1-based step.
+        step: u32,
+        /// Why it stopped (`stop`, `length`, `tool_calls`, ...), when the provider said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish: Option<String>,
+        /// Tool calls it made.
+        tool_calls: u64,
+        /// The provider's token counts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<TokenUsage>,
+    },
+    /// The model request failed.
+    #[serde(rename = "model.failed")]
+    ModelFailed {
+        /// 1-based step.
+        step: u32,
+        /// The provider's error, saying what to do.
+        error: String,
+    },
+    /// A tool output was replaced by a marker to fit the context window.
+    #[serde(rename = "context.elided")]
+    ContextElided {
+        /// The call whose output went.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// Bytes removed.
+        bytes: u64,
+    },
+    /// A budget ran out.
+    #[serde(rename = "budget.exhausted")]
+    BudgetExhausted {
+        /// `steps` or `tool_calls`.
+        budget: String,
+        /// Its limit.
+        limit: u32,
+    },
     /// A tool logged a line while running.
     #[serde(rename = "tool.log")]
     ToolLog {
@@ -166,12 +224,46 @@ impl Event {
             Self::ToolDecided { .. } => "tool.decided",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
+            Self::PromptAssembled { .. } => "prompt.assembled",
+            Self::ModelStarted { .. } => "model.started",
+            Self::ModelCompleted { .. } => "model.completed",
+            Self::ModelFailed { .. } => "model.failed",
+            Self::ContextElided { .. } => "context.elided",
+            Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::ToolLog { .. } => "tool.log",
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::ToolFailed { .. } => "tool.failed",
         }
     }
+}
+
+/// One part of a system prompt, as a trace lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptPart {
+    /// `bosun`, `user_instructions`, `project_instructions` or `plugin`.
+    pub kind: String,
+    /// Who: a path or a plugin's local name.
+    pub label: String,
+    /// Bytes included.
+    pub bytes: u64,
+    /// Whether the part was cut to fit.
+    pub truncated: bool,
+}
+
+/// Token counts a provider reported for one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens served from a cache, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Reasoning tokens, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// One line of a trace.

@@ -29,7 +29,9 @@ mod tool;
 pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
 pub use classification::{Classification, ClassificationError};
 pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};
-pub use event::{ApprovalAnswer, Envelope, Event, RunOutcome, TRACE_SCHEMA_VERSION};
+pub use event::{
+    ApprovalAnswer, Envelope, Event, PromptPart, RunOutcome, TRACE_SCHEMA_VERSION, TokenUsage,
+};
 pub use limits::Limits;
 pub use redact::Redactor;
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};

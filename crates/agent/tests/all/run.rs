@@ -276,26 +276,44 @@ async fn the_model_reads_patches_and_reacts_to_a_refused_command() {
     assert_eq!(last["role"], "tool");
     assert!(last["content"].as_str().unwrap().contains("\"denied\""));
 
-    // The trace has the run and every call; the live view had the prompt sources and the text.
+    // The trace has the run, the prompt's sources, every model step and every call; the live
+    // view had the text as it streamed.
     assert_eq!(
         kinds(&events),
         [
             "run.started",
+            "prompt.assembled",
+            "model.started",
+            "model.completed",
             "tool.proposed",
             "tool.decided",
             "tool.started",
             "tool.completed",
+            "model.started",
+            "model.completed",
             "tool.proposed",
             "tool.decided",
             "tool.started",
             "tool.completed",
+            "model.started",
+            "model.completed",
             "tool.proposed",
             "tool.decided",
             "approval.asked",
             "approval.answered",
             "tool.failed",
+            "model.started",
+            "model.completed",
             "run.finished",
         ]
+    );
+    let usage = events.iter().find_map(|e| match e {
+        Event::ModelCompleted { usage, .. } => *usage,
+        _ => None,
+    });
+    assert!(
+        usage.is_some_and(|u| u.input_tokens > 0),
+        "usage is recorded: {usage:?}"
     );
     assert_eq!(
         events.last(),
@@ -345,6 +363,10 @@ async fn exhausting_the_step_budget_ends_with_limit_reached() {
     );
     assert!(h.observed.events().contains(&RunEvent::BudgetExhausted {
         budget: Budget::Steps,
+        limit: 2
+    }));
+    assert!(events.contains(&Event::BudgetExhausted {
+        budget: "steps".to_owned(),
         limit: 2
     }));
 }
