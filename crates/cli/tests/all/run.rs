@@ -76,7 +76,17 @@ fn run_answers_on_stdout_and_a_session_resumes() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(types, ["run.started", "run.finished", "run.result"]);
+    assert_eq!(
+        types,
+        [
+            "run.started",
+            "prompt.assembled",
+            "model.started",
+            "model.completed",
+            "run.finished",
+            "run.result"
+        ]
+    );
     let result = lines.last().unwrap();
     assert_eq!(result["outcome"], "completed");
     assert_eq!(result["exit_code"], 0);
