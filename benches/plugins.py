@@ -33,7 +33,8 @@ def run(cmd, **kw):
 
 
 def guest(name):
-    path = TARGET / "guests" / "wasm32-wasip2" / "release" / f"{name.replace('-', '_')}.wasm"
+    guests = Path(os.environ.get("BOSUN_GUEST_TARGET_DIR", ROOT / "target" / "guests"))
+    path = guests / "wasm32-wasip2" / "release" / f"{name.replace('-', '_')}.wasm"
     if not path.exists():
         run(["cargo", "build", "--quiet", "-p", "bosun-test-programs"], cwd=ROOT)
     return path
