@@ -287,7 +287,12 @@ impl Tool for PluginTool {
                                 .pointer(pointer)
                                 .and_then(Value::as_str)
                                 .unwrap_or(".");
-                            let resolved = ctx.workspace.resolve(text)?;
+                            // A write may name a file that does not exist yet.
+                            let resolved = if decl.capability == Capability::FsWrite {
+                                ctx.workspace.resolve_new(text)?
+                            } else {
+                                ctx.workspace.resolve(text)?
+                            };
                             ctx.workspace.relative(&resolved)
                         }
                         None => ".".to_owned(),
