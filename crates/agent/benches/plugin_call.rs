@@ -98,7 +98,7 @@ fn fixture() -> Fixture {
 }
 
 fn chokepoint(f: &Fixture) -> Chokepoint {
-    let (tools, _) = plugin_tools(
+    let tools = plugin_tools(
         f.catalog.enabled(),
         &f.sandbox,
         &f.policy,

@@ -182,19 +182,7 @@ fn read_optional(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     }
 }
 
-/// 1-based line and column of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..text.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, column)
-}
+pub use bosun_core::text::line_col;
 
 fn parse<T: serde::de::DeserializeOwned>(file: &ConfigFile) -> Result<T, ConfigError> {
     toml::from_str(&file.text).map_err(|e| {

@@ -33,7 +33,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MEMORY_MIB: u64 = 256;
 
 /// One enabled plugin: its bytes, grants and (once used) its compiled form and instance.
-pub struct PluginRuntime {
+struct PluginRuntime {
     local_name: String,
     bytes: Arc<[u8]>,
     sandbox: Sandbox,
@@ -52,16 +52,6 @@ impl std::fmt::Debug for PluginRuntime {
 }
 
 impl PluginRuntime {
-    /// Whether an instance exists (for tests and `plugins info`).
-    pub async fn is_instantiated(&self) -> bool {
-        self.instance.lock().await.is_some()
-    }
-
-    /// The plugin's local name.
-    pub fn local_name(&self) -> &str {
-        &self.local_name
-    }
-
     async fn loaded(&self) -> Result<&Loaded, ToolError> {
         self.loaded
             .get_or_try_init(|| async {
@@ -353,9 +343,8 @@ pub fn plugin_tools(
     sandbox: &Sandbox,
     policy: &Arc<Policy>,
     workspace_root: &std::path::Path,
-) -> (Vec<Arc<dyn Tool>>, Vec<Arc<PluginRuntime>>) {
+) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-    let mut runtimes = Vec::new();
     for entry in entries {
         let Some(bytes) = entry.bytes() else {
             continue;
@@ -428,9 +417,8 @@ pub fn plugin_tools(
                 policy: policy.clone(),
             }));
         }
-        runtimes.push(runtime);
     }
-    (tools, runtimes)
+    tools
 }
 
 fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {

@@ -82,7 +82,7 @@ pub(crate) fn host(env: &Env) -> Result<Host> {
             cache_dir: Some(env.config.home.join("cache")),
             ..Default::default()
         })?;
-        let (plugin_tools, _) =
+        let plugin_tools =
             plugin_host::plugin_tools(catalog.enabled(), &sandbox, &policy, env.workspace.root());
         tools.extend(plugin_tools);
     }

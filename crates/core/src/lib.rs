@@ -24,6 +24,7 @@ mod event;
 mod limits;
 pub mod redact;
 mod result;
+pub mod text;
 mod tool;
 
 pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};

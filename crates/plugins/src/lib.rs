@@ -75,11 +75,4 @@ pub use metadata::{CapabilityDecl, Manifest, PluginMetadata, PluginTool, ToolMet
 pub use scaffold::scaffold;
 pub use trust::{TrustRecord, TrustStore};
 
-/// 1-based line and column of a byte offset in `text`.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = text.floor_char_boundary(offset.min(text.len()));
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
+pub(crate) use bosun_core::text::line_col;

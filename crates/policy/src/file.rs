@@ -117,23 +117,7 @@ impl Location {
     }
 }
 
-/// 1-based line and column (in characters) of byte `offset`. Works on bytes so that an offset
-/// past the end or inside a character (a span from a different text) cannot panic.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let bytes = text.as_bytes();
-    let before = &bytes[..offset.min(bytes.len())];
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    // Count characters by their first bytes: every byte that is not a UTF-8 continuation.
-    let column = 1 + before[line_start..]
-        .iter()
-        .filter(|&&b| b & 0xC0 != 0x80)
-        .count();
-    (line, column)
-}
+pub(crate) use bosun_core::text::line_col;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,33 @@
+//! Small text helpers shared by every parser that reports positions to a person.
+
+/// 1-based line and column (in characters) of byte `offset` in `text`. Works on bytes so that
+/// an offset past the end or inside a character (a span from a different text) cannot panic.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    // Count characters by their first bytes: every byte that is not a UTF-8 continuation.
+    let column = 1 + before[line_start..]
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count();
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_lines_and_characters_and_never_panics() {
+        assert_eq!(line_col("ab\ncdé\nx", 0), (1, 1));
+        assert_eq!(line_col("ab\ncdé\nx", 3), (2, 1));
+        assert_eq!(line_col("ab\ncdé\nx", 7), (2, 4));
+        assert_eq!(line_col("é", 1), (1, 2));
+        assert_eq!(line_col("ab", 99), (1, 3));
+    }
+}
