@@ -208,9 +208,13 @@ function parseRequest(requestJson) {
   };
 }
 
-/** The plugin this engine runs (one per instance), set by `activate`. */
+/** The plugin this engine runs (one per instance), set by a successful `activate`. */
 let plugin = null;
-let activating = false;
+/**
+ * Set by the first `activate`, successful or not: a failed activation leaves its modules in the
+ * loader's cache (and `Deno` defined), so a retry needs a fresh instance.
+ */
+let attempted = false;
 
 async function importEntry(state) {
   try {
@@ -264,8 +268,7 @@ function createForgeApi(state) {
 
   function registerTool(tool) {
     gate("tools:register");
-    if (!isPlainObject(tool) && typeof tool !== "object") throw new PluginError(`${who} registered a tool that is not an object.`);
-    if (tool === null) throw new PluginError(`${who} registered a tool that is not an object.`);
+    if (tool === null || typeof tool !== "object") throw new PluginError(`${who} registered a tool that is not an object.`);
     const { name, description, risk, inputSchema, execute } = tool;
     if (typeof name !== "string" || !TOOL_NAME.test(name)) {
       throw new PluginError(`${who} registered a tool with the invalid name ${JSONStringify(String(name))}: tool names must match ^[a-z][a-z0-9_]{0,63}$.`);
@@ -837,8 +840,9 @@ async function activateTriggerfish(state) {
     risk,
     inputSchema: triggerfishInputSchema(tool.parameters),
   }));
-  const systemPrompt = module.systemPrompt;
   state.module = module;
+  const systemPrompt = module.systemPrompt;
+  currentSystemPrompt(state); // bounded like every prompt contribution
   const context = createTriggerfishContext(state);
   let executor;
   try {
@@ -900,18 +904,17 @@ async function callTriggerfish(state, toolName, inputJson) {
 // -----------------------------------------------------------------------------------------
 
 async function activate(requestJson) {
-  if (plugin !== null || activating) throw new PluginError("This engine instance has already activated a plugin.");
-  activating = true;
-  try {
-    const request = parseRequest(requestJson);
-    const state = request.format === "forge" ? createForgeState(request) : { ...request, activated: false };
-    const descriptor = request.format === "forge" ? await activateForge(state) : await activateTriggerfish(state);
-    plugin = state;
-    const text = JSONStringify(descriptor);
-    return text;
-  } finally {
-    activating = false;
+  if (attempted) {
+    throw new PluginError(plugin !== null
+      ? "This engine instance has already activated a plugin."
+      : "This engine instance already tried to activate a plugin and failed; use a new instance.");
   }
+  attempted = true;
+  const request = parseRequest(requestJson);
+  const state = request.format === "forge" ? createForgeState(request) : { ...request, activated: false };
+  const descriptor = request.format === "forge" ? await activateForge(state) : await activateTriggerfish(state);
+  plugin = state;
+  return JSONStringify(descriptor);
 }
 
 async function call(toolName, inputJson) {

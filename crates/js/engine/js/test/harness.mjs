@@ -364,9 +364,9 @@ export async function createEngine(options = {}) {
     eval(code) {
       return vm.runInContext(code, context);
     },
-    /** Runs an async function body in the context through the event loop; returns its JSON result. */
+    /** Runs an async function body (strict, as module code is) through the event loop; returns its JSON result. */
     async run(body) {
-      const promise = vm.runInContext(`(async () => { ${body} })().then((v) => JSON.stringify(v === undefined ? null : v))`, context);
+      const promise = vm.runInContext(`"use strict"; (async () => { ${body} })().then((v) => JSON.stringify(v === undefined ? null : v))`, context);
       return JSON.parse(await settle(promise));
     },
   };
