@@ -124,7 +124,8 @@
 
   /** UTF-8 bytes of a string (lone surrogates become U+FFFD), as a fresh Uint8Array. */
   function utf8Encode(text) {
-    const bytes = nativeUtf8Encode(String(text));
+    // Lone surrogates are replaced here: the host's strings are Rust strings.
+    const bytes = nativeUtf8Encode(toUSVString(text));
     // The host returns a Uint8Array of this realm; copy defensively if it did not.
     return bytes instanceof U8 ? bytes : new U8(bytes);
   }
@@ -195,6 +196,24 @@
     return nativeBase64Encode(bytes);
   }
 
+  const BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+  /**
+   * Unpadded standard base64 (length % 4 !== 1) made canonical and padded for the host: the last
+   * character's unused bits are cleared (browsers and Node ignore them; Rust's decoder refuses
+   * them), then `=` is added.
+   */
+  function canonicalBase64(text) {
+    let out = text;
+    const rest = out.length % 4;
+    if (rest === 2 || rest === 3) {
+      const value = BASE64_ALPHABET.indexOf(out[out.length - 1]) & (rest === 2 ? 0b110000 : 0b111100);
+      out = out.slice(0, -1) + BASE64_ALPHABET[value];
+    }
+    while (out.length % 4 !== 0) out += "=";
+    return out;
+  }
+
   /** Node-style lenient base64/base64url decoding: ignores other characters, padding optional. */
   function base64DecodeLenient(text) {
     let cleaned = String(text).replace(/[-_]/g, (c) => (c === "-" ? "+" : "/"));
@@ -202,8 +221,7 @@
     if (end >= 0) cleaned = cleaned.slice(0, end);
     cleaned = cleaned.replace(/[^A-Za-z0-9+/]/g, "");
     if (cleaned.length % 4 === 1) cleaned = cleaned.slice(0, -1);
-    while (cleaned.length % 4 !== 0) cleaned += "=";
-    const bytes = nativeBase64Decode(cleaned);
+    const bytes = nativeBase64Decode(canonicalBase64(cleaned));
     return bytes instanceof U8 ? bytes : new U8(bytes);
   }
 
@@ -403,7 +421,7 @@
   function logAt(level) {
     return function log(...args) {
       try {
-        nativeLog(level, formatLog(args));
+        nativeLog(level, toUSVString(formatLog(args)));
       } catch {
         // Logging must never break the caller.
       }
@@ -454,7 +472,7 @@
   /** Reports an error no caller can catch (a throwing timer or listener) to the run's log. */
   function reportError(error) {
     try {
-      nativeLog("error", `Uncaught ${bound(inspect(error), MAX_LOG_CHARS)}`);
+      nativeLog("error", toUSVString(`Uncaught ${bound(inspect(error), MAX_LOG_CHARS)}`));
     } catch {
       // Nothing more can be done.
     }
@@ -989,8 +1007,7 @@
     if (text.length % 4 === 1 || /[^A-Za-z0-9+/]/.test(text)) {
       throw new DOMException("The string to be decoded is not correctly encoded.", "InvalidCharacterError");
     }
-    while (text.length % 4 !== 0) text += "=";
-    return latin1Decode(nativeBase64Decode(text));
+    return latin1Decode(nativeBase64Decode(canonicalBase64(text)));
   }
 
   // ---------------------------------------------------------------------------------------

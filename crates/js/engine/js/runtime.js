@@ -140,7 +140,8 @@ function cutToBytes(text, maxBytes) {
 
 function log(level, message) {
   try {
-    nativeLog(level, message);
+    // The host's strings are Rust strings: no lone surrogates.
+    nativeLog(level, String(message).replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd"));
   } catch {
     // Logging never breaks the caller.
   }

@@ -130,6 +130,8 @@ export async function createEngine(options = {}) {
   };
   const requireString = (value, what) => {
     if (typeof value !== "string") throw new realm.TypeError(`${what}: expected a string, got ${typeof value}`);
+    // The core converts to Rust strings, which cannot hold lone surrogates.
+    if (!value.isWellFormed()) throw new realm.TypeError(`${what}: the string has a lone surrogate`);
   };
 
   const native = {
@@ -220,7 +222,12 @@ export async function createEngine(options = {}) {
       if (!/^[A-Za-z0-9+/]*$/.test(cleaned) || cleaned.length % 4 === 1) {
         throw realmError(undefined, "invalid base64", realm.TypeError);
       }
-      return toRealmBytes(Buffer.from(cleaned, "base64"));
+      // As Rust's STANDARD engine: the last character's unused bits must be zero.
+      const decoded = Buffer.from(cleaned, "base64");
+      if (decoded.toString("base64").replace(/=+$/, "") !== cleaned) {
+        throw realmError(undefined, "invalid base64: Invalid last symbol", realm.TypeError);
+      }
+      return toRealmBytes(decoded);
     },
     sessionTaint() {
       return host.taint;

@@ -134,13 +134,15 @@ test("atob and btoa follow the HTML rules", async () => {
     for (const attempt of [() => btoa("€"), () => atob("a"), () => atob("a*bc")]) {
       try { attempt(); errors.push("none"); } catch (e) { errors.push(e.name + ":" + (e instanceof DOMException)); }
     }
-    return { b: btoa("hello\\xff"), a: atob("aGVsbG8="), unpadded: atob(" aGVs bG8 "), errors };
+    return { b: btoa("hello\\xff"), a: atob("aGVsbG8="), unpadded: atob(" aGVs bG8 "), errors,
+      loose: [atob("aGl="), atob("aGk"), Buffer.from("aGl", "base64").toString(), Buffer.from("aR", "base64").length] };
   `);
   assert.deepEqual(result, {
     b: "aGVsbG//",
     a: "hello",
     unpadded: "hello",
     errors: ["InvalidCharacterError:true", "InvalidCharacterError:true", "InvalidCharacterError:true"],
+    loose: ["hi", "hi", "hi", 1],
   });
 });
 
@@ -340,6 +342,7 @@ test("console formats like Node and goes to the host's log at the right level", 
     console.log(cyclic, Symbol("s"), 10n, -0, class Foo {});
     console.log("x".repeat(20000));
     console.assert(false, "asserted");
+    console.log("lone \\ud800 surrogate", Buffer.from("\\udc00").length);
   `);
   const messages = engine.logs.map((l) => [l.level, l.message]);
   assert.deepEqual(messages[0], ["info", "plain 1 true null undefined"]);
@@ -350,4 +353,5 @@ test("console formats like Node and goes to the host's log at the right level", 
   assert.deepEqual(messages[5], ["info", "{ name: 'c', self: [Circular] } Symbol(s) 10n -0 [class Foo]"]);
   assert.ok(messages[6][1].length < 16500 && messages[6][1].endsWith("(10000 more characters)"));
   assert.deepEqual(messages[7], ["error", "Assertion failed asserted"]);
+  assert.deepEqual(messages[8], ["info", "lone \ufffd surrogate 3"]);
 });
