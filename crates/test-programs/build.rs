@@ -59,6 +59,9 @@ fn run() -> Result<(), String> {
             "--release",
             "--locked",
             "--workspace",
+            // The JavaScript engine needs a C toolchain for wasm; crates/js builds it.
+            "--exclude",
+            "bosun-js-engine",
             "--target",
             TARGET,
         ])
@@ -163,6 +166,9 @@ fn guest_packages(guests: &Path) -> Result<Vec<GuestPackage>, String> {
         .map_err(|e| format!("resolving {}: {e}", root.display()))?;
     let mut packages = Vec::new();
     for package in metadata["packages"].as_array().into_iter().flatten() {
+        if package["name"] == "bosun-js-engine" {
+            continue;
+        }
         let cdylib = package["targets"]
             .as_array()
             .into_iter()

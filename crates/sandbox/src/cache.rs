@@ -70,6 +70,28 @@ impl ArtefactCache {
         ))
     }
 
+    /// The component from a valid artefact for `component_hash`, if there is one.
+    pub(crate) fn hit(&self, engine: &Engine, component_hash: &[u8; 32]) -> Option<Component> {
+        let path = self.artefact_path(component_hash);
+        if !path.exists() {
+            return None;
+        }
+        match read_artefact(&path, component_hash) {
+            Some(artefact) => match deserialize_verified(engine, &artefact) {
+                Ok(component) => return Some(component),
+                Err(e) => tracing::warn!(
+                    path = %path.display(),
+                    "cached plugin artefact refused by wasmtime, recompiling: {e:#}"
+                ),
+            },
+            None => tracing::warn!(
+                path = %path.display(),
+                "cached plugin artefact is corrupt or for another component, recompiling"
+            ),
+        }
+        None
+    }
+
     /// Loads the component from its artefact, or compiles it and writes the artefact.
     pub(crate) fn load(
         &self,
@@ -77,23 +99,11 @@ impl ArtefactCache {
         wasm: &[u8],
         component_hash: &[u8; 32],
     ) -> Result<(Component, CacheOutcome), wasmtime::Error> {
+        if let Some(component) = self.hit(engine, component_hash) {
+            return Ok((component, CacheOutcome::Hit));
+        }
         let path = self.artefact_path(component_hash);
         let existed = path.exists();
-        if existed {
-            match read_artefact(&path, component_hash) {
-                Some(artefact) => match deserialize_verified(engine, &artefact) {
-                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                    Err(e) => tracing::warn!(
-                        path = %path.display(),
-                        "cached plugin artefact refused by wasmtime, recompiling: {e:#}"
-                    ),
-                },
-                None => tracing::warn!(
-                    path = %path.display(),
-                    "cached plugin artefact is corrupt or for another component, recompiling"
-                ),
-            }
-        }
         let artefact = engine.precompile_component(wasm)?;
         // The bytes we just produced are ours; deserializing them is what `Component::new`
         // would do after compiling, without a second compilation.

@@ -98,6 +98,28 @@ pub struct NetGrant {
     pub private_allowed: Vec<IpAddr>,
 }
 
+impl NetGrant {
+    /// Whether some granted authority has `host` (lower-case, no port) as its host part.
+    pub fn names_host(&self, host: &str) -> bool {
+        self.hosts.iter().any(|authority| {
+            let authority = authority.to_ascii_lowercase();
+            let name = match authority.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or(""),
+                None => authority
+                    .rsplit_once(':')
+                    .map_or(authority.as_str(), |(h, p)| {
+                        if p.bytes().all(|b| b.is_ascii_digit()) {
+                            h
+                        } else {
+                            authority.as_str()
+                        }
+                    }),
+            };
+            name == host
+        })
+    }
+}
+
 /// Bounds on every outgoing request. Part of [`SandboxConfig`](crate::SandboxConfig).
 #[derive(Debug, Clone)]
 pub struct HttpLimits {

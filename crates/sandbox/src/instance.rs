@@ -25,6 +25,7 @@ use crate::engine::hex;
 use crate::error::{CallError, CallErrorKind, SandboxError};
 use crate::host::{BoundedPipe, CallClock, HostState, LogLine};
 use crate::http::{HttpGuard, NetGrant, RefusedRequest};
+use crate::js::{self, JsGrants, JsSession, JsState};
 use crate::limits::MemoryLimiter;
 
 /// Where the granted directory appears inside the plugin.
@@ -53,6 +54,8 @@ pub struct Grants {
     pub memory_bytes: usize,
     /// The deadline for each call, and for instantiation (default 30 s).
     pub timeout: Duration,
+    /// What a JavaScript engine instance may additionally reach (ignored for native plugins).
+    pub js: JsGrants,
 }
 
 impl Default for Grants {
@@ -63,6 +66,7 @@ impl Default for Grants {
             config: BTreeMap::new(),
             memory_bytes: 256 << 20,
             timeout: Duration::from_secs(30),
+            js: JsGrants::default(),
         }
     }
 }
@@ -74,6 +78,8 @@ pub struct CallOptions {
     pub cancel: CancellationToken,
     /// What this call may reach over HTTP (ignored unless the instance has the HTTP grant).
     pub net: NetGrant,
+    /// The session a JavaScript plugin's taint calls reach (none: `PUBLIC`, no escalation).
+    pub session: Option<Arc<dyn JsSession>>,
 }
 
 /// What a call left behind besides its result, for the trace.
@@ -111,6 +117,121 @@ pub(crate) struct StoreState {
     guard: HttpGuard,
     limiter: MemoryLimiter,
     interrupted: Option<Interrupt>,
+    pub(crate) js: JsState,
+}
+
+impl StoreState {
+    /// A store for `grants`, with stdout and stderr going to the given pipes.
+    fn new(
+        sandbox: &SandboxInner,
+        grants: &Grants,
+        stdout: BoundedPipe,
+        stderr: BoundedPipe,
+        label: Option<&String>,
+    ) -> Result<Self, SandboxError> {
+        let out = &sandbox.config.output;
+        let mut wasi = WasiCtxBuilder::new();
+        // The builder starts with no env, no args, closed stdin and no preopens; sockets are
+        // switched off entirely rather than left with an empty address allow-list.
+        wasi.stdout(stdout)
+            .stderr(stderr)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if let Some(fs) = &grants.fs {
+            let perms = if fs.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&fs.host_dir, WORKSPACE_GUEST_PATH, perms)
+                .map_err(|e| SandboxError::Preopen {
+                    plugin: label.cloned(),
+                    path: fs.host_dir.clone(),
+                    reason: format!("{e:#}"),
+                })?;
+        }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(out.max_resources);
+        Ok(Self {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            table,
+            host: HostState::new(
+                grants.config.clone(),
+                out.max_log_line_bytes,
+                out.max_log_lines,
+            ),
+            guard: HttpGuard {
+                enabled: grants.http,
+                net: Arc::new(NetGrant::default()),
+                resolver: Arc::clone(&sandbox.config.resolver),
+                limits: sandbox.config.http.clone(),
+                refusals: Arc::new(Mutex::new(Vec::new())),
+            },
+            limiter: MemoryLimiter::new(grants.memory_bytes),
+            interrupted: None,
+            js: JsState {
+                grants: grants.js.clone(),
+                session: None,
+            },
+        })
+    }
+
+    pub(crate) fn limiter_used(&self) -> usize {
+        self.limiter.used()
+    }
+
+    pub(crate) fn guard_enabled(&self) -> bool {
+        self.guard.enabled
+    }
+
+    pub(crate) fn net_names_host(&self, host: &str) -> bool {
+        self.guard.net.names_host(host)
+    }
+
+    pub(crate) fn resolver(&self) -> Arc<dyn crate::Resolver> {
+        Arc::clone(&self.guard.resolver)
+    }
+
+    pub(crate) fn dns_timeout(&self) -> Duration {
+        self.guard.limits.dns_timeout
+    }
+}
+
+/// Builds a store for start-up code: the grants' limits, the deadline callback, and a clock
+/// that stops start-up code at the grant's timeout.
+pub(crate) fn startup_store(
+    sandbox: &SandboxInner,
+    state: StoreState,
+    timeout: Duration,
+) -> Store<StoreState> {
+    let mut store = Store::new(&sandbox.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store.epoch_deadline_callback(on_epoch);
+    store.data_mut().host.clock = Some(CallClock {
+        deadline: Instant::now() + timeout,
+        cancel: CancellationToken::new(),
+    });
+    store.set_epoch_deadline(1);
+    store
+}
+
+/// The store used to pre-initialise the JavaScript engine: no grants at all.
+pub(crate) fn preinit_store(sandbox: &SandboxInner) -> Result<Store<StoreState>, SandboxError> {
+    let grants = Grants {
+        timeout: Duration::from_secs(120),
+        ..Grants::default()
+    };
+    let out = &sandbox.config.output;
+    let state = StoreState::new(
+        sandbox,
+        &grants,
+        BoundedPipe::new(out.max_stdio_bytes),
+        BoundedPipe::new(out.max_stdio_bytes),
+        None,
+    )?;
+    Ok(startup_store(sandbox, state, grants.timeout))
 }
 
 /// Why the epoch callback stopped the guest.
@@ -148,14 +269,33 @@ pub(crate) fn add_to_linker(
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     Plugin::add_to_linker::<StoreState, HasSelf<HostState>>(linker, |state| &mut state.host)?;
+    js::bindings::bosun::js::runtime::add_to_linker::<StoreState, HasSelf<StoreState>>(
+        linker,
+        |state| state,
+    )?;
     Ok(())
+}
+
+/// A linked component of either world.
+#[derive(Clone)]
+pub(crate) enum Pre {
+    /// A native plugin (`bosun:plugin/plugin`).
+    Native(PluginPre<StoreState>),
+    /// The JavaScript engine (`bosun:js/js-plugin`).
+    Js(js::bindings::JsPluginPre<StoreState>),
+}
+
+/// An instance's exports, of either world.
+enum Bound {
+    Native(Plugin),
+    Js(js::bindings::JsPlugin),
 }
 
 /// A compiled, linked plugin, ready to instantiate. Cheap to clone.
 #[derive(Clone)]
 pub struct Loaded {
     pub(crate) sandbox: Arc<SandboxInner>,
-    pub(crate) pre: PluginPre<StoreState>,
+    pub(crate) pre: Pre,
     pub(crate) label: Option<String>,
     pub(crate) content_hash: [u8; 32],
     pub(crate) cache: CacheOutcome,
@@ -209,56 +349,15 @@ impl Loaded {
         let out = &sandbox.config.output;
         let stdout = BoundedPipe::new(out.max_stdio_bytes);
         let stderr = BoundedPipe::new(out.max_stdio_bytes);
-
-        let mut wasi = WasiCtxBuilder::new();
-        // The builder starts with no env, no args, closed stdin and no preopens; sockets are
-        // switched off entirely rather than left with an empty address allow-list.
-        wasi.stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        if let Some(fs) = &grants.fs {
-            let perms = if fs.writable {
-                FsPerms::ReadWrite
-            } else {
-                FsPerms::ReadOnly
-            };
-            wasi.preopened_dir(&fs.host_dir, WORKSPACE_GUEST_PATH, perms)
-                .map_err(|e| SandboxError::Preopen {
-                    plugin: self.label.clone(),
-                    path: fs.host_dir.clone(),
-                    reason: format!("{e:#}"),
-                })?;
-        }
-
-        let mut table = ResourceTable::new();
-        table.set_max_capacity(out.max_resources);
-        let state = StoreState {
-            wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
-            table,
-            host: HostState::new(grants.config, out.max_log_line_bytes, out.max_log_lines),
-            guard: HttpGuard {
-                enabled: grants.http,
-                net: Arc::new(NetGrant::default()),
-                resolver: Arc::clone(&sandbox.config.resolver),
-                limits: sandbox.config.http.clone(),
-                refusals: Arc::new(Mutex::new(Vec::new())),
-            },
-            limiter: MemoryLimiter::new(grants.memory_bytes),
-            interrupted: None,
-        };
-        let mut store = Store::new(&sandbox.engine, state);
-        store.limiter(|state| &mut state.limiter);
-        store.epoch_deadline_callback(on_epoch);
-
+        let state = StoreState::new(
+            sandbox,
+            &grants,
+            stdout.clone(),
+            stderr.clone(),
+            self.label.as_ref(),
+        )?;
         // Start-up code runs under the same deadline as a call.
-        store.data_mut().host.clock = Some(CallClock {
-            deadline: Instant::now() + grants.timeout,
-            cancel: CancellationToken::new(),
-        });
-        store.set_epoch_deadline(1);
+        let mut store = startup_store(sandbox, state, grants.timeout);
         let failed = |reason: String| SandboxError::Instantiate {
             plugin: self.label.clone(),
             reason,
@@ -266,7 +365,13 @@ impl Loaded {
         // The epoch stops start-up code that runs; the timer stops start-up code blocked in
         // the host.
         let hard_stop = grants.timeout + sandbox.config.engine.epoch_tick;
-        let plugin = tokio::time::timeout(hard_stop, self.pre.instantiate_async(&mut store))
+        let instantiated = async {
+            match &self.pre {
+                Pre::Native(pre) => pre.instantiate_async(&mut store).await.map(Bound::Native),
+                Pre::Js(pre) => pre.instantiate_async(&mut store).await.map(Bound::Js),
+            }
+        };
+        let plugin = tokio::time::timeout(hard_stop, instantiated)
             .await
             .map_err(|_| {
                 failed(format!(
@@ -322,7 +427,7 @@ fn on_epoch(mut ctx: StoreContextMut<'_, StoreState>) -> wasmtime::Result<Update
 /// tool error the instance is poisoned and refuses further calls.
 pub struct Instance {
     store: Store<StoreState>,
-    plugin: Plugin,
+    plugin: Bound,
     stdout: BoundedPipe,
     stderr: BoundedPipe,
     label: Option<String>,
@@ -342,11 +447,95 @@ impl std::fmt::Debug for Instance {
     }
 }
 
+/// A tool error as either world's bindings return it.
+struct GuestError {
+    code: String,
+    message: String,
+    retryable: bool,
+}
+
+impl From<crate::bindings::exports::bosun::plugin::tools::ToolError> for GuestError {
+    fn from(e: crate::bindings::exports::bosun::plugin::tools::ToolError) -> Self {
+        Self {
+            code: e.code,
+            message: e.message,
+            retryable: e.retryable,
+        }
+    }
+}
+
+impl From<js::bindings::exports::bosun::plugin::tools::ToolError> for GuestError {
+    fn from(e: js::bindings::exports::bosun::plugin::tools::ToolError) -> Self {
+        Self {
+            code: e.code,
+            message: e.message,
+            retryable: e.retryable,
+        }
+    }
+}
+
+/// Which export a guest call runs.
+enum GuestCall<'a> {
+    /// `tools.call` (both worlds).
+    Tool { tool: &'a str, input: &'a str },
+    /// `engine.activate` (the JavaScript engine).
+    Activate {
+        files: &'a [(String, String)],
+        request: &'a str,
+    },
+    /// `engine.hook` (the JavaScript engine).
+    Hook { op: &'a str, payload: &'a str },
+}
+
+/// Runs one export on `bound`.
+async fn run_export(
+    bound: &Bound,
+    store: &mut Store<StoreState>,
+    call: GuestCall<'_>,
+) -> wasmtime::Result<Result<String, GuestError>> {
+    use js::bindings::exports::bosun::js::engine::SourceFile;
+    Ok(match (bound, call) {
+        (Bound::Native(p), GuestCall::Tool { tool, input }) => p
+            .bosun_plugin_tools()
+            .call_call(store, tool, input)
+            .await?
+            .map_err(GuestError::from),
+        (Bound::Js(p), GuestCall::Tool { tool, input }) => p
+            .bosun_plugin_tools()
+            .call_call(store, tool, input)
+            .await?
+            .map_err(GuestError::from),
+        (Bound::Js(p), GuestCall::Activate { files, request }) => {
+            let files: Vec<SourceFile> = files
+                .iter()
+                .map(|(path, text)| SourceFile {
+                    path: path.clone(),
+                    text: text.clone(),
+                })
+                .collect();
+            p.bosun_js_engine()
+                .call_activate(store, &files, request)
+                .await?
+                .map_err(GuestError::from)
+        }
+        (Bound::Js(p), GuestCall::Hook { op, payload }) => p
+            .bosun_js_engine()
+            .call_hook(store, op, payload)
+            .await?
+            .map_err(GuestError::from),
+        (Bound::Native(_), GuestCall::Activate { .. } | GuestCall::Hook { .. }) => {
+            Err(GuestError {
+                code: "plugin_error".into(),
+                message: "a native plugin has no engine exports".into(),
+                retryable: false,
+            })
+        }
+    })
+}
+
 /// How the guest call ended, before classification.
 enum Ended {
-    Returned(
-        wasmtime::Result<Result<String, crate::bindings::exports::bosun::plugin::tools::ToolError>>,
-    ),
+    Returned(wasmtime::Result<Result<String, GuestError>>),
     Cancelled,
     TimedOut,
 }
@@ -371,6 +560,67 @@ impl Instance {
         input_json: &str,
         opts: CallOptions,
     ) -> Result<CallOutput, CallError> {
+        self.run(
+            GuestCall::Tool {
+                tool,
+                input: input_json,
+            },
+            opts,
+        )
+        .await
+    }
+
+    /// Whether this is a JavaScript engine instance.
+    pub fn is_js(&self) -> bool {
+        matches!(self.plugin, Bound::Js(_))
+    }
+
+    /// JavaScript engine only: hands the plugin's files (path, JavaScript source) to the engine
+    /// and activates the plugin; returns the descriptor JSON (see `crates/js/engine/js/README.md`).
+    ///
+    /// # Errors
+    /// As [`Instance::call`]; a native instance answers `plugin_error`.
+    pub async fn activate(
+        &mut self,
+        files: &[(String, String)],
+        request_json: &str,
+        opts: CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        self.run(
+            GuestCall::Activate {
+                files,
+                request: request_json,
+            },
+            opts,
+        )
+        .await
+    }
+
+    /// JavaScript engine only: runs the plugin's hooks of kind `op` with a JSON payload.
+    ///
+    /// # Errors
+    /// As [`Instance::call`].
+    pub async fn hook(
+        &mut self,
+        op: &str,
+        payload_json: &str,
+        opts: CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        self.run(
+            GuestCall::Hook {
+                op,
+                payload: payload_json,
+            },
+            opts,
+        )
+        .await
+    }
+
+    async fn run(
+        &mut self,
+        guest_call: GuestCall<'_>,
+        opts: CallOptions,
+    ) -> Result<CallOutput, CallError> {
         if self.poisoned {
             return Err(self.error(CallErrorKind::Poisoned, CallReport::default()));
         }
@@ -385,6 +635,7 @@ impl Instance {
                 cancel: opts.cancel.clone(),
             });
             state.guard.net = Arc::new(opts.net);
+            state.js.session = opts.session;
             state
                 .guard
                 .refusals
@@ -399,14 +650,14 @@ impl Instance {
         // The epoch callback stops running guest code; these two arms stop a guest that is
         // blocked in the host (waiting on HTTP, a pollable or a sleep).
         let hard_stop = tokio::time::Instant::from_std(deadline) + self.tick;
-        let tools = self.plugin.bosun_plugin_tools();
         let ended = tokio::select! {
             biased;
             () = opts.cancel.cancelled() => Ended::Cancelled,
             () = tokio::time::sleep_until(hard_stop) => Ended::TimedOut,
-            result = tools.call_call(&mut self.store, tool, input_json) => Ended::Returned(result),
+            result = run_export(&self.plugin, &mut self.store, guest_call) => Ended::Returned(result),
         };
         self.store.data_mut().host.clock = None;
+        self.store.data_mut().js.session = None;
 
         let report = self.take_report();
         let kind = match ended {

@@ -44,6 +44,7 @@ mod error;
 mod host;
 mod http;
 mod instance;
+mod js;
 mod limits;
 
 /// Host bindings for `bosun:plugin@1.0.0`, generated from `crates/sdk/wit/v1`.
@@ -73,6 +74,7 @@ pub use http::{
 pub use instance::{
     CallOptions, CallOutput, CallReport, FsGrant, Grants, Instance, Loaded, WORKSPACE_GUEST_PATH,
 };
+pub use js::{JsGrants, JsSession};
 pub use limits::OutputLimits;
 
 use cache::{ArtefactCache, sha256};
@@ -190,9 +192,67 @@ impl Sandbox {
         let pre = bindings::PluginPre::new(pre).map_err(contract)?;
         Ok(Loaded {
             sandbox: Arc::clone(inner),
-            pre,
+            pre: instance::Pre::Native(pre),
             label: None,
             content_hash,
+            cache,
+        })
+    }
+
+    /// Loads Bosun's JavaScript engine component (`bosun:js/js-plugin@1.0.0`), pre-initialised:
+    /// on first use its `component-init` runs once and the resulting snapshot is compiled and
+    /// cached, keyed by the engine's SHA-256, so every instance starts with the JavaScript layer
+    /// and zod already evaluated. Pre-initialising takes about a second; later loads read the
+    /// cached artefact.
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidComponent`] if the bytes do not compile or pre-initialisation
+    /// fails, [`SandboxError::Contract`] if the component does not fit the engine world.
+    pub async fn load_js_engine(&self, wasm: &[u8]) -> Result<Loaded, SandboxError> {
+        let inner = &self.inner;
+        let engine_hash = sha256(wasm);
+        let mut keyed = engine_hash.to_vec();
+        keyed.extend_from_slice(b"bosun-js-preinit-v1");
+        let snapshot_key = sha256(&keyed);
+        let invalid = |reason: String| SandboxError::InvalidComponent {
+            plugin: Some("the JavaScript engine".into()),
+            reason,
+        };
+        let cached = inner
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.hit(&inner.engine, &snapshot_key));
+        let (component, cache) = match cached {
+            Some(component) => (component, CacheOutcome::Hit),
+            None => {
+                let mut store = instance::preinit_store(inner)?;
+                let snapshot = js::preinitialise(&mut store, &inner.linker, wasm)
+                    .await
+                    .map_err(|e| invalid(format!("{e:#}")))?;
+                drop(store);
+                match &inner.cache {
+                    Some(cache) => cache
+                        .load(&inner.engine, &snapshot, &snapshot_key)
+                        .map_err(|e| invalid(format!("{e:#}")))?,
+                    None => (
+                        Component::new(&inner.engine, &snapshot)
+                            .map_err(|e| invalid(format!("{e:#}")))?,
+                        CacheOutcome::Disabled,
+                    ),
+                }
+            }
+        };
+        let contract = |e: wasmtime::Error| SandboxError::Contract {
+            plugin: Some("the JavaScript engine".into()),
+            reason: format!("{e:#}"),
+        };
+        let pre = inner.linker.instantiate_pre(&component).map_err(contract)?;
+        let pre = js::bindings::JsPluginPre::new(pre).map_err(contract)?;
+        Ok(Loaded {
+            sandbox: Arc::clone(inner),
+            pre: instance::Pre::Js(pre),
+            label: None,
+            content_hash: engine_hash,
             cache,
         })
     }

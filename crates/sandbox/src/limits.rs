@@ -65,6 +65,11 @@ impl MemoryLimiter {
     pub(crate) fn limit(&self) -> usize {
         self.limit
     }
+
+    /// Bytes of linear memory the instance has grown to so far.
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
 }
 
 impl ResourceLimiter for MemoryLimiter {

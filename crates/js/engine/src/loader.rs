@@ -1,0 +1,186 @@
+//! The module loader: a plugin imports only its own files and the engine's built-in modules.
+//!
+//! - `./x.js`, `../lib/y.mjs` (relative to the importing plugin file) resolve inside the
+//!   plugin's file set, which the host handed over in `activate`; a path that climbs out of the
+//!   plugin directory or names a file that is not there is an import error. Nothing is read from
+//!   any filesystem: the only code the engine can run is code the host hashed.
+//! - `zod` and the small Node surface (`node:net`, `node:dns`, `node:dns/promises`,
+//!   `node:child_process`, `node:buffer`, `node:url`, `node:timers/promises`, with or without
+//!   the `node:` prefix) resolve to modules built into the engine.
+//! - `bosun:internal` (the layer's private registry of host functions) resolves only for the
+//!   engine's own modules, never for plugin code.
+//! - Anything else (a package name, an `https:` or `npm:` specifier, an absolute path) fails
+//!   with a message that says what to do.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use rquickjs::loader::{ImportAttributes, Loader, Resolver};
+use rquickjs::module::Declared;
+use rquickjs::{Ctx, Error, Module, Result};
+
+/// Module names of plugin files carry this prefix.
+const PLUGIN_PREFIX: &str = "plugin:";
+
+thread_local! {
+    /// The plugin's files, path relative to the plugin directory → JavaScript source.
+    static FILES: RefCell<BTreeMap<String, String>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Replaces the plugin's file set (once per instance, in `activate`).
+pub fn set_files(files: BTreeMap<String, String>) {
+    FILES.with(|f| *f.borrow_mut() = files);
+}
+
+/// Whether `path` is one of the plugin's files.
+pub fn has_file(path: &str) -> bool {
+    FILES.with(|f| f.borrow().contains_key(path))
+}
+
+/// The module name of a plugin file.
+pub fn plugin_module(path: &str) -> String {
+    format!("{PLUGIN_PREFIX}{path}")
+}
+
+/// Built-in modules: name → source.
+fn builtin(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "zod" => include_str!("../js/zod.js"),
+        "bosun:runtime" => include_str!("../js/runtime.js"),
+        "bosun:internal" => include_str!("../js/modules/internal.js"),
+        "node:net" => include_str!("../js/modules/net.js"),
+        "node:dns" => include_str!("../js/modules/dns.js"),
+        "node:dns/promises" => include_str!("../js/modules/dns_promises.js"),
+        "node:child_process" => include_str!("../js/modules/child_process.js"),
+        "node:buffer" => include_str!("../js/modules/buffer.js"),
+        "node:url" => include_str!("../js/modules/url.js"),
+        "node:timers/promises" => include_str!("../js/modules/timers_promises.js"),
+        _ => return None,
+    })
+}
+
+/// The canonical built-in name for a specifier, if it names one.
+fn builtin_name(specifier: &str) -> Option<&'static str> {
+    let bare = specifier.strip_prefix("node:").unwrap_or(specifier);
+    Some(match bare {
+        "zod" if !specifier.starts_with("node:") => "zod",
+        "net" => "node:net",
+        "dns" => "node:dns",
+        "dns/promises" => "node:dns/promises",
+        "child_process" => "node:child_process",
+        "buffer" => "node:buffer",
+        "url" => "node:url",
+        "timers/promises" => "node:timers/promises",
+        _ => return None,
+    })
+}
+
+/// Joins `relative` onto the directory of `base` (both plugin-relative), refusing to climb out.
+fn join(base: &str, relative: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Resolves specifiers as the module docs above describe.
+pub struct PluginResolver;
+
+impl Resolver for PluginResolver {
+    fn resolve<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> Result<String> {
+        let refuse = |message: String| Err(rquickjs::Exception::throw_message(ctx, &message));
+        // The core itself imports with an empty base.
+        let engine_module =
+            base.is_empty() || base.starts_with("bosun:") || base.starts_with("node:");
+        if name == "bosun:internal" {
+            return if engine_module {
+                Ok(name.to_owned())
+            } else {
+                refuse(format!(
+                    "cannot import \"{name}\" from {base}: it is internal to the engine"
+                ))
+            };
+        }
+        if name.starts_with("bosun:") && engine_module {
+            return Ok(name.to_owned());
+        }
+        if let Some(builtin) = builtin_name(name) {
+            return Ok(builtin.to_owned());
+        }
+        // The runtime imports the entry by its plugin-relative path.
+        if base == "bosun:runtime" {
+            let path = name.strip_prefix("./").unwrap_or(name);
+            if has_file(path) {
+                return Ok(plugin_module(path));
+            }
+        }
+        if let Some(from) = base.strip_prefix(PLUGIN_PREFIX)
+            && (name.starts_with("./") || name.starts_with("../"))
+        {
+            return match join(from, name) {
+                Some(path) if has_file(&path) => Ok(plugin_module(&path)),
+                Some(path) => refuse(format!(
+                    "cannot import \"{name}\" from {from}: the plugin has no file {path}"
+                )),
+                None => refuse(format!(
+                    "cannot import \"{name}\" from {from}: it leaves the plugin directory"
+                )),
+            };
+        }
+        let shown = base.strip_prefix(PLUGIN_PREFIX).unwrap_or(base);
+        refuse(format!(
+            "cannot import \"{name}\" from {shown}: a plugin may import its own files (with a relative path), \"zod\" and node:net, node:dns, node:buffer, node:url, node:timers/promises; bundle other dependencies into the plugin directory"
+        ))
+    }
+}
+
+/// Loads plugin files and built-in modules.
+pub struct PluginLoader;
+
+impl Loader for PluginLoader {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> Result<Module<'js, Declared>> {
+        if let Some(path) = name.strip_prefix(PLUGIN_PREFIX) {
+            let source = FILES.with(|f| f.borrow().get(path).cloned());
+            return match source {
+                Some(source) => Module::declare(ctx.clone(), name, source),
+                None => Err(Error::new_loading(name)),
+            };
+        }
+        match builtin(name) {
+            Some(source) => Module::declare(ctx.clone(), name, source),
+            None => Err(Error::new_loading(name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn relative_paths_stay_inside_the_plugin() {
+        assert_eq!(join("index.mjs", "./lib/a.js").as_deref(), Some("lib/a.js"));
+        assert_eq!(join("lib/a.js", "../b.js").as_deref(), Some("b.js"));
+        assert_eq!(join("index.mjs", "../outside.js"), None);
+        assert_eq!(join("lib/a.js", "../../x.js"), None);
+    }
+}

@@ -1,0 +1,26 @@
+//! Bosun's JavaScript engine and the host side of JavaScript plugins.
+//!
+//! - [`ENGINE_WASM`]: the engine component, QuickJS built for `wasm32-wasip2` by this crate's
+//!   build script from `crates/js/engine` (world `bosun:js/js-plugin@1.0.0`, `crates/js/wit`).
+//!   The sandbox pre-initialises it once ([`bosun_sandbox::Sandbox::load_js_engine`]).
+//! - [`JsPlugin`]: one Forge or Triggerfish plugin running in its own engine instance:
+//!   [`JsPlugin::activate`] hands the engine the plugin's files (the bytes the trust review
+//!   hashed, TypeScript already stripped) and returns the plugin's [`Descriptor`]; tools and hooks
+//!   are then called through the same sandbox path as native plugins (deadline, cancellation,
+//!   memory cap, output bound, HTTP guard).
+//!
+//! Deciding *whether* a plugin may load, which capabilities it gets and what a call may reach is
+//! the caller's job (trust store, policy); this crate only runs what it is given inside the
+//! sandbox it is given.
+
+mod descriptor;
+mod plugin;
+
+pub use descriptor::{
+    ActivationRequest, Descriptor, Format, HookCounts, JsCommand, JsLimits, JsSubagent,
+    JsSubagentLimits, JsTool, Trust,
+};
+pub use plugin::{CommandOutput, JsError, JsPlugin, Restriction, ToolOutcome};
+
+/// The JavaScript engine component (QuickJS for `wasm32-wasip2`), as built by this crate.
+pub const ENGINE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bosun_js_engine.wasm"));

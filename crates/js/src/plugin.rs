@@ -1,0 +1,295 @@
+//! One JavaScript plugin in its own engine instance.
+
+use bosun_sandbox::{CallError, CallOptions, CallReport, Grants, Instance, Loaded, SandboxError};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::descriptor::{ActivationRequest, Descriptor};
+
+/// Why a plugin could not be started or a hook failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JsError {
+    /// The engine instance could not be created.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The engine refused or failed the call (the plugin's code threw, broke its contract, ran
+    /// past its deadline, ...).
+    #[error("plugin {plugin}: {source}")]
+    Call {
+        /// The plugin's name.
+        plugin: String,
+        /// What the sandbox reported.
+        #[source]
+        source: CallError,
+    },
+    /// The engine answered with JSON the host could not read.
+    #[error(
+        "plugin {plugin}: the engine answered malformed JSON ({reason}); this is a bug in Bosun's JavaScript layer"
+    )]
+    Protocol {
+        /// The plugin's name.
+        plugin: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// A tool call's result as the plugin returned it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// `{ok: true, output, truncated}`.
+    Ok {
+        /// The output.
+        output: Value,
+        /// Whether the plugin says it cut the output.
+        truncated: bool,
+    },
+    /// `{ok: false, error}`.
+    Err {
+        /// The error code (not yet checked against Bosun's stable codes).
+        code: String,
+        /// The message.
+        message: String,
+        /// Whether retrying may help.
+        retryable: bool,
+    },
+}
+
+/// A policy restriction from a Forge `restrictPolicy` hook.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Restriction {
+    /// `confirm` or `deny`.
+    pub kind: String,
+    /// Why, prefixed with the plugin's name.
+    pub reason: String,
+}
+
+/// What a Forge command did.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandOutput {
+    /// Its exit code.
+    pub exit_code: i32,
+    /// What it wrote with `write`.
+    #[serde(default)]
+    pub stdout: String,
+    /// What it wrote with `writeError`.
+    #[serde(default)]
+    pub stderr: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    ok: bool,
+    #[serde(default)]
+    output: Value,
+    #[serde(default)]
+    truncated: bool,
+    #[serde(default)]
+    error: Option<EnvelopeError>,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeError {
+    code: String,
+    message: String,
+    #[serde(default)]
+    retryable: bool,
+}
+
+/// A plugin running in its own engine instance. Calls run one at a time.
+pub struct JsPlugin {
+    name: String,
+    instance: Instance,
+    descriptor: Descriptor,
+}
+
+impl std::fmt::Debug for JsPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsPlugin")
+            .field("name", &self.name)
+            .field("descriptor", &self.descriptor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsPlugin {
+    /// Instantiates the engine with `grants`, hands it `files` (plugin-relative path,
+    /// JavaScript source) and activates the plugin under the grant's deadline.
+    ///
+    /// # Errors
+    /// [`JsError::Sandbox`] if the instance cannot be created, [`JsError::Call`] if activation
+    /// fails (the plugin threw, broke its contract, or ran past the deadline),
+    /// [`JsError::Protocol`] if the descriptor is malformed.
+    pub async fn activate(
+        engine: &Loaded,
+        grants: Grants,
+        files: &[(String, String)],
+        request: &ActivationRequest,
+        opts: CallOptions,
+    ) -> Result<Self, JsError> {
+        let name = request.name.clone();
+        let mut instance = engine
+            .clone()
+            .with_label(name.clone())
+            .instantiate(grants)
+            .await?;
+        let request_json = serde_json::to_string(request).map_err(|e| JsError::Protocol {
+            plugin: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let out = instance
+            .activate(files, &request_json, opts)
+            .await
+            .map_err(|source| JsError::Call {
+                plugin: name.clone(),
+                source,
+            })?;
+        let descriptor: Descriptor =
+            serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
+                plugin: name.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            name,
+            instance,
+            descriptor,
+        })
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the plugin registered.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// Whether an earlier call left the instance unusable (drop it and activate again).
+    pub fn is_poisoned(&self) -> bool {
+        self.instance.is_poisoned()
+    }
+
+    /// Runs `tool` with `input_json`. The outcome is the plugin's own result; the report has
+    /// its logs and refused requests.
+    ///
+    /// # Errors
+    /// A [`CallError`] for a trap, timeout, cancellation, memory or output limit, or an engine
+    /// failure (`plugin_error`).
+    pub async fn call(
+        &mut self,
+        tool: &str,
+        input_json: &str,
+        opts: CallOptions,
+    ) -> Result<(ToolOutcome, CallReport), JsError> {
+        let out = self
+            .instance
+            .call(tool, input_json, opts)
+            .await
+            .map_err(|source| JsError::Call {
+                plugin: self.name.clone(),
+                source,
+            })?;
+        let envelope: Envelope =
+            serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
+                plugin: self.name.clone(),
+                reason: e.to_string(),
+            })?;
+        let outcome = match (envelope.ok, envelope.error) {
+            (true, _) => ToolOutcome::Ok {
+                output: envelope.output,
+                truncated: envelope.truncated,
+            },
+            (false, Some(e)) => ToolOutcome::Err {
+                code: e.code,
+                message: e.message,
+                retryable: e.retryable,
+            },
+            (false, None) => {
+                return Err(JsError::Protocol {
+                    plugin: self.name.clone(),
+                    reason: "a failed result without an error".into(),
+                });
+            }
+        };
+        Ok((outcome, out.report))
+    }
+
+    /// Runs the plugin's hooks of kind `op` and parses their JSON answer.
+    async fn hook<T: serde::de::DeserializeOwned>(
+        &mut self,
+        op: &str,
+        payload: &Value,
+        opts: CallOptions,
+    ) -> Result<T, JsError> {
+        let out = self
+            .instance
+            .hook(op, &payload.to_string(), opts)
+            .await
+            .map_err(|source| JsError::Call {
+                plugin: self.name.clone(),
+                source,
+            })?;
+        serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
+            plugin: self.name.clone(),
+            reason: format!("{op} hook: {e}"),
+        })
+    }
+
+    /// Prompt contributions for a run (`{prompt, workspaceRoot, workingDirectory}`).
+    ///
+    /// # Errors
+    /// As [`JsPlugin::call`]; a contribution over 32 KiB is the plugin's error.
+    pub async fn prompt(
+        &mut self,
+        payload: &Value,
+        opts: CallOptions,
+    ) -> Result<Vec<String>, JsError> {
+        self.hook("prompt", payload, opts).await
+    }
+
+    /// The plugin's verdict on a proposed call, strictest over its hooks.
+    ///
+    /// # Errors
+    /// As [`JsPlugin::call`]; a malformed verdict is the plugin's error (fail closed).
+    pub async fn restrict(
+        &mut self,
+        payload: &Value,
+        opts: CallOptions,
+    ) -> Result<Option<Restriction>, JsError> {
+        self.hook("restrict", payload, opts).await
+    }
+
+    /// Hands a redacted run event to the plugin's observers; returns their warnings.
+    ///
+    /// # Errors
+    /// As [`JsPlugin::call`].
+    pub async fn observe(
+        &mut self,
+        event: &Value,
+        opts: CallOptions,
+    ) -> Result<Vec<String>, JsError> {
+        #[derive(Deserialize)]
+        struct Observed {
+            #[serde(default)]
+            warnings: Vec<String>,
+        }
+        let observed: Observed = self.hook("observe", event, opts).await?;
+        Ok(observed.warnings)
+    }
+
+    /// Runs a Forge command.
+    ///
+    /// # Errors
+    /// As [`JsPlugin::call`].
+    pub async fn command(
+        &mut self,
+        payload: &Value,
+        opts: CallOptions,
+    ) -> Result<CommandOutput, JsError> {
+        self.hook("command", payload, opts).await
+    }
+}
