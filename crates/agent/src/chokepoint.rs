@@ -10,14 +10,14 @@
 //! a run. Nothing else in Bosun calls [`Tool::call`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use bosun_core::{
     ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits, ToolError,
     ToolResult, ToolSpec, bound_result,
 };
-use bosun_policy::{Policy, Subject};
+use bosun_policy::{HookVerdict, Policy, Subject};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -53,11 +53,121 @@ pub struct CallOutcome {
 struct Registered {
     tool: Arc<dyn Tool>,
     validator: jsonschema::Validator,
+    /// Who registered the tool at run time (`None` for the tools the chokepoint was built with).
+    owner: Option<String>,
+}
+
+/// A plugin's policy hook (Forge's `restrictPolicy`): asked about every call after the built-in
+/// checks, it can only make a decision stricter.
+#[async_trait::async_trait]
+pub trait PolicyHook: Send + Sync {
+    /// Its verdict on `call` of `tool`: `None` to leave the decision as it is. An `Err` fails
+    /// closed: the call is denied with the message.
+    async fn verdict(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<HookVerdict>, String>;
+}
+
+/// The tools a chokepoint resolves names against. Shared with whatever may add tools during a
+/// run (plugins the model installs): a change is one swap under a lock, so a call sees either the
+/// old set or the new one, never a mixture.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: RwLock<HashMap<String, Arc<Registered>>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.read().len())
+            .finish()
+    }
+}
+
+fn compile(tool: &Arc<dyn Tool>) -> Result<jsonschema::Validator, ToolError> {
+    jsonschema::validator_for(&tool.spec().input_schema).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "tool `{}` has an invalid input schema: {e}",
+                tool.spec().name
+            ),
+        )
+    })
+}
+
+impl ToolRegistry {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Registered>>> {
+        self.tools.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Registered>> {
+        self.read().get(name).cloned()
+    }
+
+    /// Replaces every tool `owner` registered with `tools`, all at once. Refused whole (nothing
+    /// changes) when a schema does not compile or a name is taken by a tool of another owner.
+    ///
+    /// # Errors
+    /// A [`ToolError`] naming the tool.
+    pub fn replace_owned(&self, owner: &str, tools: Vec<Arc<dyn Tool>>) -> Result<(), ToolError> {
+        let mut compiled = Vec::with_capacity(tools.len());
+        for tool in tools {
+            let validator = compile(&tool)?;
+            compiled.push(Registered {
+                tool,
+                validator,
+                owner: Some(owner.to_owned()),
+            });
+        }
+        let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        for registered in &compiled {
+            let name = registered.tool.spec().name.as_str();
+            if let Some(existing) = map.get(name)
+                && existing.owner.as_deref() != Some(owner)
+            {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidInput,
+                    format!("a tool named `{name}` already exists; rename the plugin's tool"),
+                ));
+            }
+        }
+        map.retain(|_, r| r.owner.as_deref() != Some(owner));
+        for registered in compiled {
+            map.insert(
+                registered.tool.spec().name.to_string(),
+                Arc::new(registered),
+            );
+        }
+        Ok(())
+    }
+
+    /// Names of the tools `owner` registered, sorted.
+    pub fn owned_by(&self, owner: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .read()
+            .iter()
+            .filter(|(_, r)| r.owner.as_deref() == Some(owner))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Whether a tool of this name exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
 }
 
 /// Builds a [`Chokepoint`].
 pub struct ChokepointBuilder {
     tools: Vec<Arc<dyn Tool>>,
+    hooks: Vec<Arc<dyn PolicyHook>>,
+    registry: Option<Arc<ToolRegistry>>,
     policy: Arc<Policy>,
     broker: Arc<dyn ApprovalBroker>,
     workspace: Arc<Workspace>,
@@ -69,6 +179,19 @@ impl ChokepointBuilder {
     /// Adds tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Adds plugin policy hooks, asked in order about every call.
+    pub fn hooks(mut self, hooks: impl IntoIterator<Item = Arc<dyn PolicyHook>>) -> Self {
+        self.hooks.extend(hooks);
+        self
+    }
+
+    /// Uses `registry` (shared with tools that add tools during the run) for the tool set; the
+    /// builder's tools are added to it.
+    pub fn registry(mut self, registry: Arc<ToolRegistry>) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -93,27 +216,31 @@ impl ChokepointBuilder {
     /// Compiles every tool's schema. A duplicate name or a schema that is not valid JSON Schema
     /// is refused with the tool named.
     pub fn build(self) -> Result<Chokepoint, ToolError> {
-        let mut tools = HashMap::with_capacity(self.tools.len());
-        for tool in self.tools {
-            let name = tool.spec().name.to_string();
-            let validator = jsonschema::validator_for(&tool.spec().input_schema).map_err(|e| {
-                ToolError::new(
-                    ErrorCode::InvalidInput,
-                    format!("tool `{name}` has an invalid input schema: {e}"),
-                )
-            })?;
-            if tools
-                .insert(name.clone(), Registered { tool, validator })
-                .is_some()
-            {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidInput,
-                    format!("two tools are named `{name}`"),
-                ));
+        let registry = self.registry.unwrap_or_default();
+        {
+            let mut tools = registry
+                .tools
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            for tool in self.tools {
+                let name = tool.spec().name.to_string();
+                let validator = compile(&tool)?;
+                let registered = Registered {
+                    tool,
+                    validator,
+                    owner: None,
+                };
+                if tools.insert(name.clone(), Arc::new(registered)).is_some() {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidInput,
+                        format!("two tools are named `{name}`"),
+                    ));
+                }
             }
         }
         Ok(Chokepoint {
-            tools,
+            tools: registry,
+            hooks: self.hooks,
             policy: self.policy,
             broker: self.broker,
             workspace: self.workspace,
@@ -125,7 +252,8 @@ impl ChokepointBuilder {
 
 /// The one path for every tool call.
 pub struct Chokepoint {
-    tools: HashMap<String, Registered>,
+    tools: Arc<ToolRegistry>,
+    hooks: Vec<Arc<dyn PolicyHook>>,
     policy: Arc<Policy>,
     broker: Arc<dyn ApprovalBroker>,
     workspace: Arc<Workspace>,
@@ -136,7 +264,7 @@ pub struct Chokepoint {
 impl std::fmt::Debug for Chokepoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Chokepoint")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +274,8 @@ impl Chokepoint {
     pub fn builder(policy: Arc<Policy>, workspace: Arc<Workspace>) -> ChokepointBuilder {
         ChokepointBuilder {
             tools: Vec::new(),
+            hooks: Vec::new(),
+            registry: None,
             policy,
             broker: Arc::new(NonInteractive),
             workspace,
@@ -154,16 +284,26 @@ impl Chokepoint {
         }
     }
 
-    /// Every tool's spec, sorted by name.
-    pub fn specs(&self) -> Vec<&ToolSpec> {
-        let mut specs: Vec<&ToolSpec> = self.tools.values().map(|r| r.tool.spec()).collect();
+    /// Every tool's spec, sorted by name (a snapshot: plugins installed later add to it).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self
+            .tools
+            .read()
+            .values()
+            .map(|r| r.tool.spec().clone())
+            .collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         specs
     }
 
     /// The policy action of a tool, by exact name.
-    pub fn action_of(&self, name: &str) -> Option<&str> {
-        self.tools.get(name).map(|r| r.tool.action())
+    pub fn action_of(&self, name: &str) -> Option<String> {
+        self.tools.get(name).map(|r| r.tool.action().to_owned())
+    }
+
+    /// The tool set, shared with tools that change it during a run.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.tools
     }
 
     /// The policy in force.
@@ -290,8 +430,10 @@ impl Chokepoint {
             .capability_requests(&call.input, &ctx)
             .map_err(|e| (e, None))?;
 
-        // 4. Policy on the action and every capability, with the session's promises.
-        let explanation = self.explain(tool.as_ref(), &capabilities, session);
+        // 4. Policy on the action and every capability, with the session's promises and the
+        //    plugins' hooks (which can only tighten).
+        let verdicts = self.hook_verdicts(call, tool.as_ref(), cancel).await;
+        let explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
         trace.record(Event::ToolDecided {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -384,17 +526,49 @@ impl Chokepoint {
         }
     }
 
-    /// The policy decision for one call of `tool` with `capabilities`.
+    /// The policy decision for one call of `tool` with `capabilities` (without plugin hooks).
     pub fn explain(
         &self,
         tool: &dyn Tool,
         capabilities: &[CapabilityRequest],
         session: &Session,
     ) -> Explanation {
+        self.explain_with(tool, capabilities, session, &[])
+    }
+
+    fn explain_with(
+        &self,
+        tool: &dyn Tool,
+        capabilities: &[CapabilityRequest],
+        session: &Session,
+        hooks: &[HookVerdict],
+    ) -> Explanation {
         let mut subjects = Vec::with_capacity(1 + capabilities.len());
         subjects.push(Subject::tool(tool.action(), tool.spec().risk));
         subjects.extend(capabilities.iter().map(Subject::capability));
-        session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]))
+        session.with_promises(|promises| self.policy.decide(&subjects, promises, hooks))
+    }
+
+    /// Every hook's verdict on this call; a hook that fails denies (fail closed).
+    async fn hook_verdicts(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        cancel: &CancellationToken,
+    ) -> Vec<HookVerdict> {
+        let mut verdicts = Vec::new();
+        for hook in &self.hooks {
+            match hook.verdict(call, tool, cancel).await {
+                Ok(Some(verdict)) => verdicts.push(verdict),
+                Ok(None) => {}
+                Err(message) => verdicts.push(HookVerdict {
+                    plugin: "policy hook".to_owned(),
+                    decision: Decision::Deny,
+                    reason: format!("a policy hook failed, so the call is denied: {message}"),
+                }),
+            }
+        }
+        verdicts
     }
 
     async fn approve(

@@ -96,6 +96,7 @@ impl PluginRuntime {
                 CallOptions {
                     cancel: ctx.cancel.clone(),
                     net,
+                    session: None,
                 },
             )
             .await;
@@ -397,6 +398,7 @@ pub fn plugin_tools(
                 .and_then(|c| c.timeout_ms)
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_TIMEOUT),
+            js: bosun_sandbox::JsGrants::default(),
         };
         let runtime = Arc::new(PluginRuntime {
             local_name: entry.local_name.clone(),

@@ -288,7 +288,7 @@ impl AgentBuilder {
         let tools = self
             .chokepoint
             .specs()
-            .into_iter()
+            .iter()
             .map(ToolDefinition::from)
             .collect();
         Agent {
@@ -488,9 +488,18 @@ impl Agent {
         }
     }
 
-    /// The tools offered to the model.
+    /// The tools offered to the model when the agent was built.
     pub fn tools(&self) -> &[ToolDefinition] {
         &self.tools
+    }
+
+    /// The tools the chokepoint holds now.
+    fn current_tools(&self) -> Vec<ToolDefinition> {
+        self.chokepoint
+            .specs()
+            .iter()
+            .map(ToolDefinition::from)
+            .collect()
     }
 
     /// Tells the observer, and records every event but text deltas in the trace.
@@ -563,10 +572,13 @@ impl Agent {
             }
             report.steps += 1;
             let step = report.steps;
+            // The tool set can grow during a run (a plugin the model installed): offer what
+            // exists now.
+            let tools = self.current_tools();
             for elision in elide_to_fit(
                 &self.context,
                 &self.system_prompt.text,
-                &self.tools,
+                &tools,
                 &mut report.messages,
             ) {
                 self.emit(
@@ -582,7 +594,7 @@ impl Agent {
                 model: self.model.clone(),
                 system: Some(self.system_prompt.text.clone()),
                 messages: report.messages.clone(),
-                tools: self.tools.clone(),
+                tools: tools.clone(),
                 max_output_tokens: self.context.max_output_tokens,
             };
             self.emit(
@@ -593,7 +605,7 @@ impl Agent {
                     messages: request.messages.len(),
                     estimated_input_tokens: estimate_tokens(
                         &self.system_prompt.text,
-                        &self.tools,
+                        &tools,
                         &request.messages,
                     ),
                 },

@@ -1,11 +1,13 @@
 //! A session: the state one conversation (or one CLI run) carries between tool calls — the
 //! `restrict_self` promises the model has made and the approvals a person gave "for this
 //! session". Both live only in memory: a grant is never written anywhere as authority, and a
-//! promise can only be added, never withdrawn.
+//! promise can only be added, never withdrawn. It also carries the session's taint: the highest
+//! classification of data that entered it, which only ever rises.
 
 use std::collections::BTreeSet;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
+use bosun_core::Classification;
 use bosun_policy::Promise;
 
 /// Per-session policy state.
@@ -14,6 +16,7 @@ pub struct Session {
     id: String,
     grants: Mutex<BTreeSet<String>>,
     promises: RwLock<Vec<Promise>>,
+    taint: Mutex<Classification>,
 }
 
 impl Session {
@@ -28,6 +31,20 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The session's taint: the highest classification of data that entered it.
+    pub fn taint(&self) -> Classification {
+        *self.taint.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Raises the taint to `level` if it is higher; never lowers it. Returns the taint after.
+    pub fn raise_taint(&self, level: Classification) -> Classification {
+        let mut taint = self.taint.lock().unwrap_or_else(PoisonError::into_inner);
+        if level > *taint {
+            *taint = level;
+        }
+        *taint
     }
 
     /// Records that a person allowed `action` for the rest of the session.
@@ -56,5 +73,25 @@ impl Session {
     pub fn with_promises<R>(&self, f: impl FnOnce(&[Promise]) -> R) -> R {
         let promises = self.promises.read().unwrap_or_else(|e| e.into_inner());
         f(&promises)
+    }
+}
+
+#[cfg(test)]
+mod taint_tests {
+    use super::*;
+
+    #[test]
+    fn taint_only_rises() {
+        let session = Session::new("s");
+        assert_eq!(session.taint(), Classification::Public);
+        assert_eq!(
+            session.raise_taint(Classification::Confidential),
+            Classification::Confidential
+        );
+        assert_eq!(
+            session.raise_taint(Classification::Internal),
+            Classification::Confidential
+        );
+        assert_eq!(session.taint(), Classification::Confidential);
     }
 }

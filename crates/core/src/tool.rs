@@ -103,6 +103,22 @@ impl ToolName {
         }
     }
 
+    /// A name the host composes for a plugin's tool, such as Triggerfish's
+    /// `plugin_<plugin>_<tool>`: `^[a-z][a-zA-Z0-9_-]{0,63}$`. Every model provider accepts
+    /// these characters; plugins never choose such names themselves.
+    pub fn namespaced(name: impl Into<String>) -> Result<Self, SpecError> {
+        let name = name.into();
+        let mut chars = name.chars();
+        let valid = name.len() <= 64
+            && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if valid {
+            Ok(Self(name))
+        } else {
+            Err(SpecError::BadName(name))
+        }
+    }
+
     /// The name as a string.
     pub fn as_str(&self) -> &str {
         &self.0

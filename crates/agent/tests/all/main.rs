@@ -6,4 +6,5 @@
 
 mod builtin;
 mod chokepoint;
+mod js_plugins;
 mod run;

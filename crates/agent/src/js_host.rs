@@ -1,0 +1,835 @@
+//! JavaScript plugins (Forge and Triggerfish formats) as tools, policy hooks and prompt
+//! contributions — the bridge between a plugin's source snapshot, the JavaScript engine in the
+//! sandbox and the chokepoint.
+//!
+//! Unlike a native plugin, a JavaScript plugin names its tools in code (`api.registerTool`,
+//! `toolDefinitions`), so it is activated when the host starts: in its own engine instance,
+//! linked with the grants its declared capabilities allow and nothing else (no filesystem; HTTP
+//! only for Forge's `network:access` or Triggerfish's `declaredEndpoints`), under the plugin's
+//! deadline and memory cap. Activation failing never stops the host: the plugin is left out with
+//! a warning.
+//!
+//! Every call then passes the chokepoint like any other: the action is
+//! `plugin.<local-name>.tool.<tool>`, each host the call may reach is a `net.http` capability
+//! request judged by policy, and the instance is granted exactly those hosts for that call.
+//! - Forge network tools reach the hosts in the plugin's config (`hosts = [...]` in
+//!   `[plugins.<name>.config]`) and the host of the input's `url` field when it has one.
+//! - Triggerfish tools reach their plugin's `declaredEndpoints` only.
+//!
+//! Triggerfish tools are offered as `plugin_<plugin>_<tool>` (Triggerfish's own naming), Forge
+//! tools under their own names. A Triggerfish result raises the session's taint to the plugin's
+//! classification; `escalateTaint` raises it too (it really does, unlike in Triggerfish).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Capability, CapabilityRequest, Classification, Decision, ErrorCode, Risk, Scope, ToolError,
+    ToolName, ToolOutput, ToolSpec,
+};
+use bosun_js::{
+    ActivationRequest, Descriptor, Format, JsError, JsLimits, JsPlugin, JsTool as JsToolMeta,
+    ToolOutcome, Trust,
+};
+use bosun_policy::{HookVerdict, Policy};
+use bosun_sandbox::{CallErrorKind, CallOptions, Grants, JsGrants, JsSession, Loaded, NetGrant};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::chokepoint::{PolicyHook, ToolCall};
+use crate::session::Session;
+use crate::tool::{Tool, ToolContext};
+
+/// Where the workspace appears to a JavaScript plugin (its `context.workspace`).
+const GUEST_WORKSPACE: &str = "/workspace";
+
+/// Everything needed to start one JavaScript plugin, independent of where it came from (the
+/// catalog, or a plugin the model built during the run).
+#[derive(Debug, Clone)]
+pub struct JsPluginSpec {
+    /// The local name: policy actions are `plugin.<local_name>.tool.<tool>`.
+    pub local_name: String,
+    /// The format.
+    pub format: Format,
+    /// The plugin's own name (Forge `plugin.json` name, Triggerfish directory name).
+    pub name: String,
+    /// The entry file, relative to the plugin directory.
+    pub entry: String,
+    /// The plugin's JavaScript files (TypeScript already stripped): relative path, source.
+    pub files: Vec<(String, String)>,
+    /// Forge capabilities as declared (`tools:register`, `network:access`, ...).
+    pub capabilities: Vec<String>,
+    /// Triggerfish `declaredEndpoints` as authorities (`host` or `host:port`).
+    pub endpoints: Vec<String>,
+    /// Classification of the plugin's results (Triggerfish manifest; Forge: `PUBLIC`).
+    pub classification: Classification,
+    /// Triggerfish effective trust.
+    pub trust: Trust,
+    /// The plugin's config table.
+    pub config: Value,
+    /// Per-call deadline.
+    pub timeout: Duration,
+    /// Memory cap of the instance.
+    pub memory_bytes: usize,
+    /// Names no plugin tool may take (built-ins and host tools).
+    pub reserved: Vec<String>,
+    /// Triggerfish: the manifest read statically; the one the module exports must agree.
+    pub static_manifest: Option<bosun_plugins::TriggerfishManifest>,
+}
+
+/// A JavaScript plugin's manifest, as the catalog read it without running code.
+#[derive(Debug, Clone, Copy)]
+pub enum JsManifestRef<'a> {
+    /// `plugin.json`.
+    Forge(&'a bosun_plugins::ForgeManifest),
+    /// The static `manifest` of `mod.ts`.
+    Triggerfish(&'a bosun_plugins::TriggerfishManifest),
+}
+
+/// Where a plugin's limits come from.
+#[derive(Debug, Clone, Copy)]
+pub struct JsBounds {
+    /// Per-call deadline.
+    pub timeout: Duration,
+    /// Memory cap of the instance.
+    pub memory_bytes: usize,
+}
+
+impl Default for JsBounds {
+    fn default() -> Self {
+        Self {
+            timeout: crate::plugin_host::DEFAULT_TIMEOUT,
+            memory_bytes: usize::try_from(crate::plugin_host::DEFAULT_MEMORY_MIB << 20)
+                .unwrap_or(usize::MAX),
+        }
+    }
+}
+
+impl JsPluginSpec {
+    /// The spec for a plugin whose files are `snapshot` (exactly the bytes that were hashed,
+    /// and scanned when the model installs it). TypeScript files are stripped of their types
+    /// here; every other file the engine may import must be UTF-8 JavaScript.
+    ///
+    /// `config_trusted` is the user's half of Triggerfish's trust rule (the manifest's is the
+    /// other half): a plugin is trusted only when both say so.
+    ///
+    /// # Errors
+    /// A file that is not UTF-8 or does not parse as TypeScript, named with the reason.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_snapshot(
+        local_name: &str,
+        snapshot: &bosun_plugins::SourceSnapshot,
+        manifest: JsManifestRef<'_>,
+        config: Value,
+        config_trusted: bool,
+        bounds: JsBounds,
+        reserved: Vec<String>,
+    ) -> Result<Self, String> {
+        let mut files = Vec::new();
+        for file in snapshot.files() {
+            let path = file.path.as_str();
+            let is_ts = [".ts", ".mts", ".cts"].iter().any(|e| path.ends_with(e))
+                && !path.ends_with(".d.ts");
+            let is_js = [".js", ".mjs", ".cjs"].iter().any(|e| path.ends_with(e));
+            if !is_ts && !is_js {
+                continue;
+            }
+            let text = std::str::from_utf8(&file.bytes)
+                .map_err(|e| format!("{path} is not UTF-8 ({e}); save it as UTF-8"))?;
+            let text = if is_ts {
+                bosun_plugins::typescript::strip_types(std::path::Path::new(path), text)
+                    .map_err(|e| e.to_string())?
+            } else {
+                text.to_owned()
+            };
+            files.push((path.to_owned(), text));
+        }
+        let spec = match manifest {
+            JsManifestRef::Forge(m) => Self {
+                local_name: local_name.to_owned(),
+                format: Format::Forge,
+                name: m.name.clone(),
+                entry: m.entry.clone(),
+                files,
+                capabilities: m.capabilities.clone(),
+                endpoints: Vec::new(),
+                classification: Classification::Public,
+                trust: Trust::Sandboxed,
+                config,
+                timeout: bounds.timeout,
+                memory_bytes: bounds.memory_bytes,
+                reserved,
+                static_manifest: None,
+            },
+            JsManifestRef::Triggerfish(m) => Self {
+                local_name: local_name.to_owned(),
+                format: Format::Triggerfish,
+                name: m.name.clone(),
+                entry: "mod.ts".to_owned(),
+                files,
+                capabilities: Vec::new(),
+                endpoints: m.endpoint_authorities.clone(),
+                classification: m.classification,
+                trust: if m.trust == bosun_plugins::ManifestTrust::Trusted && config_trusted {
+                    Trust::Trusted
+                } else {
+                    Trust::Sandboxed
+                },
+                config,
+                timeout: bounds.timeout,
+                memory_bytes: bounds.memory_bytes,
+                reserved,
+                static_manifest: Some(m.clone()),
+            },
+        };
+        Ok(spec)
+    }
+
+    fn network(&self) -> bool {
+        match self.format {
+            Format::Forge => self.capabilities.iter().any(|c| c == "network:access"),
+            Format::Triggerfish => !self.endpoints.is_empty(),
+        }
+    }
+
+    fn config_hosts(&self) -> Vec<String> {
+        self.config
+            .get("hosts")
+            .and_then(Value::as_array)
+            .map(|hosts| {
+                hosts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_ascii_lowercase)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn grants(&self) -> Grants {
+        Grants {
+            fs: None,
+            http: self.network(),
+            config: match &self.config {
+                Value::Object(map) => map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect(),
+                _ => BTreeMap::new(),
+            },
+            memory_bytes: self.memory_bytes,
+            timeout: self.timeout,
+            js: JsGrants {
+                host_info: self.format == Format::Triggerfish && self.trust == Trust::Trusted,
+            },
+        }
+    }
+
+    fn request(&self) -> ActivationRequest {
+        ActivationRequest {
+            format: self.format,
+            name: self.name.clone(),
+            entry: self.entry.clone(),
+            capabilities: self.capabilities.clone(),
+            trust: self.trust,
+            config: self.config.clone(),
+            limits: JsLimits::default(),
+            reserved_tool_names: self.reserved.clone(),
+        }
+    }
+
+    /// The name the model calls `tool` by.
+    fn model_name(&self, tool: &str) -> Result<ToolName, String> {
+        let result = match self.format {
+            Format::Forge => ToolName::new(tool),
+            Format::Triggerfish => ToolName::namespaced(format!("plugin_{}_{tool}", self.name)),
+        };
+        result.map_err(|e| format!("tool `{tool}` cannot be offered: {e}"))
+    }
+}
+
+/// The session a JavaScript call runs in, as the engine's `runtime` imports see it.
+#[derive(Debug)]
+struct SessionTaint(Arc<Session>);
+
+impl JsSession for SessionTaint {
+    fn taint(&self) -> String {
+        self.0.taint().to_string()
+    }
+
+    fn escalate(&self, level: &str) -> Result<(), String> {
+        let level: Classification = level.parse().map_err(|e| format!("{e}"))?;
+        self.0.raise_taint(level);
+        Ok(())
+    }
+}
+
+/// One activated plugin, shared by its tools and hooks. A poisoned instance (trap, deadline,
+/// memory) is replaced by activating the plugin again on the next call; module state is lost.
+pub struct JsRuntime {
+    spec: JsPluginSpec,
+    engine: Loaded,
+    plugin: Mutex<Option<JsPlugin>>,
+    descriptor: Descriptor,
+}
+
+impl std::fmt::Debug for JsRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsRuntime")
+            .field("local_name", &self.spec.local_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn js_error(local: &str, error: &JsError) -> ToolError {
+    match error {
+        JsError::Call { source, .. } => match &source.kind {
+            CallErrorKind::Tool {
+                code,
+                message,
+                retryable,
+            } => ToolError {
+                code: serde_json::from_value(Value::String(code.clone()))
+                    .unwrap_or(ErrorCode::PluginError),
+                message: format!("plugin `{local}`: {message}"),
+                retryable: *retryable,
+            },
+            kind => ToolError {
+                code: serde_json::from_value(Value::String(kind.code().to_owned()))
+                    .unwrap_or(ErrorCode::PluginError),
+                message: format!("plugin `{local}`: {kind}"),
+                retryable: kind.retryable(),
+            },
+        },
+        other => ToolError::new(ErrorCode::PluginError, format!("plugin `{local}`: {other}")),
+    }
+}
+
+impl JsRuntime {
+    /// Activates the plugin in a fresh engine instance.
+    ///
+    /// # Errors
+    /// Why activation failed, in words for a person.
+    pub async fn start(spec: JsPluginSpec, engine: &Loaded) -> Result<Arc<Self>, String> {
+        let plugin = JsPlugin::activate(
+            engine,
+            spec.grants(),
+            &spec.files,
+            &spec.request(),
+            CallOptions::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let descriptor = plugin.descriptor().clone();
+        if let Some(expected) = &spec.static_manifest {
+            // What was reviewed is the manifest read without running code; a module that
+            // exports something else is not the plugin that was reviewed.
+            let exported = descriptor.manifest.clone().unwrap_or(Value::Null);
+            expected.check_runtime(&exported)?;
+        }
+        Ok(Arc::new(Self {
+            spec,
+            engine: engine.clone(),
+            plugin: Mutex::new(Some(plugin)),
+            descriptor,
+        }))
+    }
+
+    /// What the plugin registered.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// The spec it was started from.
+    pub fn spec(&self) -> &JsPluginSpec {
+        &self.spec
+    }
+
+    /// Runs `f` on the live instance, activating a fresh one first if the last was poisoned.
+    async fn with_plugin<T>(
+        &self,
+        f: impl AsyncFnOnce(&mut JsPlugin) -> Result<T, JsError>,
+    ) -> Result<T, ToolError> {
+        let local = &self.spec.local_name;
+        let mut slot = self.plugin.lock().await;
+        if slot.as_ref().is_none_or(JsPlugin::is_poisoned) {
+            *slot = None;
+            let plugin = JsPlugin::activate(
+                &self.engine,
+                self.spec.grants(),
+                &self.spec.files,
+                &self.spec.request(),
+                CallOptions::default(),
+            )
+            .await
+            .map_err(|e| js_error(local, &e))?;
+            *slot = Some(plugin);
+        }
+        let Some(plugin) = slot.as_mut() else {
+            return Err(ToolError::new(
+                ErrorCode::PluginError,
+                format!("plugin `{local}` has no instance"),
+            ));
+        };
+        let result = f(plugin).await;
+        if plugin.is_poisoned() {
+            *slot = None;
+        }
+        result.map_err(|e| js_error(local, &e))
+    }
+
+    /// The plugin's prompt contributions (Forge `contributePrompt`, Triggerfish `systemPrompt`).
+    ///
+    /// # Errors
+    /// The plugin's hook failed or returned more than 32 KiB.
+    pub async fn prompts(&self, task: &str) -> Result<Vec<String>, ToolError> {
+        if self.descriptor.hooks.prompt == 0 && self.descriptor.system_prompt.is_none() {
+            return Ok(Vec::new());
+        }
+        let payload = json!({
+            "prompt": task,
+            "workspaceRoot": GUEST_WORKSPACE,
+            "workingDirectory": GUEST_WORKSPACE,
+        });
+        self.with_plugin(async |p| p.prompt(&payload, CallOptions::default()).await)
+            .await
+    }
+
+    /// Runs one of the plugin's commands (`bosun plugins run`).
+    ///
+    /// # Errors
+    /// The command failed in the sandbox.
+    pub async fn command(
+        &self,
+        name: &str,
+        args: &[String],
+        cancel: CancellationToken,
+    ) -> Result<bosun_js::CommandOutput, ToolError> {
+        let payload = json!({
+            "name": name,
+            "args": args,
+            "cwd": GUEST_WORKSPACE,
+            "workspaceRoot": GUEST_WORKSPACE,
+        });
+        self.with_plugin(async |p| {
+            p.command(
+                &payload,
+                CallOptions {
+                    cancel,
+                    ..CallOptions::default()
+                },
+            )
+            .await
+        })
+        .await
+    }
+
+    /// The tools to offer, checked against `reserved` names and the policy (a tool whose action
+    /// policy denies outright is left out). Problems come back as warnings.
+    pub fn tools(self: &Arc<Self>, policy: &Arc<Policy>) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut warnings = Vec::new();
+        let mut seen = BTreeSet::new();
+        for meta in &self.descriptor.tools {
+            match self.tool(meta, policy) {
+                Ok(Some(tool)) => {
+                    if seen.insert(tool.spec.name.to_string()) {
+                        tools.push(Arc::new(tool));
+                    }
+                }
+                Ok(None) => {}
+                Err(reason) => {
+                    warnings.push(format!("plugin `{}`: {reason}", self.spec.local_name))
+                }
+            }
+        }
+        (tools, warnings)
+    }
+
+    fn tool(
+        self: &Arc<Self>,
+        meta: &JsToolMeta,
+        policy: &Arc<Policy>,
+    ) -> Result<Option<JsTool>, String> {
+        let name = self.spec.model_name(&meta.name)?;
+        if self.spec.reserved.iter().any(|r| r == name.as_str()) {
+            return Err(format!(
+                "tool `{name}` would shadow a built-in tool and is not offered"
+            ));
+        }
+        let risk = match meta.risk.as_str() {
+            "read" => Risk::Read,
+            "write" => Risk::Write,
+            "process" => Risk::Process,
+            "network" => Risk::Network,
+            other => {
+                return Err(format!(
+                    "tool `{}` has an unknown risk `{other}`",
+                    meta.name
+                ));
+            }
+        };
+        let schema = normalise_schema(&meta.input_schema)
+            .map_err(|e| format!("tool `{}`: {e}", meta.name))?;
+        let mut builder = ToolSpec::builder(name, meta.description.clone())
+            .input_schema(schema)
+            .risk(risk)
+            .classification(self.spec.classification);
+        if risk == Risk::Network {
+            builder = builder.capability(Capability::NetHttp);
+        }
+        let spec = builder
+            .build()
+            .map_err(|e| format!("tool `{}`: {e}", meta.name))?;
+        let action = bosun_plugins::tool_action(&self.spec.local_name, &meta.name);
+        let denied = policy
+            .decide(&[bosun_policy::Subject::tool(&action, risk)], &[], &[])
+            .decision
+            == Decision::Deny;
+        if denied {
+            return Ok(None);
+        }
+        Ok(Some(JsTool {
+            runtime: Arc::clone(self),
+            spec,
+            tool: meta.name.clone(),
+            action,
+            network: risk == Risk::Network,
+            policy: Arc::clone(policy),
+        }))
+    }
+
+    /// The plugin's `restrictPolicy` hooks as a chokepoint hook, when it has any.
+    pub fn policy_hook(self: &Arc<Self>) -> Option<Arc<dyn PolicyHook>> {
+        (self.descriptor.hooks.restrict > 0).then(|| {
+            Arc::new(JsPolicyHook {
+                runtime: Arc::clone(self),
+            }) as Arc<dyn PolicyHook>
+        })
+    }
+}
+
+/// Makes a JSON Schema from the engine acceptable as a tool input schema: no `$schema`, an
+/// object at the root.
+fn normalise_schema(schema: &Value) -> Result<Value, String> {
+    let Value::Object(map) = schema else {
+        return Err("the input schema is not a JSON object".into());
+    };
+    let mut map = map.clone();
+    map.remove("$schema");
+    match map.get("type") {
+        None => {
+            map.insert("type".into(), Value::String("object".into()));
+        }
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => return Err(format!("the input schema's type is {other}, not object")),
+    }
+    Ok(Value::Object(map))
+}
+
+/// One tool of a JavaScript plugin.
+pub struct JsTool {
+    runtime: Arc<JsRuntime>,
+    spec: ToolSpec,
+    tool: String,
+    action: String,
+    network: bool,
+    /// Tells whether a rule names a literal private address (only then is it reachable).
+    policy: Arc<Policy>,
+}
+
+impl std::fmt::Debug for JsTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsTool")
+            .field("action", &self.action)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsTool {
+    /// The hosts this call may reach, from the plugin's grants and the input.
+    fn hosts(&self, input: &Value) -> Vec<(String, Option<u16>)> {
+        if !self.network {
+            return Vec::new();
+        }
+        let spec = &self.runtime.spec;
+        let mut hosts: Vec<(String, Option<u16>)> = Vec::new();
+        match spec.format {
+            Format::Triggerfish => {
+                for authority in &spec.endpoints {
+                    hosts.push(split_authority(authority));
+                }
+            }
+            Format::Forge => {
+                for host in spec.config_hosts() {
+                    hosts.push(split_authority(&host));
+                }
+                if let Some(url) = input.get("url").and_then(Value::as_str)
+                    && let Ok(url) = url::Url::parse(url)
+                    && matches!(url.scheme(), "http" | "https")
+                    && let Some(host) = url.host_str()
+                {
+                    let host = host.trim_start_matches('[').trim_end_matches(']');
+                    hosts.push((host.to_ascii_lowercase(), url.port()));
+                }
+            }
+        }
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+}
+
+fn split_authority(authority: &str) -> (String, Option<u16>) {
+    let authority = authority.to_ascii_lowercase();
+    if let Some(rest) = authority.strip_prefix('[') {
+        let (host, tail) = rest.split_once(']').unwrap_or((rest, ""));
+        return (
+            host.to_owned(),
+            tail.strip_prefix(':').and_then(|p| p.parse().ok()),
+        );
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !host.contains(':') => {
+            (host.to_owned(), port.parse().ok())
+        }
+        _ => (authority, None),
+    }
+}
+
+#[async_trait]
+impl Tool for JsTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        &self.action
+    }
+
+    fn capability_requests(
+        &self,
+        input: &Value,
+        _ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        if !self.network {
+            return Ok(Vec::new());
+        }
+        let hosts = self.hosts(input);
+        if hosts.is_empty() {
+            // Policy is still asked about the network, even with nowhere granted to go.
+            return Ok(vec![CapabilityRequest::bare(Capability::NetHttp)]);
+        }
+        Ok(hosts
+            .into_iter()
+            .map(|(host, _)| CapabilityRequest {
+                capability: Capability::NetHttp,
+                scope: Scope {
+                    host: Some(host),
+                    ..Scope::default()
+                },
+            })
+            .collect())
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let mut net = NetGrant::default();
+        for (host, port) in self.hosts(&input) {
+            if let Ok(ip) = host.parse::<IpAddr>()
+                && self.policy.names_host(&host)
+            {
+                net.private_allowed.push(ip);
+            }
+            let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
+                (true, Some(p)) => format!("[{host}]:{p}"),
+                (true, None) => format!("[{host}]"),
+                (false, Some(p)) => format!("{host}:{p}"),
+                (false, None) => host,
+            };
+            net.hosts.push(authority);
+        }
+        let opts = CallOptions {
+            cancel: ctx.cancel.clone(),
+            net,
+            session: Some(Arc::new(SessionTaint(ctx.session.clone()))),
+        };
+        let input_json = input.to_string();
+        let tool = self.tool.clone();
+        let (outcome, report) = self
+            .runtime
+            .with_plugin(async |p| p.call(&tool, &input_json, opts).await)
+            .await?;
+        ctx.log_lines(
+            report
+                .logs
+                .iter()
+                .map(|l| (format!("{:?}", l.level).to_lowercase(), l.message.clone())),
+        );
+        for refused in &report.refused_requests {
+            ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
+        }
+        match outcome {
+            ToolOutcome::Ok { output, truncated } => {
+                if self.runtime.spec.format == Format::Triggerfish {
+                    // What the plugin returned is as sensitive as the plugin says its data is.
+                    ctx.session.raise_taint(self.runtime.spec.classification);
+                }
+                Ok(ToolOutput {
+                    value: output,
+                    truncated,
+                })
+            }
+            ToolOutcome::Err {
+                code,
+                message,
+                retryable,
+            } => Err(ToolError {
+                code: serde_json::from_value(Value::String(code)).unwrap_or(ErrorCode::PluginError),
+                message,
+                retryable,
+            }),
+        }
+    }
+}
+
+/// A plugin's `restrictPolicy` hooks, asked about every call.
+struct JsPolicyHook {
+    runtime: Arc<JsRuntime>,
+}
+
+#[async_trait]
+impl PolicyHook for JsPolicyHook {
+    async fn verdict(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<HookVerdict>, String> {
+        let risk = serde_json::to_value(tool.spec().risk).unwrap_or(Value::Null);
+        let payload = json!({
+            "tool": { "name": call.name, "risk": risk },
+            "call": { "id": call.id, "name": call.name, "input": call.input },
+            "input": call.input,
+        });
+        let opts = CallOptions {
+            cancel: cancel.clone(),
+            ..CallOptions::default()
+        };
+        let restriction = self
+            .runtime
+            .with_plugin(async |p| p.restrict(&payload, opts).await)
+            .await
+            .map_err(|e| e.message)?;
+        Ok(restriction.map(|r| HookVerdict {
+            plugin: self.runtime.spec.local_name.clone(),
+            decision: if r.kind == "deny" {
+                Decision::Deny
+            } else {
+                Decision::Ask
+            },
+            reason: r.reason,
+        }))
+    }
+}
+
+/// Everything the enabled JavaScript plugins contribute to a host.
+#[derive(Default)]
+pub struct JsPlugins {
+    /// Activated plugins, in load order.
+    pub runtimes: Vec<Arc<JsRuntime>>,
+    /// Their tools.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Their policy hooks.
+    pub hooks: Vec<Arc<dyn PolicyHook>>,
+    /// What a person should know (plugins left out and why).
+    pub warnings: Vec<String>,
+}
+
+impl JsPlugins {
+    /// Activates every plugin in `specs` and collects what they offer. A plugin that fails to
+    /// activate is left out with a warning.
+    pub async fn start(specs: Vec<JsPluginSpec>, engine: &Loaded, policy: &Arc<Policy>) -> Self {
+        let mut out = Self::default();
+        let mut taken: BTreeSet<String> = BTreeSet::new();
+        for spec in specs {
+            let local = spec.local_name.clone();
+            let runtime = match JsRuntime::start(spec, engine).await {
+                Ok(runtime) => runtime,
+                Err(reason) => {
+                    out.warnings
+                        .push(format!("plugin `{local}` was not loaded: {reason}"));
+                    continue;
+                }
+            };
+            let (tools, warnings) = runtime.tools(policy);
+            out.warnings.extend(warnings);
+            for tool in tools {
+                let name = tool.spec().name.to_string();
+                if taken.insert(name.clone()) {
+                    out.tools.push(tool);
+                } else {
+                    out.warnings.push(format!(
+                        "plugin `{local}`: tool `{name}` is not offered because an earlier plugin has a tool of that name"
+                    ));
+                }
+            }
+            out.hooks.extend(runtime.policy_hook());
+            out.runtimes.push(runtime);
+        }
+        out
+    }
+
+    /// Every plugin's prompt contributions for `task`, as (local name, text).
+    pub async fn prompts(&self, task: &str) -> (Vec<(String, String)>, Vec<String>) {
+        let mut prompts = Vec::new();
+        let mut warnings = Vec::new();
+        for runtime in &self.runtimes {
+            match runtime.prompts(task).await {
+                Ok(texts) => prompts.extend(
+                    texts
+                        .into_iter()
+                        .map(|t| (runtime.spec.local_name.clone(), t)),
+                ),
+                Err(e) => warnings.push(format!(
+                    "plugin `{}`: its prompt contribution failed and is left out: {}",
+                    runtime.spec.local_name, e.message
+                )),
+            }
+        }
+        (prompts, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_made_objects_without_their_dialect() {
+        let schema =
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "oneOf": []});
+        assert_eq!(
+            normalise_schema(&schema).unwrap(),
+            json!({"oneOf": [], "type": "object"})
+        );
+        assert!(normalise_schema(&json!({"type": "string"})).is_err());
+        assert!(normalise_schema(&json!(true)).is_err());
+    }
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(
+            split_authority("Api.Example.com"),
+            ("api.example.com".into(), None)
+        );
+        assert_eq!(
+            split_authority("example.com:8443"),
+            ("example.com".into(), Some(8443))
+        );
+        assert_eq!(split_authority("[::1]:80"), ("::1".into(), Some(80)));
+    }
+}

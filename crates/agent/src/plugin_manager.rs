@@ -1,0 +1,528 @@
+//! Plugins the model builds during a conversation: the tools `plugin_scan`, `plugin_install`,
+//! `plugin_reload` and `plugin_list`.
+//!
+//! The model writes a Forge or Triggerfish plugin into the workspace (with `create_file` /
+//! `apply_patch`), scans it, installs it and calls its tools a moment later. Every step passes the
+//! chokepoint like any call, and the rules are the sandbox's, not the model's:
+//!
+//! - **What is scanned is what runs.** `plugin_install` and `plugin_reload` read the plugin
+//!   directory once into a [`SourceSnapshot`], scan exactly those bytes, and hand exactly those
+//!   bytes to the engine. Changing a file after the scan changes nothing that runs.
+//! - **Agent-built plugins are untrusted.** They run sandboxed (Triggerfish's `trusted` is never
+//!   honoured, no host facts), with no filesystem, HTTP only to what they declare and policy
+//!   allows per call, under the default deadline and memory cap. Nothing is written to the trust
+//!   store: the plugin lives for this session. Installing asks by default (`plugin_install` is a
+//!   `process`-risk action: it runs code), as does every network call its tools make.
+//! - **Reload swaps atomically.** The new version is read, scanned and activated beside the old;
+//!   only then are the tools swapped in one step. Any failure leaves the old version serving.
+//!
+//! Plugins the model installs contribute tools only: their prompt contributions and policy hooks
+//! are not applied to the run already under way.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Capability, CapabilityRequest, ErrorCode, Risk, Scope, ToolError, ToolName, ToolOutput,
+    ToolSpec,
+};
+use bosun_plugins::{ForgeManifest, SourceSnapshot, TriggerfishManifest};
+use bosun_policy::Policy;
+use bosun_sandbox::{Loaded, Sandbox};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, OnceCell};
+
+use crate::chokepoint::ToolRegistry;
+use crate::js_host::{JsBounds, JsManifestRef, JsPluginSpec, JsRuntime};
+use crate::tool::{Tool, ToolContext};
+
+/// Where a plugin is looked for when `plugin_install` names no path: the project's plugin
+/// directory, so that a plugin the model built can later be reviewed and trusted like any other.
+pub const DEFAULT_PLUGIN_DIR: &str = ".bosun/plugins";
+
+/// The names of the four tools.
+pub const MANAGER_TOOLS: [&str; 4] = [
+    "plugin_scan",
+    "plugin_install",
+    "plugin_reload",
+    "plugin_list",
+];
+
+/// One plugin the model installed.
+struct Installed {
+    dir: PathBuf,
+    version: String,
+    format: &'static str,
+    sha256: String,
+    tools: Vec<String>,
+    /// Kept alive while its tools are registered.
+    _runtime: Arc<JsRuntime>,
+}
+
+/// A plugin loaded from configuration, as `plugin_list` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ListedPlugin {
+    /// Its local name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// `native`, `forge` or `triggerfish`.
+    pub format: String,
+    /// `user` or `project`.
+    pub source: String,
+    /// Its tools, as the model calls them.
+    pub tools: Vec<String>,
+}
+
+/// The state behind the four tools.
+pub struct PluginManager {
+    sandbox: Sandbox,
+    engine_wasm: &'static [u8],
+    engine: OnceCell<Loaded>,
+    policy: Arc<Policy>,
+    registry: Arc<ToolRegistry>,
+    reserved: Vec<String>,
+    configured: Vec<ListedPlugin>,
+    installed: Mutex<BTreeMap<String, Installed>>,
+}
+
+impl std::fmt::Debug for PluginManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginManager").finish_non_exhaustive()
+    }
+}
+
+fn owner(name: &str) -> String {
+    format!("agent-plugin:{name}")
+}
+
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::InvalidInput, message)
+}
+
+fn failed(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::PluginError, message)
+}
+
+/// A plugin name as both formats allow it: `^[a-z][a-z0-9-]{0,63}$`.
+fn is_plugin_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+impl PluginManager {
+    /// A manager that registers tools into `registry` (the chokepoint's), judged by `policy`.
+    /// `reserved` are names no plugin tool may take; `configured` lists the plugins loaded from
+    /// configuration, for `plugin_list`.
+    pub fn new(
+        sandbox: Sandbox,
+        engine_wasm: &'static [u8],
+        policy: Arc<Policy>,
+        registry: Arc<ToolRegistry>,
+        mut reserved: Vec<String>,
+        configured: Vec<ListedPlugin>,
+    ) -> Arc<Self> {
+        reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
+        Arc::new(Self {
+            sandbox,
+            engine_wasm,
+            engine: OnceCell::new(),
+            policy,
+            registry,
+            reserved,
+            configured,
+            installed: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The four tools.
+    pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
+        [Op::Scan, Op::Install, Op::Reload, Op::List]
+            .into_iter()
+            .filter_map(|op| {
+                let spec = op.spec().ok()?;
+                Some(Arc::new(ManagerTool {
+                    manager: Arc::clone(self),
+                    op,
+                    spec,
+                }) as Arc<dyn Tool>)
+            })
+            .collect()
+    }
+
+    async fn engine(&self) -> Result<&Loaded, ToolError> {
+        self.engine
+            .get_or_try_init(|| async {
+                self.sandbox
+                    .load_js_engine(self.engine_wasm)
+                    .await
+                    .map_err(|e| failed(e.to_string()))
+            })
+            .await
+    }
+
+    /// Reads, scans and activates the plugin in `dir`; nothing is registered yet.
+    async fn prepare(
+        &self,
+        name: &str,
+        dir: &Path,
+    ) -> Result<(Arc<JsRuntime>, SourceSnapshot, &'static str, String), ToolError> {
+        let snapshot = SourceSnapshot::read(dir).map_err(|e| invalid(e.to_string()))?;
+        let report = scan_snapshot(&snapshot);
+        if report.refused {
+            return Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "plugin \"{name}\" failed the security scan: {}",
+                    summarise_findings(&report)
+                ),
+            ));
+        }
+        let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if dir_name != name {
+            return Err(invalid(format!(
+                "the plugin directory is named \"{dir_name}\", not \"{name}\": a plugin's directory carries its name"
+            )));
+        }
+        let forge;
+        let triggerfish;
+        let (manifest, format, version) = if snapshot.get("mod.ts").is_some() {
+            triggerfish = TriggerfishManifest::from_snapshot(&snapshot, dir)
+                .map_err(|e| invalid(e.to_string()))?;
+            (
+                JsManifestRef::Triggerfish(&triggerfish),
+                "triggerfish",
+                triggerfish.version.clone(),
+            )
+        } else if snapshot.get("plugin.json").is_some() {
+            forge =
+                ForgeManifest::from_snapshot(&snapshot, dir).map_err(|e| invalid(e.to_string()))?;
+            (JsManifestRef::Forge(&forge), "forge", forge.version.clone())
+        } else {
+            return Err(invalid(
+                "the directory holds neither mod.ts (Triggerfish) nor plugin.json (Forge)",
+            ));
+        };
+        let spec = JsPluginSpec::from_snapshot(
+            name,
+            &snapshot,
+            manifest,
+            json!({}),
+            // An agent-built plugin is never trusted, whatever its manifest says.
+            false,
+            JsBounds::default(),
+            self.reserved.clone(),
+        )
+        .map_err(invalid)?;
+        let engine = self.engine().await?;
+        let runtime = JsRuntime::start(spec, engine)
+            .await
+            .map_err(|e| failed(format!("plugin \"{name}\" did not load: {e}")))?;
+        Ok((runtime, snapshot, format, version))
+    }
+
+    async fn install(
+        &self,
+        name: &str,
+        path: Option<&str>,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        if !is_plugin_name(name) {
+            return Err(invalid(format!(
+                "\"{name}\" is not a plugin name: use 1-64 characters a-z, 0-9 and -, starting with a letter"
+            )));
+        }
+        let mut installed = self.installed.lock().await;
+        if installed.contains_key(name) {
+            return Err(invalid(format!(
+                "plugin \"{name}\" is already installed; use plugin_reload to update it"
+            )));
+        }
+        let dir = plugin_dir(name, path, ctx)?;
+        let (runtime, snapshot, format, version) = self.prepare(name, &dir).await?;
+        let (tools, warnings) = runtime.tools(&self.policy);
+        let names: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
+        self.registry.replace_owned(&owner(name), tools)?;
+        installed.insert(
+            name.to_owned(),
+            Installed {
+                dir,
+                version: version.clone(),
+                format,
+                sha256: snapshot.sha256().to_owned(),
+                tools: names.clone(),
+                _runtime: runtime,
+            },
+        );
+        Ok(json!({
+            "message": format!(
+                "Plugin \"{name}@{version}\" installed (sandboxed, untrusted). Tools: {}",
+                names.join(", ")
+            ),
+            "tools": names,
+            "sha256": snapshot.sha256(),
+            "warnings": warnings,
+        }))
+    }
+
+    async fn reload(&self, name: &str) -> Result<Value, ToolError> {
+        let mut installed = self.installed.lock().await;
+        let Some(current) = installed.get(name) else {
+            return Err(invalid(format!(
+                "plugin \"{name}\" is not installed; use plugin_install first"
+            )));
+        };
+        let dir = current.dir.clone();
+        let keep = |e: ToolError| ToolError {
+            message: format!(
+                "plugin \"{name}\" reload failed; the old version keeps serving: {}",
+                e.message
+            ),
+            ..e
+        };
+        let (runtime, snapshot, format, version) = self.prepare(name, &dir).await.map_err(keep)?;
+        let (tools, warnings) = runtime.tools(&self.policy);
+        let names: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
+        // One swap: calls see the old tools or the new ones, never neither.
+        self.registry
+            .replace_owned(&owner(name), tools)
+            .map_err(keep)?;
+        installed.insert(
+            name.to_owned(),
+            Installed {
+                dir,
+                version: version.clone(),
+                format,
+                sha256: snapshot.sha256().to_owned(),
+                tools: names.clone(),
+                _runtime: runtime,
+            },
+        );
+        Ok(json!({
+            "message": format!(
+                "Plugin \"{name}@{version}\" reloaded (sandboxed, untrusted). Tools: {}",
+                names.join(", ")
+            ),
+            "tools": names,
+            "sha256": snapshot.sha256(),
+            "warnings": warnings,
+        }))
+    }
+
+    async fn list(&self) -> Value {
+        let installed = self.installed.lock().await;
+        let mut plugins: Vec<Value> = self
+            .configured
+            .iter()
+            .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
+            .collect();
+        for (name, p) in installed.iter() {
+            plugins.push(json!({
+                "name": name,
+                "version": p.version,
+                "format": p.format,
+                "source": "installed in this session",
+                "trust": "sandboxed",
+                "sha256": p.sha256,
+                "tools": p.tools,
+            }));
+        }
+        json!({ "plugins": plugins })
+    }
+
+    fn scan(&self, path: &str, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let dir = ctx.workspace.resolve(path)?;
+        let snapshot = SourceSnapshot::read(&dir).map_err(|e| invalid(e.to_string()))?;
+        let report = scan_snapshot(&snapshot);
+        let message = if report.refused {
+            "Plugin failed security scan."
+        } else {
+            "Plugin passed security scan."
+        };
+        Ok(json!({
+            "ok": !report.refused,
+            "message": message,
+            "report": report,
+        }))
+    }
+}
+
+/// Scans exactly the snapshot's bytes.
+fn scan_snapshot(snapshot: &SourceSnapshot) -> bosun_plugins::scan::ScanReport {
+    let files: Vec<(String, Vec<u8>)> = snapshot
+        .files()
+        .iter()
+        .map(|f| (f.path.clone(), f.bytes.to_vec()))
+        .collect();
+    bosun_plugins::scan::scan_files(&files)
+}
+
+fn summarise_findings(report: &bosun_plugins::scan::ScanReport) -> String {
+    report
+        .findings
+        .iter()
+        .take(10)
+        .map(|f| {
+            format!(
+                "{}:{}:{} {} (weight {}): {}",
+                f.file, f.line, f.column, f.category, f.weight, f.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The plugin directory: `path` (workspace-relative) or `.bosun/plugins/<name>`, confined to the
+/// workspace.
+fn plugin_dir(name: &str, path: Option<&str>, ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+    let relative = path.map_or_else(|| format!("{DEFAULT_PLUGIN_DIR}/{name}"), str::to_owned);
+    ctx.workspace.resolve(&relative)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Scan,
+    Install,
+    Reload,
+    List,
+}
+
+impl Op {
+    fn spec(self) -> Result<ToolSpec, bosun_core::SpecError> {
+        let (name, description, schema, risk) = match self {
+            Op::Scan => (
+                "plugin_scan",
+                "Scan a plugin directory in the workspace (every .js/.mjs/.cjs/.ts file) for risky code: code execution, subprocesses, environment and filesystem access, listeners, remote imports, obfuscation, prompt-injection text, hidden characters. Reports findings with weights; a weight-3 finding or a total of 4 fails.",
+                json!({
+                    "type": "object",
+                    "properties": { "path": { "type": "string", "description": "The plugin directory, relative to the workspace." } },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+                Risk::Read,
+            ),
+            Op::Install => (
+                "plugin_install",
+                "Install a Forge (plugin.json + index.mjs) or Triggerfish (mod.ts) plugin from a workspace directory for this session: it is scanned, then loaded sandboxed and untrusted, and its tools become available. The directory must be named like the plugin.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "description": "The plugin's name (its directory's name)." },
+                        "path": { "type": "string", "description": "The plugin directory relative to the workspace; default .bosun/plugins/<name>." }
+                    },
+                    "required": ["name"],
+                    "additionalProperties": false
+                }),
+                Risk::Process,
+            ),
+            Op::Reload => (
+                "plugin_reload",
+                "Reload a plugin installed with plugin_install after editing it: the new version is scanned and loaded, then replaces the old in one step; if anything fails the old version keeps serving.",
+                json!({
+                    "type": "object",
+                    "properties": { "name": { "type": "string" } },
+                    "required": ["name"],
+                    "additionalProperties": false
+                }),
+                Risk::Process,
+            ),
+            Op::List => (
+                "plugin_list",
+                "List the plugins of this session: those loaded from configuration and those installed with plugin_install, with their tools.",
+                json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+                Risk::Read,
+            ),
+        };
+        let mut builder = ToolSpec::builder(ToolName::new(name)?, description)
+            .input_schema(schema)
+            .risk(risk);
+        if matches!(self, Op::Scan | Op::Install | Op::Reload) {
+            builder = builder.capability(Capability::FsRead);
+        }
+        builder.build()
+    }
+}
+
+/// One of the four tools.
+struct ManagerTool {
+    manager: Arc<PluginManager>,
+    op: Op,
+    spec: ToolSpec,
+}
+
+impl std::fmt::Debug for ManagerTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerTool").field("op", &self.op).finish()
+    }
+}
+
+fn str_field<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}
+
+#[async_trait]
+impl Tool for ManagerTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        self.spec.name.as_str()
+    }
+
+    fn capability_requests(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        let path = match self.op {
+            Op::List => return Ok(Vec::new()),
+            Op::Scan => str_field(input, "path").unwrap_or(".").to_owned(),
+            Op::Install => {
+                let name = str_field(input, "name").unwrap_or_default();
+                str_field(input, "path")
+                    .map_or_else(|| format!("{DEFAULT_PLUGIN_DIR}/{name}"), str::to_owned)
+            }
+            Op::Reload => format!(
+                "{DEFAULT_PLUGIN_DIR}/{}",
+                str_field(input, "name").unwrap_or_default()
+            ),
+        };
+        let resolved = ctx.workspace.resolve(&path)?;
+        Ok(vec![CapabilityRequest {
+            capability: Capability::FsRead,
+            scope: Scope {
+                path: Some(ctx.workspace.relative(&resolved)),
+                ..Scope::default()
+            },
+        }])
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let value = match self.op {
+            Op::Scan => {
+                let path = str_field(&input, "path")
+                    .ok_or_else(|| invalid("plugin_scan needs a \"path\""))?;
+                self.manager.scan(path, ctx)?
+            }
+            Op::Install => {
+                let name = str_field(&input, "name")
+                    .ok_or_else(|| invalid("plugin_install needs a \"name\""))?;
+                self.manager
+                    .install(name, str_field(&input, "path"), ctx)
+                    .await?
+            }
+            Op::Reload => {
+                let name = str_field(&input, "name")
+                    .ok_or_else(|| invalid("plugin_reload needs a \"name\""))?;
+                self.manager.reload(name).await?
+            }
+            Op::List => self.manager.list().await,
+        };
+        Ok(ToolOutput::new(value))
+    }
+}

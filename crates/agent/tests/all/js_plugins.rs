@@ -1,0 +1,201 @@
+//! JavaScript plugins through the whole chokepoint: activation in the sandbox, tool calls under
+//! policy, `restrictPolicy` hooks tightening decisions.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_agent::js_host::{JsPluginSpec, JsPlugins};
+use bosun_agent::{Chokepoint, Session, ToolCall, Trace, Workspace};
+use bosun_core::{Classification, ErrorCode, Redactor, ToolResult};
+use bosun_js::{ENGINE_WASM, Format, Trust};
+use bosun_policy::{Mode, Policy, PolicyFile, Source};
+use bosun_sandbox::{Loaded, Sandbox, SandboxConfig};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+static ENGINE: tokio::sync::OnceCell<Loaded> = tokio::sync::OnceCell::const_new();
+
+async fn engine() -> &'static Loaded {
+    ENGINE
+        .get_or_init(|| async {
+            // Every test process shares the pre-initialised engine's artefact.
+            let sandbox = Sandbox::new(SandboxConfig {
+                cache_dir: Some(
+                    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("js-cache"),
+                ),
+                ..SandboxConfig::default()
+            })
+            .unwrap();
+            sandbox.load_js_engine(ENGINE_WASM).await.unwrap()
+        })
+        .await
+}
+
+fn fixture(name: &str) -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../js/engine/js/test/fixtures")
+        .join(name);
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file.ends_with(".mjs") || file.ends_with(".js") {
+            files.push((file, std::fs::read_to_string(entry.path()).unwrap()));
+        }
+    }
+    files
+}
+
+fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
+    JsPluginSpec {
+        local_name: name.into(),
+        format: Format::Forge,
+        name: name.into(),
+        entry: "index.mjs".into(),
+        files: fixture(name),
+        capabilities: capabilities.iter().map(|c| (*c).to_owned()).collect(),
+        endpoints: Vec::new(),
+        classification: Classification::Public,
+        trust: Trust::Sandboxed,
+        config: json!({}),
+        timeout: Duration::from_secs(10),
+        memory_bytes: 256 << 20,
+        reserved: vec!["read_file".into(), "run_command".into()],
+        static_manifest: None,
+    }
+}
+
+fn policy(rules: &str) -> Arc<Policy> {
+    let file = PolicyFile::parse(rules).unwrap();
+    Arc::new(
+        Policy::builder(Mode::WorkspaceWrite)
+            .user(file, Source::with_text("test.toml", rules))
+            .unwrap()
+            .build(),
+    )
+}
+
+struct Host {
+    chokepoint: Chokepoint,
+    session: Arc<Session>,
+    trace: Trace,
+    _dir: tempfile::TempDir,
+}
+
+async fn host(specs: Vec<JsPluginSpec>, rules: &str) -> (Host, Vec<String>) {
+    let policy = policy(rules);
+    let plugins = JsPlugins::start(specs, engine().await, &policy).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
+    let chokepoint = Chokepoint::builder(policy, workspace)
+        .tools(bosun_agent::builtin::tools())
+        .tools(plugins.tools)
+        .hooks(plugins.hooks)
+        .build()
+        .unwrap();
+    let trace = Trace::create(
+        &dir.path().join(".runs"),
+        "run-1".into(),
+        None,
+        Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+    )
+    .unwrap();
+    (
+        Host {
+            chokepoint,
+            session: Arc::new(Session::new("s")),
+            trace,
+            _dir: dir,
+        },
+        plugins.warnings,
+    )
+}
+
+impl Host {
+    async fn call(&self, name: &str, input: Value) -> ToolResult {
+        self.chokepoint
+            .call(
+                ToolCall {
+                    id: "c".into(),
+                    name: name.into(),
+                    input,
+                },
+                &self.session,
+                &self.trace,
+                &CancellationToken::new(),
+            )
+            .await
+            .result
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forge_tool_runs_through_the_chokepoint_under_its_plugin_action() {
+    let (host, warnings) = host(vec![forge("count-text", &["tools:register"])], "").await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        host.chokepoint.action_of("count_text").as_deref(),
+        Some("plugin.count-text.tool.count_text")
+    );
+    let result = host.call("count_text", json!({"text": "a😀b"})).await;
+    match &result {
+        ToolResult::Ok { output, .. } => assert_eq!(output, &json!({"characters": 3})),
+        other => panic!("{other:?}"),
+    }
+
+    // The chokepoint's own schema check comes first: the plugin never sees a bad input.
+    let result = host.call("count_text", json!({"text": 7})).await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::InvalidInput)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_policy_denying_the_plugin_action_keeps_the_tool_out() {
+    let rules = r#"
+[policy]
+[[policy.rules]]
+action = "plugin.count-text.*"
+decision = "deny"
+"#;
+    let (host, _) = host(vec![forge("count-text", &["tools:register"])], rules).await;
+    assert_eq!(host.chokepoint.action_of("count_text"), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restrict_policy_hook_tightens_built_in_decisions() {
+    let rules = r#"
+[policy]
+[[policy.rules]]
+action = "run_command"
+decision = "allow"
+"#;
+    let (host, warnings) = host(vec![forge("policy-guard", &["policy:restrict"])], rules).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Policy allows run_command; the plugin denies anything but a package manager.
+    let result = host
+        .call("run_command", json!({"program": "ls", "args": []}))
+        .await;
+    let error = result.error().unwrap();
+    assert_eq!(error.code, ErrorCode::Denied, "{error:?}");
+    assert!(
+        error.message.contains("only pnpm or npm"),
+        "{}",
+        error.message
+    );
+    // npm is only confirmed: with nobody to ask, the call needs approval.
+    let result = host
+        .call(
+            "run_command",
+            json!({"program": "npm", "args": ["--version"]}),
+        )
+        .await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::NeedsApproval),
+        "{result:?}"
+    );
+}
