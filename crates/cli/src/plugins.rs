@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use bosun_agent::builtin;
 use bosun_agent::config::{LoadedConfig, bosun_home};
-use bosun_plugins::{Catalog, CatalogInput, PluginEntry, PluginScope, PluginState, TrustStore};
+use bosun_plugins::{
+    Catalog, CatalogInput, JsManifest, PluginEntry, PluginScope, PluginState, TrustStore,
+};
 use serde_json::json;
 
 use crate::commands::{Env, load, print_json};
@@ -88,28 +90,36 @@ pub fn list(json: bool) -> Result<u8> {
         println!("no plugins; `bosun plugins new NAME` scaffolds one");
     }
     for entry in catalog.entries() {
-        let version = entry
-            .manifest
-            .as_ref()
-            .map(|m| m.version.to_string())
-            .unwrap_or_else(|| "-".to_owned());
         let tools: Vec<&str> = entry.offers.iter().map(|o| o.tool.as_str()).collect();
+        let (version, summary) = match (&entry.manifest, &entry.js) {
+            (Some(m), _) => (
+                m.version.to_string(),
+                (!tools.is_empty()).then(|| tools.join(", ")),
+            ),
+            (None, Some(js)) => (
+                js.version().to_owned(),
+                Some(format!(
+                    "tools registered at activation; {}",
+                    js_capabilities(js)
+                )),
+            ),
+            (None, None) => ("-".to_owned(), None),
+        };
         println!(
-            "{:<20} {:<8} {:<10} {:<9} {}",
+            "{:<20} {:<8} {:<11} {:<10} {:<9} {}",
             entry.local_name,
             scope_label(&entry.scope),
+            entry.format.to_string(),
             version,
             entry.state.to_string(),
-            if tools.is_empty() {
-                state_detail(&entry.state)
-            } else {
-                tools.join(", ")
-            }
+            summary
+                .clone()
+                .unwrap_or_else(|| state_detail(&entry.state))
         );
         if matches!(
             entry.state,
             PluginState::Invalid { .. } | PluginState::Changed { .. }
-        ) && !tools.is_empty()
+        ) && summary.is_some()
         {
             println!("{:<20} {}", "", state_detail(&entry.state));
         }
@@ -118,6 +128,16 @@ pub fn list(json: bool) -> Result<u8> {
         eprintln!("warning: {warning}");
     }
     Ok(exit::OK)
+}
+
+/// A JavaScript plugin's capabilities as trust records them, for a person.
+fn js_capabilities(js: &JsManifest) -> String {
+    let caps: Vec<String> = js.capabilities().into_iter().collect();
+    if caps.is_empty() {
+        "no capabilities".to_owned()
+    } else {
+        format!("capabilities: {}", caps.join(", "))
+    }
 }
 
 fn find<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a PluginEntry> {
@@ -130,11 +150,41 @@ fn find<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a PluginEntry> {
 
 fn review(entry: &PluginEntry) -> String {
     let mut text = format!(
-        "{} ({} plugin) at {}\n",
+        "{} ({} {} plugin) at {}\n",
         entry.local_name,
         scope_label(&entry.scope),
-        entry.wasm.display()
+        entry.format,
+        if entry.format.is_js() {
+            entry.dir.display()
+        } else {
+            entry.wasm.display()
+        }
     );
+    if let Some(js) = &entry.js {
+        text.push_str(&format!(
+            "  {}@{}  entry {}  sha256 {} (every file of the directory)\n",
+            js.name(),
+            js.version(),
+            js.entry(),
+            entry.sha256.as_deref().unwrap_or("?")
+        ));
+        if let JsManifest::Triggerfish(m) = js {
+            text.push_str(&format!(
+                "  classification {}  trust {}  endpoints: {}\n",
+                m.classification,
+                m.trust,
+                if m.declared_endpoints.is_empty() {
+                    "none".to_owned()
+                } else {
+                    m.declared_endpoints.join(", ")
+                }
+            ));
+        }
+        text.push_str(&format!("  {}\n", js_capabilities(js)));
+        text.push_str(
+            "  tools: registered at activation, by the plugin's code running in the sandbox once trusted\n",
+        );
+    }
     if let Some(m) = &entry.manifest {
         text.push_str(&format!(
             "  {}@{}  sha256 {}\n",
@@ -230,7 +280,7 @@ pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
         eprint!("{}", review(entry));
         let record = entry
             .trust_record(now)
-            .with_context(|| format!("`{}` has no readable component", entry.local_name))?;
+            .with_context(|| format!("`{}` has no readable plugin", entry.local_name))?;
         records.push((entry.scope.clone(), entry.local_name.clone(), record));
     }
     eprintln!(

@@ -1,10 +1,17 @@
 //! The catalog: every plugin Bosun can see, its state, and the names its tools are offered
 //! under — computed from metadata alone.
 //!
-//! Each `plugin.wasm` is read once; the same bytes are hashed, parsed for metadata and, for an
-//! enabled plugin, kept, so what was hashed and checked against the trust store is exactly what
-//! the sandbox later loads. Nothing here compiles or runs plugin code, and one bad plugin never
-//! stops the others from being listed or loaded.
+//! Each plugin is read once — a native plugin's `plugin.wasm`, a Forge or Triggerfish plugin's
+//! whole directory as a [`SourceSnapshot`] — and the same bytes are hashed, parsed for metadata
+//! and, for an enabled plugin, kept, so what was hashed and checked against the trust store is
+//! exactly what the sandbox later loads. Nothing here compiles or runs plugin code, and one bad
+//! plugin never stops the others from being listed or loaded.
+//!
+//! A JavaScript plugin's tools are registered by its code, which runs only in the sandbox after
+//! trust: its entry has no [`ToolOffer`]s and [`Catalog::resolve`] does not know its tools; the
+//! host names them once the plugin is activated. Its state is computed exactly as a native
+//! plugin's, from the snapshot's hash and the capabilities its manifest declares
+//! ([`JsManifest::capabilities`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -12,16 +19,21 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bosun_core::Classification;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::PluginError;
 use crate::discovery::{
-    Discovered, DiscoveryWarning, PluginConfig, PluginScope, discover_project, discover_user,
+    Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, TRIGGERFISH_ENTRY,
+    discover_project, discover_user,
 };
+use crate::forge::ForgeManifest;
 use crate::metadata::{Manifest, PluginTool};
-use crate::trust::{TrustRecord, TrustStore};
+use crate::source::SourceSnapshot;
+use crate::triggerfish::TriggerfishManifest;
+use crate::trust::{Declared, TrustRecord, TrustStore};
 
 /// Largest `plugin.wasm` read, in bytes (64 MiB).
 pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -108,6 +120,98 @@ pub struct ToolOffer {
     pub model_name: Option<String>,
 }
 
+/// A Forge or Triggerfish plugin's manifest, read without running the plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsManifest {
+    /// `plugin.json`.
+    Forge(ForgeManifest),
+    /// The `manifest` literal of `mod.ts`.
+    Triggerfish(TriggerfishManifest),
+}
+
+impl JsManifest {
+    /// Reads the manifest of a plugin of `format` (Forge or Triggerfish) from its snapshot;
+    /// `dir` is the plugin's directory, whose name the manifest must repeat.
+    pub fn read(
+        format: PluginFormat,
+        snapshot: &SourceSnapshot,
+        dir: &Path,
+    ) -> Result<Self, PluginError> {
+        match format {
+            PluginFormat::Forge => ForgeManifest::from_snapshot(snapshot, dir).map(Self::Forge),
+            PluginFormat::Triggerfish => {
+                TriggerfishManifest::from_snapshot(snapshot, dir).map(Self::Triggerfish)
+            }
+            PluginFormat::Native => Err(PluginError::ManifestInvalid {
+                path: dir.to_owned(),
+                message: "is a native plugin: its metadata is in plugin.wasm".to_owned(),
+            }),
+        }
+    }
+
+    /// Its format.
+    pub fn format(&self) -> PluginFormat {
+        match self {
+            Self::Forge(_) => PluginFormat::Forge,
+            Self::Triggerfish(_) => PluginFormat::Triggerfish,
+        }
+    }
+
+    /// The plugin's name (equal to its directory's).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Forge(m) => &m.name,
+            Self::Triggerfish(m) => &m.name,
+        }
+    }
+
+    /// Its version as declared.
+    pub fn version(&self) -> &str {
+        match self {
+            Self::Forge(m) => &m.version,
+            Self::Triggerfish(m) => &m.version,
+        }
+    }
+
+    /// The module the engine loads, relative to the plugin directory: Forge's normalised
+    /// `entry`, or `mod.ts`.
+    pub fn entry(&self) -> &str {
+        match self {
+            Self::Forge(m) => &m.entry,
+            Self::Triggerfish(_) => TRIGGERFISH_ENTRY,
+        }
+    }
+
+    /// The capabilities trust records: Forge's prefixed `forge:` (`forge:network:access`);
+    /// Triggerfish's `net.http:<authority>` per endpoint and `triggerfish:trusted` when the
+    /// manifest asks for trust.
+    pub fn capabilities(&self) -> BTreeSet<String> {
+        match self {
+            Self::Forge(m) => m.trust_capabilities(),
+            Self::Triggerfish(m) => m.trust_capabilities(),
+        }
+    }
+
+    /// The classification the manifest gives its tools' results (Triggerfish); `None` for Forge,
+    /// whose manifest has none.
+    pub fn classification(&self) -> Option<Classification> {
+        match self {
+            Self::Forge(_) => None,
+            Self::Triggerfish(m) => Some(m.classification),
+        }
+    }
+
+    /// What trust pins besides the hash: the version and the capabilities; no tools.
+    pub fn declared(&self) -> Declared {
+        Declared {
+            version: self.version().to_owned(),
+            tools: BTreeSet::new(),
+            capabilities: self.capabilities(),
+        }
+    }
+}
+
 /// One plugin as the catalog sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PluginEntry {
@@ -118,7 +222,10 @@ pub struct PluginEntry {
     pub local_name: String,
     /// Its directory.
     pub dir: PathBuf,
-    /// Its `plugin.wasm`.
+    /// Its format ([`PluginFormat::Native`] for a directory whose format cannot be told; it is
+    /// then invalid).
+    pub format: PluginFormat,
+    /// Its `plugin.wasm` (native plugins; the path is kept for every format).
     pub wasm: PathBuf,
     /// Its config entry, for user plugins named in config.
     #[serde(skip)]
@@ -126,20 +233,43 @@ pub struct PluginEntry {
     /// Its state.
     #[serde(flatten)]
     pub state: PluginState,
-    /// Lowercase hex SHA-256 of the bytes read, when they could be read.
+    /// Lowercase hex SHA-256 of what was read, when it could be read: `plugin.wasm`'s bytes,
+    /// or the source snapshot's hash.
     pub sha256: Option<String>,
-    /// Its checked metadata, when valid.
+    /// A native plugin's checked metadata, when valid.
     pub manifest: Option<Manifest>,
-    /// Naming of each tool, in the manifest's order.
+    /// A Forge or Triggerfish plugin's checked manifest, when valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub js: Option<JsManifest>,
+    /// Naming of each tool, in the manifest's order (none for JavaScript plugins, whose tools
+    /// are registered when they run).
     pub offers: Vec<ToolOffer>,
     #[serde(skip)]
     bytes: Option<Arc<[u8]>>,
+    #[serde(skip)]
+    source: Option<Arc<SourceSnapshot>>,
 }
 
 impl PluginEntry {
-    /// The exact bytes that were hashed and checked; kept for enabled plugins only.
+    /// A native plugin's exact bytes that were hashed and checked; kept for enabled plugins
+    /// only.
     pub fn bytes(&self) -> Option<&Arc<[u8]>> {
         self.bytes.as_ref()
+    }
+
+    /// A JavaScript plugin's exact files that were hashed and checked; kept for enabled plugins
+    /// only. The engine loads these, never the directory again.
+    pub fn source(&self) -> Option<&Arc<SourceSnapshot>> {
+        self.source.as_ref()
+    }
+
+    /// What trust pins besides the hash, from whichever manifest the plugin has.
+    pub fn declared(&self) -> Option<Declared> {
+        match (&self.manifest, &self.js) {
+            (Some(manifest), _) => Some(Declared::from(manifest)),
+            (None, Some(js)) => Some(js.declared()),
+            (None, None) => None,
+        }
     }
 
     /// Each tool with its offer.
@@ -152,13 +282,13 @@ impl PluginEntry {
 
     /// The record that trusts this plugin exactly as read; `None` when it is invalid.
     pub fn trust_record(&self, trusted_at: DateTime<Utc>) -> Option<TrustRecord> {
-        let (Some(sha256), Some(manifest)) = (&self.sha256, &self.manifest) else {
+        let (Some(sha256), Some(declared)) = (&self.sha256, self.declared()) else {
             return None;
         };
         if matches!(self.state, PluginState::Invalid { .. }) {
             return None;
         }
-        Some(TrustRecord::new(sha256.clone(), manifest, trusted_at))
+        Some(TrustRecord::of(sha256.clone(), &declared, trusted_at))
     }
 }
 
@@ -340,6 +470,12 @@ impl Catalog {
     }
 }
 
+/// What was read of a plugin, once: the component's bytes or the directory's snapshot.
+enum Content {
+    Native(Vec<u8>),
+    Js(SourceSnapshot),
+}
+
 /// Reads one plugin and decides its state. Precedence: invalid, disabled, untrusted, changed,
 /// enabled.
 fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
@@ -347,13 +483,16 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         scope: found.scope,
         local_name: found.local_name,
         dir: found.dir,
+        format: found.format,
         wasm: found.wasm,
         config: found.config,
         state: PluginState::Disabled,
         sha256: None,
         manifest: None,
+        js: None,
         offers: Vec::new(),
         bytes: None,
+        source: None,
     };
     // Reasons quote the plugin's own text; a person reads them, so nothing may stay hidden.
     let invalid = |e: PluginError| PluginState::Invalid {
@@ -371,69 +510,92 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         });
         return entry;
     }
-    let bytes = match read_component(&entry.wasm, &entry.local_name) {
-        Ok(bytes) => bytes,
+    let content = match entry.format {
+        PluginFormat::Native => read_component(&entry.wasm, &entry.local_name).map(Content::Native),
+        PluginFormat::Forge | PluginFormat::Triggerfish => {
+            SourceSnapshot::read(&entry.dir).map(Content::Js)
+        }
+    };
+    let content = match content {
+        Ok(content) => content,
         Err(e) => {
             entry.state = invalid(e);
             return entry;
         }
     };
-    let sha256 = sha256_hex(&bytes);
+    let sha256 = match &content {
+        Content::Native(bytes) => sha256_hex(bytes),
+        Content::Js(snapshot) => snapshot.sha256().to_owned(),
+    };
     entry.sha256 = Some(sha256.clone());
-    let manifest = match Manifest::from_component(&bytes, input.builtins) {
-        Ok(manifest) => manifest,
+    let declared = match &content {
+        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins).map(|manifest| {
+            entry.offers = manifest
+                .tools
+                .iter()
+                .map(|t| ToolOffer {
+                    tool: t.spec.name.as_str().to_owned(),
+                    action: tool_action(&entry.local_name, t.spec.name.as_str()),
+                    model_name: None,
+                })
+                .collect();
+            let declared = Declared::from(&manifest);
+            entry.manifest = Some(manifest);
+            declared
+        }),
+        Content::Js(snapshot) => JsManifest::read(entry.format, snapshot, &entry.dir).map(|js| {
+            let declared = js.declared();
+            entry.js = Some(js);
+            declared
+        }),
+    };
+    let declared = match declared {
+        Ok(declared) => declared,
         Err(e) => {
             entry.state = invalid(e);
             return entry;
         }
     };
-    entry.offers = manifest
-        .tools
-        .iter()
-        .map(|t| ToolOffer {
-            tool: t.spec.name.as_str().to_owned(),
-            action: tool_action(&entry.local_name, t.spec.name.as_str()),
-            model_name: None,
-        })
-        .collect();
     entry.state = if !found.wanted {
         PluginState::Disabled
     } else {
         match input.trust.get(&entry.scope, &entry.local_name) {
             None => PluginState::Untrusted,
-            Some(record) => match change(record, &sha256, &manifest) {
+            Some(record) => match change(record, &sha256, &declared) {
                 Some(what) => PluginState::Changed { what },
                 None => PluginState::Enabled,
             },
         }
     };
-    entry.manifest = Some(manifest);
     if entry.state == PluginState::Enabled {
-        entry.bytes = Some(Arc::from(bytes));
+        match content {
+            Content::Native(bytes) => entry.bytes = Some(Arc::from(bytes)),
+            Content::Js(snapshot) => entry.source = Some(Arc::new(snapshot)),
+        }
     }
     entry
 }
 
 /// `None` when the record covers the plugin as read: same hash, and no capability beyond those
-/// trusted.
-fn change(record: &TrustRecord, sha256: &str, manifest: &Manifest) -> Option<Change> {
-    let now_caps = manifest.grants();
+/// trusted. The same for every format.
+fn change(record: &TrustRecord, sha256: &str, declared: &Declared) -> Option<Change> {
+    let now_caps = &declared.capabilities;
     let old_caps: BTreeSet<String> = record.capabilities.iter().cloned().collect();
     if record.sha256 == sha256 && now_caps.is_subset(&old_caps) {
         return None;
     }
-    let now_tools = manifest.tool_names();
+    let now_tools = &declared.tools;
     let old_tools: BTreeSet<String> = record.tools.iter().cloned().collect();
     let diff = |a: &BTreeSet<String>, b: &BTreeSet<String>| a.difference(b).cloned().collect();
     Some(Change {
         old_sha256: record.sha256.clone(),
         new_sha256: sha256.to_owned(),
         old_version: record.version.clone(),
-        new_version: manifest.version.to_string(),
-        added_capabilities: diff(&now_caps, &old_caps),
-        removed_capabilities: diff(&old_caps, &now_caps),
-        added_tools: diff(&now_tools, &old_tools),
-        removed_tools: diff(&old_tools, &now_tools),
+        new_version: declared.version.clone(),
+        added_capabilities: diff(now_caps, &old_caps),
+        removed_capabilities: diff(&old_caps, now_caps),
+        added_tools: diff(now_tools, &old_tools),
+        removed_tools: diff(&old_tools, now_tools),
     })
 }
 

@@ -1,7 +1,11 @@
 //! Where plugins are: the user's (`$BOSUN_HOME/plugins/<dir>/`, enabled under a local name in
-//! the user config) and the project's (`<workspace>/.bosun/plugins/<dir>/`). Discovery is
-//! shallow and sorted, skips symbolic links to directories and never reads a plugin's bytes;
-//! [`crate::catalog`] does that, once.
+//! the user config) and the project's (`<workspace>/.bosun/plugins/<dir>/`), and which format
+//! each is in. Discovery is shallow and sorted, skips symbolic links to directories and never
+//! reads a plugin's bytes; [`crate::catalog`] does that, once.
+//!
+//! A plugin directory holds exactly one of `plugin.wasm` (a native component), `plugin.json`
+//! (a Forge plugin) or `mod.ts` (a Triggerfish plugin). One holding more than one is invalid:
+//! which code would run must never depend on a precedence rule the author did not see.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,12 +15,79 @@ use serde::{Deserialize, Serialize};
 
 use crate::PluginError;
 
-/// The file a plugin directory holds.
+/// The file a native plugin directory holds.
 pub const PLUGIN_FILE: &str = "plugin.wasm";
+/// The manifest a Forge plugin directory holds.
+pub const FORGE_MANIFEST: &str = "plugin.json";
+/// The entry module a Triggerfish plugin directory holds.
+pub const TRIGGERFISH_ENTRY: &str = "mod.ts";
 /// Longest per-call deadline a config may set, in milliseconds (one hour).
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// Largest per-instance memory a config may set, in MiB.
 pub const MAX_MEMORY_MIB: u64 = 4096;
+
+/// What a plugin is made of, told by the one file its directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginFormat {
+    /// `plugin.wasm`: a WebAssembly component built against Bosun's WIT.
+    Native,
+    /// `plugin.json` and a JavaScript entry: a Forge plugin, run by Bosun's JS engine.
+    Forge,
+    /// `mod.ts`: a Triggerfish plugin, run by Bosun's JS engine.
+    Triggerfish,
+}
+
+impl PluginFormat {
+    /// Every format with the file that marks it, in the order problems list them.
+    pub const MARKERS: [(Self, &'static str); 3] = [
+        (Self::Native, PLUGIN_FILE),
+        (Self::Forge, FORGE_MANIFEST),
+        (Self::Triggerfish, TRIGGERFISH_ENTRY),
+    ];
+
+    /// Whether Bosun's JavaScript engine runs it (Forge and Triggerfish).
+    pub fn is_js(self) -> bool {
+        !matches!(self, Self::Native)
+    }
+
+    /// The format of the plugin in `dir`: the one marker file present (of any kind; a linked
+    /// one is refused when it is read). `Ok(None)` when there is none.
+    pub fn detect(dir: &Path) -> Result<Option<Self>, PluginError> {
+        let present: Vec<(Self, &str)> = Self::MARKERS
+            .into_iter()
+            .filter(|(_, file)| dir.join(file).symlink_metadata().is_ok())
+            .collect();
+        match present.as_slice() {
+            [] => Ok(None),
+            [(format, _)] => Ok(Some(*format)),
+            several => Err(PluginError::AmbiguousFormat {
+                dir: dir.to_owned(),
+                files: and_list(several.iter().map(|(_, file)| *file)),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for PluginFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Native => "native",
+            Self::Forge => "forge",
+            Self::Triggerfish => "triggerfish",
+        })
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let items: Vec<&str> = items.collect();
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
 
 /// Where a plugin comes from; also the trust store's scope.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -197,7 +268,10 @@ pub struct Discovered {
     pub local_name: String,
     /// Its directory.
     pub dir: PathBuf,
-    /// `<dir>/plugin.wasm`.
+    /// Its format. [`PluginFormat::Native`] when the directory could not be told apart (it is
+    /// then refused with a `problem`).
+    pub format: PluginFormat,
+    /// `<dir>/plugin.wasm` (a native plugin's component; absent for other formats).
     pub wasm: PathBuf,
     /// Its config entry (user plugins named in config).
     pub config: Option<PluginConfig>,
@@ -228,8 +302,8 @@ pub fn project_plugins_dir(workspace: &Path) -> PathBuf {
 }
 
 /// The user's plugins: every `[plugins.<local>]` entry (sorted by local name), then every real
-/// directory of `$BOSUN_HOME/plugins` holding a `plugin.wasm` that no entry points at (sorted,
-/// not wanted).
+/// directory of `$BOSUN_HOME/plugins` holding a plugin (`plugin.wasm`, `plugin.json` or
+/// `mod.ts`) that no entry points at (sorted, not wanted).
 pub fn discover_user(
     home: &Path,
     plugins: &BTreeMap<String, PluginConfig>,
@@ -246,13 +320,20 @@ pub fn discover_user(
         if let Ok(canonical) = dir.canonicalize() {
             claimed.push(canonical);
         }
-        let problem = config
+        let checked = config
             .check(local)
-            .err()
-            .or_else(|| check_dir(&dir, local).err());
+            .and_then(|()| check_dir(&dir, local))
+            .and_then(|()| {
+                PluginFormat::detect(&dir)?.ok_or_else(|| PluginError::NoPluginFile {
+                    local: local.clone(),
+                    dir: dir.clone(),
+                })
+            });
+        let (format, problem) = split(checked);
         found.push(Discovered {
             scope: PluginScope::User,
             local_name: local.clone(),
+            format,
             wasm: dir.join(PLUGIN_FILE),
             dir,
             config: Some(config.clone()),
@@ -261,29 +342,31 @@ pub fn discover_user(
         });
     }
     let (dirs, warnings) = plugin_dirs(&root);
-    for (name, dir) in dirs {
+    for (name, dir, format) in dirs {
         let is_claimed = dir
             .canonicalize()
             .is_ok_and(|canonical| claimed.contains(&canonical));
         if !is_claimed {
+            let (format, problem) = split(format);
             found.push(Discovered {
                 scope: PluginScope::User,
                 local_name: name,
+                format,
                 wasm: dir.join(PLUGIN_FILE),
                 dir,
                 config: None,
                 wanted: false,
-                problem: None,
+                problem,
             });
         }
     }
     (found, warnings)
 }
 
-/// The project's plugins: each real directory of `<workspace>/.bosun/plugins` holding a
-/// `plugin.wasm`, sorted, named after the directory. `workspace` must be canonical. A symbolic
-/// link at `.bosun` or `.bosun/plugins` disables project plugins with a warning: a repository
-/// must not point Bosun at plugins outside it.
+/// The project's plugins: each real directory of `<workspace>/.bosun/plugins` holding a plugin
+/// (`plugin.wasm`, `plugin.json` or `mod.ts`), sorted, named after the directory. `workspace`
+/// must be canonical. A symbolic link at `.bosun` or `.bosun/plugins` disables project plugins
+/// with a warning: a repository must not point Bosun at plugins outside it.
 pub fn discover_project(workspace: &Path) -> (Vec<Discovered>, Vec<DiscoveryWarning>) {
     let scope = PluginScope::Project {
         workspace: workspace.to_owned(),
@@ -304,26 +387,44 @@ pub fn discover_project(workspace: &Path) -> (Vec<Discovered>, Vec<DiscoveryWarn
     let (dirs, warnings) = plugin_dirs(&root);
     let found = dirs
         .into_iter()
-        .map(|(name, dir)| Discovered {
-            scope: scope.clone(),
-            problem: (!is_local_name(&name)).then(|| PluginError::Config {
+        .map(|(name, dir, format)| {
+            let (format, format_problem) = split(format);
+            let name_problem = (!is_local_name(&name)).then(|| PluginError::Config {
                 key: format!(".bosun/plugins/{}", bosun_core::escape_hidden(&name)),
                 message: "the directory name is not a valid local name: use 1-64 characters a-z, 0-9, _ and -, starting with a letter".to_owned(),
-            }),
-            local_name: name,
-            wasm: dir.join(PLUGIN_FILE),
-            dir,
-            config: None,
-            wanted: true,
+            });
+            Discovered {
+                scope: scope.clone(),
+                problem: name_problem.or(format_problem),
+                local_name: name,
+                format,
+                wasm: dir.join(PLUGIN_FILE),
+                dir,
+                config: None,
+                wanted: true,
+            }
         })
         .collect();
     (found, warnings)
 }
 
-/// The immediate subdirectories of `root` that hold a `plugin.wasm` entry (of any kind: a
-/// symlinked one is refused later, with its reason), sorted by name; symbolic links to
-/// directories and non-UTF-8 names are skipped. A missing root is empty.
-fn plugin_dirs(root: &Path) -> (Vec<(String, PathBuf)>, Vec<DiscoveryWarning>) {
+/// A detected format, or the problem with a directory holding several, with the format to list
+/// it under.
+fn split(format: Result<PluginFormat, PluginError>) -> (PluginFormat, Option<PluginError>) {
+    match format {
+        Ok(format) => (format, None),
+        Err(e) => (PluginFormat::Native, Some(e)),
+    }
+}
+
+/// A plugin directory found by [`plugin_dirs`]: its name, path and format (or why the format
+/// cannot be told).
+type PluginDir = (String, PathBuf, Result<PluginFormat, PluginError>);
+
+/// The immediate subdirectories of `root` that hold a `plugin.wasm`, `plugin.json` or `mod.ts`
+/// entry (of any kind: a symlinked one is refused later, with its reason), sorted by name;
+/// symbolic links to directories and non-UTF-8 names are skipped. A missing root is empty.
+fn plugin_dirs(root: &Path) -> (Vec<PluginDir>, Vec<DiscoveryWarning>) {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
@@ -336,7 +437,7 @@ fn plugin_dirs(root: &Path) -> (Vec<(String, PathBuf)>, Vec<DiscoveryWarning>) {
         }
     };
     let mut warnings = Vec::new();
-    let mut dirs: Vec<(String, PathBuf)> = Vec::new();
+    let mut dirs: Vec<PluginDir> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -354,12 +455,26 @@ fn plugin_dirs(root: &Path) -> (Vec<(String, PathBuf)>, Vec<DiscoveryWarning>) {
             continue;
         };
         let dir = entry.path();
-        if is_real_dir && dir.join(PLUGIN_FILE).symlink_metadata().is_ok() {
-            dirs.push((name, dir));
+        if !is_real_dir {
+            continue;
+        }
+        if let Some(format) = PluginFormat::detect(&dir).transpose() {
+            dirs.push((name, dir, format));
         }
     }
-    dirs.sort();
+    dirs.sort_by(|a, b| a.0.cmp(&b.0));
     (dirs, warnings)
+}
+
+/// The name of the plugin directory `dir`, which Forge and Triggerfish manifests must repeat: its
+/// last component, or, for a path ending in `..`, the last component of its canonical form.
+/// `None` when it has none or it is not UTF-8.
+pub fn dir_name(dir: &Path) -> Option<String> {
+    let name = match dir.file_name() {
+        Some(name) => name.to_owned(),
+        None => dir.canonicalize().ok()?.file_name()?.to_owned(),
+    };
+    name.into_string().ok()
 }
 
 /// A configured directory must exist and be a real directory.
@@ -372,7 +487,7 @@ fn check_dir(dir: &Path, local: &str) -> Result<(), PluginError> {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(PluginError::BadFile {
             path: dir.to_owned(),
-            problem: "is not a directory: point `path` at the directory holding plugin.wasm"
+            problem: "is not a directory: point `path` at the plugin's directory (holding plugin.wasm, plugin.json or mod.ts)"
                 .to_owned(),
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(PluginError::Missing {

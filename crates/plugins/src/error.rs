@@ -207,6 +207,56 @@ pub enum PluginError {
         /// What to do.
         message: String,
     },
+    /// A configured plugin directory holds none of the files that make a plugin.
+    #[error(
+        "{dir} holds no plugin.wasm (native), plugin.json (Forge) or mod.ts (Triggerfish): install the plugin there or fix `path` in [plugins.{local}]"
+    )]
+    NoPluginFile {
+        /// The plugin's local name.
+        local: String,
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A plugin directory holds the files of more than one format.
+    #[error(
+        "{dir} holds {files}: a plugin directory holds exactly one of plugin.wasm (native), plugin.json (Forge) or mod.ts (Triggerfish); remove the others or split the plugins into their own directories"
+    )]
+    AmbiguousFormat {
+        /// The directory.
+        dir: PathBuf,
+        /// The files found, e.g. `plugin.wasm and plugin.json`.
+        files: String,
+    },
+    /// A JavaScript plugin's source breaks one of the snapshot's rules (a link, a special file,
+    /// a name that is not UTF-8, a bound).
+    #[error("{path}: {problem}")]
+    Source {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A manifest (`plugin.json`, or the `manifest` export of `mod.ts`) cannot be parsed; the
+    /// position is the parser's.
+    #[error("{path}:{line}:{column}: {message}")]
+    ManifestSyntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A manifest parses but breaks a rule of its format.
+    #[error("{path}: {message}")]
+    ManifestInvalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (naming the field) and what to do.
+        message: String,
+    },
     /// A scaffold target exists already.
     #[error("{0} already exists: choose another name or directory")]
     AlreadyExists(PathBuf),

@@ -1,16 +1,23 @@
-//! Bosun's plugin catalog: which native plugins exist, what they declare, whether the user
-//! trusts them exactly as they are, and the names their tools are offered under.
+//! Bosun's plugin catalog: which plugins exist (native components, Forge and Triggerfish
+//! plugins), what they declare, whether the user trusts them exactly as they are, and the names
+//! their tools are offered under.
 //!
-//! **This crate cannot run plugin code.** It depends on no WebAssembly runtime (no wasmtime, no
-//! interpreter): metadata comes from the `bosun-plugin-metadata` custom section through
-//! `wasmparser`, a parser. Listing, trust review and naming therefore never execute anything a
-//! plugin ships; the sandbox crate loads an enabled plugin's bytes later, and those are the
-//! bytes this crate hashed ([`PluginEntry::bytes`]).
+//! **This crate cannot run plugin code.** It depends on no WebAssembly or JavaScript runtime (no
+//! wasmtime, no interpreter): a native plugin's metadata comes from the `bosun-plugin-metadata`
+//! custom section through `wasmparser`, a Forge plugin's from `plugin.json` through serde_json,
+//! and a Triggerfish plugin's from the literal `manifest` export of `mod.ts` through oxc's
+//! parser. Listing, trust review and naming therefore never execute anything a plugin ships;
+//! the sandbox loads an enabled plugin later, from exactly what this crate hashed
+//! ([`PluginEntry::bytes`], [`PluginEntry::source`]).
 //!
 //! - [`metadata`]: the custom section (at the top level or in a nested module) and every rule
 //!   of the tool contract; a plugin that breaks one is refused whole.
 //! - [`discovery`]: user plugins (`$BOSUN_HOME/plugins`, `[plugins.<local>]` in the user's
-//!   config) and project plugins (`<workspace>/.bosun/plugins`); shallow, sorted, no symlinks.
+//!   config) and project plugins (`<workspace>/.bosun/plugins`); shallow, sorted, no symlinks;
+//!   each directory's [`PluginFormat`].
+//! - [`source`]: a JavaScript plugin's files, read once, bounded, hashed canonically.
+//! - [`forge`]: `plugin.json` v1, every Forge rule. [`triggerfish`]: the static `manifest` of
+//!   `mod.ts`, every Triggerfish rule.
 //! - [`trust`]: `$BOSUN_HOME/trust.toml`, content-hash pins, written atomically.
 //! - [`catalog`]: each plugin's state and its tools' model-visible names.
 //! - [`mod@scaffold`]: `bosun plugins new`.
@@ -61,18 +68,24 @@
 pub mod catalog;
 pub mod discovery;
 mod error;
+pub mod forge;
 pub mod metadata;
 pub mod scaffold;
+pub mod source;
+pub mod triggerfish;
 pub mod trust;
 
 pub use catalog::{
-    Catalog, CatalogInput, CatalogWarning, Change, PluginEntry, PluginState, ResolvedTool,
-    ToolOffer, tool_action,
+    Catalog, CatalogInput, CatalogWarning, Change, JsManifest, PluginEntry, PluginState,
+    ResolvedTool, ToolOffer, tool_action,
 };
-pub use discovery::{PluginConfig, PluginScope, check_plugin_configs, is_local_name};
+pub use discovery::{PluginConfig, PluginFormat, PluginScope, check_plugin_configs, is_local_name};
 pub use error::PluginError;
+pub use forge::ForgeManifest;
 pub use metadata::{CapabilityDecl, Manifest, PluginMetadata, PluginTool, ToolMetadata};
 pub use scaffold::scaffold;
-pub use trust::{TrustRecord, TrustStore};
+pub use source::{SourceFile, SourceSnapshot};
+pub use triggerfish::{ManifestTrust, TriggerfishManifest};
+pub use trust::{Declared, TrustRecord, TrustStore};
 
 pub(crate) use bosun_core::text::line_col;

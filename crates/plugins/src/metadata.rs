@@ -414,7 +414,7 @@ impl PluginMetadata {
 }
 
 /// serde_json appends " at line L column C" to its messages; the error carries those itself.
-fn json_message(e: &serde_json::Error) -> String {
+pub(crate) fn json_message(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     text.strip_suffix(&suffix).unwrap_or(&text).to_owned()

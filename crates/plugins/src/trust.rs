@@ -2,6 +2,13 @@
 //! path) and each plugin local name, the SHA-256 of the exact bytes the user trusted, the
 //! capabilities and tools they saw, and when.
 //!
+//! The hash is of `plugin.wasm` for a native plugin and of the source snapshot
+//! ([`crate::source::SourceSnapshot::sha256`]) for a Forge or Triggerfish plugin. A JavaScript
+//! plugin's tools are registered by its code once it runs, so its record lists no tools; its
+//! capabilities are Forge's declared capabilities prefixed `forge:` (`forge:network:access`), or
+//! for Triggerfish `net.http:<authority>` per declared endpoint and `triggerfish:trusted` when the
+//! manifest asks for trust.
+//!
 //! It lives outside every repository, so a project can never trust itself. It is read strictly
 //! (unknown keys are errors naming the file and line) and written atomically: a failed write
 //! leaves the previous file as it was.
@@ -20,7 +27,7 @@
 //! sha256 = "..."
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -38,11 +45,12 @@ pub const TRUST_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustRecord {
-    /// Lowercase hex SHA-256 of the exact bytes of `plugin.wasm`.
+    /// Lowercase hex SHA-256 of the exact bytes of `plugin.wasm`, or of a JavaScript plugin's
+    /// source snapshot.
     pub sha256: String,
     /// The plugin's version as its metadata gave it.
     pub version: String,
-    /// The tools it declared.
+    /// The tools it declared (none for a JavaScript plugin, whose code registers them).
     pub tools: Vec<String>,
     /// The capabilities granted, as canonical strings with their declared scopes
     /// (`fs.read`, `net.http:api.example.com`, `net.http:<from input /url>`), sorted.
@@ -54,12 +62,39 @@ pub struct TrustRecord {
 impl TrustRecord {
     /// The record for a plugin whose bytes hash to `sha256` and whose metadata is `manifest`.
     pub fn new(sha256: impl Into<String>, manifest: &Manifest, trusted_at: DateTime<Utc>) -> Self {
+        Self::of(sha256, &Declared::from(manifest), trusted_at)
+    }
+
+    /// The record for a plugin of any format whose content hashes to `sha256` and which
+    /// declares `declared`.
+    pub fn of(sha256: impl Into<String>, declared: &Declared, trusted_at: DateTime<Utc>) -> Self {
         Self {
             sha256: sha256.into(),
-            version: manifest.version.to_string(),
-            tools: manifest.tool_names().into_iter().collect(),
-            capabilities: manifest.grants().into_iter().collect(),
+            version: declared.version.clone(),
+            tools: declared.tools.iter().cloned().collect(),
+            capabilities: declared.capabilities.iter().cloned().collect(),
             trusted_at,
+        }
+    }
+}
+
+/// What a plugin declares that trust pins besides its hash, in every format alike.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Declared {
+    /// Its version as declared.
+    pub version: String,
+    /// Its tools (empty for JavaScript plugins).
+    pub tools: BTreeSet<String>,
+    /// Its capabilities as canonical strings.
+    pub capabilities: BTreeSet<String>,
+}
+
+impl From<&Manifest> for Declared {
+    fn from(manifest: &Manifest) -> Self {
+        Self {
+            version: manifest.version.to_string(),
+            tools: manifest.tool_names(),
+            capabilities: manifest.grants(),
         }
     }
 }

@@ -5,7 +5,8 @@ use std::os::unix::fs::symlink;
 
 use bosun_plugins::discovery::{discover_project, discover_user};
 use bosun_plugins::{
-    Catalog, CatalogInput, PluginConfig, PluginError, PluginState, TrustStore, check_plugin_configs,
+    Catalog, CatalogInput, PluginConfig, PluginError, PluginFormat, PluginState, TrustStore,
+    check_plugin_configs,
 };
 use pretty_assertions::assert_eq;
 
@@ -189,13 +190,14 @@ fn a_missing_enabled_plugin_is_invalid_with_what_to_do() {
         builtins: BUILTINS,
     });
     for entry in catalog.entries() {
+        let expected = match entry.local_name.as_str() {
+            "web" => "does not exist: install the plugin there or fix `path` in [plugins.web]",
+            _ => {
+                "holds no plugin.wasm (native), plugin.json (Forge) or mod.ts (Triggerfish): install the plugin there or fix `path` in [plugins.empty]"
+            }
+        };
         match &entry.state {
-            PluginState::Invalid { reason } => assert!(
-                reason.contains(
-                    "does not exist: install the plugin there or fix `path` in [plugins."
-                ),
-                "{reason}"
-            ),
+            PluginState::Invalid { reason } => assert!(reason.contains(expected), "{reason}"),
             other => panic!("{other:?}"),
         }
     }
@@ -306,4 +308,40 @@ fn plugin_config_values_are_checked_with_their_key() {
     let mut map = BTreeMap::new();
     map.insert("web_2-x".to_owned(), PluginConfig::new("/abs/dir"));
     assert!(check_plugin_configs(&map).is_ok());
+}
+
+#[test]
+fn project_plugins_of_every_format_are_found_and_other_directories_skipped() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path().canonicalize().unwrap();
+    let plugins = root.join(".bosun").join("plugins");
+    for (dir, file) in [
+        ("forge", "plugin.json"),
+        ("native", "plugin.wasm"),
+        ("triggerfish", "mod.ts"),
+        ("notes", "README.md"),
+    ] {
+        std::fs::create_dir_all(plugins.join(dir)).unwrap();
+        std::fs::write(plugins.join(dir).join(file), b"").unwrap();
+    }
+    std::fs::write(plugins.join("native").join("plugin.json"), b"{}").unwrap();
+    let (found, warnings) = discover_project(&root);
+    assert!(warnings.is_empty());
+    let formats: Vec<(&str, PluginFormat, bool)> = found
+        .iter()
+        .map(|d| (d.local_name.as_str(), d.format, d.problem.is_some()))
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            ("forge", PluginFormat::Forge, false),
+            ("native", PluginFormat::Native, true),
+            ("triggerfish", PluginFormat::Triggerfish, false),
+        ]
+    );
+    let problem = found[1].problem.as_ref().unwrap().to_string();
+    assert!(
+        problem.contains("holds plugin.wasm and plugin.json"),
+        "{problem}"
+    );
 }

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod discovery;
+mod js_plugins;
 mod metadata;
 mod scaffold;
 mod scale;
