@@ -736,6 +736,62 @@ impl PolicyHook for JsPolicyHook {
     }
 }
 
+/// The specs of the enabled Forge and Triggerfish plugins among `entries`, built from the exact
+/// snapshots the catalog hashed. `reserved` are the built-in tool names. A plugin whose files
+/// cannot be prepared is left out with a warning.
+pub fn specs_from_catalog<'a>(
+    entries: impl IntoIterator<Item = &'a bosun_plugins::PluginEntry>,
+    reserved: &[String],
+) -> (Vec<JsPluginSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        let (Some(snapshot), Some(js)) = (entry.source(), entry.js.as_ref()) else {
+            continue;
+        };
+        let manifest = match js {
+            bosun_plugins::JsManifest::Forge(m) => JsManifestRef::Forge(m),
+            bosun_plugins::JsManifest::Triggerfish(m) => JsManifestRef::Triggerfish(m),
+        };
+        let config = entry.config.as_ref();
+        let table: serde_json::Map<String, Value> = config
+            .map(|c| {
+                c.config
+                    .keys()
+                    .filter_map(|k| c.config_json(k).map(|v| (k.clone(), v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The user's half of Triggerfish's trust: `trust = "trusted"` in the plugin's config.
+        let config_trusted = table.get("trust").and_then(Value::as_str) == Some("trusted");
+        let bounds = JsBounds {
+            timeout: config
+                .and_then(|c| c.timeout_ms)
+                .map_or(JsBounds::default().timeout, Duration::from_millis),
+            memory_bytes: config
+                .and_then(|c| c.memory_mib)
+                .and_then(|mib| usize::try_from(mib << 20).ok())
+                .unwrap_or(JsBounds::default().memory_bytes),
+        };
+        match JsPluginSpec::from_snapshot(
+            &entry.local_name,
+            snapshot,
+            manifest,
+            Value::Object(table),
+            config_trusted,
+            bounds,
+            reserved.to_vec(),
+        ) {
+            Ok(spec) => specs.push(spec),
+            Err(reason) => warnings.push(format!(
+                "plugin `{}` was not loaded: {reason}",
+                entry.local_name
+            )),
+        }
+    }
+    (specs, warnings)
+}
+
 /// Everything the enabled JavaScript plugins contribute to a host.
 #[derive(Default)]
 pub struct JsPlugins {
