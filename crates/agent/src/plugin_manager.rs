@@ -86,6 +86,8 @@ pub struct PluginManager {
     reserved: Vec<String>,
     configured: Vec<ListedPlugin>,
     installed: Mutex<BTreeMap<String, Installed>>,
+    /// Each installed plugin's directory, for the capability request of `plugin_reload`.
+    dirs: std::sync::Mutex<BTreeMap<String, PathBuf>>,
 }
 
 impl std::fmt::Debug for PluginManager {
@@ -136,6 +138,7 @@ impl PluginManager {
             reserved,
             configured,
             installed: Mutex::new(BTreeMap::new()),
+            dirs: std::sync::Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -247,6 +250,10 @@ impl PluginManager {
         let (tools, warnings) = runtime.tools(&self.policy);
         let names: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
         self.registry.replace_owned(&owner(name), tools)?;
+        self.dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), dir.clone());
         installed.insert(
             name.to_owned(),
             Installed {
@@ -487,10 +494,20 @@ impl Tool for ManagerTool {
                 str_field(input, "path")
                     .map_or_else(|| format!("{DEFAULT_PLUGIN_DIR}/{name}"), str::to_owned)
             }
-            Op::Reload => format!(
-                "{DEFAULT_PLUGIN_DIR}/{}",
-                str_field(input, "name").unwrap_or_default()
-            ),
+            Op::Reload => {
+                let name = str_field(input, "name").unwrap_or_default();
+                let known = self
+                    .manager
+                    .dirs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(name)
+                    .cloned();
+                match known {
+                    Some(dir) => dir.to_string_lossy().into_owned(),
+                    None => format!("{DEFAULT_PLUGIN_DIR}/{name}"),
+                }
+            }
         };
         let resolved = ctx.workspace.resolve(&path)?;
         Ok(vec![CapabilityRequest {
