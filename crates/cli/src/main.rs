@@ -173,6 +173,14 @@ enum PluginsCommand {
         /// The plugin's local name.
         name: String,
     },
+    /// Scan a JavaScript/TypeScript plugin's source for risky code (never runs it).
+    Scan {
+        /// The plugin directory (read recursively), or one source file.
+        path: std::path::PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Scaffold a plugin crate.
     New {
         /// The plugin's name.
@@ -286,6 +294,7 @@ fn main() -> ExitCode {
                 plugins::enable(&name, path.as_deref(), yes)
             }
             PluginsCommand::Disable { name } => plugins::disable(&name),
+            PluginsCommand::Scan { path, json } => plugins::scan(&path, json),
             PluginsCommand::New { name, dir } => plugins::new(&name, dir.as_deref()),
         },
     };

@@ -442,3 +442,60 @@ pub fn new(name: &str, dir: Option<&Path>) -> Result<u8> {
     );
     Ok(exit::OK)
 }
+
+/// `bosun plugins scan PATH`: the scanner's findings and verdict for a JavaScript/TypeScript
+/// plugin directory (or one file). Reads syntax only; nothing the plugin ships is run.
+pub fn scan(path: &Path, json: bool) -> Result<u8> {
+    let report = bosun_plugins::scan::scan_dir(path)
+        .with_context(|| format!("scanning {}", path.display()))?;
+    if json {
+        print_json(&report)?;
+    } else {
+        print!("{}", scan_text(&report));
+    }
+    Ok(if report.refused {
+        exit::DENIED
+    } else {
+        exit::OK
+    })
+}
+
+/// The human form of a scan report: one line per finding, a summary line, the verdict.
+fn scan_text(report: &bosun_plugins::scan::ScanReport) -> String {
+    use bosun_plugins::scan::rules::{CRITICAL_WEIGHT, REFUSE_TOTAL};
+    let mut text = String::new();
+    for f in &report.findings {
+        let place = if f.line == 0 {
+            f.file.clone()
+        } else {
+            format!("{}:{}:{}", f.file, f.line, f.column)
+        };
+        text.push_str(&format!(
+            "{place}  [{}, weight {}]  {}\n",
+            f.category, f.weight, f.message
+        ));
+    }
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    text.push_str(&format!(
+        "{} scanned, {}, total {}",
+        plural(report.files_scanned, "file"),
+        plural(report.findings.len(), "finding"),
+        report.total
+    ));
+    if report.findings_omitted > 0 {
+        text.push_str(&format!(" ({} more not listed)", report.findings_omitted));
+    }
+    text.push('\n');
+    let critical = report.findings.iter().any(|f| f.weight >= CRITICAL_WEIGHT);
+    text.push_str(&if critical {
+        format!("refused: a finding of weight {CRITICAL_WEIGHT} refuses on its own\n")
+    } else if report.refused {
+        format!(
+            "refused: the total {} reaches {REFUSE_TOTAL}\n",
+            report.total
+        )
+    } else {
+        "passed (a review aid: the sandbox still confines whatever the plugin does)\n".to_owned()
+    });
+    text
+}

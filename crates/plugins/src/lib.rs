@@ -21,6 +21,9 @@
 //! - [`trust`]: `$BOSUN_HOME/trust.toml`, content-hash pins, written atomically.
 //! - [`catalog`]: each plugin's state and its tools' model-visible names.
 //! - [`mod@scaffold`]: `bosun plugins new`.
+//! - [`scan`]: the scanner for JavaScript/TypeScript plugins, a review aid that reads their
+//!   syntax with oxc (never runs it) and refuses as Triggerfish's scanner does, without its holes.
+//! - [`typescript`]: TypeScript to JavaScript by erasing types, with oxc.
 //!
 //! # The trust rule (user and project plugins alike)
 //!
@@ -71,9 +74,11 @@ mod error;
 pub mod forge;
 pub mod metadata;
 pub mod scaffold;
+pub mod scan;
 pub mod source;
 pub mod triggerfish;
 pub mod trust;
+pub mod typescript;
 
 pub use catalog::{
     Catalog, CatalogInput, CatalogWarning, Change, JsManifest, PluginEntry, PluginState,

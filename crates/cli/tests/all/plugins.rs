@@ -315,3 +315,72 @@ fn web_search_uses_the_configured_endpoint() {
     let trace = std::fs::read_to_string(env.runs().last().unwrap()).unwrap();
     assert!(trace.contains("net.http"), "{trace}");
 }
+
+fn scan_fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/tests/fixtures/scan")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn plugins_scan_passes_a_clean_plugin_and_refuses_a_hostile_one() {
+    let env = Env::new();
+    let out = env.bosun(&["plugins", "scan", &scan_fixture("clean")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "1 file scanned, 0 findings, total 0\n\
+         passed (a review aid: the sandbox still confines whatever the plugin does)\n"
+    );
+
+    // Every line of the hostile fixture evades Triggerfish's regexes; each is found, in place.
+    let out = env.bosun(&["plugins", "scan", &scan_fixture("hostile")]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "lib/collect.js:3:8  [environment, weight 2]  reads the process environment (Deno.env.toObject)\n\
+         lib/collect.js:4:14  [subprocess, weight 3]  runs a subprocess (Deno.Command)\n\
+         mod.ts:3:1  [remote_import, weight 3]  imports code from the network (https://evil.example/helper.js)\n\
+         mod.ts:8:16  [prompt_injection, weight 3]  prompt injection assembled from pieces: tells the model to ignore its instructions (\"ignore all previous instructions\")\n\
+         mod.ts:15:54  [code_execution, weight 3]  calls eval indirectly\n\
+         2 files scanned, 5 findings, total 14\n\
+         refused: a finding of weight 3 refuses on its own\n"
+    );
+
+    let out = env.bosun(&["plugins", "scan", &scan_fixture("hostile"), "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(
+        (
+            &report["files_scanned"],
+            &report["total"],
+            &report["refused"]
+        ),
+        (&Value::from(2), &Value::from(14), &Value::from(true))
+    );
+    assert_eq!(
+        report["findings"][4],
+        serde_json::json!({
+            "category": "code_execution",
+            "rule": "eval",
+            "weight": 3,
+            "file": "mod.ts",
+            "line": 15,
+            "column": 54,
+            "message": "calls eval indirectly",
+            "snippet": "(0, eval)",
+        })
+    );
+
+    // Usage errors: no path, a path that does not exist.
+    assert_eq!(code(&env.bosun(&["plugins", "scan"])), 2);
+    let out = env.bosun(&["plugins", "scan", "no-such-plugin"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no-such-plugin does not exist: give the plugin's directory"),
+        "{}",
+        stderr(&out)
+    );
+}

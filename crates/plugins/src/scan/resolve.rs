@@ -1,0 +1,740 @@
+//! What an expression refers to, as far as the syntax tells without running anything: a path
+//! from the global object (`Deno.env.get`, `eval`), a member of an imported module
+//! (`node:child_process` `exec`), or unknown. It sees through parentheses, TypeScript
+//! wrappers, optional chains, `(0, x)`, `await`, `x || y`, computed keys that fold to constant
+//! strings (`"ev" + "al"`, `` `env` ``, `["ev", "al"].join("")`, `String.fromCharCode(…)`,
+//! `atob("…")`), `Reflect.get`, `.bind`, `require`, imports, and bindings that never change
+//! (`const d = Deno`, `const { env } = Deno`, a `let` never assigned again). A binding declared
+//! with `declare` is ambient: it names the global, not a local.
+//!
+//! Everything is bounded: recursion depth, the length of paths and of folded strings. Results
+//! per binding are memoised, so a file is resolved in time linear in its size.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use oxc::ast::AstKind;
+use oxc::ast::ast::{
+    Argument, ArrayExpressionElement, AssignmentOperator, BinaryExpression, BinaryOperator,
+    BindingPattern, CallExpression, ChainElement, ComputedMemberExpression, Expression,
+    IdentifierReference, MemberExpression, StaticMemberExpression, TSModuleReference,
+    TemplateLiteral,
+};
+use oxc::semantic::{Semantic, SymbolFlags, SymbolId};
+
+use super::text::decode_base64;
+
+/// Deepest recursion while resolving (alias hops, nested keys).
+const MAX_DEPTH: usize = 500;
+/// Longest string folded; longer ones are left unknown.
+const MAX_FOLDED_BYTES: usize = 64 * 1024;
+/// Most bytes of constant text folded in one file (each result counted); past it nothing more
+/// folds, and the scanner says so.
+const FOLD_BUDGET_BYTES: usize = 32 * 1024 * 1024;
+/// Longest path kept; no rule looks further.
+const MAX_PATH: usize = 8;
+/// Node modules whose namespace is itself a capability (processes, files, code, sockets).
+const HOST_MODULES: &[&str] = &[
+    "child_process",
+    "fs",
+    "fs/promises",
+    "vm",
+    "http",
+    "https",
+    "http2",
+    "net",
+    "tls",
+    "dgram",
+    "worker_threads",
+];
+/// Names of the global object itself.
+pub(crate) const GLOBAL_OBJECTS: [&str; 4] = ["globalThis", "window", "self", "global"];
+
+/// What an expression refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// A path from the global object; empty for the global object itself.
+    Global(Vec<String>),
+    /// A member of a module that is not plugin code (`node:` prefix removed).
+    Module {
+        /// `child_process`, `fs`, `https://…`.
+        specifier: String,
+        /// Members below the module's namespace; empty for the namespace (or default export).
+        path: Vec<String>,
+    },
+    /// Resolution went deeper than the bound: the code hides what it refers to.
+    TooDeep,
+    /// Not a host object, or not knowable from the syntax.
+    Unknown,
+}
+
+impl Value {
+    fn global(name: &str) -> Self {
+        if GLOBAL_OBJECTS.contains(&name) {
+            Self::Global(Vec::new())
+        } else {
+            Self::Global(vec![name.to_owned()])
+        }
+    }
+
+    /// A module member, with the modules that are the global's own APIs mapped onto it.
+    pub(crate) fn module(specifier: &str, path: Vec<String>) -> Self {
+        let name = specifier.strip_prefix("node:").unwrap_or(specifier);
+        match name {
+            "process" => {
+                let mut full = vec!["process".to_owned()];
+                full.extend(path);
+                Self::Global(full)
+            }
+            "buffer" | "timers" | "worker_threads" if !path.is_empty() => Self::Global(path),
+            _ => Self::Module {
+                specifier: name.to_owned(),
+                path,
+            },
+        }
+    }
+
+    fn member(self, name: &str) -> Self {
+        match self {
+            Self::Global(mut path) => {
+                if !(path.is_empty() && GLOBAL_OBJECTS.contains(&name)) {
+                    push_bounded(&mut path, name);
+                }
+                Self::Global(path)
+            }
+            Self::Module {
+                specifier,
+                mut path,
+            } => {
+                push_bounded(&mut path, name);
+                Self::module(&specifier, path)
+            }
+            other => other,
+        }
+    }
+
+    /// Whether this is the global object itself, `Deno`, `process` or the namespace of a node
+    /// module that grants a capability: objects whose members a plugin reaches only to do what
+    /// the rules look for.
+    pub(crate) fn is_host_root(&self) -> bool {
+        match self {
+            Self::Global(path) => {
+                path.is_empty()
+                    || matches!(path.as_slice(), [one] if one == "Deno" || one == "process")
+            }
+            Self::Module { path, specifier } => {
+                path.is_empty() && HOST_MODULES.contains(&specifier.as_str())
+            }
+            _ => false,
+        }
+    }
+}
+
+fn push_bounded(path: &mut Vec<String>, name: &str) {
+    if path.len() < MAX_PATH {
+        path.push(name.to_owned());
+    } else if path.len() == MAX_PATH {
+        path.push("…".to_owned());
+    }
+}
+
+/// A constant the resolver could fold.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Const {
+    /// A string.
+    Str(String),
+    /// A number.
+    Num(f64),
+    /// An array of strings (and numbers, as strings).
+    List(Vec<String>),
+}
+
+impl Const {
+    /// As JavaScript's `String(x)` would print it, for the cases folded.
+    pub(crate) fn into_string(self) -> Option<String> {
+        match self {
+            Self::Str(s) => Some(s),
+            Self::Num(n) => number_string(n),
+            Self::List(items) => Some(items.join(",")),
+        }
+    }
+}
+
+fn number_string(n: f64) -> Option<String> {
+    // Integers print the same in JavaScript and Rust; other numbers are left unknown.
+    (n.is_finite() && n.fract() == 0.0 && n.abs() < 1e15).then(|| format!("{}", n as i64))
+}
+
+fn bounded(s: String) -> Option<String> {
+    (s.len() <= MAX_FOLDED_BYTES).then_some(s)
+}
+
+/// Resolves expressions of one parsed file.
+pub(crate) struct Resolver<'s, 'a> {
+    semantic: &'s Semantic<'a>,
+    values: RefCell<HashMap<SymbolId, Value>>,
+    consts: RefCell<HashMap<SymbolId, Option<Const>>>,
+    /// Bytes of folded text left to produce.
+    budget: Cell<usize>,
+}
+
+impl<'s, 'a> Resolver<'s, 'a> {
+    pub(crate) fn new(semantic: &'s Semantic<'a>) -> Self {
+        Self {
+            semantic,
+            values: RefCell::new(HashMap::new()),
+            consts: RefCell::new(HashMap::new()),
+            budget: Cell::new(FOLD_BUDGET_BYTES),
+        }
+    }
+
+    /// What `expr` refers to.
+    pub(crate) fn value(&self, expr: &Expression<'a>) -> Value {
+        self.value_at(expr, 0)
+    }
+
+    /// What a reference refers to.
+    pub(crate) fn identifier(&self, id: &IdentifierReference<'a>) -> Value {
+        self.identifier_at(id, 0)
+    }
+
+    /// What `object.name` refers to.
+    pub(crate) fn static_member(&self, m: &StaticMemberExpression<'a>) -> Value {
+        self.value_at(&m.object, 1).member(&m.property.name)
+    }
+
+    /// What `object[key]` refers to: unknown when the key does not fold to a constant.
+    pub(crate) fn computed_member(&self, m: &ComputedMemberExpression<'a>) -> Value {
+        match self.key_at(&m.expression, 1) {
+            Some(key) => self.value_at(&m.object, 1).member(&key),
+            None => Value::Unknown,
+        }
+    }
+
+    /// The constant `expr` folds to, if any.
+    pub(crate) fn fold(&self, expr: &Expression<'a>) -> Option<Const> {
+        self.fold_at(expr, 0)
+    }
+
+    /// `expr` folded to a string (numbers printed), if it folds.
+    pub(crate) fn fold_string(&self, expr: &Expression<'a>) -> Option<String> {
+        self.key_at(expr, 0)
+    }
+
+    fn key_at(&self, expr: &Expression<'a>, depth: usize) -> Option<String> {
+        self.fold_at(expr, depth)?.into_string()
+    }
+
+    fn value_at(&self, expr: &Expression<'a>, depth: usize) -> Value {
+        if depth > MAX_DEPTH {
+            return Value::TooDeep;
+        }
+        // A member chain is walked in a loop, so that `a.b.c…` of any length costs no recursion.
+        let mut keys: Vec<Option<String>> = Vec::new();
+        let mut current = expr;
+        let base = loop {
+            let member = match current {
+                Expression::ParenthesizedExpression(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::TSAsExpression(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::TSSatisfiesExpression(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::TSNonNullExpression(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::TSTypeAssertion(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::TSInstantiationExpression(e) => {
+                    current = &e.expression;
+                    continue;
+                }
+                Expression::ChainExpression(chain) => match &chain.expression {
+                    ChainElement::CallExpression(call) => break self.call_at(call, depth + 1),
+                    ChainElement::TSNonNullExpression(e) => {
+                        current = &e.expression;
+                        continue;
+                    }
+                    element => match element.as_member_expression() {
+                        Some(member) => member,
+                        None => break Value::Unknown,
+                    },
+                },
+                other => match other.as_member_expression() {
+                    Some(member) => member,
+                    None => break self.base_at(other, depth + 1),
+                },
+            };
+            match member {
+                MemberExpression::StaticMemberExpression(m) => {
+                    keys.push(Some(m.property.name.to_string()));
+                    current = &m.object;
+                }
+                MemberExpression::ComputedMemberExpression(m) => {
+                    // One key the scanner cannot fold makes the whole path unknown: stop here.
+                    let Some(key) = self.key_at(&m.expression, depth + 1) else {
+                        return Value::Unknown;
+                    };
+                    keys.push(Some(key));
+                    current = &m.object;
+                }
+                MemberExpression::PrivateFieldExpression(_) => break Value::Unknown,
+            }
+        };
+        let mut value = base;
+        for key in keys.iter().rev() {
+            match key {
+                Some(key) => value = value.member(key),
+                None => return Value::Unknown,
+            }
+        }
+        value
+    }
+
+    fn base_at(&self, expr: &Expression<'a>, depth: usize) -> Value {
+        match expr {
+            Expression::Identifier(id) => self.identifier_at(id, depth),
+            Expression::CallExpression(call) => self.call_at(call, depth),
+            Expression::ImportExpression(import) => match self.key_at(&import.source, depth) {
+                Some(specifier) => Value::module(&specifier, Vec::new()),
+                None => Value::Unknown,
+            },
+            Expression::SequenceExpression(seq) => match seq.expressions.last() {
+                Some(last) => self.value_at(last, depth),
+                None => Value::Unknown,
+            },
+            Expression::AwaitExpression(e) => self.value_at(&e.argument, depth),
+            Expression::LogicalExpression(e) => match self.value_at(&e.left, depth) {
+                Value::Unknown => self.value_at(&e.right, depth),
+                known => known,
+            },
+            Expression::ConditionalExpression(e) => match self.value_at(&e.consequent, depth) {
+                Value::Unknown => self.value_at(&e.alternate, depth),
+                known => known,
+            },
+            Expression::AssignmentExpression(e) if e.operator == AssignmentOperator::Assign => {
+                self.value_at(&e.right, depth)
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    fn call_at(&self, call: &CallExpression<'a>, depth: usize) -> Value {
+        if depth > MAX_DEPTH {
+            return Value::TooDeep;
+        }
+        // `f.bind(x)` is `f` for what the rules care about.
+        if let Some(MemberExpression::StaticMemberExpression(m)) =
+            call.callee.get_inner_expression().as_member_expression()
+            && m.property.name == "bind"
+        {
+            return self.value_at(&m.object, depth + 1);
+        }
+        let callee = self.value_at(&call.callee, depth + 1);
+        let arg = |i: usize| call.arguments.get(i).and_then(Argument::as_expression);
+        match &callee {
+            Value::Global(path) if path.as_slice() == ["require"] => {
+                match arg(0).and_then(|a| self.key_at(a, depth + 1)) {
+                    Some(specifier) => Value::module(&specifier, Vec::new()),
+                    None => Value::Unknown,
+                }
+            }
+            Value::Global(path) if path.as_slice() == ["Reflect", "get"] => {
+                match (arg(0), arg(1).and_then(|a| self.key_at(a, depth + 1))) {
+                    (Some(object), Some(key)) => self.value_at(object, depth + 1).member(&key),
+                    _ => Value::Unknown,
+                }
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    fn identifier_at(&self, id: &IdentifierReference<'a>, depth: usize) -> Value {
+        match self.symbol_of(id) {
+            Some(symbol) => self.symbol_value(symbol, depth),
+            None => Value::global(&id.name),
+        }
+    }
+
+    /// The local binding a reference resolves to; `None` for a global (unbound or ambient).
+    pub(crate) fn symbol_of(&self, id: &IdentifierReference<'a>) -> Option<SymbolId> {
+        let scoping = self.semantic.scoping();
+        let symbol = scoping.get_reference(id.reference_id.get()?).symbol_id()?;
+        if scoping.symbol_flags(symbol).contains(SymbolFlags::Ambient) {
+            return None;
+        }
+        Some(symbol)
+    }
+
+    /// A binding whose value is the one it was declared with.
+    pub(crate) fn followable(&self, symbol: SymbolId) -> bool {
+        let scoping = self.semantic.scoping();
+        !scoping.symbol_is_mutated(symbol) && scoping.symbol_redeclarations(symbol).is_empty()
+    }
+
+    fn symbol_value(&self, symbol: SymbolId, depth: usize) -> Value {
+        if let Some(known) = self.values.borrow().get(&symbol) {
+            return known.clone();
+        }
+        // Unknown while it is computed: a cycle of bindings ends there.
+        self.values.borrow_mut().insert(symbol, Value::Unknown);
+        let value = self.compute_symbol_value(symbol, depth);
+        self.values.borrow_mut().insert(symbol, value.clone());
+        value
+    }
+
+    fn compute_symbol_value(&self, symbol: SymbolId, depth: usize) -> Value {
+        if depth > MAX_DEPTH {
+            return Value::TooDeep;
+        }
+        let nodes = self.semantic.nodes();
+        let declaration = self.semantic.symbol_declaration(symbol);
+        match declaration.kind() {
+            AstKind::ImportSpecifier(spec) => {
+                let AstKind::ImportDeclaration(import) = nodes.parent_kind(declaration.id()) else {
+                    return Value::Unknown;
+                };
+                if import.import_kind.is_type() || spec.import_kind.is_type() {
+                    return Value::Unknown;
+                }
+                let imported = spec.imported.name();
+                let path = if imported == "default" {
+                    Vec::new()
+                } else {
+                    vec![imported.to_string()]
+                };
+                Value::module(&import.source.value, path)
+            }
+            AstKind::ImportDefaultSpecifier(_) | AstKind::ImportNamespaceSpecifier(_) => {
+                match nodes.parent_kind(declaration.id()) {
+                    AstKind::ImportDeclaration(import) if !import.import_kind.is_type() => {
+                        Value::module(&import.source.value, Vec::new())
+                    }
+                    _ => Value::Unknown,
+                }
+            }
+            AstKind::TSImportEqualsDeclaration(decl) => match &decl.module_reference {
+                TSModuleReference::ExternalModuleReference(external)
+                    if !decl.import_kind.is_type() =>
+                {
+                    Value::module(&external.expression.value, Vec::new())
+                }
+                _ => Value::Unknown,
+            },
+            AstKind::VariableDeclarator(declarator) if self.followable(symbol) => {
+                let Some(init) = &declarator.init else {
+                    return Value::Unknown;
+                };
+                let mut path = Vec::new();
+                if !binding_path(&declarator.id, symbol, &mut path, self, depth) {
+                    return Value::Unknown;
+                }
+                let mut value = self.value_at(init, depth + 1);
+                for step in path {
+                    match step {
+                        Some(key) => value = value.member(&key),
+                        None => return Value::Unknown,
+                    }
+                }
+                value
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    fn fold_at(&self, expr: &Expression<'a>, depth: usize) -> Option<Const> {
+        if depth > MAX_DEPTH || self.budget_exhausted() {
+            return None;
+        }
+        let folded = self.fold_inner(expr, depth);
+        self.spend(folded)
+    }
+
+    fn fold_inner(&self, expr: &Expression<'a>, depth: usize) -> Option<Const> {
+        match expr.get_inner_expression() {
+            Expression::StringLiteral(s) => Some(Const::Str(bounded(s.value.to_string())?)),
+            Expression::NumericLiteral(n) => Some(Const::Num(n.value)),
+            Expression::TemplateLiteral(t) => self.template_at(t, depth),
+            Expression::BinaryExpression(b) if b.operator == BinaryOperator::Addition => {
+                self.addition_at(b, depth)
+            }
+            Expression::ArrayExpression(a) => {
+                let mut items = Vec::with_capacity(a.elements.len());
+                let mut total = 0;
+                for element in &a.elements {
+                    let expression = match element {
+                        ArrayExpressionElement::SpreadElement(_)
+                        | ArrayExpressionElement::Elision(_) => return None,
+                        other => other.as_expression()?,
+                    };
+                    let item = self.key_at(expression, depth + 1)?;
+                    total += item.len();
+                    if total > MAX_FOLDED_BYTES {
+                        return None;
+                    }
+                    items.push(item);
+                }
+                Some(Const::List(items))
+            }
+            Expression::SequenceExpression(seq) => self.fold_at(seq.expressions.last()?, depth + 1),
+            Expression::Identifier(id) => {
+                let symbol = self.symbol_of(id)?;
+                self.symbol_const(symbol, depth + 1)
+            }
+            Expression::CallExpression(call) => self.fold_call(call, depth + 1),
+            _ => None,
+        }
+    }
+
+    /// A template literal folded, when every substitution folds.
+    pub(crate) fn fold_template(&self, t: &TemplateLiteral<'a>) -> Option<Const> {
+        self.spend(self.template_at(t, 0))
+    }
+
+    /// `a + b + …` folded, when every operand folds.
+    pub(crate) fn fold_addition(&self, b: &BinaryExpression<'a>) -> Option<Const> {
+        self.spend(self.addition_at(b, 0))
+    }
+
+    /// Whether the file folded more text than [`FOLD_BUDGET_BYTES`], so that later folds gave
+    /// up: what it assembles from constants was not all checked.
+    pub(crate) fn budget_exhausted(&self) -> bool {
+        self.budget.get() == 0
+    }
+
+    /// Count a folded result against the budget; nothing folds once it is spent.
+    fn spend(&self, folded: Option<Const>) -> Option<Const> {
+        let left = self.budget.get();
+        if left == 0 {
+            return None;
+        }
+        let size = match &folded {
+            Some(Const::Str(s)) => s.len(),
+            Some(Const::List(items)) => items.iter().map(String::len).sum(),
+            _ => 0,
+        };
+        if size >= left {
+            self.budget.set(0);
+            return None;
+        }
+        self.budget.set(left - size);
+        folded
+    }
+
+    fn template_at(&self, t: &TemplateLiteral<'a>, depth: usize) -> Option<Const> {
+        let mut out = String::new();
+        for (i, quasi) in t.quasis.iter().enumerate() {
+            out.push_str(quasi.value.cooked.as_ref()?.as_str());
+            if let Some(e) = t.expressions.get(i) {
+                out.push_str(&self.key_at(e, depth + 1)?);
+            }
+            if out.len() > MAX_FOLDED_BYTES {
+                return None;
+            }
+        }
+        Some(Const::Str(out))
+    }
+
+    fn addition_at(&self, b: &BinaryExpression<'a>, depth: usize) -> Option<Const> {
+        // Concatenations are left-deep: walk the left spine in a loop, not by recursion.
+        let mut rights = vec![&b.right];
+        let mut left = &b.left;
+        while let Expression::BinaryExpression(inner) = left.get_inner_expression()
+            && inner.operator == BinaryOperator::Addition
+        {
+            rights.push(&inner.right);
+            left = &inner.left;
+        }
+        let mut acc = self.fold_at(left, depth + 1)?;
+        for right in rights.into_iter().rev() {
+            acc = add(acc, self.fold_at(right, depth + 1)?)?;
+        }
+        Some(acc)
+    }
+
+    fn symbol_const(&self, symbol: SymbolId, depth: usize) -> Option<Const> {
+        if let Some(known) = self.consts.borrow().get(&symbol) {
+            return known.clone();
+        }
+        self.consts.borrow_mut().insert(symbol, None);
+        let value = match self.semantic.symbol_declaration(symbol).kind() {
+            AstKind::VariableDeclarator(d)
+                if self.followable(symbol)
+                    && matches!(&d.id, BindingPattern::BindingIdentifier(_)) =>
+            {
+                d.init
+                    .as_ref()
+                    .and_then(|init| self.fold_at(init, depth + 1))
+            }
+            _ => None,
+        };
+        self.consts.borrow_mut().insert(symbol, value.clone());
+        value
+    }
+
+    fn fold_call(&self, call: &CallExpression<'a>, depth: usize) -> Option<Const> {
+        let args: Vec<&Expression<'a>> = call
+            .arguments
+            .iter()
+            .map(Argument::as_expression)
+            .collect::<Option<_>>()?;
+        let string_arg = |i: usize| -> Option<String> { self.key_at(args.get(i)?, depth + 1) };
+        if let Some(MemberExpression::StaticMemberExpression(m)) =
+            call.callee.get_inner_expression().as_member_expression()
+            && let Some(object) = self.fold_at(&m.object, depth + 1)
+        {
+            let method = m.property.name.as_str();
+            return match (object, method) {
+                (Const::List(items), "join") => {
+                    let separator = match args.first() {
+                        Some(_) => string_arg(0)?,
+                        None => ",".to_owned(),
+                    };
+                    Some(Const::Str(bounded(items.join(&separator))?))
+                }
+                (Const::List(mut items), "reverse") => {
+                    items.reverse();
+                    Some(Const::List(items))
+                }
+                (Const::List(mut items), "concat") => {
+                    for arg in &args {
+                        match self.fold_at(arg, depth + 1)? {
+                            Const::List(more) => items.extend(more),
+                            other => items.push(other.into_string()?),
+                        }
+                    }
+                    Some(Const::List(items))
+                }
+                (Const::Str(s), "split") => {
+                    let separator = string_arg(0)?;
+                    let items: Vec<String> = if separator.is_empty() {
+                        s.chars().map(String::from).collect()
+                    } else {
+                        s.split(separator.as_str()).map(str::to_owned).collect()
+                    };
+                    Some(Const::List(items))
+                }
+                (Const::Str(mut s), "concat") => {
+                    for i in 0..args.len() {
+                        s.push_str(&string_arg(i)?);
+                    }
+                    Some(Const::Str(bounded(s)?))
+                }
+                (Const::Str(s), "toLowerCase") => Some(Const::Str(s.to_lowercase())),
+                (Const::Str(s), "toUpperCase") => Some(Const::Str(s.to_uppercase())),
+                (Const::Str(s), "trim") => Some(Const::Str(s.trim().to_owned())),
+                (Const::Str(s), "replace") => {
+                    Some(Const::Str(s.replacen(&string_arg(0)?, &string_arg(1)?, 1)))
+                }
+                (Const::Str(s), "replaceAll") => {
+                    let from = string_arg(0)?;
+                    if from.is_empty() {
+                        return None;
+                    }
+                    Some(Const::Str(bounded(s.replace(&from, &string_arg(1)?))?))
+                }
+                _ => None,
+            };
+        }
+        match self.value_at(&call.callee, depth + 1) {
+            Value::Global(path)
+                if path.as_slice() == ["String", "fromCharCode"]
+                    || path.as_slice() == ["String", "fromCodePoint"] =>
+            {
+                let mut out = String::new();
+                for arg in &args {
+                    let Const::Num(n) = self.fold_at(arg, depth + 1)? else {
+                        return None;
+                    };
+                    if !(0.0..=f64::from(0x10FFFF)).contains(&n) || n.fract() != 0.0 {
+                        return None;
+                    }
+                    out.push(char::from_u32(n as u32)?);
+                }
+                Some(Const::Str(out))
+            }
+            Value::Global(path) if path.as_slice() == ["atob"] => {
+                Some(Const::Str(decode_base64(&string_arg(0)?)?))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `a + b` for folded constants, as JavaScript computes it for the cases folded.
+fn add(a: Const, b: Const) -> Option<Const> {
+    match (a, b) {
+        (Const::Num(x), Const::Num(y)) => Some(Const::Num(x + y)),
+        (a, b) => {
+            let mut s = a.into_string()?;
+            s.push_str(&b.into_string()?);
+            Some(Const::Str(bounded(s)?))
+        }
+    }
+}
+
+/// The keys leading from a declarator's initialiser to `symbol` in its binding pattern
+/// (`const { env: { get } } = Deno` → `env`, `get`); `None` for a step the scanner cannot name
+/// (an array position, a computed key it cannot fold). `false` if `symbol` is not in `pattern`.
+fn binding_path<'a>(
+    pattern: &BindingPattern<'a>,
+    symbol: SymbolId,
+    path: &mut Vec<Option<String>>,
+    resolver: &Resolver<'_, 'a>,
+    depth: usize,
+) -> bool {
+    if path.len() > MAX_PATH || depth > MAX_DEPTH {
+        return false;
+    }
+    match pattern {
+        BindingPattern::BindingIdentifier(id) => id.symbol_id.get() == Some(symbol),
+        BindingPattern::AssignmentPattern(p) => {
+            binding_path(&p.left, symbol, path, resolver, depth + 1)
+        }
+        BindingPattern::ObjectPattern(object) => {
+            for property in &object.properties {
+                let key = match property.key.static_name() {
+                    Some(name) => Some(name.into_owned()),
+                    None => property
+                        .key
+                        .as_expression()
+                        .and_then(|e| resolver.key_at(e, depth + 1)),
+                };
+                path.push(key);
+                if binding_path(&property.value, symbol, path, resolver, depth + 1) {
+                    return true;
+                }
+                path.pop();
+            }
+            // `const { ...rest } = Deno`: the rest holds the same members.
+            object
+                .rest
+                .as_ref()
+                .is_some_and(|rest| binding_path(&rest.argument, symbol, path, resolver, depth + 1))
+        }
+        BindingPattern::ArrayPattern(array) => {
+            path.push(None);
+            let found = array
+                .elements
+                .iter()
+                .flatten()
+                .any(|element| binding_path(element, symbol, path, resolver, depth + 1))
+                || array.rest.as_ref().is_some_and(|rest| {
+                    binding_path(&rest.argument, symbol, path, resolver, depth + 1)
+                });
+            if !found {
+                path.pop();
+            }
+            found
+        }
+    }
+}
