@@ -37,6 +37,9 @@ fn fixture(name: &str) -> Vec<(String, String)> {
         .join("../js/engine/js/test/fixtures")
         .join(name);
     let mut files = Vec::new();
+    if !dir.is_dir() {
+        return files;
+    }
     for entry in std::fs::read_dir(&dir).unwrap() {
         let entry = entry.unwrap();
         let file = entry.file_name().to_string_lossy().into_owned();
@@ -198,4 +201,111 @@ decision = "allow"
         Some(ErrorCode::NeedsApproval),
         "{result:?}"
     );
+}
+
+const OBSERVER_PLUGIN: &str = r#"
+const seen = [];
+let leaked = false;
+let mutable = false;
+export function activate(api) {
+  api.observeRunEvents((envelope) => {
+    const text = JSON.stringify(envelope);
+    if (text.includes("sk-observe-secret-42")) leaked = true;
+    try { envelope.event = null; } catch {}
+    if (envelope.event === null) mutable = true;
+    seen.push(envelope.event.type);
+  });
+  api.registerTool({
+    name: "seen_events",
+    description: "The run events this plugin observed so far.",
+    risk: "read",
+    inputSchema: api.z.object({}).strict(),
+    execute: async () => ({ ok: true, output: { seen: [...seen], leaked, mutable }, truncated: false }),
+  });
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run() {
+    let mut spec = forge("observer", &["tools:register", "events:observe"]);
+    spec.files = vec![("index.mjs".into(), OBSERVER_PLUGIN.into())];
+    let policy = policy("");
+    let plugins = JsPlugins::start(vec![spec], engine().await, &policy).await;
+    assert!(plugins.warnings.is_empty(), "{:?}", plugins.warnings);
+    let observer = bosun_agent::js_host::JsObserver::for_runtimes(&plugins.runtimes).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
+    let chokepoint = Chokepoint::builder(policy, workspace)
+        .tools(bosun_agent::builtin::tools())
+        .tools(plugins.tools)
+        .build()
+        .unwrap();
+    let trace = Trace::create(
+        &dir.path().join(".runs"),
+        "run-1".into(),
+        None,
+        Arc::new(Redactor::new([("OBSERVE_KEY", "sk-observe-secret-42")])),
+    )
+    .unwrap()
+    .observe(observer.clone());
+    let session = Arc::new(Session::new("s"));
+    let call = |name: &str, input: Value| ToolCall {
+        id: "c".into(),
+        name: name.into(),
+        input,
+    };
+    let cancel = CancellationToken::new();
+    chokepoint
+        .call(
+            call("search", json!({"query": "sk-observe-secret-42"})),
+            &session,
+            &trace,
+            &cancel,
+        )
+        .await;
+    // Delivery is asynchronous: ask until the search's completion has arrived.
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let result = chokepoint
+            .call(call("seen_events", json!({})), &session, &trace, &cancel)
+            .await
+            .result;
+        let ToolResult::Ok { output, .. } = result else {
+            panic!("{result:?}");
+        };
+        last = output;
+        let seen: Vec<&str> = last["seen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        if seen.contains(&"tool.completed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen: Vec<&str> = last["seen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        &seen[..4],
+        [
+            "tool.proposed",
+            "tool.decided",
+            "tool.started",
+            "tool.completed"
+        ],
+        "{last}"
+    );
+    assert_eq!(last["leaked"], false, "the observer saw the secret: {last}");
+    assert_eq!(
+        last["mutable"], false,
+        "the observer could change the event: {last}"
+    );
+    assert!(observer.take_warnings().is_empty());
 }
