@@ -43,7 +43,7 @@ use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use serde::Serialize;
 
-use crate::typescript::{ParseGuard, diagnostic_message, diagnostic_position, on_parser_stack};
+use crate::typescript::{ParseGuard, diagnostic_message, diagnostic_offset, on_parser_stack};
 pub use rules::{Category, Rule};
 
 /// Most JavaScript/TypeScript files scanned; a plugin with more is refused.
@@ -283,22 +283,13 @@ fn analyse(rel_path: &str, source: &str, is_ts: bool) -> Result<(Vec<Hit>, usize
     };
     let unparsed = |diagnostics: &[oxc::diagnostics::OxcDiagnostic]| {
         let (message, start) = match diagnostics.first() {
-            Some(first) => {
-                let offset = first
-                    .labels
-                    .iter()
-                    .find(|l| l.primary())
-                    .or(first.labels.first())
-                    .map_or(0, |l| l.offset() as usize);
-                let (line, column) = diagnostic_position(source, first);
-                (
-                    format!(
-                        "does not parse ({line}:{column}: {}), so it cannot be reviewed",
-                        diagnostic_message(first)
-                    ),
-                    offset,
-                )
-            }
+            Some(first) => (
+                format!(
+                    "does not parse ({}), so it cannot be reviewed",
+                    diagnostic_message(first)
+                ),
+                diagnostic_offset(first),
+            ),
             None => ("does not parse, so it cannot be reviewed".to_owned(), 0),
         };
         Hit {

@@ -174,12 +174,16 @@ fn syntax_error(path: &Path, source: &str, diagnostics: &[OxcDiagnostic]) -> Typ
     }
 }
 
-/// Where a diagnostic points: its primary label, else its first, else the file's start.
-pub(crate) fn diagnostic_position(source: &str, diagnostic: &OxcDiagnostic) -> (usize, usize) {
+/// The byte offset a diagnostic points at: its primary label, else its first, else 0.
+pub(crate) fn diagnostic_offset(diagnostic: &OxcDiagnostic) -> usize {
     let labels = &diagnostic.labels;
     let label = labels.iter().find(|l| l.primary()).or(labels.first());
-    let offset = label.map_or(0, |l| l.offset() as usize);
-    line_col(source, offset)
+    label.map_or(0, |l| l.offset() as usize)
+}
+
+/// The line and column a diagnostic points at (see [`diagnostic_offset`]).
+pub(crate) fn diagnostic_position(source: &str, diagnostic: &OxcDiagnostic) -> (usize, usize) {
+    line_col(source, diagnostic_offset(diagnostic))
 }
 
 /// oxc's message, with its help when it has one.

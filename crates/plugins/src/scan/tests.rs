@@ -619,7 +619,7 @@ fn a_file_that_does_not_parse_is_a_refusing_finding_with_its_position() {
     );
     assert_eq!(
         finding.message,
-        "does not parse (2:19: Unexpected token), so it cannot be reviewed"
+        "does not parse (Unexpected token), so it cannot be reviewed"
     );
     assert!(report.refused);
 }
