@@ -4,12 +4,18 @@
 //!
 //! `review` is answered by a person too until a reviewer model exists: asking a person is never
 //! less safe than asking a reviewer.
+//!
+//! [`ChannelBroker`] is for faces that own the terminal on another thread (the interactive UI):
+//! it hands each request over as a [`PendingApproval`] and waits for the answer without holding
+//! an async worker, so the tool's run loop and the UI both stay live.
 
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bosun_core::{ApprovalAnswer, CapabilityRequest, Decision};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// What a person is asked to approve.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +63,75 @@ pub struct AutoApprove;
 impl ApprovalBroker for AutoApprove {
     async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
         ApprovalAnswer::AllowOnce
+    }
+}
+
+/// A request on its way to a person on another thread, with the way back. Dropping it
+/// unanswered counts as [`ApprovalAnswer::Unavailable`].
+#[derive(Debug)]
+pub struct PendingApproval {
+    /// What is asked.
+    pub request: ApprovalRequest,
+    reply: oneshot::Sender<ApprovalAnswer>,
+}
+
+impl PendingApproval {
+    /// Gives the person's answer. The asker may have stopped waiting (the run was cancelled);
+    /// then the answer goes nowhere.
+    pub fn answer(self, answer: ApprovalAnswer) {
+        let _ = self.reply.send(answer);
+    }
+
+    /// True once the asker stopped waiting: nobody reads an answer any more.
+    pub fn is_abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
+}
+
+/// Hands each request to `deliver` (which passes it to the thread that owns the terminal) and
+/// waits for the answer there. Cancelling the run's token ends the wait with
+/// [`ApprovalAnswer::Deny`]: the person stopped the run rather than allow the call. A request
+/// dropped unanswered (the other side went away) is [`ApprovalAnswer::Unavailable`].
+pub struct ChannelBroker {
+    deliver: Box<dyn Fn(PendingApproval) + Send + Sync>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for ChannelBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelBroker").finish_non_exhaustive()
+    }
+}
+
+impl ChannelBroker {
+    /// A broker for the run that `cancel` stops; `deliver` must not block.
+    pub fn new(
+        cancel: CancellationToken,
+        deliver: impl Fn(PendingApproval) + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            deliver: Box::new(deliver),
+            cancel,
+        }
+    }
+}
+
+#[async_trait]
+impl ApprovalBroker for ChannelBroker {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if self.cancel.is_cancelled() {
+            return ApprovalAnswer::Deny;
+        }
+        let (reply, answer) = oneshot::channel();
+        (self.deliver)(PendingApproval {
+            request: request.clone(),
+            reply,
+        });
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => ApprovalAnswer::Deny,
+            answer = answer => answer.unwrap_or(ApprovalAnswer::Unavailable),
+        }
     }
 }
 
@@ -199,6 +274,42 @@ mod tests {
         assert_eq!(parse_answer("A"), ApprovalAnswer::AllowSession);
         assert_eq!(parse_answer(""), ApprovalAnswer::Deny);
         assert_eq!(parse_answer("sure"), ApprovalAnswer::Deny);
+    }
+
+    #[tokio::test]
+    async fn channel_broker_waits_for_the_other_side() {
+        let (tx, rx) = std::sync::mpsc::channel::<PendingApproval>();
+        let broker = ChannelBroker::new(CancellationToken::new(), move |pending| {
+            tx.send(pending).unwrap();
+        });
+        let person = std::thread::spawn(move || {
+            let pending = rx.recv().unwrap();
+            assert_eq!(pending.request.tool, "run_command");
+            pending.answer(ApprovalAnswer::AllowSession);
+            // The next request is dropped unanswered: the UI went away.
+            drop(rx.recv().unwrap());
+        });
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowSession);
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
+        person.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn cancelling_the_run_ends_the_wait_as_a_refusal() {
+        let cancel = CancellationToken::new();
+        let (tx, rx) = std::sync::mpsc::channel::<PendingApproval>();
+        let broker = ChannelBroker::new(cancel.clone(), move |pending| {
+            tx.send(pending).unwrap();
+        });
+        let asking = tokio::spawn(async move { broker.ask(&request()).await });
+        // Wait until the request is with the person, then cancel instead of answering.
+        let pending = tokio::task::spawn_blocking(move || rx.recv().unwrap())
+            .await
+            .unwrap();
+        assert!(!pending.is_abandoned());
+        cancel.cancel();
+        assert_eq!(asking.await.unwrap(), ApprovalAnswer::Deny);
+        assert!(pending.is_abandoned());
     }
 
     #[tokio::test(flavor = "multi_thread")]

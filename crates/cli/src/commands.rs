@@ -1,13 +1,14 @@
 //! The subcommands. Each loads what it needs, calls a library and prints.
 
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_agent::config::{ConfigError, LoadedConfig, bosun_home};
 use bosun_agent::trace::{self, Trace};
 use bosun_agent::{Chokepoint, Session, ToolCall, Workspace, builtin};
-use bosun_core::{CapabilityRequest, ErrorCode, Event, RunOutcome, ToolResult};
+use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
 use bosun_policy::Subject;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -22,10 +23,14 @@ pub struct Env {
 
 pub fn load() -> Result<Env> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let workspace = Workspace::discover(&cwd)
+    load_in(&cwd, &bosun_home()?)
+}
+
+/// The [`Env`] of the workspace holding `cwd`, with `home` as `$BOSUN_HOME`.
+pub fn load_in(cwd: &Path, home: &Path) -> Result<Env> {
+    let workspace = Workspace::discover(cwd)
         .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
-    let home = bosun_home()?;
-    let config = LoadedConfig::load(&home, &workspace)?;
+    let config = LoadedConfig::load(home, &workspace)?;
     Ok(Env {
         workspace: Arc::new(workspace),
         config,
@@ -196,7 +201,19 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
 
 pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result<u8> {
     let env = load()?;
-    let risks = known_risks(&env)?;
+    let explanation = policy_explanation(&env, action, capabilities)?;
+    if json {
+        print_json(&explanation)?;
+    } else {
+        print!("{}", render_explanation(&explanation));
+    }
+    Ok(exit::OK)
+}
+
+/// The decision policy would make here for `action` used with `capabilities` (`fs.read`,
+/// `net.http:api.example.com`, …), with every check that led to it.
+pub fn policy_explanation(env: &Env, action: &str, capabilities: &[String]) -> Result<Explanation> {
+    let risks = known_risks(env)?;
     let risk = risks.iter().find(|(a, _)| a == action).map(|(_, r)| *r);
     let policy = env.config.policy(risks)?;
     let mut subjects = vec![Subject {
@@ -205,46 +222,54 @@ pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result
         risk,
     }];
     for cap in capabilities {
-        let request = CapabilityRequest::parse(cap)
-            .map_err(|e| anyhow::anyhow!("--capability {cap}: {e}"))?;
+        let request =
+            CapabilityRequest::parse(cap).map_err(|e| anyhow::anyhow!("capability {cap}: {e}"))?;
         subjects.push(Subject::capability(&request));
     }
-    let explanation = policy.decide(&subjects, &[], &[]);
-    if json {
-        print_json(&explanation)?;
-    } else {
-        println!("{}", explanation.decision);
-        for (i, check) in explanation.checks.iter().enumerate() {
-            let marker = if i == explanation.deciding { "*" } else { " " };
-            let source = check
-                .source
-                .as_deref()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default();
-            println!(
-                "{marker} {:<6} {} — {} rule {}{}",
-                check.decision.to_string(),
-                check.subject,
-                check.layer,
-                check.rule,
-                source
-            );
-        }
+    Ok(policy.decide(&subjects, &[], &[]))
+}
+
+/// An explanation for a person: the decision, then each check, the deciding one starred.
+pub fn render_explanation(explanation: &Explanation) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!("{}\n", explanation.decision);
+    for (i, check) in explanation.checks.iter().enumerate() {
+        let marker = if i == explanation.deciding { "*" } else { " " };
+        let source = check
+            .source
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{marker} {:<6} {} — {} rule {}{}",
+            check.decision.to_string(),
+            check.subject,
+            check.layer,
+            check.rule,
+            source
+        );
     }
-    Ok(exit::OK)
+    out
 }
 
 pub fn inspect(run: &str, json: bool) -> Result<u8> {
     let home = bosun_home()?;
-    let path = trace::find_run(&home.join("runs"), run)?;
     if json {
+        let path = trace::find_run(&home.join("runs"), run)?;
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         print!("{text}");
     } else {
-        print!("{}", trace::render(&trace::read_run(&path)?));
+        print!("{}", inspect_text(&home, run)?);
     }
     Ok(exit::OK)
+}
+
+/// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
+pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
+    let path = trace::find_run(&home.join("runs"), run)?;
+    Ok(trace::render(&trace::read_run(&path)?))
 }
 
 pub fn config_check(json: bool) -> Result<u8> {

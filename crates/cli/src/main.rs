@@ -1,5 +1,7 @@
 //! `bosun`: a thin face over Bosun's libraries. It parses arguments, loads configuration, calls
-//! the chokepoint or the policy engine, prints, and maps outcomes to documented exit codes:
+//! the chokepoint or the policy engine, prints, and maps outcomes to documented exit codes.
+//! Without a command it opens the interactive terminal UI ([`tui`]).
+//!
 //!
 //! | code | meaning |
 //! | --- | --- |
@@ -15,6 +17,7 @@
 mod commands;
 mod plugins;
 mod run;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -38,11 +41,19 @@ pub mod exit {
 #[command(
     name = "bosun",
     version,
-    about = "An agent host whose every tool call passes one chokepoint."
+    about = "An agent host whose every tool call passes one chokepoint.",
+    long_about = "An agent host whose every tool call passes one chokepoint.\n\nWithout a command, opens the interactive terminal UI (/help there lists its commands).",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Interactive: continue a stored session (an id, a unique prefix, or `last`).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// Interactive: the model entry ([models.NAME]) to start with.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -252,7 +263,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        return finish(tui::interactive(
+            cli.resume.as_deref(),
+            cli.model.as_deref(),
+        ));
+    };
+    let result = match command {
         Command::Tools(ToolsCommand::List { json }) => commands::tools_list(json),
         Command::Tools(ToolsCommand::Call {
             tool,
@@ -298,6 +315,11 @@ fn main() -> ExitCode {
             PluginsCommand::New { name, dir } => plugins::new(&name, dir.as_deref()),
         },
     };
+    finish(result)
+}
+
+/// The exit code of a command, printing its error.
+fn finish(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use bosun_agent::builtin;
 use bosun_agent::config::{LoadedConfig, bosun_home};
 use bosun_plugins::{
-    Catalog, CatalogInput, JsManifest, PluginEntry, PluginScope, PluginState, TrustStore,
+    Catalog, CatalogInput, JsManifest, PluginEntry, PluginScope, PluginState, TrustRecord,
+    TrustStore,
 };
 use serde_json::json;
 
@@ -41,7 +42,7 @@ pub fn catalog(env: &Env, trust: &TrustStore) -> Catalog {
     })
 }
 
-fn scope_label(scope: &PluginScope) -> &'static str {
+pub fn scope_label(scope: &PluginScope) -> &'static str {
     match scope {
         PluginScope::User => "user",
         PluginScope::Project { .. } => "project",
@@ -86,9 +87,24 @@ pub fn list(json: bool) -> Result<u8> {
         )?;
         return Ok(exit::OK);
     }
-    if catalog.entries().is_empty() {
-        println!("no plugins; `bosun plugins new NAME` scaffolds one");
+    for line in list_lines(&catalog) {
+        println!("{line}");
     }
+    for warning in catalog.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok(exit::OK)
+}
+
+/// The listing for a person: a line per plugin (local name, scope, format, version, state, and
+/// its tools — or, for a JavaScript plugin, whose tools are registered when it runs, its declared
+/// capabilities), a second line with the details of an invalid or changed one, or a line saying
+/// there are none. What `bosun plugins list` prints and the terminal UI's `/plugins` shows.
+pub fn list_lines(catalog: &Catalog) -> Vec<String> {
+    if catalog.entries().is_empty() {
+        return vec!["no plugins; `bosun plugins new NAME` scaffolds one".to_owned()];
+    }
+    let mut lines = Vec::new();
     for entry in catalog.entries() {
         let tools: Vec<&str> = entry.offers.iter().map(|o| o.tool.as_str()).collect();
         let (version, summary) = match (&entry.manifest, &entry.js) {
@@ -105,7 +121,7 @@ pub fn list(json: bool) -> Result<u8> {
             ),
             (None, None) => ("-".to_owned(), None),
         };
-        println!(
+        lines.push(format!(
             "{:<20} {:<8} {:<11} {:<10} {:<9} {}",
             entry.local_name,
             scope_label(&entry.scope),
@@ -115,19 +131,16 @@ pub fn list(json: bool) -> Result<u8> {
             summary
                 .clone()
                 .unwrap_or_else(|| state_detail(&entry.state))
-        );
+        ));
         if matches!(
             entry.state,
             PluginState::Invalid { .. } | PluginState::Changed { .. }
         ) && summary.is_some()
         {
-            println!("{:<20} {}", "", state_detail(&entry.state));
+            lines.push(format!("{:<20} {}", "", state_detail(&entry.state)));
         }
     }
-    for warning in catalog.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    Ok(exit::OK)
+    lines
 }
 
 /// A JavaScript plugin's capabilities as trust records them, for a person.
@@ -140,7 +153,7 @@ fn js_capabilities(js: &JsManifest) -> String {
     }
 }
 
-fn find<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a PluginEntry> {
+pub fn find<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a PluginEntry> {
     catalog
         .entries()
         .iter()
@@ -245,12 +258,21 @@ fn confirm(question: &str, yes: bool) -> Result<bool> {
     ))
 }
 
-pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
-    let env = load()?;
-    let mut store = trust_store(&env.config)?;
-    let catalog = catalog(&env, &store);
+/// Plugins reviewed for trust: the text a person reads before deciding, and the records
+/// (content hashes) that trusting them writes — the bytes that were reviewed, nothing read later.
+pub struct TrustReview {
+    /// Each plugin's review, then what trust means.
+    pub text: String,
+    /// The plugins' local names.
+    pub names: Vec<String>,
+    records: Vec<(PluginScope, String, TrustRecord)>,
+}
+
+/// Reviews `name`, or without it every project plugin here that is not trusted as it is.
+/// `None` when there is nothing to trust.
+pub fn review_trust(catalog: &Catalog, name: Option<&str>) -> Result<Option<TrustReview>> {
     let wanted: Vec<&PluginEntry> = match name {
-        Some(name) => vec![find(&catalog, name)?],
+        Some(name) => vec![find(catalog, name)?],
         // Without a name: every project plugin of this workspace that is not trusted as it is.
         None => catalog
             .entries()
@@ -265,10 +287,10 @@ pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
             .collect(),
     };
     if wanted.is_empty() {
-        println!("nothing to trust: every project plugin here is already trusted as it is");
-        return Ok(exit::OK);
+        return Ok(None);
     }
     let now = chrono::Utc::now();
+    let mut text = String::new();
     let mut records = Vec::new();
     for entry in &wanted {
         if let PluginState::Invalid { reason } = &entry.state {
@@ -277,45 +299,67 @@ pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
                 entry.local_name
             );
         }
-        eprint!("{}", review(entry));
+        text.push_str(&review(entry));
         let record = entry
             .trust_record(now)
             .with_context(|| format!("`{}` has no readable plugin", entry.local_name))?;
         records.push((entry.scope.clone(), entry.local_name.clone(), record));
     }
-    eprintln!(
-        "Trusted plugins run sandboxed, with the capabilities listed above, as your policy decides each call."
+    text.push_str(
+        "Trusted plugins run sandboxed, with the capabilities listed above, as your policy decides each call.\n",
     );
+    Ok(Some(TrustReview {
+        text,
+        names: wanted.iter().map(|e| e.local_name.clone()).collect(),
+        records,
+    }))
+}
+
+/// Records a reviewed trust decision in `store` and saves it.
+pub fn record_trust(store: &mut TrustStore, review: TrustReview) -> Result<()> {
+    for (scope, name, record) in review.records {
+        store.record(&scope, &name, record);
+    }
+    store.save()?;
+    Ok(())
+}
+
+pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
+    let env = load()?;
+    let mut store = trust_store(&env.config)?;
+    let catalog = catalog(&env, &store);
+    let Some(review) = review_trust(&catalog, name)? else {
+        println!("nothing to trust: every project plugin here is already trusted as it is");
+        return Ok(exit::OK);
+    };
+    eprint!("{}", review.text);
     if !confirm("Trust these plugins exactly as they are?", yes)? {
         eprintln!("nothing recorded (run in a terminal, or pass --yes)");
         return Ok(exit::NEEDS_APPROVAL);
     }
-    for (scope, name, record) in records {
-        store.record(&scope, &name, record);
+    let names = review.names.join(", ");
+    record_trust(&mut store, review)?;
+    println!("trusted {names}");
+    Ok(exit::OK)
+}
+
+/// Forgets the trust of the plugin `name` of `env`'s catalog and says what happened.
+pub fn untrust_named(env: &Env, name: &str) -> Result<String> {
+    let mut store = trust_store(&env.config)?;
+    let catalog = catalog(env, &store);
+    let entry = find(&catalog, name)?;
+    if store.remove(&entry.scope, name).is_none() {
+        return Ok(format!("`{name}` was not trusted"));
     }
     store.save()?;
-    println!(
-        "trusted {}",
-        wanted
-            .iter()
-            .map(|e| e.local_name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(exit::OK)
+    Ok(format!(
+        "untrusted {name}: its code will not load until trusted again"
+    ))
 }
 
 pub fn untrust(name: &str) -> Result<u8> {
     let env = load()?;
-    let mut store = trust_store(&env.config)?;
-    let catalog = catalog(&env, &store);
-    let entry = find(&catalog, name)?;
-    if store.remove(&entry.scope, name).is_none() {
-        println!("`{name}` was not trusted");
-        return Ok(exit::OK);
-    }
-    store.save()?;
-    println!("untrusted {name}: its code will not load until trusted again");
+    println!("{}", untrust_named(&env, name)?);
     Ok(exit::OK)
 }
 

@@ -21,13 +21,13 @@ use bosun_agent::approval::{
     ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
 };
 use bosun_agent::config::bosun_home;
-use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver};
+use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport};
 use bosun_agent::scripted::{Script, ScriptedModel};
-use bosun_agent::session_store::SessionStore;
+use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
 use bosun_agent::trace::{self, Observer, Trace};
 use bosun_agent::{Chokepoint, Session, Tool, builtin, plugin_host};
 use bosun_core::{Envelope, Event};
-use bosun_models::{KeyStatus, ModelsConfig, process_env};
+use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
 use bosun_policy::Policy;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -50,21 +50,32 @@ const MAX_TASK_BYTES: u64 = 1024 * 1024;
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 
 /// What a session here runs with: the policy, every tool (built-ins and enabled plugins' tools
-/// that policy does not deny outright) and the plugins' prompt contributions as
-/// `(local_name, text)`. Reads plugin metadata only; no plugin code runs until a call.
+/// that policy does not deny outright), the plugins' prompt contributions as
+/// `(local_name, text)`, and what the catalog warned about. Reads plugin metadata only; no
+/// plugin code runs until a call.
 pub(crate) struct Host {
     pub policy: Arc<Policy>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub prompts: Vec<(String, String)>,
+    pub warnings: Vec<String>,
 }
 
-/// Builds the [`Host`] for `env`. `tools call` needs the same, minus the prompts.
+/// Builds the [`Host`] for `env`, printing the catalog's warnings on stderr. `tools call` needs
+/// the same, minus the prompts.
 pub(crate) fn host(env: &Env) -> Result<Host> {
-    let trust = crate::plugins::trust_store(&env.config)?;
-    let catalog = crate::plugins::catalog(env, &trust);
-    for warning in catalog.warnings() {
+    let host = build_host(env)?;
+    for warning in &host.warnings {
         eprintln!("warning: {warning}");
     }
+    Ok(host)
+}
+
+/// Builds the [`Host`] for `env`, leaving its warnings for the caller to show (the terminal UI
+/// cannot print on stderr).
+pub(crate) fn build_host(env: &Env) -> Result<Host> {
+    let trust = crate::plugins::trust_store(&env.config)?;
+    let catalog = crate::plugins::catalog(env, &trust);
+    let warnings = catalog.warnings().iter().map(ToString::to_string).collect();
     let mut tools = builtin::tools();
     let prompts = catalog
         .enabled()
@@ -90,6 +101,7 @@ pub(crate) fn host(env: &Env) -> Result<Host> {
         policy,
         tools,
         prompts,
+        warnings,
     })
 }
 
@@ -105,7 +117,7 @@ pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
     }
 }
 
-fn config_path(env: &Env) -> String {
+pub(crate) fn config_path(env: &Env) -> String {
     env.config.home.join("config.toml").display().to_string()
 }
 
@@ -248,7 +260,7 @@ impl Observer for Terminal {
 }
 
 /// Model text may hold escape sequences; keep its line breaks and tabs, escape the rest.
-fn sanitize_for_terminal_keep_newlines(text: &str) -> String {
+pub(crate) fn sanitize_for_terminal_keep_newlines(text: &str) -> String {
     text.split_inclusive('\n')
         .map(|line| match line.strip_suffix('\n') {
             Some(body) => format!(
@@ -280,6 +292,202 @@ impl Observer for JsonLines {
     }
 }
 
+/// A conversation to continue: the stored session (whose `model` is the entry its next run
+/// uses) and the approvals given "for this session", which live in memory only. `bosun run`
+/// opens one per process; the terminal UI keeps one across its turns.
+pub(crate) struct OpenSession {
+    pub store: SessionStore,
+    pub stored: StoredSession,
+    pub grants: Arc<Session>,
+}
+
+/// Opens the session to run in: `resume` (an id, a unique prefix or `last`) continues a stored
+/// one of this workspace, else a new one starts. The model is `model`, else the resumed
+/// session's, else `default_model`, else the only one configured; it is opened now so that a
+/// missing entry or key fails before anything runs.
+pub(crate) fn open_session(
+    env: &Env,
+    resume: Option<&str>,
+    model: Option<&str>,
+) -> Result<OpenSession> {
+    let store = SessionStore::in_home(&env.config.home);
+    let stored = match resume {
+        Some(which) => {
+            let stored = store.load(which)?;
+            stored.check_workspace(env.workspace.root())?;
+            Some(stored)
+        }
+        None => None,
+    };
+    let models = env.config.user.models_config();
+    let name = choose_model(
+        env,
+        &models,
+        model,
+        stored.as_ref().map(|s| s.model.as_str()),
+    )?;
+    open_model(env, &name)?;
+    let stored = match stored {
+        Some(mut stored) => {
+            name.clone_into(&mut stored.model);
+            stored
+        }
+        None => store.create(&name, env.workspace.root()),
+    };
+    let grants = Arc::new(Session::new(stored.id.clone()));
+    Ok(OpenSession {
+        store,
+        stored,
+        grants,
+    })
+}
+
+/// Opens the model entry `name` of the user's config.
+pub(crate) fn open_model(env: &Env, name: &str) -> Result<ConfiguredModel> {
+    env.config
+        .user
+        .models_config()
+        .open(name, process_env)
+        .with_context(|| format!("opening the model `{name}` from {}", config_path(env)))
+}
+
+/// Who takes part in a turn besides the model: who answers approvals, and who watches the
+/// trace and the live run events.
+pub(crate) struct TurnIo {
+    pub broker: Arc<dyn ApprovalBroker>,
+    pub trace_observer: Option<Arc<dyn Observer>>,
+    pub run_observer: Option<Arc<dyn RunObserver>>,
+}
+
+/// One run of the agent in an open session, built and ready: the agent over a fresh
+/// chokepoint (plugins and trust are read again for every turn) and the run's trace.
+pub(crate) struct Turn {
+    agent: Agent,
+    trace: Trace,
+    pub run_id: String,
+    /// What the plugin catalog and the instructions files warned about.
+    pub warnings: Vec<String>,
+}
+
+/// What a finished turn did to the session.
+pub(crate) struct TurnDone {
+    pub report: RunReport,
+    /// Whether the session was stored.
+    pub saved: bool,
+    /// Writing the trace or the session failed (the run itself is over).
+    pub warnings: Vec<String>,
+}
+
+/// Builds the next turn of `open`: its model entry, the host, the chokepoint with `io.broker`,
+/// the system prompt and a new trace. `command` is what the trace says started the run.
+pub(crate) fn prepare_turn(
+    env: &Env,
+    open: &OpenSession,
+    io: TurnIo,
+    command: String,
+) -> Result<Turn> {
+    let configured = open_model(env, &open.stored.model)?;
+    let host = build_host(env)?;
+    let chokepoint = Chokepoint::builder(host.policy.clone(), env.workspace.clone())
+        .tools(host.tools)
+        .broker(io.broker)
+        .limits(env.config.user.limits)
+        .env(env.config.scrubbed_env())
+        .build()
+        .map_err(|e| anyhow!("{e}"))?;
+    let (prompt, prompt_warnings) =
+        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &host.prompts);
+    let mut warnings = host.warnings;
+    warnings.extend(prompt_warnings);
+
+    let run_id = trace::new_run_id();
+    let mut trace = Trace::create(
+        &env.config.runs_dir(),
+        run_id.clone(),
+        None,
+        Arc::new(env.config.redactor()),
+    )?;
+    if let Some(observer) = io.trace_observer {
+        trace = trace.observe(observer);
+    }
+    let budgets = Budgets {
+        max_steps: env.config.user.agent.max_steps,
+        max_tool_calls: env.config.user.agent.max_tool_calls,
+    };
+    let mut builder = Agent::builder(
+        configured.provider.clone(),
+        configured.model.clone(),
+        Arc::new(chokepoint),
+    )
+    .system_prompt(prompt)
+    .budgets(budgets)
+    .context(ContextBudget {
+        context_window: configured.context_window,
+        max_output_tokens: configured.max_output_tokens,
+    })
+    .command(command);
+    if let Some(observer) = io.run_observer {
+        builder = builder.observer(observer);
+    }
+    Ok(Turn {
+        agent: builder.build(),
+        trace,
+        run_id,
+        warnings,
+    })
+}
+
+impl Turn {
+    /// Runs `task` after the session's conversation, then stores the session with this run
+    /// added — whatever the ending, cancellation included, so it can be resumed.
+    pub(crate) async fn run(
+        &self,
+        open: &mut OpenSession,
+        task: &str,
+        cancel: &CancellationToken,
+    ) -> TurnDone {
+        let conversation = std::mem::take(&mut open.stored.messages);
+        let report = self
+            .agent
+            .run(conversation, task, &open.grants, &self.trace, cancel)
+            .await;
+        let mut warnings = Vec::new();
+        if let Err(e) = self.trace.finish() {
+            warnings.push(e.to_string());
+        }
+        open.stored.messages = report.messages.clone();
+        open.stored.run_ids.push(self.run_id.clone());
+        let saved = match open.store.save(&mut open.stored) {
+            Ok(_) => true,
+            Err(e) => {
+                warnings.push(e.to_string());
+                false
+            }
+        };
+        TurnDone {
+            report,
+            saved,
+            warnings,
+        }
+    }
+}
+
+/// Ctrl-C, listened for from the moment this is made: a signal that comes right after is
+/// delivered here, never to the default handler that would kill the process unsaved.
+struct Interrupts(tokio::signal::unix::Signal);
+
+impl Interrupts {
+    /// Call inside the runtime.
+    fn listen() -> std::io::Result<Self> {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map(Self)
+    }
+
+    /// The next Ctrl-C; false when no more can come.
+    async fn next(&mut self) -> bool {
+        self.0.recv().await.is_some()
+    }
+}
+
 /// `bosun run [TASK] [--model NAME] [--resume ID] [--json] [--yes]`.
 ///
 /// Runs the task with the configured model (`--model`, else the resumed session's, else
@@ -305,121 +513,61 @@ pub fn run(
 ) -> Result<u8> {
     let task = read_task(task)?;
     let env = load()?;
-    let store = SessionStore::in_home(&env.config.home);
-    let mut stored = match resume {
-        Some(which) => {
-            let stored = store.load(which)?;
-            stored.check_workspace(env.workspace.root())?;
-            Some(stored)
-        }
-        None => None,
-    };
-    let models = env.config.user.models_config();
-    let name = choose_model(
-        &env,
-        &models,
-        model,
-        stored.as_ref().map(|s| s.model.as_str()),
-    )?;
-    let configured = models
-        .open(&name, process_env)
-        .with_context(|| format!("opening the model `{name}` from {}", config_path(&env)))?;
-    let mut stored = match stored.take() {
-        Some(mut stored) => {
-            name.clone_into(&mut stored.model);
-            stored
-        }
-        None => store.create(&name, env.workspace.root()),
-    };
+    let mut open = open_session(&env, resume, model)?;
+    let name = open.stored.model.clone();
 
-    let host = host(&env)?;
-    let chokepoint = Chokepoint::builder(host.policy.clone(), env.workspace.clone())
-        .tools(host.tools)
-        .broker(broker(yes))
-        .limits(env.config.user.limits)
-        .env(env.config.scrubbed_env())
-        .build()
-        .map_err(|e| anyhow!("{e}"))?;
-    let (prompt, warnings) =
-        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &host.prompts);
-    for warning in warnings {
-        eprintln!("warning: {warning}");
-    }
-
-    let run_id = trace::new_run_id();
     let terminal = Arc::new(Terminal::default());
-    let observer: Arc<dyn Observer> = if json {
+    let trace_observer: Arc<dyn Observer> = if json {
         Arc::new(JsonLines)
     } else {
         terminal.clone()
     };
-    let trace = Trace::create(
-        &env.config.runs_dir(),
-        run_id.clone(),
-        None,
-        Arc::new(env.config.redactor()),
-    )?
-    .observe(observer);
-    let budgets = Budgets {
-        max_steps: env.config.user.agent.max_steps,
-        max_tool_calls: env.config.user.agent.max_tool_calls,
-    };
-    let mut builder = Agent::builder(
-        configured.provider.clone(),
-        configured.model.clone(),
-        Arc::new(chokepoint),
-    )
-    .system_prompt(prompt)
-    .budgets(budgets)
-    .context(ContextBudget {
-        context_window: configured.context_window,
-        max_output_tokens: configured.max_output_tokens,
-    })
-    .command(match resume {
-        Some(_) => format!("run --resume {}", stored.id),
+    let run_observer: Option<Arc<dyn RunObserver>> =
+        if json { None } else { Some(terminal.clone()) };
+    let command = match resume {
+        Some(_) => format!("run --resume {}", open.stored.id),
         None => "run".to_owned(),
-    });
-    if !json {
-        builder = builder.observer(terminal.clone());
+    };
+    let turn = prepare_turn(
+        &env,
+        &open,
+        TurnIo {
+            broker: broker(yes),
+            trace_observer: Some(trace_observer),
+            run_observer,
+        },
+        command,
+    )?;
+    for warning in &turn.warnings {
+        eprintln!("warning: {warning}");
     }
-    let agent = builder.build();
 
-    // Grants live in this in-memory session only; nothing of it is stored.
-    let session = Arc::new(Session::new(stored.id.clone()));
     let cancel = CancellationToken::new();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let conversation = std::mem::take(&mut stored.messages);
-    let report = runtime.block_on(async {
+    let done = runtime.block_on(async {
+        let mut interrupts = Interrupts::listen().context("listening for Ctrl-C")?;
         let first = cancel.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
+            if !interrupts.next().await {
                 return;
             }
             eprintln!("\nbosun: cancelling the run; press Ctrl-C again to exit at once");
             first.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupts.next().await {
                 std::process::exit(i32::from(CANCELLED));
             }
         });
-        agent
-            .run(conversation, &task, &session, &trace, &cancel)
-            .await
-    });
-    if let Err(e) = trace.finish() {
-        eprintln!("warning: {e}");
+        Ok::<_, anyhow::Error>(turn.run(&mut open, &task, &cancel).await)
+    })?;
+    for warning in &done.warnings {
+        eprintln!("warning: {warning}");
     }
-    stored.messages = report.messages.clone();
-    stored.run_ids.push(run_id.clone());
-    let saved = match store.save(&mut stored) {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("warning: {e}");
-            false
-        }
-    };
+    let TurnDone { report, saved, .. } = done;
+    let stored = &open.stored;
+    let run_id = turn.run_id.clone();
 
     let (code, error) = match &report.end {
         RunEnd::Completed => (exit::OK, None),
@@ -492,24 +640,36 @@ pub fn sessions_list(json: bool) -> Result<u8> {
     }
     if json {
         print_json(&sessions)?;
-    } else if sessions.is_empty() {
-        println!(
+    } else {
+        for line in session_lines(&store, &sessions) {
+            println!("{line}");
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// One line per stored session (id, last use, model, messages, title), or a line saying there
+/// are none yet: what `bosun sessions list` prints and the terminal UI's `/sessions` shows.
+pub(crate) fn session_lines(store: &SessionStore, sessions: &[SessionSummary]) -> Vec<String> {
+    if sessions.is_empty() {
+        return vec![format!(
             "no sessions yet in {}; `bosun run \"…\"` starts one",
             store.dir().display()
-        );
-    } else {
-        for s in &sessions {
-            println!(
+        )];
+    }
+    sessions
+        .iter()
+        .map(|s| {
+            format!(
                 "{}  {}  {:<12} {:>4} msgs  {}",
                 s.id,
                 s.updated_at.format("%Y-%m-%d %H:%M"),
                 sanitize_for_terminal(&s.model),
                 s.messages,
                 sanitize_for_terminal(&s.title)
-            );
-        }
-    }
-    Ok(exit::OK)
+            )
+        })
+        .collect()
 }
 
 /// `bosun models list [--json]`: configured models and whether each one's key is set. Never

@@ -421,5 +421,21 @@ fn policy_check_explains_the_deciding_rule() {
     );
 }
 
+#[test]
+fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
+    let env = Env::new();
+    let out = env.bosun(&[]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("needs a terminal; from a script use `bosun run \"task\"`"),
+        "{err}"
+    );
+    // The interactive options belong to no subcommand.
+    let out = env.bosun(&["--resume", "last", "tools", "list"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+mod js;
 mod plugins;
 mod run;

@@ -1,7 +1,13 @@
 //! `bosun run`, `bosun sessions list` and `bosun models list` against a scripted model served on
 //! loopback by this test process: real HTTP and SSE between the `bosun` binary and the server.
 
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+
 use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
+use bosun_agent::session_store::SessionStore;
+use bosun_core::{ErrorCode, Event};
+use bosun_models::Message;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -151,6 +157,100 @@ fn run_exit_codes_for_budgets_and_provider_errors() {
             .contains("script is exhausted"),
         "{result}"
     );
+}
+
+#[test]
+fn sigint_cancels_the_run_the_tool_sees_cancelled_and_the_session_is_saved() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call("run_command", json!({"program": "sleep", "args": ["30"]})),
+        Step::text("never reached"),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["run", "--json", "--yes", "Wait a while."])
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The trace streams on stdout: wait until the command is running, then interrupt.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert_ne!(
+            stdout.read_line(&mut line).unwrap(),
+            0,
+            "bosun ended before the command started: {lines:?}"
+        );
+        let started = line.contains("\"tool.started\"");
+        lines.push(line);
+        if started {
+            break;
+        }
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("cancelling the run"), "{err}");
+
+    let result = json_lines(rest.as_bytes()).pop().unwrap();
+    assert_eq!(result["outcome"], "cancelled", "{result}");
+    assert_eq!(result["exit_code"], 130);
+    let session_id = result["session_id"].as_str().unwrap().to_owned();
+
+    // The trace on disk: the tool was cancelled, and so was the run.
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    let events: Vec<Event> = bosun_agent::trace::read_run(&runs[0])
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::ToolFailed { tool, error, .. }
+                if tool == "run_command" && error.code == ErrorCode::Cancelled
+        )),
+        "{events:?}"
+    );
+    assert!(matches!(
+        events.last(),
+        Some(Event::RunFinished { outcome }) if *outcome == bosun_core::RunOutcome::Cancelled
+    ));
+
+    // The session holds the task, the call and its cancelled result: it can be resumed.
+    let stored = SessionStore::in_home(&env.home())
+        .load(&session_id)
+        .unwrap();
+    assert_eq!(stored.messages.len(), 3, "{:?}", stored.messages);
+    let Message::Tool(result) = &stored.messages[2] else {
+        panic!("{:?}", stored.messages[2]);
+    };
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("\"cancelled\""),
+        "{}",
+        result.content
+    );
+    assert_eq!(server.steps_played(), 1);
 }
 
 #[test]

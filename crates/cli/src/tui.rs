@@ -1,0 +1,114 @@
+//! `bosun` with no command: the interactive terminal face. A conversation with a model in one
+//! session, each line a new turn, every tool call through the same chokepoint as `bosun run`,
+//! with approvals asked in a modal and slash commands for plugins, policy, models and sessions.
+//!
+//! The state machine ([`app::App`]) is apart from the terminal: it takes [`app::AppEvent`]s (keys,
+//! the run's live events, trace envelopes, approval requests, the end of a turn) and draws on any
+//! ratatui backend, so tests drive it headless. The agent runs on a tokio runtime
+//! ([`engine::Engine`]); this thread only waits on the event channel, handles and draws, and
+//! never waits on the agent. Nothing here decides what a tool may do.
+
+mod app;
+mod engine;
+mod input;
+mod slash;
+#[cfg(test)]
+mod tests;
+mod view;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+
+use crate::commands::load;
+use crate::exit;
+use app::{App, AppEvent};
+
+/// How long leaving waits for a cancelled run to store its session.
+const WIND_DOWN: Duration = Duration::from_secs(10);
+
+/// `bosun [--resume ID] [--model NAME]`: opens the session (as `bosun run` would) and runs the
+/// terminal UI until the person leaves. Needs a terminal on stdin and stdout.
+pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        bail!(
+            "`bosun` without a command opens the interactive terminal UI, which needs a terminal; from a script use `bosun run \"task\"` (see `bosun --help`)"
+        );
+    }
+    let env = Arc::new(load()?);
+    let open = crate::run::open_session(&env, resume, model)?;
+    let (events, inbox) = mpsc::channel();
+    let mut app = App::new(env, open, events.clone())?;
+
+    let mut terminal = ratatui::try_init().context("setting up the terminal")?;
+    let restore = RestoreTerminal;
+    read_keys(events);
+    let looped = event_loop(&mut app, &mut terminal, &inbox);
+    app.wind_down(&inbox, Instant::now() + WIND_DOWN);
+    drop(restore);
+    looped?;
+    if let Some(line) = app.farewell() {
+        eprintln!("{line}");
+    }
+    Ok(exit::OK)
+}
+
+/// Draws, then waits for the next event and handles it with every one already queued, so a
+/// burst of streamed text costs one frame.
+fn event_loop(
+    app: &mut App,
+    terminal: &mut ratatui::DefaultTerminal,
+    inbox: &Receiver<AppEvent>,
+) -> Result<()> {
+    loop {
+        terminal
+            .draw(|frame| app.render(frame))
+            .context("drawing the terminal")?;
+        if app.should_exit() {
+            return Ok(());
+        }
+        let Ok(event) = inbox.recv() else {
+            return Ok(());
+        };
+        app.handle(event);
+        while !app.should_exit() {
+            match inbox.try_recv() {
+                Ok(event) => app.handle(event),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Reads the terminal on its own thread and forwards key presses and resizes. The thread ends
+/// when the UI's channel is gone or the terminal cannot be read.
+fn read_keys(events: Sender<AppEvent>) {
+    std::thread::spawn(move || {
+        loop {
+            let forwarded = match event::read() {
+                Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                    events.send(AppEvent::key(key))
+                }
+                Ok(Event::Resize(..)) => events.send(AppEvent::Redraw),
+                Ok(_) => Ok(()),
+                Err(_) => return,
+            };
+            if forwarded.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// Leaves raw mode and the alternate screen however the UI ends.
+struct RestoreTerminal;
+
+impl Drop for RestoreTerminal {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}

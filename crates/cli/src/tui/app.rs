@@ -1,0 +1,749 @@
+//! The terminal UI's state machine. [`App::handle`] takes one [`AppEvent`] — a key, something
+//! the running turn did, an approval request, the end of a turn — and updates the screen's
+//! state; [`App::render`] draws it on any ratatui backend. It starts turns on the
+//! [`Engine`] and never waits for one: the only blocking wait is the caller's, on the channel.
+//!
+//! An approval or a confirmation is a modal: while one is open, keys answer it and nothing else,
+//! and keys read before it was on screen for [`ARM_DELAY`] never do, so a person typing ahead
+//! cannot approve a call by accident.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use bosun_agent::approval::{PendingApproval, sanitize_for_terminal};
+use bosun_agent::run::{Budget, Budgets, RunEnd, RunEvent};
+use bosun_core::{ApprovalAnswer, Envelope, Event};
+use bosun_models::{AssistantPart, Message};
+use bosun_plugins::PluginScope;
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::engine::Engine;
+use super::input::{Edit, LineEditor};
+use super::slash::{self, Slash};
+use crate::commands::Env;
+use crate::plugins::TrustReview;
+use crate::run::{OpenSession, TurnDone};
+
+/// How long a modal must have been on screen before a key answers it.
+pub(crate) const ARM_DELAY: Duration = Duration::from_millis(400);
+/// Lines moved by PageUp and PageDown.
+const SCROLL_STEP: usize = 10;
+/// Characters of a tool's input or output shown in the conversation.
+const SHORT_CHARS: usize = 120;
+
+/// Everything the UI reacts to.
+pub(crate) enum AppEvent {
+    /// A key, with when the terminal thread read it.
+    Key(KeyEvent, Instant),
+    /// The terminal changed size.
+    Redraw,
+    /// A live event of the running turn.
+    Run(RunEvent),
+    /// A trace envelope of the running turn (redacted).
+    Trace(Box<Envelope>),
+    /// Policy asks the person about a call.
+    Approval(PendingApproval),
+    /// What building the turn warned about.
+    Warnings(Vec<String>),
+    /// The turn is over and the session stored.
+    TurnEnded(Box<TurnEnd>),
+}
+
+impl AppEvent {
+    /// A key read now.
+    pub(crate) fn key(key: KeyEvent) -> Self {
+        Self::Key(key, Instant::now())
+    }
+}
+
+/// A turn's end: the session back, and how it went.
+pub(crate) struct TurnEnd {
+    pub open: OpenSession,
+    /// `None` when the turn could not start.
+    pub run_id: Option<String>,
+    /// Why the turn could not start, or what it did.
+    pub result: Result<TurnDone, String>,
+}
+
+/// One item of the conversation on screen.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Entry {
+    /// A task the person gave.
+    User(String),
+    /// A slash command the person typed.
+    Command(String),
+    /// The model's text (streamed into while it comes).
+    Assistant(String),
+    /// A tool call and what became of it.
+    Tool(ToolEntry),
+    /// Bosun's own output: help, listings, the end of a run.
+    Notice(String),
+    /// Something that went wrong but did not stop anything.
+    Warning(String),
+    /// Something that failed.
+    Error(String),
+}
+
+/// A tool call as the trace tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ToolEntry {
+    pub call_id: String,
+    pub tool: String,
+    /// The input, short and sanitised.
+    pub input: String,
+    /// Policy's decision, one line.
+    pub decision: Option<String>,
+    /// What the person answered, if asked.
+    pub answer: Option<ApprovalAnswer>,
+    pub state: ToolState,
+}
+
+/// Where a tool call is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ToolState {
+    /// Proposed, being decided.
+    Proposed,
+    /// Waiting for the person.
+    Asking,
+    /// Running.
+    Running,
+    /// Finished, with its output, short.
+    Done(String),
+    /// Failed or refused.
+    Failed { code: String, message: String },
+    /// From an earlier run of a resumed session, result not kept.
+    Earlier,
+}
+
+/// The turn in progress.
+pub(crate) struct Running {
+    cancel: CancellationToken,
+    pub cancelling: bool,
+    /// The entry the current step's text goes to.
+    text_entry: Option<usize>,
+}
+
+/// A change that waits for the person's yes.
+pub(crate) struct Confirm {
+    pub question: String,
+    action: PluginAction,
+    pub shown: Instant,
+}
+
+enum PluginAction {
+    Trust(TrustReview),
+    Untrust(String),
+}
+
+/// An approval on screen.
+pub(crate) struct Asked {
+    pub pending: PendingApproval,
+    pub shown: Instant,
+}
+
+/// The terminal UI's state.
+pub(crate) struct App {
+    pub(super) env: Arc<Env>,
+    engine: Engine,
+    /// The session between turns; a running turn holds it.
+    session: Option<OpenSession>,
+    pub(super) session_id: String,
+    /// The model entry of the next turn.
+    pub(super) model: String,
+    pub(super) mode: String,
+    pub(super) workspace: String,
+    pub(super) budgets: Budgets,
+    pub(super) entries: Vec<Entry>,
+    pub(super) input: LineEditor,
+    pub(super) running: Option<Running>,
+    /// Model steps of the current (or last) run.
+    pub(super) steps: u32,
+    /// Tool calls of the current (or last) run.
+    pub(super) tool_calls: u32,
+    pub(super) approvals: VecDeque<Asked>,
+    pub(super) confirm: Option<Confirm>,
+    /// Lines scrolled up from the bottom.
+    pub(super) scroll: usize,
+    last_run: Option<String>,
+    /// Whether the session is stored (after its first run).
+    stored: bool,
+    exit: bool,
+    quit_after_run: bool,
+}
+
+impl App {
+    /// The UI for `open`, starting its turns on a runtime of its own; they report on `events`.
+    pub(crate) fn new(env: Arc<Env>, open: OpenSession, events: Sender<AppEvent>) -> Result<Self> {
+        let engine = Engine::new(events)?;
+        let workspace = env
+            .workspace
+            .root()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| env.workspace.root().display().to_string());
+        let mut app = Self {
+            session_id: open.stored.id.clone(),
+            model: open.stored.model.clone(),
+            mode: env.config.user.mode.to_string(),
+            workspace: sanitize_for_terminal(&workspace),
+            budgets: Budgets {
+                max_steps: env.config.user.agent.max_steps,
+                max_tool_calls: env.config.user.agent.max_tool_calls,
+            },
+            entries: vec![Entry::Notice(
+                "Bosun: every tool call passes one chokepoint. Type a task and press Enter; /help lists the commands.\nCtrl-C cancels a run; pressed again, or when nothing runs, it leaves."
+                    .to_owned(),
+            )],
+            input: LineEditor::default(),
+            running: None,
+            steps: 0,
+            tool_calls: 0,
+            approvals: VecDeque::new(),
+            confirm: None,
+            scroll: 0,
+            last_run: open.stored.run_ids.last().cloned(),
+            stored: !open.stored.run_ids.is_empty(),
+            exit: false,
+            quit_after_run: false,
+            engine,
+            env,
+            session: None,
+        };
+        if !open.stored.messages.is_empty() {
+            app.entries.extend(earlier_entries(&open.stored.messages));
+            app.entries.push(Entry::Notice(format!(
+                "resumed session {} ({} messages)",
+                open.stored.id,
+                open.stored.messages.len()
+            )));
+        }
+        app.session = Some(open);
+        Ok(app)
+    }
+
+    /// True once the person asked to leave.
+    pub(crate) fn should_exit(&self) -> bool {
+        self.exit
+    }
+
+    /// True while a turn runs.
+    #[cfg(test)]
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Draws the whole screen.
+    pub(crate) fn render(&self, frame: &mut Frame) {
+        super::view::draw(self, frame);
+    }
+
+    /// Handles one event.
+    pub(crate) fn handle(&mut self, event: AppEvent) {
+        match event {
+            AppEvent::Key(key, at) => self.key(key, at),
+            AppEvent::Redraw => {}
+            AppEvent::Run(event) => self.run_event(event),
+            AppEvent::Trace(envelope) => self.trace(&envelope),
+            AppEvent::Approval(pending) => {
+                if self.running.as_ref().is_none_or(|run| run.cancelling) {
+                    pending.answer(ApprovalAnswer::Deny);
+                } else {
+                    self.approvals.push_back(Asked {
+                        pending,
+                        shown: Instant::now(),
+                    });
+                }
+            }
+            AppEvent::Warnings(warnings) => self
+                .entries
+                .extend(warnings.into_iter().map(Entry::Warning)),
+            AppEvent::TurnEnded(end) => self.turn_ended(*end),
+        }
+    }
+
+    /// After the loop ends: a running turn is cancelled and given until `deadline` to store its
+    /// session, handling what it sends meanwhile.
+    pub(crate) fn wind_down(&mut self, inbox: &Receiver<AppEvent>, deadline: Instant) {
+        if let Some(run) = &mut self.running {
+            run.cancelling = true;
+            run.cancel.cancel();
+        }
+        self.deny_all();
+        while self.running.is_some() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match inbox.recv_timeout(left) {
+                Ok(event) => self.handle(event),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// What to print after leaving: how to come back.
+    pub(crate) fn farewell(&self) -> Option<String> {
+        self.stored.then(|| {
+            format!(
+                "session {}  continue with: bosun --resume {}",
+                self.session_id, self.session_id
+            )
+        })
+    }
+
+    fn key(&mut self, key: KeyEvent, at: Instant) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.interrupt();
+            return;
+        }
+        if let Some(asked) = self.approvals.front() {
+            if at < asked.shown + ARM_DELAY {
+                return;
+            }
+            let answer = match key.code {
+                KeyCode::Char('o' | 'O') => ApprovalAnswer::AllowOnce,
+                KeyCode::Char('s' | 'S') => ApprovalAnswer::AllowSession,
+                KeyCode::Char('d' | 'D') | KeyCode::Esc => ApprovalAnswer::Deny,
+                _ => return,
+            };
+            if let Some(asked) = self.approvals.pop_front() {
+                asked.pending.answer(answer);
+            }
+            return;
+        }
+        if let Some(confirm) = &self.confirm {
+            if at < confirm.shown + ARM_DELAY {
+                return;
+            }
+            match key.code {
+                KeyCode::Char('y' | 'Y') => {
+                    if let Some(confirm) = self.confirm.take() {
+                        self.confirmed(confirm.action);
+                    }
+                }
+                KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+                    self.confirm = None;
+                    self.entries
+                        .push(Entry::Notice("nothing changed".to_owned()));
+                }
+                _ => {}
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::PageUp => self.scroll += SCROLL_STEP,
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(SCROLL_STEP),
+            KeyCode::Char('d') if ctrl && self.input.is_empty() && self.running.is_none() => {
+                self.exit = true;
+            }
+            _ => {
+                if let Edit::Submit(line) = self.input.key(key) {
+                    self.submit(line);
+                }
+            }
+        }
+    }
+
+    /// Ctrl-C: cancels the run; a second one, or one with nothing running, leaves.
+    fn interrupt(&mut self) {
+        match &mut self.running {
+            Some(run) if !run.cancelling => {
+                run.cancelling = true;
+                run.cancel.cancel();
+                self.deny_all();
+            }
+            _ => self.exit = true,
+        }
+    }
+
+    /// Refuses every open approval (the run is being cancelled).
+    fn deny_all(&mut self) {
+        for asked in self.approvals.drain(..) {
+            asked.pending.answer(ApprovalAnswer::Deny);
+        }
+    }
+
+    fn submit(&mut self, line: String) {
+        let line = line.trim().to_owned();
+        if line.is_empty() {
+            return;
+        }
+        self.scroll = 0;
+        if line.starts_with('/') {
+            self.entries
+                .push(Entry::Command(sanitize_for_terminal(&line)));
+            self.slash(&line);
+            return;
+        }
+        if self.running.is_some() {
+            self.entries.push(Entry::Error(
+                "a run is in progress: wait for it to finish, or press Ctrl-C to cancel it"
+                    .to_owned(),
+            ));
+            return;
+        }
+        let Some(mut open) = self.session.take() else {
+            return;
+        };
+        self.model.clone_into(&mut open.stored.model);
+        self.entries.push(Entry::User(line.clone()));
+        let cancel = self.engine.start(self.env.clone(), open, line);
+        self.steps = 0;
+        self.tool_calls = 0;
+        self.running = Some(Running {
+            cancel,
+            cancelling: false,
+            text_entry: None,
+        });
+    }
+
+    fn slash(&mut self, line: &str) {
+        let command = match slash::parse(line) {
+            Ok(command) => command,
+            Err(message) => {
+                self.entries.push(Entry::Error(message));
+                return;
+            }
+        };
+        let env = self.env.clone();
+        let shown = match command {
+            Slash::Help => Ok(slash::help()),
+            Slash::Plugins => slash::plugins(&env),
+            Slash::Trust(name) => self.ask_trust(&name).map(|()| String::new()),
+            Slash::Untrust(name) => self.ask_untrust(&name).map(|()| String::new()),
+            Slash::Policy => Ok(slash::policy(&env)),
+            Slash::PolicyCheck {
+                action,
+                capabilities,
+            } => slash::policy_check(&env, &action, &capabilities),
+            Slash::Model(None) => Ok(slash::models(&env, &self.model)),
+            Slash::Model(Some(name)) => crate::run::open_model(&env, &name).map(|_| {
+                self.model = name.clone();
+                format!("model: {name} from the next turn")
+            }),
+            Slash::Sessions => slash::sessions(&env, &self.session_id),
+            Slash::Inspect => {
+                let which = self.last_run.as_deref().unwrap_or("last");
+                crate::commands::inspect_text(&env.config.home, which)
+                    .map(|text| text.trim_end().to_owned())
+            }
+            Slash::Quit => {
+                if let Some(run) = &mut self.running {
+                    run.cancelling = true;
+                    run.cancel.cancel();
+                    self.quit_after_run = true;
+                    self.deny_all();
+                    Ok("cancelling the run; leaving when the session is stored".to_owned())
+                } else {
+                    self.exit = true;
+                    Ok(String::new())
+                }
+            }
+        };
+        match shown {
+            Ok(text) if text.is_empty() => {}
+            Ok(text) => self.entries.push(Entry::Notice(text)),
+            Err(e) => self.entries.push(Entry::Error(format!("{e:#}"))),
+        }
+    }
+
+    fn project_plugin(&self, name: &str) -> Result<()> {
+        let trust = crate::plugins::trust_store(&self.env.config)?;
+        let catalog = crate::plugins::catalog(&self.env, &trust);
+        let entry = crate::plugins::find(&catalog, name)?;
+        if matches!(entry.scope, PluginScope::User) {
+            anyhow::bail!(
+                "`{name}` is a user plugin: it is trusted when enabled, with `bosun plugins enable {name}`, and stopped with `bosun plugins disable {name}`"
+            );
+        }
+        Ok(())
+    }
+
+    fn ask_trust(&mut self, name: &str) -> Result<()> {
+        self.project_plugin(name)?;
+        let trust = crate::plugins::trust_store(&self.env.config)?;
+        let catalog = crate::plugins::catalog(&self.env, &trust);
+        let Some(review) = crate::plugins::review_trust(&catalog, Some(name))? else {
+            return Ok(());
+        };
+        self.confirm = Some(Confirm {
+            question: format!(
+                "{}Trust `{name}` exactly as it is?",
+                sanitize_for_terminal_lines(&review.text)
+            ),
+            action: PluginAction::Trust(review),
+            shown: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn ask_untrust(&mut self, name: &str) -> Result<()> {
+        self.project_plugin(name)?;
+        self.confirm = Some(Confirm {
+            question: format!(
+                "Forget the trust of `{name}`? Its code will not load until it is trusted again."
+            ),
+            action: PluginAction::Untrust(name.to_owned()),
+            shown: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn confirmed(&mut self, action: PluginAction) {
+        let done = match action {
+            PluginAction::Trust(review) => {
+                let names = review.names.join(", ");
+                crate::plugins::trust_store(&self.env.config)
+                    .and_then(|mut store| crate::plugins::record_trust(&mut store, review))
+                    .map(|()| format!("trusted {names}; its tools load from the next turn"))
+            }
+            PluginAction::Untrust(name) => crate::plugins::untrust_named(&self.env, &name),
+        };
+        self.entries.push(match done {
+            Ok(text) => Entry::Notice(text),
+            Err(e) => Entry::Error(format!("{e:#}")),
+        });
+    }
+
+    fn run_event(&mut self, event: RunEvent) {
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        match event {
+            RunEvent::ModelStarted { step, .. } => {
+                self.steps = step;
+                run.text_entry = None;
+            }
+            RunEvent::TextDelta { text, .. } => {
+                let text = text.replace('\t', "    ");
+                match run.text_entry.and_then(|i| self.entries.get_mut(i)) {
+                    Some(Entry::Assistant(shown)) => shown.push_str(&text),
+                    _ => {
+                        run.text_entry = Some(self.entries.len());
+                        self.entries.push(Entry::Assistant(text));
+                    }
+                }
+            }
+            RunEvent::Elided { tool, bytes, .. } => self.entries.push(Entry::Notice(format!(
+                "elided {bytes} bytes of an earlier {} output to fit the context window",
+                sanitize_for_terminal(&tool)
+            ))),
+            // The end of the turn says how it ended, once.
+            RunEvent::PromptAssembled { .. }
+            | RunEvent::ModelCompleted { .. }
+            | RunEvent::ModelFailed { .. }
+            | RunEvent::BudgetExhausted { .. } => {}
+        }
+    }
+
+    fn trace(&mut self, envelope: &Envelope) {
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        let tool = tool_entry;
+        match &envelope.event {
+            Event::ToolProposed {
+                call_id,
+                tool,
+                input,
+            } => {
+                self.tool_calls += 1;
+                run.text_entry = None;
+                self.entries.push(Entry::Tool(ToolEntry {
+                    call_id: call_id.clone(),
+                    tool: sanitize_for_terminal(tool),
+                    input: short(&input.to_string()),
+                    decision: None,
+                    answer: None,
+                    state: ToolState::Proposed,
+                }));
+            }
+            Event::ToolDecided {
+                call_id,
+                explanation,
+                ..
+            } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.decision = Some(sanitize_for_terminal(&explanation.summary()));
+                }
+            }
+            Event::ApprovalAsked { call_id, .. } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.state = ToolState::Asking;
+                }
+            }
+            Event::ApprovalAnswered { call_id, answer } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.answer = Some(*answer);
+                }
+            }
+            Event::ToolStarted { call_id, .. } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.state = ToolState::Running;
+                }
+            }
+            Event::ToolCompleted {
+                call_id, output, ..
+            } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.state = ToolState::Done(short(&output.to_string()));
+                }
+            }
+            Event::ToolFailed { call_id, error, .. } => {
+                if let Some(entry) = tool(&mut self.entries, call_id) {
+                    entry.state = ToolState::Failed {
+                        code: error.code.to_string(),
+                        message: sanitize_for_terminal(&error.message),
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn turn_ended(&mut self, end: TurnEnd) {
+        let TurnEnd {
+            open,
+            run_id,
+            result,
+        } = end;
+        self.session_id.clone_from(&open.stored.id);
+        let model = open.stored.model.clone();
+        self.session = Some(open);
+        self.running = None;
+        self.deny_all();
+        if run_id.is_some() {
+            self.last_run = run_id;
+        }
+        match result {
+            Err(e) => self
+                .entries
+                .push(Entry::Error(format!("the run could not start: {e}"))),
+            Ok(done) => {
+                self.entries
+                    .extend(done.warnings.into_iter().map(Entry::Warning));
+                match &done.report.end {
+                    RunEnd::Completed => {}
+                    RunEnd::LimitReached { budget, limit } => {
+                        self.entries.push(Entry::Warning(format!(
+                            "the run used its budget of {limit} {budget}; say \"continue\" to go on, or raise [agent] {} in {}",
+                            match budget {
+                                Budget::Steps => "max_steps",
+                                Budget::ToolCalls => "max_tool_calls",
+                            },
+                            crate::run::config_path(&self.env)
+                        )));
+                    }
+                    RunEnd::Cancelled => self.entries.push(Entry::Notice(
+                        "cancelled; the session is saved and the next line continues it".to_owned(),
+                    )),
+                    RunEnd::ModelFailed(e) => self.entries.push(Entry::Error(format!(
+                        "model `{}`: {}",
+                        sanitize_for_terminal(&model),
+                        sanitize_for_terminal(&e.to_string())
+                    ))),
+                }
+                if done.saved {
+                    self.stored = true;
+                } else {
+                    self.entries.push(Entry::Warning(
+                        "the session could not be stored (see the warning above)".to_owned(),
+                    ));
+                }
+            }
+        }
+        if self.quit_after_run {
+            self.exit = true;
+        }
+    }
+}
+
+/// The latest entry of the call `id`.
+fn tool_entry<'a>(entries: &'a mut [Entry], id: &str) -> Option<&'a mut ToolEntry> {
+    entries.iter_mut().rev().find_map(|entry| match entry {
+        Entry::Tool(tool) if tool.call_id == id => Some(tool),
+        _ => None,
+    })
+}
+
+/// At most [`SHORT_CHARS`] characters of `text`, sanitised.
+fn short(text: &str) -> String {
+    let mut cut: String = text.chars().take(SHORT_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    sanitize_for_terminal(&cut)
+}
+
+/// Sanitises each line of `text`, keeping the line breaks.
+fn sanitize_for_terminal_lines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", sanitize_for_terminal(body)),
+            None => sanitize_for_terminal(line),
+        })
+        .collect()
+}
+
+/// The entries of a resumed session's conversation.
+fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for message in messages {
+        match message {
+            Message::User { text } => entries.push(Entry::User(text.clone())),
+            Message::Assistant { parts } => {
+                for part in parts {
+                    match part {
+                        AssistantPart::Text { text } if !text.trim().is_empty() => {
+                            entries.push(Entry::Assistant(text.replace('\t', "    ")));
+                        }
+                        AssistantPart::ToolCall(call) => entries.push(Entry::Tool(ToolEntry {
+                            call_id: call.id.clone(),
+                            tool: sanitize_for_terminal(&call.name),
+                            input: short(&call.arguments.to_string()),
+                            decision: None,
+                            answer: None,
+                            state: ToolState::Earlier,
+                        })),
+                        _ => {}
+                    }
+                }
+            }
+            Message::Tool(result) => {
+                if let Some(tool) = tool_entry(&mut entries, &result.call_id) {
+                    tool.state = earlier_result(&result.content);
+                }
+            }
+        }
+    }
+    entries
+}
+
+/// A stored tool result (Bosun's result JSON) as a state.
+fn earlier_result(content: &str) -> ToolState {
+    let Ok(value) = serde_json::from_str::<Value>(content) else {
+        return ToolState::Earlier;
+    };
+    if value.get("ok") == Some(&Value::Bool(false)) {
+        let error = value.get("error");
+        let field = |key: &str| {
+            error
+                .and_then(|e| e.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        return ToolState::Failed {
+            code: field("code"),
+            message: sanitize_for_terminal(&field("message")),
+        };
+    }
+    match value.get("output") {
+        Some(output) => ToolState::Done(short(&output.to_string())),
+        None => ToolState::Earlier,
+    }
+}

@@ -1,0 +1,113 @@
+//! Where the agent runs for the terminal UI: a tokio runtime of its own, on which each turn is
+//! a task that builds the turn exactly as `bosun run` does ([`crate::run::prepare_turn`]), runs
+//! it, stores the session, and sends back everything that happened as [`AppEvent`]s. Approvals
+//! travel the same channel ([`ChannelBroker`]). The UI thread never waits on this side.
+
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+
+use anyhow::Result;
+use bosun_agent::approval::ChannelBroker;
+use bosun_agent::run::{RunEvent, RunObserver};
+use bosun_agent::trace::Observer;
+use bosun_core::Envelope;
+use tokio_util::sync::CancellationToken;
+
+use super::app::{AppEvent, TurnEnd};
+use crate::commands::Env;
+use crate::run::{OpenSession, TurnIo, prepare_turn};
+
+/// What the trace says started a run from here.
+const COMMAND: &str = "interactive";
+
+/// Runs turns off the UI thread.
+pub(crate) struct Engine {
+    runtime: tokio::runtime::Runtime,
+    events: Sender<AppEvent>,
+}
+
+impl Engine {
+    /// An engine whose turns report on `events`.
+    pub(crate) fn new(events: Sender<AppEvent>) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("bosun-agent")
+            .enable_all()
+            .build()?;
+        Ok(Self { runtime, events })
+    }
+
+    /// Starts a turn: `task` after the conversation of `open`, which comes back in
+    /// [`AppEvent::TurnEnded`] with the session stored. Cancelling the returned token cancels
+    /// the run as Ctrl-C does in `bosun run`.
+    pub(crate) fn start(
+        &self,
+        env: Arc<Env>,
+        open: OpenSession,
+        task: String,
+    ) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        let events = self.events.clone();
+        let token = cancel.clone();
+        self.runtime.spawn(async move {
+            let end = turn(&env, open, &task, &events, &token).await;
+            let _ = events.send(AppEvent::TurnEnded(Box::new(end)));
+        });
+        cancel
+    }
+}
+
+async fn turn(
+    env: &Env,
+    mut open: OpenSession,
+    task: &str,
+    events: &Sender<AppEvent>,
+    cancel: &CancellationToken,
+) -> TurnEnd {
+    let forward = Arc::new(Forward(events.clone()));
+    let approvals = events.clone();
+    let broker = ChannelBroker::new(cancel.clone(), move |pending| {
+        // A UI that is gone drops the request, which the broker reads as nobody to ask.
+        let _ = approvals.send(AppEvent::Approval(pending));
+    });
+    let io = TurnIo {
+        broker: Arc::new(broker),
+        trace_observer: Some(forward.clone()),
+        run_observer: Some(forward),
+    };
+    let prepared = prepare_turn(env, &open, io, COMMAND.to_owned());
+    let turn = match prepared {
+        Ok(turn) => turn,
+        Err(e) => {
+            return TurnEnd {
+                open,
+                run_id: None,
+                result: Err(format!("{e:#}")),
+            };
+        }
+    };
+    if !turn.warnings.is_empty() {
+        let _ = events.send(AppEvent::Warnings(turn.warnings.clone()));
+    }
+    let done = turn.run(&mut open, task, cancel).await;
+    TurnEnd {
+        open,
+        run_id: Some(turn.run_id.clone()),
+        result: Ok(done),
+    }
+}
+
+/// Sends what the run does to the UI: live run events and trace envelopes (already redacted).
+struct Forward(Sender<AppEvent>);
+
+impl RunObserver for Forward {
+    fn on_event(&self, event: &RunEvent) {
+        let _ = self.0.send(AppEvent::Run(event.clone()));
+    }
+}
+
+impl Observer for Forward {
+    fn observe(&self, envelope: &Envelope) {
+        let _ = self.0.send(AppEvent::Trace(Box::new(envelope.clone())));
+    }
+}

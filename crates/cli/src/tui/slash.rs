@@ -1,0 +1,251 @@
+//! Slash commands: what the person can ask of Bosun itself rather than of the model. Parsing is
+//! here, with the read-only answers; each one calls the function its `bosun` subcommand calls,
+//! so the two faces cannot drift. Commands that change something (trust) only prepare here; the
+//! app asks for a confirmation before acting.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use bosun_agent::approval::sanitize_for_terminal;
+use bosun_agent::session_store::SessionStore;
+use bosun_core::Risk;
+use bosun_models::{KeyStatus, process_env};
+use bosun_plugins::PluginScope;
+
+use crate::commands::Env;
+
+/// A parsed slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Slash {
+    Help,
+    Plugins,
+    Trust(String),
+    Untrust(String),
+    Policy,
+    PolicyCheck {
+        action: String,
+        capabilities: Vec<String>,
+    },
+    Model(Option<String>),
+    Sessions,
+    Inspect,
+    Quit,
+}
+
+/// Every command with what it does, as `/help` lists them.
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
+    ("/help", "this list"),
+    ("/plugins", "plugins in every scope, with their state"),
+    (
+        "/plugins trust NAME",
+        "trust a project plugin as it is (asks first)",
+    ),
+    (
+        "/plugins untrust NAME",
+        "forget a project plugin's trust (asks first)",
+    ),
+    ("/policy", "the mode and the rules in force"),
+    (
+        "/policy check ACTION [CAP]...",
+        "the decision for an action, and why",
+    ),
+    (
+        "/model [NAME]",
+        "the model; with NAME, switch from the next turn",
+    ),
+    ("/sessions", "stored sessions, most recent first"),
+    ("/inspect", "the trace of this session's last run"),
+    ("/quit", "leave; the session is saved"),
+];
+
+/// Parses a line that starts with `/`. The error says what was wrong and names `/help`.
+pub(crate) fn parse(line: &str) -> Result<Slash, String> {
+    let mut words = line.split_whitespace();
+    let command = words.next().unwrap_or("/");
+    let args: Vec<&str> = words.collect();
+    let usage = |form: &str| Err(format!("usage: {form} (/help lists the commands)"));
+    match (command, args.as_slice()) {
+        ("/help" | "/?", []) => Ok(Slash::Help),
+        ("/plugins", []) => Ok(Slash::Plugins),
+        ("/plugins", ["trust", name]) => Ok(Slash::Trust((*name).to_owned())),
+        ("/plugins", ["untrust", name]) => Ok(Slash::Untrust((*name).to_owned())),
+        ("/plugins", _) => usage("/plugins [trust NAME | untrust NAME]"),
+        ("/policy", []) => Ok(Slash::Policy),
+        ("/policy", ["check", action, capabilities @ ..]) => Ok(Slash::PolicyCheck {
+            action: (*action).to_owned(),
+            capabilities: capabilities.iter().map(|c| (*c).to_owned()).collect(),
+        }),
+        ("/policy", _) => usage("/policy [check ACTION [CAP]...]"),
+        ("/model", []) => Ok(Slash::Model(None)),
+        ("/model", [name]) => Ok(Slash::Model(Some((*name).to_owned()))),
+        ("/model", _) => usage("/model [NAME]"),
+        ("/sessions", []) => Ok(Slash::Sessions),
+        ("/inspect", []) => Ok(Slash::Inspect),
+        ("/quit" | "/exit", []) => Ok(Slash::Quit),
+        ("/help" | "/?" | "/sessions" | "/inspect" | "/quit" | "/exit", _) => usage(command),
+        _ => Err(format!(
+            "unknown command {}: /help lists the commands",
+            sanitize_for_terminal(command)
+        )),
+    }
+}
+
+/// `/help`.
+pub(crate) fn help() -> String {
+    let width = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut text = String::from("Commands:\n");
+    for (command, what) in COMMANDS {
+        let _ = writeln!(text, "  {command:<width$}  {what}");
+    }
+    text.push_str(
+        "Anything else is a task for the model. Approvals: o allow once, s allow for this session, d or Esc deny.\nCtrl-C cancels a run; pressed again, or when nothing runs, it leaves.",
+    );
+    text
+}
+
+/// `/plugins`: the listing of `bosun plugins list`, and the catalog's warnings.
+pub(crate) fn plugins(env: &Env) -> Result<String> {
+    let trust = crate::plugins::trust_store(&env.config)?;
+    let catalog = crate::plugins::catalog(env, &trust);
+    let mut text = crate::plugins::list_lines(&catalog).join("\n");
+    for warning in catalog.warnings() {
+        let _ = write!(text, "\nwarning: {warning}");
+    }
+    if catalog
+        .entries()
+        .iter()
+        .any(|e| matches!(e.scope, PluginScope::Project { .. }))
+    {
+        text.push_str("\n/plugins trust NAME and /plugins untrust NAME decide on a project plugin");
+    }
+    Ok(text)
+}
+
+/// `/policy`: the mode's defaults by risk, then the rules of each config file.
+pub(crate) fn policy(env: &Env) -> String {
+    let mode = env.config.user.mode;
+    let defaults: Vec<String> = [
+        Risk::Read,
+        Risk::Write,
+        Risk::Process,
+        Risk::Network,
+        Risk::Model,
+    ]
+    .into_iter()
+    .map(|risk| format!("{risk} {}", mode.default_for_risk(risk)))
+    .collect();
+    let mut text = format!("mode {mode}: {}", defaults.join(", "));
+    let mut rules = 0;
+    if let Some(file) = &env.config.user_file
+        && !env.config.user.policy.rules.is_empty()
+    {
+        let _ = write!(text, "\nuser rules ({}):", file.path.display());
+        for rule in &env.config.user.policy.rules {
+            let _ = write!(text, "\n  {}", rule.get_ref());
+            rules += 1;
+        }
+    }
+    if let Some((project, file)) = &env.config.project
+        && !project.policy.rules.is_empty()
+    {
+        let how = if env.config.trusted {
+            "a trusted workspace: may loosen all but the user's deny"
+        } else {
+            "may only tighten"
+        };
+        let _ = write!(text, "\nproject rules ({}, {how}):", file.path.display());
+        for rule in &project.policy.rules {
+            let _ = write!(text, "\n  {}", rule.get_ref());
+            rules += 1;
+        }
+    }
+    if rules == 0 {
+        text.push_str("\nno rules: the mode decides everything");
+    }
+    text.push_str("\n/policy check ACTION [CAP]... explains one decision");
+    text
+}
+
+/// `/policy check ACTION [CAP]...`: what `bosun policy check` prints.
+pub(crate) fn policy_check(env: &Env, action: &str, capabilities: &[String]) -> Result<String> {
+    let explanation = crate::commands::policy_explanation(env, action, capabilities)?;
+    Ok(crate::commands::render_explanation(&explanation)
+        .trim_end()
+        .to_owned())
+}
+
+/// `/model`: the model of the next turn and every configured one.
+pub(crate) fn models(env: &Env, current: &str) -> String {
+    let listing = env.config.user.models_config().list(process_env);
+    let mut text = format!("model: {}", sanitize_for_terminal(current));
+    for m in &listing {
+        let key = match (m.key, &m.api_key_env) {
+            (KeyStatus::Missing, Some(var)) => format!("  (key MISSING: set {var})"),
+            _ => String::new(),
+        };
+        let _ = write!(
+            text,
+            "\n{} {:<12} {:<16} {}{key}",
+            if m.name == current { "*" } else { " " },
+            m.name,
+            m.provider.as_str(),
+            m.model,
+        );
+    }
+    text.push_str("\n/model NAME switches from the next turn");
+    text
+}
+
+/// `/sessions`: what `bosun sessions list` prints.
+pub(crate) fn sessions(env: &Env, current: &str) -> Result<String> {
+    let store = SessionStore::in_home(&env.config.home);
+    let (sessions, warnings) = store.list()?;
+    let mut lines = crate::run::session_lines(&store, &sessions);
+    lines.extend(warnings.into_iter().map(|w| format!("warning: {w}")));
+    lines.push(format!(
+        "this session: {current}; `bosun --resume ID` opens another"
+    ));
+    Ok(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_and_mistakes_name_help() {
+        assert_eq!(parse("/help"), Ok(Slash::Help));
+        assert_eq!(
+            parse("/plugins  trust  hello"),
+            Ok(Slash::Trust("hello".into()))
+        );
+        assert_eq!(
+            parse("/policy check builtin.tool.run_command process.spawn:ls"),
+            Ok(Slash::PolicyCheck {
+                action: "builtin.tool.run_command".into(),
+                capabilities: vec!["process.spawn:ls".into()]
+            })
+        );
+        assert_eq!(parse("/model"), Ok(Slash::Model(None)));
+        assert_eq!(
+            parse("/plugins trust"),
+            Err("usage: /plugins [trust NAME | untrust NAME] (/help lists the commands)".into())
+        );
+        assert_eq!(
+            parse("/frobnicate now"),
+            Err("unknown command /frobnicate: /help lists the commands".into())
+        );
+        assert_eq!(
+            parse("/\u{1b}[2J"),
+            Err("unknown command /\\u{1b}[2J: /help lists the commands".into())
+        );
+    }
+
+    #[test]
+    fn help_names_every_command() {
+        let text = help();
+        for (command, _) in COMMANDS {
+            assert!(text.contains(command), "{command} missing from\n{text}");
+        }
+    }
+}

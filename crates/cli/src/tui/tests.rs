@@ -1,0 +1,564 @@
+//! The terminal UI driven headless: keys in, [`App`] on a [`TestBackend`], screens as text
+//! snapshots. Runs go through the real agent, chokepoint and tools against the scripted model on
+//! loopback, so the events on screen are the ones a person would see.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
+use bosun_agent::session_store::SessionStore;
+use bosun_core::{ApprovalAnswer, ErrorCode, Event};
+use insta::assert_snapshot;
+use pretty_assertions::assert_eq;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+
+use super::app::{ARM_DELAY, App, AppEvent, Entry, ToolState};
+
+/// Longest a test waits for the run to get somewhere before it fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+struct Harness {
+    dir: tempfile::TempDir,
+    _model_runtime: tokio::runtime::Runtime,
+    server: ScriptedServer,
+    app: App,
+    inbox: Receiver<AppEvent>,
+    terminal: Terminal<TestBackend>,
+}
+
+fn harness(steps: Vec<Step>) -> Harness {
+    harness_with(steps, "", |_| {})
+}
+
+/// A workspace and `$BOSUN_HOME` in a temporary directory, a scripted model serving `steps`,
+/// `extra` at the top of the user config, and `prepare` run before the UI opens.
+fn harness_with(steps: Vec<Step>, extra: &str, prepare: impl FnOnce(&Harness0)) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    std::fs::create_dir_all(dir.path().join("ws/.git")).unwrap();
+    std::fs::create_dir_all(dir.path().join("ws/src")).unwrap();
+    std::fs::write(
+        dir.path().join("ws/src/lib.rs"),
+        "pub fn answer() -> u32 { 42 }\n",
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(ScriptedModel::serve(Script::new(steps)))
+        .unwrap();
+    std::fs::write(
+        dir.path().join("home/config.toml"),
+        format!(
+            "default_model = \"scripted\"\n{extra}\n[models.scripted]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let before = Harness0 {
+        home: dir.path().join("home"),
+        ws: dir.path().join("ws"),
+    };
+    prepare(&before);
+    let (app, inbox) = open_app(&before, None);
+    Harness {
+        dir,
+        _model_runtime: runtime,
+        server,
+        app,
+        inbox,
+        terminal: Terminal::new(TestBackend::new(80, 24)).unwrap(),
+    }
+}
+
+/// Where a harness lives, before its UI opens.
+struct Harness0 {
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn open_app(at: &Harness0, resume: Option<&str>) -> (App, Receiver<AppEvent>) {
+    let env = crate::commands::load_in(&at.ws, &at.home).unwrap();
+    let open = crate::run::open_session(&env, resume, None).unwrap();
+    let (events, inbox) = mpsc::channel();
+    (App::new(Arc::new(env), open, events).unwrap(), inbox)
+}
+
+impl Harness {
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn at(&self) -> Harness0 {
+        Harness0 {
+            home: self.home(),
+            ws: self.dir.path().join("ws"),
+        }
+    }
+
+    /// A key the person pressed once every modal on screen had been there long enough.
+    fn press(&mut self, code: KeyCode) {
+        self.app.handle(AppEvent::Key(
+            KeyEvent::new(code, KeyModifiers::NONE),
+            Instant::now() + ARM_DELAY,
+        ));
+    }
+
+    fn ctrl(&mut self, c: char) {
+        self.app.handle(AppEvent::key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::CONTROL,
+        )));
+    }
+
+    fn ctrl_c(&mut self) {
+        self.ctrl('c');
+    }
+
+    fn type_text(&mut self, text: &str) {
+        for c in text.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+
+    fn submit(&mut self, text: &str) {
+        self.type_text(text);
+        self.press(KeyCode::Enter);
+    }
+
+    /// Handles what the run sends until `done` holds.
+    fn pump_until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !done(&self.app) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(left) {
+                Ok(event) => self.app.handle(event),
+                Err(_) => panic!(
+                    "no {what} after {PATIENCE:?}; the screen:\n{}",
+                    self.screen()
+                ),
+            }
+        }
+    }
+
+    fn pump_until_idle(&mut self) {
+        self.pump_until("end of the run", |app| !app.is_running());
+    }
+
+    /// The screen as text, with the session id (which changes every run) masked.
+    fn screen(&mut self) -> String {
+        let app = &self.app;
+        self.terminal.draw(|frame| app.render(frame)).unwrap();
+        let id: String = self.app.session_id.chars().take(13).collect();
+        self.terminal
+            .backend()
+            .to_string()
+            .replace(&id, "xxxxxxxx-xxxx")
+    }
+
+    fn tool(&self, name: &str) -> super::app::ToolEntry {
+        self.app
+            .entries
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Entry::Tool(tool) if tool.tool == name => Some(tool.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {name} call on screen: {:?}", self.app.entries))
+    }
+
+    fn last_entry(&self) -> Entry {
+        self.app.entries.last().cloned().unwrap()
+    }
+}
+
+fn run_command(program: &str, args: &[&str]) -> Step {
+    Step::call("run_command", json!({"program": program, "args": args}))
+}
+
+#[test]
+fn start_screen_says_how_to_begin() {
+    let mut h = harness(vec![]);
+    assert_snapshot!("start_screen", h.screen());
+}
+
+#[test]
+fn streamed_text_and_an_allowed_call_from_a_real_run() {
+    let mut h = harness(vec![
+        Step {
+            text: Some("Let me look at the file.".into()),
+            ..Step::call("read_file", json!({"path": "src/lib.rs"}))
+        },
+        Step::text("answer() returns 42, a constant with no inputs."),
+    ]);
+    h.submit("What does answer() return?");
+    assert!(h.app.is_running());
+    h.pump_until_idle();
+    assert_eq!(h.server.steps_played(), 2);
+    assert_snapshot!("conversation", h.screen());
+}
+
+#[test]
+fn each_line_is_a_turn_of_the_same_session() {
+    let mut h = harness(vec![Step::text("Hello."), Step::text("Still here.")]);
+    h.submit("First.");
+    h.pump_until_idle();
+    h.submit("Second.");
+    h.pump_until_idle();
+    // The second request carried the first turn.
+    let second = &h.server.requests()[1];
+    let contents: Vec<&str> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(contents, ["First.", "Hello.", "Second."]);
+    let (sessions, _) = SessionStore::in_home(&h.home()).list().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].id, h.app.session_id);
+    assert_eq!((sessions[0].runs, sessions[0].messages), (2, 4));
+
+    // Resumed, the conversation is back on screen and the next line continues it.
+    let (resumed, _inbox) = open_app(&h.at(), Some("last"));
+    assert!(resumed.entries.contains(&Entry::User("First.".into())));
+    assert!(
+        resumed
+            .entries
+            .contains(&Entry::Assistant("Still here.".into()))
+    );
+    assert_eq!(resumed.session_id, h.app.session_id);
+}
+
+#[test]
+fn the_approval_modal_says_what_and_why_and_o_allows_once() {
+    let mut h = harness(vec![
+        run_command("echo", &["hello"]),
+        Step::text("It printed hello."),
+    ]);
+    h.submit("Say hello.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    assert_snapshot!("approval_modal", h.screen());
+    h.press(KeyCode::Char('o'));
+    h.pump_until_idle();
+    let tool = h.tool("run_command");
+    assert_eq!(tool.answer, Some(ApprovalAnswer::AllowOnce));
+    assert!(
+        matches!(&tool.state, ToolState::Done(out) if out.contains("hello\\n")),
+        "{tool:?}"
+    );
+    assert_eq!(h.last_entry(), Entry::Assistant("It printed hello.".into()));
+}
+
+#[test]
+fn keys_typed_ahead_never_answer_an_approval() {
+    let mut h = harness(vec![
+        run_command("echo", &["hello"]),
+        Step::text("unused").or_on_tool_error(Step::text("Declined.")),
+    ]);
+    h.submit("Say hello.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    let shown = h.app.approvals.front().unwrap().shown;
+    // Read before the modal had been on screen long enough: ignored.
+    h.app.handle(AppEvent::Key(
+        KeyEvent::new(KeyCode::Char('s'), KeyModifiers::NONE),
+        shown,
+    ));
+    assert_eq!(h.app.approvals.len(), 1);
+    // Not an answer: ignored too, and not typed into the input line.
+    h.press(KeyCode::Char('x'));
+    assert_eq!(h.app.approvals.len(), 1);
+    assert!(h.app.input.is_empty());
+    h.press(KeyCode::Esc);
+    h.pump_until_idle();
+    assert_eq!(h.tool("run_command").answer, Some(ApprovalAnswer::Deny));
+}
+
+#[test]
+fn a_denied_call_and_the_model_reacting() {
+    let mut h = harness(vec![
+        Step {
+            text: Some("I will delete the build output.".into()),
+            ..run_command("rm", &["-rf", "target"])
+        },
+        Step::text("Deleted.").or_on_tool_error(Step::text(
+            "You declined ({{last_tool_error}}), so target/ stays. Tell me if you want it another way.",
+        )),
+    ]);
+    h.submit("Clean up.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.press(KeyCode::Char('d'));
+    h.pump_until_idle();
+    assert!(
+        matches!(&h.tool("run_command").state, ToolState::Failed { code, .. } if code == "denied")
+    );
+    assert_snapshot!("denied_call", h.screen());
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let mut h = harness(vec![]);
+    h.submit("/help");
+    assert_snapshot!("help", h.screen());
+}
+
+#[test]
+fn unknown_commands_name_help() {
+    let mut h = harness(vec![]);
+    h.submit("/frobnicate");
+    assert_eq!(
+        h.last_entry(),
+        Entry::Error("unknown command /frobnicate: /help lists the commands".into())
+    );
+    assert_eq!(h.server.steps_played(), 0);
+}
+
+fn install_project_hello(at: &Harness0) {
+    let dir = at.ws.join(".bosun/plugins/hello");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(bosun_test_programs::HELLO, dir.join("plugin.wasm")).unwrap();
+}
+
+fn plugin_state(h: &Harness, name: &str) -> String {
+    let env = crate::commands::load_in(&h.at().ws, &h.home()).unwrap();
+    let trust = crate::plugins::trust_store(&env.config).unwrap();
+    let catalog = crate::plugins::catalog(&env, &trust);
+    crate::plugins::find(&catalog, name)
+        .unwrap()
+        .state
+        .to_string()
+}
+
+#[test]
+fn plugins_are_listed_and_trusted_only_after_a_yes() {
+    let mut h = harness_with(vec![], "", install_project_hello);
+    h.submit("/plugins");
+    assert_snapshot!("plugins", h.screen());
+
+    h.submit("/plugins trust hello");
+    let question = h.app.confirm.as_ref().unwrap().question.clone();
+    assert!(
+        question.contains("Trust `hello` exactly as it is?"),
+        "{question}"
+    );
+    assert!(question.contains("tool greet"), "{question}");
+    h.press(KeyCode::Char('n'));
+    assert_eq!(plugin_state(&h, "hello"), "untrusted");
+
+    h.submit("/plugins trust hello");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(plugin_state(&h, "hello"), "enabled");
+    assert_eq!(
+        h.last_entry(),
+        Entry::Notice("trusted hello; its tools load from the next turn".into())
+    );
+
+    h.submit("/plugins untrust hello");
+    h.press(KeyCode::Esc);
+    assert_eq!(plugin_state(&h, "hello"), "enabled");
+    h.submit("/plugins untrust hello");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(plugin_state(&h, "hello"), "untrusted");
+
+    h.submit("/plugins trust nothere");
+    assert!(
+        matches!(h.last_entry(), Entry::Error(e) if e.contains("no plugin named `nothere`")),
+        "{:?}",
+        h.last_entry()
+    );
+}
+
+#[test]
+fn keys_are_handled_while_a_tool_runs() {
+    let mut h = harness(vec![run_command("sleep", &["30"]), Step::text("unused")]);
+    h.submit("Wait a while.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.press(KeyCode::Char('o'));
+    h.pump_until("the command running", |app| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Tool(t) if t.state == ToolState::Running))
+    });
+    // The command sleeps for 30 s; meanwhile the UI takes keys and draws them.
+    h.type_text("next task");
+    let screen = h.screen();
+    assert!(screen.contains("› next task "), "{screen}");
+    assert!(screen.contains("    running…"), "{screen}");
+    assert!(h.app.is_running());
+    // Slash commands answer too; a task waits for the run.
+    h.ctrl('u');
+    h.submit("/model");
+    assert!(h.screen().contains("* scripted"), "{}", h.screen());
+    h.submit("Another task.");
+    assert!(matches!(h.last_entry(), Entry::Error(e) if e.starts_with("a run is in progress")));
+    assert_eq!(h.tool("run_command").state, ToolState::Running);
+    assert!(h.app.is_running());
+    h.ctrl_c();
+    h.pump_until_idle();
+}
+
+/// The run's trace, as the file on disk has it.
+fn trace_events(h: &Harness) -> Vec<Event> {
+    let runs = h.home().join("runs");
+    let path = bosun_agent::trace::find_run(&runs, "last").unwrap();
+    bosun_agent::trace::read_run(&path)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+#[test]
+fn ctrl_c_cancels_the_run_and_a_second_one_leaves() {
+    let mut h = harness(vec![run_command("sleep", &["30"]), Step::text("unused")]);
+    h.submit("Wait a while.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.press(KeyCode::Char('o'));
+    h.pump_until("the command running", |app| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Tool(t) if t.state == ToolState::Running))
+    });
+    h.ctrl_c();
+    assert!(!h.app.should_exit());
+    assert!(h.screen().contains("cancelling: Ctrl-C again leaves now"));
+    h.pump_until_idle();
+    assert!(
+        matches!(&h.tool("run_command").state, ToolState::Failed { code, .. } if code == "cancelled"),
+        "{:?}",
+        h.tool("run_command")
+    );
+    assert_eq!(
+        h.last_entry(),
+        Entry::Notice("cancelled; the session is saved and the next line continues it".into())
+    );
+    assert!(trace_events(&h).iter().any(|e| matches!(
+        e,
+        Event::ToolFailed { tool, error, .. } if tool == "run_command" && error.code == ErrorCode::Cancelled
+    )));
+    let stored = SessionStore::in_home(&h.home())
+        .load(&h.app.session_id)
+        .unwrap();
+    assert_eq!(stored.messages.len(), 3, "{:?}", stored.messages);
+    assert_eq!(h.server.steps_played(), 1);
+
+    assert!(!h.app.should_exit());
+    h.ctrl_c();
+    assert!(h.app.should_exit());
+}
+
+#[test]
+fn a_second_ctrl_c_leaves_at_once_and_the_session_is_still_saved() {
+    let mut h = harness(vec![run_command("sleep", &["30"]), Step::text("unused")]);
+    h.submit("Wait a while.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.press(KeyCode::Char('o'));
+    h.pump_until("the command running", |app| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Tool(t) if t.state == ToolState::Running))
+    });
+    h.ctrl_c();
+    h.ctrl_c();
+    assert!(h.app.should_exit());
+    h.app.wind_down(&h.inbox, Instant::now() + PATIENCE);
+    assert!(!h.app.is_running());
+    let stored = SessionStore::in_home(&h.home())
+        .load(&h.app.session_id)
+        .unwrap();
+    assert_eq!(stored.run_ids.len(), 1);
+    assert!(h.app.farewell().unwrap().contains("bosun --resume"));
+}
+
+#[test]
+fn ctrl_c_while_asked_refuses_the_call_and_cancels() {
+    let mut h = harness(vec![run_command("echo", &["hi"]), Step::text("unused")]);
+    h.submit("Say hi.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.ctrl_c();
+    assert!(h.app.approvals.is_empty());
+    h.pump_until_idle();
+    let tool = h.tool("run_command");
+    assert_eq!(tool.answer, Some(ApprovalAnswer::Deny));
+    assert_eq!(h.server.steps_played(), 1);
+    assert!(
+        !trace_events(&h)
+            .iter()
+            .any(|e| matches!(e, Event::ToolStarted { .. }))
+    );
+}
+
+#[test]
+fn slash_commands_answer_as_the_cli_does() {
+    let mut h = harness_with(
+        vec![
+            Step::call("read_file", json!({"path": "src/lib.rs"})),
+            Step::text("42."),
+        ],
+        "[[policy.rules]]\naction = \"process.spawn\"\nprogram = \"cargo\"\ndecision = \"allow\"\n\n[models.other]\nprovider = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"other-model\"\n",
+        |_| {},
+    );
+    let notice = |h: &Harness| match h.last_entry() {
+        Entry::Notice(text) => text,
+        other => panic!("not a notice: {other:?}"),
+    };
+
+    h.submit("/policy");
+    let policy = notice(&h);
+    assert!(
+        policy.starts_with("mode workspace-write: read allow, write allow, process ask"),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("  action = \"process.spawn\" program = \"cargo\" decision = \"allow\""),
+        "{policy}"
+    );
+
+    h.submit("/policy check builtin.tool.run_command");
+    let check = notice(&h);
+    assert!(check.starts_with("ask\n* ask"), "{check}");
+    assert!(check.contains("builtin.tool.run_command"), "{check}");
+
+    h.submit("/model");
+    let models = notice(&h);
+    assert!(models.contains("* scripted"), "{models}");
+    assert!(models.contains("  other"), "{models}");
+    h.submit("/model nope");
+    assert!(
+        matches!(h.last_entry(), Entry::Error(e) if e.contains("`nope`")),
+        "{:?}",
+        h.last_entry()
+    );
+    h.submit("/model other");
+    assert_eq!(h.app.model, "other");
+    assert!(h.screen().contains(" other · ws · workspace-write"));
+    h.submit("/model scripted");
+
+    h.submit("What does answer() return?");
+    h.pump_until_idle();
+    h.submit("/inspect");
+    let trace = notice(&h);
+    assert!(trace.contains("proposed read_file"), "{trace}");
+    assert!(trace.contains("finished: completed"), "{trace}");
+
+    h.submit("/sessions");
+    let sessions = notice(&h);
+    assert!(
+        sessions.contains(&format!("{}  ", h.app.session_id)),
+        "{sessions}"
+    );
+    assert!(
+        sessions.contains("What does answer() return?"),
+        "{sessions}"
+    );
+}

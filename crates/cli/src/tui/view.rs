@@ -1,0 +1,352 @@
+//! Drawing: the conversation, the input line, the status line and, over them, the approval or
+//! confirmation modal. It reads the [`App`] and never changes it. Every text that came from a
+//! model, a tool, a plugin or a file is sanitised before it reaches a cell, so nothing can act
+//! on the terminal.
+
+use bosun_agent::approval::sanitize_for_terminal;
+use bosun_core::ApprovalAnswer;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use super::app::{App, Entry, ToolEntry, ToolState};
+
+/// Widest a modal gets.
+const MODAL_WIDTH: u16 = 76;
+/// Characters of the session id on the status line (a UUIDv7's first 48 bits: unique enough to
+/// resume with, as a prefix).
+const SESSION_PREFIX: usize = 13;
+
+/// Draws the whole screen.
+pub(super) fn draw(app: &App, frame: &mut Frame) {
+    let [body, input, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(2),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    conversation(app, frame, body);
+    input_line(app, frame, input);
+    status_line(app, frame, status);
+    if let Some(asked) = app.approvals.front() {
+        let request = &asked.pending.request;
+        let mut lines = vec![
+            Line::styled(
+                format!(
+                    "Bosun wants to run {}",
+                    sanitize_for_terminal(&request.tool)
+                ),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Line::raw(""),
+        ];
+        let width = modal_width(body) as usize;
+        let mut field = |label: &str, value: String| {
+            for line in wrap(&value, width, &format!("{label:<7}"), "       ") {
+                lines.push(Line::raw(line));
+            }
+        };
+        field(
+            "tool",
+            format!(
+                "{} ({})",
+                sanitize_for_terminal(&request.tool),
+                sanitize_for_terminal(&request.action)
+            ),
+        );
+        field("input", sanitize_for_terminal(&request.summary));
+        if !request.capabilities.is_empty() {
+            let caps: Vec<String> = request
+                .capabilities
+                .iter()
+                .map(|c| sanitize_for_terminal(&c.to_string()))
+                .collect();
+            field("uses", caps.join(", "));
+        }
+        field(
+            "why",
+            format!(
+                "policy says {}: {}",
+                request.decision,
+                sanitize_for_terminal(&request.reason)
+            ),
+        );
+        lines.push(Line::raw(""));
+        lines.push(Line::from(vec![
+            key_span("o"),
+            Span::raw(" allow once   "),
+            key_span("s"),
+            Span::raw(" allow for this session   "),
+            key_span("d"),
+            Span::raw(" deny (Esc)"),
+        ]));
+        if app.approvals.len() > 1 {
+            lines.push(Line::raw(format!(
+                "{} more waiting",
+                app.approvals.len() - 1
+            )));
+        }
+        modal(frame, body, " Approval ", lines);
+    } else if let Some(confirm) = &app.confirm {
+        let width = modal_width(body) as usize;
+        let mut lines: Vec<Line> = confirm
+            .question
+            .lines()
+            .flat_map(|line| wrap(line, width, "", "  "))
+            .map(Line::raw)
+            .collect();
+        lines.push(Line::raw(""));
+        lines.push(Line::from(vec![
+            key_span("y"),
+            Span::raw(" yes   "),
+            key_span("n"),
+            Span::raw(" no (Esc)"),
+        ]));
+        modal(frame, body, " Confirm ", lines);
+    }
+}
+
+fn key_span(key: &str) -> Span<'static> {
+    Span::styled(
+        format!("[{key}]"),
+        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+    )
+}
+
+fn modal_width(area: Rect) -> u16 {
+    // Inside the borders and a column of padding on each side.
+    area.width
+        .saturating_sub(4)
+        .min(MODAL_WIDTH)
+        .saturating_sub(4)
+}
+
+/// A bordered box in the middle of `area`, over what is there.
+fn modal(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>) {
+    let width = area.width.saturating_sub(4).min(MODAL_WIDTH);
+    let wanted = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .saturating_add(2);
+    let height = wanted.min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .title(title)
+        .border_style(Style::new().fg(Color::Yellow))
+        .padding(ratatui::widgets::Padding::horizontal(1));
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+fn conversation(app: &App, frame: &mut Frame, area: Rect) {
+    let width = usize::from(area.width.max(10));
+    let mut lines: Vec<Line> = Vec::new();
+    for (i, entry) in app.entries.iter().enumerate() {
+        if i > 0 && matches!(entry, Entry::User(_) | Entry::Command(_)) {
+            lines.push(Line::raw(""));
+        }
+        entry_lines(entry, width, &mut lines);
+    }
+    let height = usize::from(area.height);
+    let end = lines.len() - app.scroll.min(lines.len().saturating_sub(height));
+    let start = end.saturating_sub(height);
+    let shown: Vec<Line> = lines.drain(start..end).collect();
+    frame.render_widget(Paragraph::new(shown), area);
+}
+
+fn entry_lines(entry: &Entry, width: usize, out: &mut Vec<Line<'static>>) {
+    let styled = |out: &mut Vec<Line<'static>>, text: &str, first: &str, rest: &str, style| {
+        for line in text.split('\n') {
+            for wrapped in wrap(&sanitize_for_terminal(line), width, first, rest) {
+                out.push(Line::styled(wrapped, style));
+            }
+        }
+    };
+    match entry {
+        Entry::User(text) => styled(
+            out,
+            text,
+            "› ",
+            "  ",
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Entry::Command(text) => styled(out, text, "› ", "  ", Style::new().fg(Color::Magenta)),
+        Entry::Assistant(text) => styled(out, text.trim_end_matches('\n'), "", "", Style::new()),
+        Entry::Tool(tool) => tool_lines(tool, width, out),
+        Entry::Notice(text) => styled(out, text, "", "", Style::new().fg(Color::Cyan)),
+        Entry::Warning(text) => styled(
+            out,
+            &format!("warning: {text}"),
+            "",
+            "  ",
+            Style::new().fg(Color::Yellow),
+        ),
+        Entry::Error(text) => styled(out, text, "✗ ", "  ", Style::new().fg(Color::Red)),
+    }
+}
+
+fn tool_lines(tool: &ToolEntry, width: usize, out: &mut Vec<Line<'static>>) {
+    let mut push = |text: String, style: Style| {
+        for line in wrap(&text, width, "  ", "      ") {
+            out.push(Line::styled(line, style));
+        }
+    };
+    let dim = Style::new().fg(Color::DarkGray);
+    push(
+        format!("→ {} {}", tool.tool, tool.input),
+        Style::new().fg(Color::Yellow),
+    );
+    if let Some(decision) = &tool.decision {
+        push(format!("  policy: {decision}"), dim);
+    }
+    if let Some(answer) = tool.answer {
+        push(
+            format!(
+                "  you: {}",
+                match answer {
+                    ApprovalAnswer::AllowOnce => "allowed once",
+                    ApprovalAnswer::AllowSession => "allowed for this session",
+                    ApprovalAnswer::Deny => "denied",
+                    ApprovalAnswer::Unavailable => "nobody could answer",
+                }
+            ),
+            dim,
+        );
+    }
+    match &tool.state {
+        ToolState::Proposed | ToolState::Earlier => {}
+        ToolState::Asking => push("  waiting for your answer".to_owned(), dim),
+        ToolState::Running => push("  running…".to_owned(), dim),
+        ToolState::Done(output) => push(format!("  ✓ {output}"), Style::new().fg(Color::Green)),
+        ToolState::Failed { code, message } => {
+            push(
+                format!("  ✗ {code}: {message}"),
+                Style::new().fg(Color::Red),
+            );
+        }
+    }
+}
+
+fn input_line(app: &App, frame: &mut Frame, area: Rect) {
+    let state = match &app.running {
+        None => " ready ".to_owned(),
+        Some(run) if run.cancelling => " cancelling: Ctrl-C again leaves now ".to_owned(),
+        Some(_) if !app.approvals.is_empty() => " waiting for your answer ".to_owned(),
+        Some(_) => " running: Ctrl-C cancels ".to_owned(),
+    };
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .title(state)
+        .border_style(Style::new().fg(Color::DarkGray));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let prompt = "› ";
+    let room = usize::from(inner.width).saturating_sub(prompt.width() + 1);
+    let text = sanitize_for_terminal(&app.input.text());
+    let column = app.input.cursor_column();
+    // Keep the cursor on screen: drop whole characters from the left until it fits.
+    let mut skipped = 0;
+    let mut shown = text.as_str();
+    while column - skipped > room {
+        let Some(c) = shown.chars().next() else {
+            break;
+        };
+        skipped += c.width().unwrap_or(0);
+        shown = &shown[c.len_utf8()..];
+    }
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(prompt, Style::new().fg(Color::Cyan)),
+            Span::raw(shown.to_owned()),
+        ])),
+        inner,
+    );
+    if app.approvals.is_empty() && app.confirm.is_none() {
+        let x = inner.x + u16::try_from(prompt.width() + column - skipped).unwrap_or(0);
+        frame.set_cursor_position(Position::new(x.min(inner.right()), inner.y));
+    }
+}
+
+fn status_line(app: &App, frame: &mut Frame, area: Rect) {
+    let left = format!(
+        " {} · {} · {} · steps {}/{} · tools {}/{}",
+        sanitize_for_terminal(&app.model),
+        app.workspace,
+        app.mode,
+        app.steps,
+        app.budgets.max_steps,
+        app.tool_calls,
+        app.budgets.max_tool_calls
+    );
+    let id: String = app.session_id.chars().take(SESSION_PREFIX).collect();
+    let width = usize::from(area.width);
+    let right = [format!("session {id}"), id]
+        .into_iter()
+        .find(|right| left.width() + 1 + right.width() <= width)
+        .unwrap_or_default();
+    let gap = width.saturating_sub(left.width() + right.width());
+    let style = Style::new().add_modifier(Modifier::REVERSED);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            format!("{left}{}{right}", " ".repeat(gap)),
+            style,
+        )),
+        area,
+    );
+}
+
+/// Greedy word wrap to `width` display columns: `first` starts the first line, `rest` the
+/// others; a word longer than a line is cut.
+pub(super) fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_owned();
+    let mut used = first.width();
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let word_width = word.width();
+        let space = usize::from(!fresh);
+        if !fresh && used + space + word_width > width {
+            lines.push(std::mem::replace(&mut line, rest.to_owned()));
+            used = rest.width();
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+            used += 1;
+        }
+        for c in word.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width && used > rest.width() {
+                lines.push(std::mem::replace(&mut line, rest.to_owned()));
+                used = rest.width();
+            }
+            line.push(c);
+            used += w;
+        }
+        fresh = false;
+    }
+    lines.push(line);
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_cuts_long_words() {
+        assert_eq!(
+            wrap("one two three", 9, "› ", "  "),
+            vec!["› one two", "  three"]
+        );
+        assert_eq!(wrap("abcdefgh", 5, "", "  "), vec!["abcde", "  fgh"]);
+        assert_eq!(wrap("", 5, "› ", "  "), vec!["› "]);
+    }
+}
