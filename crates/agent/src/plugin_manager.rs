@@ -148,10 +148,12 @@ impl PluginManager {
             .into_iter()
             .filter_map(|op| {
                 let spec = op.spec().ok()?;
+                let action = format!("builtin.tool.{}", spec.name);
                 Some(Arc::new(ManagerTool {
                     manager: Arc::clone(self),
                     op,
                     spec,
+                    action,
                 }) as Arc<dyn Tool>)
             })
             .collect()
@@ -459,6 +461,8 @@ struct ManagerTool {
     manager: Arc<PluginManager>,
     op: Op,
     spec: ToolSpec,
+    /// `builtin.tool.<name>`: these are Bosun's own tools.
+    action: String,
 }
 
 impl std::fmt::Debug for ManagerTool {
@@ -478,7 +482,7 @@ impl Tool for ManagerTool {
     }
 
     fn action(&self) -> &str {
-        self.spec.name.as_str()
+        &self.action
     }
 
     fn capability_requests(

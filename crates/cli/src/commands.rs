@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use bosun_agent::config::{ConfigError, LoadedConfig, bosun_home};
 use bosun_agent::trace::{self, Trace};
-use bosun_agent::{Chokepoint, Session, ToolCall, Workspace, builtin};
+use bosun_agent::{Session, ToolCall, Workspace, builtin};
 use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
 use bosun_policy::Subject;
 use serde_json::{Value, json};
@@ -129,15 +129,9 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         ),
     };
     let env = load()?;
-    let crate::run::Host { policy, tools, .. } = crate::run::host(&env)?;
-    let broker = crate::run::broker(yes);
-    let chokepoint = Chokepoint::builder(policy.clone(), env.workspace.clone())
-        .tools(tools)
-        .broker(broker)
-        .limits(env.config.user.limits)
-        .env(env.config.scrubbed_env())
-        .build()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let host = crate::run::host(&env)?;
+    let policy = host.policy.clone();
+    let chokepoint = host.chokepoint(&env, crate::run::broker(yes))?;
     let run_id = trace::new_run_id();
     let trace = Trace::create(
         &env.config.runs_dir(),

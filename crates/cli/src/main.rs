@@ -15,6 +15,7 @@
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
 mod commands;
+mod plugin_commands;
 mod plugins;
 mod run;
 mod tui;
@@ -184,6 +185,14 @@ enum PluginsCommand {
         /// The plugin's local name.
         name: String,
     },
+    /// Run a command a Forge plugin registered (`api.registerCommand`), in the sandbox.
+    Run {
+        /// The command's name.
+        name: String,
+        /// Its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Scan a JavaScript/TypeScript plugin's source for risky code (never runs it).
     Scan {
         /// The plugin directory (read recursively), or one source file.
@@ -312,6 +321,7 @@ fn main() -> ExitCode {
             }
             PluginsCommand::Disable { name } => plugins::disable(&name),
             PluginsCommand::Scan { path, json } => plugins::scan(&path, json),
+            PluginsCommand::Run { name, args } => plugin_commands::run(&name, &args),
             PluginsCommand::New { name, dir } => plugins::new(&name, dir.as_deref()),
         },
     };

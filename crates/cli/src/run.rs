@@ -21,11 +21,13 @@ use bosun_agent::approval::{
     ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
 };
 use bosun_agent::config::bosun_home;
+use bosun_agent::js_host::{self, JsPlugins, JsRuntime};
+use bosun_agent::plugin_manager::{ListedPlugin, MANAGER_TOOLS, PluginManager};
 use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport};
 use bosun_agent::scripted::{Script, ScriptedModel};
 use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
 use bosun_agent::trace::{self, Observer, Trace};
-use bosun_agent::{Chokepoint, Session, Tool, builtin, plugin_host};
+use bosun_agent::{Chokepoint, PolicyHook, Session, Tool, ToolRegistry, builtin, plugin_host};
 use bosun_core::{Envelope, Event};
 use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
 use bosun_policy::Policy;
@@ -49,15 +51,40 @@ const MAX_TASK_BYTES: u64 = 1024 * 1024;
 /// Largest scripted-model script.
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 
-/// What a session here runs with: the policy, every tool (built-ins and enabled plugins' tools
-/// that policy does not deny outright), the plugins' prompt contributions as
-/// `(local_name, text)`, and what the catalog warned about. Reads plugin metadata only; no
-/// plugin code runs until a call.
+/// What a session here runs with: the policy, every tool (built-ins, enabled plugins' tools
+/// that policy does not deny outright, and the tools with which a model installs plugins), the
+/// plugins' prompt contributions as `(local_name, text)`, the JavaScript plugins' policy hooks,
+/// and what the catalog warned about. Native plugins' code runs only at a call; JavaScript
+/// plugins are activated here, in the sandbox, because their code names their tools.
 pub(crate) struct Host {
     pub policy: Arc<Policy>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub prompts: Vec<(String, String)>,
+    pub hooks: Vec<Arc<dyn PolicyHook>>,
+    /// Shared by the chokepoint and the plugin-installing tools, which add tools to it.
+    pub registry: Arc<ToolRegistry>,
+    /// The activated JavaScript plugins (for their commands).
+    pub js: Vec<Arc<JsRuntime>>,
     pub warnings: Vec<String>,
+}
+
+impl Host {
+    /// A chokepoint over this host's tools, hooks and registry, for `env`.
+    pub(crate) fn chokepoint(
+        &self,
+        env: &Env,
+        broker: Arc<dyn ApprovalBroker>,
+    ) -> Result<Chokepoint> {
+        Chokepoint::builder(self.policy.clone(), env.workspace.clone())
+            .registry(self.registry.clone())
+            .tools(self.tools.iter().cloned())
+            .hooks(self.hooks.iter().cloned())
+            .broker(broker)
+            .limits(env.config.user.limits)
+            .env(env.config.scrubbed_env())
+            .build()
+            .map_err(|e| anyhow!("{e}"))
+    }
 }
 
 /// Builds the [`Host`] for `env`, printing the catalog's warnings on stderr. `tools call` needs
@@ -70,14 +97,30 @@ pub(crate) fn host(env: &Env) -> Result<Host> {
     Ok(host)
 }
 
+/// Runs `future` to completion on a runtime of its own, on a thread of its own, so it works
+/// whether or not the caller is inside a runtime.
+fn run_to_completion<T: Send>(future: impl std::future::Future<Output = T> + Send) -> Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<T> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                Ok(runtime.block_on(future))
+            })
+            .join()
+            .map_err(|_| anyhow!("starting the JavaScript plugins panicked"))?
+    })
+}
+
 /// Builds the [`Host`] for `env`, leaving its warnings for the caller to show (the terminal UI
 /// cannot print on stderr).
 pub(crate) fn build_host(env: &Env) -> Result<Host> {
     let trust = crate::plugins::trust_store(&env.config)?;
     let catalog = crate::plugins::catalog(env, &trust);
-    let warnings = catalog.warnings().iter().map(ToString::to_string).collect();
+    let mut warnings: Vec<String> = catalog.warnings().iter().map(ToString::to_string).collect();
     let mut tools = builtin::tools();
-    let prompts = catalog
+    let mut prompts: Vec<(String, String)> = catalog
         .enabled()
         .filter_map(|entry| {
             let prompt = entry.manifest.as_ref()?.prompt.as_ref()?;
@@ -88,19 +131,76 @@ pub(crate) fn build_host(env: &Env) -> Result<Host> {
         env.config
             .policy(crate::commands::known_risks_in(&catalog))?,
     );
+    let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
+        cache_dir: Some(env.config.home.join("cache")),
+        ..Default::default()
+    })?;
     if catalog.enabled().next().is_some() {
-        let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
-            cache_dir: Some(env.config.home.join("cache")),
-            ..Default::default()
-        })?;
         let plugin_tools =
             plugin_host::plugin_tools(catalog.enabled(), &sandbox, &policy, env.workspace.root());
         tools.extend(plugin_tools);
     }
+    let mut reserved: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
+    reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
+    let (specs, spec_warnings) = js_host::specs_from_catalog(catalog.enabled(), &reserved);
+    warnings.extend(spec_warnings);
+    let mut hooks = Vec::new();
+    let mut js = Vec::new();
+    let mut listed: Vec<ListedPlugin> = Vec::new();
+    if !specs.is_empty() {
+        let started = run_to_completion(async {
+            let engine = sandbox.load_js_engine(bosun_js::ENGINE_WASM).await?;
+            let plugins = JsPlugins::start(specs, &engine, &policy).await;
+            let (js_prompts, prompt_warnings) = plugins.prompts("").await;
+            anyhow::Ok((plugins, js_prompts, prompt_warnings))
+        })??;
+        let (plugins, js_prompts, prompt_warnings) = started;
+        for runtime in &plugins.runtimes {
+            let spec = runtime.spec();
+            listed.push(ListedPlugin {
+                name: spec.local_name.clone(),
+                version: catalog
+                    .enabled()
+                    .find(|e| e.local_name == spec.local_name)
+                    .and_then(|e| e.js.as_ref().map(|m| m.version().to_owned()))
+                    .unwrap_or_default(),
+                format: format!("{:?}", spec.format).to_lowercase(),
+                source: "configured".to_owned(),
+                tools: plugins
+                    .tools
+                    .iter()
+                    .filter(|t| {
+                        t.action()
+                            .starts_with(&format!("plugin.{}.", spec.local_name))
+                    })
+                    .map(|t| t.spec().name.to_string())
+                    .collect(),
+            });
+        }
+        warnings.extend(plugins.warnings);
+        warnings.extend(prompt_warnings);
+        prompts.extend(js_prompts);
+        tools.extend(plugins.tools);
+        hooks.extend(plugins.hooks);
+        js = plugins.runtimes;
+    }
+    let registry = Arc::new(ToolRegistry::default());
+    let manager = PluginManager::new(
+        sandbox,
+        bosun_js::ENGINE_WASM,
+        policy.clone(),
+        registry.clone(),
+        reserved,
+        listed,
+    );
+    tools.extend(manager.tools());
     Ok(Host {
         policy,
         tools,
         prompts,
+        hooks,
+        registry,
+        js,
         warnings,
     })
 }
@@ -388,13 +488,7 @@ pub(crate) fn prepare_turn(
 ) -> Result<Turn> {
     let configured = open_model(env, &open.stored.model)?;
     let host = build_host(env)?;
-    let chokepoint = Chokepoint::builder(host.policy.clone(), env.workspace.clone())
-        .tools(host.tools)
-        .broker(io.broker)
-        .limits(env.config.user.limits)
-        .env(env.config.scrubbed_env())
-        .build()
-        .map_err(|e| anyhow!("{e}"))?;
+    let chokepoint = host.chokepoint(env, io.broker)?;
     let (prompt, prompt_warnings) =
         bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &host.prompts);
     let mut warnings = host.warnings;
@@ -408,6 +502,10 @@ pub(crate) fn prepare_turn(
         Arc::new(env.config.redactor()),
     )?;
     if let Some(observer) = io.trace_observer {
+        trace = trace.observe(observer);
+    }
+    // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
+    if let Some(observer) = js_host::JsObserver::for_runtimes(&host.js) {
         trace = trace.observe(observer);
     }
     let budgets = Budgets {

@@ -375,7 +375,11 @@ fn tools_list_json_describes_every_builtin() {
             "create_file",
             "apply_patch",
             "run_command",
-            "restrict_self"
+            "restrict_self",
+            "plugin_scan",
+            "plugin_install",
+            "plugin_reload",
+            "plugin_list"
         ]
     );
     for tool in list.as_array().unwrap() {
