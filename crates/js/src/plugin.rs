@@ -173,6 +173,12 @@ impl JsPlugin {
         self.instance.is_poisoned()
     }
 
+    /// Bytes of linear memory the plugin's engine instance has grown to (see
+    /// [`Instance::memory_bytes`]).
+    pub fn memory_bytes(&self) -> usize {
+        self.instance.memory_bytes()
+    }
+
     /// Runs `tool` with `input_json`. The outcome is the plugin's own result; the report has
     /// its logs and refused requests.
     ///

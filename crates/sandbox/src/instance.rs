@@ -570,6 +570,13 @@ impl Instance {
         .await
     }
 
+    /// Bytes of linear memory the instance has grown to, counted by its memory limiter (every
+    /// memory of every core instance in the component). Memory only grows: this is the
+    /// instance's high-water mark, which the grant's `memory_bytes` caps.
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().limiter_used()
+    }
+
     /// Whether this is a JavaScript engine instance.
     pub fn is_js(&self) -> bool {
         matches!(self.plugin, Bound::Js(_))
