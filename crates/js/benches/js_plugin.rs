@@ -1,0 +1,242 @@
+//! JavaScript plugins in the sandbox: the real engine component, pre-initialised once, running
+//! the Forge guide's count-text (a zod schema, parsed again on every call).
+//!
+//! - `js_first_call`: a fresh engine instance from the pre-initialised engine (its artefact
+//!   already compiled), `activate` (the plugin's module evaluated, zod schema built and
+//!   converted to JSON Schema), and the first `count_text` call.
+//! - `js_first_call_with_engine_load`: the same, plus loading the engine's artefact from the
+//!   warm on-disk cache, as a new host process does for its first JavaScript plugin.
+//! - `js_warm_call`: `count_text` on an activated instance (sandbox call, JSON in and out, the
+//!   layer's zod parse and result check).
+//! - the linear memory an idle instance has grown to after activation, for a few fixtures.
+//!
+//! `cargo bench -p bosun-js --bench js_plugin` prints criterion's estimates and then
+//! distributions (p50/p90/p99) timed one by one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use bosun_js::{ActivationRequest, ENGINE_WASM, Format, JsLimits, JsPlugin, ToolOutcome, Trust};
+use bosun_sandbox::{CallOptions, Grants, Loaded, Sandbox, SandboxConfig};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+/// A fixture of the JavaScript layer's tests: its files and the request a host would build.
+fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("engine/js/test/fixtures")
+        .join(name);
+    let mut files = Vec::new();
+    collect(&dir, &dir, &mut files);
+    let manifest = dir.join("plugin.json");
+    let request = if manifest.exists() {
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+        ActivationRequest {
+            format: Format::Forge,
+            name: manifest["name"].as_str().unwrap().to_owned(),
+            entry: manifest["entry"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("./")
+                .to_owned(),
+            capabilities: serde_json::from_value(manifest["capabilities"].clone()).unwrap(),
+            trust: Trust::Sandboxed,
+            config: json!({}),
+            limits: JsLimits::default(),
+            reserved_tool_names: vec!["read_file".into()],
+        }
+    } else {
+        ActivationRequest {
+            format: Format::Triggerfish,
+            name: name.to_owned(),
+            entry: "mod.ts".into(),
+            capabilities: Vec::new(),
+            trust: Trust::Sandboxed,
+            config: json!({}),
+            limits: JsLimits::default(),
+            reserved_tool_names: Vec::new(),
+        }
+    };
+    (files, request)
+}
+
+fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(root, &path, files);
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "mjs" || e == "js" || e == "ts")
+        {
+            let relative = path.strip_prefix(root).unwrap().to_string_lossy();
+            files.push((
+                relative.into_owned(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+}
+
+async fn activate(
+    engine: &Loaded,
+    plugin: &(Vec<(String, String)>, ActivationRequest),
+) -> JsPlugin {
+    JsPlugin::activate(
+        engine,
+        Grants::default(),
+        &plugin.0,
+        &plugin.1,
+        CallOptions::default(),
+    )
+    .await
+    .unwrap()
+}
+
+async fn count(plugin: &mut JsPlugin) {
+    let (outcome, _) = plugin
+        .call(
+            "count_text",
+            r#"{"text":"héllo 👋"}"#,
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        ToolOutcome::Ok {
+            output: json!({"characters": 7}),
+            truncated: false
+        }
+    );
+}
+
+fn percentiles(label: &str, mut samples: Vec<u64>, unit: &str) {
+    samples.sort_unstable();
+    let divisor = if unit == "ms" { 1e6 } else { 1e3 };
+    let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p) as usize] as f64 / divisor;
+    println!(
+        "{label} over {} samples: p50 {:.2} {unit}, p90 {:.2} {unit}, p99 {:.2} {unit}",
+        samples.len(),
+        pct(0.50),
+        pct(0.90),
+        pct(0.99)
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: Some(dir.path().join("cache")),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    // Pre-initialises the engine and writes its artefact: every measurement below starts from
+    // a warm cache.
+    let started = Instant::now();
+    let engine = runtime
+        .block_on(sandbox.load_js_engine(ENGINE_WASM))
+        .unwrap();
+    println!(
+        "engine pre-initialisation and compilation (cold cache, once): {:.0} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let count_text = fixture("count-text");
+
+    // Memory of idle instances, after activation (and, for count-text, one call).
+    for name in ["count-text", "task-list", "policy-guard", "weather"] {
+        let plugin = runtime.block_on(activate(&engine, &fixture(name)));
+        println!(
+            "idle instance of {name} after activation: {:.2} MiB of linear memory",
+            plugin.memory_bytes() as f64 / (1 << 20) as f64
+        );
+    }
+    let mut called = runtime.block_on(activate(&engine, &count_text));
+    runtime.block_on(count(&mut called));
+    println!(
+        "idle instance of count-text after one call: {:.2} MiB of linear memory",
+        called.memory_bytes() as f64 / (1 << 20) as f64
+    );
+    drop(called);
+
+    c.bench_function("js_first_call", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let mut plugin = activate(&engine, &count_text).await;
+                count(&mut plugin).await;
+            })
+        })
+    });
+    let mut samples = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        runtime.block_on(async {
+            let mut plugin = activate(&engine, &count_text).await;
+            count(&mut plugin).await;
+        });
+        samples.push(start.elapsed().as_nanos() as u64);
+    }
+    percentiles(
+        "first call (instantiate, activate, call) of count-text",
+        samples,
+        "ms",
+    );
+
+    c.bench_function("js_first_call_with_engine_load", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let engine = sandbox.load_js_engine(ENGINE_WASM).await.unwrap();
+                let mut plugin = activate(&engine, &count_text).await;
+                count(&mut plugin).await;
+            })
+        })
+    });
+    let mut samples = Vec::new();
+    for _ in 0..50 {
+        let start = Instant::now();
+        runtime.block_on(async {
+            let engine = sandbox.load_js_engine(ENGINE_WASM).await.unwrap();
+            let mut plugin = activate(&engine, &count_text).await;
+            count(&mut plugin).await;
+        });
+        samples.push(start.elapsed().as_nanos() as u64);
+    }
+    percentiles(
+        "first call with the engine loaded from the warm cache",
+        samples,
+        "ms",
+    );
+
+    let mut warm = runtime.block_on(activate(&engine, &count_text));
+    runtime.block_on(count(&mut warm));
+    c.bench_function("js_warm_call", |b| {
+        b.iter(|| runtime.block_on(count(&mut warm)))
+    });
+    let mut samples = Vec::new();
+    for _ in 0..5_000 {
+        let start = Instant::now();
+        runtime.block_on(count(&mut warm));
+        samples.push(start.elapsed().as_nanos() as u64);
+    }
+    percentiles("warm call of count_text", samples, "µs");
+    println!(
+        "count-text after {} calls: {:.2} MiB of linear memory",
+        5_000,
+        warm.memory_bytes() as f64 / (1 << 20) as f64
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30);
+    targets = bench
+}
+criterion_main!(benches);
