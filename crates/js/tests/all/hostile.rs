@@ -28,6 +28,9 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 /// The deadline for tests that expect to be stopped.
 const DEADLINE: Duration = Duration::from_secs(1);
 
+/// The engine's answer when a promise is pending with nothing left that could settle it.
+const NEVER_SETTLES: &str = "the plugin's promise can never settle: nothing is left to run (no pending job, timer or request)";
+
 /// A Forge plugin with one tool, `attack`, whose async `execute` body is `body`, and a
 /// well-behaved `ping`, to show whether the instance still answers afterwards.
 fn attack(body: &str) -> PluginSource {
@@ -175,7 +178,7 @@ async fn never_settling_promise_fails_at_once_not_at_the_deadline() {
         error.kind,
         CallErrorKind::Tool {
             code: "plugin_error".into(),
-            message: "the plugin's promise can never settle: nothing is left to run (no pending job, timer or request)".into(),
+            message: NEVER_SETTLES.into(),
             retryable: false,
         }
     );
@@ -237,7 +240,7 @@ async fn activation_that_never_settles_fails_at_once() {
             kind,
             CallErrorKind::Tool {
                 code: "plugin_error".into(),
-                message: "the plugin's promise can never settle: nothing is left to run (no pending job, timer or request)".into(),
+                message: NEVER_SETTLES.into(),
                 retryable: false,
             },
             "{source}"
