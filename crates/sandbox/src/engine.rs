@@ -12,6 +12,9 @@ use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAl
 
 use crate::SandboxError;
 
+/// The native stack a guest may use (4 MiB).
+const MAX_WASM_STACK: usize = 4 << 20;
+
 /// How the engine is built. Part of [`SandboxConfig`](crate::SandboxConfig).
 #[derive(Debug, Clone)]
 pub struct EngineLimits {
@@ -46,6 +49,11 @@ pub(crate) fn build_engine(limits: &EngineLimits) -> Result<(Engine, EpochTicker
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    // JavaScript engines recurse deeply on the native wasm stack (QuickJS ignores its own stack
+    // limit on WASI): 512 KiB, wasmtime's default, ends a plugin at a few hundred JS frames.
+    // Async stacks must be larger than the wasm stack they host.
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config.async_stack_size(MAX_WASM_STACK + (1 << 20));
     if limits.pooling {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(limits)));
     }
