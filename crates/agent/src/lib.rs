@@ -12,8 +12,8 @@ pub mod chokepoint;
 pub mod config;
 pub mod instructions;
 pub mod js_host;
-pub mod plugin_manager;
 pub mod plugin_host;
+pub mod plugin_manager;
 pub mod run;
 pub mod scripted;
 pub mod session;
@@ -23,7 +23,9 @@ pub mod trace;
 pub mod workspace;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
-pub use chokepoint::{CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry};
+pub use chokepoint::{
+    CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry,
+};
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use session::Session;
 pub use tool::{Tool, ToolContext};
