@@ -75,6 +75,8 @@ pub struct JsPluginSpec {
     pub timeout: Duration,
     /// Memory cap of the instance.
     pub memory_bytes: usize,
+    /// Limits the tool context reports.
+    pub limits: JsLimits,
     /// Names no plugin tool may take (built-ins and host tools).
     pub reserved: Vec<String>,
     /// Triggerfish: the manifest read statically; the one the module exports must agree.
@@ -97,6 +99,8 @@ pub struct JsBounds {
     pub timeout: Duration,
     /// Memory cap of the instance.
     pub memory_bytes: usize,
+    /// What the plugin's tool context reports as limits (Forge's `context.limits`).
+    pub limits: JsLimits,
 }
 
 impl Default for JsBounds {
@@ -105,7 +109,20 @@ impl Default for JsBounds {
             timeout: crate::plugin_host::DEFAULT_TIMEOUT,
             memory_bytes: usize::try_from(crate::plugin_host::DEFAULT_MEMORY_MIB << 20)
                 .unwrap_or(usize::MAX),
+            limits: JsLimits::default(),
         }
+    }
+}
+
+impl JsBounds {
+    /// The context limits of the host's own `[limits]`.
+    pub fn with_host_limits(mut self, limits: &bosun_core::Limits) -> Self {
+        self.limits = JsLimits {
+            max_output_bytes: u64::try_from(limits.max_output_bytes).unwrap_or(u64::MAX),
+            max_entries: u64::try_from(limits.max_entries).unwrap_or(u64::MAX),
+            command_timeout_ms: limits.command_timeout_ms,
+        };
+        self
     }
 }
 
@@ -162,6 +179,7 @@ impl JsPluginSpec {
                 config,
                 timeout: bounds.timeout,
                 memory_bytes: bounds.memory_bytes,
+                limits: bounds.limits,
                 reserved,
                 static_manifest: None,
             },
@@ -182,6 +200,7 @@ impl JsPluginSpec {
                 config,
                 timeout: bounds.timeout,
                 memory_bytes: bounds.memory_bytes,
+                limits: bounds.limits,
                 reserved,
                 static_manifest: Some(m.clone()),
             },
@@ -237,7 +256,7 @@ impl JsPluginSpec {
             capabilities: self.capabilities.clone(),
             trust: self.trust,
             config: self.config.clone(),
-            limits: JsLimits::default(),
+            limits: self.limits,
             reserved_tool_names: self.reserved.clone(),
         }
     }
@@ -751,6 +770,7 @@ impl PolicyHook for JsPolicyHook {
 pub fn specs_from_catalog<'a>(
     entries: impl IntoIterator<Item = &'a bosun_plugins::PluginEntry>,
     reserved: &[String],
+    host_limits: &bosun_core::Limits,
 ) -> (Vec<JsPluginSpec>, Vec<String>) {
     let mut specs = Vec::new();
     let mut warnings = Vec::new();
@@ -781,7 +801,9 @@ pub fn specs_from_catalog<'a>(
                 .and_then(|c| c.memory_mib)
                 .and_then(|mib| usize::try_from(mib << 20).ok())
                 .unwrap_or(JsBounds::default().memory_bytes),
-        };
+            limits: JsLimits::default(),
+        }
+        .with_host_limits(host_limits);
         match JsPluginSpec::from_snapshot(
             &entry.local_name,
             snapshot,

@@ -142,7 +142,8 @@ pub(crate) fn build_host(env: &Env) -> Result<Host> {
     }
     let mut reserved: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
     reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
-    let (specs, spec_warnings) = js_host::specs_from_catalog(catalog.enabled(), &reserved);
+    let (specs, spec_warnings) =
+        js_host::specs_from_catalog(catalog.enabled(), &reserved, &env.config.user.limits);
     warnings.extend(spec_warnings);
     let mut hooks = Vec::new();
     let mut js = Vec::new();

@@ -64,6 +64,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         config: json!({}),
         timeout: Duration::from_secs(10),
         memory_bytes: 256 << 20,
+        limits: bosun_js::JsLimits::default(),
         reserved: vec!["read_file".into(), "run_command".into()],
         static_manifest: None,
     }
@@ -308,4 +309,36 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
         "the observer could change the event: {last}"
     );
     assert!(observer.take_warnings().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forge_tool_context_reports_the_hosts_limits() {
+    let mut spec = forge("limits-probe", &["tools:register"]);
+    spec.files = vec![(
+        "index.mjs".into(),
+        r#"export function activate(api) {
+  api.registerTool({ name: "limits_probe", description: "Reports its context limits.", risk: "read",
+    inputSchema: api.z.object({}).strict(),
+    execute: async (_input, context) => ({ ok: true, output: context.limits, truncated: false }) });
+}"#
+        .into(),
+    )];
+    let host_limits = bosun_core::Limits {
+        max_output_bytes: 4096,
+        max_entries: 7,
+        command_timeout_ms: 1234,
+        ..bosun_core::Limits::default()
+    };
+    spec.limits = bosun_agent::js_host::JsBounds::default()
+        .with_host_limits(&host_limits)
+        .limits;
+    let (host, warnings) = host(vec![spec], "").await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    match host.call("limits_probe", json!({})).await {
+        ToolResult::Ok { output, .. } => assert_eq!(
+            output,
+            json!({"maxOutputBytes": 4096, "maxEntries": 7, "commandTimeoutMs": 1234})
+        ),
+        other => panic!("{other:?}"),
+    }
 }
