@@ -21,7 +21,6 @@
 //! classification; `escalateTaint` raises it too (it really does, unlike in Triggerfish).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +34,7 @@ use bosun_js::{
     ToolOutcome, Trust,
 };
 use bosun_policy::{HookVerdict, Policy};
-use bosun_sandbox::{CallErrorKind, CallOptions, Grants, JsGrants, JsSession, Loaded, NetGrant};
+use bosun_sandbox::{CallErrorKind, CallOptions, Grants, JsGrants, JsSession, Loaded};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -306,24 +305,15 @@ impl std::fmt::Debug for JsRuntime {
 
 fn js_error(local: &str, error: &JsError) -> ToolError {
     match error {
-        JsError::Call { source, .. } => match &source.kind {
-            CallErrorKind::Tool {
-                code,
-                message,
-                retryable,
-            } => ToolError {
-                code: serde_json::from_value(Value::String(code.clone()))
-                    .unwrap_or(ErrorCode::PluginError),
-                message: format!("plugin `{local}`: {message}"),
-                retryable: *retryable,
-            },
-            kind => ToolError {
-                code: serde_json::from_value(Value::String(kind.code().to_owned()))
-                    .unwrap_or(ErrorCode::PluginError),
-                message: format!("plugin `{local}`: {kind}"),
-                retryable: kind.retryable(),
-            },
-        },
+        JsError::Call { source, .. } => {
+            let mut error = crate::plugin_host::call_error(local, &source.kind);
+            if matches!(source.kind, CallErrorKind::Tool { .. }) {
+                // The engine's own errors (activation, a promise that cannot settle) name no
+                // plugin; say which.
+                error.message = format!("plugin `{local}`: {}", error.message);
+            }
+            error
+        }
         other => ToolError::new(ErrorCode::PluginError, format!("plugin `{local}`: {other}")),
     }
 }
@@ -665,21 +655,7 @@ impl Tool for JsTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let mut net = NetGrant::default();
-        for (host, port) in self.hosts(&input) {
-            if let Ok(ip) = host.parse::<IpAddr>()
-                && self.policy.names_host(&host)
-            {
-                net.private_allowed.push(ip);
-            }
-            let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
-                (true, Some(p)) => format!("[{host}]:{p}"),
-                (true, None) => format!("[{host}]"),
-                (false, Some(p)) => format!("{host}:{p}"),
-                (false, None) => host,
-            };
-            net.hosts.push(authority);
-        }
+        let net = crate::plugin_host::net_grant(self.hosts(&input), &self.policy);
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,

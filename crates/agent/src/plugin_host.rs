@@ -124,32 +124,34 @@ impl PluginRuntime {
                 for refused in &error.report.refused_requests {
                     ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
                 }
-                Err(match &error.kind {
-                    CallErrorKind::Tool {
-                        code,
-                        message,
-                        retryable,
-                    } => {
-                        let code = serde_json::from_value(Value::String(code.clone()))
-                            .unwrap_or(ErrorCode::PluginError);
-                        ToolError {
-                            code,
-                            message: message.clone(),
-                            retryable: *retryable,
-                        }
-                    }
-                    kind => {
-                        let code = serde_json::from_value(Value::String(kind.code().to_owned()))
-                            .unwrap_or(ErrorCode::PluginError);
-                        ToolError {
-                            code,
-                            message: format!("plugin `{}`: {kind}", self.local_name),
-                            retryable: kind.retryable(),
-                        }
-                    }
-                })
+                Err(call_error(&self.local_name, &error.kind))
             }
         }
+    }
+}
+
+/// The tool error for a failed sandbox call: the plugin's own error with its code (kept when it
+/// is one of Bosun's stable codes, else `plugin_error`) and message; any other failure (trap,
+/// deadline, memory, output) with its stable code, named after the plugin.
+pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
+    let stable = |code: &str| {
+        serde_json::from_value(Value::String(code.to_owned())).unwrap_or(ErrorCode::PluginError)
+    };
+    match kind {
+        CallErrorKind::Tool {
+            code,
+            message,
+            retryable,
+        } => ToolError {
+            code: stable(code),
+            message: message.clone(),
+            retryable: *retryable,
+        },
+        kind => ToolError {
+            code: stable(kind.code()),
+            message: format!("plugin `{plugin}`: {kind}"),
+            retryable: kind.retryable(),
+        },
     }
 }
 
@@ -314,24 +316,31 @@ impl Tool for PluginTool {
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         // The hosts were judged by policy a moment ago, from this same input.
         let hosts = self.net_hosts(&input)?;
-        let mut net = NetGrant::default();
-        for (host, port) in hosts {
-            if let Ok(ip) = host.parse::<IpAddr>() {
-                // Inside addresses only when a rule names them literally.
-                if self.policy.names_host(&host) {
-                    net.private_allowed.push(ip);
-                }
-            }
-            let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
-                (true, Some(p)) => format!("[{host}]:{p}"),
-                (true, None) => format!("[{host}]"),
-                (false, Some(p)) => format!("{host}:{p}"),
-                (false, None) => host,
-            };
-            net.hosts.push(authority);
-        }
+        let net = net_grant(hosts, &self.policy);
         self.runtime.call(&self.tool, &input, net, ctx).await
     }
+}
+
+/// The HTTP grant for one call that policy has just judged: each `(host, port)` as an authority
+/// the sandbox matches exactly, and a literal private address only when a rule names it.
+pub(crate) fn net_grant(hosts: Vec<(String, Option<u16>)>, policy: &Policy) -> NetGrant {
+    let mut net = NetGrant::default();
+    for (host, port) in hosts {
+        if let Ok(ip) = host.parse::<IpAddr>()
+            && policy.names_host(&host)
+        {
+            // Inside addresses only when a rule names them literally.
+            net.private_allowed.push(ip);
+        }
+        let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
+            (true, Some(p)) => format!("[{host}]:{p}"),
+            (true, None) => format!("[{host}]"),
+            (false, Some(p)) => format!("{host}:{p}"),
+            (false, None) => host,
+        };
+        net.hosts.push(authority);
+    }
+    net
 }
 
 /// Builds the runtimes and tools of every enabled plugin in the catalog.
