@@ -39,10 +39,10 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::chokepoint::{Chokepoint, ToolCall};
 use crate::instructions::{PromptSource, SystemPrompt, SystemPromptBuilder, instruction_files};
-use crate::session::Session;
-use crate::trace::Trace;
+use bosun_host::chokepoint::{Chokepoint, ToolCall};
+use bosun_host::session::Session;
+use bosun_host::trace::Trace;
 
 /// Default most model steps in one run.
 pub const DEFAULT_MAX_STEPS: u32 = 24;

@@ -20,7 +20,7 @@ use bosun_models::Message;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{create_private_dir, new_run_id};
+use bosun_host::trace::{create_private_dir, new_run_id};
 
 /// The session file format this build writes.
 pub const SESSION_SCHEMA_VERSION: u32 = 1;

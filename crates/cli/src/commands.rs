@@ -5,20 +5,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bosun_agent::config::{ConfigError, LoadedConfig, bosun_home};
-use bosun_agent::trace::{self, Trace};
-use bosun_agent::{Session, ToolCall, Workspace, builtin};
 use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
+use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::config::{ConfigError, LoadedConfig, bosun_home};
+use bosun_host::trace::{self, Trace};
+use bosun_host::{Host, Session, ToolCall, Workspace};
 use bosun_policy::Subject;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
+use crate::term::{errln, out, outln};
 
 /// Everything a command needs about where it runs.
 pub struct Env {
     pub workspace: Arc<Workspace>,
-    pub config: LoadedConfig,
+    pub config: Arc<LoadedConfig>,
 }
 
 pub fn load() -> Result<Env> {
@@ -33,42 +35,51 @@ pub fn load_in(cwd: &Path, home: &Path) -> Result<Env> {
     let config = LoadedConfig::load(home, &workspace)?;
     Ok(Env {
         workspace: Arc::new(workspace),
-        config,
+        config: Arc::new(config),
     })
 }
 
-/// The risk of every tool action in `catalog`'s session: built-ins and enabled plugins' tools
-/// (from their metadata; no plugin code runs).
-pub fn known_risks_in(catalog: &bosun_plugins::Catalog) -> Vec<(String, bosun_core::Risk)> {
-    let mut risks: Vec<(String, bosun_core::Risk)> = builtin::tools()
-        .iter()
-        .map(|t| (t.action().to_owned(), t.spec().risk))
-        .collect();
-    for entry in catalog.enabled() {
-        risks.extend(
-            entry
-                .tools()
-                .map(|(tool, offer)| (offer.action.clone(), tool.spec.risk)),
-        );
+impl Env {
+    /// The host for this workspace and configuration, leaving its warnings for the caller to
+    /// show (the terminal UI cannot print on stderr).
+    pub fn build_host(&self) -> Result<Host> {
+        Ok(Host::builder()
+            .workspace(self.workspace.clone())
+            .config(self.config.clone())
+            .build()?)
     }
-    risks
-}
 
-fn known_risks(env: &Env) -> Result<Vec<(String, bosun_core::Risk)>> {
-    let trust = crate::plugins::trust_store(&env.config)?;
-    Ok(known_risks_in(&crate::plugins::catalog(env, &trust)))
+    /// The host, with its warnings printed on stderr.
+    pub fn host(&self) -> Result<Host> {
+        let host = self.build_host()?;
+        for warning in host.warnings() {
+            errln!("warning: {}", sanitize_for_terminal(warning));
+        }
+        Ok(host)
+    }
+
+    /// The trust store and the plugin catalog (metadata only; no plugin code runs).
+    pub fn catalog(&self) -> Result<(bosun_plugins::TrustStore, bosun_plugins::Catalog)> {
+        Ok(Host::catalog_for(&self.workspace, &self.config)?)
+    }
+
+    /// The risk of every tool action known from metadata: built-ins and enabled plugins' tools.
+    fn known_risks(&self) -> Result<Vec<(String, bosun_core::Risk)>> {
+        let (_, catalog) = self.catalog()?;
+        Ok(Host::known_risks_in(&catalog))
+    }
 }
 
 pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = crate::term::json_safe(&serde_json::to_string_pretty(value)?);
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    writeln!(out, "{text}")?;
     Ok(())
 }
 
 pub fn tools_list(json: bool) -> Result<u8> {
     let env = load()?;
-    let tools = crate::run::host(&env)?.tools;
+    let tools = env.host()?.tools();
     if json {
         let list: Vec<Value> = tools
             .iter()
@@ -85,7 +96,7 @@ pub fn tools_list(json: bool) -> Result<u8> {
         for t in &tools {
             let s = t.spec();
             let caps: Vec<String> = s.capabilities.iter().map(ToString::to_string).collect();
-            println!(
+            outln!(
                 "{:<14} {:<8} {:<28} {}",
                 s.name,
                 s.risk.to_string(),
@@ -129,9 +140,9 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         ),
     };
     let env = load()?;
-    let host = crate::run::host(&env)?;
-    let policy = host.policy.clone();
-    let chokepoint = host.chokepoint(&env, crate::run::broker(yes))?;
+    let host = env.host()?;
+    let policy = host.policy().clone();
+    let chokepoint = host.chokepoint(crate::run::broker(yes))?;
     let run_id = trace::new_run_id();
     let trace = Trace::create(
         &env.config.runs_dir(),
@@ -178,16 +189,16 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
             } => {
                 print_json(output)?;
                 if *truncated {
-                    eprintln!(
+                    errln!(
                         "(output truncated to {} bytes)",
                         env.config.user.limits.max_output_bytes
                     );
                 }
             }
-            ToolResult::Err { error, .. } => eprintln!("{}: {}", error.code, error.message),
+            ToolResult::Err { error, .. } => errln!("{}: {}", error.code, error.message),
         }
         if std::io::stderr().is_terminal() {
-            eprintln!("trace: bosun inspect {run_id}");
+            errln!("trace: bosun inspect {run_id}");
         }
     }
     Ok(code)
@@ -199,7 +210,7 @@ pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result
     if json {
         print_json(&explanation)?;
     } else {
-        print!("{}", render_explanation(&explanation));
+        out!("{}", render_explanation(&explanation));
     }
     Ok(exit::OK)
 }
@@ -207,7 +218,7 @@ pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result
 /// The decision policy would make here for `action` used with `capabilities` (`fs.read`,
 /// `net.http:api.example.com`, …), with every check that led to it.
 pub fn policy_explanation(env: &Env, action: &str, capabilities: &[String]) -> Result<Explanation> {
-    let risks = known_risks(env)?;
+    let risks = env.known_risks()?;
     let risk = risks.iter().find(|(a, _)| a == action).map(|(_, r)| *r);
     let policy = env.config.policy(risks)?;
     let mut subjects = vec![Subject {
@@ -253,9 +264,10 @@ pub fn inspect(run: &str, json: bool) -> Result<u8> {
         let path = trace::find_run(&home.join("runs"), run)?;
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        print!("{text}");
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", crate::term::json_safe(&text))?;
     } else {
-        print!("{}", inspect_text(&home, run)?);
+        out!("{}", inspect_text(&home, run)?);
     }
     Ok(exit::OK)
 }
@@ -268,7 +280,7 @@ pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
 
 pub fn config_check(json: bool) -> Result<u8> {
     let checked = load().and_then(|env| {
-        env.config.policy(known_risks(&env)?)?;
+        env.config.policy(env.known_risks()?)?;
         Ok(env)
     });
     match checked {
@@ -285,10 +297,10 @@ pub fn config_check(json: bool) -> Result<u8> {
                     &json!({"ok": true, "files": files, "trusted_workspace": env.config.trusted}),
                 )?;
             } else if files.is_empty() {
-                println!("no config files; defaults apply");
+                outln!("no config files; defaults apply");
             } else {
                 for f in files {
-                    println!("ok  {f}");
+                    outln!("ok  {f}");
                 }
             }
             Ok(exit::OK)
@@ -298,7 +310,7 @@ pub fn config_check(json: bool) -> Result<u8> {
             if json {
                 print_json(&json!({"ok": false, "error": format!("{e:#}")}))?;
             } else {
-                eprintln!("bosun: {e:#}");
+                errln!("bosun: {e:#}");
             }
             if !config_error {
                 return Err(e);

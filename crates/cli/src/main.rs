@@ -18,6 +18,7 @@ mod commands;
 mod plugin_commands;
 mod plugins;
 mod run;
+mod term;
 mod tui;
 
 use std::process::ExitCode;
@@ -333,7 +334,7 @@ fn finish(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("bosun: {e:#}");
+            term::errln!("bosun: {e:#}");
             ExitCode::from(exit::USAGE)
         }
     }

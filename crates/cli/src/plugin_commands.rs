@@ -14,18 +14,19 @@ use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::load;
+use crate::term::{err, out};
 
 /// Runs the command `name` with `args`.
 pub fn run(name: &str, args: &[String]) -> Result<u8> {
     let env = load()?;
-    let host = crate::run::host(&env)?;
+    let host = env.host()?;
     let Some(runtime) = host
-        .js
+        .js_runtimes()
         .iter()
         .find(|r| r.descriptor().commands.iter().any(|c| c.name == name))
     else {
         let known: Vec<String> = host
-            .js
+            .js_runtimes()
             .iter()
             .flat_map(|r| r.descriptor().commands.iter().map(|c| c.name.clone()))
             .collect();
@@ -55,8 +56,8 @@ pub fn run(name: &str, args: &[String]) -> Result<u8> {
     });
     match output {
         Ok(output) => {
-            print!("{}", output.stdout);
-            eprint!("{}", output.stderr);
+            out!("{}", output.stdout);
+            err!("{}", output.stderr);
             let _ = std::io::stdout().flush();
             Ok(u8::try_from(output.exit_code.clamp(0, 255)).unwrap_or(1))
         }

@@ -5,41 +5,19 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use bosun_agent::builtin;
-use bosun_agent::config::{LoadedConfig, bosun_home};
+use bosun_host::config::{LoadedConfig, bosun_home};
 use bosun_plugins::{
-    Catalog, CatalogInput, JsManifest, PluginEntry, PluginScope, PluginState, TrustRecord,
-    TrustStore,
+    Catalog, JsManifest, PluginEntry, PluginScope, PluginState, TrustRecord, TrustStore,
 };
 use serde_json::json;
 
 use crate::commands::{Env, load, print_json};
 use crate::exit;
-
-/// Names no plugin tool may take.
-pub fn builtin_names() -> Vec<String> {
-    builtin::tools()
-        .iter()
-        .map(|t| t.spec().name.to_string())
-        .collect()
-}
+use crate::term::{err, errln, out, outln};
 
 /// The trust store of `$BOSUN_HOME`.
 pub fn trust_store(config: &LoadedConfig) -> Result<TrustStore> {
     Ok(TrustStore::load(TrustStore::default_path(&config.home))?)
-}
-
-/// Every plugin in every scope, with its state.
-pub fn catalog(env: &Env, trust: &TrustStore) -> Catalog {
-    let names = builtin_names();
-    let builtins: Vec<&str> = names.iter().map(String::as_str).collect();
-    Catalog::build(CatalogInput {
-        home: &env.config.home,
-        user_plugins: &env.config.user.plugins,
-        workspace: Some(env.workspace.root()),
-        trust,
-        builtins: &builtins,
-    })
 }
 
 pub fn scope_label(scope: &PluginScope) -> &'static str {
@@ -79,8 +57,7 @@ fn short(hash: &str) -> &str {
 
 pub fn list(json: bool) -> Result<u8> {
     let env = load()?;
-    let trust = trust_store(&env.config)?;
-    let catalog = catalog(&env, &trust);
+    let (_, catalog) = env.catalog()?;
     if json {
         print_json(
             &json!({"plugins": catalog.entries(), "warnings": catalog.warnings().iter().map(ToString::to_string).collect::<Vec<_>>()}),
@@ -88,10 +65,10 @@ pub fn list(json: bool) -> Result<u8> {
         return Ok(exit::OK);
     }
     for line in list_lines(&catalog) {
-        println!("{line}");
+        outln!("{line}");
     }
     for warning in catalog.warnings() {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     Ok(exit::OK)
 }
@@ -225,15 +202,14 @@ fn review(entry: &PluginEntry) -> String {
 
 pub fn info(name: &str, json: bool) -> Result<u8> {
     let env = load()?;
-    let trust = trust_store(&env.config)?;
-    let catalog = catalog(&env, &trust);
+    let (_, catalog) = env.catalog()?;
     let entry = find(&catalog, name)?;
     if json {
         print_json(entry)?;
     } else {
-        print!("{}", review(entry));
+        out!("{}", review(entry));
         if let Some(prompt) = entry.manifest.as_ref().and_then(|m| m.prompt.as_ref()) {
-            println!("  prompt contribution: {} bytes", prompt.len());
+            outln!("  prompt contribution: {} bytes", prompt.len());
         }
     }
     Ok(exit::OK)
@@ -248,7 +224,7 @@ fn confirm(question: &str, yes: bool) -> Result<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Ok(false);
     }
-    eprint!("{question} [y/N] ");
+    err!("{question} [y/N] ");
     std::io::stderr().flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
@@ -326,27 +302,25 @@ pub fn record_trust(store: &mut TrustStore, review: TrustReview) -> Result<()> {
 
 pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
     let env = load()?;
-    let mut store = trust_store(&env.config)?;
-    let catalog = catalog(&env, &store);
+    let (mut store, catalog) = env.catalog()?;
     let Some(review) = review_trust(&catalog, name)? else {
-        println!("nothing to trust: every project plugin here is already trusted as it is");
+        outln!("nothing to trust: every project plugin here is already trusted as it is");
         return Ok(exit::OK);
     };
-    eprint!("{}", review.text);
+    err!("{}", review.text);
     if !confirm("Trust these plugins exactly as they are?", yes)? {
-        eprintln!("nothing recorded (run in a terminal, or pass --yes)");
+        errln!("nothing recorded (run in a terminal, or pass --yes)");
         return Ok(exit::NEEDS_APPROVAL);
     }
     let names = review.names.join(", ");
     record_trust(&mut store, review)?;
-    println!("trusted {names}");
+    outln!("trusted {names}");
     Ok(exit::OK)
 }
 
 /// Forgets the trust of the plugin `name` of `env`'s catalog and says what happened.
 pub fn untrust_named(env: &Env, name: &str) -> Result<String> {
-    let mut store = trust_store(&env.config)?;
-    let catalog = catalog(env, &store);
+    let (mut store, catalog) = env.catalog()?;
     let entry = find(&catalog, name)?;
     if store.remove(&entry.scope, name).is_none() {
         return Ok(format!("`{name}` was not trusted"));
@@ -359,7 +333,7 @@ pub fn untrust_named(env: &Env, name: &str) -> Result<String> {
 
 pub fn untrust(name: &str) -> Result<u8> {
     let env = load()?;
-    println!("{}", untrust_named(&env, name)?);
+    outln!("{}", untrust_named(&env, name)?);
     Ok(exit::OK)
 }
 
@@ -378,7 +352,7 @@ fn edit_user_config(
         .parse()
         .with_context(|| format!("parsing {}", path.display()))?;
     edit(&mut doc)?;
-    bosun_agent::trace::create_private_dir(home)?;
+    bosun_host::trace::create_private_dir(home)?;
     let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
@@ -417,7 +391,7 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
     // Enabling is the trust decision for a user plugin: review and record its hash now.
     let code = trust(Some(name), yes)?;
     if code != exit::OK {
-        eprintln!(
+        errln!(
             "`{name}` is enabled in config.toml but not trusted; `bosun plugins trust {name}` finishes it"
         );
     }
@@ -437,7 +411,7 @@ pub fn disable(name: &str) -> Result<u8> {
         entry["enabled"] = toml_edit::value(false);
         Ok(())
     })?;
-    println!("disabled {name}");
+    outln!("disabled {name}");
     Ok(exit::OK)
 }
 
@@ -478,9 +452,9 @@ pub fn new(name: &str, dir: Option<&Path>) -> Result<u8> {
             .with_context(|| format!("writing {}", manifest.display()))?;
     }
     for file in &written {
-        println!("created {}", file.display());
+        outln!("created {}", file.display());
     }
-    println!(
+    outln!(
         "build it: (cd {} && cargo build --target wasm32-wasip2 --release)",
         dir.display()
     );
@@ -495,7 +469,7 @@ pub fn scan(path: &Path, json: bool) -> Result<u8> {
     if json {
         print_json(&report)?;
     } else {
-        print!("{}", scan_text(&report));
+        out!("{}", scan_text(&report));
     }
     Ok(if report.refused {
         exit::DENIED

@@ -17,25 +17,23 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow, bail};
-use bosun_agent::approval::{
-    ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
-};
-use bosun_agent::config::bosun_home;
-use bosun_agent::js_host::{self, JsPlugins, JsRuntime};
-use bosun_agent::plugin_manager::{ListedPlugin, MANAGER_TOOLS, PluginManager};
 use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport};
 use bosun_agent::scripted::{Script, ScriptedModel};
 use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
-use bosun_agent::trace::{self, Observer, Trace};
-use bosun_agent::{Chokepoint, PolicyHook, Session, Tool, ToolRegistry, builtin, plugin_host};
 use bosun_core::{Envelope, Event};
+use bosun_host::Session;
+use bosun_host::approval::{
+    ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
+};
+use bosun_host::config::bosun_home;
+use bosun_host::trace::{self, Observer, Trace};
 use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
-use bosun_policy::Policy;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{Env, load, print_json};
 use crate::exit;
+use crate::term::{errln, outln};
 
 /// Exit code: a budget ran out.
 pub const LIMIT_REACHED: u8 = 5;
@@ -50,161 +48,6 @@ const MODEL_LINE: &str = r#"models.local = { provider = "openai-chat", base_url 
 const MAX_TASK_BYTES: u64 = 1024 * 1024;
 /// Largest scripted-model script.
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
-
-/// What a session here runs with: the policy, every tool (built-ins, enabled plugins' tools
-/// that policy does not deny outright, and the tools with which a model installs plugins), the
-/// plugins' prompt contributions as `(local_name, text)`, the JavaScript plugins' policy hooks,
-/// and what the catalog warned about. Native plugins' code runs only at a call; JavaScript
-/// plugins are activated here, in the sandbox, because their code names their tools.
-pub(crate) struct Host {
-    pub policy: Arc<Policy>,
-    pub tools: Vec<Arc<dyn Tool>>,
-    pub prompts: Vec<(String, String)>,
-    pub hooks: Vec<Arc<dyn PolicyHook>>,
-    /// Shared by the chokepoint and the plugin-installing tools, which add tools to it.
-    pub registry: Arc<ToolRegistry>,
-    /// The activated JavaScript plugins (for their commands).
-    pub js: Vec<Arc<JsRuntime>>,
-    pub warnings: Vec<String>,
-}
-
-impl Host {
-    /// A chokepoint over this host's tools, hooks and registry, for `env`.
-    pub(crate) fn chokepoint(
-        &self,
-        env: &Env,
-        broker: Arc<dyn ApprovalBroker>,
-    ) -> Result<Chokepoint> {
-        Chokepoint::builder(self.policy.clone(), env.workspace.clone())
-            .registry(self.registry.clone())
-            .tools(self.tools.iter().cloned())
-            .hooks(self.hooks.iter().cloned())
-            .broker(broker)
-            .limits(env.config.user.limits)
-            .env(env.config.scrubbed_env())
-            .build()
-            .map_err(|e| anyhow!("{e}"))
-    }
-}
-
-/// Builds the [`Host`] for `env`, printing the catalog's warnings on stderr. `tools call` needs
-/// the same, minus the prompts.
-pub(crate) fn host(env: &Env) -> Result<Host> {
-    let host = build_host(env)?;
-    for warning in &host.warnings {
-        eprintln!("warning: {warning}");
-    }
-    Ok(host)
-}
-
-/// Runs `future` to completion on a runtime of its own, on a thread of its own, so it works
-/// whether or not the caller is inside a runtime.
-fn run_to_completion<T: Send>(future: impl std::future::Future<Output = T> + Send) -> Result<T> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| -> Result<T> {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                Ok(runtime.block_on(future))
-            })
-            .join()
-            .map_err(|_| anyhow!("starting the JavaScript plugins panicked"))?
-    })
-}
-
-/// Builds the [`Host`] for `env`, leaving its warnings for the caller to show (the terminal UI
-/// cannot print on stderr).
-pub(crate) fn build_host(env: &Env) -> Result<Host> {
-    let trust = crate::plugins::trust_store(&env.config)?;
-    let catalog = crate::plugins::catalog(env, &trust);
-    let mut warnings: Vec<String> = catalog.warnings().iter().map(ToString::to_string).collect();
-    let mut tools = builtin::tools();
-    let mut prompts: Vec<(String, String)> = catalog
-        .enabled()
-        .filter_map(|entry| {
-            let prompt = entry.manifest.as_ref()?.prompt.as_ref()?;
-            Some((entry.local_name.clone(), prompt.clone()))
-        })
-        .collect();
-    let policy = Arc::new(
-        env.config
-            .policy(crate::commands::known_risks_in(&catalog))?,
-    );
-    let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
-        cache_dir: Some(env.config.home.join("cache")),
-        ..Default::default()
-    })?;
-    if catalog.enabled().next().is_some() {
-        let plugin_tools =
-            plugin_host::plugin_tools(catalog.enabled(), &sandbox, &policy, env.workspace.root());
-        tools.extend(plugin_tools);
-    }
-    let mut reserved: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
-    reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
-    let (specs, spec_warnings) =
-        js_host::specs_from_catalog(catalog.enabled(), &reserved, &env.config.user.limits);
-    warnings.extend(spec_warnings);
-    let mut hooks = Vec::new();
-    let mut js = Vec::new();
-    let mut listed: Vec<ListedPlugin> = Vec::new();
-    if !specs.is_empty() {
-        let started = run_to_completion(async {
-            let engine = sandbox.load_js_engine(bosun_js::ENGINE_WASM).await?;
-            let plugins = JsPlugins::start(specs, &engine, &policy).await;
-            let (js_prompts, prompt_warnings) = plugins.prompts("").await;
-            anyhow::Ok((plugins, js_prompts, prompt_warnings))
-        })??;
-        let (plugins, js_prompts, prompt_warnings) = started;
-        for runtime in &plugins.runtimes {
-            let spec = runtime.spec();
-            listed.push(ListedPlugin {
-                name: spec.local_name.clone(),
-                version: catalog
-                    .enabled()
-                    .find(|e| e.local_name == spec.local_name)
-                    .and_then(|e| e.js.as_ref().map(|m| m.version().to_owned()))
-                    .unwrap_or_default(),
-                format: format!("{:?}", spec.format).to_lowercase(),
-                source: "configured".to_owned(),
-                tools: plugins
-                    .tools
-                    .iter()
-                    .filter(|t| {
-                        t.action()
-                            .starts_with(&format!("plugin.{}.", spec.local_name))
-                    })
-                    .map(|t| t.spec().name.to_string())
-                    .collect(),
-            });
-        }
-        warnings.extend(plugins.warnings);
-        warnings.extend(prompt_warnings);
-        prompts.extend(js_prompts);
-        tools.extend(plugins.tools);
-        hooks.extend(plugins.hooks);
-        js = plugins.runtimes;
-    }
-    let registry = Arc::new(ToolRegistry::default());
-    let manager = PluginManager::new(
-        sandbox,
-        bosun_js::ENGINE_WASM,
-        policy.clone(),
-        registry.clone(),
-        reserved,
-        listed,
-    );
-    tools.extend(manager.tools());
-    Ok(Host {
-        policy,
-        tools,
-        prompts,
-        hooks,
-        registry,
-        js,
-        warnings,
-    })
-}
 
 /// Who answers approvals: `--yes` approves what policy asks about (never what it denies), a
 /// terminal asks the person, and otherwise nobody can and the call is refused.
@@ -362,22 +205,7 @@ impl Observer for Terminal {
 
 /// Model text may hold escape sequences; keep its line breaks and tabs, escape the rest.
 pub(crate) fn sanitize_for_terminal_keep_newlines(text: &str) -> String {
-    text.split_inclusive('\n')
-        .map(|line| match line.strip_suffix('\n') {
-            Some(body) => format!(
-                "{}\n",
-                body.split('\t')
-                    .map(sanitize_for_terminal)
-                    .collect::<Vec<_>>()
-                    .join("\t")
-            ),
-            None => line
-                .split('\t')
-                .map(sanitize_for_terminal)
-                .collect::<Vec<_>>()
-                .join("\t"),
-        })
-        .collect()
+    crate::term::escape(text)
 }
 
 /// `--json`: each trace envelope as one line on stdout, as it happens.
@@ -387,7 +215,7 @@ impl Observer for JsonLines {
     fn observe(&self, envelope: &Envelope) {
         if let Ok(line) = serde_json::to_string(envelope) {
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", crate::term::json_safe(&line));
             let _ = out.flush();
         }
     }
@@ -480,19 +308,22 @@ pub(crate) struct TurnDone {
 }
 
 /// Builds the next turn of `open`: its model entry, the host, the chokepoint with `io.broker`,
-/// the system prompt and a new trace. `command` is what the trace says started the run.
+/// the system prompt (with the plugins' contributions for `task`) and a new trace. `command` is
+/// what the trace says started the run.
 pub(crate) fn prepare_turn(
     env: &Env,
     open: &OpenSession,
     io: TurnIo,
     command: String,
+    task: &str,
 ) -> Result<Turn> {
     let configured = open_model(env, &open.stored.model)?;
-    let host = build_host(env)?;
-    let chokepoint = host.chokepoint(env, io.broker)?;
+    let host = env.build_host()?;
+    let chokepoint = host.chokepoint(io.broker)?;
+    let (contributions, mut warnings) = host.prompts_blocking(task)?;
     let (prompt, prompt_warnings) =
-        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &host.prompts);
-    let mut warnings = host.warnings;
+        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &contributions);
+    warnings.splice(0..0, host.warnings().iter().cloned());
     warnings.extend(prompt_warnings);
 
     let run_id = trace::new_run_id();
@@ -506,7 +337,7 @@ pub(crate) fn prepare_turn(
         trace = trace.observe(observer);
     }
     // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
-    if let Some(observer) = js_host::JsObserver::for_runtimes(&host.js) {
+    if let Some(observer) = host.js_observer() {
         trace = trace.observe(observer);
     }
     let budgets = Budgets {
@@ -636,9 +467,10 @@ pub fn run(
             run_observer,
         },
         command,
+        &task,
     )?;
     for warning in &turn.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
 
     let cancel = CancellationToken::new();
@@ -653,7 +485,7 @@ pub fn run(
             if !interrupts.next().await {
                 return;
             }
-            eprintln!("\nbosun: cancelling the run; press Ctrl-C again to exit at once");
+            errln!("\nbosun: cancelling the run; press Ctrl-C again to exit at once");
             first.cancel();
             if interrupts.next().await {
                 std::process::exit(i32::from(CANCELLED));
@@ -662,7 +494,7 @@ pub fn run(
         Ok::<_, anyhow::Error>(turn.run(&mut open, &task, &cancel).await)
     })?;
     for warning in &done.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let TurnDone { report, saved, .. } = done;
     let stored = &open.stored;
@@ -707,24 +539,31 @@ pub fn run(
             "usage": report.usage,
         });
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{result}")?;
+        writeln!(out, "{}", crate::term::json_safe(&result.to_string()))?;
         if let Some(error) = &error {
-            eprintln!("bosun: {error}");
+            errln!("bosun: {error}");
         }
     } else {
         let stdout = std::io::stdout();
         let shown = stdout.is_terminal() && std::io::stderr().is_terminal();
         terminal.end_line();
         if report.end == RunEnd::Completed && !shown {
+            // The model's own text goes raw only to a file or pipe, never to a terminal.
+            let text = report.text.trim_end();
+            let text = if stdout.is_terminal() {
+                sanitize_for_terminal_keep_newlines(text)
+            } else {
+                text.to_owned()
+            };
             let mut out = stdout.lock();
-            writeln!(out, "{}", report.text.trim_end())?;
+            writeln!(out, "{text}")?;
             out.flush()?;
         }
         if let Some(error) = &error {
-            eprintln!("bosun: {error}");
+            errln!("bosun: {error}");
         }
         if saved {
-            eprintln!("session {}  trace: bosun inspect {run_id}", stored.id);
+            errln!("session {}  trace: bosun inspect {run_id}", stored.id);
         }
     }
     Ok(code)
@@ -735,13 +574,13 @@ pub fn sessions_list(json: bool) -> Result<u8> {
     let store = SessionStore::in_home(&bosun_home()?);
     let (sessions, warnings) = store.list()?;
     for warning in warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     if json {
         print_json(&sessions)?;
     } else {
         for line in session_lines(&store, &sessions) {
-            println!("{line}");
+            outln!("{line}");
         }
     }
     Ok(exit::OK)
@@ -779,7 +618,7 @@ pub fn models_list(json: bool) -> Result<u8> {
     if json {
         print_json(&listing)?;
     } else if listing.is_empty() {
-        println!("{}", no_model_message(&env));
+        outln!("{}", no_model_message(&env));
     } else {
         for m in &listing {
             let key = match (m.key, &m.api_key_env) {
@@ -788,7 +627,7 @@ pub fn models_list(json: bool) -> Result<u8> {
                 (KeyStatus::Missing, Some(var)) => format!("key MISSING: set {var}"),
                 (_, None) => "no key".to_owned(),
             };
-            println!(
+            outln!(
                 "{} {:<12} {:<16} {:<24} {}  ({key})",
                 if m.is_default { "*" } else { " " },
                 m.name,
@@ -828,7 +667,7 @@ pub fn demo_model_serve(script: &Path, port: u16) -> Result<u8> {
         let server = ScriptedModel::serve_on(parsed, port)
             .await
             .with_context(|| format!("listening on 127.0.0.1:{port}"))?;
-        eprintln!(
+        errln!(
             "bosun: serving a SCRIPTED model (not a real model: it replays the {steps} steps of {}) at {}; Ctrl-C stops it",
             script.display(),
             server.base_url()

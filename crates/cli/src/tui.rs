@@ -26,6 +26,7 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use crate::commands::load;
 use crate::exit;
+use crate::term::errln;
 use app::{App, AppEvent};
 
 /// How long leaving waits for a cancelled run to store its session.
@@ -52,7 +53,7 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
     drop(restore);
     looped?;
     if let Some(line) = app.farewell() {
-        eprintln!("{line}");
+        errln!("{line}");
     }
     Ok(exit::OK)
 }

@@ -21,6 +21,7 @@ mod capability;
 mod classification;
 mod decision;
 mod event;
+pub mod hidden;
 mod limits;
 pub mod redact;
 mod result;
@@ -33,10 +34,8 @@ pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};
 pub use event::{
     ApprovalAnswer, Envelope, Event, PromptPart, RunOutcome, TRACE_SCHEMA_VERSION, TokenUsage,
 };
+pub use hidden::{escape_hidden, find_hidden, is_hidden_char};
 pub use limits::Limits;
 pub use redact::Redactor;
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};
-pub use tool::{
-    Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description, escape_hidden,
-    is_hidden_char,
-};
+pub use tool::{Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description};

@@ -86,14 +86,31 @@ impl Redactor {
         }
     }
 
-    /// Redacts every string and key in a JSON value, in place.
+    /// Redacts every string, key and number in a JSON value, in place. A number whose digits
+    /// hold a secret (a PIN, an account number) becomes the redacted string.
     pub fn redact_value(&self, value: &mut Value) {
+        self.redact(value, true);
+    }
+
+    /// [`redact_value`](Self::redact_value) without numbers, for values whose numbers must stay
+    /// numbers (counts the host computed itself).
+    pub fn redact_strings(&self, value: &mut Value) {
+        self.redact(value, false);
+    }
+
+    fn redact(&self, value: &mut Value, numbers: bool) {
         if self.is_empty() {
             return;
         }
         match value {
             Value::String(s) if self.finds(s) => *s = self.redact_str(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v)),
+            Value::Number(n) if numbers => {
+                let digits = n.to_string();
+                if self.finds(&digits) {
+                    *value = Value::String(self.redact_str(&digits));
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v, numbers)),
             Value::Object(map) => {
                 if map.keys().any(|k| self.finds(k)) {
                     let old = std::mem::take(map);
@@ -101,7 +118,7 @@ impl Redactor {
                         map.insert(self.redact_str(&k), v);
                     }
                 }
-                map.values_mut().for_each(|v| self.redact_value(v));
+                map.values_mut().for_each(|v| self.redact(v, numbers));
             }
             _ => {}
         }
@@ -112,6 +129,20 @@ impl Redactor {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn secrets_in_numbers_are_redacted() {
+        let r = Redactor::new([("PIN_SECRET", "48151623")]);
+        let mut value =
+            json!({"pin": 48151623, "n": [9481516230u64, 7], "f": 48151623.5, "s": "48151623"});
+        r.redact_value(&mut value);
+        let text = value.to_string();
+        assert!(!text.contains("48151623"), "{text}");
+        assert_eq!(value["n"][1], json!(7));
+        let mut kept = json!({"pin": 48151623});
+        r.redact_strings(&mut kept);
+        assert_eq!(kept, json!({"pin": 48151623}));
+    }
 
     #[test]
     fn secrets_are_replaced_everywhere() {

@@ -70,6 +70,78 @@ impl ErrorCode {
             Self::PluginError => "plugin_error",
         }
     }
+
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 17] = [
+        Self::InvalidInput,
+        Self::NotFound,
+        Self::NotFile,
+        Self::NotDirectory,
+        Self::AlreadyExists,
+        Self::OutsideWorkspace,
+        Self::StalePatch,
+        Self::OutputLimit,
+        Self::TimedOut,
+        Self::Cancelled,
+        Self::Denied,
+        Self::NeedsApproval,
+        Self::IoError,
+        Self::ProcessError,
+        Self::UnknownTool,
+        Self::LimitReached,
+        Self::PluginError,
+    ];
+
+    /// The code spelled `code` on the wire, if there is one.
+    pub fn parse(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
+    /// Whether the code reports a decision or a limit of the host itself — policy, a person, the
+    /// deadline, the output bound, the workspace boundary, cancellation, a budget, the tool
+    /// registry. Only the host may report these: a plugin or server that returns one is
+    /// forging a decision.
+    pub fn is_host_only(self) -> bool {
+        matches!(
+            self,
+            Self::OutsideWorkspace
+                | Self::OutputLimit
+                | Self::TimedOut
+                | Self::Cancelled
+                | Self::Denied
+                | Self::NeedsApproval
+                | Self::UnknownTool
+                | Self::LimitReached
+        )
+    }
+}
+
+impl ToolError {
+    /// An error that plugin (or server) code reported with its own `code`: a stable code that
+    /// is not [host-only](ErrorCode::is_host_only) is kept; a host-only one (a plugin saying
+    /// `denied`) or an unknown one becomes `plugin_error`, with the code it claimed in the
+    /// message, so that exit codes and traces only ever report the host's own decisions.
+    pub fn from_plugin(code: &str, message: String, retryable: bool) -> Self {
+        match ErrorCode::parse(code) {
+            Some(stable) if !stable.is_host_only() => Self {
+                code: stable,
+                message,
+                retryable,
+            },
+            Some(_) => Self {
+                code: ErrorCode::PluginError,
+                message: format!(
+                    "{message} (the plugin reported `{code}`, a code only Bosun itself reports)"
+                ),
+                retryable,
+            },
+            None => Self {
+                code: ErrorCode::PluginError,
+                message,
+                retryable,
+            },
+        }
+    }
 }
 
 impl fmt::Display for ErrorCode {
@@ -399,6 +471,40 @@ fn cut_largest(value: &mut Value, overshoot: usize) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn plugins_cannot_report_the_hosts_decisions() {
+        for code in ErrorCode::ALL {
+            let error = ToolError::from_plugin(code.as_str(), "m".to_owned(), false);
+            if code.is_host_only() {
+                assert_eq!(error.code, ErrorCode::PluginError, "{code}");
+                assert!(error.message.contains(code.as_str()), "{}", error.message);
+            } else {
+                assert_eq!(error.code, code);
+                assert_eq!(error.message, "m");
+            }
+        }
+        for forged in [
+            "denied",
+            "needs_approval",
+            "cancelled",
+            "timed_out",
+            "output_limit",
+        ] {
+            assert_eq!(
+                ToolError::from_plugin(forged, String::new(), false).code,
+                ErrorCode::PluginError
+            );
+        }
+        assert_eq!(
+            ToolError::from_plugin("Denied", String::new(), false).code,
+            ErrorCode::PluginError
+        );
+        assert_eq!(
+            ToolError::from_plugin("no_such_code", String::new(), true).code,
+            ErrorCode::PluginError
+        );
+    }
 
     #[test]
     fn results_serialise_to_the_contract() {

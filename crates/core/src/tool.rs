@@ -78,6 +78,21 @@ pub enum SpecError {
     /// Schema nested deeper than 8.
     #[error("the input schema nests {0} levels deep: keep it within 8")]
     SchemaTooDeep(usize),
+    /// A string or key of the schema holds a hidden character.
+    #[error(
+        "the input schema holds the invisible or control character U+{code:04X} ({name}) at {path}: remove it"
+    )]
+    HiddenInSchema {
+        /// JSON Pointer of the string or key.
+        path: String,
+        /// The code point.
+        code: u32,
+        /// Its name.
+        name: &'static str,
+    },
+    /// The schema is not valid JSON Schema (`minLength: "zero"`).
+    #[error("the input schema is not valid JSON Schema: {0}")]
+    SchemaInvalid(String),
     /// The schema's root is not an object schema.
     #[error("the input schema must be a JSON object with \"type\": \"object\"")]
     SchemaNotObject,
@@ -137,47 +152,15 @@ impl fmt::Display for ToolName {
     }
 }
 
-/// Characters a description must not hold: C0/C1 controls (tab and newline are fine), bidi
-/// controls and zero-width characters, all of which can hide text from a reviewer.
-pub fn is_hidden_char(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c,
-            '\u{200B}'..='\u{200F}' // zero-width space, joiners, LRM, RLM
-            | '\u{202A}'..='\u{202E}' // bidi embeddings and overrides
-            | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
-            | '\u{2066}'..='\u{2069}' // bidi isolates
-            | '\u{FEFF}' // zero-width no-break space
-            | '\u{180E}' // Mongolian vowel separator
-            | '\u{00AD}' // soft hyphen
-        )
-}
-
-/// Text made safe to show a person: every hidden character (as [`is_hidden_char`], plus tab) is
-/// written as a visible `\u{…}` escape instead of acting on the screen. Newlines are kept.
-pub fn escape_hidden(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c != '\n' && (is_hidden_char(c) || c == '\t') {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Checks a description: 1–1,024 characters, no control, bidi or zero-width characters.
 pub fn check_description(description: &str) -> Result<(), SpecError> {
     if description.trim().is_empty() {
         return Err(SpecError::EmptyDescription);
     }
-    let mut count = 0;
-    for (i, c) in description.chars().enumerate() {
-        if is_hidden_char(c) {
-            return Err(SpecError::HiddenCharacter(c as u32, i));
-        }
-        count += 1;
+    if let Some(hidden) = crate::hidden::find_hidden(description) {
+        return Err(SpecError::HiddenCharacter(hidden.c as u32, hidden.at));
     }
+    let count = description.chars().count();
     if count > MAX_DESCRIPTION_CHARS {
         return Err(SpecError::LongDescription(count));
     }
@@ -210,7 +193,55 @@ pub fn check_schema(schema: &Value) -> Result<(), SpecError> {
     if d > MAX_SCHEMA_DEPTH {
         return Err(SpecError::SchemaTooDeep(d));
     }
+    check_schema_strings(schema, &mut String::new())?;
+    if let Err(e) = jsonschema::validator_for(schema) {
+        return Err(SpecError::SchemaInvalid(crate::hidden::escape_hidden(
+            &e.to_string(),
+        )));
+    }
     Ok(())
+}
+
+/// Every key and string in a schema (property names, descriptions, titles, enum values,
+/// defaults, examples) reaches the model: none may hold a hidden character.
+fn check_schema_strings(value: &Value, path: &mut String) -> Result<(), SpecError> {
+    let hidden_at = |text: &str, path: &str| {
+        crate::hidden::find_hidden(text).map(|h| SpecError::HiddenInSchema {
+            path: if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path.to_owned()
+            },
+            code: h.c as u32,
+            name: h.name,
+        })
+    };
+    match value {
+        Value::String(text) => hidden_at(text, path).map_or(Ok(()), Err),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                check_schema_strings(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&crate::hidden::escape_hidden(key));
+                if let Some(e) = hidden_at(key, path) {
+                    return Err(e);
+                }
+                check_schema_strings(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Everything the host and the model know about a tool. Construct with [`ToolSpec::builder`],

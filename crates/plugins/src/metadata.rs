@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use bosun_core::{
     Capability, Classification, Risk, SpecError, ToolName, ToolSpec, check_description,
-    escape_hidden, is_hidden_char,
+    escape_hidden,
 };
 use semver::Version;
 use serde::{Deserialize, Serialize};
@@ -501,8 +501,11 @@ fn check_prompt(prompt: &str) -> Result<(), PluginError> {
     if prompt.len() > MAX_PROMPT_BYTES {
         return Err(PluginError::PromptTooLarge(prompt.len()));
     }
-    match prompt.chars().enumerate().find(|(_, c)| is_hidden_char(*c)) {
-        Some((at, c)) => Err(PluginError::PromptHiddenCharacter { code: c as u32, at }),
+    match bosun_core::find_hidden(prompt) {
+        Some(hidden) => Err(PluginError::PromptHiddenCharacter {
+            code: hidden.c as u32,
+            at: hidden.at,
+        }),
         None => Ok(()),
     }
 }

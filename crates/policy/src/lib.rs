@@ -115,6 +115,7 @@ mod matcher;
 mod mode;
 mod policy;
 mod promise;
+mod protected;
 mod rule;
 mod subject;
 
@@ -126,5 +127,6 @@ pub use file::{PolicyFile, Source};
 pub use mode::{Mode, capability_risk};
 pub use policy::{Policy, PolicyBuilder};
 pub use promise::{HookVerdict, Promise};
+pub use protected::{PROTECTED_DIRS, PROTECTED_FILES, is_protected};
 pub use rule::Rule;
 pub use subject::Subject;

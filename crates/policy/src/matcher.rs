@@ -92,14 +92,28 @@ impl ActionPattern {
     }
 }
 
-/// A compiled `host`, `path` or `program` pattern.
+/// A compiled `host`, `path` or `program` pattern. A path pattern `dir/**` also matches `dir`
+/// itself: a rule on everything beneath a directory covers the directory (listing it,
+/// searching it), not only the files in it.
 #[derive(Debug, Clone)]
-pub(crate) struct ScopePattern(GlobMatcher);
+pub(crate) struct ScopePattern(GlobMatcher, Option<GlobMatcher>);
 
 impl ScopePattern {
+    fn new(field: Field, pattern: &str) -> Result<Self, globset::Error> {
+        let dir = match (field, pattern.strip_suffix("/**")) {
+            (Field::Path, Some(dir)) if !dir.is_empty() => Some(field.glob(dir)?.compile_matcher()),
+            _ => None,
+        };
+        Ok(Self(field.glob(pattern)?.compile_matcher(), dir))
+    }
+
     pub(crate) fn is_match(&self, value: &str) -> bool {
-        self.0
-            .is_match_candidate(&Candidate::from_bytes(value.as_bytes()))
+        let candidate = Candidate::from_bytes(value.as_bytes());
+        self.0.is_match_candidate(&candidate)
+            || self
+                .1
+                .as_ref()
+                .is_some_and(|dir| dir.is_match_candidate(&candidate))
     }
 }
 
@@ -163,9 +177,8 @@ impl CompiledRule {
                 match pattern.as_deref() {
                     None => Ok(None),
                     Some("") => Err(empty(field)),
-                    Some(pattern) => field
-                        .glob(pattern)
-                        .map(|glob| Some(ScopePattern(glob.compile_matcher())))
+                    Some(pattern) => ScopePattern::new(field, pattern)
+                        .map(Some)
                         .map_err(|e| invalid(field, pattern, e)),
                 }
             };

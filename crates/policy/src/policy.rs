@@ -35,6 +35,8 @@ pub struct PolicyBuilder {
 enum DefaultOf {
     Risk(Risk),
     Secret,
+    /// A write to a protected path (see [`crate::is_protected`]).
+    Protected,
 }
 
 /// The rule currently settling one subject, kept by reference until the end so that deciding
@@ -199,11 +201,19 @@ impl Policy {
             Some((decision, of)) => Winner::Mode(decision, of),
             None => Winner::Fallback,
         };
+        // A write to a file that makes other programs run code asks in every mode but `full`;
+        // only a user rule that names the path may loosen it, and a project rule never does.
+        let protected = self.mode != crate::Mode::Full
+            && subject.action == "fs.write"
+            && scope.path.as_deref().is_some_and(crate::is_protected);
+        if protected && winner.decision() < Decision::Ask {
+            winner = Winner::Mode(Decision::Ask, DefaultOf::Protected);
+        }
 
         // User config may loosen or tighten the mode.
         let user = self.user.strictest(&subject.action, &candidate, &scope);
         if let Some(rule) = user {
-            winner.offer(Layer::User, rule, true);
+            winner.offer(Layer::User, rule, !protected || rule.rule.path.is_some());
         }
 
         // Project config: tighten only, unless the workspace is trusted; even then a user's
@@ -221,7 +231,7 @@ impl Policy {
             winner.offer(
                 Layer::Project,
                 rule,
-                self.project_trusted && user_deny.is_none(),
+                self.project_trusted && user_deny.is_none() && !protected,
             );
         }
 
@@ -273,6 +283,9 @@ impl Policy {
                 rule: match of {
                     DefaultOf::Risk(risk) => format!("{risk} → {decision}"),
                     DefaultOf::Secret => format!("secret → {decision}"),
+                    DefaultOf::Protected => format!(
+                        "protected path (runs code when another program reads it) → {decision}"
+                    ),
                 },
                 source: Some(self.mode.to_string()),
                 decision,

@@ -122,16 +122,7 @@ impl fmt::Display for Quoted<'_> {
 }
 
 fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{FEFF}'
-            | '\u{180E}'
-            | '\u{00AD}'
-        )
+    c.is_control() || bosun_core::is_hidden_char(c)
 }
 
 #[cfg(test)]

@@ -4,7 +4,4 @@
 // test (clippy.toml allows it only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod builtin;
-mod chokepoint;
-mod js_plugins;
 mod run;

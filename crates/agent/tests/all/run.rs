@@ -7,16 +7,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bosun_agent::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
 use bosun_agent::run::{
     Agent, Budget, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport,
     estimate_tokens, system_prompt,
 };
 use bosun_agent::scripted::{Script, ScriptedCall, ScriptedModel, ScriptedServer, Step};
 use bosun_agent::session_store::{SessionError, SessionStore};
-use bosun_agent::trace::{Trace, read_run};
-use bosun_agent::{Chokepoint, Session, Workspace, builtin};
 use bosun_core::{ApprovalAnswer, ErrorCode, Event, Redactor, RunOutcome};
+use bosun_host::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
+use bosun_host::trace::{Trace, read_run};
+use bosun_host::{Chokepoint, Session, Workspace, builtin};
 use bosun_models::{Connection, Message, OpenAiChat};
 use bosun_policy::{Mode, Policy};
 use pretty_assertions::assert_eq;

@@ -13,9 +13,9 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use bosun_agent::approval::{PendingApproval, sanitize_for_terminal};
 use bosun_agent::run::{Budget, Budgets, RunEnd, RunEvent};
 use bosun_core::{ApprovalAnswer, Envelope, Event};
+use bosun_host::approval::{PendingApproval, sanitize_for_terminal};
 use bosun_models::{AssistantPart, Message};
 use bosun_plugins::PluginScope;
 use ratatui::Frame;
@@ -452,8 +452,7 @@ impl App {
     }
 
     fn project_plugin(&self, name: &str) -> Result<()> {
-        let trust = crate::plugins::trust_store(&self.env.config)?;
-        let catalog = crate::plugins::catalog(&self.env, &trust);
+        let (_, catalog) = self.env.catalog()?;
         let entry = crate::plugins::find(&catalog, name)?;
         if matches!(entry.scope, PluginScope::User) {
             anyhow::bail!(
@@ -465,8 +464,7 @@ impl App {
 
     fn ask_trust(&mut self, name: &str) -> Result<()> {
         self.project_plugin(name)?;
-        let trust = crate::plugins::trust_store(&self.env.config)?;
-        let catalog = crate::plugins::catalog(&self.env, &trust);
+        let (_, catalog) = self.env.catalog()?;
         let Some(review) = crate::plugins::review_trust(&catalog, Some(name))? else {
             return Ok(());
         };

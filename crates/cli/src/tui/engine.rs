@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use anyhow::Result;
-use bosun_agent::approval::ChannelBroker;
 use bosun_agent::run::{RunEvent, RunObserver};
-use bosun_agent::trace::Observer;
 use bosun_core::Envelope;
+use bosun_host::approval::ChannelBroker;
+use bosun_host::trace::Observer;
 use tokio_util::sync::CancellationToken;
 
 use super::app::{AppEvent, TurnEnd};
@@ -75,7 +75,7 @@ async fn turn(
         trace_observer: Some(forward.clone()),
         run_observer: Some(forward),
     };
-    let prepared = prepare_turn(env, &open, io, COMMAND.to_owned());
+    let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
     let turn = match prepared {
         Ok(turn) => turn,
         Err(e) => {

@@ -6,9 +6,9 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use bosun_agent::approval::sanitize_for_terminal;
 use bosun_agent::session_store::SessionStore;
 use bosun_core::Risk;
+use bosun_host::approval::sanitize_for_terminal;
 use bosun_models::{KeyStatus, process_env};
 use bosun_plugins::PluginScope;
 
@@ -105,8 +105,7 @@ pub(crate) fn help() -> String {
 
 /// `/plugins`: the listing of `bosun plugins list`, and the catalog's warnings.
 pub(crate) fn plugins(env: &Env) -> Result<String> {
-    let trust = crate::plugins::trust_store(&env.config)?;
-    let catalog = crate::plugins::catalog(env, &trust);
+    let (_, catalog) = env.catalog()?;
     let mut text = crate::plugins::list_lines(&catalog).join("\n");
     for warning in catalog.warnings() {
         let _ = write!(text, "\nwarning: {warning}");

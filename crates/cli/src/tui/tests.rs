@@ -331,8 +331,7 @@ fn install_project_hello(at: &Harness0) {
 
 fn plugin_state(h: &Harness, name: &str) -> String {
     let env = crate::commands::load_in(&h.at().ws, &h.home()).unwrap();
-    let trust = crate::plugins::trust_store(&env.config).unwrap();
-    let catalog = crate::plugins::catalog(&env, &trust);
+    let (_, catalog) = env.catalog().unwrap();
     crate::plugins::find(&catalog, name)
         .unwrap()
         .state
@@ -410,8 +409,8 @@ fn keys_are_handled_while_a_tool_runs() {
 /// The run's trace, as the file on disk has it.
 fn trace_events(h: &Harness) -> Vec<Event> {
     let runs = h.home().join("runs");
-    let path = bosun_agent::trace::find_run(&runs, "last").unwrap();
-    bosun_agent::trace::read_run(&path)
+    let path = bosun_host::trace::find_run(&runs, "last").unwrap();
+    bosun_host::trace::read_run(&path)
         .unwrap()
         .into_iter()
         .map(|e| e.event)

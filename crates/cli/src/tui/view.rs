@@ -3,8 +3,8 @@
 //! model, a tool, a plugin or a file is sanitised before it reaches a cell, so nothing can act
 //! on the terminal.
 
-use bosun_agent::approval::sanitize_for_terminal;
 use bosun_core::ApprovalAnswer;
+use bosun_host::approval::sanitize_for_terminal;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -218,7 +218,7 @@ fn sigint_cancels_the_run_the_tool_sees_cancelled_and_the_session_is_saved() {
     // The trace on disk: the tool was cancelled, and so was the run.
     let runs = env.runs();
     assert_eq!(runs.len(), 1);
-    let events: Vec<Event> = bosun_agent::trace::read_run(&runs[0])
+    let events: Vec<Event> = bosun_host::trace::read_run(&runs[0])
         .unwrap()
         .into_iter()
         .map(|e| e.event)

@@ -7,37 +7,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// The name of a character that renders as nothing (or reorders what is shown) and so can hide
-/// text from a person reading the source: zero-width and joiner characters, bidi controls
-/// (Trojan Source, CVE-2021-42574), invisible fillers, tag characters ("ASCII smuggling") and
-/// the supplementary variation selectors. U+FE0F, the emoji variation selector, is not one.
+/// The name of a hidden character: the one table, in `bosun_core::hidden`.
 pub(crate) fn hidden_name(c: char) -> Option<&'static str> {
-    Some(match c {
-        '\u{00AD}' => "SOFT HYPHEN",
-        '\u{061C}' => "ARABIC LETTER MARK",
-        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' => "HANGUL FILLER",
-        '\u{180E}' => "MONGOLIAN VOWEL SEPARATOR",
-        '\u{200B}' => "ZERO WIDTH SPACE",
-        '\u{200C}' => "ZERO WIDTH NON-JOINER",
-        '\u{200D}' => "ZERO WIDTH JOINER",
-        '\u{200E}' => "LEFT-TO-RIGHT MARK",
-        '\u{200F}' => "RIGHT-TO-LEFT MARK",
-        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
-        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
-        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
-        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
-        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
-        '\u{2060}' => "WORD JOINER",
-        '\u{2061}'..='\u{2064}' => "INVISIBLE OPERATOR",
-        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
-        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
-        '\u{2068}' => "FIRST STRONG ISOLATE",
-        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
-        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE",
-        '\u{E0000}'..='\u{E007F}' => "TAG CHARACTER",
-        '\u{E0100}'..='\u{E01EF}' => "VARIATION SELECTOR",
-        _ => return None,
-    })
+    bosun_core::hidden::hidden_name(c).filter(|_| c != '\r')
 }
 
 /// A run of hidden characters in a file.
@@ -68,6 +40,12 @@ pub(crate) fn hidden_runs(source: &str, limit: usize) -> (Vec<HiddenRun>, usize)
         let hidden = |i: usize| {
             let (at, c) = chars[i];
             if at == 0 && c == '\u{FEFF}' {
+                return false;
+            }
+            if c == '\u{FE0F}'
+                && i.checked_sub(1)
+                    .is_some_and(|j| chars[j].1 != c && is_emoji(chars[j].1))
+            {
                 return false;
             }
             if c == '\u{200D}' {
@@ -129,9 +107,7 @@ pub(crate) fn hidden_runs(source: &str, limit: usize) -> (Vec<HiddenRun>, usize)
     (runs, more)
 }
 
-fn is_emoji(c: char) -> bool {
-    matches!(c as u32, 0x1F000..=0x1FFFF | 0x2600..=0x27BF | 0x2300..=0x23FF | 0x2B00..=0x2BFF | 0xFE0F)
-}
+use bosun_core::hidden::is_emoji;
 
 /// Text lowered, with hidden characters dropped and whitespace runs made one space, plus the
 /// byte offset in the original of every byte of it, so that a match can be placed.

@@ -1,6 +1,6 @@
 //! The metadata section and every rule of the tool contract.
 
-use bosun_core::{Capability, Classification, Risk, ToolName, ToolSpec};
+use bosun_core::{Capability, Classification, Risk, SpecError, ToolName, ToolSpec};
 use bosun_plugins::metadata::{PluginMetadata, metadata_section};
 use bosun_plugins::{CapabilityDecl, Manifest, PluginError};
 use pretty_assertions::assert_eq;
@@ -417,10 +417,6 @@ fn property_names_are_checked_through_every_subschema() {
             "/properties/aaaa",
         ),
         (
-            json!({"type": "object", "properties": {"u\u{200B}rl": {}}}),
-            "/properties/u",
-        ),
-        (
             json!({"type": "object", "properties": {"list": {"type": "array", "items": {"type": "object", "properties": {"a/b": {}}}}}}),
             "/properties/list/items/properties/a~1b",
         ),
@@ -445,6 +441,22 @@ fn property_names_are_checked_through_every_subschema() {
             }
             other => panic!("{schema}: {other}"),
         }
+    }
+    // A hidden character in a property name is refused by the schema-string check, which names
+    // the code point and where it is.
+    let meta = with_tool(|t| {
+        t["input_schema"] = json!({"type": "object", "properties": {"u\u{200B}rl": {}}})
+    });
+    match check(&meta).unwrap_err() {
+        PluginError::Tool {
+            tool,
+            source: SpecError::HiddenInSchema { path, code, .. },
+        } => {
+            assert_eq!(tool, "web_fetch");
+            assert_eq!(code, 0x200B);
+            assert!(path.starts_with("/properties/u"), "{path}");
+        }
+        other => panic!("{other}"),
     }
     // Names with - and _ are fine; values of non-schema keywords are not property names.
     let meta = with_tool(|t| {

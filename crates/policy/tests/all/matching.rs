@@ -61,7 +61,8 @@ decision = "deny"
         ("fs.write:secrets/a/b/key", Deny),
         ("fs.write:src/../secrets/key", Deny),
         ("fs.write:./secrets/key", Deny),
-        ("fs.write:secrets", Allow),
+        // A rule on everything beneath a directory covers the directory itself.
+        ("fs.write:secrets", Deny),
         ("fs.read:secrets/key", Allow),
         ("fs.write:Secrets/key", Allow),
     ];

@@ -121,9 +121,11 @@ impl Tool for ListFiles {
         let cancel = ctx.cancel.clone();
         let max_entries = ctx.limits.max_entries;
         let depth = usize::from(input.depth) + 1;
+        let reads = ctx.reads.clone();
         let walk = tokio::task::spawn_blocking(move || {
             let mut entries = Vec::new();
             let mut truncated = false;
+            let mut withheld = 0usize;
             for entry in workspace_walk(&workspace, &dir, Some(depth)) {
                 if cancel.is_cancelled() {
                     return Err(cancelled());
@@ -141,6 +143,11 @@ impl Tool for ListFiles {
                     continue;
                 };
                 let path = workspace.relative(entry.path());
+                // An entry whose read policy would not allow is not shown, not even its name.
+                if !reads.allows(&path) {
+                    withheld += 1;
+                    continue;
+                }
                 let item = if file_type.is_symlink() {
                     json!({"path": path, "type": "symlink"})
                 } else if file_type.is_dir() {
@@ -153,18 +160,21 @@ impl Tool for ListFiles {
                 };
                 entries.push(item);
             }
-            Ok((entries, truncated))
+            Ok((entries, truncated, withheld))
         });
-        let (entries, truncated) = walk.await.map_err(|err| {
+        let (entries, truncated, withheld) = walk.await.map_err(|err| {
             ToolError::new(
                 ErrorCode::IoError,
                 format!("listing `{shown}` failed: {err}"),
             )
         })??;
-        bounded_output(
-            json!({"path": shown, "entries": entries, "truncated": truncated}),
-            truncated,
-            &ctx.limits,
-        )
+        let mut output = json!({"path": shown, "entries": entries, "truncated": truncated});
+        if withheld > 0 {
+            output["withheld"] = json!({
+                "entries": withheld,
+                "reason": "policy does not allow reading these paths without asking",
+            });
+        }
+        bounded_output(output, truncated, &ctx.limits)
     }
 }

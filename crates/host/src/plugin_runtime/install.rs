@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, OnceCell};
 
 use crate::chokepoint::ToolRegistry;
-use crate::js_host::{JsBounds, JsManifestRef, JsPluginSpec, JsRuntime};
+use crate::plugin_runtime::js::{JsBounds, JsManifestRef, JsPluginSpec, JsRuntime};
 use crate::tool::{Tool, ToolContext};
 
 /// Where a plugin is looked for when `plugin_install` names no path: the project's plugin

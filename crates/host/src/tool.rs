@@ -28,7 +28,63 @@ pub struct ToolContext {
     /// The id of this call.
     pub call_id: String,
     /// Log lines the tool wants in the trace, as `(level, message)`; drained by the chokepoint.
-    pub logs: crate::plugin_host::LogSink,
+    pub logs: crate::plugin_runtime::native::LogSink,
+    /// The read rules of the call, for every file a tool opens beyond the path it named.
+    pub reads: ReadJudge,
+}
+
+/// Judges the reads a tool makes beyond the path its call named — each file a search opens,
+/// each entry a listing shows — by the same policy and promises the call was judged under, so
+/// a rule denying `fs.read` on `secrets/**` holds whatever directory the call started from.
+/// Only `allow` passes: a file whose read would be asked about or denied is left out.
+#[derive(Clone)]
+pub struct ReadJudge {
+    policy: Option<Arc<bosun_policy::Policy>>,
+    promises: Arc<[bosun_policy::Promise]>,
+}
+
+impl std::fmt::Debug for ReadJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadJudge")
+            .field("restricted", &self.policy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadJudge {
+    /// Reads judged by `policy` with the session's `promises`.
+    pub fn new(policy: Arc<bosun_policy::Policy>, promises: Vec<bosun_policy::Promise>) -> Self {
+        Self {
+            policy: Some(policy),
+            promises: promises.into(),
+        }
+    }
+
+    /// No read rules: for a tool driven directly, outside any chokepoint (its own tests).
+    pub fn unrestricted() -> Self {
+        Self {
+            policy: None,
+            promises: Arc::from(Vec::new()),
+        }
+    }
+
+    /// Whether the call may read the workspace-relative `path` without asking.
+    pub fn allows(&self, path: &str) -> bool {
+        let Some(policy) = &self.policy else {
+            return true;
+        };
+        let request = CapabilityRequest {
+            capability: bosun_core::Capability::FsRead,
+            scope: bosun_core::Scope {
+                path: Some(path.to_owned()),
+                ..bosun_core::Scope::default()
+            },
+        };
+        policy
+            .decide_one(&bosun_policy::Subject::capability(&request), &self.promises)
+            .decision
+            == bosun_core::Decision::Allow
+    }
 }
 
 impl ToolContext {

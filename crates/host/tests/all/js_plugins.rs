@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_agent::js_host::{JsPluginSpec, JsPlugins};
-use bosun_agent::{Chokepoint, Session, ToolCall, Trace, Workspace};
 use bosun_core::{Classification, ErrorCode, Redactor, ToolResult};
+use bosun_host::plugin_runtime::js::{JsPluginSpec, JsPlugins};
+use bosun_host::{Chokepoint, Session, ToolCall, Trace, Workspace};
 use bosun_js::{ENGINE_WASM, Format, Trust};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use bosun_sandbox::{Loaded, Sandbox, SandboxConfig};
@@ -94,7 +94,7 @@ async fn host(specs: Vec<JsPluginSpec>, rules: &str) -> (Host, Vec<String>) {
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
     let chokepoint = Chokepoint::builder(policy, workspace)
-        .tools(bosun_agent::builtin::tools())
+        .tools(bosun_host::builtin::tools())
         .tools(plugins.tools)
         .hooks(plugins.hooks)
         .build()
@@ -233,12 +233,13 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
     let policy = policy("");
     let plugins = JsPlugins::start(vec![spec], engine().await, &policy).await;
     assert!(plugins.warnings.is_empty(), "{:?}", plugins.warnings);
-    let observer = bosun_agent::js_host::JsObserver::for_runtimes(&plugins.runtimes).unwrap();
+    let observer =
+        bosun_host::plugin_runtime::js::JsObserver::for_runtimes(&plugins.runtimes).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
     let chokepoint = Chokepoint::builder(policy, workspace)
-        .tools(bosun_agent::builtin::tools())
+        .tools(bosun_host::builtin::tools())
         .tools(plugins.tools)
         .build()
         .unwrap();
@@ -329,7 +330,7 @@ async fn a_forge_tool_context_reports_the_hosts_limits() {
         command_timeout_ms: 1234,
         ..bosun_core::Limits::default()
     };
-    spec.limits = bosun_agent::js_host::JsBounds::default()
+    spec.limits = bosun_host::plugin_runtime::js::JsBounds::default()
         .with_host_limits(&host_limits)
         .limits;
     let (host, warnings) = host(vec![spec], "").await;

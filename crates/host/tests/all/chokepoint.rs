@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bosun_agent::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
-use bosun_agent::trace::{Trace, read_run};
-use bosun_agent::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace, builtin};
 use bosun_core::{
     ApprovalAnswer, Capability, Decision, ErrorCode, Event, Layer, Limits, Redactor, Risk,
     ToolError, ToolName, ToolOutput, ToolResult, ToolSpec,
 };
+use bosun_host::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
+use bosun_host::trace::{Trace, read_run};
+use bosun_host::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace, builtin};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -267,7 +267,7 @@ async fn ask_without_a_person_never_executes() {
     let h = Harness::new(
         policy(Mode::WorkspaceWrite, ""),
         vec![tool],
-        Arc::new(bosun_agent::NonInteractive),
+        Arc::new(bosun_host::NonInteractive),
         Limits::default(),
     );
     let result = h.call("spawn", json!({"text": "x"})).await;

@@ -185,6 +185,7 @@ impl Tool for Search {
         let cancel = ctx.cancel.clone();
         let max_matches = input.max_matches;
         let shown = workspace.relative(&start);
+        let reads = ctx.reads.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut searcher = SearcherBuilder::new()
                 .line_number(true)
@@ -200,6 +201,12 @@ impl Tool for Search {
                 let Ok(entry) = entry else { continue };
                 // Regular files only: symbolic links are never followed.
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    continue;
+                }
+                // Each file is judged by its own path: a read rule on `secrets/**` holds
+                // whether the search started at `.`, at `secrets` or at a link to it.
+                if !reads.allows(&workspace.relative(entry.path())) {
+                    found.withheld += 1;
                     continue;
                 }
                 // One more match than asked for tells whether any were left out.
@@ -227,11 +234,14 @@ impl Tool for Search {
             found.matches.truncate(max_matches);
             truncated = true;
         }
-        bounded_output(
-            json!({"matches": found.matches, "truncated": truncated}),
-            truncated,
-            &ctx.limits,
-        )
+        let mut output = json!({"matches": found.matches, "truncated": truncated});
+        if found.withheld > 0 {
+            output["withheld"] = json!({
+                "files": found.withheld,
+                "reason": "policy does not allow reading these files without asking; read_file one of them to ask",
+            });
+        }
+        bounded_output(output, truncated, &ctx.limits)
     }
 }
 
@@ -240,6 +250,8 @@ struct Found {
     matches: Vec<Value>,
     /// Whether a line's text was cut to the line bound.
     lines_cut: bool,
+    /// Files left out because policy does not allow reading them.
+    withheld: usize,
 }
 
 /// Searches one file, adding its matches unless it turns out to be binary. Returns false once

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use bosun_agent::trace::Trace;
-use bosun_agent::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace};
 use bosun_core::{Redactor, Risk, ToolError, ToolName, ToolOutput, ToolSpec};
+use bosun_host::trace::Trace;
+use bosun_host::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bosun_agent::plugin_host::plugin_tools;
-use bosun_agent::trace::Trace;
-use bosun_agent::{Chokepoint, Session, ToolCall, Workspace};
 use bosun_core::Redactor;
+use bosun_host::plugin_runtime::native::plugin_tools;
+use bosun_host::trace::Trace;
+use bosun_host::{Chokepoint, Session, ToolCall, Workspace};
 use bosun_plugins::{Catalog, CatalogInput, PluginConfig, TrustStore};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use bosun_sandbox::{Sandbox, SandboxConfig};

@@ -131,22 +131,17 @@ impl PluginRuntime {
 }
 
 /// The tool error for a failed sandbox call: the plugin's own error with its code (kept when it
-/// is one of Bosun's stable codes, else `plugin_error`) and message; any other failure (trap,
-/// deadline, memory, output) with its stable code, named after the plugin.
+/// is one of Bosun's stable codes that a plugin may report, else `plugin_error`: see
+/// [`ToolError::from_plugin`]) and message; any other failure (trap, deadline, memory, output),
+/// which the sandbox itself observed, with its stable code, named after the plugin.
 pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
-    let stable = |code: &str| {
-        serde_json::from_value(Value::String(code.to_owned())).unwrap_or(ErrorCode::PluginError)
-    };
+    let stable = |code: &str| ErrorCode::parse(code).unwrap_or(ErrorCode::PluginError);
     match kind {
         CallErrorKind::Tool {
             code,
             message,
             retryable,
-        } => ToolError {
-            code: stable(code),
-            message: message.clone(),
-            retryable: *retryable,
-        },
+        } => ToolError::from_plugin(code, message.clone(), *retryable),
         kind => ToolError {
             code: stable(kind.code()),
             message: format!("plugin `{plugin}`: {kind}"),

@@ -55,6 +55,8 @@ struct Registered {
     validator: jsonschema::Validator,
     /// Who registered the tool at run time (`None` for the tools the chokepoint was built with).
     owner: Option<String>,
+    /// Registration order: tools are listed in the order they were added.
+    seq: u64,
 }
 
 /// A plugin's policy hook (Forge's `restrictPolicy`): asked about every call after the built-in
@@ -77,6 +79,7 @@ pub trait PolicyHook: Send + Sync {
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: RwLock<HashMap<String, Arc<Registered>>>,
+    next_seq: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -100,6 +103,11 @@ fn compile(tool: &Arc<dyn Tool>) -> Result<jsonschema::Validator, ToolError> {
 }
 
 impl ToolRegistry {
+    fn seq(&self) -> u64 {
+        self.next_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Registered>>> {
         self.tools.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -121,6 +129,7 @@ impl ToolRegistry {
                 tool,
                 validator,
                 owner: Some(owner.to_owned()),
+                seq: self.seq(),
             });
         }
         let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
@@ -143,6 +152,44 @@ impl ToolRegistry {
             );
         }
         Ok(())
+    }
+
+    /// Adds one tool owned by the host (a built-in, a configured plugin's tool). Refused when
+    /// its schema does not compile or its name is taken; nothing else changes.
+    ///
+    /// # Errors
+    /// A [`ToolError`] naming the tool.
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        let validator = compile(&tool)?;
+        let name = tool.spec().name.to_string();
+        let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        if map.contains_key(&name) {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("a tool named `{name}` already exists"),
+            ));
+        }
+        map.insert(
+            name,
+            Arc::new(Registered {
+                tool,
+                validator,
+                owner: None,
+                seq: self.seq(),
+            }),
+        );
+        Ok(())
+    }
+
+    /// Every tool, in the order it was registered.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<(u64, Arc<dyn Tool>)> = self
+            .read()
+            .values()
+            .map(|r| (r.seq, r.tool.clone()))
+            .collect();
+        tools.sort_by_key(|(seq, _)| *seq);
+        tools.into_iter().map(|(_, tool)| tool).collect()
     }
 
     /// Names of the tools `owner` registered, sorted.
@@ -229,6 +276,7 @@ impl ChokepointBuilder {
                     tool,
                     validator,
                     owner: None,
+                    seq: registry.seq(),
                 };
                 if tools.insert(name.clone(), Arc::new(registered)).is_some() {
                     return Err(ToolError::new(
@@ -423,6 +471,10 @@ impl Chokepoint {
             session: session.clone(),
             call_id: call.id.clone(),
             logs: Default::default(),
+            reads: crate::tool::ReadJudge::new(
+                self.policy.clone(),
+                session.with_promises(<[_]>::to_vec),
+            ),
         };
 
         // 3. The concrete capabilities this call uses (paths resolved, hosts named).

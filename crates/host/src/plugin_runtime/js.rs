@@ -105,8 +105,8 @@ pub struct JsBounds {
 impl Default for JsBounds {
     fn default() -> Self {
         Self {
-            timeout: crate::plugin_host::DEFAULT_TIMEOUT,
-            memory_bytes: usize::try_from(crate::plugin_host::DEFAULT_MEMORY_MIB << 20)
+            timeout: crate::plugin_runtime::native::DEFAULT_TIMEOUT,
+            memory_bytes: usize::try_from(crate::plugin_runtime::native::DEFAULT_MEMORY_MIB << 20)
                 .unwrap_or(usize::MAX),
             limits: JsLimits::default(),
         }
@@ -306,7 +306,7 @@ impl std::fmt::Debug for JsRuntime {
 fn js_error(local: &str, error: &JsError) -> ToolError {
     match error {
         JsError::Call { source, .. } => {
-            let mut error = crate::plugin_host::call_error(local, &source.kind);
+            let mut error = crate::plugin_runtime::native::call_error(local, &source.kind);
             if matches!(source.kind, CallErrorKind::Tool { .. }) {
                 // The engine's own errors (activation, a promise that cannot settle) name no
                 // plugin; say which.
@@ -655,7 +655,7 @@ impl Tool for JsTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let net = crate::plugin_host::net_grant(self.hosts(&input), &self.policy);
+        let net = crate::plugin_runtime::native::net_grant(self.hosts(&input), &self.policy);
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
@@ -691,11 +691,7 @@ impl Tool for JsTool {
                 code,
                 message,
                 retryable,
-            } => Err(ToolError {
-                code: serde_json::from_value(Value::String(code)).unwrap_or(ErrorCode::PluginError),
-                message,
-                retryable,
-            }),
+            } => Err(ToolError::from_plugin(&code, message, retryable)),
         }
     }
 }

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bosun_agent::builtin;
-use bosun_agent::session::Session;
-use bosun_agent::{Tool, ToolContext, Workspace};
 use bosun_core::{Capability, ErrorCode, Limits, Risk, ToolError, ToolOutput, ToolResult};
+use bosun_host::builtin;
+use bosun_host::session::Session;
+use bosun_host::tool::ReadJudge;
+use bosun_host::{Tool, ToolContext, Workspace};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -53,6 +54,7 @@ impl Fixture {
             session: Arc::new(Session::new("test-session")),
             call_id: "call-1".to_owned(),
             logs: Default::default(),
+            reads: ReadJudge::unrestricted(),
         };
         Fixture {
             _tmp: tmp,

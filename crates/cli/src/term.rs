@@ -1,0 +1,82 @@
+//! The one way text reaches the terminal: everything this binary prints — a plugin's error, a
+//! warning naming a directory, a manifest's path, a provider's error body — passes through
+//! [`escape`], so no escape sequence, bidi control or invisible character from a model, plugin,
+//! server, file or path acts on the screen. JSON output escapes the same characters as `\uXXXX`,
+//! which leaves the value unchanged for a reader. Only the model's own final text, written to a
+//! stdout that is not a terminal, is passed raw (see `run`).
+
+use std::fmt::Write as _;
+
+/// `text` with every hidden character shown as a `\u{…}` escape; newlines and tabs kept.
+pub fn escape(text: &str) -> String {
+    bosun_core::hidden::escape_for_terminal(text)
+}
+
+/// Serialised JSON with every hidden character (terminal controls included) written as a
+/// `\uXXXX` escape. Such characters can only occur inside JSON strings, where the escape
+/// means the same character, so the document is unchanged for any JSON reader.
+pub fn json_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c != '\n' && c != '\t' && bosun_core::is_hidden_char(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `println!` through [`escape`].
+macro_rules! outln {
+    () => { println!() };
+    ($($arg:tt)*) => { println!("{}", $crate::term::escape(&format!($($arg)*))) };
+}
+
+/// `print!` through [`escape`].
+macro_rules! out {
+    ($($arg:tt)*) => { print!("{}", $crate::term::escape(&format!($($arg)*))) };
+}
+
+/// `eprintln!` through [`escape`].
+macro_rules! errln {
+    () => { eprintln!() };
+    ($($arg:tt)*) => { eprintln!("{}", $crate::term::escape(&format!($($arg)*))) };
+}
+
+/// `eprint!` through [`escape`].
+macro_rules! err {
+    ($($arg:tt)*) => { eprint!("{}", $crate::term::escape(&format!($($arg)*))) };
+}
+
+pub(crate) use {err, errln, out, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_stays_the_same_value_without_controls() {
+        let value = serde_json::json!({"a": "x\u{1b}[2J\u{9b}31m\u{202e}\u{e0041}\ty"});
+        let text = json_safe(&serde_json::to_string_pretty(&value).unwrap());
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{9b}' || c == '\u{202e}' || c == '\u{e0041}')
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            value
+        );
+    }
+
+    #[test]
+    fn escape_keeps_layout_and_defuses_sequences() {
+        assert_eq!(escape("a\tb\nc"), "a\tb\nc");
+        assert_eq!(escape("\u{1b}]8;;x\u{7}"), "\\u{1b}]8;;x\\u{7}");
+        assert_eq!(escape("\u{9b}2J"), "\\u{9b}2J");
+    }
+}

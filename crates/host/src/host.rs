@@ -1,0 +1,458 @@
+//! [`Host`]: the one place where Bosun is assembled. Configuration, trust and the plugin catalog
+//! are read once; built-in tools are built once; plugin runtimes turn enabled plugins into tools
+//! in the same registry; every caller (the CLI, the terminal UI, the agent, an embedding
+//! program) asks the host for a chokepoint over that registry.
+//!
+//! Nothing here decides a call or prints: decisions are the chokepoint's, and what went wrong
+//! while assembling (a plugin left out, a broken prompt contribution) is returned as warnings.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bosun_core::Risk;
+use bosun_plugins::{Catalog, CatalogInput, PluginError, TrustStore};
+use bosun_policy::Policy;
+use bosun_sandbox::{Sandbox, SandboxConfig, SandboxError};
+
+use crate::approval::ApprovalBroker;
+use crate::builtin;
+use crate::chokepoint::{Chokepoint, PolicyHook, ToolRegistry};
+use crate::config::{ConfigError, LoadedConfig, bosun_home};
+use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
+use crate::plugin_runtime::js::{self, JsObserver, JsPlugins, JsRuntime};
+use crate::plugin_runtime::native;
+use crate::tool::Tool;
+use crate::workspace::Workspace;
+
+/// Why a host could not be assembled. A plugin that fails is never one of these: it is left out
+/// with a warning, and the rest of the host works.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The workspace holding the directory could not be found or read.
+    #[error("finding the workspace of {cwd}: {source}")]
+    Workspace {
+        /// The directory asked about.
+        cwd: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A configuration file (user or project) is unusable; the error names file, line and key.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The trust store cannot be read.
+    #[error("{0}")]
+    Trust(#[from] PluginError),
+    /// The WebAssembly sandbox could not start (engine, artefact cache).
+    #[error("starting the plugin sandbox: {0}")]
+    Sandbox(#[from] SandboxError),
+    /// A tool of the host itself is broken (a bug in Bosun, never a plugin's doing).
+    #[error("assembling the host's tools: {0}")]
+    Tools(String),
+    /// The thread that activates JavaScript plugins could not run.
+    #[error("activating the JavaScript plugins: {0}")]
+    Activation(String),
+}
+
+/// Prompt contributions as `(plugin local name, text)`, and warnings about those left out.
+pub type Prompts = (Vec<(String, String)>, Vec<String>);
+
+/// Builds a [`Host`]: where it runs and what it loads.
+#[derive(Debug, Default)]
+pub struct HostBuilder {
+    cwd: Option<PathBuf>,
+    home: Option<PathBuf>,
+    workspace: Option<Arc<Workspace>>,
+    config: Option<Arc<LoadedConfig>>,
+    plugins: bool,
+}
+
+impl HostBuilder {
+    /// The workspace is the one holding `cwd` (the nearest ancestor with `.git`, else `cwd`).
+    pub fn workspace_of(mut self, cwd: &Path) -> Self {
+        self.cwd = Some(cwd.to_owned());
+        self
+    }
+
+    /// An already discovered workspace.
+    pub fn workspace(mut self, workspace: Arc<Workspace>) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// `$BOSUN_HOME` (default: the `BOSUN_HOME` variable, else `~/.bosun`).
+    pub fn home(mut self, home: &Path) -> Self {
+        self.home = Some(home.to_owned());
+        self
+    }
+
+    /// Configuration already loaded (its home wins over [`home`](Self::home)).
+    pub fn config(mut self, config: Arc<LoadedConfig>) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Leaves every plugin out (built-in tools only): for callers that must not start a sandbox.
+    pub fn without_plugins(mut self) -> Self {
+        self.plugins = false;
+        self
+    }
+
+    /// Reads configuration and trust, builds the tools and activates the enabled JavaScript
+    /// plugins (in the sandbox, under their grants). Native plugins stay lazy.
+    ///
+    /// # Errors
+    /// A [`HostError`] when the workspace, configuration, trust store or sandbox is unusable.
+    /// A plugin that fails is left out with a warning instead.
+    pub fn build(self) -> Result<Host, HostError> {
+        let workspace = match self.workspace {
+            Some(workspace) => workspace,
+            None => {
+                let cwd = match self.cwd {
+                    Some(cwd) => cwd,
+                    None => std::env::current_dir().map_err(|source| HostError::Workspace {
+                        cwd: PathBuf::from("."),
+                        source,
+                    })?,
+                };
+                let workspace = Workspace::discover(&cwd)
+                    .map_err(|source| HostError::Workspace { cwd, source })?;
+                Arc::new(workspace)
+            }
+        };
+        let config = match self.config {
+            Some(config) => config,
+            None => {
+                let home = match self.home {
+                    Some(home) => home,
+                    None => bosun_home()?,
+                };
+                Arc::new(LoadedConfig::load(&home, &workspace)?)
+            }
+        };
+        Host::assemble(workspace, config, self.plugins)
+    }
+}
+
+/// Bosun assembled for one workspace: policy, every tool in one registry, the plugins' policy
+/// hooks and prompt contributions, and what went wrong on the way.
+pub struct Host {
+    workspace: Arc<Workspace>,
+    config: Arc<LoadedConfig>,
+    catalog: Catalog,
+    policy: Arc<Policy>,
+    /// Built-ins, enabled plugins' tools and the plugin-installing tools; shared with the
+    /// latter, which add tools during a run.
+    registry: Arc<ToolRegistry>,
+    hooks: Vec<Arc<dyn PolicyHook>>,
+    js: Vec<Arc<JsRuntime>>,
+    /// The risk of every tool action known from metadata, for policy and `policy check`.
+    risks: Vec<(String, Risk)>,
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("workspace", &self.workspace.root())
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The names of the built-in tools: no plugin tool may take one.
+pub(crate) fn builtin_names(builtins: &[Arc<dyn Tool>]) -> Vec<String> {
+    builtins.iter().map(|t| t.spec().name.to_string()).collect()
+}
+
+/// The risk of every tool action known without running plugin code: built-ins and enabled
+/// plugins' tools from their metadata.
+fn known_risks(builtins: &[Arc<dyn Tool>], catalog: &Catalog) -> Vec<(String, Risk)> {
+    let mut risks: Vec<(String, Risk)> = builtins
+        .iter()
+        .map(|t| (t.action().to_owned(), t.spec().risk))
+        .collect();
+    for entry in catalog.enabled() {
+        risks.extend(
+            entry
+                .tools()
+                .map(|(tool, offer)| (offer.action.clone(), tool.spec.risk)),
+        );
+    }
+    risks
+}
+
+/// Runs `future` to completion on a runtime of its own, on a thread of its own, so it works
+/// whether or not the caller is inside a runtime.
+fn run_to_completion<T: Send>(
+    future: impl std::future::Future<Output = T> + Send,
+) -> Result<T, HostError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<T, HostError> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| HostError::Activation(e.to_string()))?;
+                Ok(runtime.block_on(future))
+            })
+            .join()
+            .map_err(|_| HostError::Activation("the activating thread panicked".to_owned()))?
+    })
+}
+
+impl Host {
+    /// Starts a [`HostBuilder`] for the workspace of the current directory and `$BOSUN_HOME`.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            plugins: true,
+            ..HostBuilder::default()
+        }
+    }
+
+    /// The trust store and the catalog of every plugin in every scope, with its state. Reads
+    /// metadata only: no plugin code runs.
+    ///
+    /// # Errors
+    /// The trust store cannot be read.
+    pub fn catalog_for(
+        workspace: &Workspace,
+        config: &LoadedConfig,
+    ) -> Result<(TrustStore, Catalog), HostError> {
+        Self::catalog_with(workspace, config, &builtin_names(&builtin::tools()))
+    }
+
+    fn catalog_with(
+        workspace: &Workspace,
+        config: &LoadedConfig,
+        names: &[String],
+    ) -> Result<(TrustStore, Catalog), HostError> {
+        let trust = TrustStore::load(TrustStore::default_path(&config.home))?;
+        let builtins: Vec<&str> = names.iter().map(String::as_str).collect();
+        let catalog = Catalog::build(CatalogInput {
+            home: &config.home,
+            user_plugins: &config.user.plugins,
+            workspace: Some(workspace.root()),
+            trust: &trust,
+            builtins: &builtins,
+        });
+        Ok((trust, catalog))
+    }
+
+    fn assemble(
+        workspace: Arc<Workspace>,
+        config: Arc<LoadedConfig>,
+        plugins: bool,
+    ) -> Result<Self, HostError> {
+        let builtins = builtin::tools();
+        let (_, catalog) = Self::catalog_with(&workspace, &config, &builtin_names(&builtins))?;
+        let risks = known_risks(&builtins, &catalog);
+        let policy = Arc::new(config.policy(risks.clone())?);
+        let registry = Arc::new(ToolRegistry::default());
+        let mut warnings = Vec::new();
+        for tool in &builtins {
+            registry
+                .register(tool.clone())
+                .map_err(|e| HostError::Tools(e.message))?;
+        }
+        let mut host = Self {
+            workspace,
+            config,
+            catalog,
+            policy,
+            registry,
+            hooks: Vec::new(),
+            js: Vec::new(),
+            risks,
+            warnings: Vec::new(),
+        };
+        if !plugins {
+            return Ok(host);
+        }
+        warnings.extend(host.catalog.warnings().iter().map(ToString::to_string));
+        let sandbox = Sandbox::new(SandboxConfig {
+            cache_dir: Some(host.config.home.join("cache")),
+            ..Default::default()
+        })?;
+        let mut reserved = builtin_names(&builtins);
+        reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
+
+        let native_tools = native::plugin_tools(
+            host.catalog.enabled(),
+            &sandbox,
+            &host.policy,
+            host.workspace.root(),
+        );
+        host.register_plugin_tools(native_tools, &mut warnings);
+
+        let (specs, spec_warnings) =
+            js::specs_from_catalog(host.catalog.enabled(), &reserved, &host.config.user.limits);
+        warnings.extend(spec_warnings);
+        let mut listed: Vec<ListedPlugin> = Vec::new();
+        if !specs.is_empty() {
+            let policy = host.policy.clone();
+            let started = run_to_completion(async {
+                let engine = sandbox.load_js_engine(bosun_js::ENGINE_WASM).await?;
+                Ok::<_, SandboxError>(JsPlugins::start(specs, &engine, &policy).await)
+            })??;
+            for runtime in &started.runtimes {
+                let spec = runtime.spec();
+                let prefix = format!("plugin.{}.", spec.local_name);
+                listed.push(ListedPlugin {
+                    name: spec.local_name.clone(),
+                    version: host
+                        .catalog
+                        .enabled()
+                        .find(|e| e.local_name == spec.local_name)
+                        .and_then(|e| e.js.as_ref().map(|m| m.version().to_owned()))
+                        .unwrap_or_default(),
+                    format: format!("{:?}", spec.format).to_lowercase(),
+                    source: "configured".to_owned(),
+                    tools: started
+                        .tools
+                        .iter()
+                        .filter(|t| t.action().starts_with(&prefix))
+                        .map(|t| t.spec().name.to_string())
+                        .collect(),
+                });
+            }
+            warnings.extend(started.warnings);
+            host.register_plugin_tools(started.tools, &mut warnings);
+            host.hooks = started.hooks;
+            host.js = started.runtimes;
+        }
+        let manager = PluginManager::new(
+            sandbox,
+            bosun_js::ENGINE_WASM,
+            host.policy.clone(),
+            host.registry.clone(),
+            reserved,
+            listed,
+        );
+        for tool in manager.tools() {
+            host.registry
+                .register(tool)
+                .map_err(|e| HostError::Tools(e.message))?;
+        }
+        host.warnings = warnings;
+        Ok(host)
+    }
+
+    /// Adds plugin tools one by one: a tool whose schema does not compile or whose name is
+    /// taken is left out with a warning, and never stops the other tools.
+    fn register_plugin_tools(&self, tools: Vec<Arc<dyn Tool>>, warnings: &mut Vec<String>) {
+        for tool in tools {
+            let action = tool.action().to_owned();
+            if let Err(e) = self.registry.register(tool) {
+                warnings.push(format!("{action} is not offered: {}", e.message));
+            }
+        }
+    }
+
+    /// A chokepoint over this host's registry, policy and hooks, asking `broker` when policy
+    /// says to ask. Cheap: every chokepoint of a host shares its tools.
+    ///
+    /// # Errors
+    /// Never today; kept fallible so a chokepoint that cannot be built is reported, not hidden.
+    pub fn chokepoint(&self, broker: Arc<dyn ApprovalBroker>) -> Result<Chokepoint, HostError> {
+        Chokepoint::builder(self.policy.clone(), self.workspace.clone())
+            .registry(self.registry.clone())
+            .hooks(self.hooks.iter().cloned())
+            .broker(broker)
+            .limits(self.config.user.limits)
+            .env(self.config.scrubbed_env())
+            .build()
+            .map_err(|e| HostError::Tools(e.message))
+    }
+
+    /// The prompt contributions of the enabled plugins for `task`, as `(local name, text)`:
+    /// native plugins' manifest prompts, then what each JavaScript plugin contributes for this
+    /// task (run in its sandbox). A contribution that fails is left out with a warning.
+    pub async fn prompts(&self, task: &str) -> Prompts {
+        let mut prompts: Vec<(String, String)> = self
+            .catalog
+            .enabled()
+            .filter_map(|entry| {
+                let prompt = entry.manifest.as_ref()?.prompt.as_ref()?;
+                Some((entry.local_name.clone(), prompt.clone()))
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        for runtime in &self.js {
+            match runtime.prompts(task).await {
+                Ok(texts) => prompts.extend(
+                    texts
+                        .into_iter()
+                        .map(|t| (runtime.spec().local_name.clone(), t)),
+                ),
+                Err(e) => warnings.push(format!(
+                    "plugin `{}`: its prompt contribution failed and is left out: {}",
+                    runtime.spec().local_name,
+                    e.message
+                )),
+            }
+        }
+        (prompts, warnings)
+    }
+
+    /// [`prompts`](Self::prompts) for callers outside an async context (or inside one that
+    /// must not be re-entered): runs on a thread and runtime of its own.
+    ///
+    /// # Errors
+    /// The thread could not run.
+    pub fn prompts_blocking(&self, task: &str) -> Result<Prompts, HostError> {
+        run_to_completion(self.prompts(task))
+    }
+
+    /// An observer that delivers redacted run events to the JavaScript plugins that asked for
+    /// them (`observeRunEvents`), off the run's path; `None` when no plugin asked.
+    pub fn js_observer(&self) -> Option<Arc<JsObserver>> {
+        JsObserver::for_runtimes(&self.js)
+    }
+
+    /// The activated JavaScript plugins (for their commands).
+    pub fn js_runtimes(&self) -> &[Arc<JsRuntime>] {
+        &self.js
+    }
+
+    /// Every tool, in registration order: built-ins, configured plugins' tools, the
+    /// plugin-installing tools (a snapshot: plugins installed later add to it).
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.registry.tools()
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    /// The loaded configuration.
+    pub fn config(&self) -> &Arc<LoadedConfig> {
+        &self.config
+    }
+
+    /// The plugin catalog this host was built from.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// What a person should know: plugins left out and why, tools not offered.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The risk of every tool action in `catalog`'s session known without running plugin code:
+    /// built-ins and enabled plugins' tools from their metadata.
+    pub fn known_risks_in(catalog: &Catalog) -> Vec<(String, Risk)> {
+        known_risks(&builtin::tools(), catalog)
+    }
+
+    /// The risk of every tool action known without running plugin code (for `policy check`).
+    pub fn known_risks(&self) -> &[(String, Risk)] {
+        &self.risks
+    }
+}

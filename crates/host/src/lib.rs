@@ -1,0 +1,47 @@
+//! Bosun's host: everything a caller needs to decide and run tool calls, assembled in one place
+//! for the CLI, the terminal UI, the agent's run loop and any Rust program that embeds Bosun.
+//!
+//! [`Host::builder`] takes the workspace, `$BOSUN_HOME` and the loaded configuration and builds
+//! the policy, the built-in tools (once), the plugin runtimes (native WebAssembly components,
+//! Forge and Triggerfish JavaScript plugins, and the tools with which a model installs a plugin
+//! it wrote) and the tool registry they share. [`Host::chokepoint`] then gives the one path every
+//! call takes: exact lookup, input validation, policy on the tool's action and every capability,
+//! approval, execution under a deadline, cancellation and the output bound, and a trace.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = bosun_host::Host::builder()
+//!     .workspace_of(&std::env::current_dir()?)
+//!     .build()?;
+//! let chokepoint = host.chokepoint(Arc::new(bosun_host::NonInteractive))?;
+//! for tool in chokepoint.registry().tools() {
+//!     println!("{}", tool.spec().name);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The host never talks to a model and never prints: the agent crate runs the model loop over
+//! its chokepoint, and the CLI shows what the host warned about.
+
+pub mod approval;
+pub mod builtin;
+pub mod chokepoint;
+pub mod config;
+mod host;
+pub mod plugin_runtime;
+pub mod session;
+pub mod tool;
+pub mod trace;
+pub mod workspace;
+
+pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
+pub use chokepoint::{
+    CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry,
+};
+pub use config::{Config, ConfigError, LoadedConfig};
+pub use host::{Host, HostBuilder, HostError, Prompts};
+pub use session::Session;
+pub use tool::{Tool, ToolContext};
+pub use trace::{Trace, TraceError};
+pub use workspace::Workspace;
