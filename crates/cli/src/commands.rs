@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
-use bosun_host::approval::sanitize_for_terminal;
-use bosun_host::config::{ConfigError, LoadedConfig, bosun_home};
+use bosun_host::config::{ConfigError, bosun_home};
 use bosun_host::trace::{self, Trace};
-use bosun_host::{Host, Session, ToolCall, Workspace};
+use bosun_host::{Session, ToolCall};
 use bosun_policy::Subject;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -17,68 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::exit;
 use crate::term::{errln, out, outln};
 
-/// Everything a command needs about where it runs.
-pub struct Env {
-    pub workspace: Arc<Workspace>,
-    pub config: Arc<LoadedConfig>,
-}
-
-pub fn load() -> Result<Env> {
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    load_in(&cwd, &bosun_home()?)
-}
-
-/// The [`Env`] of the workspace holding `cwd`, with `home` as `$BOSUN_HOME`.
-pub fn load_in(cwd: &Path, home: &Path) -> Result<Env> {
-    let workspace = Workspace::discover(cwd)
-        .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
-    let config = LoadedConfig::load(home, &workspace)?;
-    Ok(Env {
-        workspace: Arc::new(workspace),
-        config: Arc::new(config),
-    })
-}
-
-impl Env {
-    /// The host for this workspace and configuration, leaving its warnings for the caller to
-    /// show (the terminal UI cannot print on stderr).
-    pub fn build_host(&self) -> Result<Host> {
-        Ok(Host::builder()
-            .workspace(self.workspace.clone())
-            .config(self.config.clone())
-            .build()?)
-    }
-
-    /// The host, with its warnings printed on stderr.
-    pub fn host(&self) -> Result<Host> {
-        let host = self.build_host()?;
-        for warning in host.warnings() {
-            errln!("warning: {}", sanitize_for_terminal(warning));
-        }
-        Ok(host)
-    }
-
-    /// The trust store and the plugin catalog (metadata only; no plugin code runs).
-    pub fn catalog(&self) -> Result<(bosun_plugins::TrustStore, bosun_plugins::Catalog)> {
-        Ok(Host::catalog_for(&self.workspace, &self.config)?)
-    }
-
-    /// The risk of every tool action known from metadata: built-ins and enabled plugins' tools.
-    fn known_risks(&self) -> Result<Vec<(String, bosun_core::Risk)>> {
-        let (_, catalog) = self.catalog()?;
-        Ok(Host::known_risks_in(&catalog))
-    }
-}
-
-pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    let text = crate::term::json_safe(&serde_json::to_string_pretty(value)?);
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    Ok(())
-}
-
 pub fn tools_list(json: bool) -> Result<u8> {
-    let env = load()?;
+    let env = crate::env::load()?;
     let tools = env.host()?.tools();
     if json {
         let list: Vec<Value> = tools
@@ -91,7 +30,7 @@ pub fn tools_list(json: bool) -> Result<u8> {
                 })
             })
             .collect();
-        print_json(&list)?;
+        crate::env::print_json(&list)?;
     } else {
         for t in &tools {
             let s = t.spec();
@@ -139,10 +78,10 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
             "the input is not valid JSON ({e}); quote it for your shell, e.g. '{{\"path\": \"README.md\"}}'"
         ),
     };
-    let env = load()?;
+    let env = crate::env::load()?;
     let host = env.host()?;
     let policy = host.policy().clone();
-    let chokepoint = host.chokepoint(crate::run::broker(yes))?;
+    let chokepoint = host.chokepoint(crate::env::broker(yes))?;
     let run_id = trace::new_run_id();
     let trace = Trace::create(
         &env.config.runs_dir(),
@@ -181,13 +120,13 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
     trace.finish()?;
     let code = exit_code(&outcome.result);
     if json {
-        print_json(&outcome.result)?;
+        crate::env::print_json(&outcome.result)?;
     } else {
         match &outcome.result {
             ToolResult::Ok {
                 output, truncated, ..
             } => {
-                print_json(output)?;
+                crate::env::print_json(output)?;
                 if *truncated {
                     errln!(
                         "(output truncated to {} bytes)",
@@ -205,10 +144,10 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
 }
 
 pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result<u8> {
-    let env = load()?;
+    let env = crate::env::load()?;
     let explanation = policy_explanation(&env, action, capabilities)?;
     if json {
-        print_json(&explanation)?;
+        crate::env::print_json(&explanation)?;
     } else {
         out!("{}", render_explanation(&explanation));
     }
@@ -217,7 +156,11 @@ pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result
 
 /// The decision policy would make here for `action` used with `capabilities` (`fs.read`,
 /// `net.http:api.example.com`, …), with every check that led to it.
-pub fn policy_explanation(env: &Env, action: &str, capabilities: &[String]) -> Result<Explanation> {
+pub fn policy_explanation(
+    env: &crate::env::Env,
+    action: &str,
+    capabilities: &[String],
+) -> Result<Explanation> {
     let risks = env.known_risks()?;
     let risk = risks.iter().find(|(a, _)| a == action).map(|(_, r)| *r);
     let policy = env.config.policy(risks)?;
@@ -279,7 +222,7 @@ pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
 }
 
 pub fn config_check(json: bool) -> Result<u8> {
-    let checked = load().and_then(|env| {
+    let checked = crate::env::load().and_then(|env| {
         env.config.policy(env.known_risks()?)?;
         Ok(env)
     });
@@ -293,7 +236,7 @@ pub fn config_check(json: bool) -> Result<u8> {
                 files.push(f.path.display().to_string());
             }
             if json {
-                print_json(
+                crate::env::print_json(
                     &json!({"ok": true, "files": files, "trusted_workspace": env.config.trusted}),
                 )?;
             } else if files.is_empty() {
@@ -308,7 +251,7 @@ pub fn config_check(json: bool) -> Result<u8> {
         Err(e) => {
             let config_error = e.downcast_ref::<ConfigError>().is_some();
             if json {
-                print_json(&json!({"ok": false, "error": format!("{e:#}")}))?;
+                crate::env::print_json(&json!({"ok": false, "error": format!("{e:#}")}))?;
             } else {
                 errln!("bosun: {e:#}");
             }

@@ -15,6 +15,7 @@
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
 mod commands;
+mod env;
 mod plugin_commands;
 mod plugins;
 mod run;

@@ -13,7 +13,7 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::load;
+use crate::env::load;
 use crate::term::{err, out};
 
 /// Runs the command `name` with `args`.

@@ -11,7 +11,7 @@ use bosun_plugins::{
 };
 use serde_json::json;
 
-use crate::commands::{Env, load, print_json};
+use crate::env::{Env, load, print_json};
 use crate::exit;
 use crate::term::{err, errln, out, outln};
 

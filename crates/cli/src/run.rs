@@ -22,16 +22,14 @@ use bosun_agent::scripted::{Script, ScriptedModel};
 use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
 use bosun_core::{Envelope, Event};
 use bosun_host::Session;
-use bosun_host::approval::{
-    ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker, sanitize_for_terminal,
-};
+use bosun_host::approval::{ApprovalBroker, sanitize_for_terminal};
 use bosun_host::config::bosun_home;
 use bosun_host::trace::{self, Observer, Trace};
 use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{Env, load, print_json};
+use crate::env::{Env, config_path, load, print_json};
 use crate::exit;
 use crate::term::{errln, outln};
 
@@ -48,22 +46,6 @@ const MODEL_LINE: &str = r#"models.local = { provider = "openai-chat", base_url 
 const MAX_TASK_BYTES: u64 = 1024 * 1024;
 /// Largest scripted-model script.
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Who answers approvals: `--yes` approves what policy asks about (never what it denies), a
-/// terminal asks the person, and otherwise nobody can and the call is refused.
-pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
-    if yes {
-        Arc::new(AutoApprove)
-    } else if let Some(terminal) = TerminalBroker::open() {
-        Arc::new(terminal)
-    } else {
-        Arc::new(NonInteractive)
-    }
-}
-
-pub(crate) fn config_path(env: &Env) -> String {
-    env.config.home.join("config.toml").display().to_string()
-}
 
 fn no_model_message(env: &Env) -> String {
     format!(
@@ -462,7 +444,7 @@ pub fn run(
         &env,
         &open,
         TurnIo {
-            broker: broker(yes),
+            broker: crate::env::broker(yes),
             trace_observer: Some(trace_observer),
             run_observer,
         },

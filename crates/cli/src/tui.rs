@@ -10,10 +10,12 @@
 
 mod app;
 mod engine;
+mod events;
 mod input;
 mod slash;
 #[cfg(test)]
 mod tests;
+mod transcript;
 mod view;
 
 use std::io::IsTerminal;
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use crate::commands::load;
+use crate::env::load;
 use crate::exit;
 use crate::term::errln;
 use app::{App, AppEvent};
@@ -67,7 +69,7 @@ fn event_loop(
 ) -> Result<()> {
     loop {
         terminal
-            .draw(|frame| app.render(frame))
+            .draw(|frame| view::draw(app, frame))
             .context("drawing the terminal")?;
         if app.should_exit() {
             return Ok(());

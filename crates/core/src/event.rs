@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CapabilityRequest, Explanation, ToolError};
+use crate::{CapabilityRequest, Classification, Explanation, ToolError};
 
 /// The trace schema this build writes.
 pub const TRACE_SCHEMA_VERSION: u32 = 1;
@@ -200,6 +200,19 @@ pub enum Event {
         /// Wall time of the execution, in microseconds.
         duration_us: u64,
     },
+    /// A result raised the session's taint: everything the session sends from now on is
+    /// treated as data of level `to`.
+    #[serde(rename = "taint.raised")]
+    TaintRaised {
+        /// Call id of the result.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The session's level before.
+        from: Classification,
+        /// Its level now.
+        to: Classification,
+    },
     /// A call ended in an error, at any stage.
     #[serde(rename = "tool.failed")]
     ToolFailed {
@@ -233,6 +246,7 @@ impl Event {
             Self::ToolLog { .. } => "tool.log",
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
+            Self::TaintRaised { .. } => "taint.raised",
             Self::ToolFailed { .. } => "tool.failed",
         }
     }

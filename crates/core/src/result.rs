@@ -186,6 +186,10 @@ pub struct ToolOutput {
     pub value: Value,
     /// True when the tool left something out.
     pub truncated: bool,
+    /// How sensitive this result is, when the tool knows better than its spec (a Triggerfish
+    /// plugin's level); `None` means the spec's classification. The chokepoint raises the
+    /// session's taint to it.
+    pub classification: Option<crate::Classification>,
 }
 
 impl ToolOutput {
@@ -194,6 +198,7 @@ impl ToolOutput {
         Self {
             value,
             truncated: false,
+            classification: None,
         }
     }
 }

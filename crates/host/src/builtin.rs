@@ -141,6 +141,7 @@ fn bounded_output(
             Ok(ToolOutput {
                 value: output,
                 truncated,
+                classification: None,
             })
         }
         ToolResult::Err { error, .. } => Err(error),

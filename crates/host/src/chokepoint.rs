@@ -573,7 +573,21 @@ impl Chokepoint {
             });
         }
         match outcome {
-            Ok(output) => Ok((ToolResult::ok(output.value, output.truncated), explanation)),
+            Ok(output) => {
+                // 7. Raise the session's taint to the result's level; it never falls.
+                let level = output.classification.unwrap_or(tool.spec().classification);
+                let before = session.taint();
+                let after = session.raise_taint(level);
+                if after > before {
+                    trace.record(Event::TaintRaised {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        from: before,
+                        to: after,
+                    });
+                }
+                Ok((ToolResult::ok(output.value, output.truncated), explanation))
+            }
             Err(error) => Err((error, Some(explanation))),
         }
     }

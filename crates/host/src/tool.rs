@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::Workspace;
 use crate::session::Session;
 
+/// Log lines a tool produced during a call, drained by the chokepoint into the trace.
+pub type LogSink = Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
 /// What a tool sees of the run it is called in.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -28,7 +31,7 @@ pub struct ToolContext {
     /// The id of this call.
     pub call_id: String,
     /// Log lines the tool wants in the trace, as `(level, message)`; drained by the chokepoint.
-    pub logs: crate::plugin_runtime::native::LogSink,
+    pub logs: LogSink,
     /// The read rules of the call, for every file a tool opens beyond the path it named.
     pub reads: ReadJudge,
 }

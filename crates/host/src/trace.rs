@@ -481,6 +481,12 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 if *truncated { " (truncated)" } else { "" },
                 short(output, 160)
             ),
+            Event::TaintRaised {
+                call_id, from, to, ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} raised the session's taint {from} → {to}"
+            ),
             Event::ToolFailed { call_id, error, .. } => {
                 writeln!(
                     out,

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::instance::CallReport;
+use crate::report::CallReport;
 
 /// Setting up the engine, loading a component or instantiating it failed.
 #[derive(Debug, thiserror::Error)]

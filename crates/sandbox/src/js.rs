@@ -13,14 +13,12 @@
 //! - DNS only for a host the current call's [`NetGrant`](crate::NetGrant) names, and only with
 //!   the HTTP grant, so a plugin cannot use names as a side channel to reach anyone else.
 
-use std::sync::Arc;
-
 use wasmtime::component::{
     Component, ComponentExportIndex, Instance as WasmInstance, Lift, WasmList,
 };
 use wasmtime::{Store, StoreContextMut};
 
-use crate::instance::StoreState;
+use crate::store::StoreState;
 
 /// Host bindings for `bosun:js@1.0.0`; `bosun:plugin/host` is shared with the native world.
 pub(crate) mod bindings {
@@ -35,28 +33,6 @@ pub(crate) mod bindings {
 }
 
 use bindings::bosun::js::runtime;
-
-/// The session a JavaScript plugin's call runs in, as far as the engine may see it.
-pub trait JsSession: Send + Sync + std::fmt::Debug {
-    /// The session's taint label (`PUBLIC`, `INTERNAL`, `CONFIDENTIAL`, `RESTRICTED`).
-    fn taint(&self) -> String;
-    /// Raises the session's taint to `level`; never lowers it. Fails on an unknown label.
-    fn escalate(&self, level: &str) -> Result<(), String>;
-}
-
-/// What a JavaScript instance is granted beyond [`Grants`](crate::Grants).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JsGrants {
-    /// Whether `host-info` answers (Triggerfish plugins the user and the manifest both trust).
-    pub host_info: bool,
-}
-
-/// Per-instance and per-call state behind `bosun:js/runtime`.
-#[derive(Debug, Default)]
-pub(crate) struct JsState {
-    pub(crate) grants: JsGrants,
-    pub(crate) session: Option<Arc<dyn JsSession>>,
-}
 
 impl runtime::Host for StoreState {
     fn session_taint(&mut self) -> String {

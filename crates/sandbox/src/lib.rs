@@ -41,11 +41,15 @@
 mod cache;
 mod engine;
 mod error;
+mod grants;
 mod host;
 mod http;
 mod instance;
 mod js;
 mod limits;
+mod linker;
+mod report;
+mod store;
 
 /// Host bindings for `bosun:plugin@1.0.0`, generated from `crates/sdk/wit/v1`.
 mod bindings {
@@ -66,20 +70,19 @@ use wasmtime::component::{Component, Linker};
 pub use cache::CacheOutcome;
 pub use engine::EngineLimits;
 pub use error::{CallError, CallErrorKind, SandboxError};
+pub use grants::{CallOptions, FsGrant, Grants, JsGrants, JsSession, WORKSPACE_GUEST_PATH};
 pub use host::{LogLevel, LogLine};
 pub use http::{
     HttpLimits, NetGrant, Refusal, RefusedRequest, ResolveFuture, Resolver, StaticResolver,
     SystemResolver, non_public_range,
 };
-pub use instance::{
-    CallOptions, CallOutput, CallReport, FsGrant, Grants, Instance, Loaded, WORKSPACE_GUEST_PATH,
-};
-pub use js::{JsGrants, JsSession};
+pub use instance::{Instance, Loaded};
 pub use limits::OutputLimits;
+pub use report::{CallOutput, CallReport};
 
 use cache::{ArtefactCache, sha256};
 use engine::EpochTicker;
-use instance::StoreState;
+use store::StoreState;
 
 /// How the sandbox is built.
 #[derive(Debug, Clone)]
@@ -146,7 +149,7 @@ impl Sandbox {
             .map(|dir| ArtefactCache::open(dir, &engine))
             .transpose()?;
         let mut linker = Linker::new(&engine);
-        instance::add_to_linker(&mut linker).map_err(|e| SandboxError::Engine {
+        linker::add_to_linker(&mut linker).map_err(|e| SandboxError::Engine {
             reason: format!("{e:#}"),
         })?;
         Ok(Self {
@@ -225,7 +228,7 @@ impl Sandbox {
         let (component, cache) = match cached {
             Some(component) => (component, CacheOutcome::Hit),
             None => {
-                let mut store = instance::preinit_store(inner)?;
+                let mut store = store::preinit_store(inner)?;
                 let snapshot = js::preinitialise(&mut store, &inner.linker, wasm)
                     .await
                     .map_err(|e| invalid(format!("{e:#}")))?;

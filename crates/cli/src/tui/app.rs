@@ -18,17 +18,18 @@ use bosun_core::{ApprovalAnswer, Envelope, Event};
 use bosun_host::approval::{PendingApproval, sanitize_for_terminal};
 use bosun_models::{AssistantPart, Message};
 use bosun_plugins::PluginScope;
-use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::Engine;
+pub(crate) use super::events::{AppEvent, TurnEnd};
 use super::input::{Edit, LineEditor};
 use super::slash::{self, Slash};
-use crate::commands::Env;
+pub(crate) use super::transcript::{Entry, ToolEntry, ToolState};
+use crate::env::Env;
 use crate::plugins::TrustReview;
-use crate::run::{OpenSession, TurnDone};
+use crate::run::OpenSession;
 
 /// How long a modal must have been on screen before a key answers it.
 pub(crate) const ARM_DELAY: Duration = Duration::from_millis(400);
@@ -36,90 +37,6 @@ pub(crate) const ARM_DELAY: Duration = Duration::from_millis(400);
 const SCROLL_STEP: usize = 10;
 /// Characters of a tool's input or output shown in the conversation.
 const SHORT_CHARS: usize = 120;
-
-/// Everything the UI reacts to.
-pub(crate) enum AppEvent {
-    /// A key, with when the terminal thread read it.
-    Key(KeyEvent, Instant),
-    /// The terminal changed size.
-    Redraw,
-    /// A live event of the running turn.
-    Run(RunEvent),
-    /// A trace envelope of the running turn (redacted).
-    Trace(Box<Envelope>),
-    /// Policy asks the person about a call.
-    Approval(PendingApproval),
-    /// What building the turn warned about.
-    Warnings(Vec<String>),
-    /// The turn is over and the session stored.
-    TurnEnded(Box<TurnEnd>),
-}
-
-impl AppEvent {
-    /// A key read now.
-    pub(crate) fn key(key: KeyEvent) -> Self {
-        Self::Key(key, Instant::now())
-    }
-}
-
-/// A turn's end: the session back, and how it went.
-pub(crate) struct TurnEnd {
-    pub open: OpenSession,
-    /// `None` when the turn could not start.
-    pub run_id: Option<String>,
-    /// Why the turn could not start, or what it did.
-    pub result: Result<TurnDone, String>,
-}
-
-/// One item of the conversation on screen.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Entry {
-    /// A task the person gave.
-    User(String),
-    /// A slash command the person typed.
-    Command(String),
-    /// The model's text (streamed into while it comes).
-    Assistant(String),
-    /// A tool call and what became of it.
-    Tool(ToolEntry),
-    /// Bosun's own output: help, listings, the end of a run.
-    Notice(String),
-    /// Something that went wrong but did not stop anything.
-    Warning(String),
-    /// Something that failed.
-    Error(String),
-}
-
-/// A tool call as the trace tells it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ToolEntry {
-    pub call_id: String,
-    pub tool: String,
-    /// The input, short and sanitised.
-    pub input: String,
-    /// Policy's decision, one line.
-    pub decision: Option<String>,
-    /// What the person answered, if asked.
-    pub answer: Option<ApprovalAnswer>,
-    pub state: ToolState,
-}
-
-/// Where a tool call is.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ToolState {
-    /// Proposed, being decided.
-    Proposed,
-    /// Waiting for the person.
-    Asking,
-    /// Running.
-    Running,
-    /// Finished, with its output, short.
-    Done(String),
-    /// Failed or refused.
-    Failed { code: String, message: String },
-    /// From an earlier run of a resumed session, result not kept.
-    Earlier,
-}
 
 /// The turn in progress.
 pub(crate) struct Running {
@@ -236,11 +153,6 @@ impl App {
     #[cfg(test)]
     pub(crate) fn is_running(&self) -> bool {
         self.running.is_some()
-    }
-
-    /// Draws the whole screen.
-    pub(crate) fn render(&self, frame: &mut Frame) {
-        super::view::draw(self, frame);
     }
 
     /// Handles one event.
@@ -633,7 +545,7 @@ impl App {
                                 Budget::Steps => "max_steps",
                                 Budget::ToolCalls => "max_tool_calls",
                             },
-                            crate::run::config_path(&self.env)
+                            crate::env::config_path(&self.env)
                         )));
                     }
                     RunEnd::Cancelled => self.entries.push(Entry::Notice(

@@ -13,8 +13,8 @@ use bosun_host::approval::ChannelBroker;
 use bosun_host::trace::Observer;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{AppEvent, TurnEnd};
-use crate::commands::Env;
+use super::events::{AppEvent, TurnEnd};
+use crate::env::Env;
 use crate::run::{OpenSession, TurnIo, prepare_turn};
 
 /// What the trace says started a run from here.

@@ -12,7 +12,7 @@ use bosun_host::approval::sanitize_for_terminal;
 use bosun_models::{KeyStatus, process_env};
 use bosun_plugins::PluginScope;
 
-use crate::commands::Env;
+use crate::env::Env;
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]

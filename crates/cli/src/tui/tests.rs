@@ -86,7 +86,7 @@ struct Harness0 {
 }
 
 fn open_app(at: &Harness0, resume: Option<&str>) -> (App, Receiver<AppEvent>) {
-    let env = crate::commands::load_in(&at.ws, &at.home).unwrap();
+    let env = crate::env::load_in(&at.ws, &at.home).unwrap();
     let open = crate::run::open_session(&env, resume, None).unwrap();
     let (events, inbox) = mpsc::channel();
     (App::new(Arc::new(env), open, events).unwrap(), inbox)
@@ -156,7 +156,9 @@ impl Harness {
     /// The screen as text, with the session id (which changes every run) masked.
     fn screen(&mut self) -> String {
         let app = &self.app;
-        self.terminal.draw(|frame| app.render(frame)).unwrap();
+        self.terminal
+            .draw(|frame| super::view::draw(app, frame))
+            .unwrap();
         let id: String = self.app.session_id.chars().take(13).collect();
         self.terminal
             .backend()
@@ -330,7 +332,7 @@ fn install_project_hello(at: &Harness0) {
 }
 
 fn plugin_state(h: &Harness, name: &str) -> String {
-    let env = crate::commands::load_in(&h.at().ws, &h.home()).unwrap();
+    let env = crate::env::load_in(&h.at().ws, &h.home()).unwrap();
     let (_, catalog) = env.catalog().unwrap();
     crate::plugins::find(&catalog, name)
         .unwrap()

@@ -12,7 +12,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::app::{App, Entry, ToolEntry, ToolState};
+use super::app::App;
+use super::transcript::{Entry, ToolEntry, ToolState};
 
 /// Widest a modal gets.
 const MODAL_WIDTH: u16 = 76;
@@ -21,7 +22,7 @@ const MODAL_WIDTH: u16 = 76;
 const SESSION_PREFIX: usize = 13;
 
 /// Draws the whole screen.
-pub(super) fn draw(app: &App, frame: &mut Frame) {
+pub(crate) fn draw(app: &App, frame: &mut Frame) {
     let [body, input, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(2),

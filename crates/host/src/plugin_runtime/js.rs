@@ -677,16 +677,14 @@ impl Tool for JsTool {
             ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
         }
         match outcome {
-            ToolOutcome::Ok { output, truncated } => {
-                if self.runtime.spec.format == Format::Triggerfish {
-                    // What the plugin returned is as sensitive as the plugin says its data is.
-                    ctx.session.raise_taint(self.runtime.spec.classification);
-                }
-                Ok(ToolOutput {
-                    value: output,
-                    truncated,
-                })
-            }
+            ToolOutcome::Ok { output, truncated } => Ok(ToolOutput {
+                value: output,
+                truncated,
+                // What a Triggerfish plugin returns is as sensitive as it says its data is; the
+                // chokepoint raises the session's taint to it.
+                classification: (self.runtime.spec.format == Format::Triggerfish)
+                    .then_some(self.runtime.spec.classification),
+            }),
             ToolOutcome::Err {
                 code,
                 message,

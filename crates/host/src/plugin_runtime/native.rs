@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -436,6 +436,3 @@ fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool
     );
     policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny
 }
-
-/// Log lines a tool produced during a call, drained by the chokepoint into the trace.
-pub type LogSink = Arc<StdMutex<Vec<(String, String)>>>;

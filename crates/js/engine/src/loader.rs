@@ -46,7 +46,14 @@ pub fn plugin_module(path: &str) -> String {
 fn builtin(name: &str) -> Option<&'static str> {
     Some(match name {
         "zod" => include_str!("../js/zod.js"),
-        "bosun:runtime" => include_str!("../js/runtime.js"),
+        // One module from pieces that share its scope (js/runtime/shared.js says why);
+        // test/harness.mjs reads this list.
+        "bosun:runtime" => concat!(
+            include_str!("../js/runtime/shared.js"),
+            include_str!("../js/runtime/forge.js"),
+            include_str!("../js/runtime/triggerfish.js"),
+            include_str!("../js/runtime/engine.js"),
+        ),
         "bosun:internal" => include_str!("../js/modules/internal.js"),
         "node:net" => include_str!("../js/modules/net.js"),
         "node:dns" => include_str!("../js/modules/dns.js"),

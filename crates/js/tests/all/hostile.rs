@@ -723,14 +723,15 @@ async fn replaced_globals_cannot_forge_another_tools_result() {
 }
 
 /// Enforcement: the engine's host calls (`__native`), its entry points (`__engine`) and the
-/// layer's registry (`__bosunInternal`, `bosun:internal`) are deleted or refused before any
+/// layer's registry (`__bosunInternal`, `bosun:internal`) and the prelude's shared internals
+/// (`__bosunPrelude`) are deleted or refused before any
 /// plugin code runs; neither globals, `Function`, indirect `eval` nor `import` reach them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_internals_are_unreachable_from_plugin_code() {
     let mut plugin = attack(
         r#"
       const seen = {};
-      for (const name of ["__native", "__engine", "__bosunInternal"]) {
+      for (const name of ["__native", "__engine", "__bosunInternal", "__bosunPrelude"]) {
         seen[name] = {
           type: typeof globalThis[name],
           own: Object.getOwnPropertyNames(globalThis).includes(name),
@@ -753,6 +754,7 @@ async fn engine_internals_are_unreachable_from_plugin_code() {
             "__native": hidden,
             "__engine": hidden,
             "__bosunInternal": hidden,
+            "__bosunPrelude": hidden,
             "bosun:internal": "Error: cannot import \"bosun:internal\" from plugin:index.mjs: it is internal to the engine",
             "bosun:runtime": "Error: cannot import \"bosun:runtime\" from index.mjs: a plugin may import its own files (with a relative path), \"zod\" and node:net, node:dns, node:buffer, node:url, node:timers/promises; bundle other dependencies into the plugin directory",
         }))

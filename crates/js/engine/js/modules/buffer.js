@@ -1,5 +1,5 @@
 // Bosun JS engine: `node:buffer`, the prelude's Buffer (Node's basics as a Uint8Array
-// subclass; see prelude.js) plus `atob`, `btoa` and the size constants.
+// subclass; see prelude/buffer.js) plus `atob`, `btoa` and the size constants.
 import internal from "bosun:internal";
 
 export const Buffer = internal.web.Buffer;

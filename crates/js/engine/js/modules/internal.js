@@ -1,6 +1,6 @@
 // Bosun JS engine: `bosun:internal`, the layer's private registry.
 //
-// The prelude (a classic script) cannot export anything, so it leaves one frozen object on a
+// The prelude (classic scripts) cannot export anything, so it leaves one frozen object on a
 // temporary, non-enumerable global; this module takes it and deletes the global the first time
 // it is evaluated, which happens while `bosun:runtime` is evaluated during pre-initialisation,
 // before any plugin code exists. Module instances are cached, so every later importer gets the
@@ -9,7 +9,7 @@
 // The core's loader resolves `bosun:internal` only for the engine's own modules
 // (`bosun:runtime` and the `node:` modules), never for plugin files.
 //
-// What it holds (see prelude.js for the details):
+// What it holds (see prelude/publish.js for the details):
 //   native        the host calls (`__native`), captured before the prelude deleted them
 //   timers        nextTimer, runTimers, setTimeout, clearTimeout
 //   cancellation  track() a call's AbortController, cancelAll(reason), checkCancelled()

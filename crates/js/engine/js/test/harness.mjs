@@ -8,6 +8,9 @@
 //   supplies. It follows the real core's calling conventions (values of the context's realm, a
 //   thrown `Error` with a `code`, no `undefined` in optional numeric arguments) so that mistakes
 //   show here rather than in wasm.
+// - The prelude's files and the pieces of `bosun:runtime` are read from the lists in the core's
+//   src/engine.rs (`PRELUDE`) and src/loader.rs (its `concat!`), so the tests evaluate the same
+//   files in the same order as the engine.
 // - Modules are linked with `vm.SourceTextModule` under the same resolution rules as the core's
 //   loader (crates/js/engine/src/loader.rs): plugin files by relative path, `zod` and the `node:`
 //   modules (with or without the prefix), `bosun:internal` only for the engine's own modules.
@@ -22,11 +25,23 @@ import { fileURLToPath } from "node:url";
 
 export const JS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const FIXTURES = path.join(JS_DIR, "test", "fixtures");
+const SRC_DIR = path.join(JS_DIR, "..", "src");
 
-/** Built-in module names → files (as loader.rs maps them). */
+/** The `include_str!("../js/…")` paths, in order, in the part of a core source that `pattern` captures. */
+function includedFiles(rustFile, pattern) {
+  const match = pattern.exec(fs.readFileSync(path.join(SRC_DIR, rustFile), "utf8"));
+  const files = match ? [...match[1].matchAll(/include_str!\("\.\.\/js\/([^"]+)"\)/g)].map((m) => m[1]) : [];
+  if (files.length === 0) throw new Error(`harness: src/${rustFile} no longer has the list ${pattern} looks for`);
+  return files;
+}
+
+/** The prelude's files in the order the core evaluates them. */
+const PRELUDE_FILES = includedFiles("engine.rs", /const PRELUDE\b[^=]*= \[([\s\S]*?)\n\];/);
+
+/** Built-in module names → files (as loader.rs maps them); a list is concatenated, as `concat!` does. */
 const BUILTINS = {
   zod: "zod.js",
-  "bosun:runtime": "runtime.js",
+  "bosun:runtime": includedFiles("loader.rs", /"bosun:runtime" => concat!\(([\s\S]*?)\n\s*\),/),
   "bosun:internal": "modules/internal.js",
   "node:net": "modules/net.js",
   "node:dns": "modules/dns.js",
@@ -41,6 +56,7 @@ const PLUGIN_PREFIX = "plugin:";
 
 const sourceCache = new Map();
 function readSource(file) {
+  if (Array.isArray(file)) return file.map(readSource).join("");
   if (!sourceCache.has(file)) sourceCache.set(file, fs.readFileSync(path.join(JS_DIR, file), "utf8"));
   return sourceCache.get(file);
 }
@@ -259,7 +275,7 @@ export async function createEngine(options = {}) {
   };
 
   context.__native = native;
-  vm.runInContext(readSource("prelude.js"), context, { filename: "prelude.js" });
+  for (const file of PRELUDE_FILES) vm.runInContext(readSource(file), context, { filename: file });
 
   // ----- modules -------------------------------------------------------------------------
   const modules = new Map();

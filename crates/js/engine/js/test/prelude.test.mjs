@@ -14,9 +14,10 @@ test("the globals exist, and __native and the internal hand-over global are gone
       missing: names.filter((n) => typeof globalThis[n] === "undefined"),
       enumerable: names.filter((n) => Object.keys(globalThis).includes(n)),
       native: typeof __native, internal: typeof __bosunInternal, engine: typeof __engine, deno: typeof Deno,
+      shared: typeof __bosunPrelude, own: ["__native", "__bosunPrelude", "__bosunInternal", "__engine"].filter((n) => Object.getOwnPropertyNames(globalThis).includes(n)),
     };
   `);
-  assert.deepEqual(result, { missing: [], enumerable: [], native: "undefined", internal: "undefined", engine: "undefined", deno: "undefined" });
+  assert.deepEqual(result, { missing: [], enumerable: [], native: "undefined", internal: "undefined", engine: "undefined", deno: "undefined", shared: "undefined", own: [] });
 });
 
 test("URL: parsing, setters, searchParams linked both ways, errors", async () => {

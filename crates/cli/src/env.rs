@@ -1,0 +1,87 @@
+//! Where a command runs: the workspace and configuration it loads, the host built from them,
+//! who answers approvals, and JSON printing. Every command group starts here.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use bosun_host::approval::{ApprovalBroker, AutoApprove, NonInteractive, TerminalBroker};
+use bosun_host::config::{LoadedConfig, bosun_home};
+use bosun_host::{Host, Workspace};
+
+/// Everything a command needs about where it runs.
+pub struct Env {
+    pub workspace: Arc<Workspace>,
+    pub config: Arc<LoadedConfig>,
+}
+
+pub fn load() -> Result<Env> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    load_in(&cwd, &bosun_home()?)
+}
+
+/// The [`Env`] of the workspace holding `cwd`, with `home` as `$BOSUN_HOME`.
+pub fn load_in(cwd: &Path, home: &Path) -> Result<Env> {
+    let workspace = Workspace::discover(cwd)
+        .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
+    let config = LoadedConfig::load(home, &workspace)?;
+    Ok(Env {
+        workspace: Arc::new(workspace),
+        config: Arc::new(config),
+    })
+}
+
+impl Env {
+    /// The host for this workspace and configuration, leaving its warnings for the caller to
+    /// show (the terminal UI cannot print on stderr).
+    pub fn build_host(&self) -> Result<Host> {
+        Ok(Host::builder()
+            .workspace(self.workspace.clone())
+            .config(self.config.clone())
+            .build()?)
+    }
+
+    /// The host, with its warnings printed on stderr.
+    pub fn host(&self) -> Result<Host> {
+        let host = self.build_host()?;
+        for warning in host.warnings() {
+            crate::term::errln!("warning: {warning}");
+        }
+        Ok(host)
+    }
+
+    /// The trust store and the plugin catalog (metadata only; no plugin code runs).
+    pub fn catalog(&self) -> Result<(bosun_plugins::TrustStore, bosun_plugins::Catalog)> {
+        Ok(Host::catalog_for(&self.workspace, &self.config)?)
+    }
+
+    /// The risk of every tool action known from metadata: built-ins and enabled plugins' tools.
+    pub fn known_risks(&self) -> Result<Vec<(String, bosun_core::Risk)>> {
+        let (_, catalog) = self.catalog()?;
+        Ok(Host::known_risks_in(&catalog))
+    }
+}
+
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = crate::term::json_safe(&serde_json::to_string_pretty(value)?);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    Ok(())
+}
+
+/// Who answers approvals: `--yes` approves what policy asks about (never what it denies), a
+/// terminal asks the person, and otherwise nobody can and the call is refused.
+pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
+    if yes {
+        Arc::new(AutoApprove)
+    } else if let Some(terminal) = TerminalBroker::open() {
+        Arc::new(terminal)
+    } else {
+        Arc::new(NonInteractive)
+    }
+}
+
+pub(crate) fn config_path(env: &Env) -> String {
+    env.config.home.join("config.toml").display().to_string()
+}

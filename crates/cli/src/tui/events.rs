@@ -1,0 +1,45 @@
+//! What the terminal UI reacts to: keys, the running turn's events and trace, approval
+//! requests, and the end of a turn. The engine sends these; the state machine takes them.
+
+use std::time::Instant;
+
+use bosun_agent::run::RunEvent;
+use bosun_core::Envelope;
+use bosun_host::approval::PendingApproval;
+use ratatui::crossterm::event::KeyEvent;
+
+use crate::run::{OpenSession, TurnDone};
+
+/// Everything the UI reacts to.
+pub(crate) enum AppEvent {
+    /// A key, with when the terminal thread read it.
+    Key(KeyEvent, Instant),
+    /// The terminal changed size.
+    Redraw,
+    /// A live event of the running turn.
+    Run(RunEvent),
+    /// A trace envelope of the running turn (redacted).
+    Trace(Box<Envelope>),
+    /// Policy asks the person about a call.
+    Approval(PendingApproval),
+    /// What building the turn warned about.
+    Warnings(Vec<String>),
+    /// The turn is over and the session stored.
+    TurnEnded(Box<TurnEnd>),
+}
+
+impl AppEvent {
+    /// A key read now.
+    pub(crate) fn key(key: KeyEvent) -> Self {
+        Self::Key(key, Instant::now())
+    }
+}
+
+/// A turn's end: the session back, and how it went.
+pub(crate) struct TurnEnd {
+    pub open: OpenSession,
+    /// `None` when the turn could not start.
+    pub run_id: Option<String>,
+    /// Why the turn could not start, or what it did.
+    pub result: Result<TurnDone, String>,
+}

@@ -1,0 +1,88 @@
+//! What an instance is granted, fixed before any of its code runs: the preopened directory,
+//! whether outgoing HTTP exists, config values, memory and deadline — and, per call, the
+//! cancellation token, the HTTP authorities and the session a JavaScript plugin may see.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::http::NetGrant;
+
+/// Where the granted directory appears inside the plugin.
+pub const WORKSPACE_GUEST_PATH: &str = "/workspace";
+
+/// A directory the plugin may reach, preopened at `/workspace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The host directory (normally the workspace root).
+    pub host_dir: PathBuf,
+    /// Read-write (`fs.write`) rather than read-only (`fs.read`).
+    pub writable: bool,
+}
+
+/// What an instance is linked with, fixed before any of its code runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants {
+    /// The directory preopened at `/workspace`; without it the plugin has no directory at all.
+    pub fs: Option<FsGrant>,
+    /// Whether outgoing HTTP may be attempted at all; each call still names its hosts in
+    /// [`CallOptions::net`].
+    pub http: bool,
+    /// The plugin's configuration table: key to JSON text, served by `host.config`.
+    pub config: BTreeMap<String, String>,
+    /// The memory cap for the whole instance, in bytes (default 256 MiB).
+    pub memory_bytes: usize,
+    /// The deadline for each call, and for instantiation (default 30 s).
+    pub timeout: Duration,
+    /// What a JavaScript engine instance may additionally reach (ignored for native plugins).
+    pub js: JsGrants,
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Self {
+            fs: None,
+            http: false,
+            config: BTreeMap::new(),
+            memory_bytes: 256 << 20,
+            timeout: Duration::from_secs(30),
+            js: JsGrants::default(),
+        }
+    }
+}
+
+/// Per-call options.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Cancels the call: the guest sees `is-cancelled` and is stopped within one epoch tick.
+    pub cancel: CancellationToken,
+    /// What this call may reach over HTTP (ignored unless the instance has the HTTP grant).
+    pub net: NetGrant,
+    /// The session a JavaScript plugin's taint calls reach (none: `PUBLIC`, no escalation).
+    pub session: Option<Arc<dyn JsSession>>,
+}
+
+/// The session a JavaScript plugin's call runs in, as far as the engine may see it.
+pub trait JsSession: Send + Sync + std::fmt::Debug {
+    /// The session's taint label (`PUBLIC`, `INTERNAL`, `CONFIDENTIAL`, `RESTRICTED`).
+    fn taint(&self) -> String;
+    /// Raises the session's taint to `level`; never lowers it. Fails on an unknown label.
+    fn escalate(&self, level: &str) -> Result<(), String>;
+}
+
+/// What a JavaScript instance is granted beyond [`Grants`](crate::Grants).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JsGrants {
+    /// Whether `host-info` answers (Triggerfish plugins the user and the manifest both trust).
+    pub host_info: bool,
+}
+
+/// Per-instance and per-call state behind `bosun:js/runtime`.
+#[derive(Debug, Default)]
+pub(crate) struct JsState {
+    pub(crate) grants: JsGrants,
+    pub(crate) session: Option<Arc<dyn JsSession>>,
+}

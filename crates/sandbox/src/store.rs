@@ -1,0 +1,190 @@
+//! The store data of one instance (WASI, HTTP, host state, guard, memory limiter) and how a
+//! store is made and linked. Nothing here runs plugin code.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, StoreContextMut, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::SandboxInner;
+use crate::error::SandboxError;
+use crate::grants::{Grants, JsState, WORKSPACE_GUEST_PATH};
+use crate::host::{BoundedPipe, CallClock, HostState};
+use crate::http::{HttpGuard, NetGrant};
+use crate::limits::MemoryLimiter;
+
+/// The store data of one instance.
+pub(crate) struct StoreState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) host: HostState,
+    pub(crate) guard: HttpGuard,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) interrupted: Option<Interrupt>,
+    pub(crate) js: JsState,
+}
+
+impl StoreState {
+    /// A store for `grants`, with stdout and stderr going to the given pipes.
+    pub(crate) fn new(
+        sandbox: &SandboxInner,
+        grants: &Grants,
+        stdout: BoundedPipe,
+        stderr: BoundedPipe,
+        label: Option<&String>,
+    ) -> Result<Self, SandboxError> {
+        let out = &sandbox.config.output;
+        let mut wasi = WasiCtxBuilder::new();
+        // The builder starts with no env, no args, closed stdin and no preopens; sockets are
+        // switched off entirely rather than left with an empty address allow-list.
+        wasi.stdout(stdout)
+            .stderr(stderr)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if let Some(fs) = &grants.fs {
+            let perms = if fs.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&fs.host_dir, WORKSPACE_GUEST_PATH, perms)
+                .map_err(|e| SandboxError::Preopen {
+                    plugin: label.cloned(),
+                    path: fs.host_dir.clone(),
+                    reason: format!("{e:#}"),
+                })?;
+        }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(out.max_resources);
+        Ok(Self {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            table,
+            host: HostState::new(
+                grants.config.clone(),
+                out.max_log_line_bytes,
+                out.max_log_lines,
+            ),
+            guard: HttpGuard {
+                enabled: grants.http,
+                net: Arc::new(NetGrant::default()),
+                resolver: Arc::clone(&sandbox.config.resolver),
+                limits: sandbox.config.http.clone(),
+                refusals: Arc::new(Mutex::new(Vec::new())),
+            },
+            limiter: MemoryLimiter::new(grants.memory_bytes),
+            interrupted: None,
+            js: JsState {
+                grants: grants.js.clone(),
+                session: None,
+            },
+        })
+    }
+
+    pub(crate) fn limiter_used(&self) -> usize {
+        self.limiter.used()
+    }
+
+    pub(crate) fn guard_enabled(&self) -> bool {
+        self.guard.enabled
+    }
+
+    pub(crate) fn net_names_host(&self, host: &str) -> bool {
+        self.guard.net.names_host(host)
+    }
+
+    pub(crate) fn resolver(&self) -> Arc<dyn crate::Resolver> {
+        Arc::clone(&self.guard.resolver)
+    }
+
+    pub(crate) fn dns_timeout(&self) -> Duration {
+        self.guard.limits.dns_timeout
+    }
+}
+
+/// Builds a store for start-up code: the grants' limits, the deadline callback, and a clock
+/// that stops start-up code at the grant's timeout.
+pub(crate) fn startup_store(
+    sandbox: &SandboxInner,
+    state: StoreState,
+    timeout: Duration,
+) -> Store<StoreState> {
+    let mut store = Store::new(&sandbox.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store.epoch_deadline_callback(on_epoch);
+    store.data_mut().host.clock = Some(CallClock {
+        deadline: Instant::now() + timeout,
+        cancel: CancellationToken::new(),
+    });
+    store.set_epoch_deadline(1);
+    store
+}
+
+/// The store used to pre-initialise the JavaScript engine: no grants at all.
+pub(crate) fn preinit_store(sandbox: &SandboxInner) -> Result<Store<StoreState>, SandboxError> {
+    let grants = Grants {
+        timeout: Duration::from_secs(120),
+        ..Grants::default()
+    };
+    let out = &sandbox.config.output;
+    let state = StoreState::new(
+        sandbox,
+        &grants,
+        BoundedPipe::new(out.max_stdio_bytes),
+        BoundedPipe::new(out.max_stdio_bytes),
+        None,
+    )?;
+    Ok(startup_store(sandbox, state, grants.timeout))
+}
+
+/// Why the epoch callback stopped the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    TimedOut,
+    Cancelled,
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for StoreState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.guard,
+        }
+    }
+}
+
+/// Runs at every epoch tick while the guest executes: stops it once the call is cancelled or
+/// past its deadline, otherwise yields to the async runtime and waits for the next tick.
+pub(crate) fn on_epoch(
+    mut ctx: StoreContextMut<'_, StoreState>,
+) -> wasmtime::Result<UpdateDeadline> {
+    let state = ctx.data_mut();
+    let interrupt = match &state.host.clock {
+        Some(clock) if clock.cancel.is_cancelled() => Some(Interrupt::Cancelled),
+        Some(clock) if Instant::now() >= clock.deadline => Some(Interrupt::TimedOut),
+        _ => None,
+    };
+    match interrupt {
+        Some(reason) => {
+            state.interrupted = Some(reason);
+            Ok(UpdateDeadline::Interrupt)
+        }
+        None => Ok(UpdateDeadline::Yield(1)),
+    }
+}
