@@ -9,9 +9,9 @@
 //! This module also holds what the tools share: input parsing, the output bound, the
 //! gitignore-aware walk, safe text for approval prompts and atomic file writes.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bosun_core::{
@@ -23,6 +23,7 @@ use ignore::{Match, WalkBuilder};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::beneath::Dir;
 use crate::tool::{Tool, ToolContext};
 use crate::workspace::{Workspace, io_error};
 
@@ -272,25 +273,25 @@ impl AncestorIgnores {
 
 /// A temporary file next to a target, removed on drop unless it was moved into place. Writing
 /// the whole content to it first makes the final step (a link or a rename) atomic: readers see
-/// the old state or the new one, never half a file.
-struct TempFile {
-    path: PathBuf,
+/// the old state or the new one, never half a file. Every step goes through a handle of the
+/// directory (see `beneath`), so a directory swapped for a link cannot redirect it.
+struct TempFile<'a> {
+    dir: &'a Dir,
+    name: String,
     file: Option<File>,
 }
 
-impl TempFile {
+impl<'a> TempFile<'a> {
     /// Creates a fresh temporary file in `dir` (never reusing an existing one).
-    fn create_in(dir: &Path, stem: &str) -> io::Result<TempFile> {
+    fn create_in(dir: &'a Dir, stem: &str) -> io::Result<TempFile<'a>> {
         let mut attempt = 0;
         loop {
-            let path = dir.join(format!(
-                ".{stem}.bosun-{}.tmp",
-                uuid::Uuid::now_v7().simple()
-            ));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            let name = format!(".{stem}.bosun-{}.tmp", uuid::Uuid::now_v7().simple());
+            match dir.create_new(&name) {
                 Ok(file) => {
                     return Ok(TempFile {
-                        path,
+                        dir,
+                        name,
                         file: Some(file),
                     });
                 }
@@ -318,39 +319,38 @@ impl TempFile {
         file.sync_all()
     }
 
-    /// Puts the file at `target` only if nothing is there: a hard link fails rather than
-    /// replace an existing file, so a file created meanwhile is never overwritten.
-    fn link_new(mut self, target: &Path) -> io::Result<()> {
+    /// Puts the file at `target` (a name in the same directory) only if nothing is there: a
+    /// hard link fails rather than replace an existing file, so a file created meanwhile is
+    /// never overwritten.
+    fn link_new(mut self, target: &str) -> io::Result<()> {
         self.file = None;
-        fs::hard_link(&self.path, target)
+        self.dir.link(&self.name, target)
         // Drop removes the temporary name; the content lives on under `target`.
     }
 
-    /// Replaces `target` with the file.
-    fn replace(mut self, target: &Path) -> io::Result<()> {
+    /// Replaces `target` (a name in the same directory) with the file.
+    fn replace(mut self, target: &str) -> io::Result<()> {
         self.file = None;
-        fs::rename(&self.path, target)?;
-        self.path = PathBuf::new();
+        self.dir.rename(&self.name, target)?;
+        self.name.clear();
         Ok(())
     }
 }
 
-impl Drop for TempFile {
+impl Drop for TempFile<'_> {
     fn drop(&mut self) {
         self.file = None;
-        if !self.path.as_os_str().is_empty() {
+        if !self.name.is_empty() {
             // Best effort: a leftover temporary file is harmless, and there is no caller to tell.
-            let _ = fs::remove_file(&self.path);
+            let _ = self.dir.remove(&self.name);
         }
     }
 }
 
 /// Syncs a directory so a link or rename in it survives a crash; failures are ignored because
 /// the change itself is already visible.
-fn sync_dir(dir: &Path) {
-    if let Ok(handle) = File::open(dir) {
-        let _ = handle.sync_all();
-    }
+fn sync_dir(dir: &Dir) {
+    let _ = dir.sync();
 }
 
 /// Maps an I/O error while writing `shown`, adding what to do.

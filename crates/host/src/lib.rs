@@ -25,6 +25,7 @@
 //! its chokepoint, and the CLI shows what the host warned about.
 
 pub mod approval;
+pub mod beneath;
 pub mod builtin;
 pub mod chokepoint;
 pub mod config;

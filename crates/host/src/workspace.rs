@@ -51,6 +51,24 @@ impl Workspace {
         Ok(Workspace { root, cwd })
     }
 
+    /// A handle of the root, from which files are opened beneath it (see `beneath`).
+    ///
+    /// # Errors
+    /// The root cannot be opened.
+    pub fn handle(&self) -> io::Result<crate::beneath::Root> {
+        crate::beneath::Root::open(&self.root)
+    }
+
+    /// `path` (absolute, inside the root, as [`resolve`](Self::resolve) returns it) relative to
+    /// the root; the root itself is `.`.
+    pub fn beneath<'a>(&self, path: &'a Path) -> Result<&'a Path, ToolError> {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => Ok(Path::new(".")),
+            Ok(rel) => Ok(rel),
+            Err(_) => Err(self.outside(&path.display().to_string())),
+        }
+    }
+
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
@@ -198,6 +216,14 @@ impl Workspace {
 /// Maps an I/O error on `path` to a tool error: `not_found` for a missing path, `io_error`
 /// (naming the path) otherwise.
 pub fn io_error(err: &io::Error, path: &str) -> ToolError {
+    if crate::beneath::is_escape(err) {
+        return ToolError::new(
+            ErrorCode::OutsideWorkspace,
+            format!(
+                "`{path}` leads outside the workspace (a symbolic link or `..` changed while it was used): stay inside the workspace"
+            ),
+        );
+    }
     match err.kind() {
         io::ErrorKind::NotFound => ToolError::new(
             ErrorCode::NotFound,

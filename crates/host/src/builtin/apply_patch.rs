@@ -7,7 +7,6 @@
 //! files that are not UTF-8 are refused.
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -164,13 +163,15 @@ impl Tool for ApplyPatch {
         let path = ctx.workspace.resolve(&input.path)?;
         let shown = ctx.workspace.relative(&path);
         let cancel = ctx.cancel.clone();
+        let workspace = ctx.workspace.clone();
         let task = tokio::task::spawn_blocking(move || {
-            // O_NONBLOCK so that opening a FIFO cannot hang; O_NOFOLLOW so that a link swapped in
-            // since the path was resolved is not followed.
-            let mut file = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-                .open(&path)
+            // Opened beneath a handle of the root (never following a link that leaves it) and
+            // without blocking on a FIFO; the new content goes through a handle of the same
+            // directory.
+            let root = workspace.handle().map_err(|err| io_error(&err, &shown))?;
+            let relative = workspace.beneath(&path)?;
+            let mut file = root
+                .open_read(relative)
                 .map_err(|err| io_error(&err, &shown))?;
             let meta = file.metadata().map_err(|err| io_error(&err, &shown))?;
             if !meta.is_file() {
@@ -200,15 +201,24 @@ impl Tool for ApplyPatch {
             if cancel.is_cancelled() {
                 return Err(cancelled());
             }
-            let parent = path
-                .parent()
-                .ok_or_else(|| super::invalid(format!("`{shown}` has no parent directory")))?;
+            let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+                return Err(super::invalid(format!("`{shown}` has no parent directory")));
+            };
+            let parent = if parent.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                parent
+            };
+            let dir = root
+                .open_dir(parent)
+                .map_err(|err| io_error(&err, &shown))?;
             let mut temp =
-                TempFile::create_in(parent, "patch").map_err(|err| io_error(&err, &shown))?;
+                TempFile::create_in(&dir, "patch").map_err(|err| io_error(&err, &shown))?;
             temp.write_all(updated.as_bytes(), Some(meta.permissions()))
                 .map_err(|err| io_error(&err, &shown))?;
-            temp.replace(&path).map_err(|err| io_error(&err, &shown))?;
-            sync_dir(parent);
+            temp.replace(&name.to_string_lossy())
+                .map_err(|err| io_error(&err, &shown))?;
+            sync_dir(&dir);
             let diff = TextDiff::configure()
                 .timeout(DIFF_DEADLINE)
                 .diff_lines(&original, &updated)

@@ -136,31 +136,25 @@ impl Tool for CreateFile {
                     "`{shown}` has no parent directory: give a file path"
                 ))
             })?;
-            std::fs::create_dir_all(parent).map_err(|err| io_error(&err, &shown))?;
-            // The directories were checked before they existed; make sure what is there now is
-            // still exactly the checked place, with no link swapped in.
-            if parent.canonicalize().ok().as_deref() != Some(parent) {
-                return Err(ToolError::new(
-                    ErrorCode::OutsideWorkspace,
-                    format!(
-                        "the directory of `{shown}` changed while it was being created: try again"
-                    ),
-                ));
-            }
+            // Each missing directory is made, and the file created, relative to a handle of its
+            // parent beneath the root: a directory swapped for a link meanwhile is refused.
+            let dir = workspace
+                .handle()
+                .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
+                .map_err(|err| io_error(&err, &shown))?;
             let name = target
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
             // Keep the temporary name within NAME_MAX whatever the target's length.
             let (stem, _) = truncate_chars(&name, 64);
-            let mut temp =
-                TempFile::create_in(parent, stem).map_err(|err| io_error(&err, &shown))?;
+            let mut temp = TempFile::create_in(&dir, stem).map_err(|err| io_error(&err, &shown))?;
             temp.write_all(input.content.as_bytes(), None)
                 .map_err(|err| io_error(&err, &shown))?;
-            temp.link_new(&target)
+            temp.link_new(&name)
                 .map_err(|err| write_error(&err, &shown))?;
-            sync_dir(parent);
-            Ok(json!({"path": shown, "bytes": input.content.len()}))
+            sync_dir(&dir);
+            Ok::<_, ToolError>(json!({"path": shown, "bytes": input.content.len()}))
         });
         let value = task.await.map_err(|err| {
             ToolError::new(ErrorCode::IoError, format!("create_file failed: {err}"))

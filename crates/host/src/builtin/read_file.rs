@@ -89,13 +89,13 @@ impl Tool for ReadFile {
         let input: Input = parse_input(NAME, &input)?;
         let path = ctx.workspace.resolve(&input.path)?;
         let shown = ctx.workspace.relative(&path);
-        // O_NONBLOCK so that opening a FIFO cannot hang (it changes nothing for a regular file);
-        // O_NOFOLLOW so that a link swapped in since the path was resolved is not followed.
-        let file = tokio::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(&path)
-            .await
+        // Opened beneath a handle of the root, so a directory swapped for a link since the path
+        // was resolved cannot lead outside; O_NONBLOCK so that opening a FIFO cannot hang.
+        let file = ctx
+            .workspace
+            .handle()
+            .and_then(|root| root.open_read(ctx.workspace.beneath(&path).unwrap_or(&path)))
+            .map(tokio::fs::File::from_std)
             .map_err(|err| io_error(&err, &shown))?;
         let meta = file
             .metadata()

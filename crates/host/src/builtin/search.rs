@@ -6,7 +6,6 @@
 //! runs on tokio's blocking pool and checks for cancellation between files.
 
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -186,6 +185,7 @@ impl Tool for Search {
         let max_matches = input.max_matches;
         let shown = workspace.relative(&start);
         let reads = ctx.reads.clone();
+        let shown_in_task = shown.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut searcher = SearcherBuilder::new()
                 .line_number(true)
@@ -194,6 +194,9 @@ impl Tool for Search {
                 .heap_limit(Some(2 * MAX_FILE_BYTES as usize))
                 .build();
             let mut found = Found::default();
+            let root = workspace
+                .handle()
+                .map_err(|err| crate::workspace::io_error(&err, &shown_in_task))?;
             for entry in workspace_walk(&workspace, &start, None) {
                 if cancel.is_cancelled() {
                     return Err(cancelled());
@@ -214,6 +217,7 @@ impl Tool for Search {
                     &mut searcher,
                     &matcher,
                     &workspace,
+                    &root,
                     entry.path(),
                     max_matches + 1,
                     &mut found,
@@ -260,6 +264,7 @@ fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     workspace: &Workspace,
+    root: &crate::beneath::Root,
     path: &Path,
     want: usize,
     found: &mut Found,
@@ -269,12 +274,23 @@ fn search_file(
         want: want.saturating_sub(found.matches.len()),
         binary: false,
     };
-    // O_NOFOLLOW and a check of what was opened: a file swapped for a link or a FIFO since the
-    // walk saw it is skipped, not followed or waited on. An unreadable file is skipped too.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
+    // Opened beneath the root's handle with O_NOFOLLOW, then checked: a file swapped for a
+    // link or a FIFO since the walk saw it is skipped, not followed or waited on; a directory
+    // swapped for a link cannot lead outside. An unreadable file is skipped too.
+    let file = workspace
+        .beneath(path)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        .and_then(|relative| {
+            crate::beneath::open_at(
+                root.fd(),
+                relative,
+                rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::NONBLOCK
+                    | rustix::fs::OFlags::NOFOLLOW,
+                rustix::fs::Mode::empty(),
+            )
+        })
+        .map(std::fs::File::from);
     let Ok(file) = file else {
         return found.matches.len() < want;
     };

@@ -1578,3 +1578,83 @@ fn relative_paths_are_slash_separated() {
     );
     assert_eq!(f.ctx.workspace.relative(Path::new(&f.root)), ".");
 }
+
+/// Hostile: another process swaps a workspace directory for a symbolic link to the outside, over
+/// and over, while every file tool runs against paths through it. Every open, create, link and
+/// rename is resolved beneath a handle of the root, so no call reads, writes or leaves a
+/// temporary file outside, whichever instant the swap lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlink_swaps_never_lead_file_tools_outside() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let f = Fixture::new();
+    f.write("d/f.txt", "inside\n");
+    fs::write(f.outside.join("f.txt"), SECRET).unwrap();
+    let before: BTreeSet<String> = fs::read_dir(&f.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (stop, swaps) = (stop.clone(), swaps.clone());
+        let (dir, link) = (f.root.join("d"), f.root.join("d-link"));
+        symlink(&f.outside, &link).unwrap();
+        std::thread::spawn(move || {
+            // One atomic exchange per swap: `d` is the real directory or a link to the outside,
+            // never missing, so every instant is a chance for a check-then-open race.
+            while !stop.load(Ordering::Relaxed) {
+                let exchanged = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &dir,
+                    rustix::fs::CWD,
+                    &link,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                if exchanged.is_ok() {
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let leaked = |value: &Value| value.to_string().contains("top secret");
+    for i in 0..600 {
+        for path in ["d/f.txt", "d/secret.txt", "d/f.txt", "d/secret.txt"] {
+            if let Ok(out) = f.call("read_file", json!({"path": path})).await {
+                assert!(!leaked(&out.value), "read_file read outside: {}", out.value);
+            }
+        }
+        if i % 5 == 0
+            && let Ok(out) = f
+                .call("search", json!({"query": "top secret", "path": "."}))
+                .await
+        {
+            assert!(!leaked(&out.value), "search read outside: {}", out.value);
+        }
+        let _ = f
+            .call(
+                "create_file",
+                json!({"path": format!("d/new-{i}.txt"), "content": "x"}),
+            )
+            .await;
+        let _ = f
+            .call(
+                "apply_patch",
+                json!({"path": "d/f.txt", "edits": [{"oldText": "inside", "newText": "inside"}]}),
+            )
+            .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(swaps.load(Ordering::Relaxed) > 0, "the swapper never ran");
+    let after: BTreeSet<String> = fs::read_dir(&f.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(after, before, "files appeared outside the workspace");
+    assert_eq!(fs::read_to_string(f.outside.join("f.txt")).unwrap(), SECRET);
+    assert_eq!(
+        fs::read_to_string(f.outside.join("secret.txt")).unwrap(),
+        SECRET
+    );
+}

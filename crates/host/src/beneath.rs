@@ -1,0 +1,274 @@
+//! Opening files beneath the workspace root, atomically. A path checked by name and then opened
+//! by name can be redirected in between: a process that swaps a directory of the path for a
+//! symbolic link to the outside wins that race. So every file a built-in tool opens, creates,
+//! replaces or links is reached from a handle of the workspace root, one kernel call resolving
+//! the whole relative path beneath it (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`):
+//! a link that leaves the root, an absolute link or `..` past the root fails with
+//! `outside_workspace` whatever is swapped in meanwhile. Temporary files are created, linked,
+//! renamed and removed relative to a handle of their directory, never by name.
+//!
+//! Where the kernel lacks `openat2` (Linux before 5.6), each component is opened with
+//! `O_NOFOLLOW` from the handle of the one before: stricter (no symbolic link is followed at
+//! all, even one that stays inside) but never weaker.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// How often a resolution is retried when the kernel reports a concurrent rename (`EAGAIN`).
+const RETRIES: usize = 16;
+
+/// The error a resolution that would leave the root gives.
+fn escaped() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "the path leaves the workspace through a symbolic link or `..`",
+    )
+}
+
+fn from_errno(errno: Errno) -> io::Error {
+    if errno == Errno::XDEV {
+        escaped()
+    } else {
+        io::Error::from(errno)
+    }
+}
+
+/// Whether `error` says the path left the workspace (rather than, say, not existing).
+pub fn is_escape(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::PermissionDenied
+        && error.to_string().contains("leaves the workspace")
+}
+
+/// The plain names of `relative`: only `Normal` components are allowed (no root, no `..`).
+fn names(relative: &Path) -> io::Result<Vec<&std::ffi::OsStr>> {
+    relative
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name),
+            _ => Err(escaped()),
+        })
+        .collect()
+}
+
+/// Opens `relative` beneath `dir` with `flags`.
+pub fn open_at(
+    dir: BorrowedFd<'_>,
+    relative: &Path,
+    flags: OFlags,
+    mode: Mode,
+) -> io::Result<OwnedFd> {
+    let names = names(relative)?;
+    if names.is_empty() {
+        return rustix::fs::openat(dir, ".", flags | OFlags::CLOEXEC, mode).map_err(from_errno);
+    }
+    let joined: std::path::PathBuf = names.iter().collect();
+    for _ in 0..RETRIES {
+        match rustix::fs::openat2(
+            dir,
+            &joined,
+            flags | OFlags::CLOEXEC,
+            mode,
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Err(Errno::AGAIN | Errno::INTR) => continue,
+            Err(Errno::NOSYS) => return open_by_components(dir, &names, flags, mode),
+            other => return other.map_err(from_errno),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the directory kept changing while the path was resolved: try again",
+    ))
+}
+
+/// The fallback: every directory opened with `O_NOFOLLOW` from the one before.
+fn open_by_components(
+    dir: BorrowedFd<'_>,
+    names: &[&std::ffi::OsStr],
+    flags: OFlags,
+    mode: Mode,
+) -> io::Result<OwnedFd> {
+    let Some((last, parents)) = names.split_last() else {
+        return Err(escaped());
+    };
+    let mut current: Option<OwnedFd> = None;
+    for name in parents {
+        let at = current.as_ref().map_or(dir, AsFd::as_fd);
+        let next = rustix::fs::openat(
+            at,
+            *name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            if e == Errno::LOOP || e == Errno::NOTDIR {
+                escaped()
+            } else {
+                from_errno(e)
+            }
+        })?;
+        current = Some(next);
+    }
+    let at = current.as_ref().map_or(dir, AsFd::as_fd);
+    rustix::fs::openat(at, *last, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode).map_err(|e| {
+        if e == Errno::LOOP {
+            escaped()
+        } else {
+            from_errno(e)
+        }
+    })
+}
+
+/// A handle of the workspace root, from which every workspace file is opened.
+#[derive(Debug)]
+pub struct Root(OwnedFd);
+
+impl Root {
+    /// Opens the root directory `root` (canonical).
+    pub fn open(root: &Path) -> io::Result<Root> {
+        rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map(Root)
+        .map_err(io::Error::from)
+    }
+
+    /// The handle itself.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+
+    /// Opens the file at `relative` (to the root) for reading, without blocking on a FIFO and
+    /// without following a final link out of the root.
+    pub fn open_read(&self, relative: &Path) -> io::Result<File> {
+        open_at(
+            self.0.as_fd(),
+            relative,
+            OFlags::RDONLY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+        .map(File::from)
+    }
+
+    /// Opens the directory at `relative`, creating the missing ones one by one beneath the root
+    /// (each `mkdirat` relative to the handle of its parent, so no swapped-in link is followed).
+    pub fn create_dirs(&self, relative: &Path) -> io::Result<Dir> {
+        let names = names(relative)?;
+        let mut current = Dir(rustix::fs::openat(
+            self.0.as_fd(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?);
+        for name in names {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+            let next = match open_at(current.0.as_fd(), Path::new(name), flags, Mode::empty()) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match rustix::fs::mkdirat(current.0.as_fd(), name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(io::Error::from(e)),
+                    }
+                    open_at(current.0.as_fd(), Path::new(name), flags, Mode::empty())?
+                }
+                Err(e) => return Err(e),
+            };
+            current = Dir(next);
+        }
+        Ok(current)
+    }
+
+    /// Opens the existing directory at `relative`.
+    pub fn open_dir(&self, relative: &Path) -> io::Result<Dir> {
+        open_at(
+            self.0.as_fd(),
+            relative,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map(Dir)
+    }
+}
+
+/// A handle of a directory beneath the root: temporary files are made, linked and renamed
+/// through it.
+#[derive(Debug)]
+pub struct Dir(OwnedFd);
+
+impl Dir {
+    /// Creates the new file `name` here (never replacing one), readable and writable as the
+    /// umask allows.
+    pub fn create_new(&self, name: &str) -> io::Result<File> {
+        rustix::fs::openat(
+            self.0.as_fd(),
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )
+        .map(File::from)
+        .map_err(io::Error::from)
+    }
+
+    /// Links `from` to the new name `to`, both in this directory; fails if `to` exists.
+    pub fn link(&self, from: &str, to: &str) -> io::Result<()> {
+        rustix::fs::linkat(self.0.as_fd(), from, self.0.as_fd(), to, AtFlags::empty())
+            .map_err(io::Error::from)
+    }
+
+    /// Renames `from` over `to`, both in this directory.
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        rustix::fs::renameat(self.0.as_fd(), from, self.0.as_fd(), to).map_err(io::Error::from)
+    }
+
+    /// Removes the file `name` from this directory.
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        rustix::fs::unlinkat(self.0.as_fd(), name, AtFlags::empty()).map_err(io::Error::from)
+    }
+
+    /// Flushes the directory so a link or rename in it survives a crash.
+    pub fn sync(&self) -> io::Result<()> {
+        rustix::fs::fsync(self.0.as_fd()).map_err(io::Error::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_out_of_the_root_are_refused_and_links_inside_are_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(tmp.path().join("outside.txt"), "secret").unwrap();
+        std::fs::write(root.join("a/inside.txt"), "fine").unwrap();
+        std::os::unix::fs::symlink(tmp.path(), root.join("up")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("abs")).unwrap();
+        std::os::unix::fs::symlink("a", root.join("same")).unwrap();
+        let handle = Root::open(&root).unwrap();
+        for bad in [
+            "up/outside.txt",
+            "abs/hostname",
+            "../outside.txt",
+            "a/../../outside.txt",
+        ] {
+            let error = handle.open_read(Path::new(bad)).unwrap_err();
+            assert!(is_escape(&error), "{bad}: {error}");
+        }
+        assert!(handle.open_read(Path::new("same/inside.txt")).is_ok());
+        assert!(handle.open_read(Path::new("a/inside.txt")).is_ok());
+        let dir = handle.create_dirs(Path::new("x/y")).unwrap();
+        dir.create_new("f").unwrap();
+        assert!(root.join("x/y/f").exists());
+        assert!(handle.create_dirs(Path::new("up/x")).is_err());
+        assert!(!tmp.path().join("x").exists());
+    }
+}
