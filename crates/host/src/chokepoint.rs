@@ -463,7 +463,7 @@ impl Chokepoint {
         }
 
         let call_cancel = cancel.child_token();
-        let ctx = ToolContext {
+        let mut ctx = ToolContext {
             workspace: self.workspace.clone(),
             cancel: call_cancel.clone(),
             limits: self.limits,
@@ -475,6 +475,7 @@ impl Chokepoint {
                 self.policy.clone(),
                 session.with_promises(<[_]>::to_vec),
             ),
+            granted: Vec::new(),
         };
 
         // 3. The concrete capabilities this call uses (paths resolved, hosts named).
@@ -522,6 +523,8 @@ impl Chokepoint {
                 }
             }
         }
+        // The one capability granter: the tool gets exactly what was just judged.
+        ctx.granted = capabilities.clone();
         if cancel.is_cancelled() {
             return Err((
                 ToolError::new(

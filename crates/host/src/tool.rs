@@ -34,6 +34,10 @@ pub struct ToolContext {
     pub logs: LogSink,
     /// The read rules of the call, for every file a tool opens beyond the path it named.
     pub reads: ReadJudge,
+    /// The capability requests policy (and a person, when asked) allowed for this call: what
+    /// the tool is granted at the resource, exactly — a plugin's preopened directories come from
+    /// these, never from a second computation. Empty until the chokepoint has decided.
+    pub granted: Vec<CapabilityRequest>,
 }
 
 /// Judges the reads a tool makes beyond the path its call named — each file a search opens,

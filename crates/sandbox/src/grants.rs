@@ -14,20 +14,35 @@ use crate::http::NetGrant;
 /// Where the granted directory appears inside the plugin.
 pub const WORKSPACE_GUEST_PATH: &str = "/workspace";
 
-/// A directory the plugin may reach, preopened at `/workspace`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A directory the plugin may reach, preopened at `guest_path` (`/workspace` for the workspace
+/// root, `/workspace/src` for its `src`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FsGrant {
-    /// The host directory (normally the workspace root).
+    /// The host directory.
     pub host_dir: PathBuf,
+    /// Where the plugin sees it.
+    pub guest_path: String,
     /// Read-write (`fs.write`) rather than read-only (`fs.read`).
     pub writable: bool,
+}
+
+impl FsGrant {
+    /// `host_dir` as the plugin's whole `/workspace`.
+    pub fn workspace(host_dir: impl Into<PathBuf>, writable: bool) -> Self {
+        Self {
+            host_dir: host_dir.into(),
+            guest_path: WORKSPACE_GUEST_PATH.to_owned(),
+            writable,
+        }
+    }
 }
 
 /// What an instance is linked with, fixed before any of its code runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grants {
-    /// The directory preopened at `/workspace`; without it the plugin has no directory at all.
-    pub fs: Option<FsGrant>,
+    /// The directories preopened under `/workspace`; without one the plugin has no directory
+    /// at all. Where two overlap, the plugin's path resolves through the deeper one.
+    pub fs: Vec<FsGrant>,
     /// Whether outgoing HTTP may be attempted at all; each call still names its hosts in
     /// [`CallOptions::net`].
     pub http: bool,
@@ -44,7 +59,7 @@ pub struct Grants {
 impl Default for Grants {
     fn default() -> Self {
         Self {
-            fs: None,
+            fs: Vec::new(),
             http: false,
             config: BTreeMap::new(),
             memory_bytes: 256 << 20,

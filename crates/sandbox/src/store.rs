@@ -12,7 +12,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::SandboxInner;
 use crate::error::SandboxError;
-use crate::grants::{Grants, JsState, WORKSPACE_GUEST_PATH};
+use crate::grants::{Grants, JsState};
 use crate::host::{BoundedPipe, CallClock, HostState};
 use crate::http::{HttpGuard, NetGrant};
 use crate::limits::MemoryLimiter;
@@ -47,13 +47,13 @@ impl StoreState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if let Some(fs) = &grants.fs {
+        for fs in &grants.fs {
             let perms = if fs.writable {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&fs.host_dir, WORKSPACE_GUEST_PATH, perms)
+            wasi.preopened_dir(&fs.host_dir, &fs.guest_path, perms)
                 .map_err(|e| SandboxError::Preopen {
                     plugin: label.cloned(),
                     path: fs.host_dir.clone(),

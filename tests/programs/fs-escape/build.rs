@@ -20,7 +20,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "write",
             "Writes a file at `path` under /workspace, though it holds only fs.read.",
             path(),
-        ).risk(Risk::Read).capability(fs_read()));
+        ).risk(Risk::Read).capability(fs_read()))
+        .tool(ToolSpec::with_input_schema(
+            "write_declared",
+            "Writes a file at `path` under /workspace, holding fs.write for it.",
+            path(),
+        ).risk(Risk::Write).capability(Capability::fs_write().path_from_input("/path")))
+        .tool(ToolSpec::with_input_schema(
+            "read_undeclared",
+            "Reads `path` under /workspace though it declares no capability.",
+            path(),
+        ))
+        .tool(ToolSpec::with_input_schema(
+            "read_other",
+            "Holds fs.read for `path` and reads `other` instead.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "other": {"type": "string"}}, "required": ["path", "other"], "additionalProperties": false}),
+        ).capability(fs_read()));
     bosun_sdk::build::write_metadata(&plugin)?;
     Ok(())
 }

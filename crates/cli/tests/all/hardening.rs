@@ -423,3 +423,54 @@ fn numeric_secrets_are_redacted_from_traces() {
     assert!(!text.contains("48151623"), "{text}");
     assert!(text.contains("[REDACTED:BANK_PIN_SECRET]"), "{text}");
 }
+
+/// Per-call grants: a native plugin's tool gets a preopened directory only for an `fs.read` or
+/// `fs.write` that policy judged for that call, writable only with `fs.write`, narrowed to the
+/// judged path — never what a sibling tool declares.
+#[test]
+fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
+    let env = Env::new();
+    let target = env.home().join("plugins/escape");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let ws = env.ws();
+    std::fs::create_dir_all(ws.join("pub")).unwrap();
+    std::fs::create_dir_all(ws.join("secrets")).unwrap();
+    std::fs::create_dir_all(ws.join("out")).unwrap();
+    std::fs::write(ws.join("pub/a.txt"), "public").unwrap();
+    std::fs::write(ws.join("secrets/k.txt"), "TOPSECRET").unwrap();
+    let call = |tool: &str, input: &str| {
+        let out = env.bosun(&["tools", "call", tool, input, "--json", "--yes"]);
+        (code(&out), json(&out))
+    };
+
+    // A tool holding only fs.read cannot write, though its sibling holds fs.write.
+    let (status, result) = call("write", r#"{"path": "pub/a.txt"}"#);
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], false, "{result}");
+    assert_eq!(std::fs::read_to_string(ws.join("pub/a.txt")).unwrap(), "public");
+    // The sibling that holds fs.write for its path writes there.
+    let (status, result) = call("write_declared", r#"{"path": "out/new.txt"}"#);
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], true, "{result}");
+    assert!(ws.join("out/new.txt").exists());
+    // A tool that declares nothing has no directory at all.
+    let (status, result) = call("read_undeclared", r#"{"path": "pub/a.txt"}"#);
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], false, "{result}");
+    // A read judged for `pub/a.txt` reaches `pub`, not `secrets`.
+    let (status, result) = call(
+        "read_other",
+        r#"{"path": "pub/a.txt", "other": "secrets/k.txt"}"#,
+    );
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], false, "{result}");
+    assert!(!result.to_string().contains("TOPSECRET"));
+    let (_, result) = call(
+        "read_other",
+        r#"{"path": "pub/a.txt", "other": "pub/a.txt"}"#,
+    );
+    assert_eq!(result["output"]["ok"], true, "{result}");
+}

@@ -230,7 +230,7 @@ impl JsPluginSpec {
 
     fn grants(&self) -> Grants {
         Grants {
-            fs: None,
+            fs: Vec::new(),
             http: self.network(),
             config: match &self.config {
                 Value::Object(map) => map

@@ -39,7 +39,10 @@ struct PluginRuntime {
     sandbox: Sandbox,
     grants: Grants,
     loaded: tokio::sync::OnceCell<Loaded>,
-    instance: Mutex<Option<Instance>>,
+    /// The live instance and the directories it was linked with.
+    instance: Mutex<Option<(Vec<FsGrant>, Instance)>>,
+    /// The workspace root the plugin's directories come from.
+    root: std::path::PathBuf,
     config: BTreeMap<String, Value>,
 }
 
@@ -78,15 +81,26 @@ impl PluginRuntime {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let loaded = self.loaded().await?;
+        // Exactly the directories this call was judged to use: none without a judged fs.read
+        // or fs.write, writable only with fs.write, each narrowed to its judged path. An
+        // instance linked with other directories is replaced (module state does not survive).
+        let fs = fs_grants(&self.root, &ctx.granted);
         let mut slot = self.instance.lock().await;
-        if slot.as_ref().is_none_or(Instance::is_poisoned) {
+        if slot
+            .as_ref()
+            .is_none_or(|(linked, instance)| instance.is_poisoned() || *linked != fs)
+        {
+            *slot = None;
             let instance = loaded
-                .instantiate(self.grants.clone())
+                .instantiate(Grants {
+                    fs: fs.clone(),
+                    ..self.grants.clone()
+                })
                 .await
                 .map_err(|e| plugin_error(&self.local_name, e.to_string()))?;
-            *slot = Some(instance);
+            *slot = Some((fs, instance));
         }
-        let Some(instance) = slot.as_mut() else {
+        let Some((_, instance)) = slot.as_mut() else {
             return Err(plugin_error(&self.local_name, "no instance".to_owned()));
         };
         let result = instance
@@ -382,10 +396,8 @@ pub fn plugin_tools(
             })
             .unwrap_or_default();
         let grants = Grants {
-            fs: (caps(Capability::FsRead) || caps(Capability::FsWrite)).then(|| FsGrant {
-                host_dir: workspace_root.to_owned(),
-                writable: caps(Capability::FsWrite),
-            }),
+            // Directories are granted per call, from what policy judged (`fs_grants`).
+            fs: Vec::new(),
             http: caps(Capability::NetHttp),
             config: plugin_config
                 .iter()
@@ -411,6 +423,7 @@ pub fn plugin_tools(
             grants,
             loaded: tokio::sync::OnceCell::new(),
             instance: Mutex::new(None),
+            root: workspace_root.to_owned(),
             config: plugin_config,
         });
         for (tool, _model_name, action) in offered {
@@ -425,6 +438,50 @@ pub fn plugin_tools(
         }
     }
     tools
+}
+
+/// The directories a call may reach: one preopen per judged `fs.read` / `fs.write` scope,
+/// at the judged path's directory (the path itself when it is a directory, else its nearest
+/// existing ancestor), read-only unless the request is `fs.write`, seen by the plugin at the
+/// same place under `/workspace`.
+pub(crate) fn fs_grants(root: &std::path::Path, granted: &[CapabilityRequest]) -> Vec<FsGrant> {
+    let mut grants: Vec<FsGrant> = Vec::new();
+    for request in granted {
+        let writable = match request.capability {
+            Capability::FsRead => false,
+            Capability::FsWrite => true,
+            _ => continue,
+        };
+        let relative = request.scope.path.as_deref().unwrap_or(".");
+        let mut dir = std::path::PathBuf::from(relative);
+        while !(dir.as_os_str().is_empty() || root.join(&dir).is_dir()) {
+            if !dir.pop() {
+                break;
+            }
+        }
+        let dir = dir
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .collect::<std::path::PathBuf>();
+        let guest_path = if dir.as_os_str().is_empty() {
+            bosun_sandbox::WORKSPACE_GUEST_PATH.to_owned()
+        } else {
+            format!("{}/{}", bosun_sandbox::WORKSPACE_GUEST_PATH, dir.display())
+        };
+        let grant = FsGrant {
+            host_dir: root.join(&dir),
+            guest_path,
+            writable,
+        };
+        // A writable grant of a place covers a read-only one of the same place.
+        if let Some(same) = grants.iter_mut().find(|g| g.guest_path == grant.guest_path) {
+            same.writable |= grant.writable;
+        } else {
+            grants.push(grant);
+        }
+    }
+    grants.sort();
+    grants
 }
 
 fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {

@@ -55,6 +55,7 @@ impl Fixture {
             call_id: "call-1".to_owned(),
             logs: Default::default(),
             reads: ReadJudge::unrestricted(),
+            granted: Vec::new(),
         };
         Fixture {
             _tmp: tmp,

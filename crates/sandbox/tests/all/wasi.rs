@@ -51,10 +51,7 @@ fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
 async fn plugin_cannot_escape_the_preopen_by_dotdot_or_symlink() {
     let (_dir, ws) = workspace();
     let grants = Grants {
-        fs: Some(FsGrant {
-            host_dir: ws.clone(),
-            writable: false,
-        }),
+        fs: vec![FsGrant::workspace(ws.clone(), false)],
         ..Grants::default()
     };
     let mut guest = guest_instance(programs::FS_ESCAPE, grants).await;
@@ -85,10 +82,7 @@ async fn plugin_cannot_escape_the_preopen_by_dotdot_or_symlink() {
 async fn writable_grant_writes_inside_only() {
     let (dir, ws) = workspace();
     let grants = Grants {
-        fs: Some(FsGrant {
-            host_dir: ws.clone(),
-            writable: true,
-        }),
+        fs: vec![FsGrant::workspace(ws.clone(), true)],
         ..Grants::default()
     };
     let mut guest = guest_instance(programs::FS_ESCAPE, grants).await;

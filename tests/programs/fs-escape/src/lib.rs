@@ -1,8 +1,10 @@
 //! Hostile: holds `fs.read` for the path in its input and tries to read past the workspace:
 //! `..` components, absolute paths, a symlink in the workspace that points out (the test
 //! creates it and passes its path), and paths other than the one policy judged. It also tries
-//! to write through the read-only preopen. Outcomes are reported, not failed, so a test can
-//! assert exactly what the guest saw.
+//! to write through the read-only preopen. Its siblings attack per-tool grants: `write_declared`
+//! holds `fs.write` (so the plugin as a whole may write), `read_undeclared` holds nothing and
+//! reads anyway, and `read_other` holds `fs.read` for `path` but reads `other`. Outcomes are
+//! reported, not failed, so a test can assert exactly what the guest saw.
 
 #[path = "../../read-outside/src/outcome.rs"]
 mod outcome;
@@ -22,6 +24,9 @@ impl Plugin for FsEscape {
             .tool("read", read)
             .tool("read_elsewhere", read_elsewhere)
             .tool("write", write)
+            .tool("write_declared", write)
+            .tool("read_undeclared", read)
+            .tool("read_other", read_other)
     }
 }
 
@@ -38,6 +43,12 @@ fn resolve(path: &str) -> String {
 fn read(input: Value) -> Result<Value, ToolError> {
     Ok(attempt_read(&resolve(
         input["path"].as_str().unwrap_or_default(),
+    )))
+}
+
+fn read_other(input: Value) -> Result<Value, ToolError> {
+    Ok(attempt_read(&resolve(
+        input["other"].as_str().unwrap_or_default(),
     )))
 }
 
