@@ -166,8 +166,28 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         request.decision,
         sanitize_for_terminal(&request.reason)
     ));
+    if request.capabilities.is_empty() {
+        text.push_str("  [a] allows this tool for the rest of the session\n");
+    } else {
+        text.push_str(
+            "  [a] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
+        );
+    }
     text.push_str("Allow? [y] once  [a] for this session  [N] deny: ");
     text
+}
+
+/// What an "allow for this session" answer covers: the tool's action with exactly the
+/// capability requests the person was shown (program, path, host), so allowing `git` does not
+/// allow `curl`, and allowing `src/a.rs` does not allow `.git/config`.
+pub fn session_grant_key(action: &str, capabilities: &[bosun_core::CapabilityRequest]) -> String {
+    let mut subjects: Vec<String> = capabilities
+        .iter()
+        .map(|c| serde_json::to_string(c).unwrap_or_else(|_| c.to_string()))
+        .collect();
+    subjects.sort();
+    subjects.dedup();
+    format!("{action}\n{}", subjects.join("\n"))
 }
 
 /// Parses an answer typed at the prompt. Anything but `y`/`yes`/`a`/`always` denies.

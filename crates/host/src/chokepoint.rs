@@ -650,7 +650,9 @@ impl Chokepoint {
         trace: &Trace,
     ) -> Result<(), ToolError> {
         let action = tool.action();
-        if session.is_granted(action) {
+        // A session grant covers this action with exactly the capabilities it was given for.
+        let grant_key = crate::approval::session_grant_key(action, capabilities);
+        if session.is_granted(&grant_key) {
             trace.record(Event::ApprovalAnswered {
                 call_id: call.id.clone(),
                 answer: ApprovalAnswer::AllowSession,
@@ -682,7 +684,7 @@ impl Chokepoint {
         match answer {
             ApprovalAnswer::AllowOnce => Ok(()),
             ApprovalAnswer::AllowSession => {
-                session.grant(action);
+                session.grant(&grant_key);
                 Ok(())
             }
             ApprovalAnswer::Deny => Err(ToolError::new(

@@ -47,11 +47,24 @@ impl Session {
         *taint
     }
 
-    /// Records that a person allowed `action` for the rest of the session.
+    /// Records that a person allowed `action` for the rest of the session (the chokepoint passes
+    /// the action with the exact capabilities shown: `approval::session_grant_key`).
     pub fn grant(&self, action: &str) {
         if let Ok(mut grants) = self.grants.lock() {
             grants.insert(action.to_owned());
         }
+    }
+
+    /// The actions a person allowed for the rest of the session (each with some capabilities).
+    pub fn granted_actions(&self) -> std::collections::BTreeSet<String> {
+        self.grants
+            .lock()
+            .map(|g| {
+                g.iter()
+                    .map(|key| key.split('\n').next().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// True when a person allowed `action` for the rest of the session.

@@ -450,7 +450,10 @@ fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
     let (status, result) = call("write", r#"{"path": "pub/a.txt"}"#);
     assert_eq!(status, 0, "{result}");
     assert_eq!(result["output"]["ok"], false, "{result}");
-    assert_eq!(std::fs::read_to_string(ws.join("pub/a.txt")).unwrap(), "public");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("pub/a.txt")).unwrap(),
+        "public"
+    );
     // The sibling that holds fs.write for its path writes there.
     let (status, result) = call("write_declared", r#"{"path": "out/new.txt"}"#);
     assert_eq!(status, 0, "{result}");

@@ -350,6 +350,38 @@ async fn allow_for_session_asks_once_per_action() {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
+/// Hostile: "allow for this session" on `run_command` for one program must not let every later
+/// program run unasked. The grant covers the action with exactly the capabilities shown.
+#[tokio::test]
+async fn session_grant_covers_exactly_the_program_shown() {
+    let broker = Arc::new(Scripted {
+        answer: ApprovalAnswer::AllowSession,
+        asked: AtomicUsize::new(0),
+    });
+    let h = Harness::new(
+        policy(Mode::WorkspaceWrite, ""),
+        builtin::tools(),
+        broker.clone(),
+        Limits::default(),
+    );
+    let asked = || broker.asked.load(Ordering::SeqCst);
+    let run = |program: &'static str| h.call("run_command", json!({"program": program}));
+    assert!(run("true").await.is_ok());
+    assert!(run("true").await.is_ok());
+    assert_eq!(asked(), 1, "the same program is covered");
+    let _ = run("false").await;
+    assert_eq!(asked(), 2, "another program asks again");
+    let _ = h
+        .call(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "true"]}),
+        )
+        .await;
+    assert_eq!(asked(), 3, "a shell asks again");
+    assert!(run("true").await.is_ok());
+    assert_eq!(asked(), 3);
+}
+
 #[tokio::test]
 async fn session_grant_does_not_override_deny() {
     let (tool, runs) = probe("spawn", Risk::Process, Behaviour::Echo);
@@ -364,7 +396,7 @@ async fn session_grant_does_not_override_deny() {
         Limits::default(),
     );
     assert!(h.call("spawn", json!({"text": "x"})).await.is_ok());
-    assert!(h.session.is_granted("builtin.tool.spawn"));
+    assert!(h.session.granted_actions().contains("builtin.tool.spawn"));
     let promise = h
         .call(
             "restrict_self",
