@@ -459,6 +459,24 @@ fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
     assert_eq!(status, 0, "{result}");
     assert_eq!(result["output"]["ok"], true, "{result}");
     assert!(ws.join("out/new.txt").exists());
+    // A writable grant of a directory that holds `.git` is judged as a write to `.git` too:
+    // policy asks, and with nobody to ask nothing runs.
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "write_declared",
+        r#"{"path": "."}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "write_declared",
+        r#"{"path": "out"}"#,
+        "--json",
+    ]);
+    assert_ne!(code(&out), 4, "{}", stderr(&out));
     // A tool that declares nothing has no directory at all.
     let (status, result) = call("read_undeclared", r#"{"path": "pub/a.txt"}"#);
     assert_eq!(status, 0, "{result}");

@@ -299,6 +299,11 @@ impl Tool for PluginTool {
                         }
                         None => ".".to_owned(),
                     };
+                    // A writable directory grants everything in it: the protected paths it
+                    // holds (`.git`, `.bosun`, ...) are judged too, so policy asks about them.
+                    if decl.capability == Capability::FsWrite {
+                        requests.extend(protected_within(ctx.workspace.root(), &path));
+                    }
                     requests.push(CapabilityRequest {
                         capability: decl.capability.clone(),
                         scope: Scope {
@@ -438,6 +443,31 @@ pub fn plugin_tools(
         }
     }
     tools
+}
+
+/// `fs.write` requests for the protected paths directly inside the directory `path` (relative
+/// to `root`), which a writable grant of that directory would reach.
+fn protected_within(root: &std::path::Path, path: &str) -> Vec<CapabilityRequest> {
+    let dir = root.join(path);
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    bosun_policy::PROTECTED_DIRS
+        .iter()
+        .chain(bosun_policy::PROTECTED_FILES.iter())
+        .filter(|name| dir.join(name).symlink_metadata().is_ok())
+        .map(|name| CapabilityRequest {
+            capability: Capability::FsWrite,
+            scope: Scope {
+                path: Some(if path == "." {
+                    (*name).to_owned()
+                } else {
+                    format!("{path}/{name}")
+                }),
+                ..Scope::default()
+            },
+        })
+        .collect()
 }
 
 /// The directories a call may reach: one preopen per judged `fs.read` / `fs.write` scope,
