@@ -36,7 +36,7 @@ const MAX_MESSAGE_BYTES: usize = 4096;
 /// The prelude's files, evaluated in this order as classic scripts before `bosun:runtime`: each
 /// takes what it needs from the files before it (js/prelude/shared.js says how).
 /// test/harness.mjs reads this list.
-const PRELUDE: [(&str, &str); 21] = [
+const PRELUDE: [(&str, &str); 22] = [
     ("prelude/shared.js", include_str!("../js/prelude/shared.js")),
     ("prelude/bytes.js", include_str!("../js/prelude/bytes.js")),
     (
@@ -89,6 +89,10 @@ const PRELUDE: [(&str, &str); 21] = [
     (
         "prelude/process.js",
         include_str!("../js/prelude/process.js"),
+    ),
+    (
+        "prelude/code_from_strings.js",
+        include_str!("../js/prelude/code_from_strings.js"),
     ),
     (
         "prelude/publish.js",

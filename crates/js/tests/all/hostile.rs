@@ -722,6 +722,71 @@ async fn replaced_globals_cannot_forge_another_tools_result() {
     );
 }
 
+/// Enforcement: no code built from strings runs — `eval` (direct and indirect), `Function`, and
+/// the async, generator and async-generator constructors however they are reached (globals,
+/// `constructor` of any function, prototypes, `Reflect.construct`) all throw an EvalError, and
+/// none of them can be restored; `instanceof Function` still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_from_strings_never_runs() {
+    let mut plugin = attack(
+        r#"
+      const routes = {
+        eval: () => eval("1 + 1"),
+        indirectEval: () => (0, eval)("1 + 1"),
+        globalEval: () => globalThis["ev" + "al"]("1 + 1"),
+        Function: () => Function("return 1")(),
+        newFunction: () => new Function("return 1")(),
+        viaConstructor: () => (() => {}).constructor("return 1")(),
+        viaPrototype: () => Object.getPrototypeOf(function () {}).constructor("return 1")(),
+        AsyncFunction: () => (async function () {}).constructor("return 1"),
+        GeneratorFunction: () => (function* () {}).constructor("yield 1"),
+        AsyncGeneratorFunction: () => (async function* () {}).constructor("yield 1"),
+        reflect: () => Reflect.construct(Function, ["return 1"]),
+        bound: () => Function.prototype.constructor.bind(null, "return 1")()(),
+        restore: () => { Function.prototype.constructor = function () { return () => "restored"; }; return Function.prototype.constructor("x")(); },
+        redefine: () => { Object.defineProperty(globalThis, "eval", { value: (s) => s }); return eval("x"); },
+      };
+      const seen = {};
+      for (const [name, route] of Object.entries(routes)) {
+        try { seen[name] = ["ran", String(route())]; } catch (e) { seen[name] = e.name; }
+      }
+      seen.instanceofFunction = (() => {}) instanceof Function && (async () => {}) instanceof Function;
+      return { ok: true, output: seen, truncated: false };
+    "#,
+    )
+    .start()
+    .await;
+    let outcome = run_attack(&mut plugin).await.unwrap();
+    let ToolOutcome::Ok { output: out, .. } = outcome else {
+        panic!("the attack failed: {outcome:?}");
+    };
+    let seen = &out;
+    for route in [
+        "eval",
+        "indirectEval",
+        "globalEval",
+        "Function",
+        "newFunction",
+        "viaConstructor",
+        "viaPrototype",
+        "AsyncFunction",
+        "GeneratorFunction",
+        "AsyncGeneratorFunction",
+        "reflect",
+        "bound",
+    ] {
+        assert_eq!(seen[route], "EvalError", "{route}: {out}");
+    }
+    // Writing the properties back fails in strict code, or leaves the refusal in place.
+    for route in ["restore", "redefine"] {
+        assert!(
+            seen[route] != json!(["ran", "restored"]) && seen[route] != json!(["ran", "x"]),
+            "{route}: {out}"
+        );
+    }
+    assert_eq!(seen["instanceofFunction"], true, "{out}");
+}
+
 /// Enforcement: the engine's host calls (`__native`), its entry points (`__engine`) and the
 /// layer's registry (`__bosunInternal`, `bosun:internal`) and the prelude's shared internals
 /// (`__bosunPrelude`) are deleted or refused before any
@@ -747,7 +812,8 @@ async fn engine_internals_are_unreachable_from_plugin_code() {
     )
     .start()
     .await;
-    let hidden = json!({"type": "undefined", "own": false, "viaFunction": "ReferenceError", "viaEval": "ReferenceError"});
+    // `Function` and `eval` themselves are refused now (see `code_from_strings_never_runs`).
+    let hidden = json!({"type": "undefined", "own": false, "viaFunction": "EvalError", "viaEval": "EvalError"});
     assert_eq!(
         run_attack(&mut plugin).await.unwrap(),
         ok(json!({
