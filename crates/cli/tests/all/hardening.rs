@@ -495,3 +495,54 @@ fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
     );
     assert_eq!(result["output"]["ok"], true, "{result}");
 }
+
+/// A Forge plugin whose entry is CommonJS (`.cjs`) loads as Node's `import()` presents it
+/// (`module.exports` is the default export); `require` says it is unavailable and what to do.
+#[test]
+fn commonjs_entries_load_and_require_says_what_to_do() {
+    let env = Env::new();
+    let manifest = |name: &str| {
+        format!(
+            r#"{{"schemaVersion": 1, "apiVersion": "1", "name": "{name}", "version": "1.0.0", "entry": "./index.cjs", "capabilities": ["tools:register"]}}"#
+        )
+    };
+    user_plugin(
+        &env,
+        "cjs",
+        &[
+            ("plugin.json", &manifest("cjs")),
+            (
+                "index.cjs",
+                r#"module.exports = function activate(api) {
+  api.registerTool({
+    name: "cjs_tool",
+    description: "Answers from CommonJS.",
+    risk: "read",
+    inputSchema: api.z.object({}),
+    execute: async () => ({ ok: true, output: { from: "cjs" }, truncated: false }),
+  });
+};
+"#,
+            ),
+        ],
+    );
+    user_plugin(
+        &env,
+        "cjs-require",
+        &[
+            ("plugin.json", &manifest("cjs-require")),
+            (
+                "index.cjs",
+                "const fs = require(\"fs\");\nmodule.exports = function activate() {};\n",
+            ),
+        ],
+    );
+    let out = env.bosun(&["tools", "call", "cjs_tool", "{}", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["output"]["from"], "cjs");
+    assert!(
+        stderr(&out).contains("require(\"fs\") is not available"),
+        "{}",
+        stderr(&out)
+    );
+}

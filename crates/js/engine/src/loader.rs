@@ -155,6 +155,18 @@ impl Resolver for PluginResolver {
     }
 }
 
+/// A CommonJS file (`.cjs`) as Node's `import()` presents it: its `module.exports` is the
+/// default export. `require` is not available (the plugin's dependencies must be bundled or
+/// imported as modules), and says so when called.
+fn commonjs_module(source: &str) -> String {
+    format!(
+        "const module = {{ exports: {{}} }};\n\
+         const require = (id) => {{ throw new Error(`require(${{JSON.stringify(String(id))}}) is not available in Bosun's sandbox: bundle the dependency into the plugin, or use an ES module entry with import`); }};\n\
+         (function (module, exports, require) {{\n{source}\n}}).call(module.exports, module, module.exports, require);\n\
+         export default module.exports;\n"
+    )
+}
+
 /// Loads plugin files and built-in modules.
 pub struct PluginLoader;
 
@@ -168,6 +180,9 @@ impl Loader for PluginLoader {
         if let Some(path) = name.strip_prefix(PLUGIN_PREFIX) {
             let source = FILES.with(|f| f.borrow().get(path).cloned());
             return match source {
+                Some(source) if path.ends_with(".cjs") => {
+                    Module::declare(ctx.clone(), name, commonjs_module(&source))
+                }
                 Some(source) => Module::declare(ctx.clone(), name, source),
                 None => Err(Error::new_loading(name)),
             };

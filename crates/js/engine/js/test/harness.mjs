@@ -310,7 +310,16 @@ export async function createEngine(options = {}) {
     if (module) return module;
     let source;
     if (Object.hasOwn(BUILTINS, name)) source = readSource(BUILTINS[name]);
-    else if (name.startsWith(PLUGIN_PREFIX)) source = files[name.slice(PLUGIN_PREFIX.length)];
+    else if (name.startsWith(PLUGIN_PREFIX)) {
+      source = files[name.slice(PLUGIN_PREFIX.length)];
+      // The core wraps CommonJS files the same way (loader.rs, `commonjs_module`).
+      if (source !== undefined && name.endsWith(".cjs")) {
+        source = "const module = { exports: {} };\n" +
+          "const require = (id) => { throw new Error(`require(${JSON.stringify(String(id))}) is not available in Bosun's sandbox: bundle the dependency into the plugin, or use an ES module entry with import`); };\n" +
+          `(function (module, exports, require) {\n${source}\n}).call(module.exports, module, module.exports, require);\n` +
+          "export default module.exports;\n";
+      }
+    }
     if (source === undefined) throw new realm.Error(`could not load module ${name}`);
     module = new vm.SourceTextModule(source, {
       identifier: name,
