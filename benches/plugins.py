@@ -6,7 +6,7 @@
    nothing can be instantiated.
 2. The same echo-style tool, side by side:
    - Bosun: the `hello` plugin's `greet`, warm, through the whole chokepoint (policy with 1,000
-     rules, sandbox, trace) — from `cargo bench -p bosun-agent --bench plugin_call`;
+     rules, sandbox, trace) — from `cargo bench -p bosun-host --bench plugin_call`;
    - an MCP stdio server written with the official Python SDK (`mcp` from PyPI), called by that
      SDK's client, warm.
 
@@ -121,7 +121,7 @@ def bench_mcp_python():
 
 def bench_bosun_warm():
     out = run(
-        ["cargo", "bench", "-p", "bosun-agent", "--bench", "plugin_call", "--", "--warm-up-time", "1", "--measurement-time", "3"],
+        ["cargo", "bench", "-p", "bosun-host", "--bench", "plugin_call", "--", "--warm-up-time", "1", "--measurement-time", "3"],
         cwd=ROOT, capture_output=True,
     ).stdout
     warm = re.search(r"plugin warm call through the chokepoint over \d+ calls: p50 ([\d.]+) µs", out)

@@ -12,8 +12,8 @@
 //! [`MAX_MESSAGES`] messages and [`MAX_SESSION_BYTES`] bytes, the oldest whole turns being
 //! dropped to fit; a larger file is refused on load.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use bosun_models::Message;
@@ -314,26 +314,10 @@ impl SessionStore {
                 .map_err(io("restrict", &self.dir))?;
         }
         let path = self.path_of(&session.id);
-        let temp = self.dir.join(format!(
-            ".{}.json.{}.tmp",
-            session.id,
-            uuid::Uuid::now_v7().simple()
-        ));
-        let written = (|| {
-            let mut options = OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(&temp)?;
-            file.write_all(&text)?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            fs::rename(&temp, &path)?;
-            // Make the rename itself durable.
-            File::open(&self.dir)?.sync_all()
-        })();
+        let mut bytes = text;
+        bytes.push(b'\n');
+        let written = bosun_host::write_atomic(&path, &bytes);
         if let Err(source) = written {
-            let _ = fs::remove_file(&temp);
             return Err(SessionError::Io {
                 action: "write",
                 path,

@@ -352,18 +352,8 @@ fn edit_user_config(
         .parse()
         .with_context(|| format!("parsing {}", path.display()))?;
     edit(&mut doc)?;
-    bosun_host::trace::create_private_dir(home)?;
-    let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(doc.to_string().as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::anyhow!("writing {}: {e}", path.display())
-    })
+    bosun_host::write_atomic(&path, doc.to_string().as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {

@@ -15,6 +15,9 @@ pub struct Redactor {
     names: Vec<String>,
     replacements: Vec<String>,
     matcher: Option<AhoCorasick>,
+    /// Whether some secret could stand inside a number's digits (it is made of digits, signs,
+    /// points and exponents only); numbers are searched only then.
+    numeric: bool,
 }
 
 impl Redactor {
@@ -43,7 +46,12 @@ impl Redactor {
             .match_kind(MatchKind::LeftmostLongest)
             .build(pairs.iter().map(|(_, v)| v.as_str()))
             .ok();
+        let numeric = pairs.iter().any(|(_, v)| {
+            v.bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
+        });
         Self {
+            numeric,
             replacements: pairs
                 .iter()
                 .map(|(n, _)| format!("[REDACTED:{n}]"))
@@ -104,7 +112,7 @@ impl Redactor {
         }
         match value {
             Value::String(s) if self.finds(s) => *s = self.redact_str(s),
-            Value::Number(n) if numbers => {
+            Value::Number(n) if numbers && self.numeric => {
                 let digits = n.to_string();
                 if self.finds(&digits) {
                     *value = Value::String(self.redact_str(&digits));

@@ -56,8 +56,8 @@ pub enum HostError {
 /// Prompt contributions as `(plugin local name, text)`, and warnings about those left out.
 pub type Prompts = (Vec<(String, String)>, Vec<String>);
 
-/// Builds a [`Host`]: where it runs and what it loads.
-#[derive(Debug, Default)]
+/// Builds a [`Host`]: where it runs and what it loads. Start with [`Host::builder`].
+#[derive(Debug)]
 pub struct HostBuilder {
     cwd: Option<PathBuf>,
     home: Option<PathBuf>,
@@ -204,8 +204,11 @@ impl Host {
     /// Starts a [`HostBuilder`] for the workspace of the current directory and `$BOSUN_HOME`.
     pub fn builder() -> HostBuilder {
         HostBuilder {
+            cwd: None,
+            home: None,
+            workspace: None,
+            config: None,
             plugins: true,
-            ..HostBuilder::default()
         }
     }
 
@@ -379,11 +382,20 @@ impl Host {
         let mut warnings = Vec::new();
         for runtime in &self.js {
             match runtime.prompts(task).await {
-                Ok(texts) => prompts.extend(
-                    texts
-                        .into_iter()
-                        .map(|t| (runtime.spec().local_name.clone(), t)),
-                ),
+                Ok(texts) => {
+                    for text in texts {
+                        // What reaches the model's system prompt passes the same hidden-character
+                        // check as every other string a plugin shows a model.
+                        if let Some(hidden) = bosun_core::find_hidden(&text) {
+                            warnings.push(format!(
+                                "plugin `{}`: its prompt contribution holds the hidden character {hidden} and is left out",
+                                runtime.spec().local_name
+                            ));
+                        } else {
+                            prompts.push((runtime.spec().local_name.clone(), text));
+                        }
+                    }
+                }
                 Err(e) => warnings.push(format!(
                     "plugin `{}`: its prompt contribution failed and is left out: {}",
                     runtime.spec().local_name,

@@ -37,6 +37,8 @@ pub mod trace;
 pub mod workspace;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
+/// Bosun's one atomic file write (temporary file 0600, synced, renamed, directory synced).
+pub use bosun_plugins::write_atomic;
 pub use chokepoint::{
     CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry,
 };

@@ -34,6 +34,67 @@ pub enum JsError {
     },
 }
 
+/// Parses the engine's JSON answer. JavaScript strings may hold lone UTF-16 surrogates, which
+/// `JSON.stringify` writes as `\\uD800`-style escapes that are not Unicode; such an escape is read
+/// as U+FFFD (as a browser's `TextEncoder` would), so a plugin's odd string is its own data, not a
+/// protocol failure.
+fn parse_answer<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(json).or_else(|error| {
+        let repaired = replace_lone_surrogates(json);
+        if repaired == json {
+            Err(error)
+        } else {
+            serde_json::from_str(&repaired)
+        }
+    })
+}
+
+/// `json` with every `\\u` escape of a lone surrogate replaced by `\\ufffd`; a high surrogate
+/// escape directly followed by a low one is a pair and kept.
+fn replace_lone_surrogates(json: &str) -> String {
+    fn escape_at(bytes: &[u8], i: usize) -> Option<u16> {
+        let hex = bytes.get(i + 2..i + 6)?;
+        if bytes.get(i) != Some(&b'\\') || bytes.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    }
+    let bytes = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(bytes, i) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(escape_at(bytes, i + 6), Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                } else {
+                    out.push_str(&json[copied..i]);
+                    out.push_str("\\ufffd");
+                    i += 6;
+                    copied = i;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.push_str(&json[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            Some(_) => i += 6,
+            // Any other escape (`\\\\`, `\\"`, `\\n`): two bytes, so an escaped backslash
+            // before a `u` is never read as the start of an escape.
+            None => i += 2,
+        }
+    }
+    out.push_str(&json[copied..]);
+    out
+}
+
 /// A tool call's result as the plugin returned it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutcome {
@@ -199,11 +260,10 @@ impl JsPlugin {
                 plugin: self.name.clone(),
                 source,
             })?;
-        let envelope: Envelope =
-            serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
-                plugin: self.name.clone(),
-                reason: e.to_string(),
-            })?;
+        let envelope: Envelope = parse_answer(&out.output_json).map_err(|e| JsError::Protocol {
+            plugin: self.name.clone(),
+            reason: e.to_string(),
+        })?;
         let outcome = match (envelope.ok, envelope.error) {
             (true, _) => ToolOutcome::Ok {
                 output: envelope.output,
@@ -239,7 +299,7 @@ impl JsPlugin {
                 plugin: self.name.clone(),
                 source,
             })?;
-        serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
+        parse_answer(&out.output_json).map_err(|e| JsError::Protocol {
             plugin: self.name.clone(),
             reason: format!("{op} hook: {e}"),
         })
@@ -297,5 +357,23 @@ impl JsPlugin {
         opts: CallOptions,
     ) -> Result<CommandOutput, JsError> {
         self.hook("command", payload, opts).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        let value: serde_json::Value = parse_answer(
+            r#"{"a": "x\ud800y", "b": "\udc00", "c": "\ud83d\ude00", "d": "\\ud800", "e": "\ud800"}"#,
+        )
+        .unwrap();
+        assert_eq!(value["a"], "x\u{fffd}y");
+        assert_eq!(value["b"], "\u{fffd}");
+        assert_eq!(value["c"], "\u{1f600}");
+        assert_eq!(value["d"], "\\ud800");
+        assert_eq!(value["e"], "\u{fffd}");
     }
 }

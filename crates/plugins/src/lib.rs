@@ -91,6 +91,6 @@ pub use metadata::{CapabilityDecl, Manifest, PluginMetadata, PluginTool, ToolMet
 pub use scaffold::scaffold;
 pub use source::{SourceFile, SourceSnapshot};
 pub use triggerfish::{ManifestTrust, TriggerfishManifest};
-pub use trust::{Declared, TrustRecord, TrustStore};
+pub use trust::{Declared, TrustRecord, TrustStore, write_atomic};
 
 pub(crate) use bosun_core::text::line_col;

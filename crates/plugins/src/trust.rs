@@ -256,8 +256,14 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Replaces `path` with `contents` so that a reader sees the old file or the new one, never a
-/// mix, and a crash or error leaves the old file.
-fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// mix, and a crash or error leaves the old file: a temporary file (mode 0600) in the same
+/// directory is written and synced, renamed over `path`, and the directory is synced. The
+/// directory is created (mode 0700) if missing. Bosun's one way to write a file of its own
+/// (trust store, sessions, user config).
+///
+/// # Errors
+/// Any I/O failure; the old file is then untouched.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -4,22 +4,11 @@
 
 use std::process::{Command, Stdio};
 
-use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
+use bosun_agent::scripted::Step;
 use serde_json::{Value, json};
 
+use super::run::serve;
 use super::{Env, code, stderr};
-
-fn serve(steps: impl IntoIterator<Item = Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = runtime
-        .block_on(ScriptedModel::serve(Script::new(steps)))
-        .unwrap();
-    (runtime, server)
-}
 
 const MOD_TS: &str = r#"// A plugin written by a model, in Triggerfish's format.
 export const manifest = {

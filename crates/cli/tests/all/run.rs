@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use super::{Env, code, json, stderr};
 
 /// A runtime that keeps serving while the test thread waits on the `bosun` process.
-fn serve(steps: impl IntoIterator<Item = Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
+pub(super) fn serve(
+    steps: impl IntoIterator<Item = Step>,
+) -> (tokio::runtime::Runtime, ScriptedServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -26,7 +28,7 @@ fn serve(steps: impl IntoIterator<Item = Step>) -> (tokio::runtime::Runtime, Scr
     (runtime, server)
 }
 
-fn model_config(server: &ScriptedServer, extra: &str) -> String {
+pub(super) fn model_config(server: &ScriptedServer, extra: &str) -> String {
     format!(
         "default_model = \"scripted\"\n{extra}\n[models.scripted]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n",
         server.base_url()

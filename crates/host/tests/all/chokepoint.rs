@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bosun_core::{
-    ApprovalAnswer, Capability, Decision, ErrorCode, Event, Layer, Limits, Redactor, Risk,
-    ToolError, ToolName, ToolOutput, ToolResult, ToolSpec,
+    ApprovalAnswer, Capability, Classification, Decision, ErrorCode, Event, Layer, Limits,
+    Redactor, Risk, ToolError, ToolName, ToolOutput, ToolResult, ToolSpec,
 };
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
 use bosun_host::trace::{Trace, read_run};
@@ -600,5 +600,79 @@ async fn capability_decisions_bind_with_their_scope() {
     assert_eq!(
         explanation.deciding_rule().unwrap().subject,
         "process.spawn:touch"
+    );
+}
+
+/// A tool that returns what it is told, classified as it says.
+struct Classified {
+    spec: ToolSpec,
+    level: Option<Classification>,
+}
+
+#[async_trait]
+impl Tool for Classified {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn action(&self) -> &str {
+        "builtin.tool.classified"
+    }
+    async fn call(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput {
+            value: json!({}),
+            truncated: false,
+            classification: self.level,
+        })
+    }
+}
+
+/// The chokepoint raises the session's taint from each result — the result's own level, else the
+/// tool's — records every rise as `taint.raised`, and never lowers it.
+#[tokio::test]
+async fn the_chokepoint_raises_taint_from_results_and_never_lowers_it() {
+    let tool = |name: &str, spec_level, level| -> Arc<dyn Tool> {
+        Arc::new(Classified {
+            spec: ToolSpec::builder(ToolName::new(name).unwrap(), "Classified output.")
+                .classification(spec_level)
+                .build()
+                .unwrap(),
+            level,
+        })
+    };
+    let h = Harness::new(
+        policy(Mode::Full, ""),
+        vec![
+            tool("internal", Classification::Internal, None),
+            tool(
+                "secret",
+                Classification::Public,
+                Some(Classification::Restricted),
+            ),
+            tool("public", Classification::Public, None),
+        ],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    assert_eq!(h.session.taint(), Classification::Public);
+    assert!(h.call("internal", json!({})).await.error().is_none());
+    assert_eq!(h.session.taint(), Classification::Internal);
+    assert!(h.call("secret", json!({})).await.error().is_none());
+    assert_eq!(h.session.taint(), Classification::Restricted);
+    assert!(h.call("public", json!({})).await.error().is_none());
+    assert_eq!(h.session.taint(), Classification::Restricted);
+    let raised: Vec<(Classification, Classification)> = h
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::TaintRaised { from, to, .. } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        raised,
+        vec![
+            (Classification::Public, Classification::Internal),
+            (Classification::Internal, Classification::Restricted),
+        ]
     );
 }

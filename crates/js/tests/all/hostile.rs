@@ -938,3 +938,20 @@ async fn throwing_non_error_values_is_a_tool_error() {
         "The tool failed unexpectedly. ".len() + 500 + "… [truncated]".chars().count()
     );
 }
+
+/// A result holding a lone UTF-16 surrogate (valid in a JS string, not in Unicode) is the
+/// plugin's own data: it arrives with U+FFFD in its place, never as an engine protocol failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lone_surrogates_in_a_result_are_replaced_not_a_protocol_error() {
+    let mut plugin = attack(
+        r#"
+      return { ok: true, output: { s: "a\uD800b", t: "\uDC00", pair: "\uD83D\uDE00" }, truncated: false };
+    "#,
+    )
+    .start()
+    .await;
+    assert_eq!(
+        run_attack(&mut plugin).await.unwrap(),
+        ok(json!({"s": "a\u{fffd}b", "t": "\u{fffd}", "pair": "\u{1f600}"}))
+    );
+}

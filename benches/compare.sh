@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the chokepoint and native-plugin-call benchmarks of two revisions side by side, in one
+# run on one machine: BASE (default: the first parent of HEAD's branch point given as $1) in a
+# temporary git worktree, then the working tree. Both share one target directory, so only
+# Bosun's own crates are built twice.
+#
+# Usage: benches/compare.sh BASE_REV
+# Prints each bench's per-call distribution line, labelled with the revision.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base="${1:?usage: benches/compare.sh BASE_REV}"
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+tree="$target/compare-base"
+rm -rf "$tree"
+git worktree prune
+git worktree add --detach "$tree" "$base" >/dev/null
+trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true' EXIT
+
+# The benches moved from bosun-agent to bosun-host with the host crate.
+package_of() {
+  if [ -f "$1/crates/host/benches/chokepoint.rs" ]; then echo bosun-host; else echo bosun-agent; fi
+}
+
+run() {
+  local label="$1" dir="$2" package
+  package="$(package_of "$dir")"
+  for bench in chokepoint plugin_call; do
+    echo "== $label ($package) $bench"
+    (cd "$dir" && CARGO_TARGET_DIR="$target" cargo bench --locked -q -p "$package" --bench "$bench" 2>/dev/null) |
+      grep -E "time:|p50" || true
+  done
+}
+
+run "base $(git rev-parse --short "$base")" "$tree"
+run "head $(git rev-parse --short HEAD)+worktree" "$PWD"
