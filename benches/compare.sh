@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the chokepoint and native-plugin-call benchmarks of two revisions side by side, in one
-# run on one machine: BASE (default: the first parent of HEAD's branch point given as $1) in a
-# temporary git worktree, then the working tree. Both share one target directory, so only
+# run on one machine: BASE_REV in a temporary git worktree, then the working tree. Both share one target directory, so only
 # Bosun's own crates are built twice.
 #
 # Usage: benches/compare.sh BASE_REV
-# Prints each bench's per-call distribution line, labelled with the revision.
+# Prints each bench's criterion estimate and per-call distribution, labelled with the revision,
+# or the tail of the build or run log when a side fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="${1:?usage: benches/compare.sh BASE_REV}"
@@ -26,8 +26,13 @@ run() {
   package="$(package_of "$dir")"
   for bench in chokepoint plugin_call; do
     echo "== $label ($package) $bench"
-    (cd "$dir" && CARGO_TARGET_DIR="$target" cargo bench --locked -q -p "$package" --bench "$bench" 2>/dev/null) |
-      grep -E "time:|p50" || true
+    local log="$target/compare-$bench.log"
+    if (cd "$dir" && CARGO_TARGET_DIR="$target" cargo bench --locked -p "$package" --bench "$bench") >"$log" 2>&1; then
+      grep -E "time:|p50" "$log" || true
+    else
+      echo "failed; the last lines of $log:"
+      tail -20 "$log"
+    fi
   done
 }
 

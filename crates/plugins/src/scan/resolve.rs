@@ -5,7 +5,10 @@
 //! strings (`"ev" + "al"`, `` `env` ``, `["ev", "al"].join("")`, `String.fromCharCode(…)`,
 //! `atob("…")`), `Reflect.get`, `.bind`, `require`, imports, and bindings that never change
 //! (`const d = Deno`, `const { env } = Deno`, a `let` never assigned again). A binding declared
-//! with `declare` is ambient: it names the global, not a local.
+//! with `declare` is ambient: it names the global, not a local. Functions written in the file
+//! lead through `.constructor` and `Object.getPrototypeOf` to the Function family's
+//! constructors (`AsyncFunction` and its kin are no globals, so this is the only way to them);
+//! `createRequire` makes `require`, and `process.getBuiltinModule` loads like it.
 //!
 //! Everything is bounded: recursion depth, the length of paths and of folded strings. Results
 //! per binding are memoised, so a file is resolved in time linear in its size.
@@ -49,6 +52,20 @@ const HOST_MODULES: &[&str] = &[
 ];
 /// Names of the global object itself.
 pub(crate) const GLOBAL_OBJECTS: [&str; 4] = ["globalThis", "window", "self", "global"];
+/// Capitalised globals that are plain objects, not constructors: their `.constructor` is
+/// `Object`, not `Function`.
+const NAMESPACES: &[&str] = &[
+    "Math",
+    "JSON",
+    "Reflect",
+    "Atomics",
+    "Intl",
+    "Deno",
+    "WebAssembly",
+    "Temporal",
+    "Bun",
+    "CSS",
+];
 
 /// What an expression refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +77,18 @@ pub(crate) enum Value {
         /// `child_process`, `fs`, `https://…`.
         specifier: String,
         /// Members below the module's namespace; empty for the namespace (or default export).
+        path: Vec<String>,
+    },
+    /// A function written in the file (`function () {}`, `async () => {}`, a class): what
+    /// matters is its `.constructor`, the member of the Function family it names (`Function`,
+    /// `AsyncFunction`, `GeneratorFunction`, `AsyncGeneratorFunction`).
+    FunctionOf(&'static str),
+    /// One of the Function family's constructors that is not a global, so reachable only
+    /// through a function's prototype chain, and the members below it.
+    Intrinsic {
+        /// `AsyncFunction`, `GeneratorFunction` or `AsyncGeneratorFunction`.
+        name: &'static str,
+        /// Members below the constructor; empty for the constructor itself.
         path: Vec<String>,
     },
     /// Resolution went deeper than the bound: the code hides what it refers to.
@@ -94,13 +123,73 @@ impl Value {
         }
     }
 
+    /// The constructor of the Function family named `name`, as a value.
+    fn constructor(name: &'static str) -> Self {
+        if name == "Function" {
+            Self::Global(vec!["Function".to_owned()])
+        } else {
+            Self::Intrinsic {
+                name,
+                path: Vec::new(),
+            }
+        }
+    }
+
+    /// The prototype of the Function family's constructor `name`.
+    fn prototype(name: &'static str) -> Self {
+        match Self::constructor(name) {
+            Self::Global(mut path) => {
+                path.push("prototype".to_owned());
+                Self::Global(path)
+            }
+            Self::Intrinsic { name, .. } => Self::Intrinsic {
+                name,
+                path: vec!["prototype".to_owned()],
+            },
+            other => other,
+        }
+    }
+
     fn member(self, name: &str) -> Self {
         match self {
             Self::Global(mut path) => {
+                if name == "constructor" {
+                    // `X.prototype.constructor` is `X`; a constructor's own constructor is
+                    // `Function`.
+                    if path.last().is_some_and(|last| last == "prototype") {
+                        path.pop();
+                        return Self::Global(path);
+                    }
+                    if let [one] = path.as_slice()
+                        && one.starts_with(|c: char| c.is_ascii_uppercase())
+                        && !NAMESPACES.contains(&one.as_str())
+                    {
+                        return Self::constructor("Function");
+                    }
+                }
                 if !(path.is_empty() && GLOBAL_OBJECTS.contains(&name)) {
                     push_bounded(&mut path, name);
                 }
                 Self::Global(path)
+            }
+            Self::FunctionOf(kind) if name == "constructor" => Self::constructor(kind),
+            Self::FunctionOf(_) => Self::Unknown,
+            Self::Intrinsic {
+                name: kind,
+                mut path,
+            } => {
+                if name == "constructor" {
+                    match path.last().map(String::as_str) {
+                        Some("prototype") => {
+                            path.pop();
+                            return Self::Intrinsic { name: kind, path };
+                        }
+                        None => return Self::constructor("Function"),
+                        Some(_) => {}
+                    }
+                }
+                push_bounded(&mut path, name);
+                Self::Intrinsic { name: kind, path }
             }
             Self::Module {
                 specifier,
@@ -324,6 +413,13 @@ impl<'s, 'a> Resolver<'s, 'a> {
             Expression::AssignmentExpression(e) if e.operator == AssignmentOperator::Assign => {
                 self.value_at(&e.right, depth)
             }
+            Expression::FunctionExpression(f) => {
+                Value::FunctionOf(function_kind(f.r#async, f.generator))
+            }
+            Expression::ArrowFunctionExpression(f) => {
+                Value::FunctionOf(function_kind(f.r#async, false))
+            }
+            Expression::ClassExpression(_) => Value::FunctionOf("Function"),
             _ => Value::Unknown,
         }
     }
@@ -342,10 +438,29 @@ impl<'s, 'a> Resolver<'s, 'a> {
         let callee = self.value_at(&call.callee, depth + 1);
         let arg = |i: usize| call.arguments.get(i).and_then(Argument::as_expression);
         match &callee {
-            Value::Global(path) if path.as_slice() == ["require"] => {
+            Value::Global(path)
+                if path.as_slice() == ["require"]
+                    || path.as_slice() == ["process", "getBuiltinModule"] =>
+            {
                 match arg(0).and_then(|a| self.key_at(a, depth + 1)) {
                     Some(specifier) => Value::module(&specifier, Vec::new()),
                     None => Value::Unknown,
+                }
+            }
+            // What `createRequire` makes is `require`, with the same specifiers.
+            Value::Module { specifier, path }
+                if specifier == "module" && path.as_slice() == ["createRequire"] =>
+            {
+                Value::Global(vec!["require".to_owned()])
+            }
+            Value::Global(path)
+                if path.len() == 2
+                    && (path[0] == "Object" || path[0] == "Reflect")
+                    && path[1] == "getPrototypeOf" =>
+            {
+                match arg(0).map(|a| self.value_at(a, depth + 1)) {
+                    Some(Value::FunctionOf(kind)) => Value::prototype(kind),
+                    _ => Value::Unknown,
                 }
             }
             Value::Global(path) if path.as_slice() == ["Reflect", "get"] => {
@@ -430,6 +545,10 @@ impl<'s, 'a> Resolver<'s, 'a> {
                 }
                 _ => Value::Unknown,
             },
+            AstKind::Function(f) if self.followable(symbol) => {
+                Value::FunctionOf(function_kind(f.r#async, f.generator))
+            }
+            AstKind::Class(_) if self.followable(symbol) => Value::FunctionOf("Function"),
             AstKind::VariableDeclarator(declarator) if self.followable(symbol) => {
                 let Some(init) = &declarator.init else {
                     return Value::Unknown;
@@ -471,17 +590,23 @@ impl<'s, 'a> Resolver<'s, 'a> {
                 let mut items = Vec::with_capacity(a.elements.len());
                 let mut total = 0;
                 for element in &a.elements {
-                    let expression = match element {
-                        ArrayExpressionElement::SpreadElement(_)
-                        | ArrayExpressionElement::Elision(_) => return None,
-                        other => other.as_expression()?,
-                    };
-                    let item = self.key_at(expression, depth + 1)?;
-                    total += item.len();
+                    match element {
+                        ArrayExpressionElement::Elision(_) => return None,
+                        // `[..."lave"]` spreads a string into its characters.
+                        ArrayExpressionElement::SpreadElement(spread) => {
+                            let more = spread_items(self.fold_at(&spread.argument, depth + 1)?)?;
+                            total += more.iter().map(String::len).sum::<usize>();
+                            items.extend(more);
+                        }
+                        other => {
+                            let item = self.key_at(other.as_expression()?, depth + 1)?;
+                            total += item.len();
+                            items.push(item);
+                        }
+                    }
                     if total > MAX_FOLDED_BYTES {
                         return None;
                     }
-                    items.push(item);
                 }
                 Some(Const::List(items))
             }
@@ -498,6 +623,15 @@ impl<'s, 'a> Resolver<'s, 'a> {
     /// A template literal folded, when every substitution folds.
     pub(crate) fn fold_template(&self, t: &TemplateLiteral<'a>) -> Option<Const> {
         self.spend(self.template_at(t, 0))
+    }
+
+    /// A call folded (`[…].join(" ")`, `"…".split("").reverse().join("")`), when it is one
+    /// the resolver folds and its parts fold.
+    pub(crate) fn fold_call_expression(&self, call: &CallExpression<'a>) -> Option<Const> {
+        if self.budget_exhausted() {
+            return None;
+        }
+        self.spend(self.fold_call(call, 0))
     }
 
     /// `a + b + …` folded, when every operand folds.
@@ -665,8 +799,30 @@ impl<'s, 'a> Resolver<'s, 'a> {
             Value::Global(path) if path.as_slice() == ["atob"] => {
                 Some(Const::Str(decode_base64(&string_arg(0)?)?))
             }
+            Value::Global(path) if path.as_slice() == ["Array", "from"] && args.len() == 1 => Some(
+                Const::List(spread_items(self.fold_at(args.first()?, depth + 1)?)?),
+            ),
             _ => None,
         }
+    }
+}
+
+/// What spreading a folded constant gives: a string's characters, an array's items.
+fn spread_items(value: Const) -> Option<Vec<String>> {
+    match value {
+        Const::Str(s) => Some(s.chars().map(String::from).collect()),
+        Const::List(items) => Some(items),
+        Const::Num(_) => None,
+    }
+}
+
+/// The member of the Function family that constructs functions written this way.
+pub(crate) fn function_kind(is_async: bool, generator: bool) -> &'static str {
+    match (is_async, generator) {
+        (false, false) => "Function",
+        (true, false) => "AsyncFunction",
+        (false, true) => "GeneratorFunction",
+        (true, true) => "AsyncGeneratorFunction",
     }
 }
 

@@ -97,6 +97,7 @@ rules! {
     NATIVE_CODE = "native-code", CodeExecution, 3, None;
     VM_MODULE = "vm-module", CodeExecution, 3, None;
     DATA_IMPORT = "data-import", CodeExecution, 3, None;
+    BUILTIN_MODULE_LOADER = "builtin-module-loader", CodeExecution, 3, None;
     WEBASSEMBLY = "webassembly", CodeExecution, 2, None;
     PROMPT_INJECTION = "prompt-injection", PromptInjection, 3, Some("#1-#8");
     SUBPROCESS = "subprocess", Subprocess, 3, Some("#13 Deno.(run|command|exec)(");

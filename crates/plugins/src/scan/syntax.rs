@@ -12,7 +12,7 @@ use oxc::semantic::{NodeId, Semantic};
 use oxc::span::{GetSpan, Span};
 
 use super::Hit;
-use super::resolve::{Const, Resolver, Value};
+use super::resolve::{Const, Resolver, Value, function_kind};
 use super::rules::{self, Rule};
 use super::text;
 
@@ -155,7 +155,13 @@ impl<'s, 'a> Pass<'s, 'a> {
                         }
                     }
                 }
-                AstKind::CallExpression(c) => self.call(c.span, &c.callee, &c.arguments, false),
+                AstKind::CallExpression(c) => {
+                    self.call(c.span, &c.callee, &c.arguments, false);
+                    if !self.continues_fold(id) {
+                        let folded = self.resolver.fold_call_expression(c);
+                        self.composed_text(c.span, folded);
+                    }
+                }
                 AstKind::NewExpression(n) => self.call(n.span, &n.callee, &n.arguments, true),
                 AstKind::ImportExpression(i) => match self.resolver.fold_string(&i.source) {
                     Some(specifier) => self.module_load(i.span, &specifier),
@@ -434,8 +440,10 @@ impl<'s, 'a> Pass<'s, 'a> {
         let path: Vec<&str> = match value {
             Value::Global(path) => path.iter().map(String::as_str).collect(),
             Value::Module { specifier, path } => {
-                return self.module_member_rule(specifier, path, called);
+                return self.module_member_rule(specifier, path, how);
             }
+            Value::Intrinsic { name, path } => return function_family_rule(name, path, how),
+            Value::FunctionOf(_) => return None,
             Value::TooDeep => {
                 return Some((
                     rules::UNRESOLVED_ACCESS,
@@ -518,6 +526,13 @@ impl<'s, 'a> Pass<'s, 'a> {
             ["process", "kill", ..] => {
                 return Some((rules::SUBPROCESS, format!("signals processes ({name})")));
             }
+            // Read on its own (`if (process.getBuiltinModule)`) it only asks whether it exists.
+            ["process", "getBuiltinModule", ..] if !matches!(how, Use::Read) => {
+                return Some((
+                    rules::BUILTIN_MODULE_LOADER,
+                    format!("loads a built-in module by name at run time ({name})"),
+                ));
+            }
             ["atob"] if called => {
                 return Some(match arg(0).and_then(|a| self.resolver.fold_string(a)) {
                     Some(decoded) => (
@@ -598,8 +613,9 @@ impl<'s, 'a> Pass<'s, 'a> {
         &self,
         specifier: &str,
         path: &[String],
-        called: bool,
+        how: Use<'_, 'a>,
     ) -> Option<(Rule, String)> {
+        let called = matches!(how, Use::Called(_) | Use::Constructed(_));
         let first = path.first()?;
         let name = format!("{} from node:{specifier}", path.join("."));
         match specifier {
@@ -617,6 +633,15 @@ impl<'s, 'a> Pass<'s, 'a> {
                 rules::WORKER,
                 format!("starts a Worker, which runs code the scanner does not see ({name})"),
             )),
+            "module"
+                if matches!(first.as_str(), "createRequire" | "_load")
+                    && !matches!(how, Use::Read) =>
+            {
+                Some((
+                    rules::BUILTIN_MODULE_LOADER,
+                    format!("loads modules by name, outside the file's imports ({name})"),
+                ))
+            }
             _ => None,
         }
     }
@@ -643,7 +668,8 @@ impl<'s, 'a> Pass<'s, 'a> {
             }
         }
         if let Value::Global(path) = self.resolver.value(callee)
-            && path.as_slice() == ["require"]
+            && (path.as_slice() == ["require"]
+                || path.as_slice() == ["process", "getBuiltinModule"])
         {
             match args
                 .first()
@@ -658,22 +684,21 @@ impl<'s, 'a> Pass<'s, 'a> {
                 ),
             }
         }
-        if self.reaches_function_constructor(inner) {
+        if let Some(constructor) = self.reaches_function_constructor(inner) {
             self.hit_once(
                 rules::FUNCTION_CONSTRUCTOR,
                 callee.span(),
-                "reaches the Function constructor through .constructor".to_owned(),
+                format!("reaches the {constructor} constructor through .constructor"),
             );
         }
     }
 
     /// `(function(){}).constructor`, `x.constructor.constructor`, `Array.constructor`,
-    /// `Object.getPrototypeOf(async function(){}).constructor`: each is `Function` (or its
-    /// async and generator kin).
-    fn reaches_function_constructor(&self, callee: &Expression<'a>) -> bool {
-        let Some(member) = callee.as_member_expression() else {
-            return false;
-        };
+    /// `Object.getPrototypeOf(async function(){}).constructor`: each is `Function` or its
+    /// async and generator kin, named in the result. What the resolver follows is reported
+    /// as a reference; this also catches objects it does not know (`x.constructor.constructor`).
+    fn reaches_function_constructor(&self, callee: &Expression<'a>) -> Option<&'static str> {
+        let member = callee.as_member_expression()?;
         let key = match member {
             MemberExpression::StaticMemberExpression(m) => Some(m.property.name.to_string()),
             MemberExpression::ComputedMemberExpression(m) => {
@@ -682,17 +707,27 @@ impl<'s, 'a> Pass<'s, 'a> {
             MemberExpression::PrivateFieldExpression(_) => None,
         };
         if key.as_deref() != Some("constructor") {
-            return false;
+            return None;
         }
         let object = member.object().get_inner_expression();
+        let kind_of = |e: &Expression<'a>| match e.get_inner_expression() {
+            Expression::FunctionExpression(f) => Some(function_kind(f.r#async, f.generator)),
+            Expression::ArrowFunctionExpression(f) => Some(function_kind(f.r#async, false)),
+            Expression::ClassExpression(_) => Some("Function"),
+            _ => None,
+        };
+        if let Some(kind) = kind_of(object) {
+            return Some(kind);
+        }
         match object {
-            Expression::FunctionExpression(_)
-            | Expression::ArrowFunctionExpression(_)
-            | Expression::ClassExpression(_) => true,
             Expression::CallExpression(c) => matches!(
                 self.resolver.value(&c.callee),
                 Value::Global(p) if p.len() == 2 && (p[0] == "Object" || p[0] == "Reflect") && p[1] == "getPrototypeOf"
-            ),
+            )
+            .then(|| {
+                let kind = c.arguments.first().and_then(Argument::as_expression).and_then(kind_of);
+                kind.unwrap_or("Function")
+            }),
             other => {
                 let nested = other.as_member_expression().is_some_and(|m| match m {
                     MemberExpression::StaticMemberExpression(m) => m.property.name == "constructor",
@@ -701,13 +736,33 @@ impl<'s, 'a> Pass<'s, 'a> {
                     }
                     MemberExpression::PrivateFieldExpression(_) => false,
                 });
-                nested
+                let constructor = nested
                     || matches!(
                         self.resolver.value(other),
                         Value::Global(p) if p.len() == 1 && p[0].starts_with(|c: char| c.is_ascii_uppercase())
-                    )
+                    );
+                constructor.then_some("Function")
             }
         }
+    }
+
+    /// Whether the call at `id` is the object of a method call the resolver folds with it
+    /// (`"…".split("")` in `"…".split("").reverse()`), so that the outer call checks the text.
+    fn continues_fold(&self, id: NodeId) -> bool {
+        let nodes = self.semantic.nodes();
+        let (top, span) = self.climb(id, false);
+        let parent = nodes.parent_id(top);
+        let AstKind::StaticMemberExpression(m) = nodes.kind(parent) else {
+            return false;
+        };
+        if m.object.span() != span {
+            return false;
+        }
+        let (member, member_span) = self.climb(parent, false);
+        matches!(
+            nodes.parent_kind(member),
+            AstKind::CallExpression(c) if c.callee.span() == member_span
+        )
     }
 
     fn string_like(&self, expr: &Expression<'a>) -> bool {
@@ -795,8 +850,9 @@ impl<'s, 'a> Pass<'s, 'a> {
         }
     }
 
-    /// Report the assembled injections whose pieces were not already reported one by one (the
-    /// pieces are visited after the whole, so this runs at the end).
+    /// Report the assembled injections whose pieces were not already reported one by one, nor
+    /// as a smaller assembly inside (`"x" + [..].join(" ")`: the join). The pieces are visited
+    /// after the whole, so this runs at the end.
     fn report_composed(&mut self) {
         let mut single: Vec<usize> = self
             .hits
@@ -805,10 +861,20 @@ impl<'s, 'a> Pass<'s, 'a> {
             .map(|h| h.start)
             .collect();
         single.sort_unstable();
-        for (span, message) in std::mem::take(&mut self.composed) {
+        let mut composed = std::mem::take(&mut self.composed);
+        composed.sort_by_key(|(span, _)| (span.start, std::cmp::Reverse(span.end)));
+        composed.dedup_by_key(|(span, _)| *span);
+        // Syntax spans nest or are apart, so in this order an assembly holds another exactly
+        // when the next one starts inside it.
+        let holds_next: Vec<bool> = composed
+            .windows(2)
+            .map(|pair| pair[1].0.start < pair[0].0.end)
+            .chain(std::iter::once(false))
+            .collect();
+        for ((span, message), holds) in composed.into_iter().zip(holds_next) {
             let (start, end) = (span.start as usize, span.end as usize);
             let first_inside = single.partition_point(|&at| at < start);
-            if single.get(first_inside).is_none_or(|&at| at >= end) {
+            if !holds && single.get(first_inside).is_none_or(|&at| at >= end) {
                 self.hit(rules::PROMPT_INJECTION, span, message);
             }
         }
@@ -845,6 +911,27 @@ impl<'s, 'a> Pass<'s, 'a> {
     }
 }
 
+/// The rule for a non-global constructor of the Function family, or a member of it.
+fn function_family_rule(name: &str, path: &[String], how: Use<'_, '_>) -> Option<(Rule, String)> {
+    match (path, how) {
+        ([], Use::Called(_) | Use::Constructed(_)) => Some((
+            rules::FUNCTION_CONSTRUCTOR,
+            format!("builds a function from a string with the {name} constructor"),
+        )),
+        ([], Use::Escapes) => Some((
+            rules::FUNCTION_CONSTRUCTOR,
+            format!("passes the {name} constructor on as a value, to build functions from strings"),
+        )),
+        ([method], _) if matches!(method.as_str(), "call" | "apply" | "bind") => Some((
+            rules::FUNCTION_CONSTRUCTOR,
+            format!(
+                "builds a function from a string with the {name} constructor ({name}.{method})"
+            ),
+        )),
+        _ => None,
+    }
+}
+
 /// What a resolved value is called in a message.
 pub(crate) fn describe(value: &Value) -> String {
     match value {
@@ -852,6 +939,9 @@ pub(crate) fn describe(value: &Value) -> String {
         Value::Global(path) => path.join("."),
         Value::Module { specifier, path } if path.is_empty() => format!("node:{specifier}"),
         Value::Module { specifier, path } => format!("{} from node:{specifier}", path.join(".")),
+        Value::Intrinsic { name, path } if path.is_empty() => format!("the {name} constructor"),
+        Value::Intrinsic { name, path } => format!("{name}.{}", path.join(".")),
+        Value::FunctionOf(_) => "a function".to_owned(),
         Value::TooDeep | Value::Unknown => "an unknown value".to_owned(),
     }
 }
