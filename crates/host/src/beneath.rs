@@ -77,7 +77,11 @@ pub fn open_at(
             ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
         ) {
             Err(Errno::AGAIN | Errno::INTR) => continue,
-            Err(Errno::NOSYS) => return open_by_components(dir, &names, flags, mode),
+            // No openat2 here, or a seccomp filter that refuses it (some container runtimes
+            // answer EPERM); the walk below reports a real permission error again.
+            Err(Errno::NOSYS | Errno::PERM) => {
+                return open_by_components(dir, &names, flags, mode);
+            }
             other => return other.map_err(from_errno),
         }
     }

@@ -1612,8 +1612,20 @@ async fn symlink_swaps_never_lead_file_tools_outside() {
                     &link,
                     rustix::fs::RenameFlags::EXCHANGE,
                 );
-                if exchanged.is_ok() {
-                    swaps.fetch_add(1, Ordering::Relaxed);
+                match exchanged {
+                    Ok(()) => {
+                        swaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // A filesystem without RENAME_EXCHANGE: swap in three steps instead.
+                    Err(_) => {
+                        let real = dir.with_file_name("d-real");
+                        if fs::rename(&dir, &real).is_ok() {
+                            let _ = fs::rename(&link, &dir);
+                            let _ = fs::rename(&dir, &link);
+                            let _ = fs::rename(&real, &dir);
+                            swaps.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
                 }
             }
         })
