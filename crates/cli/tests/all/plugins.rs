@@ -384,3 +384,19 @@ fn plugins_scan_passes_a_clean_plugin_and_refuses_a_hostile_one() {
         stderr(&out)
     );
 }
+
+/// What a person reads from `tools list` and `plugins list` with plugins installed: a snapshot,
+/// so a change to the rendering is a reviewed change.
+#[test]
+fn tools_and_plugins_lists_render_for_a_person() {
+    let env = Env::new();
+    install(&env, "hello", bosun_test_programs::HELLO);
+    enable(&env, "hi", "hello");
+    install(&env, "broken", bosun_test_programs::ZERO_WIDTH_DESCRIPTION);
+    let out = env.bosun(&["tools", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    insta::assert_snapshot!("tools_list", String::from_utf8_lossy(&out.stdout));
+    let out = env.bosun(&["plugins", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    insta::assert_snapshot!("plugins_list", String::from_utf8_lossy(&out.stdout));
+}
