@@ -288,6 +288,12 @@ mod tests {
         assert!(prompt.contains("\\u{1b}[2Jgone"));
     }
 
+    /// The prompt as a person reads it, escape sequence and session scope included.
+    #[test]
+    fn the_prompt_renders_for_a_person() {
+        insta::assert_snapshot!(render_prompt(&request()));
+    }
+
     #[test]
     fn answers_parse_conservatively() {
         assert_eq!(parse_answer("y\n"), ApprovalAnswer::AllowOnce);
