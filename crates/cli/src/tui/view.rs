@@ -76,6 +76,12 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
             ),
         );
         lines.push(Line::raw(""));
+        if !request.capabilities.is_empty() {
+            // What "for this session" will cover, said before the key is pressed.
+            lines.push(Line::raw(
+                "[s] covers exactly these capabilities; any other asks again",
+            ));
+        }
         lines.push(Line::from(vec![
             key_span("o"),
             Span::raw(" allow once   "),
