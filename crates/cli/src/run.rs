@@ -150,7 +150,7 @@ impl RunObserver for Terminal {
             RunEvent::TextDelta { text, .. } => {
                 let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{}", sanitize_for_terminal_keep_newlines(text));
+                let _ = write!(err, "{}", crate::term::escape(text));
                 let _ = err.flush();
                 *mid_line = !text.ends_with('\n');
             }
@@ -183,11 +183,6 @@ impl Observer for Terminal {
             _ => {}
         }
     }
-}
-
-/// Model text may hold escape sequences; keep its line breaks and tabs, escape the rest.
-pub(crate) fn sanitize_for_terminal_keep_newlines(text: &str) -> String {
-    crate::term::escape(text)
 }
 
 /// `--json`: each trace envelope as one line on stdout, as it happens.
@@ -533,7 +528,7 @@ pub fn run(
             // The model's own text goes raw only to a file or pipe, never to a terminal.
             let text = report.text.trim_end();
             let text = if stdout.is_terminal() {
-                sanitize_for_terminal_keep_newlines(text)
+                crate::term::escape(text)
             } else {
                 text.to_owned()
             };

@@ -22,12 +22,21 @@ use rustix::io::Errno;
 /// How often a resolution is retried when the kernel reports a concurrent rename (`EAGAIN`).
 const RETRIES: usize = 16;
 
+/// Why a resolution failed: it would have left the root.
+#[derive(Debug)]
+struct Escaped;
+
+impl std::fmt::Display for Escaped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the path leaves the workspace through a symbolic link or `..`")
+    }
+}
+
+impl std::error::Error for Escaped {}
+
 /// The error a resolution that would leave the root gives.
 fn escaped() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::PermissionDenied,
-        "the path leaves the workspace through a symbolic link or `..`",
-    )
+    io::Error::new(io::ErrorKind::PermissionDenied, Escaped)
 }
 
 fn from_errno(errno: Errno) -> io::Error {
@@ -40,8 +49,7 @@ fn from_errno(errno: Errno) -> io::Error {
 
 /// Whether `error` says the path left the workspace (rather than, say, not existing).
 pub fn is_escape(error: &io::Error) -> bool {
-    error.kind() == io::ErrorKind::PermissionDenied
-        && error.to_string().contains("leaves the workspace")
+    error.get_ref().is_some_and(|inner| inner.is::<Escaped>())
 }
 
 /// The plain names of `relative`: only `Normal` components are allowed (no root, no `..`).

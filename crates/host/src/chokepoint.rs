@@ -471,10 +471,7 @@ impl Chokepoint {
             session: session.clone(),
             call_id: call.id.clone(),
             logs: Default::default(),
-            reads: crate::tool::ReadJudge::new(
-                self.policy.clone(),
-                session.with_promises(<[_]>::to_vec),
-            ),
+            reads: crate::tool::ReadJudge::new(self.policy.clone(), session.clone()),
             granted: Vec::new(),
         };
 

@@ -145,8 +145,6 @@ pub struct Host {
     registry: Arc<ToolRegistry>,
     hooks: Vec<Arc<dyn PolicyHook>>,
     js: Vec<Arc<JsRuntime>>,
-    /// The risk of every tool action known from metadata, for policy and `policy check`.
-    risks: Vec<(String, Risk)>,
     warnings: Vec<String>,
 }
 
@@ -248,8 +246,7 @@ impl Host {
     ) -> Result<Self, HostError> {
         let builtins = builtin::tools();
         let (_, catalog) = Self::catalog_with(&workspace, &config, &builtin_names(&builtins))?;
-        let risks = known_risks(&builtins, &catalog);
-        let policy = Arc::new(config.policy(risks.clone())?);
+        let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
         for tool in &builtins {
@@ -265,7 +262,6 @@ impl Host {
             registry,
             hooks: Vec::new(),
             js: Vec::new(),
-            risks,
             warnings: Vec::new(),
         };
         if !plugins {
@@ -461,10 +457,5 @@ impl Host {
     /// built-ins and enabled plugins' tools from their metadata.
     pub fn known_risks_in(catalog: &Catalog) -> Vec<(String, Risk)> {
         known_risks(&builtin::tools(), catalog)
-    }
-
-    /// The risk of every tool action known without running plugin code (for `policy check`).
-    pub fn known_risks(&self) -> &[(String, Risk)] {
-        &self.risks
     }
 }

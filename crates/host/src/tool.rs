@@ -47,7 +47,8 @@ pub struct ToolContext {
 #[derive(Clone)]
 pub struct ReadJudge {
     policy: Option<Arc<bosun_policy::Policy>>,
-    promises: Arc<[bosun_policy::Promise]>,
+    /// Whose promises bind the reads (read when judging, so nothing is copied per call).
+    session: Option<Arc<Session>>,
 }
 
 impl std::fmt::Debug for ReadJudge {
@@ -59,11 +60,11 @@ impl std::fmt::Debug for ReadJudge {
 }
 
 impl ReadJudge {
-    /// Reads judged by `policy` with the session's `promises`.
-    pub fn new(policy: Arc<bosun_policy::Policy>, promises: Vec<bosun_policy::Promise>) -> Self {
+    /// Reads judged by `policy` with the promises of `session`.
+    pub fn new(policy: Arc<bosun_policy::Policy>, session: Arc<Session>) -> Self {
         Self {
             policy: Some(policy),
-            promises: promises.into(),
+            session: Some(session),
         }
     }
 
@@ -71,7 +72,7 @@ impl ReadJudge {
     pub fn unrestricted() -> Self {
         Self {
             policy: None,
-            promises: Arc::from(Vec::new()),
+            session: None,
         }
     }
 
@@ -87,10 +88,12 @@ impl ReadJudge {
                 ..bosun_core::Scope::default()
             },
         };
-        policy
-            .decide_one(&bosun_policy::Subject::capability(&request), &self.promises)
-            .decision
-            == bosun_core::Decision::Allow
+        let subject = bosun_policy::Subject::capability(&request);
+        let decision = match &self.session {
+            Some(session) => session.with_promises(|p| policy.decide_one(&subject, p).decision),
+            None => policy.decide_one(&subject, &[]).decision,
+        };
+        decision == bosun_core::Decision::Allow
     }
 }
 
