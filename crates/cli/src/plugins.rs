@@ -182,6 +182,17 @@ fn review(entry: &PluginEntry) -> String {
             m.version,
             entry.sha256.as_deref().unwrap_or("?")
         ));
+        if let Some(module) = &entry.chock {
+            text.push_str(&format!(
+                "  Chock plugin ABI {}  author {}  imports nothing: its capabilities are judged on every call and give it nothing to reach\n",
+                module.abi.number(),
+                if module.author.is_empty() {
+                    "(none)"
+                } else {
+                    module.author.as_str()
+                }
+            ));
+        }
         for tool in &m.tools {
             let caps: Vec<String> = tool.grants().into_iter().collect();
             text.push_str(&format!(
@@ -195,6 +206,12 @@ fn review(entry: &PluginEntry) -> String {
                 }
             ));
         }
+    }
+    for refused in &entry.refused_tools {
+        text.push_str(&format!(
+            "  tool {:<20} not offered: {}\n",
+            refused.tool, refused.reason
+        ));
     }
     text.push_str(&format!("  state: {}\n", state_detail(&entry.state)));
     text

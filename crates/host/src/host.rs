@@ -20,7 +20,7 @@ use crate::chokepoint::{Chokepoint, PolicyHook, ToolRegistry};
 use crate::config::{ConfigError, LoadedConfig, bosun_home};
 use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
 use crate::plugin_runtime::js::{self, JsObserver, JsPlugins, JsRuntime};
-use crate::plugin_runtime::native;
+use crate::plugin_runtime::{chock, native};
 use crate::tool::Tool;
 use crate::workspace::Workspace;
 
@@ -282,6 +282,8 @@ impl Host {
             host.workspace.root(),
         );
         host.register_plugin_tools(native_tools, &mut warnings);
+        let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
+        host.register_plugin_tools(chock_tools, &mut warnings);
 
         let (specs, spec_warnings) =
             js::specs_from_catalog(host.catalog.enabled(), &reserved, &host.config.user.limits);

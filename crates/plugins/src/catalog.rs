@@ -25,6 +25,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::PluginError;
+use crate::chock::{ChockModule, RefusedTool};
 use crate::discovery::{
     Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, TRIGGERFISH_ENTRY,
     discover_project, discover_user,
@@ -143,9 +144,9 @@ impl JsManifest {
             PluginFormat::Triggerfish => {
                 TriggerfishManifest::from_snapshot(snapshot, dir).map(Self::Triggerfish)
             }
-            PluginFormat::Native => Err(PluginError::ManifestInvalid {
+            PluginFormat::Native | PluginFormat::Chock => Err(PluginError::ManifestInvalid {
                 path: dir.to_owned(),
-                message: "is a native plugin: its metadata is in plugin.wasm".to_owned(),
+                message: "is a WebAssembly plugin: its metadata is in plugin.wasm".to_owned(),
             }),
         }
     }
@@ -241,6 +242,13 @@ pub struct PluginEntry {
     /// A Forge or Triggerfish plugin's checked manifest, when valid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub js: Option<JsManifest>,
+    /// A Chock plugin's metadata as read from its module, when readable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chock: Option<ChockModule>,
+    /// Tools of a Chock plugin that are not offered, with the reason (Chock refuses a tool it
+    /// cannot use and keeps the others).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_tools: Vec<RefusedTool>,
     /// Naming of each tool, in the manifest's order (none for JavaScript plugins, whose tools
     /// are registered when they run).
     pub offers: Vec<ToolOffer>,
@@ -261,6 +269,22 @@ impl PluginEntry {
     /// only. The engine loads these, never the directory again.
     pub fn source(&self) -> Option<&Arc<SourceSnapshot>> {
         self.source.as_ref()
+    }
+
+    /// Keeps a checked manifest (native or Chock) and names its tools; returns what trust pins.
+    fn set_manifest(&mut self, manifest: Manifest) -> Declared {
+        self.offers = manifest
+            .tools
+            .iter()
+            .map(|t| ToolOffer {
+                tool: t.spec.name.as_str().to_owned(),
+                action: tool_action(&self.local_name, t.spec.name.as_str()),
+                model_name: None,
+            })
+            .collect();
+        let declared = Declared::from(&manifest);
+        self.manifest = Some(manifest);
+        declared
     }
 
     /// What trust pins besides the hash, from whichever manifest the plugin has.
@@ -311,6 +335,13 @@ pub enum CatalogWarning {
         /// The earlier plugin that keeps the name.
         kept_by: String,
     },
+    /// A tool of a Chock plugin that cannot be offered.
+    ToolRefused {
+        /// The plugin.
+        plugin: String,
+        /// The tool and why.
+        refused: RefusedTool,
+    },
 }
 
 impl fmt::Display for CatalogWarning {
@@ -324,6 +355,11 @@ impl fmt::Display for CatalogWarning {
             } => write!(
                 f,
                 "plugin `{plugin}`: tool `{tool}` is not offered because plugin `{kept_by}`, loaded earlier, has a tool of that name: rename one of them"
+            ),
+            Self::ToolRefused { plugin, refused } => write!(
+                f,
+                "plugin `{plugin}`: tool `{}` is not offered: {}",
+                refused.tool, refused.reason
             ),
         }
     }
@@ -399,6 +435,14 @@ impl Catalog {
             warnings.extend(project_warnings.into_iter().map(CatalogWarning::Discovery));
         }
         let entries = judge_all(found, &input);
+        for entry in &entries {
+            warnings.extend(entry.refused_tools.iter().map(|refused| {
+                CatalogWarning::ToolRefused {
+                    plugin: entry.local_name.clone(),
+                    refused: refused.clone(),
+                }
+            }));
+        }
         let mut catalog = Self {
             entries,
             warnings,
@@ -470,9 +514,11 @@ impl Catalog {
     }
 }
 
-/// What was read of a plugin, once: the component's bytes or the directory's snapshot.
+/// What was read of a plugin, once: the component's (or Chock module's) bytes or the
+/// directory's snapshot.
 enum Content {
     Native(Vec<u8>),
+    Chock(Vec<u8>),
     Js(SourceSnapshot),
 }
 
@@ -490,6 +536,8 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         sha256: None,
         manifest: None,
         js: None,
+        chock: None,
+        refused_tools: Vec::new(),
         offers: Vec::new(),
         bytes: None,
         source: None,
@@ -511,7 +559,18 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         return entry;
     }
     let content = match entry.format {
-        PluginFormat::Native => read_component(&entry.wasm, &entry.local_name).map(Content::Native),
+        // `plugin.wasm` holds a component (native) or a core module (Chock): the header tells.
+        PluginFormat::Native | PluginFormat::Chock => {
+            read_component(&entry.wasm, &entry.local_name).map(|bytes| {
+                if crate::chock::is_core_module(&bytes) {
+                    entry.format = PluginFormat::Chock;
+                    Content::Chock(bytes)
+                } else {
+                    entry.format = PluginFormat::Native;
+                    Content::Native(bytes)
+                }
+            })
+        }
         PluginFormat::Forge | PluginFormat::Triggerfish => {
             SourceSnapshot::read(&entry.dir).map(Content::Js)
         }
@@ -524,24 +583,18 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         }
     };
     let sha256 = match &content {
-        Content::Native(bytes) => sha256_hex(bytes),
+        Content::Native(bytes) | Content::Chock(bytes) => sha256_hex(bytes),
         Content::Js(snapshot) => snapshot.sha256().to_owned(),
     };
     entry.sha256 = Some(sha256.clone());
     let declared = match &content {
-        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins).map(|manifest| {
-            entry.offers = manifest
-                .tools
-                .iter()
-                .map(|t| ToolOffer {
-                    tool: t.spec.name.as_str().to_owned(),
-                    action: tool_action(&entry.local_name, t.spec.name.as_str()),
-                    model_name: None,
-                })
-                .collect();
-            let declared = Declared::from(&manifest);
-            entry.manifest = Some(manifest);
-            declared
+        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins)
+            .map(|manifest| entry.set_manifest(manifest)),
+        Content::Chock(bytes) => ChockModule::read(bytes).and_then(|module| {
+            let (manifest, refused) = module.manifest(input.builtins)?;
+            entry.chock = Some(module);
+            entry.refused_tools = refused;
+            Ok(entry.set_manifest(manifest))
         }),
         Content::Js(snapshot) => JsManifest::read(entry.format, snapshot, &entry.dir).map(|js| {
             let declared = js.declared();
@@ -569,7 +622,7 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
     };
     if entry.state == PluginState::Enabled {
         match content {
-            Content::Native(bytes) => entry.bytes = Some(Arc::from(bytes)),
+            Content::Native(bytes) | Content::Chock(bytes) => entry.bytes = Some(Arc::from(bytes)),
             Content::Js(snapshot) => entry.source = Some(Arc::new(snapshot)),
         }
     }

@@ -36,6 +36,9 @@ pub enum PluginFormat {
     Forge,
     /// `mod.ts`: a Triggerfish plugin, run by Bosun's JS engine.
     Triggerfish,
+    /// A core WebAssembly module built for Chock's plugin ABI (in `plugin.wasm`, or named by
+    /// `path` directly); told from a native component by its header when it is read.
+    Chock,
 }
 
 impl PluginFormat {
@@ -48,7 +51,7 @@ impl PluginFormat {
 
     /// Whether Bosun's JavaScript engine runs it (Forge and Triggerfish).
     pub fn is_js(self) -> bool {
-        !matches!(self, Self::Native)
+        matches!(self, Self::Forge | Self::Triggerfish)
     }
 
     /// The format of the plugin in `dir`: the one marker file present (of any kind; a linked
@@ -75,6 +78,7 @@ impl fmt::Display for PluginFormat {
             Self::Native => "native",
             Self::Forge => "forge",
             Self::Triggerfish => "triggerfish",
+            Self::Chock => "chock",
         })
     }
 }
@@ -320,6 +324,22 @@ pub fn discover_user(
         if let Ok(canonical) = dir.canonicalize() {
             claimed.push(canonical);
         }
+        // Chock names a plugin by its module file (`module = "plugins/x.wasm"`): `path` may
+        // name a `.wasm` file directly; its format is told when it is read.
+        if is_module_file(&dir) {
+            let problem = config.check(local).err();
+            found.push(Discovered {
+                scope: PluginScope::User,
+                local_name: local.clone(),
+                format: PluginFormat::Native,
+                wasm: dir.clone(),
+                dir: dir.parent().map(Path::to_path_buf).unwrap_or_default(),
+                config: Some(config.clone()),
+                wanted: config.enabled,
+                problem,
+            });
+            continue;
+        }
         let checked = config
             .check(local)
             .and_then(|()| check_dir(&dir, local))
@@ -477,6 +497,12 @@ pub fn dir_name(dir: &Path) -> Option<String> {
     name.into_string().ok()
 }
 
+/// Whether `path` is a regular file (not a link) whose name ends in `.wasm`.
+fn is_module_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm")
+        && path.symlink_metadata().is_ok_and(|m| m.is_file())
+}
+
 /// A configured directory must exist and be a real directory.
 fn check_dir(dir: &Path, local: &str) -> Result<(), PluginError> {
     match dir.symlink_metadata() {
@@ -487,7 +513,7 @@ fn check_dir(dir: &Path, local: &str) -> Result<(), PluginError> {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(PluginError::BadFile {
             path: dir.to_owned(),
-            problem: "is not a directory: point `path` at the plugin's directory (holding plugin.wasm, plugin.json or mod.ts)"
+            problem: "is not a directory: point `path` at the plugin's directory (holding plugin.wasm, plugin.json or mod.ts) or at a Chock module (a .wasm file)"
                 .to_owned(),
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(PluginError::Missing {

@@ -58,6 +58,9 @@ pub enum PluginError {
         "this is a core WebAssembly module, not a component: build the plugin for wasm32-wasip2 (cargo build --target wasm32-wasip2)"
     )]
     NotComponent,
+    /// A core module that is not a usable Chock plugin.
+    #[error("not a usable Chock plugin: {0}")]
+    Chock(String),
     /// No metadata section anywhere in the component.
     #[error(
         "the component has no `bosun-plugin-metadata` custom section: build it with the Bosun SDK, which embeds the plugin's metadata"

@@ -10,6 +10,7 @@
 //! the sandbox loads an enabled plugin later, from exactly what this crate hashed
 //! ([`PluginEntry::bytes`], [`PluginEntry::source`]).
 //!
+//! - [`chock`]: Chock plugins, core modules whose metadata is read from their data segments.
 //! - [`metadata`]: the custom section (at the top level or in a nested module) and every rule
 //!   of the tool contract; a plugin that breaks one is refused whole.
 //! - [`discovery`]: user plugins (`$BOSUN_HOME/plugins`, `[plugins.<local>]` in the user's
@@ -69,6 +70,7 @@
 //! ```
 
 pub mod catalog;
+pub mod chock;
 pub mod discovery;
 mod error;
 pub mod forge;

@@ -15,8 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use wasmtime::Engine;
 use wasmtime::component::Component;
+use wasmtime::{Engine, Module};
 
 use crate::SandboxError;
 use crate::engine::{engine_fingerprint, hex};
@@ -70,14 +70,15 @@ impl ArtefactCache {
         ))
     }
 
-    /// The component from a valid artefact for `component_hash`, if there is one.
-    pub(crate) fn hit(&self, engine: &Engine, component_hash: &[u8; 32]) -> Option<Component> {
+    /// The component (or core module) from a valid artefact for `component_hash`, if there is
+    /// one.
+    pub(crate) fn hit<C: Compiled>(&self, engine: &Engine, component_hash: &[u8; 32]) -> Option<C> {
         let path = self.artefact_path(component_hash);
         if !path.exists() {
             return None;
         }
         match read_artefact(&path, component_hash) {
-            Some(artefact) => match deserialize_verified(engine, &artefact) {
+            Some(artefact) => match C::deserialize_verified(engine, &artefact) {
                 Ok(component) => return Some(component),
                 Err(e) => tracing::warn!(
                     path = %path.display(),
@@ -92,22 +93,23 @@ impl ArtefactCache {
         None
     }
 
-    /// Loads the component from its artefact, or compiles it and writes the artefact.
-    pub(crate) fn load(
+    /// Loads the component (or core module) from its artefact, or compiles it and writes the
+    /// artefact.
+    pub(crate) fn load<C: Compiled>(
         &self,
         engine: &Engine,
         wasm: &[u8],
         component_hash: &[u8; 32],
-    ) -> Result<(Component, CacheOutcome), wasmtime::Error> {
+    ) -> Result<(C, CacheOutcome), wasmtime::Error> {
         if let Some(component) = self.hit(engine, component_hash) {
             return Ok((component, CacheOutcome::Hit));
         }
         let path = self.artefact_path(component_hash);
         let existed = path.exists();
-        let artefact = engine.precompile_component(wasm)?;
+        let artefact = C::precompile(engine, wasm)?;
         // The bytes we just produced are ours; deserializing them is what `Component::new`
         // would do after compiling, without a second compilation.
-        let component = deserialize_verified(engine, &artefact)?;
+        let component = C::deserialize_verified(engine, &artefact)?;
         if let Err(e) = write_artefact(&self.dir, &path, component_hash, &artefact) {
             tracing::warn!(
                 path = %path.display(),
@@ -163,23 +165,46 @@ fn write_artefact(
     Ok(())
 }
 
-/// Turns verified artefact bytes into a component.
-///
-/// The bytes come either from `Engine::precompile_component` in this process or from a file in
-/// our own cache directory whose SHA-256 header matched its content (see `read_artefact`).
-#[allow(unsafe_code)]
-fn deserialize_verified(engine: &Engine, artefact: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `Component::deserialize` trusts that the bytes are machine code wasmtime produced;
-    // wasmtime itself checks the version and engine settings but cannot check the code. Here
-    // the bytes were produced by `Engine::precompile_component` (in this process, or in an
-    // earlier one and stored by `write_artefact`), and a stored artefact is accepted only if:
-    // it was read from our cache directory, which we create with mode 0700 so other users cannot
-    // write it; its file name is the SHA-256 of the component bytes plus this engine's
-    // fingerprint; and its header repeats that component hash and holds the SHA-256 of the
-    // artefact, which `read_artefact` recomputed over the exact bytes passed here (read into
-    // memory first, so the file changing afterwards cannot affect them). A truncated, corrupted
-    // or swapped file fails those checks and is recompiled instead.
-    unsafe { Component::deserialize(engine, artefact) }
+/// What the cache holds: components and core modules (Chock plugins).
+pub(crate) trait Compiled: Sized {
+    /// Compiles `wasm` to artefact bytes.
+    fn precompile(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>>;
+    /// Turns verified artefact bytes (see [`read_artefact`]) back into code.
+    fn deserialize_verified(engine: &Engine, artefact: &[u8]) -> wasmtime::Result<Self>;
+}
+
+// SAFETY (both impls): `deserialize` trusts that the bytes are machine code wasmtime produced;
+// wasmtime itself checks the version and engine settings but cannot check the code. Here the
+// bytes were produced by `precompile` (in this process, or in an earlier one and stored by
+// `write_artefact`), and a stored artefact is accepted only if: it was read from our cache
+// directory, which we create with mode 0700 so other users cannot write it; its file name is
+// the SHA-256 of the wasm bytes plus this engine's fingerprint; and its header repeats that
+// hash and holds the SHA-256 of the artefact, which `read_artefact` recomputed over the exact
+// bytes passed here (read into memory first, so the file changing afterwards cannot affect
+// them). A truncated, corrupted or swapped file fails those checks and is recompiled instead;
+// an artefact of the other kind (component vs module) is refused by wasmtime and recompiled.
+impl Compiled for Component {
+    fn precompile(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        engine.precompile_component(wasm)
+    }
+
+    #[allow(unsafe_code)]
+    fn deserialize_verified(engine: &Engine, artefact: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: see above.
+        unsafe { Component::deserialize(engine, artefact) }
+    }
+}
+
+impl Compiled for Module {
+    fn precompile(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        engine.precompile_module(wasm)
+    }
+
+    #[allow(unsafe_code)]
+    fn deserialize_verified(engine: &Engine, artefact: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: see above.
+        unsafe { Module::deserialize(engine, artefact) }
+    }
 }
 
 /// Creates `dir` (and parents) and sets it to mode 0700.

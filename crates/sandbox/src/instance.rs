@@ -15,6 +15,7 @@ use wasmtime::Store;
 use crate::SandboxInner;
 use crate::bindings::{Plugin, PluginPre};
 use crate::cache::CacheOutcome;
+use crate::chock::{Answer, ChockBound};
 use crate::engine::hex;
 use crate::error::{CallError, CallErrorKind, SandboxError};
 use crate::grants::{CallOptions, Grants};
@@ -30,12 +31,15 @@ pub(crate) enum Pre {
     Native(PluginPre<StoreState>),
     /// The JavaScript engine (`bosun:js/js-plugin`).
     Js(js::bindings::JsPluginPre<StoreState>),
+    /// A Chock plugin: a core module, with the tool count its metadata declares.
+    Chock(wasmtime::InstancePre<StoreState>, u32),
 }
 
-/// An instance's exports, of either world.
+/// An instance's exports, of any kind.
 enum Bound {
     Native(Plugin),
     Js(js::bindings::JsPlugin),
+    Chock(ChockBound),
 }
 
 /// A compiled, linked plugin, ready to instantiate. Cheap to clone.
@@ -116,6 +120,12 @@ impl Loaded {
             match &self.pre {
                 Pre::Native(pre) => pre.instantiate_async(&mut store).await.map(Bound::Native),
                 Pre::Js(pre) => pre.instantiate_async(&mut store).await.map(Bound::Js),
+                Pre::Chock(pre, tools) => match pre.instantiate_async(&mut store).await {
+                    Ok(instance) => {
+                        ChockBound::new(&instance, &mut store, *tools).map(Bound::Chock)
+                    }
+                    Err(e) => Err(e),
+                },
             }
         };
         let plugin = tokio::time::timeout(hard_stop, instantiated)
@@ -214,11 +224,13 @@ enum GuestCall<'a> {
     },
     /// `engine.hook` (the JavaScript engine).
     Hook { op: &'a str, payload: &'a str },
+    /// `chock_plugin_call` (a Chock plugin).
+    Chock { index: u32, args: &'a [u8] },
 }
 
 /// Runs one export on `bound`.
 async fn run_export(
-    bound: &Bound,
+    bound: &mut Bound,
     store: &mut Store<StoreState>,
     call: GuestCall<'_>,
 ) -> wasmtime::Result<Result<String, GuestError>> {
@@ -252,13 +264,26 @@ async fn run_export(
             .call_hook(store, op, payload)
             .await?
             .map_err(GuestError::from),
-        (Bound::Native(_), GuestCall::Activate { .. } | GuestCall::Hook { .. }) => {
-            Err(GuestError {
-                code: "plugin_error".into(),
-                message: "a native plugin has no engine exports".into(),
-                retryable: false,
-            })
+        (Bound::Chock(p), GuestCall::Chock { index, args }) => {
+            match p.run(store, index, args).await? {
+                Answer::Success(text) => Ok(text),
+                Answer::Failure(text) => Err(GuestError {
+                    code: "plugin_error".into(),
+                    message: text,
+                    retryable: false,
+                }),
+            }
         }
+        (
+            Bound::Native(_) | Bound::Chock(_),
+            GuestCall::Activate { .. } | GuestCall::Hook { .. },
+        )
+        | (Bound::Native(_) | Bound::Js(_), GuestCall::Chock { .. })
+        | (Bound::Chock(_), GuestCall::Tool { .. }) => Err(GuestError {
+            code: "plugin_error".into(),
+            message: "the plugin has no export for this kind of call".into(),
+            retryable: false,
+        }),
     })
 }
 
@@ -297,6 +322,23 @@ impl Instance {
             opts,
         )
         .await
+    }
+
+    /// Chock plugins only: runs tool `index` (its position in the module's metadata) with
+    /// Chock's argument record `args` (ABI 2) or the raw argument text (ABI 1). The answer's
+    /// text is returned in [`CallOutput::output_json`] as it is (it is text, not JSON); a
+    /// failure answer is a tool error with code `plugin_error`.
+    ///
+    /// # Errors
+    /// As [`Instance::call`]; an answer outside the plugin's memory, an unknown outcome or an
+    /// init that binds a different number of tools than the metadata declares is a trap.
+    pub async fn call_chock(
+        &mut self,
+        index: u32,
+        args: &[u8],
+        opts: CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        self.run(GuestCall::Chock { index, args }, opts).await
     }
 
     /// Bytes of linear memory the instance has grown to, counted by its memory limiter (every
@@ -390,7 +432,7 @@ impl Instance {
             biased;
             () = opts.cancel.cancelled() => Ended::Cancelled,
             () = tokio::time::sleep_until(hard_stop) => Ended::TimedOut,
-            result = run_export(&self.plugin, &mut self.store, guest_call) => Ended::Returned(result),
+            result = run_export(&mut self.plugin, &mut self.store, guest_call) => Ended::Returned(result),
         };
         self.store.data_mut().host.clock = None;
         self.store.data_mut().js.session = None;

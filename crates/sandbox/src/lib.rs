@@ -39,6 +39,7 @@
 //! ```
 
 mod cache;
+mod chock;
 mod engine;
 mod error;
 mod grants;
@@ -64,8 +65,8 @@ mod bindings {
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Module};
 
 pub use cache::CacheOutcome;
 pub use engine::EngineLimits;
@@ -256,6 +257,82 @@ impl Sandbox {
             pre: instance::Pre::Js(pre),
             label: None,
             content_hash: engine_hash,
+            cache,
+        })
+    }
+
+    /// Compiles a Chock plugin (a core module whose metadata the caller has read and checked,
+    /// declaring `tools` tools) or loads its cached artefact, and prepares it to instantiate
+    /// with no imports at all. CPU-heavy on a cache miss: call it from a blocking context.
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidComponent`] if the bytes do not compile,
+    /// [`SandboxError::Contract`] if the module imports anything or its exports do not have
+    /// Chock's types.
+    pub fn load_chock(&self, wasm: &[u8], tools: u32) -> Result<Loaded, SandboxError> {
+        let inner = &self.inner;
+        let content_hash = sha256(wasm);
+        let invalid = |e: wasmtime::Error| SandboxError::InvalidComponent {
+            plugin: None,
+            reason: format!("{e:#}"),
+        };
+        let (module, cache) = match &inner.cache {
+            Some(cache) => cache
+                .load::<Module>(&inner.engine, wasm, &content_hash)
+                .map_err(invalid)?,
+            None => (
+                Module::new(&inner.engine, wasm).map_err(invalid)?,
+                CacheOutcome::Disabled,
+            ),
+        };
+        let contract = |reason: String| SandboxError::Contract {
+            plugin: None,
+            reason,
+        };
+        if let Some(import) = module.imports().next() {
+            return Err(contract(format!(
+                "the module imports {}.{}: a Chock plugin may import nothing",
+                import.module(),
+                import.name()
+            )));
+        }
+        use wasmtime::ValType::I32;
+        for (name, params, results) in [
+            ("chock_plugin_init", &[][..], &[I32][..]),
+            ("chock_plugin_arguments", &[I32][..], &[I32][..]),
+            ("chock_plugin_call", &[I32, I32, I32][..], &[I32][..]),
+        ] {
+            let ty = module.get_export(name).and_then(|e| e.func().cloned());
+            let fits = ty.is_some_and(|ty| {
+                ty.params()
+                    .map(|p| p.is_i32())
+                    .eq(params.iter().map(|_| true))
+                    && ty
+                        .results()
+                        .map(|r| r.is_i32())
+                        .eq(results.iter().map(|_| true))
+            });
+            if !fits {
+                return Err(contract(format!(
+                    "the module does not export {name} with Chock's signature"
+                )));
+            }
+        }
+        if module
+            .get_export("memory")
+            .and_then(|e| e.memory().cloned())
+            .is_none()
+        {
+            return Err(contract("the module exports no memory".to_owned()));
+        }
+        let pre = wasmtime::Linker::<StoreState>::new(&inner.engine)
+            .instantiate_pre(&module)
+            .map_err(|e| contract(format!("{e:#}")))?;
+        Ok(Loaded {
+            sandbox: Arc::clone(inner),
+            pre: instance::Pre::Chock(pre, tools),
+            label: None,
+            content_hash,
             cache,
         })
     }

@@ -370,7 +370,8 @@ pub fn plugin_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for entry in entries {
-        let Some(bytes) = entry.bytes() else {
+        let (Some(bytes), bosun_plugins::PluginFormat::Native) = (entry.bytes(), entry.format)
+        else {
             continue;
         };
         let offered: Vec<(&PluginToolMeta, String, String)> = entry
@@ -447,7 +448,7 @@ pub fn plugin_tools(
 
 /// `fs.write` requests for the protected paths directly inside the directory `path` (relative
 /// to `root`), which a writable grant of that directory would reach.
-fn protected_within(root: &std::path::Path, path: &str) -> Vec<CapabilityRequest> {
+pub(crate) fn protected_within(root: &std::path::Path, path: &str) -> Vec<CapabilityRequest> {
     let dir = root.join(path);
     if !dir.is_dir() {
         return Vec::new();

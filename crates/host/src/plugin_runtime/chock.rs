@@ -1,0 +1,260 @@
+//! Chock plugins as tools: core WebAssembly modules whose metadata `bosun-plugins` read without
+//! running them (`bosun_plugins::chock`), called through Chock's ABI in the same wasmtime
+//! sandbox as every other plugin.
+//!
+//! A module is compiled and instantiated lazily, on the first call that passed policy, from the
+//! exact bytes the catalog hashed; it is linked with nothing (Chock plugins import nothing), so
+//! its capabilities are priced — judged by policy on every call, as Chock does — but grant it
+//! nothing to reach. Arguments become Chock's binary record (ABI 2) or stay the raw argument
+//! text (ABI 1); the answer's text is cleaned for the model. An instance that traps, runs out
+//! of time or memory, or answers outside its memory is discarded; the next call gets a fresh one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::ErrorCode;
+use bosun_core::{Capability, CapabilityRequest, Scope, ToolError, ToolOutput, ToolSpec};
+use bosun_plugins::chock::{ChockAbi, Property, encode_arguments, text_for_model};
+use bosun_plugins::{CapabilityDecl, PluginEntry, PluginFormat};
+use bosun_policy::{Policy, Subject};
+use bosun_sandbox::{CallOptions, Grants, Instance, Loaded, Sandbox};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::plugin_runtime::native::{DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, call_error};
+use crate::tool::{Tool, ToolContext};
+
+/// One enabled Chock plugin: its bytes, limits and (once used) its compiled form and instance.
+struct ChockRuntime {
+    local_name: String,
+    bytes: Arc<[u8]>,
+    tools: u32,
+    sandbox: Sandbox,
+    grants: Grants,
+    loaded: tokio::sync::OnceCell<Loaded>,
+    instance: Mutex<Option<Instance>>,
+}
+
+impl ChockRuntime {
+    fn error(&self, message: impl std::fmt::Display) -> ToolError {
+        ToolError::new(
+            ErrorCode::PluginError,
+            format!("plugin `{}`: {message}", self.local_name),
+        )
+    }
+
+    async fn loaded(&self) -> Result<&Loaded, ToolError> {
+        self.loaded
+            .get_or_try_init(|| async {
+                let sandbox = self.sandbox.clone();
+                let bytes = self.bytes.clone();
+                let label = self.local_name.clone();
+                let tools = self.tools;
+                tokio::task::spawn_blocking(move || {
+                    sandbox
+                        .load_chock(&bytes, tools)
+                        .map(|l| l.with_label(label))
+                })
+                .await
+                .map_err(|e| self.error(format!("loading failed: {e}")))?
+                .map_err(|e| self.error(e))
+            })
+            .await
+    }
+
+    async fn call(&self, index: u32, args: &[u8], ctx: &ToolContext) -> Result<String, ToolError> {
+        let loaded = self.loaded().await?;
+        let mut slot = self.instance.lock().await;
+        if slot.as_ref().is_none_or(Instance::is_poisoned) {
+            *slot = None;
+            let instance = loaded
+                .instantiate(self.grants.clone())
+                .await
+                .map_err(|e| self.error(e))?;
+            *slot = Some(instance);
+        }
+        let Some(instance) = slot.as_mut() else {
+            return Err(self.error("no instance"));
+        };
+        let opts = CallOptions {
+            cancel: ctx.cancel.clone(),
+            ..CallOptions::default()
+        };
+        match instance.call_chock(index, args, opts).await {
+            Ok(out) => Ok(out.output_json),
+            Err(error) => {
+                if error.poisons_instance() {
+                    *slot = None;
+                }
+                Err(call_error(&self.local_name, &error.kind))
+            }
+        }
+    }
+}
+
+/// One Chock tool as the chokepoint sees it.
+pub struct ChockTool {
+    runtime: Arc<ChockRuntime>,
+    spec: ToolSpec,
+    action: String,
+    index: u32,
+    /// The argument fields (ABI 2); `None` under ABI 1, whose tools get the raw text.
+    properties: Option<Vec<Property>>,
+    capabilities: Vec<CapabilityDecl>,
+}
+
+impl std::fmt::Debug for ChockTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChockTool")
+            .field("action", &self.action)
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Tool for ChockTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// Each declared capability, priced on every call as Chock prices it: `net.connect.<host>`
+    /// as `net.http` to that host, `fs.read`/`fs.write` on the whole workspace (a Chock tool
+    /// names no path), the others as they are.
+    fn capability_requests(
+        &self,
+        _input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        let mut requests = Vec::new();
+        for decl in &self.capabilities {
+            match (&decl.capability, &decl.hosts) {
+                (Capability::NetHttp, Some(hosts)) => {
+                    requests.extend(hosts.iter().map(|host| CapabilityRequest {
+                        capability: Capability::NetHttp,
+                        scope: Scope {
+                            host: Some(host.clone()),
+                            ..Scope::default()
+                        },
+                    }));
+                }
+                (Capability::FsRead | Capability::FsWrite, _) => {
+                    if decl.capability == Capability::FsWrite {
+                        requests.extend(crate::plugin_runtime::native::protected_within(
+                            ctx.workspace.root(),
+                            ".",
+                        ));
+                    }
+                    requests.push(CapabilityRequest {
+                        capability: decl.capability.clone(),
+                        scope: Scope {
+                            path: Some(".".to_owned()),
+                            ..Scope::default()
+                        },
+                    });
+                }
+                (capability, _) => requests.push(CapabilityRequest::bare(capability.clone())),
+            }
+        }
+        Ok(requests)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = match &self.properties {
+            Some(properties) => encode_arguments(properties, &input).map_err(|e| {
+                ToolError::new(ErrorCode::InvalidInput, format!("{}: {e}", self.spec.name))
+            })?,
+            None => input.to_string().into_bytes(),
+        };
+        if args.len() > bosun_plugins::chock::MAX_ARGUMENT_BYTES {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "the arguments are {} bytes, and a Chock plugin's buffer holds {}: send less",
+                    args.len(),
+                    bosun_plugins::chock::MAX_ARGUMENT_BYTES
+                ),
+            ));
+        }
+        let text = self.runtime.call(self.index, &args, ctx).await?;
+        Ok(ToolOutput::new(Value::String(text_for_model(&text))))
+    }
+}
+
+/// Builds the runtimes and tools of every enabled Chock plugin in the catalog. A tool whose
+/// action, or one of whose capabilities, policy denies outright is left out of the session.
+pub fn plugin_tools(
+    entries: impl IntoIterator<Item = impl std::ops::Deref<Target = PluginEntry>>,
+    sandbox: &Sandbox,
+    policy: &Arc<Policy>,
+) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for entry in entries {
+        let (Some(bytes), Some(module), PluginFormat::Chock) =
+            (entry.bytes(), entry.chock.as_ref(), entry.format)
+        else {
+            continue;
+        };
+        let config = entry.config.as_ref();
+        let runtime = Arc::new(ChockRuntime {
+            local_name: entry.local_name.clone(),
+            bytes: bytes.clone(),
+            tools: u32::try_from(module.tools.len()).unwrap_or(u32::MAX),
+            sandbox: sandbox.clone(),
+            grants: Grants {
+                memory_bytes: usize::try_from(
+                    config
+                        .and_then(|c| c.memory_mib)
+                        .unwrap_or(DEFAULT_MEMORY_MIB)
+                        << 20,
+                )
+                .unwrap_or(usize::MAX),
+                timeout: config
+                    .and_then(|c| c.timeout_ms)
+                    .map(Duration::from_millis)
+                    .unwrap_or(DEFAULT_TIMEOUT),
+                ..Grants::default()
+            },
+            loaded: tokio::sync::OnceCell::new(),
+            instance: Mutex::new(None),
+        });
+        for (tool, offer) in entry.tools() {
+            if offer.model_name.is_none() {
+                continue;
+            }
+            let Some(declared) = module
+                .tools
+                .iter()
+                .find(|t| t.name == tool.spec.name.as_str())
+            else {
+                continue;
+            };
+            let mut subjects = vec![Subject::tool(&offer.action, tool.spec.risk)];
+            subjects.extend(
+                tool.capabilities
+                    .iter()
+                    .map(|d| Subject::capability(&CapabilityRequest::bare(d.capability.clone()))),
+            );
+            if policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny {
+                continue;
+            }
+            tools.push(Arc::new(ChockTool {
+                runtime: runtime.clone(),
+                spec: tool.spec.clone(),
+                action: offer.action.clone(),
+                index: declared.index,
+                properties: match module.abi {
+                    ChockAbi::V1 => None,
+                    ChockAbi::V2 => declared.properties.clone(),
+                },
+                capabilities: tool.capabilities.clone(),
+            }));
+        }
+    }
+    tools
+}
