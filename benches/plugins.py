@@ -40,12 +40,17 @@ def guest(name):
     return path
 
 
-def bench_list(bosun):
+def chock_module():
+    path = TARGET / "chock-hello.wasm"
+    run(["cargo", "run", "--quiet", "--release", "-p", "bosun-plugins", "--example", "chock_fixture", "--", str(path)], cwd=ROOT)
+    return path
+
+
+def bench_list(bosun, examples):
     home = Path(tempfile.mkdtemp(prefix="bosun-bench-home-"))
     ws = Path(tempfile.mkdtemp(prefix="bosun-bench-ws-"))
     (ws / ".git").mkdir()
     env = dict(os.environ, BOSUN_HOME=str(home))
-    examples = [guest(n) for n in ("hello", "todos", "fs-stats", "web-tools")]
     config = []
     for i in range(100):
         d = home / "plugins" / f"p{i:03}"
@@ -124,19 +129,27 @@ def bench_bosun_warm():
         ["cargo", "bench", "-p", "bosun-host", "--bench", "plugin_call", "--", "--warm-up-time", "1", "--measurement-time", "3"],
         cwd=ROOT, capture_output=True,
     ).stdout
-    warm = re.search(r"plugin warm call through the chokepoint over \d+ calls: p50 ([\d.]+) µs", out)
-    first = re.search(r"plugin first call with a warm artefact cache over \d+ calls: p50 ([\d.]+) µs", out)
-    return float(warm.group(1)), float(first.group(1))
+    figures = {}
+    for label in ("plugin", "chock plugin"):
+        warm = re.search(rf"^{label} warm call through the chokepoint over \d+ calls: p50 ([\d.]+) µs", out, re.M)
+        first = re.search(rf"^{label} first call with a warm artefact cache over \d+ calls: p50 ([\d.]+) µs", out, re.M)
+        figures[label] = (float(warm.group(1)), float(first.group(1)))
+    return figures
 
 
 def main():
     run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli"], cwd=ROOT)
     bosun = str(TARGET / "release" / "bosun")
-    list_ms, enabled, size = bench_list(bosun)
-    print(f"bosun plugins list, 100 installed plugins ({enabled} enabled, {size / 1e6:.1f} MB of components): median {list_ms:.1f} ms wall", flush=True)
-    warm_us, first_us = bench_bosun_warm()
-    print(f"bosun hello.greet warm through the chokepoint: p50 {warm_us:.2f} µs", flush=True)
-    print(f"bosun hello.greet first call, warm artefact cache: p50 {first_us / 1000:.2f} ms", flush=True)
+    examples = [guest(n) for n in ("hello", "todos", "fs-stats", "web-tools")]
+    list_ms, enabled, size = bench_list(bosun, examples)
+    print(f"bosun plugins list, 100 installed native plugins ({enabled} enabled, {size / 1e6:.1f} MB of components): median {list_ms:.1f} ms wall", flush=True)
+    list_ms, enabled, size = bench_list(bosun, [chock_module()])
+    print(f"bosun plugins list, 100 installed Chock modules ({enabled} enabled, {size / 1e6:.2f} MB): median {list_ms:.1f} ms wall", flush=True)
+    figures = bench_bosun_warm()
+    for label, (warm, first) in figures.items():
+        print(f"bosun {label} hello.greet warm through the chokepoint: p50 {warm:.2f} µs", flush=True)
+        print(f"bosun {label} hello.greet first call, warm artefact cache: p50 {first / 1000:.2f} ms", flush=True)
+    warm_us = figures["plugin"][0]
     mcp_us, mcp_version = bench_mcp_python()
     print(f"MCP stdio server, official Python SDK mcp {mcp_version} (MCPServer/FastMCP), warm call from its client: median {mcp_us:.1f} µs")
     print(f"ratio (Python MCP / Bosun): {mcp_us / warm_us:.0f}x")

@@ -1,12 +1,13 @@
-//! Native plugin calls through the whole chokepoint: the `hello` example component, real
-//! wasmtime, policy with 1,000 rules, trace on.
+//! Plugin calls through the whole chokepoint, real wasmtime, policy with 1,000 rules, trace on,
+//! for two formats side by side: the native `hello` example component and Bosun's Chock `hello`
+//! fixture module (a core module called through Chock's ABI).
 //!
-//! - `plugin_warm_call`: an instantiated plugin answering `greet` (lookup, schema, policy,
-//!   sandbox call with its JSON in and out, bound, trace).
-//! - `plugin_first_call_warm_cache`: a fresh runtime whose precompiled artefact is already in
-//!   the cache: load the artefact, instantiate, call.
+//! - `plugin_warm_call` / `chock_warm_call`: an instantiated plugin answering `greet` (lookup,
+//!   schema, policy, sandbox call with its arguments in and text or JSON out, bound, trace).
+//! - `plugin_first_call_warm_cache` / `chock_first_call_warm_cache`: a fresh runtime whose
+//!   precompiled artefact is already in the cache: load the artefact, instantiate, call.
 //!
-//! `cargo bench -p bosun-agent --bench plugin_call` prints criterion's estimates and then
+//! `cargo bench -p bosun-host --bench plugin_call` prints criterion's estimates and then
 //! per-call distributions (p50/p90/p99).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bosun_core::Redactor;
-use bosun_host::plugin_runtime::native::plugin_tools;
+use bosun_host::plugin_runtime::{chock, native};
 use bosun_host::trace::Trace;
 use bosun_host::{Chokepoint, Session, ToolCall, Workspace};
 use bosun_plugins::{Catalog, CatalogInput, PluginConfig, TrustStore};
@@ -51,12 +52,26 @@ struct Fixture {
     workspace: Arc<Workspace>,
 }
 
-fn fixture() -> Fixture {
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Native,
+    Chock,
+}
+
+fn fixture(format: Format) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let plugin_dir = home.join("plugins/hello");
     std::fs::create_dir_all(&plugin_dir).unwrap();
-    std::fs::copy(bosun_test_programs::HELLO, plugin_dir.join("plugin.wasm")).unwrap();
+    match format {
+        Format::Native => {
+            std::fs::copy(bosun_test_programs::HELLO, plugin_dir.join("plugin.wasm")).unwrap();
+        }
+        Format::Chock => {
+            let wat = bosun_plugins::chock::fixture::ChockFixture::hello(false).module_wat();
+            std::fs::write(plugin_dir.join("plugin.wasm"), wat::parse_str(wat).unwrap()).unwrap();
+        }
+    }
     std::fs::create_dir_all(dir.path().join("ws/.git")).unwrap();
     let workspace = Arc::new(Workspace::discover(&dir.path().join("ws")).unwrap());
     let plugins = BTreeMap::from([("hello".to_owned(), PluginConfig::new("hello"))]);
@@ -97,24 +112,30 @@ fn fixture() -> Fixture {
     }
 }
 
-fn chokepoint(f: &Fixture) -> Chokepoint {
-    let tools = plugin_tools(
-        f.catalog.enabled(),
-        &f.sandbox,
-        &f.policy,
-        f.workspace.root(),
-    );
+fn chokepoint(f: &Fixture, format: Format) -> Chokepoint {
+    let tools = match format {
+        Format::Native => native::plugin_tools(
+            f.catalog.enabled(),
+            &f.sandbox,
+            &f.policy,
+            f.workspace.root(),
+        ),
+        Format::Chock => chock::plugin_tools(f.catalog.enabled(), &f.sandbox, &f.policy),
+    };
     Chokepoint::builder(f.policy.clone(), f.workspace.clone())
         .tools(tools)
         .build()
         .unwrap()
 }
 
-fn call() -> ToolCall {
+fn call(format: Format) -> ToolCall {
     ToolCall {
         id: "c".into(),
         name: "greet".into(),
-        input: json!({"name": "Ada"}),
+        input: match format {
+            Format::Native => json!({"name": "Ada"}),
+            Format::Chock => json!({"who": "Ada"}),
+        },
     }
 }
 
@@ -131,12 +152,21 @@ fn percentiles(label: &str, mut samples: Vec<u64>) {
 }
 
 fn bench(c: &mut Criterion) {
+    for (format, name, label) in [
+        (Format::Native, "plugin", "plugin"),
+        (Format::Chock, "chock", "chock plugin"),
+    ] {
+        bench_format(c, format, name, label);
+    }
+}
+
+fn bench_format(c: &mut Criterion, format: Format, name: &str, label: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let f = fixture();
+    let f = fixture(format);
     let trace = Trace::create(
         &f.dir.path().join("runs"),
         "bench".into(),
@@ -146,61 +176,38 @@ fn bench(c: &mut Criterion) {
     .unwrap();
     let session = Arc::new(Session::new("bench"));
     let cancel = CancellationToken::new();
+    let run = |chokepoint: &Chokepoint| {
+        let outcome = runtime.block_on(chokepoint.call(call(format), &session, &trace, &cancel));
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    };
 
-    let warm = chokepoint(&f);
+    let warm = chokepoint(&f, format);
     // The first call compiles and caches the artefact and instantiates.
-    assert!(
-        runtime
-            .block_on(warm.call(call(), &session, &trace, &cancel))
-            .result
-            .is_ok()
-    );
-    c.bench_function("plugin_warm_call", |b| {
-        b.iter(|| {
-            assert!(
-                runtime
-                    .block_on(warm.call(call(), &session, &trace, &cancel))
-                    .result
-                    .is_ok()
-            )
-        })
-    });
+    run(&warm);
+    c.bench_function(&format!("{name}_warm_call"), |b| b.iter(|| run(&warm)));
     let mut samples = Vec::new();
     for _ in 0..20_000 {
         let start = Instant::now();
-        let ok = runtime
-            .block_on(warm.call(call(), &session, &trace, &cancel))
-            .result
-            .is_ok();
+        run(&warm);
         samples.push(start.elapsed().as_nanos() as u64);
-        assert!(ok);
     }
-    percentiles("plugin warm call through the chokepoint", samples);
+    percentiles(&format!("{label} warm call through the chokepoint"), samples);
 
     // Each iteration: a fresh runtime (nothing loaded, no instance); the artefact is cached.
-    c.bench_function("plugin_first_call_warm_cache", |b| {
-        b.iter(|| {
-            let fresh = chokepoint(&f);
-            assert!(
-                runtime
-                    .block_on(fresh.call(call(), &session, &trace, &cancel))
-                    .result
-                    .is_ok()
-            );
-        })
+    c.bench_function(&format!("{name}_first_call_warm_cache"), |b| {
+        b.iter(|| run(&chokepoint(&f, format)))
     });
     let mut samples = Vec::new();
     for _ in 0..300 {
-        let fresh = chokepoint(&f);
+        let fresh = chokepoint(&f, format);
         let start = Instant::now();
-        let ok = runtime
-            .block_on(fresh.call(call(), &session, &trace, &cancel))
-            .result
-            .is_ok();
+        run(&fresh);
         samples.push(start.elapsed().as_nanos() as u64);
-        assert!(ok);
     }
-    percentiles("plugin first call with a warm artefact cache", samples);
+    percentiles(
+        &format!("{label} first call with a warm artefact cache"),
+        samples,
+    );
 }
 
 criterion_group! {
