@@ -191,7 +191,10 @@ fn bench_format(c: &mut Criterion, format: Format, name: &str, label: &str) {
         run(&warm);
         samples.push(start.elapsed().as_nanos() as u64);
     }
-    percentiles(&format!("{label} warm call through the chokepoint"), samples);
+    percentiles(
+        &format!("{label} warm call through the chokepoint"),
+        samples,
+    );
 
     // Each iteration: a fresh runtime (nothing loaded, no instance); the artefact is cached.
     c.bench_function(&format!("{name}_first_call_warm_cache"), |b| {

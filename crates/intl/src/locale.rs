@@ -1,0 +1,77 @@
+//! Locale lists: parsed strictly (`RangeError: Incorrect locale information provided`),
+//! canonicalised as ECMA-402 asks (case, aliases), the first one chosen; `en-US` when none.
+
+use icu::locale::{Locale, LocaleCanonicalizer};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::IntlError;
+
+/// Longest locale tag accepted.
+const MAX_TAG_BYTES: usize = 256;
+/// The locale used when the caller names none.
+pub(crate) const DEFAULT_LOCALE: &str = "en-US";
+
+#[derive(Deserialize)]
+pub(crate) struct LocalesRequest {
+    #[serde(default)]
+    locales: Vec<String>,
+}
+
+/// `Intl.getCanonicalLocales`.
+pub(crate) fn canonicalize(request: LocalesRequest) -> Result<Value, IntlError> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in &request.locales {
+        let locale = parse(tag)?.to_string();
+        if !out.contains(&locale) {
+            out.push(locale);
+        }
+    }
+    Ok(json!({ "locales": out }))
+}
+
+/// One tag, canonicalised.
+pub(crate) fn parse(tag: &str) -> Result<Locale, IntlError> {
+    let bad = || IntlError::range(format!("Incorrect locale information provided: {tag}"));
+    if tag.is_empty() || tag.len() > MAX_TAG_BYTES {
+        return Err(bad());
+    }
+    let mut locale = Locale::try_from_str(tag).map_err(|_| bad())?;
+    LocaleCanonicalizer::new_extended().canonicalize(&mut locale);
+    Ok(locale)
+}
+
+/// The locale a constructor uses: every tag must be well-formed; the first is chosen (ICU4X
+/// falls back within its data from there), `en-US` when the list is empty.
+pub(crate) fn choose(locales: &[String]) -> Result<Locale, IntlError> {
+    let mut chosen = None;
+    for tag in locales {
+        let locale = parse(tag)?;
+        chosen.get_or_insert(locale);
+    }
+    match chosen {
+        Some(locale) => Ok(locale),
+        None => parse(DEFAULT_LOCALE),
+    }
+}
+
+/// `locale` without extensions, with the given Unicode extension keywords added.
+pub(crate) fn with_keywords(locale: &str, keywords: &[(&str, &str)]) -> Result<Locale, IntlError> {
+    let base = parse(locale)?.id.to_string();
+    if keywords.is_empty() {
+        return parse(&base);
+    }
+    let mut tag = format!("{base}-u");
+    for (key, value) in keywords {
+        tag.push('-');
+        tag.push_str(key);
+        tag.push('-');
+        tag.push_str(value);
+    }
+    parse(&tag)
+}
+
+/// The base name (`language[-Script][-REGION]`) `resolvedOptions().locale` reports.
+pub(crate) fn base_name(locale: &Locale) -> String {
+    locale.id.to_string()
+}
