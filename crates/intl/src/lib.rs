@@ -119,13 +119,15 @@ fn parse<T: DeserializeOwned>(request: &str) -> Result<T, IntlError> {
         .map_err(|e| IntlError::type_error(format!("malformed Intl request: {e}")))
 }
 
-/// The host's IANA time zone (from `TZ` or `/etc/localtime`), `UTC` when it has none.
+/// The host's IANA time zone (from `TZ` or `/etc/localtime`) as `resolvedOptions()` names it
+/// (`Etc/UTC` is `UTC`, as in browsers), `UTC` when it has none.
 pub fn host_time_zone() -> String {
     static ZONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ZONE.get_or_init(|| {
         jiff::tz::TimeZone::try_system()
             .ok()
             .and_then(|tz| tz.iana_name().map(str::to_owned))
+            .and_then(|name| datetime::canonical_zone(&name).ok())
             .unwrap_or_else(|| "UTC".to_owned())
     })
     .clone()

@@ -10,6 +10,8 @@
 //! The `runtime` imports reach only what the instance and the current call were granted:
 //! - the session's taint through the call's [`JsSession`] (none: `PUBLIC`, and escalation fails);
 //! - host facts only when the instance's [`JsGrants::host_info`] is set;
+//! - `Intl` computations (`bosun-intl`): pure functions of their input, the host's time zone
+//!   and the locale data compiled in;
 //! - DNS only for a host the current call's [`NetGrant`](crate::NetGrant) names, and only with
 //!   the HTTP grant, so a plugin cannot use names as a side channel to reach anyone else.
 
@@ -62,18 +64,24 @@ impl runtime::Host for StoreState {
                 ))
             }
             "build" => Some(format!(
-                r#"{{"target":"{}-{}","arch":"{}","os":"{}"}}"#,
+                r#"{{"target":"{}-unknown-{}","arch":"{}","os":"{}","vendor":"unknown"}}"#,
                 std::env::consts::ARCH,
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::env::consts::OS
             )),
+            // Deno's fields, each saying what really runs the plugin: Bosun's QuickJS-ng engine
+            // in wasmtime, TypeScript with its types erased (not checked) by oxc.
             "version" => Some(format!(
-                r#"{{"bosun":"{}","engine":"quickjs-ng"}}"#,
-                env!("CARGO_PKG_VERSION")
+                r#"{{"deno":"bosun-{v} (QuickJS-ng in wasmtime, not Deno)","v8":"none (QuickJS-ng)","typescript":"types erased by oxc, not checked","bosun":"{v}","engine":"quickjs-ng"}}"#,
+                v = env!("CARGO_PKG_VERSION")
             )),
             _ => None,
         }
+    }
+
+    fn intl(&mut self, op: String, request: String) -> Result<String, String> {
+        bosun_intl::call(&op, &request).map_err(|e| e.to_string())
     }
 
     async fn lookup(&mut self, host: String) -> Result<Vec<String>, String> {

@@ -36,7 +36,7 @@ const MAX_MESSAGE_BYTES: usize = 4096;
 /// The prelude's files, evaluated in this order as classic scripts before `bosun:runtime`: each
 /// takes what it needs from the files before it (js/prelude/shared.js says how).
 /// test/harness.mjs reads this list.
-const PRELUDE: [(&str, &str); 22] = [
+const PRELUDE: [(&str, &str); 23] = [
     ("prelude/shared.js", include_str!("../js/prelude/shared.js")),
     ("prelude/bytes.js", include_str!("../js/prelude/bytes.js")),
     (
@@ -90,6 +90,7 @@ const PRELUDE: [(&str, &str); 22] = [
         "prelude/process.js",
         include_str!("../js/prelude/process.js"),
     ),
+    ("prelude/intl.js", include_str!("../js/prelude/intl.js")),
     (
         "prelude/code_from_strings.js",
         include_str!("../js/prelude/code_from_strings.js"),

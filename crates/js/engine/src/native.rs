@@ -42,6 +42,7 @@ pub fn install(ctx: &Ctx<'_>) -> Result<()> {
     native.set("escalateTaint", Function::new(ctx.clone(), escalate_taint)?)?;
     native.set("hostInfo", Function::new(ctx.clone(), host_info)?)?;
     native.set("lookup", Function::new(ctx.clone(), lookup)?)?;
+    native.set("intl", Function::new(ctx.clone(), intl)?)?;
     ctx.globals().set("__native", native)
 }
 
@@ -247,6 +248,15 @@ fn base64_decode<'js>(ctx: Ctx<'js>, text: String) -> Result<TypedArray<'js, u8>
 
 fn escalate_taint(ctx: Ctx<'_>, level: String) -> Result<()> {
     runtime::escalate_taint(&level).map_err(|e| Exception::throw_type(&ctx, &e))
+}
+
+/// One `Intl` operation on the host; its errors are thrown as the `RangeError` or `TypeError`
+/// they name.
+fn intl(ctx: Ctx<'_>, op: String, request: String) -> Result<String> {
+    runtime::intl(&op, &request).map_err(|e| match e.strip_prefix("RangeError: ") {
+        Some(message) => Exception::throw_range(&ctx, message),
+        None => Exception::throw_type(&ctx, e.strip_prefix("TypeError: ").unwrap_or(&e)),
+    })
 }
 
 fn host_info(key: String) -> Option<String> {

@@ -11,4 +11,5 @@
 
 mod fixtures;
 mod hostile;
+mod intl;
 mod support;

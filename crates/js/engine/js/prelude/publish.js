@@ -10,7 +10,7 @@
     clearInterval, clearImmediate, queueMicrotask, nextTimer, runTimers, AbortSignal,
     AbortController, cancellation, TextEncoder, TextDecoder, btoa, atob, URLSearchParams, URL,
     Headers, BodyStream, Body, Request, Response, fetch, Buffer, structuredClone, performance,
-    process,
+    process, Intl,
   } = shared;
 
   for (const cls of [
@@ -54,6 +54,7 @@
     structuredClone,
     performance,
     process,
+    Intl,
   });
 
   const internal = ObjectFreeze({

@@ -5,7 +5,7 @@
 // The prelude is the directory of classic scripts that builds the web globals plugins expect
 // (console, URL, URLSearchParams, TextEncoder, TextDecoder, atob/btoa, Event/EventTarget,
 // AbortController/AbortSignal, DOMException, timers, Headers/Request/Response/fetch, Buffer,
-// structuredClone, performance, a small `process`) on top of `globalThis.__native`, the host calls
+// structuredClone, performance, a small `process`, `Intl`) on top of `globalThis.__native`, the host calls
 // the Rust core installs (see README.md). This file deletes `__native`: plugin code never sees the
 // host calls directly.
 //
@@ -73,6 +73,7 @@
   const NATIVE_NAMES = [
     "log", "config", "configAll", "isCancelled", "http", "parseUrl", "utf8Encode", "utf8Decode",
     "base64Encode", "base64Decode", "sessionTaint", "escalateTaint", "hostInfo", "lookup",
+    "intl",
   ];
   const host = {};
   for (const name of NATIVE_NAMES) {

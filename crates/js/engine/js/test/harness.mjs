@@ -114,6 +114,7 @@ export function hostError(code, message) {
  *   http       ({method, url, headers, body}) => reply(...) | throws hostError(...)
  *   lookup     (hostname) => string[] | throws hostError("ENOTFOUND" | "refused", …)
  *   hostInfo   {key: string}
+ *   intl       (op, requestJson) => answerJson (throws as the host would)
  *   config     the plugin's config object (for configAll/config)
  *   taint      the session's starting taint
  */
@@ -257,6 +258,13 @@ export async function createEngine(options = {}) {
     hostInfo(key) {
       requireString(key, "hostInfo");
       return (options.hostInfo ?? {})[key];
+    },
+    intl(op, request) {
+      requireString(op, "intl");
+      requireString(request, "intl");
+      // The host computes Intl (crates/intl); the harness has no locale data of its own.
+      if (typeof options.intl !== "function") throw realmError(undefined, "Intl is computed by the host, and this harness has none", realm.TypeError);
+      return options.intl(op, request);
     },
     lookup(hostname) {
       requireString(hostname, "lookup");
