@@ -20,6 +20,9 @@ pub enum ApprovalAnswer {
     AllowOnce,
     /// Run this call and later calls of the same tool in this session.
     AllowSession,
+    /// Run this call, and remember the approval as narrow policy rules for this workspace (the
+    /// person saw the rules and confirmed them).
+    AllowAlways,
     /// Do not run it.
     Deny,
     /// Nobody could be asked; treated as a refusal.
@@ -213,6 +216,19 @@ pub enum Event {
         /// Its level now.
         to: Classification,
     },
+    /// An "always in this workspace" answer was written as policy rules (or could not be).
+    #[serde(rename = "approval.remembered")]
+    ApprovalRemembered {
+        /// Call id.
+        call_id: String,
+        /// The file the rules were written to.
+        file: String,
+        /// The rules, as written.
+        rules: Vec<String>,
+        /// Why nothing was written, when writing failed (the call still ran once).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A call ended in an error, at any stage.
     #[serde(rename = "tool.failed")]
     ToolFailed {
@@ -247,6 +263,7 @@ impl Event {
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::TaintRaised { .. } => "taint.raised",
+            Self::ApprovalRemembered { .. } => "approval.remembered",
             Self::ToolFailed { .. } => "tool.failed",
         }
     }

@@ -173,7 +173,22 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
             "  [a] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
         );
     }
-    text.push_str("Allow? [y] once  [a] for this session  [N] deny: ");
+    text.push_str(
+        "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
+    );
+    text.push_str("Allow? [y] once  [a] for this session  [w] always here  [N] deny: ");
+    text
+}
+
+/// The confirmation an "always here" answer asks for: the rules, one per line.
+pub fn render_remember(rules: &[String]) -> String {
+    let mut text = String::from(
+        "Always allow in this workspace: these rules go to your approvals file ($BOSUN_HOME/approvals/)\n",
+    );
+    for rule in rules {
+        text.push_str(&format!("  {}\n", sanitize_for_terminal(rule)));
+    }
+    text.push_str("Write them and allow? [y] yes  [N] back: ");
     text
 }
 
@@ -190,11 +205,13 @@ pub fn session_grant_key(action: &str, capabilities: &[bosun_core::CapabilityReq
     format!("{action}\n{}", subjects.join("\n"))
 }
 
-/// Parses an answer typed at the prompt. Anything but `y`/`yes`/`a`/`always` denies.
+/// Parses an answer typed at the prompt. Anything but `y`/`yes`, `a`/`s`/`session` or
+/// `w`/`always` denies; `always` still needs the confirmation [`render_remember`] asks for.
 pub fn parse_answer(line: &str) -> ApprovalAnswer {
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => ApprovalAnswer::AllowOnce,
-        "a" | "always" | "s" | "session" => ApprovalAnswer::AllowSession,
+        "a" | "s" | "session" => ApprovalAnswer::AllowSession,
+        "w" | "always" => ApprovalAnswer::AllowAlways,
         _ => ApprovalAnswer::Deny,
     }
 }
@@ -234,34 +251,69 @@ impl TerminalBroker {
         }
     }
 
-    fn ask_blocking(&self, prompt: &str) -> ApprovalAnswer {
+    fn ask_blocking(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         let Ok(mut guard) = self.io.lock() else {
             return ApprovalAnswer::Unavailable;
         };
         let Some((input, output)) = guard.as_mut() else {
             return ApprovalAnswer::Unavailable;
         };
-        if output
-            .write_all(prompt.as_bytes())
-            .and_then(|()| output.flush())
-            .is_err()
-        {
-            return ApprovalAnswer::Unavailable;
+        let mut ask = |text: &str| -> Option<String> {
+            output
+                .write_all(text.as_bytes())
+                .and_then(|()| output.flush())
+                .ok()?;
+            let mut line = String::new();
+            match input.read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line),
+            }
+        };
+        let prompt = render_prompt(request);
+        // "Always" asks again with the rules it would write; "back" returns to the question.
+        for _ in 0..3 {
+            let Some(line) = ask(&prompt) else {
+                return ApprovalAnswer::Unavailable;
+            };
+            let answer = parse_answer(&line);
+            if answer != ApprovalAnswer::AllowAlways {
+                return answer;
+            }
+            let rules = match crate::remembered::rules_for(
+                &request.action,
+                &request.capabilities,
+                &request.tool,
+            ) {
+                Ok(rules) => crate::remembered::describe(&rules),
+                Err(why) => {
+                    if ask(&format!(
+                        "Cannot remember this call: {}\n(press Enter)",
+                        sanitize_for_terminal(&why)
+                    ))
+                    .is_none()
+                    {
+                        return ApprovalAnswer::Unavailable;
+                    }
+                    continue;
+                }
+            };
+            match ask(&render_remember(&rules)) {
+                None => return ApprovalAnswer::Unavailable,
+                Some(line) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                    return ApprovalAnswer::AllowAlways;
+                }
+                Some(_) => {}
+            }
         }
-        let mut line = String::new();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => ApprovalAnswer::Unavailable,
-            Ok(_) => parse_answer(&line),
-        }
+        ApprovalAnswer::Deny
     }
 }
 
 #[async_trait]
 impl ApprovalBroker for TerminalBroker {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        let prompt = render_prompt(request);
         // Reading the terminal blocks; keep it off the async workers.
-        tokio::task::block_in_place(|| self.ask_blocking(&prompt))
+        tokio::task::block_in_place(|| self.ask_blocking(request))
     }
 }
 
@@ -298,6 +350,7 @@ mod tests {
     fn answers_parse_conservatively() {
         assert_eq!(parse_answer("y\n"), ApprovalAnswer::AllowOnce);
         assert_eq!(parse_answer("A"), ApprovalAnswer::AllowSession);
+        assert_eq!(parse_answer("always"), ApprovalAnswer::AllowAlways);
         assert_eq!(parse_answer(""), ApprovalAnswer::Deny);
         assert_eq!(parse_answer("sure"), ApprovalAnswer::Deny);
     }
@@ -345,6 +398,32 @@ mod tests {
             Box::new(Vec::new()),
         );
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowSession);
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
+    }
+
+    /// "Always" shows the rules and needs a yes; "back" returns to the question.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn always_asks_for_confirmation_with_the_rules() {
+        let out = std::sync::Arc::new(Mutex::new(Vec::new()));
+        struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let broker = TerminalBroker::with_io(
+            Box::new(std::io::Cursor::new(b"w\nn\nw\ny\nw\n".to_vec())),
+            Box::new(Shared(out.clone())),
+        );
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowAlways);
+        let shown = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert!(shown.contains("allow process.spawn program=rm"), "{shown}");
+        assert_eq!(shown.matches("Write them and allow?").count(), 2);
+        // Input ends while confirming: nobody answered.
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
     }
 }

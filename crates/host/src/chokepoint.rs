@@ -220,6 +220,7 @@ pub struct ChokepointBuilder {
     workspace: Arc<Workspace>,
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
+    remember_in: Option<std::path::PathBuf>,
 }
 
 impl ChokepointBuilder {
@@ -260,6 +261,14 @@ impl ChokepointBuilder {
         self
     }
 
+    /// Where "always in this workspace" answers are written (`$BOSUN_HOME`; see
+    /// [`crate::remembered`]). Without it such an answer allows for the session only, and the
+    /// trace says nothing was written.
+    pub fn remember_in(mut self, home: impl Into<std::path::PathBuf>) -> Self {
+        self.remember_in = Some(home.into());
+        self
+    }
+
     /// Compiles every tool's schema. A duplicate name or a schema that is not valid JSON Schema
     /// is refused with the tool named.
     pub fn build(self) -> Result<Chokepoint, ToolError> {
@@ -293,6 +302,7 @@ impl ChokepointBuilder {
             broker: self.broker,
             workspace: self.workspace,
             limits: self.limits,
+            remember_in: self.remember_in,
             env: self.env,
         })
     }
@@ -307,6 +317,7 @@ pub struct Chokepoint {
     workspace: Arc<Workspace>,
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
+    remember_in: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Chokepoint {
@@ -329,6 +340,7 @@ impl Chokepoint {
             workspace,
             limits: Limits::default(),
             env: Arc::new(BTreeMap::new()),
+            remember_in: None,
         }
     }
 
@@ -637,6 +649,51 @@ impl Chokepoint {
         verdicts
     }
 
+    /// Writes an "always in this workspace" answer as policy rules and records what happened;
+    /// the call runs whether or not the write succeeds (the person allowed it).
+    fn remember(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        capabilities: &[CapabilityRequest],
+        trace: &Trace,
+    ) {
+        let rules = crate::remembered::rules_for(action, capabilities, &call.name);
+        let (file, rules, error) = match (&self.remember_in, rules) {
+            (None, _) => (
+                String::new(),
+                Vec::new(),
+                Some("this host has no $BOSUN_HOME to remember approvals in".to_owned()),
+            ),
+            (Some(home), Err(e)) => (
+                crate::remembered::file_for(home, self.workspace.root())
+                    .display()
+                    .to_string(),
+                Vec::new(),
+                Some(e),
+            ),
+            (Some(home), Ok(rules)) => {
+                let described = crate::remembered::describe(&rules);
+                match crate::remembered::remember(home, self.workspace.root(), &rules) {
+                    Ok(path) => (path.display().to_string(), described, None),
+                    Err(e) => (
+                        crate::remembered::file_for(home, self.workspace.root())
+                            .display()
+                            .to_string(),
+                        described,
+                        Some(e),
+                    ),
+                }
+            }
+        };
+        trace.record(Event::ApprovalRemembered {
+            call_id: call.id.clone(),
+            file,
+            rules,
+            error,
+        });
+    }
+
     async fn approve(
         &self,
         call: &ToolCall,
@@ -682,6 +739,11 @@ impl Chokepoint {
             ApprovalAnswer::AllowOnce => Ok(()),
             ApprovalAnswer::AllowSession => {
                 session.grant(&grant_key);
+                Ok(())
+            }
+            ApprovalAnswer::AllowAlways => {
+                session.grant(&grant_key);
+                self.remember(call, action, capabilities, trace);
                 Ok(())
             }
             ApprovalAnswer::Deny => Err(ToolError::new(

@@ -155,6 +155,9 @@ pub struct LoadedConfig {
     pub project: Option<(ProjectConfig, ConfigFile)>,
     /// Whether the user trusts this workspace.
     pub trusted: bool,
+    /// Approvals remembered for this workspace (`$BOSUN_HOME/approvals/…`, see
+    /// [`crate::remembered`]), added as user rules.
+    pub remembered: Option<ConfigFile>,
 }
 
 /// `$BOSUN_HOME`, or `~/.bosun`.
@@ -245,12 +248,14 @@ impl LoadedConfig {
                 .map(|p| p == workspace.root())
                 .unwrap_or(false)
         });
+        let remembered = read_optional(&crate::remembered::file_for(home, workspace.root()))?;
         Ok(Self {
             home: home.to_owned(),
             user,
             user_file,
             project,
             trusted,
+            remembered,
         })
     }
 
@@ -262,6 +267,18 @@ impl LoadedConfig {
         let mut builder = Policy::builder(self.user.mode).known_risks(known_risks);
         if let Some(file) = &self.user_file {
             builder = builder.user(self.user.policy.clone(), source(file))?;
+        }
+        if let Some(file) = &self.remembered {
+            let rules = bosun_policy::PolicyFile::parse(&file.text).map_err(|e| {
+                ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "policy".to_owned(),
+                    message: format!(
+                        "{e}: this file holds approvals you answered with \"always\"; fix or delete it"
+                    ),
+                }
+            })?;
+            builder = builder.user(rules, source(file))?;
         }
         if let Some((project, file)) = &self.project {
             builder = builder.project(project.policy.clone(), source(file), self.trusted)?;

@@ -361,6 +361,7 @@ impl Host {
             .broker(broker)
             .limits(self.config.user.limits)
             .env(self.config.scrubbed_env())
+            .remember_in(&self.config.home)
             .build()
             .map_err(|e| HostError::Tools(e.message))
     }

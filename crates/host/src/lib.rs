@@ -31,6 +31,7 @@ pub mod chokepoint;
 pub mod config;
 mod host;
 pub mod plugin_runtime;
+pub mod remembered;
 pub mod session;
 pub mod tool;
 pub mod trace;

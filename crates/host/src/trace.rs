@@ -487,6 +487,25 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 out,
                 "  [{at:>5} ms] {call_id} raised the session's taint {from} → {to}"
             ),
+            Event::ApprovalRemembered {
+                call_id,
+                file,
+                rules,
+                error,
+            } => match error {
+                None => writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} remembered {} rule(s) in {}",
+                    rules.len(),
+                    crate::approval::sanitize_for_terminal(file)
+                ),
+                Some(error) => writeln!(
+                    out,
+                    "  [{at:>5} ms] {call_id} could not remember the approval in {}: {}",
+                    crate::approval::sanitize_for_terminal(file),
+                    crate::approval::sanitize_for_terminal(error)
+                ),
+            },
             Event::ToolFailed { call_id, error, .. } => {
                 writeln!(
                     out,

@@ -62,6 +62,8 @@ enum PluginAction {
 pub(crate) struct Asked {
     pub pending: PendingApproval,
     pub shown: Instant,
+    /// The rules an "always here" answer would write, while the person confirms them.
+    pub remember: Option<Vec<String>>,
 }
 
 /// The terminal UI's state.
@@ -169,6 +171,7 @@ impl App {
                     self.approvals.push_back(Asked {
                         pending,
                         shown: Instant::now(),
+                        remember: None,
                     });
                 }
             }
@@ -212,13 +215,47 @@ impl App {
             self.interrupt();
             return;
         }
-        if let Some(asked) = self.approvals.front() {
+        if let Some(asked) = self.approvals.front_mut() {
             if at < asked.shown + ARM_DELAY {
+                return;
+            }
+            if asked.remember.is_some() {
+                // Confirming the rules of an "always here" answer.
+                match key.code {
+                    KeyCode::Char('y' | 'Y') => {}
+                    KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+                        asked.remember = None;
+                        asked.shown = at;
+                        return;
+                    }
+                    _ => return,
+                }
+                if let Some(asked) = self.approvals.pop_front() {
+                    asked.pending.answer(ApprovalAnswer::AllowAlways);
+                }
                 return;
             }
             let answer = match key.code {
                 KeyCode::Char('o' | 'O') => ApprovalAnswer::AllowOnce,
                 KeyCode::Char('s' | 'S') => ApprovalAnswer::AllowSession,
+                KeyCode::Char('w' | 'W') => {
+                    let request = &asked.pending.request;
+                    match bosun_host::remembered::rules_for(
+                        &request.action,
+                        &request.capabilities,
+                        &request.tool,
+                    ) {
+                        Ok(rules) => {
+                            asked.remember = Some(bosun_host::remembered::describe(&rules));
+                            // The confirmation is armed anew: type-ahead cannot answer it.
+                            asked.shown = at;
+                        }
+                        Err(why) => self
+                            .entries
+                            .push(Entry::Warning(format!("cannot remember this call: {why}"))),
+                    }
+                    return;
+                }
                 KeyCode::Char('d' | 'D') | KeyCode::Esc => ApprovalAnswer::Deny,
                 _ => return,
             };

@@ -262,6 +262,52 @@ fn the_approval_modal_says_what_and_why_and_o_allows_once() {
     assert_eq!(h.last_entry(), Entry::Assistant("It printed hello.".into()));
 }
 
+/// "Always here": the modal shows the rules it would write and needs a yes; the next run in
+/// the same workspace is not asked.
+#[test]
+fn w_shows_the_rules_and_y_remembers_them_for_this_workspace() {
+    let mut h = harness(vec![
+        run_command("echo", &["hello"]),
+        Step::text("It printed hello."),
+        run_command("echo", &["again"]),
+        Step::text("Again."),
+    ]);
+    h.submit("Say hello.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    // Each answer re-arms the modal: keys come a little later each time, as a person's do.
+    let mut later = 1;
+    let mut press = |h: &mut Harness, c: char| {
+        later += 2;
+        h.app.handle(AppEvent::Key(
+            KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+            Instant::now() + ARM_DELAY * later,
+        ));
+    };
+    press(&mut h, 'w');
+    let screen = h.screen();
+    assert!(
+        screen.contains("allow process.spawn program=echo"),
+        "{screen}"
+    );
+    // "Back" returns to the question; "w" then "y" writes and allows.
+    press(&mut h, 'n');
+    assert!(h.app.approvals.front().unwrap().remember.is_none());
+    press(&mut h, 'w');
+    press(&mut h, 'y');
+    h.pump_until_idle();
+    assert_eq!(
+        h.tool("run_command").answer,
+        Some(ApprovalAnswer::AllowAlways)
+    );
+    let dir = h.home().join("approvals");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    h.submit("Once more.");
+    h.pump_until_idle();
+    assert!(h.app.approvals.is_empty());
+    assert_eq!(h.last_entry(), Entry::Assistant("Again.".into()));
+}
+
 #[test]
 fn keys_typed_ahead_never_answer_an_approval() {
     let mut h = harness(vec![

@@ -76,20 +76,39 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
             ),
         );
         lines.push(Line::raw(""));
-        if !request.capabilities.is_empty() {
-            // What "for this session" will cover, said before the key is pressed.
+        if let Some(rules) = &asked.remember {
             lines.push(Line::raw(
-                "[s] covers exactly these capabilities; any other asks again",
+                "Always allow in this workspace: these rules go to your approvals file",
             ));
+            for rule in rules {
+                for line in wrap(rule, width, "  ", "    ") {
+                    lines.push(Line::raw(line));
+                }
+            }
+            lines.push(Line::from(vec![
+                key_span("y"),
+                Span::raw(" write them and allow   "),
+                key_span("n"),
+                Span::raw(" back (Esc)"),
+            ]));
+        } else {
+            if !request.capabilities.is_empty() {
+                // What "for this session" will cover, said before the key is pressed.
+                lines.push(Line::raw(
+                    "[s] covers exactly these capabilities; any other asks again",
+                ));
+            }
+            lines.push(Line::from(vec![
+                key_span("o"),
+                Span::raw(" once   "),
+                key_span("s"),
+                Span::raw(" this session   "),
+                key_span("w"),
+                Span::raw(" always here   "),
+                key_span("d"),
+                Span::raw(" deny (Esc)"),
+            ]));
         }
-        lines.push(Line::from(vec![
-            key_span("o"),
-            Span::raw(" allow once   "),
-            key_span("s"),
-            Span::raw(" allow for this session   "),
-            key_span("d"),
-            Span::raw(" deny (Esc)"),
-        ]));
         if app.approvals.len() > 1 {
             lines.push(Line::raw(format!(
                 "{} more waiting",
@@ -220,6 +239,7 @@ fn tool_lines(tool: &ToolEntry, width: usize, out: &mut Vec<Line<'static>>) {
                 match answer {
                     ApprovalAnswer::AllowOnce => "allowed once",
                     ApprovalAnswer::AllowSession => "allowed for this session",
+                    ApprovalAnswer::AllowAlways => "allowed always in this workspace",
                     ApprovalAnswer::Deny => "denied",
                     ApprovalAnswer::Unavailable => "nobody could answer",
                 }

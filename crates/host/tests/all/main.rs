@@ -7,3 +7,4 @@
 mod builtin;
 mod chokepoint;
 mod js_plugins;
+mod remembered;

@@ -1,0 +1,208 @@
+//! "Always in this workspace": an approval remembered as narrow policy rules.
+//!
+//! When a person answers an approval with *always* and confirms the rules they are shown, the
+//! chokepoint writes them to `$BOSUN_HOME/approvals/<workspace key>.toml`: one `allow` rule for
+//! the tool's action and one for each capability request exactly as judged — the program, the
+//! path, the host — so allowing `cargo test` does not allow `curl`, and allowing `src/a.rs`
+//! does not allow `.git/config`. The file is the user's (the repository cannot write it), is
+//! loaded as user rules only for the workspace it names, and is written atomically; delete it,
+//! or a rule in it, to take the approval back.
+//!
+//! A value that would read as a glob (`*`, `?`, `[`, `{`, `\`) cannot be remembered exactly, so
+//! such a call is never remembered: the person is told and the call runs once.
+
+use std::path::{Path, PathBuf};
+
+use bosun_core::{CapabilityRequest, Decision};
+use bosun_policy::{PolicyFile, Rule};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// The directory the remembered approvals live in.
+pub fn dir(home: &Path) -> PathBuf {
+    home.join("approvals")
+}
+
+/// The file that remembers approvals for `workspace` (its canonical root).
+pub fn file_for(home: &Path, workspace: &Path) -> PathBuf {
+    let digest = Sha256::digest(workspace.as_os_str().as_encoded_bytes());
+    let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    dir(home).join(format!("{key}.toml"))
+}
+
+/// The rules an *always* answer writes for a call of `action` with `capabilities`.
+///
+/// # Errors
+/// Why the call cannot be remembered exactly (a value that would read as a glob).
+pub fn rules_for(
+    action: &str,
+    capabilities: &[CapabilityRequest],
+    tool: &str,
+) -> Result<Vec<Rule>, String> {
+    let reason = format!("remembered: always allowed for {tool} in this workspace");
+    let exact = |value: &str, what: &str| {
+        if value.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+            Err(format!(
+                "the {what} `{}` contains a glob character, so no rule can name it exactly",
+                bosun_core::escape_hidden(value)
+            ))
+        } else {
+            Ok(value.to_owned())
+        }
+    };
+    let mut rules = vec![Rule {
+        reason: Some(reason.clone()),
+        ..Rule::new(exact(action, "action")?, Decision::Allow)
+    }];
+    for request in capabilities {
+        let scope = &request.scope;
+        let rule = Rule {
+            host: scope
+                .host
+                .as_deref()
+                .map(|h| exact(h, "host"))
+                .transpose()?,
+            path: scope
+                .path
+                .as_deref()
+                .map(|p| exact(p, "path"))
+                .transpose()?,
+            program: scope
+                .program
+                .as_deref()
+                .map(|p| exact(p, "program"))
+                .transpose()?,
+            reason: Some(reason.clone()),
+            ..Rule::new(request.capability.as_action(), Decision::Allow)
+        };
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
+    }
+    Ok(rules)
+}
+
+/// Each rule as one line a person reads before confirming.
+pub fn describe(rules: &[Rule]) -> Vec<String> {
+    rules
+        .iter()
+        .map(|rule| {
+            let mut text = format!("allow {}", rule.action);
+            for (key, value) in [
+                ("program", &rule.program),
+                ("path", &rule.path),
+                ("host", &rule.host),
+            ] {
+                if let Some(value) = value {
+                    text.push_str(&format!(" {key}={}", bosun_core::escape_hidden(value)));
+                }
+            }
+            text
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    policy: Section<'a>,
+}
+
+#[derive(Serialize)]
+struct Section<'a> {
+    rules: &'a [Rule],
+}
+
+/// Adds `rules` to the workspace's file (rules already there are kept once), atomically.
+///
+/// # Errors
+/// A sentence naming the file and what went wrong.
+pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf, String> {
+    let path = file_for(home, workspace);
+    let mut all: Vec<Rule> = match std::fs::read_to_string(&path) {
+        Ok(text) => PolicyFile::parse(&text)
+            .map_err(|e| {
+                format!(
+                    "{} is not a valid policy file ({e}); fix or delete it",
+                    path.display()
+                )
+            })?
+            .rules
+            .into_iter()
+            .map(toml::Spanned::into_inner)
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    for rule in rules {
+        if !all.contains(rule) {
+            all.push(rule.clone());
+        }
+    }
+    let body = toml::to_string(&Document {
+        policy: Section { rules: &all },
+    })
+    .map_err(|e| format!("cannot write the rules: {e}"))?;
+    let text = format!(
+        "# Approvals remembered for the workspace {}\n# (written when you answered \"always\"; delete a rule to take it back).\n\n{body}",
+        workspace.display().to_string().replace('\n', " ")
+    );
+    std::fs::create_dir_all(dir(home))
+        .map_err(|e| format!("cannot create {}: {e}", dir(home).display()))?;
+    crate::write_atomic(&path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spawn(program: &str) -> CapabilityRequest {
+        CapabilityRequest::parse(&format!("process.spawn:{program}")).unwrap()
+    }
+
+    #[test]
+    fn rules_name_exactly_what_was_shown() {
+        let rules =
+            rules_for("builtin.tool.run_command", &[spawn("cargo")], "run_command").unwrap();
+        assert_eq!(
+            describe(&rules),
+            [
+                "allow builtin.tool.run_command",
+                "allow process.spawn program=cargo"
+            ]
+        );
+        assert!(rules_for("builtin.tool.run_command", &[spawn("c*")], "run_command").is_err());
+    }
+
+    #[test]
+    fn remembering_twice_keeps_one_copy_and_the_file_parses() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = Path::new("/work/project");
+        let rules =
+            rules_for("builtin.tool.run_command", &[spawn("cargo")], "run_command").unwrap();
+        let path = remember(home.path(), ws, &rules).unwrap();
+        remember(home.path(), ws, &rules).unwrap();
+        let more = rules_for("builtin.tool.run_command", &[spawn("npm")], "run_command").unwrap();
+        remember(home.path(), ws, &more).unwrap();
+        let file = PolicyFile::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(file.rules.len(), 3);
+        assert_ne!(
+            file_for(home.path(), ws),
+            file_for(home.path(), Path::new("/work/other"))
+        );
+    }
+
+    #[test]
+    fn a_broken_file_is_reported_and_left_alone() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = Path::new("/w");
+        let path = file_for(home.path(), ws);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "not toml [").unwrap();
+        let rules = rules_for("a.b", &[], "t").unwrap();
+        let err = remember(home.path(), ws, &rules).unwrap_err();
+        assert!(err.contains("fix or delete it"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not toml [");
+    }
+}
