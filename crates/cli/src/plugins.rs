@@ -171,6 +171,11 @@ fn review(entry: &PluginEntry) -> String {
             ));
         }
         text.push_str(&format!("  {}\n", js_capabilities(js)));
+        if js.code_from_strings() {
+            text.push_str(
+                "  runs code built from strings (eval, Function): its manifest asks for it, so code the scan and this review did not see can run inside the sandbox\n",
+            );
+        }
         text.push_str(
             "  tools: registered at activation, by the plugin's code running in the sandbox once trusted\n",
         );

@@ -47,6 +47,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             config: json!({}),
             limits: JsLimits::default(),
             reserved_tool_names: vec!["read_file".into()],
+            code_from_strings: false,
         }
     } else {
         ActivationRequest {
@@ -58,6 +59,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             config: json!({}),
             limits: JsLimits::default(),
             reserved_tool_names: Vec::new(),
+            code_from_strings: false,
         }
     };
     (files, request)

@@ -67,6 +67,10 @@ pub struct ActivationRequest {
     pub limits: JsLimits,
     /// Tool names the plugin may not register (built-ins and host tools).
     pub reserved_tool_names: Vec<String>,
+    /// Whether the plugin may build code from strings (`eval`, `Function`): its manifest asked
+    /// for it and the person trusting it was shown that.
+    #[serde(default)]
+    pub code_from_strings: bool,
 }
 
 /// One tool a plugin registered.

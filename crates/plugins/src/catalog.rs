@@ -194,6 +194,14 @@ impl JsManifest {
         }
     }
 
+    /// Whether the manifest asks to build code from strings (`eval`, `Function`).
+    pub fn code_from_strings(&self) -> bool {
+        match self {
+            Self::Forge(m) => m.code_from_strings,
+            Self::Triggerfish(m) => m.code_from_strings,
+        }
+    }
+
     /// The classification the manifest gives its tools' results (Triggerfish); `None` for Forge,
     /// whose manifest has none.
     pub fn classification(&self) -> Option<Classification> {

@@ -74,6 +74,21 @@ pub struct ForgeManifest {
     pub entry: String,
     /// The capabilities it declares, each once, in the order first written.
     pub capabilities: Vec<String>,
+    /// Bosun's extension `"bosun": {"codeFromStrings": true}`: the plugin may use `eval` and
+    /// `Function` (refused otherwise). Trust records it as [`CODE_FROM_STRINGS`].
+    pub code_from_strings: bool,
+}
+
+/// The trust capability of a JavaScript plugin whose manifest asks to build code from strings.
+pub const CODE_FROM_STRINGS: &str = "bosun:code-from-strings";
+
+/// `"bosun": {...}`, Bosun's own keys in a Forge or Triggerfish manifest; unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct BosunExtension {
+    /// Whether the plugin may build code from strings.
+    #[serde(default)]
+    pub(crate) code_from_strings: bool,
 }
 
 impl ForgeManifest {
@@ -130,16 +145,22 @@ impl ForgeManifest {
             version: raw.version,
             entry: raw.entry.normalised,
             capabilities,
+            code_from_strings: raw.bosun.code_from_strings,
         })
     }
 
     /// The capabilities as trust records them: each prefixed `forge:` (`forge:network:access`),
     /// so they can never be read as one of Bosun's own capabilities.
     pub fn trust_capabilities(&self) -> BTreeSet<String> {
-        self.capabilities
+        let mut caps: BTreeSet<String> = self
+            .capabilities
             .iter()
             .map(|c| format!("forge:{c}"))
-            .collect()
+            .collect();
+        if self.code_from_strings {
+            caps.insert(CODE_FROM_STRINGS.to_owned());
+        }
+        caps
     }
 }
 
@@ -172,6 +193,8 @@ struct RawManifest {
     entry: Entry,
     #[serde(default, deserialize_with = "capabilities")]
     capabilities: Vec<String>,
+    #[serde(default)]
+    bosun: BosunExtension,
 }
 
 /// `entry` as written and as normalised.
@@ -394,6 +417,7 @@ mod tests {
                 version: "1.0.0".to_owned(),
                 entry: "index.mjs".to_owned(),
                 capabilities: vec!["tools:register".to_owned()],
+                code_from_strings: false,
             }
         );
     }

@@ -105,6 +105,9 @@ pub struct TriggerfishManifest {
     /// The authorities (`host` or `host:port`) of the endpoints, sorted, each once: what Bosun
     /// lets the plugin's HTTP reach.
     pub endpoint_authorities: Vec<String>,
+    /// Bosun's extension `bosun: { codeFromStrings: true }`: the plugin may use `eval` and
+    /// `Function` (refused otherwise).
+    pub code_from_strings: bool,
 }
 
 impl TriggerfishManifest {
@@ -234,6 +237,14 @@ impl TriggerfishManifest {
             declared_endpoints.push(endpoint.clone());
             authorities.insert(authority);
         }
+        let extension: crate::forge::BosunExtension = match object.get("bosun") {
+            None => crate::forge::BosunExtension::default(),
+            Some(value) => serde_json::from_value(value.clone()).map_err(|e| {
+                invalid(format!(
+                    "manifest `bosun` is not Bosun's extension ({e}): write `bosun: {{ codeFromStrings: true }}` or leave it out"
+                ))
+            })?,
+        };
         if dir_name != Some(name) {
             return Err(invalid(format!(
                 "manifest `name` is {name:?} but the plugin's directory is {:?}: Triggerfish requires them to be equal; rename the directory or change `name`",
@@ -248,6 +259,7 @@ impl TriggerfishManifest {
             trust,
             declared_endpoints,
             endpoint_authorities: authorities.into_iter().collect(),
+            code_from_strings: extension.code_from_strings,
         })
     }
 
@@ -261,6 +273,9 @@ impl TriggerfishManifest {
             .collect();
         if self.trust == ManifestTrust::Trusted {
             caps.insert("triggerfish:trusted".to_owned());
+        }
+        if self.code_from_strings {
+            caps.insert(crate::forge::CODE_FROM_STRINGS.to_owned());
         }
         caps
     }
@@ -791,6 +806,18 @@ export function createExecutor(context) {
     }
 
     #[test]
+    fn bosuns_extension_asks_for_code_from_strings_and_is_read_strictly() {
+        let m = check(&with("bosun", json!({"codeFromStrings": true}))).unwrap();
+        assert!(m.code_from_strings);
+        assert!(m.trust_capabilities().contains(crate::CODE_FROM_STRINGS));
+        assert!(!check(&weather_value()).unwrap().code_from_strings);
+        assert!(refusal(&with("bosun", json!({"eval": true}))).contains("manifest `bosun`"));
+        assert!(
+            refusal(&with("bosun", json!({"codeFromStrings": "yes"}))).contains("manifest `bosun`")
+        );
+    }
+
+    #[test]
     fn the_guide_example_is_read_and_checked() {
         assert_eq!(
             read(WEATHER).unwrap(),
@@ -802,6 +829,7 @@ export function createExecutor(context) {
                 trust: ManifestTrust::Sandboxed,
                 declared_endpoints: vec!["https://api.weather.com".to_owned()],
                 endpoint_authorities: vec!["api.weather.com".to_owned()],
+                code_from_strings: false,
             }
         );
     }

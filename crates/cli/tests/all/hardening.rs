@@ -608,3 +608,96 @@ fn hidden_characters_from_js_plugins_never_reach_the_model() {
     assert!(sent.contains("A plain contribution."), "{sent}");
     assert!(!sent.contains("smuggled_schema"));
 }
+
+/// String-to-code is refused unless the manifest asks for it; the person trusting the plugin
+/// sees the request, and a plugin that adds it later is withheld until trusted again.
+#[test]
+fn code_from_strings_needs_the_manifests_opt_in_and_a_trust_that_saw_it() {
+    let env = Env::new();
+    let index = r#"export default function activate(api) {
+  api.registerTool({
+    name: "evaluate",
+    description: "Evaluates a constant expression.",
+    risk: "read",
+    inputSchema: api.z.object({}),
+    execute: async () => ({ ok: true, output: { value: new Function("return 6 * 7")() }, truncated: false }),
+  });
+}
+"#;
+    let opted = r#"{"schemaVersion": 1, "apiVersion": "1", "name": "evaluator", "version": "1.0.0", "entry": "./index.mjs", "capabilities": ["tools:register"], "bosun": {"codeFromStrings": true}}"#;
+    user_plugin(
+        &env,
+        "evaluator",
+        &[("plugin.json", opted), ("index.mjs", index)],
+    );
+    let out = env.bosun(&["plugins", "info", "evaluator"]);
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(info.contains("runs code built from strings"), "{info}");
+    assert!(info.contains("bosun:code-from-strings"), "{info}");
+    let out = env.bosun(&["tools", "call", "evaluate", "{}", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["output"]["value"], 42);
+
+    // The same code without the opt-in is refused by the engine.
+    user_plugin(
+        &env,
+        "plain",
+        &[
+            ("plugin.json", &forge_manifest("plain")),
+            (
+                "index.mjs",
+                &index.replace("\"evaluate\"", "\"evaluate_plain\""),
+            ),
+        ],
+    );
+    let out = env.bosun(&["tools", "call", "evaluate_plain", "{}", "--json"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("EvalError"),
+        "{}",
+        json(&out)
+    );
+
+    // Adding the opt-in to a trusted plugin changes what trust covers: withheld until trusted.
+    let dir = env.home().join("plugins/plain");
+    let manifest = std::fs::read_to_string(dir.join("plugin.json")).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        manifest.replace(
+            r#""capabilities": ["tools:register"]"#,
+            r#""capabilities": ["tools:register"], "bosun": {"codeFromStrings": true}"#,
+        ),
+    )
+    .unwrap();
+    let out = env.bosun(&["plugins", "list", "--json"]);
+    let listed = json(&out);
+    let plain = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["local_name"] == "plain")
+        .unwrap()
+        .clone();
+    assert_eq!(plain["state"], "changed", "{plain}");
+    assert_eq!(
+        plain["what"]["added_capabilities"],
+        serde_json::json!(["bosun:code-from-strings"])
+    );
+
+    // An unknown key in Bosun's extension is refused, not ignored.
+    let typo = opted.replace("codeFromStrings", "codeFromString");
+    std::fs::write(env.home().join("plugins/evaluator/plugin.json"), typo).unwrap();
+    let out = env.bosun(&["plugins", "list", "--json"]);
+    let listed = json(&out);
+    let evaluator = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["local_name"] == "evaluator")
+        .unwrap()
+        .clone();
+    assert_eq!(evaluator["state"], "invalid", "{evaluator}");
+}

@@ -212,7 +212,7 @@ impl PluginManager {
                 "the directory holds neither mod.ts (Triggerfish) nor plugin.json (Forge)",
             ));
         };
-        let spec = JsPluginSpec::from_snapshot(
+        let mut spec = JsPluginSpec::from_snapshot(
             name,
             &snapshot,
             manifest,
@@ -223,6 +223,8 @@ impl PluginManager {
             self.reserved.clone(),
         )
         .map_err(invalid)?;
+        // Nor does it build code from strings: no person reviewed its manifest's request.
+        spec.code_from_strings = false;
         let engine = self.engine().await?;
         let runtime = JsRuntime::start(spec, engine)
             .await

@@ -80,6 +80,8 @@ pub struct JsPluginSpec {
     pub reserved: Vec<String>,
     /// Triggerfish: the manifest read statically; the one the module exports must agree.
     pub static_manifest: Option<bosun_plugins::TriggerfishManifest>,
+    /// The manifest asks to build code from strings (and trust recorded that).
+    pub code_from_strings: bool,
 }
 
 /// A JavaScript plugin's manifest, as the catalog read it without running code.
@@ -181,6 +183,7 @@ impl JsPluginSpec {
                 limits: bounds.limits,
                 reserved,
                 static_manifest: None,
+                code_from_strings: m.code_from_strings,
             },
             JsManifestRef::Triggerfish(m) => Self {
                 local_name: local_name.to_owned(),
@@ -202,6 +205,7 @@ impl JsPluginSpec {
                 limits: bounds.limits,
                 reserved,
                 static_manifest: Some(m.clone()),
+                code_from_strings: m.code_from_strings,
             },
         };
         Ok(spec)
@@ -257,6 +261,7 @@ impl JsPluginSpec {
             config: self.config.clone(),
             limits: self.limits,
             reserved_tool_names: self.reserved.clone(),
+            code_from_strings: self.code_from_strings,
         }
     }
 

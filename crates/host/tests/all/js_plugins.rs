@@ -67,6 +67,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         limits: bosun_js::JsLimits::default(),
         reserved: vec!["read_file".into(), "run_command".into()],
         static_manifest: None,
+        code_from_strings: false,
     }
 }
 

@@ -787,6 +787,43 @@ async fn code_from_strings_never_runs() {
     assert_eq!(seen["instanceofFunction"], true, "{out}");
 }
 
+/// The opt-in: a plugin whose manifest asked for it (and whose trust review showed that) may
+/// build code from strings, in the global scope. The same code with no opt-in is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_from_strings_runs_only_with_the_manifests_opt_in() {
+    let body = r#"
+      const local = 5;
+      const seen = {
+        eval: eval("1 + 1"),
+        scope: eval("typeof local"),
+        Function: new Function("a", "b", "return a * b")(6, 7),
+        AsyncFunction: typeof (async function () {}).constructor("return 1"),
+      };
+      return { ok: true, output: seen, truncated: false };
+    "#;
+    let source = attack(body).with_code_from_strings();
+    let mut plugin = source.start().await;
+    let outcome = run_attack(&mut plugin).await.unwrap();
+    let ToolOutcome::Ok { output: seen, .. } = outcome else {
+        panic!("the plugin failed: {outcome:?}");
+    };
+    assert_eq!(seen["eval"], 2, "{seen}");
+    assert_eq!(
+        seen["scope"], "undefined",
+        "eval runs in the global scope: {seen}"
+    );
+    assert_eq!(seen["Function"], 42, "{seen}");
+    assert_eq!(seen["AsyncFunction"], "function", "{seen}");
+
+    // Without the opt-in the same plugin is refused.
+    let mut plugin = attack(body).start().await;
+    let outcome = run_attack(&mut plugin).await.unwrap();
+    assert!(
+        matches!(&outcome, ToolOutcome::Err { message, .. } if message.contains("EvalError")),
+        "code from strings ran without the opt-in: {outcome:?}"
+    );
+}
+
 /// Enforcement: the engine's host calls (`__native`), its entry points (`__engine`) and the
 /// layer's registry (`__bosunInternal`, `bosun:internal`) and the prelude's shared internals
 /// (`__bosunPrelude`) are deleted or refused before any

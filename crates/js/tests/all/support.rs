@@ -129,6 +129,7 @@ fn request(
         config: json!({}),
         limits: JsLimits::default(),
         reserved_tool_names: BUILTINS.iter().map(|s| (*s).to_owned()).collect(),
+        code_from_strings: false,
     }
 }
 
@@ -194,6 +195,12 @@ impl PluginSource {
     /// The same plugin with Triggerfish's effective trust `trusted`.
     pub fn trusted(mut self) -> Self {
         self.request.trust = Trust::Trusted;
+        self
+    }
+
+    /// The same plugin with its manifest's opt-in to code built from strings.
+    pub fn with_code_from_strings(mut self) -> Self {
+        self.request.code_from_strings = true;
         self
     }
 

@@ -13,6 +13,8 @@
 //   native        the host calls (`__native`), captured before the prelude deleted them
 //   timers        nextTimer, runTimers, setTimeout, clearTimeout
 //   cancellation  track() a call's AbortController, cancelAll(reason), checkCancelled()
+//   codeFromStrings allow(): lets this instance's plugin use eval and Function (its manifest
+//                 asked, and the person trusting it saw that)
 //   web           the web classes and functions as the prelude made them
 //   util          inspect, describeThrown, describeError, utf8ByteLength, utf8Encode,
 //                 utf8Decode, reportError, bound

@@ -18,6 +18,9 @@ async function activate(requestJson) {
   }
   attempted = true;
   const request = parseRequest(requestJson);
+  // Before any of the plugin's code is evaluated: only a manifest that asked for it, shown to
+  // the person who trusted the plugin, lets it build code from strings.
+  if (request.codeFromStrings === true) internal.codeFromStrings.allow();
   const state = request.format === "forge" ? createForgeState(request) : { ...request, activated: false };
   const descriptor = request.format === "forge" ? await activateForge(state) : await activateTriggerfish(state);
   plugin = state;

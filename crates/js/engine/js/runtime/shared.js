@@ -180,12 +180,17 @@ function parseRequest(requestJson) {
   };
   const commandTimeoutMs = positiveInteger(limits.commandTimeoutMs, DEFAULT_LIMITS.commandTimeoutMs, "limits.commandTimeoutMs");
   if (commandTimeoutMs !== undefined) toolLimits.commandTimeoutMs = commandTimeoutMs;
+  const codeFromStrings = request.codeFromStrings ?? false;
+  if (typeof codeFromStrings !== "boolean") {
+    throw new PluginError("The activation request's codeFromStrings must be a boolean.");
+  }
   return {
     format,
     name,
     entry,
     trust,
     config,
+    codeFromStrings,
     capabilities: new Set(capabilities),
     reserved: new Set(reserved),
     limits: ObjectFreeze(toolLimits),
