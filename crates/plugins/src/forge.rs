@@ -76,6 +76,7 @@ pub struct ForgeManifest {
     pub capabilities: Vec<String>,
     /// Bosun's extension `"bosun": {"codeFromStrings": true}`: the plugin may use `eval` and
     /// `Function` (refused otherwise). Trust records it as [`CODE_FROM_STRINGS`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub code_from_strings: bool,
 }
 

@@ -107,6 +107,7 @@ pub struct TriggerfishManifest {
     pub endpoint_authorities: Vec<String>,
     /// Bosun's extension `bosun: { codeFromStrings: true }`: the plugin may use `eval` and
     /// `Function` (refused otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub code_from_strings: bool,
 }
 

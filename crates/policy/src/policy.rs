@@ -128,6 +128,22 @@ impl Policy {
             })
     }
 
+    /// The path patterns of the rules on `action` (say `fs.read`) whose decision is not
+    /// `allow`, in every layer that applies (an untrusted project's rules only tighten, so they
+    /// count too). A grant of a whole directory may reach these paths although the call named
+    /// only the directory; callers judge them as subjects of their own.
+    pub fn restricted_paths(&self, action: &str) -> Vec<String> {
+        let mut out: Vec<String> = [&self.user, &self.project]
+            .into_iter()
+            .flat_map(|layer| layer.rules())
+            .filter(|rule| rule.rule.decision != Decision::Allow && rule.action.is_match(action))
+            .filter_map(|rule| rule.rule.path.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Whether the project config was added as trusted (and so may loosen).
     pub fn project_trusted(&self) -> bool {
         self.project_trusted

@@ -496,6 +496,78 @@ fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
     assert_eq!(result["output"]["ok"], true, "{result}");
 }
 
+/// A preopen is a whole directory: what it reaches beyond the judged path is judged too. A read
+/// rule denying `secrets/**` denies a plugin read of the workspace (which would reach the
+/// secrets), a denied file beside the named one denies the read of its directory, and a writable
+/// grant is judged for protected paths at any depth.
+#[test]
+fn a_plugin_preopen_is_judged_for_everything_it_reaches() {
+    let env = Env::new();
+    let target = env.home().join("plugins/escape");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    env.user_config(&format!(
+        "{config}\n[[policy.rules]]\naction = \"fs.read\"\npath = \"secrets/**\"\ndecision = \"deny\"\n\n[[policy.rules]]\naction = \"fs.read\"\npath = \"docs/private.txt\"\ndecision = \"deny\"\n"
+    ));
+    let ws = env.ws();
+    for dir in ["pub", "secrets", "docs", "out/vendor/lib/.git"] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    std::fs::write(ws.join("pub/a.txt"), "public").unwrap();
+    std::fs::write(ws.join("secrets/k.txt"), "TOPSECRET").unwrap();
+    std::fs::write(ws.join("docs/readme.txt"), "readme").unwrap();
+    std::fs::write(ws.join("docs/private.txt"), "PRIVATE").unwrap();
+    let call = |tool: &str, input: &str, yes: bool| {
+        let mut args = vec!["tools", "call", tool, input, "--json"];
+        if yes {
+            args.push("--yes");
+        }
+        let out = env.bosun(&args);
+        (code(&out), json(&out))
+    };
+
+    // Reading the workspace would reach secrets/ (and docs/private.txt): denied, and the reason
+    // names what it would reach.
+    let (status, result) = call(
+        "read_other",
+        r#"{"path": ".", "other": "secrets/k.txt"}"#,
+        true,
+    );
+    assert_eq!(status, 3, "{result}");
+    let text = result.to_string();
+    assert!(
+        text.contains("secrets/**") || text.contains("docs/private.txt"),
+        "{result}"
+    );
+    assert!(!result.to_string().contains("TOPSECRET"));
+    // Naming another file of the workspace's root spells the same preopen.
+    let (status, result) = call(
+        "read_other",
+        r#"{"path": "pub", "other": "pub/a.txt"}"#,
+        true,
+    );
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], true, "{result}");
+    // A denied file beside the named one: the directory's preopen would reach it.
+    let (status, result) = call(
+        "read_other",
+        r#"{"path": "docs/readme.txt", "other": "docs/private.txt"}"#,
+        true,
+    );
+    assert_eq!(status, 3, "{result}");
+    assert!(!result.to_string().contains("PRIVATE"));
+    // A writable grant of out/ reaches out/vendor/lib/.git: policy asks, nobody answers.
+    let (status, result) = call("write_declared", r#"{"path": "out"}"#, false);
+    assert_eq!(status, 4, "{result}");
+    assert!(
+        result.to_string().contains("out/vendor/lib/.git"),
+        "{result}"
+    );
+}
+
 /// A Forge plugin whose entry is CommonJS (`.cjs`) loads as Node's `import()` presents it
 /// (`module.exports` is the default export); `require` says it is unavailable and what to do.
 #[test]

@@ -125,11 +125,12 @@ impl Tool for ChockTool {
 
     /// Each declared capability, priced on every call as Chock prices it: `net.connect.<host>`
     /// as `net.http` to that host, `fs.read`/`fs.write` on the whole workspace (a Chock tool
-    /// names no path), the others as they are.
+    /// names no path), the others as they are. Nothing is granted for them (the module is
+    /// linked with nothing), so nothing beyond the named scope needs judging.
     fn capability_requests(
         &self,
         _input: &Value,
-        ctx: &ToolContext,
+        _ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let mut requests = Vec::new();
         for decl in &self.capabilities {
@@ -144,12 +145,6 @@ impl Tool for ChockTool {
                     }));
                 }
                 (Capability::FsRead | Capability::FsWrite, _) => {
-                    if decl.capability == Capability::FsWrite {
-                        requests.extend(crate::plugin_runtime::native::protected_within(
-                            ctx.workspace.root(),
-                            ".",
-                        ));
-                    }
                     requests.push(CapabilityRequest {
                         capability: decl.capability.clone(),
                         scope: Scope {

@@ -299,11 +299,15 @@ impl Tool for PluginTool {
                         }
                         None => ".".to_owned(),
                     };
-                    // A writable directory grants everything in it: the protected paths it
-                    // holds (`.git`, `.bosun`, ...) are judged too, so policy asks about them.
-                    if decl.capability == Capability::FsWrite {
-                        requests.extend(protected_within(ctx.workspace.root(), &path));
-                    }
+                    // The preopen is the path's whole directory: what it reaches beyond the
+                    // path (a denied `secrets/**` inside it, protected paths at any depth for
+                    // a write) is judged too.
+                    requests.extend(reached_within(
+                        &self.policy,
+                        ctx.workspace.root(),
+                        &decl.capability,
+                        &path,
+                    ));
                     requests.push(CapabilityRequest {
                         capability: decl.capability.clone(),
                         scope: Scope {
@@ -446,28 +450,100 @@ pub fn plugin_tools(
     tools
 }
 
-/// `fs.write` requests for the protected paths directly inside the directory `path` (relative
-/// to `root`), which a writable grant of that directory would reach.
-pub(crate) fn protected_within(root: &std::path::Path, path: &str) -> Vec<CapabilityRequest> {
-    let dir = root.join(path);
-    if !dir.is_dir() {
-        return Vec::new();
+/// Most entries looked at for protected paths below a writable directory; past it, every
+/// protected name counts as present.
+const MAX_PROTECTED_WALK: usize = 50_000;
+
+/// What a preopen for `path` (relative to `root`) reaches beyond `path` itself, as requests of
+/// their own for policy to judge: the paths of rules restricting `capability` that can lie in
+/// the preopened directory (so a `secrets/**` deny inside a granted workspace denies the call,
+/// rather than the plugin reading the secrets through its preopen), and, for `fs.write`, every
+/// protected path (`.git`, `.bosun`, ...) at any depth below it.
+pub(crate) fn reached_within(
+    policy: &Policy,
+    root: &std::path::Path,
+    capability: &Capability,
+    path: &str,
+) -> Vec<CapabilityRequest> {
+    let dir = grant_dir(root, path);
+    let dir_text = dir.to_string_lossy().replace('\\', "/");
+    let request = |path: String| CapabilityRequest {
+        capability: capability.clone(),
+        scope: Scope {
+            path: Some(path),
+            ..Scope::default()
+        },
+    };
+    let mut out: Vec<CapabilityRequest> = policy
+        .restricted_paths(&capability.as_action())
+        .into_iter()
+        .filter(|pattern| pattern_can_lie_within(pattern, &dir_text))
+        .map(request)
+        .collect();
+    if *capability == Capability::FsWrite {
+        out.extend(protected_below(root, &dir).into_iter().map(request));
     }
-    bosun_policy::PROTECTED_DIRS
-        .iter()
-        .chain(bosun_policy::PROTECTED_FILES.iter())
-        .filter(|name| dir.join(name).symlink_metadata().is_ok())
-        .map(|name| CapabilityRequest {
-            capability: Capability::FsWrite,
-            scope: Scope {
-                path: Some(if path == "." {
-                    (*name).to_owned()
-                } else {
-                    format!("{path}/{name}")
-                }),
-                ..Scope::default()
-            },
-        })
+    out
+}
+
+/// Whether a rule's path glob can match something inside the directory `dir` ("" is the root).
+fn pattern_can_lie_within(pattern: &str, dir: &str) -> bool {
+    let pattern = pattern.trim_start_matches("./");
+    let literal = pattern
+        .find(['*', '?', '[', '{'])
+        .map_or(pattern, |at| &pattern[..at]);
+    if dir.is_empty() {
+        return true;
+    }
+    let dir = format!("{dir}/");
+    literal.starts_with(&dir) || dir.starts_with(literal) || pattern == dir.trim_end_matches('/')
+}
+
+/// The protected paths at any depth below `dir` (relative to `root`), relative to `root`;
+/// symbolic links are not followed (the sandbox's preopen does not follow them out either).
+fn protected_below(root: &std::path::Path, dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(relative) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_PROTECTED_WALK {
+                // Too large to look at whole: treat every protected name as present anywhere.
+                return bosun_policy::PROTECTED_DIRS
+                    .iter()
+                    .chain(bosun_policy::PROTECTED_FILES.iter())
+                    .map(|name| format!("**/{name}"))
+                    .collect();
+            }
+            let name = entry.file_name();
+            let child = relative.join(&name);
+            let text = child.to_string_lossy().replace('\\', "/");
+            if bosun_policy::is_protected(&text) {
+                found.push(text);
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(child);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The directory a grant for `relative` preopens: the path itself when it is a directory, else
+/// its nearest existing ancestor; relative to `root`, with no `.` or `..` components.
+fn grant_dir(root: &std::path::Path, relative: &str) -> std::path::PathBuf {
+    let mut dir = std::path::PathBuf::from(relative);
+    while !(dir.as_os_str().is_empty() || root.join(&dir).is_dir()) {
+        if !dir.pop() {
+            break;
+        }
+    }
+    dir.components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
         .collect()
 }
 
@@ -484,16 +560,7 @@ pub(crate) fn fs_grants(root: &std::path::Path, granted: &[CapabilityRequest]) -
             _ => continue,
         };
         let relative = request.scope.path.as_deref().unwrap_or(".");
-        let mut dir = std::path::PathBuf::from(relative);
-        while !(dir.as_os_str().is_empty() || root.join(&dir).is_dir()) {
-            if !dir.pop() {
-                break;
-            }
-        }
-        let dir = dir
-            .components()
-            .filter(|c| matches!(c, std::path::Component::Normal(_)))
-            .collect::<std::path::PathBuf>();
+        let dir = grant_dir(root, relative);
         let guest_path = if dir.as_os_str().is_empty() {
             bosun_sandbox::WORKSPACE_GUEST_PATH.to_owned()
         } else {
@@ -523,4 +590,30 @@ fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool
             .map(|d| Subject::capability(&CapabilityRequest::bare(d.capability.clone()))),
     );
     policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pattern_can_lie_within;
+
+    #[test]
+    fn rule_paths_are_matched_against_the_preopened_directory() {
+        for (pattern, dir, inside) in [
+            ("secrets/**", "", true),
+            ("secrets/**", "src", false),
+            ("src/**", "src/sub", true),
+            ("src/sub/*.key", "src", true),
+            ("**/.env", "src", true),
+            ("./docs/private.txt", "docs", true),
+            ("docs", "docs", true),
+            ("docsx/**", "docs", false),
+            ("s*/**", "src", true),
+        ] {
+            assert_eq!(
+                pattern_can_lie_within(pattern, dir),
+                inside,
+                "{pattern} in {dir:?}"
+            );
+        }
+    }
 }
