@@ -516,6 +516,11 @@ fn scan_text(report: &bosun_plugins::scan::ScanReport) -> String {
         text.push_str(&format!(" ({} more not listed)", report.findings_omitted));
     }
     text.push('\n');
+    if let Some(sha256) = &report.sha256 {
+        text.push_str(&format!(
+            "snapshot sha256 {sha256}: exactly the files trust would pin and the engine would load\n"
+        ));
+    }
     let critical = report.findings.iter().any(|f| f.weight >= CRITICAL_WEIGHT);
     text.push_str(&if critical {
         format!("refused: a finding of weight {CRITICAL_WEIGHT} refuses on its own\n")

@@ -43,6 +43,7 @@ use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use serde::Serialize;
 
+use crate::source::SourceSnapshot;
 use crate::typescript::{ParseGuard, diagnostic_message, diagnostic_offset, on_parser_stack};
 pub use rules::{Category, Rule};
 
@@ -50,12 +51,6 @@ pub use rules::{Category, Rule};
 pub const MAX_FILES: usize = 1_000;
 /// Largest file scanned (the bound [`crate::typescript::strip_types`] has too).
 pub const MAX_FILE_BYTES: usize = crate::typescript::MAX_SOURCE_BYTES;
-/// Most bytes of source read from one directory.
-pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
-/// Most directory entries (of any kind) visited.
-pub const MAX_ENTRIES: usize = 20_000;
-/// Deepest directory nesting visited.
-pub const MAX_DIR_DEPTH: usize = 32;
 /// Most findings of one rule listed for one file; the rest are counted in
 /// [`ScanReport::findings_omitted`] (the verdict does not change: a rule counts once per file).
 pub const MAX_LISTED_PER_RULE: usize = 50;
@@ -96,6 +91,9 @@ pub struct ScanReport {
     pub total: u32,
     /// Whether the plugin is refused: a finding of weight 3, or a total of 4 or more.
     pub refused: bool,
+    /// The SHA-256 of the snapshot scanned (a directory): the hash trust pins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// Why a scan could not start.
@@ -157,12 +155,14 @@ fn source_kind(name: &str) -> Option<bool> {
     }
 }
 
-/// Scan a plugin directory (recursively; see the module docs), or one source file.
+/// Scan a plugin directory, or one source file.
 ///
-/// A symbolic link anywhere below the directory, a file that is not UTF-8 or not a regular
-/// file, a file over [`MAX_FILE_BYTES`], and more than [`MAX_FILES`] files, [`MAX_ENTRIES`]
-/// entries or [`MAX_DIR_DEPTH`] levels are findings that refuse the plugin; the path itself
-/// being missing, a link, or neither a directory nor a source file is an error.
+/// A directory is read exactly as the loader reads it, into a [`SourceSnapshot`] (no link
+/// followed anywhere, special files refused, the snapshot's bounds), and that snapshot is
+/// scanned: what is reviewed is what is hashed, trusted and run, and the report carries the
+/// snapshot's SHA-256. A directory the loader would refuse is refused here with the loader's
+/// reason, as a finding. The path itself being missing, a link, or neither a directory nor a
+/// source file is an error.
 pub fn scan_dir(dir: &Path) -> Result<ScanReport, ScanError> {
     let meta = match dir.symlink_metadata() {
         Ok(meta) => meta,
@@ -184,12 +184,20 @@ pub fn scan_dir(dir: &Path) -> Result<ScanReport, ScanError> {
         });
     }
     if meta.is_dir() {
-        let walked = walk::walk(dir);
-        return Ok(report(
-            &walked.files,
-            walked.findings,
-            walked.rejected_files,
-        ));
+        return Ok(match SourceSnapshot::read(dir) {
+            Ok(snapshot) => scan_snapshot(&snapshot),
+            Err(e) => report(
+                &[],
+                vec![file_finding(
+                    ".",
+                    format!(
+                        "cannot be loaded as a plugin, so it is refused: {}",
+                        bosun_core::escape_hidden(&e.to_string())
+                    ),
+                )],
+                0,
+            ),
+        });
     }
     let name = dir
         .file_name()
@@ -205,6 +213,19 @@ pub fn scan_dir(dir: &Path) -> Result<ScanReport, ScanError> {
         source,
     })?;
     Ok(scan_files(&[(name, bytes)]))
+}
+
+/// Scan a plugin's source snapshot, the one the loader hashes and runs; the report names the
+/// snapshot's SHA-256.
+pub fn scan_snapshot(snapshot: &SourceSnapshot) -> ScanReport {
+    let files: Vec<(String, Vec<u8>)> = snapshot
+        .files()
+        .iter()
+        .map(|f| (f.path.clone(), f.bytes.to_vec()))
+        .collect();
+    let mut report = scan_files(&files);
+    report.sha256 = Some(snapshot.sha256().to_owned());
+    report
 }
 
 /// Scan an in-memory snapshot of a plugin: `(relative path with / separators, bytes)` pairs.
@@ -462,5 +483,6 @@ fn verdict(files_scanned: usize, findings: Vec<Finding>, findings_omitted: usize
         total,
         findings,
         findings_omitted,
+        sha256: None,
     }
 }

@@ -329,10 +329,16 @@ fn plugins_scan_passes_a_clean_plugin_and_refuses_a_hostile_one() {
     let env = Env::new();
     let out = env.bosun(&["plugins", "scan", &scan_fixture("clean")]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "1 file scanned, 0 findings, total 0\n\
-         passed (a review aid: the sandbox still confines whatever the plugin does)\n"
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("1 file scanned, 0 findings, total 0\nsnapshot sha256 "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "passed (a review aid: the sandbox still confines whatever the plugin does)\n"
+        ),
+        "{text}"
     );
 
     // Every line of the hostile fixture evades Triggerfish's regexes; each is found, in place.
@@ -346,6 +352,7 @@ fn plugins_scan_passes_a_clean_plugin_and_refuses_a_hostile_one() {
          mod.ts:8:16  [prompt_injection, weight 3]  prompt injection assembled from pieces: tells the model to ignore its instructions (\"ignore all previous instructions\")\n\
          mod.ts:15:54  [code_execution, weight 3]  calls eval indirectly\n\
          2 files scanned, 5 findings, total 14\n\
+         snapshot sha256 a49e87e993efc84702e8ac5afb3a7ad3aaef042f30bbe70941fd658611b7e971: exactly the files trust would pin and the engine would load\n\
          refused: a finding of weight 3 refuses on its own\n"
     );
 
@@ -399,4 +406,42 @@ fn tools_and_plugins_lists_render_for_a_person() {
     let out = env.bosun(&["plugins", "list"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     insta::assert_snapshot!("plugins_list", String::from_utf8_lossy(&out.stdout));
+}
+
+/// What a person reads from `plugins scan` (the findings, the verdict and the snapshot's hash)
+/// and from `plugins info` for each format: snapshots, so a change to the rendering is a
+/// reviewed change.
+#[test]
+fn scan_findings_and_plugin_info_render_for_a_person() {
+    let env = Env::new();
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/tests/fixtures/scan");
+    for name in ["clean", "hostile"] {
+        let out = env.bosun(&["plugins", "scan", fixtures.join(name).to_str().unwrap()]);
+        insta::assert_snapshot!(format!("scan_{name}"), String::from_utf8_lossy(&out.stdout));
+    }
+    install(&env, "hello", bosun_test_programs::HELLO);
+    enable(&env, "hi", "hello");
+    let out = env.bosun(&["plugins", "info", "hi"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let home = env.home().display().to_string();
+    // The component's hash follows the guest build; the rendering around it is what is pinned.
+    let text = String::from_utf8_lossy(&out.stdout).replace(&home, "$BOSUN_HOME");
+    let text: String = text
+        .lines()
+        .map(|line| {
+            line.split(' ')
+                .map(|word| {
+                    if word.len() == 64 && word.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        "<sha256>"
+                    } else {
+                        word
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("plugins_info_native", text);
 }

@@ -28,6 +28,7 @@ use bosun_core::{
     Capability, CapabilityRequest, ErrorCode, Risk, Scope, ToolError, ToolName, ToolOutput,
     ToolSpec,
 };
+use bosun_plugins::scan::scan_snapshot;
 use bosun_plugins::{ForgeManifest, SourceSnapshot, TriggerfishManifest};
 use bosun_policy::Policy;
 use bosun_sandbox::{Loaded, Sandbox};
@@ -360,16 +361,6 @@ impl PluginManager {
             "report": report,
         }))
     }
-}
-
-/// Scans exactly the snapshot's bytes.
-fn scan_snapshot(snapshot: &SourceSnapshot) -> bosun_plugins::scan::ScanReport {
-    let files: Vec<(String, Vec<u8>)> = snapshot
-        .files()
-        .iter()
-        .map(|f| (f.path.clone(), f.bytes.to_vec()))
-        .collect();
-    bosun_plugins::scan::scan_files(&files)
 }
 
 fn summarise_findings(report: &bosun_plugins::scan::ScanReport) -> String {
