@@ -1,6 +1,5 @@
 //! The precompiled-artefact cache: reused across sandboxes, and never trusted when damaged.
-
-use std::time::Instant;
+//! What loading costs is measured in `benches/load.rs`, not here.
 
 use bosun_sandbox::{CacheOutcome, Grants};
 use pretty_assertions::assert_eq;
@@ -13,9 +12,7 @@ async fn artefact_is_written_then_reused() {
     let wasm = wat_plugin();
 
     let first = sandbox_with(&dir, None);
-    let started = Instant::now();
     let loaded = first.load(wasm).unwrap();
-    let compile = started.elapsed();
     assert_eq!(loaded.cache_outcome(), CacheOutcome::Miss);
     let path = first.artefact_path(wasm).unwrap();
     assert!(path.is_file(), "{} missing", path.display());
@@ -31,11 +28,8 @@ async fn artefact_is_written_then_reused() {
 
     // A new sandbox (as in a new process) finds the artefact.
     let second = sandbox_with(&dir, None);
-    let started = Instant::now();
     let loaded = second.load(wasm).unwrap();
-    let cached = started.elapsed();
     assert_eq!(loaded.cache_outcome(), CacheOutcome::Hit);
-    eprintln!("compile+store {compile:?}, cached load {cached:?}");
 
     let mut instance = loaded.instantiate(Grants::default()).await.unwrap();
     assert_eq!(
@@ -90,43 +84,6 @@ fn not_a_component_is_refused_with_the_fix() {
     let err = sandbox.load(b"\0asm\x01\0\0\0").unwrap_err();
     let message = err.to_string();
     assert!(message.contains("wasm32-wasip2"), "{message}");
-}
-
-/// Prints what loading and calling costs (no assertions: timings belong in benchmarks). Run
-/// with `--nocapture` to see them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn report_load_instantiate_and_call_costs() {
-    let dir = tempfile::tempdir().unwrap();
-    let wasm = std::fs::read(bosun_test_programs::HELLO).unwrap();
-    let input = r#"{"name":"Ada"}"#;
-
-    let started = Instant::now();
-    let first = sandbox_with(&dir, None);
-    let engine = started.elapsed();
-    let started = Instant::now();
-    let loaded = first.load(&wasm).unwrap();
-    let first_load = started.elapsed();
-    let sandbox = sandbox_with(&dir, None);
-    let started = Instant::now();
-    let loaded_again = sandbox.load(&wasm).unwrap();
-    let cached_load = started.elapsed();
-    assert_eq!(loaded.cache_outcome(), CacheOutcome::Miss);
-    assert_eq!(loaded_again.cache_outcome(), CacheOutcome::Hit);
-
-    let started = Instant::now();
-    let mut instance = loaded_again.instantiate(Grants::default()).await.unwrap();
-    let instantiate = started.elapsed();
-    call(&mut instance, "greet", input).await.unwrap();
-    let started = Instant::now();
-    for _ in 0..100 {
-        call(&mut instance, "greet", input).await.unwrap();
-    }
-    let warm_call = started.elapsed() / 100;
-    eprintln!(
-        "hello ({} KB): engine {engine:?}, first load {first_load:?}, cached load {cached_load:?}, \
-         instantiate {instantiate:?}, warm call {warm_call:?}",
-        wasm.len() / 1000
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
