@@ -355,6 +355,73 @@ fn every_call_writes_a_trace_that_inspect_renders() {
     assert_eq!(code(&env.bosun(&["inspect", "no-such-run"])), 2);
 }
 
+/// The rendered trace as a person reads it (`bosun inspect`): a snapshot, so a change to the
+/// rendering is a reviewed change. Run ids, times, durations and paths vary and are masked.
+#[test]
+fn the_rendered_trace_reads_for_a_person() {
+    let env = Env::new();
+    env.bosun(&["tools", "call", "read_file", r#"{"path": "src/lib.rs"}"#]);
+    let out = env.bosun(&["inspect", "last"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let json_out = env.bosun(&["inspect", "last", "--json"]);
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&json_out.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let run_id = first["run_id"].as_str().unwrap().to_owned();
+    let text = String::from_utf8_lossy(&out.stdout)
+        .replace(&run_id, "[RUN]")
+        .replace(&env.ws().display().to_string(), "[WS]")
+        .replace(&env.home().display().to_string(), "[HOME]");
+    insta::assert_snapshot!("rendered_trace", mask_numbers(&text));
+}
+
+/// Masks what changes from run to run: every run of digits (times, durations, ids) becomes `N`,
+/// a hex word of 4 or more characters with a digit in it (a run id's parts) becomes `X`, and
+/// the padding inside `[  12 ms]` goes.
+fn mask_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.len() >= 4
+            && word.chars().all(|c| c.is_ascii_hexdigit())
+            && word.chars().any(|c| c.is_ascii_digit())
+        {
+            out.push('X');
+        } else {
+            let mut in_digits = false;
+            for c in word.chars() {
+                if c.is_ascii_digit() {
+                    if !in_digits {
+                        out.push('N');
+                    }
+                    in_digits = true;
+                } else {
+                    in_digits = false;
+                    out.push(c);
+                }
+            }
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    while out.contains("[ ") {
+        out = out.replace("[ ", "[");
+    }
+    out
+}
+
 #[test]
 fn tools_list_json_describes_every_builtin() {
     let env = Env::new();
