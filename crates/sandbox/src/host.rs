@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-use crate::bindings::bosun::plugin::host;
+use crate::wit::v1::bosun::plugin::host;
 
 /// Severity of a plugin log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 
 use crate::SandboxInner;
-use crate::bindings::{Plugin, PluginPre};
 use crate::cache::CacheOutcome;
 use crate::chock::{Answer, ChockBound};
 use crate::engine::hex;
@@ -23,12 +22,13 @@ use crate::host::{BoundedPipe, CallClock};
 use crate::js;
 use crate::report::{CallOutput, CallReport};
 use crate::store::{Interrupt, StoreState, startup_store};
+use crate::wit::v1::{Plugin, PluginPre};
 
 /// A linked component of either world.
 #[derive(Clone)]
 pub(crate) enum Pre {
-    /// A native plugin (`bosun:plugin/plugin`).
-    Native(PluginPre<StoreState>),
+    /// A native plugin built against WIT v1 (`bosun:plugin/plugin@1.0.0`).
+    NativeV1(PluginPre<StoreState>),
     /// The JavaScript engine (`bosun:js/js-plugin`).
     Js(js::bindings::JsPluginPre<StoreState>),
     /// A Chock plugin: a core module, with the tool count its metadata declares.
@@ -37,7 +37,7 @@ pub(crate) enum Pre {
 
 /// An instance's exports, of any kind.
 enum Bound {
-    Native(Plugin),
+    NativeV1(Plugin),
     Js(js::bindings::JsPlugin),
     Chock(ChockBound),
 }
@@ -118,7 +118,7 @@ impl Loaded {
         let hard_stop = grants.timeout + sandbox.config.engine.epoch_tick;
         let instantiated = async {
             match &self.pre {
-                Pre::Native(pre) => pre.instantiate_async(&mut store).await.map(Bound::Native),
+                Pre::NativeV1(pre) => pre.instantiate_async(&mut store).await.map(Bound::NativeV1),
                 Pre::Js(pre) => pre.instantiate_async(&mut store).await.map(Bound::Js),
                 Pre::Chock(pre, tools) => match pre.instantiate_async(&mut store).await {
                     Ok(instance) => {
@@ -193,8 +193,8 @@ struct GuestError {
     retryable: bool,
 }
 
-impl From<crate::bindings::exports::bosun::plugin::tools::ToolError> for GuestError {
-    fn from(e: crate::bindings::exports::bosun::plugin::tools::ToolError) -> Self {
+impl From<crate::wit::v1::exports::bosun::plugin::tools::ToolError> for GuestError {
+    fn from(e: crate::wit::v1::exports::bosun::plugin::tools::ToolError) -> Self {
         Self {
             code: e.code,
             message: e.message,
@@ -236,7 +236,7 @@ async fn run_export(
 ) -> wasmtime::Result<Result<String, GuestError>> {
     use js::bindings::exports::bosun::js::engine::SourceFile;
     Ok(match (bound, call) {
-        (Bound::Native(p), GuestCall::Tool { tool, input }) => p
+        (Bound::NativeV1(p), GuestCall::Tool { tool, input }) => p
             .bosun_plugin_tools()
             .call_call(store, tool, input)
             .await?
@@ -275,10 +275,10 @@ async fn run_export(
             }
         }
         (
-            Bound::Native(_) | Bound::Chock(_),
+            Bound::NativeV1(_) | Bound::Chock(_),
             GuestCall::Activate { .. } | GuestCall::Hook { .. },
         )
-        | (Bound::Native(_) | Bound::Js(_), GuestCall::Chock { .. })
+        | (Bound::NativeV1(_) | Bound::Js(_), GuestCall::Chock { .. })
         | (Bound::Chock(_), GuestCall::Tool { .. }) => Err(GuestError {
             code: "plugin_error".into(),
             message: "the plugin has no export for this kind of call".into(),

@@ -30,7 +30,7 @@ pub(crate) mod bindings {
         world: "bosun:js/js-plugin",
         imports: { "bosun:js/runtime.lookup": async },
         exports: { default: async },
-        with: { "bosun:plugin/host": crate::bindings::bosun::plugin::host },
+        with: { "bosun:plugin/host": crate::wit::v1::bosun::plugin::host },
     });
 }
 

@@ -52,14 +52,20 @@ mod linker;
 mod report;
 mod store;
 
-/// Host bindings for `bosun:plugin@1.0.0`, generated from `crates/sdk/wit/v1`.
-mod bindings {
-    #![allow(missing_docs)]
-    wasmtime::component::bindgen!({
-        path: "../sdk/wit/v1",
-        world: "bosun:plugin/plugin",
-        exports: { default: async },
-    });
+/// The host's bindings of Bosun's plugin WIT, one module per version (`crates/sdk/wit/v<N>`).
+/// Each version is one variant of the instance's dispatch enums (`instance::Pre`,
+/// `instance::Bound`), so WIT v2 is one more module here and one more variant there; the call
+/// path above them does not change.
+mod wit {
+    /// `bosun:plugin@1.0.0`, generated from `crates/sdk/wit/v1`.
+    pub(crate) mod v1 {
+        #![allow(missing_docs)]
+        wasmtime::component::bindgen!({
+            path: "../sdk/wit/v1",
+            world: "bosun:plugin/plugin",
+            exports: { default: async },
+        });
+    }
 }
 
 use std::path::{Path, PathBuf};
@@ -193,10 +199,10 @@ impl Sandbox {
             reason: format!("{e:#}"),
         };
         let pre = inner.linker.instantiate_pre(&component).map_err(contract)?;
-        let pre = bindings::PluginPre::new(pre).map_err(contract)?;
+        let pre = wit::v1::PluginPre::new(pre).map_err(contract)?;
         Ok(Loaded {
             sandbox: Arc::clone(inner),
-            pre: instance::Pre::Native(pre),
+            pre: instance::Pre::NativeV1(pre),
             label: None,
             content_hash,
             cache,

@@ -4,10 +4,10 @@
 
 use wasmtime::component::HasSelf;
 
-use crate::bindings::Plugin;
 use crate::host::HostState;
 use crate::js;
 use crate::store::StoreState;
+use crate::wit::v1::Plugin;
 
 /// Adds everything a plugin may import to the linker: WASI 0.2 (whose filesystem, sockets and
 /// environment are empty unless the grants fill them), `wasi:http` through the guard, and
