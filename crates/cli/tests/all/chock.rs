@@ -194,3 +194,58 @@ fn path_may_name_a_chock_module_file_as_chocks_config_does() {
     assert_eq!(status, 0, "{result}");
     assert_eq!(result["output"], "Hello, world!");
 }
+
+/// A module that asks for more memory than its grant is refused at instantiation, every call,
+/// with a clear error naming the plugin.
+#[test]
+fn a_greedy_module_is_refused_every_time() {
+    let env = Env::new();
+    let mut greedy = ChockFixture::hello(false);
+    greedy.memory_pages = Some(8_000); // 500 MiB, over a 64 MiB grant
+    install(&env, "greedy", &greedy, "memory_mib = 64");
+    for _ in 0..2 {
+        let (status, result) = call(&env, "greet", r#"{"who": "x"}"#);
+        assert_eq!(status, 1, "{result}");
+        let message = result["error"]["message"].as_str().unwrap();
+        assert!(message.contains("greedy"), "{message}");
+        assert!(message.to_lowercase().contains("memory"), "{message}");
+    }
+}
+
+/// A module whose `chock_plugin_init` never returns is stopped at the call's deadline, every
+/// call (a fresh instance each time), and the host goes on.
+#[test]
+fn a_module_whose_init_spins_is_stopped_at_the_deadline() {
+    let env = Env::new();
+    let mut spinner = ChockFixture::hello_v1(false);
+    spinner.init_spins = true;
+    install(&env, "spinner", &spinner, "timeout_ms = 300");
+    for _ in 0..2 {
+        let (status, result) = call(&env, "hello", "{}");
+        assert_eq!(status, 1, "{result}");
+        assert_eq!(result["error"]["code"], "timed_out", "{result}");
+    }
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "src/lib.rs"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// A debug build's shape (hundreds of KiB of debug sections, data at 1 MiB) loads and answers
+/// like a release build.
+#[test]
+fn a_debug_shaped_module_runs_like_a_release_one() {
+    let env = Env::new();
+    let mut debug = ChockFixture::hello(false);
+    debug.data_at = 1_048_576;
+    debug.debug_bytes = 400 * 1024;
+    let out = install(&env, "debug", &debug, "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (status, result) = call(&env, "greet", r#"{"who": "Ada", "loudly": true}"#);
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"], "HELLO, ADA!");
+}

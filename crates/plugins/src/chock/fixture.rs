@@ -210,6 +210,10 @@ pub struct ChockFixture {
     pub debug_bytes: usize,
     /// Split the blob into two segments at this offset, with this many bytes of hole between.
     pub split: Option<(usize, u32)>,
+    /// Declare this many 64 KiB pages of memory instead of what the layout needs.
+    pub memory_pages: Option<u32>,
+    /// `chock_plugin_init` loops forever instead of answering.
+    pub init_spins: bool,
 }
 
 impl ChockFixture {
@@ -265,6 +269,8 @@ impl ChockFixture {
             import: None,
             debug_bytes: 0,
             split: None,
+            memory_pages: None,
+            init_spins: false,
         }
     }
 
@@ -275,7 +281,7 @@ impl ChockFixture {
         let data_end = u64::from(self.data_at) + data.len() as u64 + 64;
         let args_at = data_end.div_ceil(65536) * 65536;
         let scratch = args_at + 65536;
-        let pages = scratch / 65536 + 1;
+        let pages = self.memory_pages.map_or(scratch / 65536 + 1, u64::from);
         let magic = self.magic_global.unwrap_or(i64::from(self.data_at));
         let metadata = self.metadata_global.unwrap_or(i64::from(self.data_at) + 4);
         let mut wat = String::from("(module\n");
@@ -319,11 +325,17 @@ impl ChockFixture {
                 );
             }
         }
-        let _ = writeln!(
-            wat,
-            "  (func (export \"chock_plugin_init\") (result i32) (i32.const {}))",
-            self.init_returns
-        );
+        if self.init_spins {
+            wat.push_str(
+                "  (func (export \"chock_plugin_init\") (result i32) (loop $spin (br $spin)) (i32.const 0))\n",
+            );
+        } else {
+            let _ = writeln!(
+                wat,
+                "  (func (export \"chock_plugin_init\") (result i32) (i32.const {}))",
+                self.init_returns
+            );
+        }
         let _ = writeln!(
             wat,
             "  (func (export \"chock_plugin_arguments\") (param $len i32) (result i32)
