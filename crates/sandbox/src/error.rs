@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use bosun_core::ErrorCode;
+
 use crate::report::CallReport;
 
 /// Setting up the engine, loading a component or instantiating it failed.
@@ -199,14 +201,25 @@ impl CallError {
 impl CallErrorKind {
     /// See [`CallError::code`].
     pub fn code(&self) -> &str {
-        match self {
-            Self::Tool { code, .. } => code,
-            Self::Trap { .. } | Self::Poisoned => "plugin_error",
-            Self::TimedOut { .. } => "timed_out",
-            Self::MemoryExceeded { .. } => "limit_reached",
-            Self::OutputTooLarge { .. } => "output_limit",
-            Self::Cancelled => "cancelled",
+        match (self, self.host_code()) {
+            (Self::Tool { code, .. }, _) => code,
+            (_, Some(code)) => code.as_str(),
+            (_, None) => ErrorCode::PluginError.as_str(),
         }
+    }
+
+    /// The stable code of a failure the sandbox itself observed (a trap, the deadline, the
+    /// memory cap, the output bound, cancellation), typed; `None` for the plugin's own tool
+    /// error, whose code is the plugin's claim (`Tool::code`) and is judged by the host.
+    pub fn host_code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            Self::Tool { .. } => return None,
+            Self::Trap { .. } | Self::Poisoned => ErrorCode::PluginError,
+            Self::TimedOut { .. } => ErrorCode::TimedOut,
+            Self::MemoryExceeded { .. } => ErrorCode::LimitReached,
+            Self::OutputTooLarge { .. } => ErrorCode::OutputLimit,
+            Self::Cancelled => ErrorCode::Cancelled,
+        })
     }
 
     /// See [`CallError::poisons_instance`].

@@ -149,7 +149,6 @@ impl PluginRuntime {
 /// [`ToolError::from_plugin`]) and message; any other failure (trap, deadline, memory, output),
 /// which the sandbox itself observed, with its stable code, named after the plugin.
 pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
-    let stable = |code: &str| ErrorCode::parse(code).unwrap_or(ErrorCode::PluginError);
     match kind {
         CallErrorKind::Tool {
             code,
@@ -157,7 +156,7 @@ pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
             retryable,
         } => ToolError::from_plugin(code, message.clone(), *retryable),
         kind => ToolError {
-            code: stable(kind.code()),
+            code: kind.host_code().unwrap_or(ErrorCode::PluginError),
             message: format!("plugin `{plugin}`: {kind}"),
             retryable: kind.retryable(),
         },
