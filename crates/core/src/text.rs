@@ -1,4 +1,4 @@
-//! Small text helpers shared by every parser that reports positions to a person.
+//! Small text helpers shared across the crates: positions for a person, hex for digests.
 
 /// 1-based line and column (in characters) of byte `offset` in `text`. Works on bytes so that
 /// an offset past the end or inside a character (a span from a different text) cannot panic.
@@ -16,6 +16,21 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
         .filter(|&&b| b & 0xC0 != 0x80)
         .count();
     (line, column)
+}
+
+/// Lowercase hex of `bytes`: Bosun's one spelling of hashes and digests.
+///
+/// ```
+/// assert_eq!(bosun_core::text::hex(&[0x00, 0xab, 0x7f]), "00ab7f");
+/// ```
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 #[cfg(test)]

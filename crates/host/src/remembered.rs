@@ -26,7 +26,7 @@ pub fn dir(home: &Path) -> PathBuf {
 /// The file that remembers approvals for `workspace` (its canonical root).
 pub fn file_for(home: &Path, workspace: &Path) -> PathBuf {
     let digest = Sha256::digest(workspace.as_os_str().as_encoded_bytes());
-    let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let key = bosun_core::text::hex(&digest[..8]);
     dir(home).join(format!("{key}.toml"))
 }
 

@@ -662,13 +662,7 @@ fn change(record: &TrustRecord, sha256: &str, declared: &Declared) -> Option<Cha
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    bosun_core::text::hex(&Sha256::digest(bytes))
 }
 
 /// Reads `plugin.wasm` once: not through a symbolic link (checked by the open itself, so a

@@ -191,16 +191,7 @@ fn hash(files: &[SourceFile]) -> String {
         hasher.update((file.bytes.len() as u64).to_be_bytes());
         hasher.update(&file.bytes);
     }
-    hex(&hasher.finalize())
-}
-
-fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    bosun_core::text::hex(&hasher.finalize())
 }
 
 /// Whether `path` is relative, `/`-separated, and has no empty, `.` or `..` component.
@@ -621,7 +612,7 @@ mod tests {
         expected.extend_from_slice(b"bc");
         assert_eq!(
             snapshot(&[("a", b"bc")]).sha256(),
-            hex(&Sha256::digest(&expected))
+            bosun_core::text::hex(&Sha256::digest(&expected))
         );
     }
 

@@ -143,11 +143,4 @@ pub(crate) fn engine_fingerprint(engine: &Engine) -> String {
 /// The wasmtime version this crate is built against; part of every cache key.
 pub(crate) const WASMTIME_VERSION: &str = "48.0.8";
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+pub(crate) use bosun_core::text::hex;

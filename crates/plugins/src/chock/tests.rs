@@ -15,9 +15,7 @@ fn refusal(bytes: &[u8]) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use bosun_core::text::hex;
 
 /// The hello blob as the contract derives it from Chock's wire format, byte for byte.
 #[test]
