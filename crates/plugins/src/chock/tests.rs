@@ -435,3 +435,62 @@ fn text_for_the_model_drops_controls_and_shows_hidden_characters() {
     assert_eq!(text_for_model("a\u{1b}[31mb\n\tc"), "a[31mb\n\tc");
     assert!(!text_for_model("x\u{202e}y").contains('\u{202e}'));
 }
+
+/// Hostile bytes never panic the reader: every truncation of a module, and every byte of it
+/// flipped in turn, read as a module or a clear refusal.
+#[test]
+fn every_truncation_and_single_byte_change_is_read_or_refused_without_panicking() {
+    for fixture in [ChockFixture::hello(true), ChockFixture::hello_v1(true)] {
+        let bytes = module(&fixture);
+        for len in 0..bytes.len() {
+            let _ = ChockModule::read(&bytes[..len]);
+        }
+        for at in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut mutated = bytes.clone();
+                mutated[at] ^= flip;
+                if let Ok(m) = ChockModule::read(&mutated) {
+                    // What reads as a module still obeys every bound.
+                    assert!(m.tools.len() <= MAX_BLOB_TOOLS as usize);
+                    let _ = m.manifest(BUILTINS);
+                }
+            }
+        }
+    }
+}
+
+/// Arguments built for hostile schemas never panic the encoder.
+#[test]
+fn the_argument_encoder_survives_mismatched_values() {
+    let m = ChockModule::read(&module(&ChockFixture::hello(false))).unwrap();
+    let greet = m.tools[1].properties.as_ref().unwrap();
+    for input in [
+        json!(null),
+        json!([]),
+        json!({"who": {"nested": true}}),
+        json!({"who": "x", "loudly": "yes"}),
+        json!({"who": 1e308}),
+        json!({"who": "\u{0}\u{ffff}"}),
+    ] {
+        let _ = encode_arguments(greet, &input);
+    }
+    let props = vec![Property {
+        name: "n".into(),
+        description: String::new(),
+        required: true,
+        shape: Shape::Integer,
+    }];
+    for value in [
+        json!(1e300),
+        json!(-1e300),
+        json!(1.5),
+        json!(f64::MAX),
+        json!("1"),
+    ] {
+        assert!(
+            encode_arguments(&props, &json!({ "n": value })).is_err(),
+            "{value}"
+        );
+    }
+    assert!(encode_arguments(&props, &json!({ "n": 9_007_199_254_740_993_i64 })).is_ok());
+}
