@@ -169,6 +169,7 @@ pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
             (r.hour, r.minute, r.second) = (numeric(), numeric(), numeric());
         }
     }
+    r.calendar = calendar_of(&r.locale)?;
     let shows_hour = r.hour.is_some() || r.time_style.is_some();
     if shows_hour {
         let cycle = match (r.hour12, &r.hour_cycle) {
@@ -189,6 +190,34 @@ pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
         r.hour12 = None;
     }
     serde_json::to_value(&r).map_err(|e| IntlError::type_error(e.to_string()))
+}
+
+/// The calendar the locale formats in (Thai: `buddhist`; `-u-ca-` keywords are not kept in the
+/// resolved locale, so this is the locale's default), as BCP 47 names it.
+fn calendar_of(locale: &str) -> Result<String, IntlError> {
+    use icu::calendar::AnyCalendarKind as K;
+    let mut b = FieldSetBuilder::new();
+    b.date_fields = Some(DateFields::YMD);
+    let kind = formatter(locale, None, &b)?.calendar().kind();
+    Ok(match kind {
+        K::Buddhist => "buddhist",
+        K::Chinese => "chinese",
+        K::Coptic => "coptic",
+        K::Dangi => "dangi",
+        K::Ethiopian => "ethiopic",
+        K::EthiopianAmeteAlem => "ethioaa",
+        K::Hebrew => "hebrew",
+        K::Indian => "indian",
+        K::HijriTabularTypeIIFriday => "islamic-civil",
+        K::HijriSimulatedMecca => "islamic-rgsa",
+        K::HijriTabularTypeIIThursday => "islamic-tbla",
+        K::HijriUmmAlQura => "islamic-umalqura",
+        K::Iso => "iso8601",
+        K::Japanese | K::JapaneseExtended => "japanese",
+        K::Persian => "persian",
+        _ => "gregory",
+    }
+    .to_owned())
 }
 
 /// The locale's own hour cycle, read from how it writes 13:00.

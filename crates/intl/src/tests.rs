@@ -371,3 +371,64 @@ fn canonical_locales() {
     assert!(call("nope", "{}").is_err());
     assert!(call("number.format", "not json").is_err());
 }
+
+#[test]
+fn other_calendars_and_numbering_systems_format_without_failing() {
+    for locale in [
+        "th",
+        "en-u-ca-hebrew",
+        "ar-EG",
+        "fa",
+        "ja-JP-u-ca-japanese",
+        "zh-u-nu-hanidec",
+    ] {
+        let out = date(
+            &[locale],
+            json!({"timeZone": "UTC", "dateStyle": "long"}),
+            NOV_14_2023,
+        );
+        assert!(!out.is_empty(), "{locale}");
+        let _ = number(&[locale], json!({}), json!(1234.5));
+    }
+    let r = run("datetime.resolve", json!({"locales": ["th-TH"]})).unwrap();
+    assert_eq!(r["calendar"], "buddhist");
+    let r = run("datetime.resolve", json!({"locales": ["en-US"]})).unwrap();
+    assert_eq!(r["calendar"], "gregory");
+}
+
+/// Junk requests are refused as errors, never a panic.
+#[test]
+fn junk_requests_are_errors() {
+    for (op, request) in [
+        ("datetime.format", "{}"),
+        (
+            "datetime.format",
+            r#"{"resolved": {"locale": "en"}, "epochMs": 0}"#,
+        ),
+        ("datetime.resolve", r#"{"locales": [1, 2]}"#),
+        (
+            "datetime.resolve",
+            r#"{"options": {"fractionalSecondDigits": 99}}"#,
+        ),
+        (
+            "datetime.resolve",
+            r#"{"options": {"timeZone": "../../etc/passwd"}}"#,
+        ),
+        ("number.format", r#"{"resolved": null, "value": 1}"#),
+        (
+            "relative.format",
+            r#"{"resolved": {"locale": "en", "style": "long", "numeric": "always", "numberingSystem": "latn"}, "value": 1e308, "unit": "day"}"#,
+        ),
+        (
+            "collator.compare",
+            r#"{"resolved": {"locale": "xx-!!", "usage": "sort", "sensitivity": "base", "ignorePunctuation": false, "collation": "default", "numeric": false, "caseFirst": "false"}, "a": "a", "b": "b"}"#,
+        ),
+    ] {
+        let _ = call(op, request);
+    }
+    let huge = format!(r#"{{"locales": ["{}"]}}"#, "a".repeat(MAX_REQUEST_BYTES));
+    assert_eq!(
+        call("locale.canonicalize", &huge).unwrap_err().kind,
+        ErrorKind::Range
+    );
+}
