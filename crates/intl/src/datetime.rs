@@ -170,6 +170,7 @@ pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
         }
     }
     r.calendar = calendar_of(&r.locale)?;
+    r.numbering_system = locale::numbering_system(&r.locale)?;
     let shows_hour = r.hour.is_some() || r.time_style.is_some();
     if shows_hour {
         let cycle = match (r.hour12, &r.hour_cycle) {

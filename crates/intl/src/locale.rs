@@ -75,3 +75,27 @@ pub(crate) fn with_keywords(locale: &str, keywords: &[(&str, &str)]) -> Result<L
 pub(crate) fn base_name(locale: &Locale) -> String {
     locale.id.to_string()
 }
+
+/// The numbering system `locale` writes digits in, named as BCP 47 does, read from how it writes
+/// zero (`latn` when the digit is not one of the common systems).
+pub(crate) fn numbering_system(locale: &str) -> Result<String, IntlError> {
+    let locale = parse(locale)?;
+    let formatter =
+        icu::decimal::DecimalFormatter::try_new((&locale).into(), Default::default())
+            .map_err(|e| IntlError::range(format!("no number data for this locale: {e}")))?;
+    let zero = writeable::Writeable::write_to_string(
+        &formatter.format(&icu::decimal::input::Decimal::from(0)),
+    )
+    .into_owned();
+    Ok(match zero.chars().next() {
+        Some('\u{660}') => "arab",
+        Some('\u{6f0}') => "arabext",
+        Some('\u{966}') => "deva",
+        Some('\u{9e6}') => "beng",
+        Some('\u{e50}') => "thai",
+        Some('\u{1040}') => "mymr",
+        Some('\u{3007}') => "hanidec",
+        _ => "latn",
+    }
+    .to_owned())
+}

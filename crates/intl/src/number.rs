@@ -148,9 +148,10 @@ pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
         ("percent", _) => (0, 0),
         _ => (0, 3),
     };
+    let base = locale::base_name(&chosen);
     let mut r = Resolved {
-        locale: locale::base_name(&chosen),
-        numbering_system: "latn".to_owned(),
+        numbering_system: locale::numbering_system(&base)?,
+        locale: base,
         style: style.clone(),
         currency: currency.filter(|_| style == "currency"),
         currency_display: (style == "currency")

@@ -394,6 +394,10 @@ fn other_calendars_and_numbering_systems_format_without_failing() {
     assert_eq!(r["calendar"], "buddhist");
     let r = run("datetime.resolve", json!({"locales": ["en-US"]})).unwrap();
     assert_eq!(r["calendar"], "gregory");
+    assert_eq!(r["numberingSystem"], "latn");
+    let r = run("number.resolve", json!({"locales": ["ar-EG"]})).unwrap();
+    assert_eq!(r["numberingSystem"], "arab");
+    assert_eq!(number(&["ar-EG"], json!({}), json!(12)), "\u{661}\u{662}");
 }
 
 /// Junk requests are refused as errors, never a panic.
