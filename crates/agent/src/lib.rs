@@ -5,6 +5,7 @@
 //! The agent decides nothing about tools: every call the model proposes goes to
 //! [`bosun_host::Chokepoint`], which judges, runs and records it.
 
+pub mod context;
 pub mod instructions;
 pub mod run;
 pub mod scripted;

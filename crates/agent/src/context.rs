@@ -1,0 +1,220 @@
+//! Context elision: fitting a run's conversation into the model's context window.
+//!
+//! Tokens are estimated as UTF-8 bytes / 4 — about
+//! chars / 4 for English and code with BPE tokenizers, and on the high (safe) side for other
+//! scripts. The room for input is the model's `context_window` minus its `max_output_tokens`
+//! (or [`DEFAULT_OUTPUT_RESERVE`] tokens, at most half the window, when that is unset). Before a
+//! step whose estimated request exceeds [`ELIDE_AT_PERCENT`] % of that room, the oldest tool
+//! outputs are replaced, one at a time, by `[elided: N bytes of <tool> output to fit the context
+//! window]` until the estimate is at most [`ELIDE_TO_PERCENT`] % (the gap keeps a long run from
+//! eliding on every step, which would also defeat providers' prompt caching). Only tool outputs
+//! are elided — never the task, the model's own turns or the system prompt — and a model without
+//! a `context_window` is never elided for.
+
+use bosun_models::{AssistantPart, Message, ToolDefinition};
+use serde::Serialize;
+
+/// Tokens kept free for the answer when the model entry sets no `max_output_tokens`.
+pub const DEFAULT_OUTPUT_RESERVE: u64 = 4096;
+/// Elision starts when the estimated request passes this share of the room for input.
+pub const ELIDE_AT_PERCENT: u64 = 90;
+/// Elision goes on until the estimate is at most this share.
+pub const ELIDE_TO_PERCENT: u64 = 75;
+/// Estimated bytes per token.
+pub const BYTES_PER_TOKEN: u64 = 4;
+/// Estimated framing bytes per message (role, ids, separators).
+const MESSAGE_OVERHEAD_BYTES: u64 = 16;
+
+/// The model's size limits, for context elision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ContextBudget {
+    /// Tokens the model can take in; `None` turns elision off.
+    pub context_window: Option<u64>,
+    /// Cap on generated tokens per request, also sent with each request.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ContextBudget {
+    /// Estimated tokens of input a request may carry, if the window is known.
+    pub fn input_room(&self) -> Option<u64> {
+        let window = self.context_window?;
+        let reserve = match self.max_output_tokens {
+            Some(max) => u64::from(max),
+            None => DEFAULT_OUTPUT_RESERVE.min(window / 2),
+        };
+        Some(window.saturating_sub(reserve))
+    }
+}
+
+/// Estimated tokens of a request: system prompt, tool definitions and conversation.
+pub fn estimate_tokens(system: &str, tools: &[ToolDefinition], messages: &[Message]) -> u64 {
+    let tools: u64 = tools
+        .iter()
+        .map(|t| {
+            (t.name.len() + t.description.len() + t.input_schema.to_string().len()) as u64
+                + MESSAGE_OVERHEAD_BYTES
+        })
+        .sum();
+    let messages: u64 = messages.iter().map(message_bytes).sum();
+    (system.len() as u64 + tools + messages).div_ceil(BYTES_PER_TOKEN)
+}
+
+fn message_bytes(message: &Message) -> u64 {
+    let bytes = match message {
+        Message::User { text } => text.len(),
+        Message::Tool(result) => result.call_id.len() + result.content.len(),
+        Message::Assistant { parts } => parts
+            .iter()
+            .map(|part| match part {
+                AssistantPart::Text { text } => text.len(),
+                AssistantPart::ToolCall(call) => {
+                    call.id.len() + call.name.len() + call.arguments.to_string().len()
+                }
+                AssistantPart::Reasoning(item) => item.raw.to_string().len(),
+            })
+            .sum(),
+    };
+    bytes as u64 + MESSAGE_OVERHEAD_BYTES
+}
+
+/// The marker that replaces an elided tool output.
+pub fn elision_marker(bytes: usize, tool: &str) -> String {
+    format!("[elided: {bytes} bytes of {tool} output to fit the context window]")
+}
+
+/// One elided output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elision {
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// Bytes removed.
+    pub bytes: usize,
+}
+
+/// Applies the elision policy (see the module docs) to `messages` in place and says what went.
+pub fn elide_to_fit(
+    context: &ContextBudget,
+    system: &str,
+    tools: &[ToolDefinition],
+    messages: &mut [Message],
+) -> Vec<Elision> {
+    let Some(room) = context.input_room() else {
+        return Vec::new();
+    };
+    let mut estimate = estimate_tokens(system, tools, messages);
+    if estimate * 100 <= room * ELIDE_AT_PERCENT {
+        return Vec::new();
+    }
+    let target = room * ELIDE_TO_PERCENT / 100;
+    let mut elided = Vec::new();
+    for i in 0..messages.len() {
+        if estimate <= target {
+            break;
+        }
+        let Message::Tool(result) = &messages[i] else {
+            continue;
+        };
+        if result.content.starts_with("[elided: ") {
+            continue;
+        }
+        let call_id = result.call_id.clone();
+        let tool = tool_name_of(&messages[..i], &call_id).unwrap_or_else(|| "tool".to_owned());
+        let bytes = result.content.len();
+        let marker = elision_marker(bytes, &tool);
+        if marker.len() >= bytes {
+            continue;
+        }
+        let saved = (bytes - marker.len()) as u64;
+        if let Message::Tool(result) = &mut messages[i] {
+            result.content = marker;
+        }
+        estimate = estimate.saturating_sub(saved / BYTES_PER_TOKEN);
+        elided.push(Elision {
+            call_id,
+            tool,
+            bytes,
+        });
+    }
+    elided
+}
+
+/// The tool name of the call `call_id`, from the assistant turn that made it.
+fn tool_name_of(earlier: &[Message], call_id: &str) -> Option<String> {
+    earlier.iter().rev().find_map(|message| match message {
+        Message::Assistant { parts } => parts.iter().find_map(|part| match part {
+            AssistantPart::ToolCall(call) if call.id == call_id => Some(call.name.clone()),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_room_for_input_leaves_the_output_reserve() {
+        let explicit = ContextBudget {
+            context_window: Some(10_000),
+            max_output_tokens: Some(2_000),
+        };
+        assert_eq!(explicit.input_room(), Some(8_000));
+        let small = ContextBudget {
+            context_window: Some(1_000),
+            max_output_tokens: None,
+        };
+        assert_eq!(small.input_room(), Some(500));
+        assert_eq!(ContextBudget::default().input_room(), None);
+    }
+
+    #[test]
+    fn the_oldest_tool_outputs_go_first_and_only_as_needed() {
+        let call = |id: &str| {
+            Message::assistant(vec![AssistantPart::ToolCall(bosun_models::ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"path": "x"}),
+            })])
+        };
+        let mut messages = vec![
+            Message::user("task"),
+            call("c1"),
+            Message::tool_result("c1", "a".repeat(4_000), false),
+            call("c2"),
+            Message::tool_result("c2", "b".repeat(4_000), false),
+            call("c3"),
+            Message::tool_result("c3", "c".repeat(400), false),
+        ];
+        // ~2150 tokens in all; room 2000: over 90 %, so elide to 75 % (1500): one output goes.
+        let context = ContextBudget {
+            context_window: Some(3_000),
+            max_output_tokens: Some(1_000),
+        };
+        let elided = elide_to_fit(&context, "", &[], &mut messages);
+        assert_eq!(
+            elided,
+            vec![Elision {
+                call_id: "c1".into(),
+                tool: "read_file".into(),
+                bytes: 4_000
+            }]
+        );
+        assert_eq!(
+            messages[2],
+            Message::tool_result(
+                "c1",
+                "[elided: 4000 bytes of read_file output to fit the context window]",
+                false
+            )
+        );
+        assert_eq!(
+            messages[4],
+            Message::tool_result("c2", "b".repeat(4_000), false)
+        );
+        // Nothing more to do on the next step.
+        assert!(elide_to_fit(&context, "", &[], &mut messages).is_empty());
+    }
+}
