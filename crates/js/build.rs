@@ -15,8 +15,12 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const TARGET: &str = "wasm32-wasip2";
 const PACKAGE: &str = "bosun-js-engine";
+
+#[path = "../../build-support/guest_build.rs"]
+mod guest_build;
+
+use guest_build::{Guests, TARGET, env_var, nested_cargo};
 
 fn main() -> ExitCode {
     match run() {
@@ -29,17 +33,11 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    let manifest_dir = PathBuf::from(env_var("CARGO_MANIFEST_DIR")?);
-    let root = manifest_dir
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("crates/js is not two levels below the workspace root")?
-        .to_path_buf();
-    let guests = root.join("guests").join("Cargo.toml");
-    let target_dir = match env::var_os("BOSUN_GUEST_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => root.join("target").join("guests"),
-    };
+    let Guests {
+        root,
+        manifest: guests,
+        target_dir,
+    } = guest_build::guests()?;
     let out_dir = PathBuf::from(env_var("OUT_DIR")?);
 
     for var in [
@@ -135,26 +133,4 @@ fn check_tool(tool: &str) -> Result<(), String> {
             "{tool} is needed to build the JavaScript engine (QuickJS is C) and was not found; install it with\n  apt-get install clang-19 lld-19 llvm-19 wasi-libc libclang-rt-19-dev-wasm32\n(or run scripts/setup)"
         )),
     }
-}
-
-/// Cargo as the outer build runs it, without the outer build's flags and wrappers (they are for
-/// the host target).
-fn nested_cargo() -> Command {
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CLIPPY_ARGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-    ] {
-        command.env_remove(var);
-    }
-    command
-}
-
-fn env_var(name: &str) -> Result<String, String> {
-    env::var(name).map_err(|_| format!("{name} is not set: this runs as a cargo build script"))
 }

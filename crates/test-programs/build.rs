@@ -7,14 +7,16 @@
 //! build (check, clippy, test, release) shares one guest build. The nested cargo joins the outer
 //! jobserver through `CARGO_MAKEFLAGS`, so the machine is not oversubscribed.
 
-use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use serde_json::Value;
 
-const TARGET: &str = "wasm32-wasip2";
+#[path = "../../build-support/guest_build.rs"]
+mod guest_build;
+
+use guest_build::{Guests, TARGET, env_var, nested_cargo};
 
 fn main() -> ExitCode {
     match run() {
@@ -27,17 +29,11 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    let manifest_dir = PathBuf::from(env_var("CARGO_MANIFEST_DIR")?);
-    let root = manifest_dir
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("crates/test-programs is not two levels below the workspace root")?
-        .to_path_buf();
-    let guests = root.join("guests").join("Cargo.toml");
-    let target_dir = match env::var_os("BOSUN_GUEST_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => root.join("target").join("guests"),
-    };
+    let Guests {
+        root,
+        manifest: guests,
+        target_dir,
+    } = guest_build::guests()?;
 
     println!("cargo:rerun-if-env-changed=BOSUN_GUEST_TARGET_DIR");
     for watched in [
@@ -50,7 +46,7 @@ fn run() -> Result<(), String> {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
-    check_target_installed()?;
+    guest_build::check_target_installed("Bosun's test plugins")?;
     let packages = guest_packages(&guests)?;
 
     let status = nested_cargo()
@@ -198,46 +194,4 @@ fn guest_packages(guests: &Path) -> Result<Vec<GuestPackage>, String> {
     }
     packages.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(packages)
-}
-
-/// Cargo as the outer build runs it, with the outer build's flags and wrappers removed: those
-/// are for the host target, and `cargo clippy`'s wrapper would otherwise lint (and rebuild) every
-/// guest under other settings.
-fn nested_cargo() -> Command {
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CLIPPY_ARGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-    ] {
-        command.env_remove(var);
-    }
-    command
-}
-
-/// Fails early, with the fix, when the toolchain has no wasm32-wasip2 standard library.
-fn check_target_installed() -> Result<(), String> {
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let output = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|e| format!("running rustc --print sysroot: {e}"))?;
-    let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let std_dir = Path::new(&sysroot).join("lib").join("rustlib").join(TARGET);
-    if std_dir.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the {TARGET} target is not installed for the toolchain at {sysroot}, and Bosun's test \
-             plugins are built for it; install it with\n  rustup target add {TARGET}"
-        ))
-    }
-}
-
-fn env_var(name: &str) -> Result<String, String> {
-    env::var(name).map_err(|_| format!("{name} is not set: this runs as a cargo build script"))
 }
