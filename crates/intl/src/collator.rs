@@ -4,19 +4,11 @@
 use icu::collator::Collator;
 use icu::collator::options::{AlternateHandling, CaseLevel, CollatorOptions, Strength};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::{IntlError, choice, flag, locale};
+use crate::{IntlError, ResolveRequest, choice, flag, locale};
 
 const CTOR: &str = "Intl.Collator";
-
-#[derive(Deserialize)]
-pub(crate) struct ResolveRequest {
-    #[serde(default)]
-    locales: Vec<String>,
-    #[serde(default)]
-    options: Map<String, Value>,
-}
 
 /// What `resolvedOptions()` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,8 +25,7 @@ pub(crate) struct Resolved {
 
 pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
     let o = &request.options;
-    let chosen = locale::choose(&request.locales)?;
-    choice(o, "localeMatcher", &["lookup", "best fit"], CTOR)?;
+    let chosen = request.locale(CTOR)?;
     let resolved = Resolved {
         locale: locale::base_name(&chosen),
         usage: choice(o, "usage", &["sort", "search"], CTOR)?.unwrap_or_else(|| "sort".to_owned()),

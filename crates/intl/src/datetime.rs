@@ -9,7 +9,7 @@ use icu::datetime::options::{Length, SubsecondDigits, TimePrecision, YearStyle};
 use icu::time::ZonedDateTime;
 use icu::time::zone::IanaParser;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::parts::{Parts, literal, to_json};
 use crate::{IntlError, choice, digits, flag, locale};
@@ -20,10 +20,8 @@ const MAX_TIME_MS: f64 = 8.64e15;
 
 #[derive(Deserialize)]
 pub(crate) struct ResolveRequest {
-    #[serde(default)]
-    locales: Vec<String>,
-    #[serde(default)]
-    options: Map<String, Value>,
+    #[serde(flatten)]
+    base: crate::ResolveRequest,
     /// `date`, `time` or `all`: which fields to show when the options name none.
     #[serde(default = "default_defaults")]
     defaults: String,
@@ -101,14 +99,9 @@ pub(crate) fn canonical_zone(zone: &str) -> Result<String, IntlError> {
 }
 
 pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
-    let o = &request.options;
-    let chosen = locale::choose(&request.locales)?;
-    for (name, allowed) in [
-        ("localeMatcher", &["lookup", "best fit"][..]),
-        ("formatMatcher", &["basic", "best fit"][..]),
-    ] {
-        choice(o, name, allowed, CTOR)?;
-    }
+    let o = &request.base.options;
+    let chosen = request.base.locale(CTOR)?;
+    choice(o, "formatMatcher", &["basic", "best fit"], CTOR)?;
     let mut r = Resolved {
         locale: locale::base_name(&chosen),
         calendar: "gregory".to_owned(),

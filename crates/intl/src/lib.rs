@@ -31,8 +31,9 @@ mod relative;
 
 use std::fmt;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Longest request accepted (1 MiB): a collator compares two strings of at most this together.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -131,6 +132,29 @@ pub fn host_time_zone() -> String {
             .unwrap_or_else(|| "UTC".to_owned())
     })
     .clone()
+}
+
+/// `{locales, options}`: what a constructor's `*.resolve` takes.
+#[derive(Deserialize)]
+pub(crate) struct ResolveRequest {
+    #[serde(default)]
+    pub(crate) locales: Vec<String>,
+    #[serde(default)]
+    pub(crate) options: Map<String, Value>,
+}
+
+impl ResolveRequest {
+    /// The locale the constructor `ctor` uses, after checking its `localeMatcher` option.
+    pub(crate) fn locale(&self, ctor: &str) -> Result<icu::locale::Locale, IntlError> {
+        let chosen = locale::choose(&self.locales)?;
+        choice(
+            &self.options,
+            "localeMatcher",
+            &["lookup", "best fit"],
+            ctor,
+        )?;
+        Ok(chosen)
+    }
 }
 
 /// One string option: absent, or one of `allowed` (else the RangeError browsers give).

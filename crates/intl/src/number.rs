@@ -14,10 +14,10 @@ use icu_experimental::dimension::currency::long_formatter::LongCurrencyFormatter
 use icu_experimental::dimension::currency::options::{CurrencyFormatterOptions, Width};
 use icu_experimental::dimension::percent::formatter::PercentFormatter;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::parts::{Parts, to_json};
-use crate::{IntlError, choice, digits, locale};
+use crate::{IntlError, ResolveRequest, choice, digits, locale};
 
 const CTOR: &str = "Intl.NumberFormat";
 
@@ -49,14 +49,6 @@ const CURRENCY_DIGITS: &[(&str, u8)] = &[
     ("XPF", 0),
 ];
 
-#[derive(Deserialize)]
-pub(crate) struct ResolveRequest {
-    #[serde(default)]
-    locales: Vec<String>,
-    #[serde(default)]
-    options: Map<String, Value>,
-}
-
 /// What `resolvedOptions()` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -87,8 +79,7 @@ pub(crate) struct Resolved {
 
 pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
     let o = &request.options;
-    let chosen = locale::choose(&request.locales)?;
-    choice(o, "localeMatcher", &["lookup", "best fit"], CTOR)?;
+    let chosen = request.locale(CTOR)?;
     let style = choice(
         o,
         "style",

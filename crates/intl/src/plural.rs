@@ -6,19 +6,11 @@ use std::str::FromStr;
 use icu::decimal::input::Decimal;
 use icu::plurals::{PluralCategory, PluralRuleType, PluralRules};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::{IntlError, choice, digits, locale};
+use crate::{IntlError, ResolveRequest, choice, digits, locale};
 
 const CTOR: &str = "Intl.PluralRules";
-
-#[derive(Deserialize)]
-pub(crate) struct ResolveRequest {
-    #[serde(default)]
-    locales: Vec<String>,
-    #[serde(default)]
-    options: Map<String, Value>,
-}
 
 /// What `resolvedOptions()` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,8 +49,7 @@ fn rules(locale: &str, kind: &str) -> Result<PluralRules, IntlError> {
 
 pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
     let o = &request.options;
-    let chosen = locale::choose(&request.locales)?;
-    choice(o, "localeMatcher", &["lookup", "best fit"], CTOR)?;
+    let chosen = request.locale(CTOR)?;
     let kind =
         choice(o, "type", &["cardinal", "ordinal"], CTOR)?.unwrap_or_else(|| "cardinal".to_owned());
     let min_fd = digits(o, "minimumFractionDigits", 0, 100)?.unwrap_or(0);

@@ -5,20 +5,12 @@ use icu::decimal::input::Decimal;
 use icu_experimental::relativetime::options::Numeric;
 use icu_experimental::relativetime::{RelativeTimeFormatter, RelativeTimeFormatterOptions};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::parts::{Parts, literal, to_json};
-use crate::{IntlError, choice, locale};
+use crate::{IntlError, ResolveRequest, choice, locale};
 
 const CTOR: &str = "Intl.RelativeTimeFormat";
-
-#[derive(Deserialize)]
-pub(crate) struct ResolveRequest {
-    #[serde(default)]
-    locales: Vec<String>,
-    #[serde(default)]
-    options: Map<String, Value>,
-}
 
 /// What `resolvedOptions()` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,8 +24,7 @@ pub(crate) struct Resolved {
 
 pub(crate) fn resolve(request: ResolveRequest) -> Result<Value, IntlError> {
     let o = &request.options;
-    let chosen = locale::choose(&request.locales)?;
-    choice(o, "localeMatcher", &["lookup", "best fit"], CTOR)?;
+    let chosen = request.locale(CTOR)?;
     let resolved = Resolved {
         locale: locale::base_name(&chosen),
         style: choice(o, "style", &["long", "short", "narrow"], CTOR)?
