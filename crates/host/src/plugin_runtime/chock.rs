@@ -10,19 +10,18 @@
 //! of time or memory, or answers outside its memory is discarded; the next call gets a fresh one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::ErrorCode;
 use bosun_core::{Capability, CapabilityRequest, Scope, ToolError, ToolOutput, ToolSpec};
 use bosun_plugins::chock::{ChockAbi, Property, encode_arguments, text_for_model};
 use bosun_plugins::{CapabilityDecl, PluginEntry, PluginFormat};
-use bosun_policy::{Policy, Subject};
+use bosun_policy::Policy;
 use bosun_sandbox::{CallOptions, Grants, Instance, Loaded, Sandbox};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::plugin_runtime::native::{DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, call_error};
+use crate::plugin_runtime::native::{call_error, denied_outright, memory_bytes, timeout};
 use crate::tool::{Tool, ToolContext};
 
 /// One enabled Chock plugin: its bytes, limits and (once used) its compiled form and instance.
@@ -202,17 +201,8 @@ pub fn plugin_tools(
             tools: u32::try_from(module.tools.len()).unwrap_or(u32::MAX),
             sandbox: sandbox.clone(),
             grants: Grants {
-                memory_bytes: usize::try_from(
-                    config
-                        .and_then(|c| c.memory_mib)
-                        .unwrap_or(DEFAULT_MEMORY_MIB)
-                        << 20,
-                )
-                .unwrap_or(usize::MAX),
-                timeout: config
-                    .and_then(|c| c.timeout_ms)
-                    .map(Duration::from_millis)
-                    .unwrap_or(DEFAULT_TIMEOUT),
+                memory_bytes: memory_bytes(config),
+                timeout: timeout(config),
                 ..Grants::default()
             },
             loaded: tokio::sync::OnceCell::new(),
@@ -229,13 +219,7 @@ pub fn plugin_tools(
             else {
                 continue;
             };
-            let mut subjects = vec![Subject::tool(&offer.action, tool.spec.risk)];
-            subjects.extend(
-                tool.capabilities
-                    .iter()
-                    .map(|d| Subject::capability(&CapabilityRequest::bare(d.capability.clone()))),
-            );
-            if policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny {
+            if denied_outright(policy, tool, &offer.action) {
                 continue;
             }
             tools.push(Arc::new(ChockTool {

@@ -412,17 +412,8 @@ pub fn plugin_tools(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.to_string()))
                 .collect(),
-            memory_bytes: usize::try_from(
-                config
-                    .and_then(|c| c.memory_mib)
-                    .unwrap_or(DEFAULT_MEMORY_MIB)
-                    << 20,
-            )
-            .unwrap_or(usize::MAX),
-            timeout: config
-                .and_then(|c| c.timeout_ms)
-                .map(Duration::from_millis)
-                .unwrap_or(DEFAULT_TIMEOUT),
+            memory_bytes: memory_bytes(config),
+            timeout: timeout(config),
             js: bosun_sandbox::JsGrants::default(),
         };
         let runtime = Arc::new(PluginRuntime {
@@ -581,7 +572,28 @@ pub(crate) fn fs_grants(root: &std::path::Path, granted: &[CapabilityRequest]) -
     grants
 }
 
-fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {
+/// A plugin instance's memory cap: its config's `memory_mib`, or [`DEFAULT_MEMORY_MIB`].
+pub(crate) fn memory_bytes(config: Option<&bosun_plugins::PluginConfig>) -> usize {
+    usize::try_from(
+        config
+            .and_then(|c| c.memory_mib)
+            .unwrap_or(DEFAULT_MEMORY_MIB)
+            << 20,
+    )
+    .unwrap_or(usize::MAX)
+}
+
+/// A plugin call's deadline: its config's `timeout_ms`, or [`DEFAULT_TIMEOUT`].
+pub(crate) fn timeout(config: Option<&bosun_plugins::PluginConfig>) -> Duration {
+    config
+        .and_then(|c| c.timeout_ms)
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
+/// Whether policy denies a plugin tool before any call: its action, or one of its
+/// capabilities unscoped. Such a tool is left out of the session.
+pub(crate) fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {
     let mut subjects = vec![Subject::tool(action, tool.spec.risk)];
     subjects.extend(
         tool.capabilities
