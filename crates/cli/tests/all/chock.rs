@@ -249,3 +249,33 @@ fn a_debug_shaped_module_runs_like_a_release_one() {
     assert_eq!(status, 0, "{result}");
     assert_eq!(result["output"], "HELLO, ADA!");
 }
+
+/// Capabilities are priced on every call: Chock's `net.connect.<reversed host>.<port>` is judged
+/// as `net.http` to that host, and a rule denying it denies the call; a rule denying the tool's
+/// action keeps it out of the session.
+#[test]
+fn chock_capabilities_and_actions_are_judged_by_policy() {
+    use bosun_plugins::chock::fixture::{BlobTool, blob};
+    let mut priced = BlobTool::new("priced", "Answers after its price is judged.");
+    priced.capabilities = vec!["net.connect.com.example.api.443".into()];
+    let fixture = ChockFixture::with_blob(2, blob(2, "priced", "Bosun", "Priced.", &[priced]), 1);
+    let env = Env::new();
+    install(&env, "priced", &fixture, "");
+    let (status, result) = call(&env, "priced", "{}");
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"], "Hello, world!");
+
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    env.user_config(&format!(
+        "{config}\n[[policy.rules]]\naction = \"net.http\"\nhost = \"api.example.com\"\ndecision = \"deny\"\n"
+    ));
+    let (status, result) = call(&env, "priced", "{}");
+    assert_eq!(status, 3, "{result}");
+    assert!(result.to_string().contains("api.example.com"), "{result}");
+
+    env.user_config(&format!(
+        "{config}\n[[policy.rules]]\naction = \"plugin.priced.tool.priced\"\ndecision = \"deny\"\n"
+    ));
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"priced\""));
+}
