@@ -10,42 +10,18 @@
 #[path = "../tests/all/support.rs"]
 mod support;
 
-use std::collections::BTreeMap;
-
 use bosun_plugins::catalog::sha256_hex;
-use bosun_plugins::{Catalog, CatalogInput, PluginConfig, TrustStore};
+use bosun_plugins::{Catalog, CatalogInput, TrustStore};
 use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::json;
 
-use support::{BUILTINS, install, metadata_with_tools, sized_component};
+use support::{BUILTINS, install_hundred_plugins};
 
 fn bench(c: &mut Criterion) {
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let root = workspace.path().canonicalize().unwrap();
-    let mut config = BTreeMap::new();
-    for i in 0..100 {
-        let tools: Vec<(String, serde_json::Value)> = (0..8)
-            .map(|t| {
-                (
-                    format!("p{i}_tool{t}"),
-                    json!([{"capability": "net.http", "hosts": [format!("api{t}.example.com")]}]),
-                )
-            })
-            .collect();
-        let tools: Vec<(&str, serde_json::Value)> =
-            tools.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
-        let meta = metadata_with_tools(&format!("plugin-{i}"), &tools);
-        let bytes = sized_component(&meta, 100_000 + (i * 2_000));
-        let local = format!("p{i:03}");
-        if i % 2 == 0 {
-            install(&home.path().join("plugins"), &local, &bytes);
-            config.insert(local, PluginConfig::new(format!("p{i:03}")));
-        } else {
-            install(&root.join(".bosun").join("plugins"), &local, &bytes);
-        }
-    }
+    let config = install_hundred_plugins(home.path(), &root);
     let mut trust = TrustStore::empty(home.path().join("trust.toml"));
     let build = |trust: &TrustStore| {
         Catalog::build(CatalogInput {

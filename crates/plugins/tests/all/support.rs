@@ -179,3 +179,35 @@ pub fn install(root: &Path, dir: &str, bytes: &[u8]) -> PathBuf {
     std::fs::write(dir.join("plugin.wasm"), bytes).unwrap();
     dir
 }
+
+/// A hundred plugins of realistic size (100-300 KB components, 8 tools each with a `net.http`
+/// capability): the even ones user plugins under `home` (returned as config entries), the odd
+/// ones project plugins of the workspace `root`. Shared by the scale test and the catalog bench.
+pub fn install_hundred_plugins(
+    home: &Path,
+    root: &Path,
+) -> std::collections::BTreeMap<String, bosun_plugins::PluginConfig> {
+    let mut config = std::collections::BTreeMap::new();
+    for i in 0..100 {
+        let tools: Vec<(String, Value)> = (0..8)
+            .map(|t| {
+                (
+                    format!("p{i}_tool{t}"),
+                    json!([{"capability": "net.http", "hosts": [format!("api{t}.example.com")]}]),
+                )
+            })
+            .collect();
+        let tools: Vec<(&str, Value)> =
+            tools.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+        let meta = metadata_with_tools(&format!("plugin-{i}"), &tools);
+        let bytes = sized_component(&meta, 100_000 + (i * 2_000));
+        let local = format!("p{i:03}");
+        if i % 2 == 0 {
+            install(&home.join("plugins"), &local, &bytes);
+            config.insert(local.clone(), bosun_plugins::PluginConfig::new(local));
+        } else {
+            install(&root.join(".bosun").join("plugins"), &local, &bytes);
+        }
+    }
+    config
+}
