@@ -41,7 +41,8 @@ pub fn rules_for(
 ) -> Result<Vec<Rule>, String> {
     let reason = format!("remembered: always allowed for {tool} in this workspace");
     let exact = |value: &str, what: &str| {
-        if value.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+        // The matcher's own test, so a remembered value never reads as a wider pattern.
+        if bosun_policy::is_glob(value) {
             Err(format!(
                 "the {what} `{}` contains a glob character, so no rule can name it exactly",
                 bosun_core::escape_hidden(value)

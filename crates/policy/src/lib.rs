@@ -124,6 +124,7 @@ pub mod fuzzing;
 pub use error::PolicyError;
 pub use example::Example;
 pub use file::{PolicyFile, Source};
+pub use matcher::is_glob;
 pub use mode::{Mode, capability_risk};
 pub use policy::{Policy, PolicyBuilder};
 pub use promise::{HookVerdict, Promise};

@@ -16,7 +16,7 @@ use crate::{PolicyError, Rule};
 const GLOB_META: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
 
 /// True when `pattern` holds a glob metacharacter.
-pub(crate) fn is_glob(pattern: &str) -> bool {
+pub fn is_glob(pattern: &str) -> bool {
     pattern.contains(GLOB_META)
 }
 
