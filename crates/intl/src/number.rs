@@ -404,7 +404,6 @@ fn splice(
         return digits;
     };
     let mut out = gap_parts(&text[..at], symbol);
-    // The sign sits with the digits in a pattern; keep it first when the pattern starts with it.
     out.extend(digits);
     out.extend(gap_parts(&text[at + placeholder.len()..], symbol));
     out
