@@ -68,7 +68,7 @@ fn message_bytes(message: &Message) -> u64 {
             .map(|part| match part {
                 AssistantPart::Text { text } => text.len(),
                 AssistantPart::ToolCall(call) => {
-                    call.id.len() + call.name.len() + call.arguments.to_string().len()
+                    call.id.len() + call.name.len() + call.input.to_string().len()
                 }
                 AssistantPart::Reasoning(item) => item.raw.to_string().len(),
             })
@@ -176,7 +176,7 @@ mod tests {
             Message::assistant(vec![AssistantPart::ToolCall(bosun_models::ToolCall {
                 id: id.into(),
                 name: "read_file".into(),
-                arguments: serde_json::json!({"path": "x"}),
+                input: serde_json::json!({"path": "x"}),
             })])
         };
         let mut messages = vec![

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+pub use bosun_core::{PromptKind, PromptPart};
 
 /// Largest instructions file or prompt contribution, in bytes.
 pub const MAX_PART_BYTES: usize = 32 * 1024;
@@ -18,46 +18,19 @@ and may be refused or need approval. A refused or failed call comes back as an e
 read it, adapt, and carry on — do not repeat a call that was denied. Paths are relative to the \
 workspace root. Keep answers short and say what you changed.";
 
-/// What kind of source a prompt part came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceKind {
-    /// Bosun's own instructions.
-    Bosun,
-    /// `$BOSUN_HOME/AGENTS.md`.
-    UserInstructions,
-    /// `<workspace>/AGENTS.md`.
-    ProjectInstructions,
-    /// A plugin's prompt contribution.
-    Plugin,
-}
-
-/// One part of the system prompt, as the trace lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PromptSource {
-    /// The kind of source.
-    pub kind: SourceKind,
-    /// Who: a path or a plugin's local name.
-    pub label: String,
-    /// Bytes included.
-    pub bytes: usize,
-    /// Whether the part was cut to fit.
-    pub truncated: bool,
-}
-
 /// The assembled system prompt and its provenance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemPrompt {
     /// The text sent to the model.
     pub text: String,
     /// Each part, in order.
-    pub sources: Vec<PromptSource>,
+    pub sources: Vec<PromptPart>,
 }
 
 /// Collects the parts of a system prompt.
 #[derive(Debug, Default)]
 pub struct SystemPromptBuilder {
-    parts: Vec<(PromptSource, String)>,
+    parts: Vec<(PromptPart, String)>,
 }
 
 fn cut(text: &str, max: usize) -> (&str, bool) {
@@ -75,20 +48,20 @@ impl SystemPromptBuilder {
     /// Starts with Bosun's own instructions.
     pub fn new() -> Self {
         let mut builder = Self::default();
-        builder.push(SourceKind::Bosun, "bosun", BOSUN_INSTRUCTIONS);
+        builder.push(PromptKind::Bosun, "bosun", BOSUN_INSTRUCTIONS);
         builder
     }
 
-    fn push(&mut self, kind: SourceKind, label: &str, text: &str) {
+    fn push(&mut self, kind: PromptKind, label: &str, text: &str) {
         let text = text.trim();
         if text.is_empty() {
             return;
         }
         let (kept, truncated) = cut(text, MAX_PART_BYTES);
-        let source = PromptSource {
+        let source = PromptPart {
             kind,
             label: label.to_owned(),
-            bytes: kept.len(),
+            bytes: kept.len() as u64,
             truncated,
         };
         self.parts.push((source, kept.to_owned()));
@@ -97,7 +70,7 @@ impl SystemPromptBuilder {
     /// Adds an instructions file if it exists. A file that cannot be read is skipped and reported.
     pub fn instructions_file(
         &mut self,
-        kind: SourceKind,
+        kind: PromptKind,
         path: &Path,
     ) -> Result<(), std::io::Error> {
         match std::fs::read(path) {
@@ -118,7 +91,7 @@ impl SystemPromptBuilder {
 
     /// Adds a plugin's prompt contribution, labelled with the plugin's local name.
     pub fn plugin(&mut self, local_name: &str, text: &str) {
-        self.push(SourceKind::Plugin, local_name, text);
+        self.push(PromptKind::Plugin, local_name, text);
     }
 
     /// Joins the parts, each under a heading naming its source, within [`MAX_TOTAL_BYTES`];
@@ -128,11 +101,11 @@ impl SystemPromptBuilder {
         let mut sources = Vec::new();
         for (mut source, part) in self.parts {
             let heading = match source.kind {
-                SourceKind::Bosun => String::new(),
-                SourceKind::UserInstructions | SourceKind::ProjectInstructions => {
+                PromptKind::Bosun => String::new(),
+                PromptKind::UserInstructions | PromptKind::ProjectInstructions => {
                     format!("\n\n# Instructions from {}\n\n", source.label)
                 }
-                SourceKind::Plugin => format!("\n\n# From plugin `{}`\n\n", source.label),
+                PromptKind::Plugin => format!("\n\n# From plugin `{}`\n\n", source.label),
             };
             let room = MAX_TOTAL_BYTES.saturating_sub(text.len() + heading.len());
             if room == 0 {
@@ -144,7 +117,7 @@ impl SystemPromptBuilder {
             let (kept, cut_here) = cut(&part, room);
             text.push_str(&heading);
             text.push_str(kept);
-            source.bytes = kept.len();
+            source.bytes = kept.len() as u64;
             source.truncated |= cut_here;
             sources.push(source);
         }
@@ -153,11 +126,11 @@ impl SystemPromptBuilder {
 }
 
 /// The instructions files Bosun reads for a workspace, in order.
-pub fn instruction_files(home: &Path, workspace_root: &Path) -> Vec<(SourceKind, PathBuf)> {
+pub fn instruction_files(home: &Path, workspace_root: &Path) -> Vec<(PromptKind, PathBuf)> {
     vec![
-        (SourceKind::UserInstructions, home.join("AGENTS.md")),
+        (PromptKind::UserInstructions, home.join("AGENTS.md")),
         (
-            SourceKind::ProjectInstructions,
+            PromptKind::ProjectInstructions,
             workspace_root.join("AGENTS.md"),
         ),
     ]
@@ -184,18 +157,18 @@ mod tests {
         assert!(prompt.text.starts_with("You are Bosun"));
         assert!(prompt.text.contains("Run cargo test before you finish."));
         assert!(prompt.text.contains("# From plugin `todos`"));
-        let kinds: Vec<SourceKind> = prompt.sources.iter().map(|s| s.kind).collect();
+        let kinds: Vec<PromptKind> = prompt.sources.iter().map(|s| s.kind).collect();
         assert_eq!(
             kinds,
             [
-                SourceKind::Bosun,
-                SourceKind::ProjectInstructions,
-                SourceKind::Plugin
+                PromptKind::Bosun,
+                PromptKind::ProjectInstructions,
+                PromptKind::Plugin
             ]
         );
         let plugin = &prompt.sources[2];
         assert!(plugin.truncated);
-        assert_eq!(plugin.bytes, MAX_PART_BYTES);
+        assert_eq!(plugin.bytes, MAX_PART_BYTES as u64);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! without calling a tool, a budget runs out, the run is cancelled or the provider fails.
 //!
 //! Each step sends the system prompt, the conversation and the chokepoint's tool definitions to
-//! the model, streams its answer (text deltas go to the [`RunObserver`] as they arrive), then
+//! the model, streams its answer (text deltas go to the trace's observers as they arrive), then
 //! takes every tool call it made through [`Chokepoint::call`] — the only way a tool runs. A
 //! denied, refused or failed call becomes an error tool result the model reads on its next step:
 //! tool errors never end a run. The loop never decides what a tool may do; policy does.
@@ -22,10 +22,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bosun_core::{ErrorCode, Event, RunOutcome, ToolError, ToolResult};
+pub use bosun_core::Budget;
+use bosun_core::{ErrorCode, Event, RunOutcome, TokenUsage, ToolCall, ToolError, ToolResult};
 use bosun_models::{
-    Answer, FinishReason, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
-    Usage,
+    Answer, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
 };
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -35,8 +35,8 @@ pub use crate::context::{
     BYTES_PER_TOKEN, ContextBudget, DEFAULT_OUTPUT_RESERVE, ELIDE_AT_PERCENT, ELIDE_TO_PERCENT,
     Elision, elide_to_fit, elision_marker, estimate_tokens,
 };
-use crate::instructions::{PromptSource, SystemPrompt, SystemPromptBuilder, instruction_files};
-use bosun_host::chokepoint::{Chokepoint, ToolCall};
+use crate::instructions::{SystemPrompt, SystemPromptBuilder, instruction_files};
+use bosun_host::chokepoint::Chokepoint;
 use bosun_host::session::Session;
 use bosun_host::trace::Trace;
 
@@ -61,101 +61,6 @@ impl Default for Budgets {
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
         }
     }
-}
-
-/// Which budget ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Budget {
-    /// Model steps.
-    Steps,
-    /// Tool calls.
-    ToolCalls,
-}
-
-impl std::fmt::Display for Budget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Steps => "model steps",
-            Self::ToolCalls => "tool calls",
-        })
-    }
-}
-
-/// Something the run did that the trace does not record (yet), for a live view.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type")]
-pub enum RunEvent {
-    /// The system prompt was assembled from these parts.
-    #[serde(rename = "prompt.assembled")]
-    PromptAssembled {
-        /// Each part, in order.
-        sources: Vec<PromptSource>,
-    },
-    /// A model request is about to be sent.
-    #[serde(rename = "model.started")]
-    ModelStarted {
-        /// 1-based step.
-        step: u32,
-        /// The provider's model id.
-        model: String,
-        /// Messages in the request.
-        messages: usize,
-        /// Estimated input tokens (bytes / 4).
-        estimated_input_tokens: u64,
-    },
-    /// A piece of the model's visible text.
-    #[serde(rename = "model.text")]
-    TextDelta {
-        /// 1-based step.
-        step: u32,
-        /// The text.
-        text: String,
-    },
-    /// The model finished a step.
-    #[serde(rename = "model.completed")]
-    ModelCompleted {
-        /// 1-based step.
-        step: u32,
-        /// Why it stopped.
-        finish: Option<FinishReason>,
-        /// The provider's token counts.
-        usage: Option<Usage>,
-        /// Tool calls it made.
-        tool_calls: usize,
-    },
-    /// The model request failed.
-    #[serde(rename = "model.failed")]
-    ModelFailed {
-        /// 1-based step.
-        step: u32,
-        /// The provider's error, saying what to do.
-        error: String,
-    },
-    /// A tool output was replaced by a marker to fit the context window.
-    #[serde(rename = "context.elided")]
-    Elided {
-        /// The call whose output went.
-        call_id: String,
-        /// Its tool.
-        tool: String,
-        /// Bytes removed.
-        bytes: usize,
-    },
-    /// A budget ran out.
-    #[serde(rename = "budget.exhausted")]
-    BudgetExhausted {
-        /// Which.
-        budget: Budget,
-        /// Its limit.
-        limit: u32,
-    },
-}
-
-/// Receives [`RunEvent`]s as they happen. Called on the run's task: keep it quick.
-pub trait RunObserver: Send + Sync {
-    /// One event.
-    fn on_event(&self, event: &RunEvent);
 }
 
 /// How a run ended.
@@ -202,7 +107,7 @@ pub struct RunReport {
     /// Tool calls taken through the chokepoint.
     pub tool_calls: u32,
     /// The provider's token counts, summed over the steps.
-    pub usage: Usage,
+    pub usage: TokenUsage,
 }
 
 /// Builds an [`Agent`].
@@ -213,7 +118,6 @@ pub struct AgentBuilder {
     system_prompt: SystemPrompt,
     budgets: Budgets,
     context: ContextBudget,
-    observer: Option<Arc<dyn RunObserver>>,
     command: String,
 }
 
@@ -233,12 +137,6 @@ impl AgentBuilder {
     /// Sets the model's size limits.
     pub fn context(mut self, context: ContextBudget) -> Self {
         self.context = context;
-        self
-    }
-
-    /// Sets the observer of live events.
-    pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
-        self.observer = Some(observer);
         self
     }
 
@@ -263,7 +161,6 @@ impl AgentBuilder {
             system_prompt: self.system_prompt,
             budgets: self.budgets,
             context: self.context,
-            observer: self.observer,
             command: self.command,
             tools,
         }
@@ -278,7 +175,6 @@ pub struct Agent {
     system_prompt: SystemPrompt,
     budgets: Budgets,
     context: ContextBudget,
-    observer: Option<Arc<dyn RunObserver>>,
     command: String,
     tools: Vec<ToolDefinition>,
 }
@@ -343,7 +239,6 @@ impl Agent {
             system_prompt: SystemPromptBuilder::new().build(),
             budgets: Budgets::default(),
             context: ContextBudget::default(),
-            observer: None,
             command: "run".to_owned(),
         }
     }
@@ -362,21 +257,6 @@ impl Agent {
             .collect()
     }
 
-    /// Tells the observer, and records every event but text deltas in the trace.
-    fn emit(&self, trace: &Trace, event: RunEvent) {
-        if let Some(recorded) = trace_event(&event) {
-            trace.record(recorded);
-        }
-        self.emit_text(event);
-    }
-
-    /// Tells the observer only (text deltas: the whole text is in the conversation).
-    fn emit_text(&self, event: RunEvent) {
-        if let Some(observer) = &self.observer {
-            observer.on_event(&event);
-        }
-    }
-
     /// Runs `task` after the earlier `conversation` (empty for a new session), recording
     /// `run.started`, every tool call and `run.finished` in `trace`. Never panics on what the
     /// model or a tool sends; every way it ends is a [`RunEnd`].
@@ -393,19 +273,16 @@ impl Agent {
             workspace: self.chokepoint.workspace().root().display().to_string(),
             mode: self.chokepoint.policy().mode().to_string(),
         });
-        self.emit(
-            trace,
-            RunEvent::PromptAssembled {
-                sources: self.system_prompt.sources.clone(),
-            },
-        );
+        trace.record(Event::PromptAssembled {
+            sources: self.system_prompt.sources.clone(),
+        });
         let mut report = RunReport {
             end: RunEnd::Completed,
             text: String::new(),
             messages: conversation,
             steps: 0,
             tool_calls: 0,
-            usage: Usage::default(),
+            usage: TokenUsage::default(),
         };
         report.messages.push(Message::user(task));
         report.end = self.steps(&mut report, session, trace, cancel).await;
@@ -441,14 +318,11 @@ impl Agent {
                 &tools,
                 &mut report.messages,
             ) {
-                self.emit(
-                    trace,
-                    RunEvent::Elided {
-                        call_id: elision.call_id,
-                        tool: elision.tool,
-                        bytes: elision.bytes,
-                    },
-                );
+                trace.record(Event::ContextElided {
+                    call_id: elision.call_id,
+                    tool: elision.tool,
+                    bytes: elision.bytes as u64,
+                });
             }
             let request = ModelRequest {
                 model: self.model.clone(),
@@ -457,46 +331,37 @@ impl Agent {
                 tools: tools.clone(),
                 max_output_tokens: self.context.max_output_tokens,
             };
-            self.emit(
-                trace,
-                RunEvent::ModelStarted {
-                    step,
-                    model: self.model.clone(),
-                    messages: request.messages.len(),
-                    estimated_input_tokens: estimate_tokens(
-                        &self.system_prompt.text,
-                        &tools,
-                        &request.messages,
-                    ),
-                },
-            );
-            let answer = match self.model_step(step, &request, cancel).await {
+            trace.record(Event::ModelStarted {
+                step,
+                model: self.model.clone(),
+                messages: request.messages.len() as u64,
+                estimated_input_tokens: estimate_tokens(
+                    &self.system_prompt.text,
+                    &tools,
+                    &request.messages,
+                ),
+            });
+            let answer = match self.model_step(step, &request, trace, cancel).await {
                 StepEnd::Answer(answer) => answer,
                 StepEnd::Cancelled => return RunEnd::Cancelled,
                 StepEnd::Failed(error) => {
-                    self.emit(
-                        trace,
-                        RunEvent::ModelFailed {
-                            step,
-                            error: error.to_string(),
-                        },
-                    );
+                    trace.record(Event::ModelFailed {
+                        step,
+                        error: error.to_string(),
+                    });
                     return RunEnd::ModelFailed(error);
                 }
             };
             if let Some(usage) = answer.usage {
-                add_usage(&mut report.usage, usage);
+                report.usage.add(usage);
             }
-            let calls: Vec<bosun_models::ToolCall> = answer.tool_calls().cloned().collect();
-            self.emit(
-                trace,
-                RunEvent::ModelCompleted {
-                    step,
-                    finish: answer.finish.clone(),
-                    usage: answer.usage,
-                    tool_calls: calls.len(),
-                },
-            );
+            let calls: Vec<ToolCall> = answer.tool_calls().cloned().collect();
+            trace.record(Event::ModelCompleted {
+                step,
+                finish: answer.finish.clone(),
+                tool_calls: calls.len() as u64,
+                usage: answer.usage,
+            });
             report.text = answer.text();
             report.messages.push(answer.into_message());
             if calls.is_empty() {
@@ -532,7 +397,7 @@ impl Agent {
                             ToolCall {
                                 id: call.id.clone(),
                                 name: call.name.clone(),
-                                input: call.arguments,
+                                input: call.input,
                             },
                             session,
                             trace,
@@ -562,15 +427,16 @@ impl Agent {
     }
 
     fn exhausted(&self, trace: &Trace, budget: Budget, limit: u32) -> RunEnd {
-        self.emit(trace, RunEvent::BudgetExhausted { budget, limit });
+        trace.record(Event::BudgetExhausted { budget, limit });
         RunEnd::LimitReached { budget, limit }
     }
 
-    /// One model request, streamed; text deltas go to the observer as they come.
+    /// One model request, streamed; text deltas go to the trace's observers as they come.
     async fn model_step(
         &self,
         step: u32,
         request: &ModelRequest,
+        trace: &Trace,
         cancel: &CancellationToken,
     ) -> StepEnd {
         let stream = tokio::select! {
@@ -596,7 +462,7 @@ impl Agent {
                 None => break,
                 Some(Ok(event)) => {
                     if let ModelEvent::TextDelta(text) = &event {
-                        self.emit_text(RunEvent::TextDelta {
+                        trace.record(Event::ModelText {
                             step,
                             text: text.clone(),
                         });
@@ -609,90 +475,4 @@ impl Agent {
         }
         StepEnd::Answer(answer)
     }
-}
-
-fn add_usage(total: &mut Usage, usage: Usage) {
-    total.input_tokens += usage.input_tokens;
-    total.output_tokens += usage.output_tokens;
-    if let Some(cached) = usage.cached_input_tokens {
-        *total.cached_input_tokens.get_or_insert(0) += cached;
-    }
-    if let Some(reasoning) = usage.reasoning_tokens {
-        *total.reasoning_tokens.get_or_insert(0) += reasoning;
-    }
-}
-
-/// The trace's form of a run event; `None` for text deltas, which the conversation keeps whole.
-fn trace_event(event: &RunEvent) -> Option<Event> {
-    Some(match event {
-        RunEvent::PromptAssembled { sources } => Event::PromptAssembled {
-            sources: sources
-                .iter()
-                .map(|s| bosun_core::PromptPart {
-                    kind: serde_json::to_value(s.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    label: s.label.clone(),
-                    bytes: s.bytes as u64,
-                    truncated: s.truncated,
-                })
-                .collect(),
-        },
-        RunEvent::ModelStarted {
-            step,
-            model,
-            messages,
-            estimated_input_tokens,
-        } => Event::ModelStarted {
-            step: *step,
-            model: model.clone(),
-            messages: *messages as u64,
-            estimated_input_tokens: *estimated_input_tokens,
-        },
-        RunEvent::TextDelta { .. } => return None,
-        RunEvent::ModelCompleted {
-            step,
-            finish,
-            usage,
-            tool_calls,
-        } => Event::ModelCompleted {
-            step: *step,
-            finish: finish
-                .as_ref()
-                .and_then(|f| serde_json::to_value(f).ok())
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| v.to_string())
-                }),
-            tool_calls: *tool_calls as u64,
-            usage: usage.as_ref().map(|u| bosun_core::TokenUsage {
-                input_tokens: u.input_tokens,
-                output_tokens: u.output_tokens,
-                cached_input_tokens: u.cached_input_tokens,
-                reasoning_tokens: u.reasoning_tokens,
-            }),
-        },
-        RunEvent::ModelFailed { step, error } => Event::ModelFailed {
-            step: *step,
-            error: error.clone(),
-        },
-        RunEvent::Elided {
-            call_id,
-            tool,
-            bytes,
-        } => Event::ContextElided {
-            call_id: call_id.clone(),
-            tool: tool.clone(),
-            bytes: *bytes as u64,
-        },
-        RunEvent::BudgetExhausted { budget, limit } => Event::BudgetExhausted {
-            budget: match budget {
-                Budget::Steps => "steps".to_owned(),
-                Budget::ToolCalls => "tool_calls".to_owned(),
-            },
-            limit: *limit,
-        },
-    })
 }

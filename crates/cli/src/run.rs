@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow, bail};
-use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport};
+use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunReport};
 use bosun_agent::scripted::{Script, ScriptedModel};
 use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
 use bosun_core::{Envelope, Event};
@@ -144,27 +144,19 @@ impl Terminal {
     }
 }
 
-impl RunObserver for Terminal {
-    fn on_event(&self, event: &RunEvent) {
-        match event {
-            RunEvent::TextDelta { text, .. } => {
+impl Observer for Terminal {
+    fn observe(&self, envelope: &Envelope) {
+        match &envelope.event {
+            Event::ModelText { text, .. } => {
                 let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
                 let mut err = std::io::stderr().lock();
                 let _ = write!(err, "{}", crate::term::escape(text));
                 let _ = err.flush();
                 *mid_line = !text.ends_with('\n');
             }
-            RunEvent::Elided { tool, bytes, .. } => self.line(&format!(
+            Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),
-            _ => {}
-        }
-    }
-}
-
-impl Observer for Terminal {
-    fn observe(&self, envelope: &Envelope) {
-        match &envelope.event {
             Event::ToolProposed { tool, input, .. } => {
                 let input = input.to_string();
                 let shown: String = input.chars().take(120).collect();
@@ -185,11 +177,15 @@ impl Observer for Terminal {
     }
 }
 
-/// `--json`: each trace envelope as one line on stdout, as it happens.
+/// `--json`: each trace envelope as one line on stdout, as it happens (the lines the trace
+/// file gets; streamed text is in the final answer).
 struct JsonLines;
 
 impl Observer for JsonLines {
     fn observe(&self, envelope: &Envelope) {
+        if envelope.event.is_live() {
+            return;
+        }
         if let Ok(line) = serde_json::to_string(envelope) {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", crate::term::json_safe(&line));
@@ -258,11 +254,10 @@ pub(crate) fn open_model(env: &Env, name: &str) -> Result<ConfiguredModel> {
 }
 
 /// Who takes part in a turn besides the model: who answers approvals, and who watches the
-/// trace and the live run events.
+/// run's events (recorded and live).
 pub(crate) struct TurnIo {
     pub broker: Arc<dyn ApprovalBroker>,
-    pub trace_observer: Option<Arc<dyn Observer>>,
-    pub run_observer: Option<Arc<dyn RunObserver>>,
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 /// One run of the agent in an open session, built and ready: the agent over a fresh
@@ -310,7 +305,7 @@ pub(crate) fn prepare_turn(
         None,
         Arc::new(env.config.redactor()),
     )?;
-    if let Some(observer) = io.trace_observer {
+    if let Some(observer) = io.observer {
         trace = trace.observe(observer);
     }
     // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
@@ -321,7 +316,7 @@ pub(crate) fn prepare_turn(
         max_steps: env.config.user.agent.max_steps,
         max_tool_calls: env.config.user.agent.max_tool_calls,
     };
-    let mut builder = Agent::builder(
+    let builder = Agent::builder(
         configured.provider.clone(),
         configured.model.clone(),
         Arc::new(chokepoint),
@@ -333,9 +328,6 @@ pub(crate) fn prepare_turn(
         max_output_tokens: configured.max_output_tokens,
     })
     .command(command);
-    if let Some(observer) = io.run_observer {
-        builder = builder.observer(observer);
-    }
     Ok(Turn {
         agent: builder.build(),
         trace,
@@ -424,13 +416,11 @@ pub fn run(
     let name = open.stored.model.clone();
 
     let terminal = Arc::new(Terminal::default());
-    let trace_observer: Arc<dyn Observer> = if json {
+    let observer: Arc<dyn Observer> = if json {
         Arc::new(JsonLines)
     } else {
         terminal.clone()
     };
-    let run_observer: Option<Arc<dyn RunObserver>> =
-        if json { None } else { Some(terminal.clone()) };
     let command = match resume {
         Some(_) => format!("run --resume {}", open.stored.id),
         None => "run".to_owned(),
@@ -440,8 +430,7 @@ pub fn run(
         &open,
         TurnIo {
             broker: crate::env::broker(yes),
-            trace_observer: Some(trace_observer),
-            run_observer,
+            observer: Some(observer),
         },
         command,
         &task,

@@ -49,7 +49,105 @@ pub enum RunOutcome {
     LimitReached,
 }
 
+/// Which budget of a run ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// Model steps.
+    Steps,
+    /// Tool calls.
+    ToolCalls,
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Steps => "model steps",
+            Self::ToolCalls => "tool calls",
+        })
+    }
+}
+
+/// Why a model stopped. Written as the provider-neutral name (`stop`, `length`, `tool_calls`,
+/// `content_filter`) or, for anything else, the provider's own word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It hit the output token cap or the context window.
+    Length,
+    /// It wants the tool calls it made to be run.
+    ToolCalls,
+    /// The provider's filter stopped it.
+    ContentFilter,
+    /// Something else, as the provider named it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The name written in traces and scripts.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+            Self::Other(other) => other,
+        }
+    }
+
+    /// The reason a name stands for; an unknown name is kept as [`FinishReason::Other`].
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "stop" => Self::Stop,
+            "length" => Self::Length,
+            "tool_calls" => Self::ToolCalls,
+            "content_filter" => Self::ContentFilter,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Older writers spelled an unknown reason as `{"other": "..."}`.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Name(String),
+            Other { other: String },
+        }
+        Ok(match Wire::deserialize(deserializer)? {
+            Wire::Name(name) => Self::from_name(&name),
+            Wire::Other { other } => Self::Other(other),
+        })
+    }
+}
+
+/// A tool call as proposed: by a model, an MCP client or a program embedding Bosun.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, unique within the run (a provider's `call_…`, `toolu_…`); the result
+    /// quotes it.
+    pub id: String,
+    /// The tool's name as proposed.
+    pub name: String,
+    /// The input as proposed (a model's arguments, parsed once the last fragment arrived).
+    #[serde(alias = "arguments")]
+    pub input: Value,
+}
+
 /// Something that happened during a run.
+///
+/// Every event is written to the trace and handed to observers, except the *live* ones
+/// ([`Event::is_live`]): those go to observers only, because the trace already keeps what they
+/// add up to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum Event {
@@ -134,9 +232,9 @@ pub enum Event {
     ModelCompleted {
         /// 1-based step.
         step: u32,
-        /// Why it stopped (`stop`, `length`, `tool_calls`, ...), when the provider said.
+        /// Why it stopped, when the provider said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        finish: Option<String>,
+        finish: Option<FinishReason>,
         /// Tool calls it made.
         tool_calls: u64,
         /// The provider's token counts.
@@ -161,11 +259,20 @@ pub enum Event {
         /// Bytes removed.
         bytes: u64,
     },
+    /// A piece of the model's visible text, as it streams. Live only: the whole text is in the
+    /// conversation.
+    #[serde(rename = "model.text")]
+    ModelText {
+        /// 1-based step.
+        step: u32,
+        /// The text.
+        text: String,
+    },
     /// A budget ran out.
     #[serde(rename = "budget.exhausted")]
     BudgetExhausted {
-        /// `steps` or `tool_calls`.
-        budget: String,
+        /// Which.
+        budget: Budget,
         /// Its limit.
         limit: u32,
     },
@@ -257,6 +364,7 @@ impl Event {
             Self::ModelStarted { .. } => "model.started",
             Self::ModelCompleted { .. } => "model.completed",
             Self::ModelFailed { .. } => "model.failed",
+            Self::ModelText { .. } => "model.text",
             Self::ContextElided { .. } => "context.elided",
             Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::ToolLog { .. } => "tool.log",
@@ -267,13 +375,43 @@ impl Event {
             Self::ToolFailed { .. } => "tool.failed",
         }
     }
+
+    /// Whether the event goes to observers only and is not written to the trace.
+    pub fn is_live(&self) -> bool {
+        matches!(self, Self::ModelText { .. })
+    }
+}
+
+/// What kind of source a part of the system prompt came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptKind {
+    /// Bosun's own instructions.
+    Bosun,
+    /// `$BOSUN_HOME/AGENTS.md`.
+    UserInstructions,
+    /// `<workspace>/AGENTS.md`.
+    ProjectInstructions,
+    /// A plugin's prompt contribution.
+    Plugin,
+}
+
+impl std::fmt::Display for PromptKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Bosun => "bosun",
+            Self::UserInstructions => "user_instructions",
+            Self::ProjectInstructions => "project_instructions",
+            Self::Plugin => "plugin",
+        })
+    }
 }
 
 /// One part of a system prompt, as a trace lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptPart {
-    /// `bosun`, `user_instructions`, `project_instructions` or `plugin`.
-    pub kind: String,
+    /// Where it came from.
+    pub kind: PromptKind,
     /// Who: a path or a plugin's local name.
     pub label: String,
     /// Bytes included.
@@ -282,19 +420,33 @@ pub struct PromptPart {
     pub truncated: bool,
 }
 
-/// Token counts a provider reported for one step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts a provider reported for one request (or, added up, for a run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
-    /// Input tokens.
+    /// Every input token, cached or not (Anthropic's cache reads and writes are added in).
     pub input_tokens: u64,
-    /// Output tokens.
+    /// Generated tokens, reasoning included.
     pub output_tokens: u64,
-    /// Input tokens served from a cache, when reported.
+    /// Input tokens served from the provider's prompt cache, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
-    /// Reasoning tokens, when reported.
+    /// Output tokens spent on hidden reasoning, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+}
+
+impl TokenUsage {
+    /// Adds another request's counts; a count stays `None` until some request reports it.
+    pub fn add(&mut self, other: TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        if let Some(cached) = other.cached_input_tokens {
+            *self.cached_input_tokens.get_or_insert(0) += cached;
+        }
+        if let Some(reasoning) = other.reasoning_tokens {
+            *self.reasoning_tokens.get_or_insert(0) += reasoning;
+        }
+    }
 }
 
 /// One line of a trace.

@@ -32,7 +32,8 @@ pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
 pub use classification::{Classification, ClassificationError};
 pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};
 pub use event::{
-    ApprovalAnswer, Envelope, Event, PromptPart, RunOutcome, TRACE_SCHEMA_VERSION, TokenUsage,
+    ApprovalAnswer, Budget, Envelope, Event, FinishReason, PromptKind, PromptPart, RunOutcome,
+    TRACE_SCHEMA_VERSION, TokenUsage, ToolCall,
 };
 pub use hidden::{escape_hidden, find_hidden, is_hidden_char};
 pub use limits::Limits;

@@ -18,7 +18,6 @@ use bosun_core::{
     ToolResult, ToolSpec, bound_result,
 };
 use bosun_policy::{HookVerdict, Policy, Subject};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
@@ -30,16 +29,7 @@ use crate::{Tool, ToolContext, Workspace};
 /// or a cancellation, before it is abandoned.
 const CLEANUP_GRACE: Duration = Duration::from_secs(2);
 
-/// A proposed call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// The call's id, unique within the run.
-    pub id: String,
-    /// The tool's name as proposed.
-    pub name: String,
-    /// The input as proposed.
-    pub input: Value,
-}
+pub use bosun_core::ToolCall;
 
 /// What came of a call.
 #[derive(Debug, Clone, PartialEq)]

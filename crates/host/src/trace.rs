@@ -155,8 +155,14 @@ impl Trace {
         self.redactor.redact_str(text)
     }
 
-    /// Records one event: redacts it, numbers it, buffers the line and tells observers.
+    /// Records one event: redacts it, numbers it, buffers the line and tells observers. A live
+    /// event ([`Event::is_live`]) is redacted and handed to observers only; it carries the
+    /// sequence number the next recorded event will have.
     pub fn record(&self, event: Event) {
+        let live = event.is_live();
+        if live && self.observers.is_empty() {
+            return;
+        }
         let Ok(mut writer) = self.writer.lock() else {
             return;
         };
@@ -168,7 +174,9 @@ impl Trace {
             timestamp: Utc::now(),
             event,
         };
-        writer.sequence += 1;
+        if !live {
+            writer.sequence += 1;
+        }
         let line = match serde_json::to_string(&envelope) {
             Ok(line) => line,
             Err(e) => {
@@ -189,7 +197,8 @@ impl Trace {
         } else {
             line
         };
-        if let Some(file) = writer.file.as_mut()
+        if !live
+            && let Some(file) = writer.file.as_mut()
             && let Err(e) = file
                 .write_all(line.as_bytes())
                 .and_then(|()| file.write_all(b"\n"))
@@ -431,7 +440,7 @@ pub fn render(envelopes: &[Envelope]) -> String {
             } => writeln!(
                 out,
                 "  [{at:>5} ms] model step {step} done: {}, {tool_calls} tool call(s){}",
-                finish.as_deref().unwrap_or("?"),
+                finish.as_ref().map_or("?", |f| f.as_str()),
                 usage
                     .map(|u| format!(", {} tokens in / {} out", u.input_tokens, u.output_tokens))
                     .unwrap_or_default()
@@ -440,6 +449,12 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 out,
                 "  [{at:>5} ms] model step {step} failed: {}",
                 crate::approval::sanitize_for_terminal(error)
+            ),
+            // Never written to a trace file; a trace built by hand may hold it.
+            Event::ModelText { step, text } => writeln!(
+                out,
+                "  [{at:>5} ms] model step {step} text: {}",
+                short(&serde_json::Value::String(text.clone()), 120)
             ),
             Event::ContextElided {
                 call_id,

@@ -19,7 +19,7 @@ use crate::stream::{WireParser, parse_arguments, parse_json, shape_error, start}
 use crate::transport::{Connection, Transport, header};
 use crate::{
     AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
-    Provider, ReasoningFormat, ReasoningItem, ToolCall, Usage,
+    Provider, ReasoningFormat, ReasoningItem, TokenUsage, ToolCall,
 };
 
 const PROVIDER: &str = "anthropic";
@@ -87,7 +87,7 @@ impl Anthropic {
                                     "type": "tool_use",
                                     "id": call.id,
                                     "name": call.name,
-                                    "input": call.arguments,
+                                    "input": call.input,
                                 }),
                             ),
                             AssistantPart::Reasoning(item) => {
@@ -219,7 +219,7 @@ impl MessagesParser {
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) {
-        out.push(ModelEvent::Usage(Usage {
+        out.push(ModelEvent::Usage(TokenUsage {
             input_tokens: self.input_tokens + self.cache_read.unwrap_or(0) + self.cache_write,
             output_tokens: self.output_tokens,
             cached_input_tokens: self.cache_read,
@@ -320,7 +320,7 @@ impl WireParser for MessagesParser {
                         out.push(ModelEvent::ToolCall(ToolCall {
                             id,
                             name,
-                            arguments,
+                            input: arguments,
                         }));
                     }
                     Some(Block::Thinking {

@@ -3,7 +3,9 @@
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::{AssistantPart, Message, ModelError, ModelStream, ReasoningItem, ToolCall};
+use bosun_core::{FinishReason, TokenUsage, ToolCall};
+
+use crate::{AssistantPart, Message, ModelError, ModelStream, ReasoningItem};
 
 /// One event of a model's answer.
 ///
@@ -20,41 +22,12 @@ pub enum ModelEvent {
     /// A reasoning item to carry into the next request of this turn.
     Reasoning(ReasoningItem),
     /// Token accounting for this request.
-    Usage(Usage),
+    Usage(TokenUsage),
     /// The model stopped.
     Finished {
         /// Why.
         reason: FinishReason,
     },
-}
-
-/// Tokens counted by the provider for one request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Every input token, cached or not (Anthropic's cache reads and writes are added in).
-    pub input_tokens: u64,
-    /// Generated tokens, reasoning included.
-    pub output_tokens: u64,
-    /// Input tokens served from the provider's prompt cache, when it says.
-    pub cached_input_tokens: Option<u64>,
-    /// Output tokens spent on hidden reasoning, when it says.
-    pub reasoning_tokens: Option<u64>,
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// It finished its answer.
-    Stop,
-    /// It hit the output token cap or the context window.
-    Length,
-    /// It wants the tool calls it made to be run.
-    ToolCalls,
-    /// The provider's filter stopped it.
-    ContentFilter,
-    /// Something else, as the provider named it.
-    Other(String),
 }
 
 /// A whole answer gathered from a stream: the assistant turn to put back into the
@@ -65,7 +38,7 @@ pub struct Answer {
     /// joined into one part.
     pub parts: Vec<AssistantPart>,
     /// The provider's token counts, if it sent them.
-    pub usage: Option<Usage>,
+    pub usage: Option<TokenUsage>,
     /// Why it stopped; `None` until `Finished` arrives.
     pub finish: Option<FinishReason>,
 }

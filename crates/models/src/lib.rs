@@ -58,14 +58,15 @@ mod stream;
 mod transport;
 
 pub use anthropic::Anthropic;
+pub use bosun_core::{FinishReason, TokenUsage, ToolCall};
 pub use config::{
     ConfigError, ConfiguredModel, KeyStatus, ModelConfig, ModelListing, ModelsConfig, ProviderKind,
     build_provider, process_env,
 };
 pub use error::{MAX_QUOTED_CHARS, ModelError};
-pub use event::{Answer, FinishReason, ModelEvent, Usage};
+pub use event::{Answer, ModelEvent};
 pub use message::{
-    AssistantPart, Message, ModelRequest, ReasoningFormat, ReasoningItem, ToolCall, ToolDefinition,
+    AssistantPart, Message, ModelRequest, ReasoningFormat, ReasoningItem, ToolDefinition,
     ToolResult,
 };
 pub use openai_chat::OpenAiChat;

@@ -1,6 +1,7 @@
 //! A provider-neutral conversation: what Bosun sends to a model. Each adapter translates it into
 //! its own wire format; nothing here knows about HTTP or about how tools run.
 
+use bosun_core::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,17 +90,6 @@ pub enum AssistantPart {
     ToolCall(ToolCall),
     /// A reasoning item to hand back on the next step.
     Reasoning(ReasoningItem),
-}
-
-/// A complete tool call proposed by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The provider's call id (`call_…`, `toolu_…`); the result must quote it.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, parsed once the last fragment arrived.
-    pub arguments: Value,
 }
 
 /// The result of a tool call, sent back to the model.

@@ -18,7 +18,7 @@ use crate::stream::{WireParser, parse_arguments, parse_json, shape_error, start}
 use crate::transport::{Connection, Transport, bearer_headers};
 use crate::{
     AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
-    Provider, ToolCall, Usage,
+    Provider, TokenUsage, ToolCall,
 };
 
 const PROVIDER: &str = "openai-chat";
@@ -95,7 +95,7 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
             AssistantPart::ToolCall(call) => calls.push(json!({
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments.to_string()},
+                "function": {"name": call.name, "arguments": call.input.to_string()},
             })),
             // Chat Completions has no way to hand reasoning back.
             AssistantPart::Reasoning(_) => {}
@@ -155,7 +155,7 @@ struct ChatParser {
     calls: BTreeMap<u64, PartialCall>,
     emitted_calls: usize,
     finish: Option<String>,
-    usage: Option<Usage>,
+    usage: Option<TokenUsage>,
     done: bool,
 }
 
@@ -180,7 +180,7 @@ impl ChatParser {
             out.push(ModelEvent::ToolCall(ToolCall {
                 id,
                 name: call.name,
-                arguments,
+                input: arguments,
             }));
             self.emitted_calls += 1;
         }
@@ -315,7 +315,7 @@ impl WireParser for ChatParser {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
-            self.usage = Some(Usage {
+            self.usage = Some(TokenUsage {
                 input_tokens: count("/prompt_tokens").unwrap_or(0),
                 output_tokens: count("/completion_tokens").unwrap_or(0),
                 cached_input_tokens: count("/prompt_tokens_details/cached_tokens"),

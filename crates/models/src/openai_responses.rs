@@ -21,7 +21,7 @@ use crate::stream::{WireParser, parse_arguments, parse_json, shape_error, start}
 use crate::transport::{Connection, Transport, bearer_headers};
 use crate::{
     AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
-    Provider, ReasoningFormat, ReasoningItem, ToolCall, Usage,
+    Provider, ReasoningFormat, ReasoningItem, TokenUsage, ToolCall,
 };
 
 const PROVIDER: &str = "openai-responses";
@@ -129,7 +129,7 @@ fn assistant_items(parts: &[AssistantPart], input: &mut Vec<Value>) {
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
-                    "arguments": call.arguments.to_string(),
+                    "arguments": call.input.to_string(),
                 }));
             }
             AssistantPart::Reasoning(item) => {
@@ -192,10 +192,10 @@ fn text<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn usage(response: &Value) -> Option<Usage> {
+fn usage(response: &Value) -> Option<TokenUsage> {
     let usage = response.get("usage").filter(|u| u.is_object())?;
     let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
-    Some(Usage {
+    Some(TokenUsage {
         input_tokens: count("/input_tokens").unwrap_or(0),
         output_tokens: count("/output_tokens").unwrap_or(0),
         cached_input_tokens: count("/input_tokens_details/cached_tokens"),
@@ -265,7 +265,7 @@ impl ResponsesParser {
                 out.push(ModelEvent::ToolCall(ToolCall {
                     id: call_id,
                     name,
-                    arguments,
+                    input: arguments,
                 }));
                 self.emitted_calls += 1;
             }

@@ -8,14 +8,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bosun_agent::run::{
-    Agent, Budget, Budgets, ContextBudget, RunEnd, RunEvent, RunObserver, RunReport,
-    estimate_tokens, system_prompt,
+    Agent, Budget, Budgets, ContextBudget, RunEnd, RunReport, estimate_tokens, system_prompt,
 };
 use bosun_agent::scripted::{Script, ScriptedCall, ScriptedModel, ScriptedServer, Step};
 use bosun_agent::session_store::{SessionError, SessionStore};
-use bosun_core::{ApprovalAnswer, ErrorCode, Event, Redactor, RunOutcome};
+use bosun_core::{ApprovalAnswer, Envelope, ErrorCode, Event, Redactor, RunOutcome};
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
-use bosun_host::trace::{Trace, read_run};
+use bosun_host::trace::{Observer, Trace, read_run};
 use bosun_host::{Chokepoint, Session, Workspace, builtin};
 use bosun_models::{Connection, Message, OpenAiChat};
 use bosun_policy::{Mode, Policy};
@@ -50,17 +49,18 @@ impl ApprovalBroker for Person {
     }
 }
 
+/// Every event the trace hands its observers, recorded and live.
 #[derive(Default)]
-struct Collect(Mutex<Vec<RunEvent>>);
+struct Collect(Mutex<Vec<Event>>);
 
-impl RunObserver for Collect {
-    fn on_event(&self, event: &RunEvent) {
-        self.0.lock().unwrap().push(event.clone());
+impl Observer for Collect {
+    fn observe(&self, envelope: &Envelope) {
+        self.0.lock().unwrap().push(envelope.event.clone());
     }
 }
 
 impl Collect {
-    fn events(&self) -> Vec<RunEvent> {
+    fn events(&self) -> Vec<Event> {
         self.0.lock().unwrap().clone()
     }
 
@@ -68,7 +68,7 @@ impl Collect {
         self.events()
             .into_iter()
             .filter_map(|e| match e {
-                RunEvent::TextDelta { text, .. } => Some(text),
+                Event::ModelText { text, .. } => Some(text),
                 _ => None,
             })
             .collect()
@@ -140,7 +140,6 @@ impl Harness {
             .system_prompt(prompt)
             .budgets(budgets)
             .context(context)
-            .observer(self.observed.clone())
             .build()
     }
 
@@ -161,7 +160,8 @@ impl Harness {
             None,
             Arc::new(Redactor::new(Vec::<(String, String)>::new())),
         )
-        .unwrap();
+        .unwrap()
+        .observe(self.observed.clone());
         let report = agent.run(conversation, task, session, &trace, cancel).await;
         trace.finish().unwrap();
         let events = read_run(&runs.join(format!("{run_id}.jsonl")))
@@ -322,8 +322,9 @@ async fn the_model_reads_patches_and_reacts_to_a_refused_command() {
         })
     );
     let observed = h.observed.events();
-    let RunEvent::PromptAssembled { sources } = &observed[0] else {
-        panic!("first event: {:?}", observed[0]);
+    assert!(matches!(observed[0], Event::RunStarted { .. }));
+    let Event::PromptAssembled { sources } = &observed[1] else {
+        panic!("second event: {:?}", observed[1]);
     };
     let labels: Vec<&str> = sources.iter().map(|s| s.label.as_str()).collect();
     assert_eq!(labels.len(), 3);
@@ -332,6 +333,10 @@ async fn the_model_reads_patches_and_reacts_to_a_refused_command() {
         h.observed.text(),
         format!("Let me look at the code.{}", report.text)
     );
+    // Streamed text reaches observers only; the trace file keeps everything else, in order.
+    assert!(!kinds(&events).contains(&"model.text"));
+    let recorded: Vec<Event> = observed.into_iter().filter(|e| !e.is_live()).collect();
+    assert_eq!(recorded, events);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -361,12 +366,12 @@ async fn exhausting_the_step_budget_ends_with_limit_reached() {
             outcome: RunOutcome::LimitReached
         })
     );
-    assert!(h.observed.events().contains(&RunEvent::BudgetExhausted {
+    assert!(h.observed.events().contains(&Event::BudgetExhausted {
         budget: Budget::Steps,
         limit: 2
     }));
     assert!(events.contains(&Event::BudgetExhausted {
-        budget: "steps".to_owned(),
+        budget: Budget::Steps,
         limit: 2
     }));
 }
@@ -650,11 +655,11 @@ async fn old_tool_outputs_are_elided_to_fit_a_tiny_context_window() {
     let second = tool_contents(&requests[1]);
     assert!(second[0].contains(&"x".repeat(4_000)));
     let third = tool_contents(&requests[2]);
-    let RunEvent::Elided { bytes, .. } = h
+    let Event::ContextElided { bytes, .. } = h
         .observed
         .events()
         .into_iter()
-        .find(|e| matches!(e, RunEvent::Elided { .. }))
+        .find(|e| matches!(e, Event::ContextElided { .. }))
         .unwrap()
     else {
         unreachable!()

@@ -13,7 +13,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use bosun_agent::run::{Budget, Budgets, RunEnd, RunEvent};
+use bosun_agent::run::{Budget, Budgets, RunEnd};
 use bosun_core::{ApprovalAnswer, Envelope, Event};
 use bosun_host::approval::{PendingApproval, sanitize_for_terminal};
 use bosun_models::{AssistantPart, Message};
@@ -162,7 +162,6 @@ impl App {
         match event {
             AppEvent::Key(key, at) => self.key(key, at),
             AppEvent::Redraw => {}
-            AppEvent::Run(event) => self.run_event(event),
             AppEvent::Trace(envelope) => self.trace(&envelope),
             AppEvent::Approval(pending) => {
                 if self.running.as_ref().is_none_or(|run| run.cancelling) {
@@ -456,16 +455,17 @@ impl App {
         });
     }
 
-    fn run_event(&mut self, event: RunEvent) {
+    fn trace(&mut self, envelope: &Envelope) {
         let Some(run) = &mut self.running else {
             return;
         };
-        match event {
-            RunEvent::ModelStarted { step, .. } => {
-                self.steps = step;
+        let tool = tool_entry;
+        match &envelope.event {
+            Event::ModelStarted { step, .. } => {
+                self.steps = *step;
                 run.text_entry = None;
             }
-            RunEvent::TextDelta { text, .. } => {
+            Event::ModelText { text, .. } => {
                 let text = text.replace('\t', "    ");
                 match run.text_entry.and_then(|i| self.entries.get_mut(i)) {
                     Some(Entry::Assistant(shown)) => shown.push_str(&text),
@@ -475,24 +475,10 @@ impl App {
                     }
                 }
             }
-            RunEvent::Elided { tool, bytes, .. } => self.entries.push(Entry::Notice(format!(
+            Event::ContextElided { tool, bytes, .. } => self.entries.push(Entry::Notice(format!(
                 "elided {bytes} bytes of an earlier {} output to fit the context window",
-                sanitize_for_terminal(&tool)
+                sanitize_for_terminal(tool)
             ))),
-            // The end of the turn says how it ended, once.
-            RunEvent::PromptAssembled { .. }
-            | RunEvent::ModelCompleted { .. }
-            | RunEvent::ModelFailed { .. }
-            | RunEvent::BudgetExhausted { .. } => {}
-        }
-    }
-
-    fn trace(&mut self, envelope: &Envelope) {
-        let Some(run) = &mut self.running else {
-            return;
-        };
-        let tool = tool_entry;
-        match &envelope.event {
             Event::ToolProposed {
                 call_id,
                 tool,
@@ -651,7 +637,7 @@ fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
                         AssistantPart::ToolCall(call) => entries.push(Entry::Tool(ToolEntry {
                             call_id: call.id.clone(),
                             tool: sanitize_for_terminal(&call.name),
-                            input: short(&call.arguments.to_string()),
+                            input: short(&call.input.to_string()),
                             decision: None,
                             answer: None,
                             state: ToolState::Earlier,

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use anyhow::Result;
-use bosun_agent::run::{RunEvent, RunObserver};
 use bosun_core::Envelope;
 use bosun_host::approval::ChannelBroker;
 use bosun_host::trace::Observer;
@@ -72,8 +71,7 @@ async fn turn(
     });
     let io = TurnIo {
         broker: Arc::new(broker),
-        trace_observer: Some(forward.clone()),
-        run_observer: Some(forward),
+        observer: Some(forward),
     };
     let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
     let turn = match prepared {
@@ -97,14 +95,8 @@ async fn turn(
     }
 }
 
-/// Sends what the run does to the UI: live run events and trace envelopes (already redacted).
+/// Sends what the run does to the UI: every event, recorded or live (already redacted).
 struct Forward(Sender<AppEvent>);
-
-impl RunObserver for Forward {
-    fn on_event(&self, event: &RunEvent) {
-        let _ = self.0.send(AppEvent::Run(event.clone()));
-    }
-}
 
 impl Observer for Forward {
     fn observe(&self, envelope: &Envelope) {

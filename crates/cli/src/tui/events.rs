@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use bosun_agent::run::RunEvent;
 use bosun_core::Envelope;
 use bosun_host::approval::PendingApproval;
 use ratatui::crossterm::event::KeyEvent;
@@ -16,9 +15,7 @@ pub(crate) enum AppEvent {
     Key(KeyEvent, Instant),
     /// The terminal changed size.
     Redraw,
-    /// A live event of the running turn.
-    Run(RunEvent),
-    /// A trace envelope of the running turn (redacted).
+    /// An event of the running turn, recorded or live (redacted).
     Trace(Box<Envelope>),
     /// Policy asks the person about a call.
     Approval(PendingApproval),

@@ -901,6 +901,10 @@ impl JsObserver {
 
 impl crate::trace::Observer for JsObserver {
     fn observe(&self, envelope: &bosun_core::Envelope) {
+        // Plugins observe what the trace records; streamed text is not recorded.
+        if envelope.event.is_live() {
+            return;
+        }
         let Ok(event) = serde_json::to_value(envelope) else {
             return;
         };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bosun_models::{
     Answer, Anthropic, ApiKey, CancellationToken, Connection, FinishReason, Message, ModelError,
     ModelEvent, ModelRequest, OpenAiChat, OpenAiResponses, Provider, ProviderKind, RetryPolicy,
-    Timeouts, ToolCall, ToolDefinition, Usage,
+    Timeouts, TokenUsage, ToolCall, ToolDefinition,
 };
 use futures_util::StreamExt;
 use pretty_assertions::assert_eq;
@@ -120,12 +120,12 @@ pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ModelEvent {
     ModelEvent::ToolCall(ToolCall {
         id: id.into(),
         name: name.into(),
-        arguments,
+        input: arguments,
     })
 }
 
 pub fn usage(input: u64, output: u64, cached: Option<u64>, reasoning: Option<u64>) -> ModelEvent {
-    ModelEvent::Usage(Usage {
+    ModelEvent::Usage(TokenUsage {
         input_tokens: input,
         output_tokens: output,
         cached_input_tokens: cached,
