@@ -100,6 +100,10 @@ pub struct Scope {
     /// Network host, for `net.http`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The port the call names with `host`, when it names one (otherwise the scheme's default).
+    /// Rules match on the host; the port is what the sandbox then grants, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
     /// Path relative to the workspace root, `/`-separated, for `fs.*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -111,7 +115,23 @@ pub struct Scope {
 impl Scope {
     /// True when no field is set.
     pub fn is_empty(&self) -> bool {
-        self.host.is_none() && self.path.is_none() && self.program.is_none()
+        self.host.is_none() && self.port.is_none() && self.path.is_none() && self.program.is_none()
+    }
+
+    /// The scope of a `net.http` use of `authority`.
+    pub fn authority(authority: crate::Authority) -> Self {
+        Self {
+            host: Some(authority.host),
+            port: authority.port,
+            ..Self::default()
+        }
+    }
+
+    /// The authority of a `net.http` scope, when it names a host.
+    pub fn as_authority(&self) -> Option<crate::Authority> {
+        self.host
+            .as_deref()
+            .map(|host| crate::Authority::new(host, self.port))
     }
 }
 

@@ -17,6 +17,7 @@
 //! assert_eq!(spec.name.as_str(), "count_text");
 //! ```
 
+mod authority;
 mod capability;
 mod classification;
 mod decision;
@@ -28,6 +29,7 @@ mod result;
 pub mod text;
 mod tool;
 
+pub use authority::{Authority, AuthorityError};
 pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
 pub use classification::{Classification, ClassificationError};
 pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};

@@ -38,6 +38,7 @@ impl Example {
                 host: self.host.clone(),
                 path: self.path.clone(),
                 program: self.program.clone(),
+                port: None,
             },
             risk: self.risk,
         }

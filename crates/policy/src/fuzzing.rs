@@ -59,6 +59,7 @@ pub fn matcher(data: &[u8]) {
         host: Some(action.to_owned()),
         path: Some(action.to_owned()),
         program: Some(action.to_owned()),
+        port: None,
     };
     let mut subjects = vec![
         Subject::tool(action, None).with_scope(scope),

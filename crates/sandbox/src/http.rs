@@ -90,33 +90,18 @@ impl Resolver for StaticResolver {
 /// What one call may reach over HTTP.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetGrant {
-    /// Authorities allowed for this call: `host` or `host:port` (`[v6]:port` for IPv6). A
-    /// host without a port allows the scheme's default port only.
-    pub hosts: Vec<String>,
+    /// Authorities allowed for this call (exact host, case-insensitive). One without a port
+    /// allows the scheme's default port only.
+    pub hosts: Vec<bosun_core::Authority>,
     /// Addresses a policy rule named explicitly; only these non-public addresses may be
     /// reached.
     pub private_allowed: Vec<IpAddr>,
 }
 
 impl NetGrant {
-    /// Whether some granted authority has `host` (lower-case, no port) as its host part.
+    /// Whether some granted authority has `host` (lower-case, no port) as its host.
     pub fn names_host(&self, host: &str) -> bool {
-        self.hosts.iter().any(|authority| {
-            let authority = authority.to_ascii_lowercase();
-            let name = match authority.strip_prefix('[') {
-                Some(v6) => v6.split(']').next().unwrap_or(""),
-                None => authority
-                    .rsplit_once(':')
-                    .map_or(authority.as_str(), |(h, p)| {
-                        if p.bytes().all(|b| b.is_ascii_digit()) {
-                            h
-                        } else {
-                            authority.as_str()
-                        }
-                    }),
-            };
-            name == host
-        })
+        self.hosts.iter().any(|authority| authority.host == host)
     }
 }
 
@@ -537,22 +522,16 @@ fn parse_authority(authority: &Authority, default_port: u16) -> Result<(Host, u1
 
 /// Whether `host:port` is among the granted authorities. A grant without a port allows the
 /// scheme's default port.
-fn granted(grants: &[String], host: &Host, port: u16, default_port: u16) -> bool {
+fn granted(grants: &[bosun_core::Authority], host: &Host, port: u16, default_port: u16) -> bool {
     grants.iter().any(|grant| {
-        let Ok(authority) = Authority::from_str(grant.trim()) else {
-            return false;
+        let grant_host = match grant.host.parse::<IpAddr>() {
+            Ok(ip) => Host::Ip(ip),
+            Err(_) => match parse_host(&grant.host) {
+                Ok(host) => host,
+                Err(_) => return false,
+            },
         };
-        if authority.as_str().contains('@') {
-            return false;
-        }
-        let Ok(grant_host) = parse_host(authority.host()) else {
-            return false;
-        };
-        let grant_port = match authority.port() {
-            None => Some(default_port),
-            Some(_) => authority.port_u16(),
-        };
-        same_host(&grant_host, host) && grant_port == Some(port)
+        same_host(&grant_host, host) && grant.port.unwrap_or(default_port) == port
     })
 }
 
@@ -887,11 +866,10 @@ mod tests {
 
     #[test]
     fn grants_match_exact_hosts_with_default_ports() {
-        let grants = vec![
-            "Example.com".to_owned(),
-            "api.test:8443".to_owned(),
-            "127.0.0.1:4000".to_owned(),
-        ];
+        let grants: Vec<bosun_core::Authority> = ["Example.com", "api.test:8443", "127.0.0.1:4000"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
         let name = |s: &str| Host::Name(s.to_owned());
         assert!(granted(&grants, &name("example.com"), 443, 443));
         assert!(granted(&grants, &name("example.com"), 80, 80));
@@ -909,7 +887,7 @@ mod tests {
         Check {
             enabled: true,
             net: Arc::new(NetGrant {
-                hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+                hosts: hosts.iter().map(|h| h.parse().unwrap()).collect(),
                 private_allowed: private.to_vec(),
             }),
             resolver: Arc::new(resolver),

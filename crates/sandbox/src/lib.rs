@@ -29,7 +29,7 @@
 //! let loaded = sandbox.load(wasm)?.with_label("web");
 //! let mut instance = loaded.instantiate(Grants { http: true, ..Grants::default() }).await?;
 //! let opts = CallOptions {
-//!     net: NetGrant { hosts: vec!["example.com".into()], ..NetGrant::default() },
+//!     net: NetGrant { hosts: vec!["example.com".parse()?], ..NetGrant::default() },
 //!     ..CallOptions::default()
 //! };
 //! let out = instance.call("web_fetch", r#"{"url":"https://example.com/"}"#, opts).await?;

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::{
-    Capability, CapabilityRequest, Classification, Decision, ErrorCode, Risk, Scope, ToolError,
-    ToolName, ToolOutput, ToolSpec,
+    Authority, Capability, CapabilityRequest, Classification, Decision, ErrorCode, Risk, Scope,
+    ToolError, ToolName, ToolOutput, ToolSpec,
 };
 use bosun_js::{
     ActivationRequest, Descriptor, Format, JsError, JsLimits, JsPlugin, JsTool as JsToolMeta,
@@ -574,53 +574,40 @@ impl std::fmt::Debug for JsTool {
 }
 
 impl JsTool {
-    /// The hosts this call may reach, from the plugin's grants and the input.
-    fn hosts(&self, input: &Value) -> Vec<(String, Option<u16>)> {
+    /// The authorities this call may reach, from the plugin's grants and the input. A grant
+    /// that is not an authority reaches nothing.
+    fn hosts(&self, input: &Value) -> Vec<Authority> {
         if !self.network {
             return Vec::new();
         }
         let spec = &self.runtime.spec;
-        let mut hosts: Vec<(String, Option<u16>)> = Vec::new();
+        let mut hosts: Vec<Authority> = Vec::new();
         match spec.format {
             Format::Triggerfish => {
-                for authority in &spec.endpoints {
-                    hosts.push(split_authority(authority));
-                }
+                hosts.extend(
+                    spec.endpoints
+                        .iter()
+                        .filter_map(|a| Authority::parse(a).ok()),
+                );
             }
             Format::Forge => {
-                for host in spec.config_hosts() {
-                    hosts.push(split_authority(&host));
-                }
+                hosts.extend(
+                    spec.config_hosts()
+                        .iter()
+                        .filter_map(|a| Authority::parse(a).ok()),
+                );
                 if let Some(url) = input.get("url").and_then(Value::as_str)
                     && let Ok(url) = url::Url::parse(url)
                     && matches!(url.scheme(), "http" | "https")
                     && let Some(host) = url.host_str()
                 {
-                    let host = host.trim_start_matches('[').trim_end_matches(']');
-                    hosts.push((host.to_ascii_lowercase(), url.port()));
+                    hosts.push(Authority::new(host, url.port()));
                 }
             }
         }
         hosts.sort();
         hosts.dedup();
         hosts
-    }
-}
-
-fn split_authority(authority: &str) -> (String, Option<u16>) {
-    let authority = authority.to_ascii_lowercase();
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, tail) = rest.split_once(']').unwrap_or((rest, ""));
-        return (
-            host.to_owned(),
-            tail.strip_prefix(':').and_then(|p| p.parse().ok()),
-        );
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !host.contains(':') => {
-            (host.to_owned(), port.parse().ok())
-        }
-        _ => (authority, None),
     }
 }
 
@@ -649,18 +636,15 @@ impl Tool for JsTool {
         }
         Ok(hosts
             .into_iter()
-            .map(|(host, _)| CapabilityRequest {
+            .map(|authority| CapabilityRequest {
                 capability: Capability::NetHttp,
-                scope: Scope {
-                    host: Some(host),
-                    ..Scope::default()
-                },
+                scope: Scope::authority(authority),
             })
             .collect())
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let net = crate::plugin_runtime::native::net_grant(self.hosts(&input), &self.policy);
+        let net = crate::plugin_runtime::native::net_grant(&ctx.granted, &self.policy);
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
@@ -999,18 +983,5 @@ mod tests {
         );
         assert!(normalise_schema(&json!({"type": "string"})).is_err());
         assert!(normalise_schema(&json!(true)).is_err());
-    }
-
-    #[test]
-    fn authorities_split_into_host_and_port() {
-        assert_eq!(
-            split_authority("Api.Example.com"),
-            ("api.example.com".into(), None)
-        );
-        assert_eq!(
-            split_authority("example.com:8443"),
-            ("example.com".into(), Some(8443))
-        );
-        assert_eq!(split_authority("[::1]:80"), ("::1".into(), Some(80)));
     }
 }

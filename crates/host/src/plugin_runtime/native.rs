@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::{
-    Capability, CapabilityRequest, ErrorCode, Scope, ToolError, ToolOutput, ToolSpec,
+    Authority, Capability, CapabilityRequest, ErrorCode, Scope, ToolError, ToolOutput, ToolSpec,
 };
 use bosun_plugins::{CapabilityDecl, PluginEntry, PluginTool as PluginToolMeta};
 use bosun_policy::{Policy, Subject};
@@ -189,7 +189,7 @@ impl std::fmt::Debug for PluginTool {
 }
 
 /// The host of a URL held at `pointer` in `input`, with its port when one is given.
-fn url_authority(input: &Value, pointer: &str) -> Result<(String, Option<u16>), ToolError> {
+fn url_authority(input: &Value, pointer: &str) -> Result<Authority, ToolError> {
     let text = input
         .pointer(pointer)
         .and_then(Value::as_str)
@@ -215,7 +215,7 @@ fn url_authority(input: &Value, pointer: &str) -> Result<(String, Option<u16>), 
         ));
     }
     let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_ascii_lowercase(),
+        Some(url::Host::Domain(d)) => d.to_owned(),
         Some(url::Host::Ipv4(ip)) => ip.to_string(),
         Some(url::Host::Ipv6(ip)) => ip.to_string(),
         None => {
@@ -225,10 +225,10 @@ fn url_authority(input: &Value, pointer: &str) -> Result<(String, Option<u16>), 
             ));
         }
     };
-    Ok((host, url.port()))
+    Ok(Authority::new(&host, url.port()))
 }
 
-fn host_of_config(value: Option<&Value>, key: &str) -> Result<(String, Option<u16>), ToolError> {
+fn host_of_config(value: Option<&Value>, key: &str) -> Result<Authority, ToolError> {
     let Some(Value::String(text)) = value else {
         return Err(ToolError::new(
             ErrorCode::InvalidInput,
@@ -236,12 +236,19 @@ fn host_of_config(value: Option<&Value>, key: &str) -> Result<(String, Option<u1
         ));
     };
     let wrapped = serde_json::json!({ "u": text });
-    url_authority(&wrapped, "/u").or_else(|_| Ok((text.to_ascii_lowercase(), None)))
+    url_authority(&wrapped, "/u").or_else(|_| {
+        Authority::parse(text).map_err(|e| {
+            ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("the plugin's config `{key}` is neither an http(s) URL nor a host: {e}"),
+            )
+        })
+    })
 }
 
 impl PluginTool {
-    /// The net.http hosts (with explicit ports) this call reaches.
-    fn net_hosts(&self, input: &Value) -> Result<Vec<(String, Option<u16>)>, ToolError> {
+    /// The net.http authorities this call reaches.
+    fn net_hosts(&self, input: &Value) -> Result<Vec<Authority>, ToolError> {
         let mut hosts = Vec::new();
         for decl in self
             .capabilities
@@ -249,7 +256,7 @@ impl PluginTool {
             .filter(|d| d.capability == Capability::NetHttp)
         {
             for host in decl.hosts.iter().flatten() {
-                hosts.push((host.clone(), None));
+                hosts.push(Authority::new(host, None));
             }
             if let Some(pointer) = &decl.host_from_input {
                 hosts.push(url_authority(input, pointer)?);
@@ -318,43 +325,37 @@ impl Tool for PluginTool {
                 _ => requests.push(CapabilityRequest::bare(decl.capability.clone())),
             }
         }
-        for (host, _) in self.net_hosts(input)? {
-            requests.push(CapabilityRequest {
-                capability: Capability::NetHttp,
-                scope: Scope {
-                    host: Some(host),
-                    ..Scope::default()
-                },
-            });
-        }
+        let mut hosts = self.net_hosts(input)?;
+        hosts.sort();
+        hosts.dedup();
+        requests.extend(hosts.into_iter().map(|authority| CapabilityRequest {
+            capability: Capability::NetHttp,
+            scope: Scope::authority(authority),
+        }));
         Ok(requests)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        // The hosts were judged by policy a moment ago, from this same input.
-        let hosts = self.net_hosts(&input)?;
-        let net = net_grant(hosts, &self.policy);
+        let net = net_grant(&ctx.granted, &self.policy);
         self.runtime.call(&self.tool, &input, net, ctx).await
     }
 }
 
-/// The HTTP grant for one call that policy has just judged: each `(host, port)` as an authority
-/// the sandbox matches exactly, and a literal private address only when a rule names it.
-pub(crate) fn net_grant(hosts: Vec<(String, Option<u16>)>, policy: &Policy) -> NetGrant {
+/// The HTTP grant for one call: exactly the `net.http` authorities policy has just judged
+/// (`granted`, from the chokepoint), and a literal private address only when a rule names it.
+pub(crate) fn net_grant(granted: &[CapabilityRequest], policy: &Policy) -> NetGrant {
     let mut net = NetGrant::default();
-    for (host, port) in hosts {
-        if let Ok(ip) = host.parse::<IpAddr>()
-            && policy.names_host(&host)
+    for authority in granted
+        .iter()
+        .filter(|r| r.capability == Capability::NetHttp)
+        .filter_map(|r| r.scope.as_authority())
+    {
+        if let Ok(ip) = authority.host.parse::<IpAddr>()
+            && policy.names_host(&authority.host)
         {
             // Inside addresses only when a rule names them literally.
             net.private_allowed.push(ip);
         }
-        let authority = match (host.parse::<std::net::Ipv6Addr>().is_ok(), port) {
-            (true, Some(p)) => format!("[{host}]:{p}"),
-            (true, None) => format!("[{host}]"),
-            (false, Some(p)) => format!("{host}:{p}"),
-            (false, None) => host,
-        };
         net.hosts.push(authority);
     }
     net
@@ -605,7 +606,49 @@ pub(crate) fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &s
 
 #[cfg(test)]
 mod tests {
-    use super::pattern_can_lie_within;
+    use super::{net_grant, pattern_can_lie_within};
+    use bosun_core::{Authority, Capability, CapabilityRequest, Scope};
+    use bosun_policy::{Mode, Policy, PolicyFile, Source};
+
+    #[test]
+    fn the_http_grant_is_exactly_the_judged_authorities() {
+        let text =
+            "[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n";
+        let policy = Policy::builder(Mode::WorkspaceWrite)
+            .user(
+                PolicyFile::parse(text).unwrap(),
+                Source::with_text("u.toml", text),
+            )
+            .unwrap()
+            .build();
+        let judged = |a: &str| CapabilityRequest {
+            capability: Capability::NetHttp,
+            scope: Scope::authority(a.parse().unwrap()),
+        };
+        let granted = vec![
+            judged("api.example.com:8443"),
+            judged("127.0.0.1:4000"),
+            judged("10.0.0.7"),
+            // Not network requests: never a host grant.
+            CapabilityRequest::bare(Capability::FsRead),
+            CapabilityRequest::bare(Capability::NetHttp),
+        ];
+        let net = net_grant(&granted, &policy);
+        assert_eq!(
+            net.hosts,
+            vec![
+                Authority::new("api.example.com", Some(8443)),
+                Authority::new("127.0.0.1", Some(4000)),
+                Authority::new("10.0.0.7", None),
+            ]
+        );
+        // An inside address is reachable only when a rule names it literally.
+        assert_eq!(
+            net.private_allowed,
+            vec!["127.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+        );
+        assert!(net_grant(&[], &policy).hosts.is_empty());
+    }
 
     #[test]
     fn rule_paths_are_matched_against_the_preopened_directory() {

@@ -272,7 +272,7 @@ pub fn tool_error(code: &str, message: &str, retryable: bool) -> ToolOutcome {
 pub fn net(hosts: &[String], private: &[IpAddr]) -> CallOptions {
     CallOptions {
         net: NetGrant {
-            hosts: hosts.to_vec(),
+            hosts: hosts.iter().map(|h| h.parse().unwrap()).collect(),
             private_allowed: private.to_vec(),
         },
         ..CallOptions::default()

@@ -104,7 +104,7 @@ async fn http_guest(setup: &Setup) -> Instance {
 fn net(hosts: &[String], private_allowed: &[IpAddr]) -> CallOptions {
     CallOptions {
         net: NetGrant {
-            hosts: hosts.to_vec(),
+            hosts: hosts.iter().map(|h| h.parse().unwrap()).collect(),
             private_allowed: private_allowed.to_vec(),
         },
         ..CallOptions::default()
