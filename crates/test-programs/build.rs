@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::Value;
 
 #[path = "../../build-support/guest_build.rs"]
 mod guest_build;
@@ -151,44 +150,37 @@ fn guest_packages(guests: &Path) -> Result<Vec<GuestPackage>, String> {
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cargo metadata printed something that is not JSON: {e}"))?;
-    let root = metadata["workspace_root"]
-        .as_str()
-        .map(|guests_dir| Path::new(guests_dir).join(".."))
-        .ok_or("cargo metadata has no workspace_root")?;
-    let root = root
+    let stdout = String::from_utf8(output.stdout)
+        .map_err(|e| format!("cargo metadata printed something that is not UTF-8: {e}"))?;
+    let metadata = cargo_metadata::MetadataCommand::parse(stdout)
+        .map_err(|e| format!("cargo metadata printed something unexpected: {e}"))?;
+    let root = metadata
+        .workspace_root
+        .parent()
+        .ok_or("the guest workspace has no parent directory")?
         .canonicalize()
-        .map_err(|e| format!("resolving {}: {e}", root.display()))?;
+        .map_err(|e| format!("resolving the repository root: {e}"))?;
     let mut packages = Vec::new();
-    for package in metadata["packages"].as_array().into_iter().flatten() {
-        if package["name"] == "bosun-js-engine" {
+    for package in &metadata.packages {
+        if package.name.as_str() == "bosun-js-engine" {
             continue;
         }
-        let cdylib = package["targets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|t| {
-                t["kind"]
-                    .as_array()
-                    .is_some_and(|kinds| kinds.iter().any(|k| k == "cdylib"))
-            });
-        let (Some(cdylib), Some(name), Some(manifest)) = (
-            cdylib,
-            package["name"].as_str(),
-            package["manifest_path"].as_str(),
-        ) else {
+        let Some(cdylib) = package
+            .targets
+            .iter()
+            .find(|t| t.kind.contains(&cargo_metadata::TargetKind::CDyLib))
+        else {
             continue;
         };
-        let dir = Path::new(manifest)
+        let dir = package
+            .manifest_path
             .parent()
-            .and_then(|dir| dir.strip_prefix(&root).ok())
+            .and_then(|dir| dir.as_std_path().strip_prefix(&root).ok())
             .map(|dir| dir.to_string_lossy().replace('\\', "/"))
             .unwrap_or_default();
         packages.push(GuestPackage {
-            name: name.to_owned(),
-            lib_name: cdylib["name"].as_str().unwrap_or(name).replace('-', "_"),
+            name: package.name.to_string(),
+            lib_name: cdylib.name.replace('-', "_"),
             dir,
         });
     }
