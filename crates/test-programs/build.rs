@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-
 #[path = "../../build-support/guest_build.rs"]
 mod guest_build;
 

@@ -19,6 +19,7 @@ mod env;
 mod plugin_commands;
 mod plugins;
 mod run;
+mod serve;
 mod term;
 mod tui;
 
@@ -105,6 +106,24 @@ enum Command {
     /// Configured models.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
+    Serve {
+        /// Serve one client over stdin and stdout (the default).
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8765), path /mcp.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Allow a non-loopback --http address (needs --token-env).
+        #[arg(long, requires = "token_env")]
+        allow_remote: bool,
+        /// The environment variable holding the bearer token every HTTP request must carry.
+        #[arg(long, value_name = "VAR", requires = "http")]
+        token_env: Option<String>,
+        /// A browser origin allowed besides loopback ones, e.g. https://app.example.com:443.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allowed_origins: Vec<String>,
+    },
     /// A scripted stand-in for a model (not a real model), for demos and tests.
     #[command(subcommand, hide = true)]
     DemoModel(DemoModelCommand),
@@ -310,6 +329,18 @@ fn main() -> ExitCode {
         ),
         Command::Sessions(SessionsCommand::List { json }) => run::sessions_list(json),
         Command::Models(ModelsCommand::List { json }) => run::models_list(json),
+        Command::Serve {
+            stdio: _,
+            http,
+            allow_remote,
+            token_env,
+            allowed_origins,
+        } => serve::serve(serve::ServeArgs {
+            http,
+            allow_remote,
+            token_env,
+            allowed_origins,
+        }),
         Command::DemoModel(DemoModelCommand::Serve { script, port }) => {
             run::demo_model_serve(&script, port)
         }

@@ -512,3 +512,4 @@ mod hardening;
 mod js;
 mod plugins;
 mod run;
+mod serve;

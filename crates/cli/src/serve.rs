@@ -1,0 +1,95 @@
+//! `bosun serve`: the host's tools for other agents over MCP (stdio or Streamable HTTP).
+//! Stdout belongs to the protocol under `--stdio`: everything this command says goes to stderr.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use bosun_mcp::{HttpOptions, Served};
+use tokio_util::sync::CancellationToken;
+
+use crate::exit;
+use crate::term::errln;
+
+/// How `bosun serve` was asked to listen.
+pub struct ServeArgs {
+    /// `--http ADDR`; stdio when `None`.
+    pub http: Option<SocketAddr>,
+    /// `--allow-remote`.
+    pub allow_remote: bool,
+    /// `--token-env VAR`.
+    pub token_env: Option<String>,
+    /// `--allow-origin ORIGIN`.
+    pub allowed_origins: Vec<String>,
+}
+
+pub fn serve(args: ServeArgs) -> Result<u8> {
+    let env = crate::env::load()?;
+    let token = match &args.token_env {
+        Some(var) => {
+            let token = std::env::var(var)
+                .with_context(|| format!("--token-env {var}: the variable is not set"))?;
+            if token.trim().len() < 16 {
+                bail!(
+                    "--token-env {var}: the token is shorter than 16 characters; use a long random one (e.g. `openssl rand -hex 32`)"
+                );
+            }
+            Some(token.trim().to_owned())
+        }
+        None => None,
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
+        bail!(
+            "{addr} is not a loopback address: other machines could call your tools. Add --allow-remote and --token-env VAR to serve it with a bearer token, or use 127.0.0.1"
+        );
+    }
+    let host = Arc::new(env.host()?);
+    let command = match args.http {
+        Some(addr) => format!("serve --http {addr}"),
+        None => "serve --stdio".to_owned(),
+    };
+    let served = Served::new(host, command);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        match args.http {
+            None => bosun_mcp::serve_stdio(served).await?,
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("listening on {addr}"))?;
+                let local = listener
+                    .local_addr()
+                    .context("reading the listening address")?;
+                errln!(
+                    "bosun serve: MCP over Streamable HTTP at http://{local}{}",
+                    bosun_mcp::http::PATH
+                );
+                let cancel = CancellationToken::new();
+                let stop = cancel.clone();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        stop.cancel();
+                    }
+                });
+                bosun_mcp::serve_http(
+                    served,
+                    listener,
+                    HttpOptions {
+                        token,
+                        allowed_origins: args.allowed_origins,
+                        cancel,
+                    },
+                )
+                .await?;
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(exit::OK)
+}

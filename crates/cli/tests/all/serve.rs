@@ -1,0 +1,449 @@
+//! `bosun serve` with the official Python MCP SDK (`mcp` from PyPI, installed by
+//! `scripts/mcp-peers`) as the client, over stdio and Streamable HTTP: what a client lists and
+//! calls, that every call is judged by the same policy and traced, and that `ask` reaches the
+//! client's user only through elicitation, never as a silent allow.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::{Env, code, stderr};
+
+/// The Python with the MCP SDK: `$BOSUN_MCP_PYTHON`, else the one `scripts/mcp-peers` made.
+fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("BOSUN_MCP_PYTHON") {
+        return python.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    let python = target.join("mcp-peers/venv/bin/python");
+    assert!(
+        python.exists(),
+        "the MCP peers are not installed: run scripts/mcp-peers (scripts/test does), or set BOSUN_MCP_PYTHON"
+    );
+    python
+}
+
+/// Runs the Python client with `plan`, bounded in time, and returns what it printed.
+fn peer(plan: &Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(plan.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP client did not finish in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out = String::new();
+    let mut err = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("{e}: client printed {out:?}; stderr:\n{err}"))
+}
+
+/// A plan that starts `bosun serve --stdio` in `env`'s workspace.
+fn stdio_plan(env: &Env, mode: &str, elicit: Option<&str>, calls: Value) -> Value {
+    json!({
+        "stdio": {
+            "command": env!("CARGO_BIN_EXE_bosun"),
+            "args": ["serve", "--stdio"],
+            "env": {"BOSUN_HOME": env.home(), "PATH": std::env::var("PATH").unwrap_or_default()},
+            "cwd": env.ws(),
+        },
+        "mode": mode,
+        "elicit": elicit,
+        "calls": calls,
+    })
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+fn install_hello(env: &Env) {
+    let target = env.home().join("plugins/hello");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(bosun_test_programs::HELLO, target.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&["plugins", "enable", "hi", "--path", "hello", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+fn trace_kinds(env: &Env) -> Vec<Vec<String>> {
+    env.runs()
+        .iter()
+        .map(|run| {
+            std::fs::read_to_string(run)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: Value = serde_json::from_str(l).unwrap();
+                    v["event"]["type"].as_str().unwrap().to_owned()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn stdio_client_lists_and_calls_builtins_and_a_plugin_through_policy() {
+    let env = Env::new();
+    env.user_config(
+        "[[policy.rules]]\naction = \"builtin.tool.create_file\"\ndecision = \"deny\"\n",
+    );
+    install_hello(&env);
+    let out = peer(&stdio_plan(
+        &env,
+        "auto",
+        None,
+        json!([
+            {"name": "read_file", "arguments": {"path": "src/lib.rs"}},
+            {"name": "greet", "arguments": {"name": "Ada"}},
+            {"name": "create_file", "arguments": {"path": "new.txt", "content": "x"}},
+            {"name": "run_command", "arguments": {"program": "touch", "args": ["made.txt"]}},
+            {"name": "no_such_tool", "arguments": {}},
+            {"name": "read_file", "arguments": {"path": "../../etc/passwd"}},
+        ]),
+    ));
+    // The 2026-07-28 revision, negotiated through server/discover.
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert_eq!(out["server"]["name"], "bosun");
+
+    let tools = out["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for name in ["read_file", "create_file", "run_command", "greet"] {
+        assert!(names.contains(&name), "{name} is listed: {names:?}");
+    }
+    let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    assert_eq!(read["inputSchema"]["type"], "object");
+    let run = tools.iter().find(|t| t["name"] == "run_command").unwrap();
+    assert_eq!(run["annotations"]["destructiveHint"], true);
+
+    let calls = out["calls"].as_array().unwrap();
+    assert!(!is_error(&calls[0]), "{}", calls[0]);
+    assert!(text_of(&calls[0]).contains("pub fn answer() -> u32 { 42 }"));
+    assert_eq!(
+        calls[0]["structuredContent"]["content"],
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+    // A WebAssembly plugin, in the sandbox.
+    assert!(!is_error(&calls[1]), "{}", calls[1]);
+    assert_eq!(calls[1]["structuredContent"]["message"], "Hello, Ada!");
+    // Denied by the user's rule: a tool error the client's model can read.
+    assert!(is_error(&calls[2]));
+    assert!(text_of(&calls[2]).starts_with("denied: "), "{}", calls[2]);
+    assert!(!env.ws().join("new.txt").exists());
+    // `ask` with a client that cannot be asked: refused, with the way to pre-approve it.
+    assert!(is_error(&calls[3]));
+    assert!(
+        text_of(&calls[3]).starts_with("needs_approval: "),
+        "{}",
+        calls[3]
+    );
+    assert!(!env.ws().join("made.txt").exists());
+    assert!(
+        text_of(&calls[4]).starts_with("unknown_tool: "),
+        "{}",
+        calls[4]
+    );
+    assert!(
+        text_of(&calls[5]).starts_with("outside_workspace: "),
+        "{}",
+        calls[5]
+    );
+    assert_eq!(out["elicited"], json!([]));
+
+    // One trace for the session, with every call judged in it.
+    let kinds = trace_kinds(&env);
+    let served: Vec<&Vec<String>> = kinds
+        .iter()
+        .filter(|k| k.first().map(String::as_str) == Some("run.started"))
+        .filter(|k| k.iter().filter(|e| *e == "tool.proposed").count() == 6)
+        .collect();
+    assert_eq!(served.len(), 1, "{kinds:?}");
+    assert_eq!(served[0].iter().filter(|e| *e == "tool.decided").count(), 4);
+    assert_eq!(served[0].last().unwrap(), "run.finished");
+    let inspect = env.bosun(&["inspect", "last"]);
+    assert!(
+        String::from_utf8_lossy(&inspect.stdout).contains("serve --stdio"),
+        "{}",
+        String::from_utf8_lossy(&inspect.stdout)
+    );
+}
+
+#[test]
+fn ask_becomes_an_elicitation_the_client_user_answers() {
+    let env = Env::new();
+    // The handshake revision: servers may ask the client's user.
+    let calls =
+        json!([{"name": "run_command", "arguments": {"program": "touch", "args": ["made.txt"]}}]);
+    let declined = peer(&stdio_plan(&env, "legacy", Some("decline"), calls.clone()));
+    assert_eq!(declined["protocol"], "2025-11-25", "{declined}");
+    let elicited = declined["elicited"].as_array().unwrap();
+    assert_eq!(elicited.len(), 1);
+    let question = elicited[0].as_str().unwrap();
+    assert!(
+        question.contains("run_command") && question.contains("touch"),
+        "{question}"
+    );
+    assert!(
+        text_of(&declined["calls"][0]).starts_with("denied: "),
+        "{declined}"
+    );
+    assert!(!env.ws().join("made.txt").exists());
+
+    let accepted = peer(&stdio_plan(&env, "legacy", Some("accept"), calls));
+    assert!(!is_error(&accepted["calls"][0]), "{accepted}");
+    assert!(env.ws().join("made.txt").exists());
+
+    // "For this session": the second call of the same tool is not asked about again.
+    let twice = json!([
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["a.txt"]}},
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["b.txt"]}},
+    ]);
+    let session = peer(&stdio_plan(&env, "legacy", Some("accept_session"), twice));
+    assert_eq!(
+        session["elicited"].as_array().unwrap().len(),
+        1,
+        "{session}"
+    );
+    assert!(env.ws().join("a.txt").exists() && env.ws().join("b.txt").exists());
+
+    // Under 2026-07-28 a server may not ask mid-call: refused, never allowed silently.
+    let modern = peer(&stdio_plan(
+        &env,
+        "auto",
+        Some("accept"),
+        json!([{"name": "run_command", "arguments": {"program": "touch", "args": ["c.txt"]}}]),
+    ));
+    assert!(
+        text_of(&modern["calls"][0]).starts_with("needs_approval: "),
+        "{modern}"
+    );
+    assert!(!env.ws().join("c.txt").exists());
+}
+
+/// `bosun serve --http` on a free loopback port, stopped on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+    addr: String,
+}
+
+impl HttpServer {
+    fn start(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bosun"));
+        cmd.args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .current_dir(env.ws())
+            .env("BOSUN_HOME", env.home())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("bosun serve --http exited before listening")
+                .unwrap();
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_owned();
+            }
+        };
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        Self { child, url, addr }
+    }
+
+    /// One raw HTTP/1.1 POST to /mcp; returns the status code.
+    fn post(&self, headers: &[(&str, &str)]) -> u16 {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.addr,
+            body.len()
+        );
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut head = String::new();
+        BufReader::new(stream).read_line(&mut head).unwrap();
+        head.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {head:?}"))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_client_calls_through_the_same_chokepoint() {
+    let env = Env::new();
+    install_hello(&env);
+    let server = HttpServer::start(&env, &[], &[]);
+    let out = peer(&json!({
+        "url": server.url,
+        "mode": "auto",
+        "calls": [
+            {"name": "greet", "arguments": {"name": "Grace"}},
+            {"name": "run_command", "arguments": {"program": "touch", "args": ["made.txt"]}},
+        ],
+    }));
+    assert!(
+        out["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "greet")
+    );
+    assert_eq!(
+        out["calls"][0]["structuredContent"]["message"], "Hello, Grace!",
+        "{out}"
+    );
+    assert!(
+        text_of(&out["calls"][1]).starts_with("needs_approval: "),
+        "{out}"
+    );
+    assert!(!env.ws().join("made.txt").exists());
+
+    // The legacy handshake over HTTP works too.
+    let legacy = peer(&json!({"url": server.url, "mode": "legacy", "calls": [
+        {"name": "read_file", "arguments": {"path": "src/lib.rs"}},
+    ]}));
+    assert_eq!(legacy["protocol"], "2025-11-25");
+    assert!(!is_error(&legacy["calls"][0]), "{legacy}");
+}
+
+#[test]
+fn http_refuses_other_origins_and_hosts_and_wants_its_token() {
+    let env = Env::new();
+    let token = "0123456789abcdef0123456789abcdef";
+    let server = HttpServer::start(
+        &env,
+        &["--token-env", "SERVE_TOKEN"],
+        &[("SERVE_TOKEN", token)],
+    );
+    let bearer = format!("Bearer {token}");
+    assert_eq!(server.post(&[("Authorization", &bearer)]), 200);
+    assert_eq!(server.post(&[]), 401);
+    assert_eq!(server.post(&[("Authorization", "Bearer wrong")]), 401);
+    // A web page on another origin (DNS rebinding) is refused even with the token.
+    assert_eq!(
+        server.post(&[
+            ("Authorization", &bearer),
+            ("Origin", "https://evil.example")
+        ]),
+        403
+    );
+    assert_eq!(
+        server.post(&[
+            ("Authorization", &bearer),
+            ("Origin", "http://localhost:3000")
+        ]),
+        200
+    );
+    // The client with the token gets through.
+    let out = peer(&json!({"url": server.url, "token": token, "calls": [
+        {"name": "read_file", "arguments": {"path": "src/lib.rs"}},
+    ]}));
+    assert!(!is_error(&out["calls"][0]), "{out}");
+}
+
+#[test]
+fn serve_refuses_unsafe_listening_and_bad_input() {
+    let env = Env::new();
+    let out = env.bosun(&["serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
+    let out = env.bosun_with_env(
+        &[
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--allow-remote",
+            "--token-env",
+            "T",
+        ],
+        &[("T", "short")],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("16 characters"), "{}", stderr(&out));
+
+    // Garbage instead of a handshake: a clear error, no panic, no trace.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["serve", "--stdio"])
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"this is not json-rpc\n{\"jsonrpc\": \"2.0\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(env.runs().is_empty());
+}

@@ -1,0 +1,66 @@
+"""An MCP client built on the official Python SDK (`mcp` on PyPI), used by Bosun's tests as a
+real peer of `bosun serve`.
+
+Usage: python mcp_client.py PLAN_JSON
+PLAN: {"stdio": {"command", "args", "env", "cwd"}} or {"url", "token"?},
+      "mode": "auto" | "legacy", "elicit": "accept" | "accept_session" | "decline" | null,
+      "calls": [{"name", "arguments"}]
+Prints one JSON object: the negotiated protocol, the tools listed, each call's result (or the
+error it raised), and the elicitation messages the server sent.
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def main():
+    plan = json.loads(sys.argv[1])
+    elicited = []
+
+    async def on_elicit(context, params):
+        elicited.append(params.message)
+        answer = plan.get("elicit")
+        if answer == "accept":
+            return types.ElicitResult(action="accept", content={})
+        if answer == "accept_session":
+            return types.ElicitResult(action="accept", content={"allow_for_this_session": True})
+        return types.ElicitResult(action="decline")
+
+    if "stdio" in plan:
+        s = plan["stdio"]
+        server = StdioServerParameters(command=s["command"], args=s["args"], env=s["env"], cwd=s["cwd"])
+    else:
+        headers = {}
+        if plan.get("token"):
+            headers["Authorization"] = "Bearer " + plan["token"]
+        server = streamable_http_client(plan["url"], http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+
+    callback = on_elicit if plan.get("elicit") is not None else None
+    out = {"calls": []}
+    async with Client(server, mode=plan.get("mode", "auto"), elicitation_callback=callback, cache=None) as client:
+        out["protocol"] = client.protocol_version
+        out["server"] = dump(client.server_info) if client.server_info else None
+        listed = await client.list_tools()
+        out["tools"] = [dump(t) for t in listed.tools]
+        for call in plan.get("calls", []):
+            try:
+                result = await client.call_tool(call["name"], call.get("arguments", {}))
+                out["calls"].append(dump(result))
+            except Exception as e:  # a protocol error: report it as data
+                out["calls"].append({"raised": f"{type(e).__name__}: {e}"})
+    out["elicited"] = elicited
+    print(json.dumps(out))
+
+
+asyncio.run(main())

@@ -1,0 +1,16 @@
+//! Bosun and the Model Context Protocol.
+//!
+//! [`server`] is `bosun serve`: it offers the host's tools — built-ins, every enabled plugin of
+//! every format — to any MCP client over stdio or Streamable HTTP. Each call goes through the
+//! host's chokepoint exactly as a model's would (policy, approval, deadline, output bound, trace),
+//! and each client session gets a trace of its own in `$BOSUN_HOME/runs`.
+//!
+//! The protocol itself is the official Rust SDK's (`rmcp`): both the 2026-07-28 revision
+//! (`server/discover`, stateless HTTP) and the `initialize` handshake of 2025-11-25 and older.
+
+pub mod approval;
+pub mod http;
+pub mod server;
+
+pub use http::{HttpOptions, serve_http};
+pub use server::{ServeError, Served, ToolServer, serve_stdio};

@@ -1,0 +1,315 @@
+//! The MCP server: the host's tools for any MCP client, each call through the chokepoint.
+//!
+//! One [`Served`] is built per `bosun serve` process from the assembled host. Every client
+//! session gets a [`ToolServer`] of its own: its own [`Session`] (approvals given "for the
+//! session" and taint stay within it) and its own trace, created at its first tool call, with
+//! `run.started` naming the transport and `run.finished` written when the session ends.
+//!
+//! What a client sees:
+//! - `tools/list`: the chokepoint's tools in registration order (built-ins, then plugins in
+//!   catalog order), with annotations derived from each tool's risk. Listing runs no plugin code.
+//! - `tools/call`: the chokepoint's result. Success is the output as text (JSON unless it is a
+//!   string) and, when it is an object, as `structuredContent`; an error is `isError: true` with
+//!   `code: message`, so a denied call, a call that needs approval and a plugin's failure all
+//!   reach the client's model as readable text. Cancelling the request cancels the call.
+//! - A call policy would `ask` about is put to the client's user when the client can elicit
+//!   ([`crate::server`]'s approval broker); otherwise it fails with `needs_approval` and says how
+//!   to pre-approve it. Never a silent allow.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bosun_core::{Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec};
+use bosun_host::approval::ApprovalBroker;
+use bosun_host::trace::{self, Trace};
+use bosun_host::{Chokepoint, Host, Session};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+
+use crate::approval::ElicitingBroker;
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP session could not be established (the client sent no valid handshake).
+    #[error("the MCP client did not complete the handshake: {0}")]
+    Handshake(String),
+    /// The session ended abnormally.
+    #[error("the MCP session failed: {0}")]
+    Session(String),
+    /// The HTTP listener failed.
+    #[error("{0}")]
+    Http(String),
+}
+
+/// What every session of one `bosun serve` shares: the host and where traces go.
+pub struct Served {
+    host: Arc<Host>,
+    runs_dir: PathBuf,
+    redactor: Arc<Redactor>,
+    /// What `run.started` says started each session, e.g. `serve --stdio`.
+    command: String,
+    /// Tools as listed, built once: listing runs no plugin code and allocates nothing per call.
+    tools: Arc<[Tool]>,
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("command", &self.command)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Served {
+    /// Serves `host`'s tools; `command` is what each session's trace says started it.
+    pub fn new(host: Arc<Host>, command: impl Into<String>) -> Arc<Self> {
+        let config = host.config();
+        let runs_dir = config.runs_dir();
+        let redactor = Arc::new(config.redactor());
+        let tools = host.tools().iter().map(|t| mcp_tool(t.spec())).collect();
+        Arc::new(Self {
+            host,
+            runs_dir,
+            redactor,
+            command: command.into(),
+            tools,
+        })
+    }
+
+    /// A handler for one client session.
+    pub fn session(self: &Arc<Self>) -> ToolServer {
+        ToolServer {
+            served: self.clone(),
+            run_id: trace::new_run_id(),
+            state: Mutex::new(None),
+            calls: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What a session builds at its first call.
+struct Live {
+    chokepoint: Arc<Chokepoint>,
+    session: Arc<Session>,
+    trace: Arc<Trace>,
+}
+
+/// One client session: the MCP handler `rmcp` drives.
+pub struct ToolServer {
+    served: Arc<Served>,
+    run_id: String,
+    state: Mutex<Option<Result<Arc<Live>, String>>>,
+    calls: AtomicU64,
+}
+
+impl std::fmt::Debug for ToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolServer")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolServer {
+    /// The session's chokepoint and trace, made at the first call with a broker that can reach
+    /// this client's user (when the client can be asked).
+    fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(made) = state.as_ref() {
+            return made.clone();
+        }
+        let made = self.make_live(context);
+        *state = Some(made.clone());
+        made
+    }
+
+    fn make_live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
+        let served = &self.served;
+        let broker: Arc<dyn ApprovalBroker> = Arc::new(ElicitingBroker::new(context.peer.clone()));
+        let chokepoint = served
+            .host
+            .chokepoint(broker)
+            .map_err(|e| format!("bosun cannot serve this call: {e}"))?;
+        let trace = Trace::create(
+            &served.runs_dir,
+            self.run_id.clone(),
+            None,
+            served.redactor.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        let trace = match served.host.js_observer() {
+            Some(observer) => trace.observe(observer),
+            None => trace,
+        };
+        trace.record(Event::RunStarted {
+            command: served.command.clone(),
+            workspace: served.host.workspace().root().display().to_string(),
+            mode: served.host.policy().mode().to_string(),
+        });
+        Ok(Arc::new(Live {
+            chokepoint: Arc::new(chokepoint),
+            session: Arc::new(Session::new(self.run_id.clone())),
+            trace: Arc::new(trace),
+        }))
+    }
+}
+
+impl Drop for ToolServer {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(Ok(live)) = state.take() {
+            live.trace.record(Event::RunFinished {
+                outcome: RunOutcome::Completed,
+            });
+            // Nowhere to report a failed write when a session ends; the trace says what it can.
+            let _ = live.trace.finish();
+        }
+    }
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("bosun", env!("CARGO_PKG_VERSION"))
+                    .with_title("Bosun")
+                    .with_description(
+                        "Sandboxed, policy-gated tools: every call is judged, run and traced by Bosun.",
+                    ),
+            )
+            .with_instructions(
+                "Every call goes through Bosun's policy. A call that needs approval is put to your \
+                 user when the client supports elicitation, and otherwise fails with \
+                 needs_approval; a denied call fails with denied. Both say why.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.served.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.served.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let live = match self.live(&context) {
+            Ok(live) => live,
+            Err(message) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            }
+        };
+        let number = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call = ToolCall {
+            id: format!("mcp-{number}"),
+            name: request.name.into_owned(),
+            input: request
+                .arguments
+                .map_or_else(|| Value::Object(Map::new()), Value::Object),
+        };
+        let outcome = live
+            .chokepoint
+            .call(call, &live.session, &live.trace, &context.ct)
+            .await;
+        live.trace.flush();
+        Ok(call_result(outcome.result).into())
+    }
+}
+
+/// A tool as MCP lists it. The annotations are hints derived from the risk Bosun judges the tool
+/// by; they loosen nothing.
+fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let schema = match &spec.input_schema {
+        Value::Object(schema) => schema.clone(),
+        _ => Map::from_iter([("type".to_owned(), Value::String("object".to_owned()))]),
+    };
+    let annotations = match spec.risk {
+        Risk::Read => ToolAnnotations::new().read_only(true).open_world(false),
+        Risk::Write => ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(false),
+        Risk::Process => ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(true),
+        Risk::Network => ToolAnnotations::new().read_only(false).open_world(true),
+        Risk::Model => ToolAnnotations::new().open_world(true),
+    };
+    Tool::new(
+        Cow::Owned(spec.name.to_string()),
+        Cow::Owned(spec.description.clone()),
+        Arc::new(schema),
+    )
+    .with_annotations(annotations)
+}
+
+/// The chokepoint's result as MCP carries it.
+fn call_result(result: ToolResult) -> CallToolResult {
+    match result {
+        ToolResult::Ok {
+            output, truncated, ..
+        } => {
+            let text = match &output {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let mut content = vec![ContentBlock::text(text)];
+            if truncated {
+                content.push(ContentBlock::text(
+                    "(Bosun cut this output to its bound; ask for less to see the rest)",
+                ));
+            }
+            let mut result = CallToolResult::success(content);
+            if let Value::Object(_) = output {
+                result.structured_content = Some(output);
+            }
+            result
+        }
+        ToolResult::Err { error, .. } => CallToolResult::error(vec![ContentBlock::text(format!(
+            "{}: {}",
+            error.code, error.message
+        ))]),
+    }
+}
+
+/// Serves one client over this process's stdin and stdout until it disconnects.
+///
+/// # Errors
+/// [`ServeError`] when the handshake fails or the session ends abnormally.
+pub async fn serve_stdio(served: Arc<Served>) -> Result<(), ServeError> {
+    let running = served
+        .session()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Handshake(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    Ok(())
+}
