@@ -36,10 +36,14 @@ impl Env {
     /// The host for this workspace and configuration, leaving its warnings for the caller to
     /// show (the terminal UI cannot print on stderr).
     pub fn build_host(&self) -> Result<Host> {
-        Ok(Host::builder()
+        let mut host = Host::builder()
             .workspace(self.workspace.clone())
             .config(self.config.clone())
-            .build()?)
+            .build()?;
+        // The approved tools of the configured MCP servers (no server starts here).
+        let warnings = bosun_mcp::attach(&host)?;
+        host.add_warnings(warnings);
+        Ok(host)
     }
 
     /// The host, with its warnings printed on stderr.

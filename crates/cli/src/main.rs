@@ -16,6 +16,7 @@
 
 mod commands;
 mod env;
+mod mcp;
 mod plugin_commands;
 mod plugins;
 mod run;
@@ -106,6 +107,9 @@ enum Command {
     /// Configured models.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// MCP servers whose tools Bosun offers: list them, approve their tools, remove approval.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
     Serve {
         /// Serve one client over stdin and stdout (the default).
@@ -127,6 +131,29 @@ enum Command {
     /// A scripted stand-in for a model (not a real model), for demos and tests.
     #[command(subcommand, hide = true)]
     DemoModel(DemoModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// The configured servers and what is approved of each.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server, show its tools and approve them exactly as shown.
+    Trust {
+        /// The server ([mcp.NAME]).
+        name: String,
+        /// Approve without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove a server's approval: its tools are no longer offered.
+    Untrust {
+        /// The server.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -329,6 +356,9 @@ fn main() -> ExitCode {
         ),
         Command::Sessions(SessionsCommand::List { json }) => run::sessions_list(json),
         Command::Models(ModelsCommand::List { json }) => run::models_list(json),
+        Command::Mcp(McpCommand::List { json }) => mcp::list(json),
+        Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),
+        Command::Mcp(McpCommand::Untrust { name }) => mcp::untrust(&name),
         Command::Serve {
             stdio: _,
             http,

@@ -239,7 +239,7 @@ pub fn info(name: &str, json: bool) -> Result<u8> {
 
 /// Asks the person to confirm; `--yes` answers for them; with no terminal and no `--yes`, nothing
 /// is recorded.
-fn confirm(question: &str, yes: bool) -> Result<bool> {
+pub(crate) fn confirm(question: &str, yes: bool) -> Result<bool> {
     if yes {
         return Ok(true);
     }

@@ -41,4 +41,6 @@ pub use hidden::{escape_hidden, find_hidden, is_hidden_char};
 pub use limits::Limits;
 pub use redact::Redactor;
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};
-pub use tool::{Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description};
+pub use tool::{
+    MAX_DESCRIPTION_CHARS, Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description,
+};

@@ -112,6 +112,9 @@ pub struct Config {
     /// User plugins, by the local name the user gave each.
     #[serde(default)]
     pub plugins: std::collections::BTreeMap<String, bosun_plugins::PluginConfig>,
+    /// MCP servers whose tools Bosun offers, by name: `[mcp.<name>]`.
+    #[serde(default)]
+    pub mcp: std::collections::BTreeMap<String, crate::mcp_config::McpServerConfig>,
 }
 
 impl Config {
@@ -226,6 +229,13 @@ impl LoadedConfig {
                     message: "max_steps and max_tool_calls must be at least 1".to_owned(),
                 });
             }
+            crate::mcp_config::check_mcp_configs(&user.mcp).map_err(|(key, message)| {
+                ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key,
+                    message,
+                }
+            })?;
             bosun_plugins::check_plugin_configs(&user.plugins).map_err(|e| match e {
                 bosun_plugins::PluginError::Config { key, message } => ConfigError::Invalid {
                     path: file.path.clone(),

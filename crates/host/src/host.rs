@@ -366,6 +366,21 @@ impl Host {
             .map_err(|e| HostError::Tools(e.message))
     }
 
+    /// Adds warnings about what a caller attached to the host (MCP servers left out, say), shown
+    /// with the host's own.
+    pub fn add_warnings(&mut self, warnings: impl IntoIterator<Item = String>) {
+        self.warnings.extend(warnings);
+    }
+
+    /// Adds a tool from outside the host's own runtimes (an MCP server's, a program embedding
+    /// Bosun's) to the registry every chokepoint of this host shares.
+    ///
+    /// # Errors
+    /// The name is taken or the schema does not compile; nothing changes.
+    pub fn register_tool(&self, tool: Arc<dyn Tool>) -> Result<(), bosun_core::ToolError> {
+        self.registry.register(tool)
+    }
+
     /// The prompt contributions of the enabled plugins for `task`, as `(local name, text)`:
     /// native plugins' manifest prompts, then what each JavaScript plugin contributes for this
     /// task (run in its sandbox). A contribution that fails is left out with a warning.

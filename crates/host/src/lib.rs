@@ -30,6 +30,7 @@ pub mod builtin;
 pub mod chokepoint;
 pub mod config;
 mod host;
+pub mod mcp_config;
 pub mod plugin_runtime;
 pub mod remembered;
 pub mod session;

@@ -9,8 +9,12 @@
 //! (`server/discover`, stateless HTTP) and the `initialize` handshake of 2025-11-25 and older.
 
 pub mod approval;
+pub mod client;
 pub mod http;
+mod http_client;
+pub mod pins;
 pub mod server;
 
+pub use client::{ServerState, attach, server_state};
 pub use http::{HttpOptions, serve_http};
 pub use server::{ServeError, Served, ToolServer, serve_stdio};

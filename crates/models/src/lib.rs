@@ -74,4 +74,4 @@ pub use openai_responses::OpenAiResponses;
 pub use provider::{ModelStream, Provider};
 pub use retry::RetryPolicy;
 pub use tokio_util::sync::CancellationToken;
-pub use transport::{ApiKey, Connection, Timeouts};
+pub use transport::{ApiKey, Connection, Timeouts, tls_config};

@@ -357,7 +357,7 @@ impl Transport {
 
 /// Builds the TLS configuration: rustls with the `ring` provider Bosun already uses, and the
 /// operating system's trust store (so corporate proxies and local CAs work).
-fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)

@@ -510,6 +510,7 @@ fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
 mod chock;
 mod hardening;
 mod js;
+mod mcp_client;
 mod plugins;
 mod run;
 mod serve;

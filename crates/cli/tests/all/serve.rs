@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::{Env, code, stderr};
 
 /// The Python with the MCP SDK: `$BOSUN_MCP_PYTHON`, else the one `scripts/mcp-peers` made.
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("BOSUN_MCP_PYTHON") {
         return python.into();
     }

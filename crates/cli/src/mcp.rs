@@ -1,0 +1,215 @@
+//! `bosun mcp list|trust|untrust`: the MCP servers of `[mcp.<name>]` and what the user approved
+//! of each. Trusting starts the server once, lists its tools, shows them (and what changed
+//! since the last approval) and pins exactly what was shown.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use bosun_host::approval::sanitize_for_terminal;
+use bosun_mcp::client::{ListedTool, Server, model_name};
+use bosun_mcp::pins::{Pin, PinStore, PinnedTool, identity};
+use bosun_mcp::{ServerState, server_state};
+use serde_json::json;
+
+use crate::env::load;
+use crate::exit;
+use crate::term::{errln, outln};
+
+fn transport(config: &bosun_host::mcp_config::McpServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(command), _) => {
+            let mut text = command.clone();
+            for arg in &config.args {
+                text.push(' ');
+                text.push_str(arg);
+            }
+            format!("stdio: {text}")
+        }
+        (None, Some(url)) => format!("http: {url}"),
+        (None, None) => "?".to_owned(),
+    }
+}
+
+pub fn list(json: bool) -> Result<u8> {
+    let env = load()?;
+    let pins = PinStore::load(&env.config.home)?;
+    let servers = &env.config.user.mcp;
+    if json {
+        let list: Vec<_> = servers
+            .iter()
+            .map(|(name, config)| {
+                let state = server_state(name, config, &pins);
+                let tools: Vec<String> = pins
+                    .servers
+                    .get(name)
+                    .filter(|_| matches!(state, ServerState::Approved(_)))
+                    .map(|pin| pin.tools.keys().cloned().collect())
+                    .unwrap_or_default();
+                json!({
+                    "name": name,
+                    "transport": transport(config),
+                    "trusted": config.trusted,
+                    "state": match state {
+                        ServerState::Disabled => "disabled",
+                        ServerState::NotApproved => "not_approved",
+                        ServerState::Approved(_) => "approved",
+                        ServerState::Changed => "changed",
+                    },
+                    "tools": tools,
+                })
+            })
+            .collect();
+        crate::env::print_json(&json!({ "servers": list }))?;
+        return Ok(exit::OK);
+    }
+    if servers.is_empty() {
+        outln!(
+            "no MCP servers: add one as [mcp.<name>] in {}",
+            crate::env::config_path(&env)
+        );
+        return Ok(exit::OK);
+    }
+    for (name, config) in servers {
+        let state = match server_state(name, config, &pins) {
+            ServerState::Disabled => "disabled".to_owned(),
+            ServerState::NotApproved => format!("not approved (bosun mcp trust {name})"),
+            ServerState::Approved(n) => format!("approved, {n} tool(s)"),
+            ServerState::Changed => format!("changed since approved (bosun mcp trust {name})"),
+        };
+        outln!(
+            "{name:<16} {state:<40} {}{}",
+            sanitize_for_terminal(&transport(config)),
+            if config.trusted {
+                "  [trusted annotations]"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let cut: String = line.chars().take(100).collect();
+    sanitize_for_terminal(&cut)
+}
+
+pub fn trust(name: &str, yes: bool) -> Result<u8> {
+    let env = load()?;
+    let Some(config) = env.config.user.mcp.get(name) else {
+        bail!(
+            "no MCP server `{name}` in {}: add it as [mcp.{name}] first",
+            crate::env::config_path(&env)
+        );
+    };
+    let mut pins = PinStore::load(&env.config.home)?;
+    let server = Server::new(name, config.clone(), env.workspace.root());
+    errln!(
+        "starting MCP server `{name}` ({}) to list its tools…",
+        sanitize_for_terminal(&transport(config))
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let listed: Vec<ListedTool> = runtime
+        .block_on(server.list())
+        .map_err(|e| anyhow::anyhow!("MCP server `{name}`: {e}"))?;
+    let previous = pins
+        .servers
+        .get(name)
+        .filter(|pin| pin.identity == identity(config));
+    let mut offered = BTreeMap::new();
+    for tool in &listed {
+        let change = match previous.and_then(|p| p.tools.get(&tool.name)) {
+            None if previous.is_some() => "new",
+            None => "",
+            Some(pinned) if pinned.hash == tool.hash => "unchanged",
+            Some(_) => "CHANGED",
+        };
+        let description = tool.raw["description"].as_str().unwrap_or_default();
+        match &tool.refused {
+            Some(reason) => errln!(
+                "  ✗ {} — not offered: {}",
+                sanitize_for_terminal(&tool.name),
+                sanitize_for_terminal(reason)
+            ),
+            None => {
+                errln!(
+                    "  {} {} {}— {}",
+                    if change == "CHANGED" { "!" } else { "•" },
+                    model_name(name, &tool.name),
+                    if change.is_empty() {
+                        String::new()
+                    } else {
+                        format!("[{change}] ")
+                    },
+                    first_line(description)
+                );
+                if change == "CHANGED"
+                    && let Some(old) = previous.and_then(|p| p.tools.get(&tool.name))
+                    && old.description != description
+                {
+                    errln!("      was: {}", first_line(&old.description));
+                }
+                offered.insert(
+                    tool.name.clone(),
+                    PinnedTool {
+                        hash: tool.hash.clone(),
+                        description: description.to_owned(),
+                        input_schema: tool.raw["inputSchema"].clone(),
+                        annotations: tool.raw.get("annotations").cloned(),
+                        output_schema: tool.raw.get("outputSchema").cloned(),
+                    },
+                );
+            }
+        }
+    }
+    if let Some(previous) = previous {
+        for gone in previous
+            .tools
+            .keys()
+            .filter(|t| !listed.iter().any(|l| &l.name == *t))
+        {
+            errln!("  - {} [removed]", sanitize_for_terminal(gone));
+        }
+    }
+    if !config.trusted {
+        errln!(
+            "Every tool is judged by policy as `process` risk (set trusted = true in [mcp.{name}] to let its annotations set the risk)."
+        );
+    }
+    if !crate::plugins::confirm(
+        &format!(
+            "Approve these {} tool(s) of `{name}` exactly as shown?",
+            offered.len()
+        ),
+        yes,
+    )? {
+        errln!("nothing recorded (run in a terminal, or pass --yes)");
+        return Ok(exit::NEEDS_APPROVAL);
+    }
+    let count = offered.len();
+    pins.servers.insert(
+        name.to_owned(),
+        Pin {
+            identity: identity(config),
+            tools: offered,
+        },
+    );
+    pins.save(&env.config.home)?;
+    outln!("approved {count} tool(s) of MCP server `{name}`");
+    Ok(exit::OK)
+}
+
+pub fn untrust(name: &str) -> Result<u8> {
+    let env = load()?;
+    let mut pins = PinStore::load(&env.config.home)?;
+    if pins.servers.remove(name).is_none() {
+        bail!("MCP server `{name}` is not approved; nothing to remove");
+    }
+    pins.save(&env.config.home)?;
+    outln!("MCP server `{name}`: approval removed; its tools are no longer offered");
+    Ok(exit::OK)
+}

@@ -1,0 +1,132 @@
+//! `[mcp.<name>]` in the user's config: an MCP server whose tools Bosun offers under its own
+//! policy. Only the user's file may name servers — a project's config cannot make Bosun start a
+//! program. What the fields mean, and what Bosun does with the server, is in `bosun-mcp`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How long one request to a server may take, by default.
+pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 60_000;
+
+/// One configured MCP server: exactly one of `command` (stdio) or `url` (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start (stdio transport), found on `PATH` when not a path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Its working directory (default: the workspace root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Names of this process's environment variables to pass on. Nothing else is passed but
+    /// `PATH`, `HOME`, `LANG` and `TMPDIR`: never the whole environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// The endpoint (Streamable HTTP transport), `http://` or `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers to send: header name → the name of the environment variable holding the
+    /// value (values never live in the config file).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The environment variable holding a bearer token for `Authorization`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env: Option<String>,
+    /// Whether the server's tool annotations (`readOnlyHint`, ...) may set the risk policy
+    /// judges its tools by. Untrusted (the default), every tool is judged as `process`.
+    #[serde(default)]
+    pub trusted: bool,
+    /// Set to `false` to keep the entry without using the server.
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+    /// How long one request may take, in milliseconds (default 60,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+/// Whether `name` may name a server: 1–32 of `a-z`, `0-9`, `-`, starting with a letter. It
+/// becomes part of tool names and policy actions.
+pub fn valid_server_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Checks every `[mcp.<name>]` entry; the error names the key and says what to write.
+pub fn check_mcp_configs(
+    servers: &BTreeMap<String, McpServerConfig>,
+) -> Result<(), (String, String)> {
+    for (name, server) in servers {
+        let key = format!("mcp.{name}");
+        if !valid_server_name(name) {
+            return Err((
+                key,
+                "a server name is 1-32 of a-z, 0-9 and -, starting with a letter (it becomes part of tool names)".to_owned(),
+            ));
+        }
+        match (&server.command, &server.url) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    key,
+                    "set either command (stdio) or url (HTTP), not both".to_owned(),
+                ));
+            }
+            (None, None) => {
+                return Err((
+                    key,
+                    "set command = \"program\" (stdio) or url = \"https://...\" (HTTP)".to_owned(),
+                ));
+            }
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err((format!("{key}.command"), "the command is empty".to_owned()));
+                }
+                if !server.headers.is_empty() || server.bearer_token_env.is_some() {
+                    return Err((
+                        key,
+                        "headers and bearer_token_env are for url servers".to_owned(),
+                    ));
+                }
+            }
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err((
+                        format!("{key}.url"),
+                        format!("`{url}` is not an http:// or https:// URL"),
+                    ));
+                }
+                if !server.args.is_empty() || server.cwd.is_some() || !server.env.is_empty() {
+                    return Err((key, "args, cwd and env are for command servers".to_owned()));
+                }
+            }
+        }
+        if server.timeout_ms == Some(0) {
+            return Err((format!("{key}.timeout_ms"), "must be at least 1".to_owned()));
+        }
+        for var in server
+            .env
+            .iter()
+            .chain(server.headers.values())
+            .chain(server.bearer_token_env.iter())
+        {
+            if var.is_empty() || var.contains(['=', '\0']) {
+                return Err((
+                    key.clone(),
+                    format!("`{var}` is not an environment variable name"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,651 @@
+//! Bosun as an MCP client: the tools of the servers in `[mcp.<name>]`, offered to the model and
+//! judged by the same chokepoint as every other tool.
+//!
+//! - **Names.** A server's tool `t` is offered as `mcp__<server>__<t>` (a name no built-in or
+//!   plugin tool can take: the registry refuses a duplicate) with the policy action
+//!   `mcp.<server>.tool.<t>`.
+//! - **Approval first.** Only tools the user approved with `bosun mcp trust <server>` are
+//!   offered, from the pin ([`crate::pins`]): listing starts no server. A server whose identity
+//!   changed offers nothing until approved again; a tool whose description, schema or
+//!   annotations changed is withheld at call time, with the way to review it.
+//! - **Risk.** Every tool of an untrusted server is judged as `process` (it runs a program of
+//!   its own); annotations set the risk only when the user marked the server `trusted = true`.
+//! - **Lifecycle.** A server starts at the first call of one of its tools, is reused, and stops
+//!   with Bosun. A server that dies is started again once; after that its tools fail with the
+//!   tail of what it wrote on stderr. Every request has a deadline (`timeout_ms`, default 60 s).
+//! - **Results.** `isError` is a tool error; content blocks are kept as typed JSON;
+//!   `structuredContent` is checked against the tool's approved `outputSchema`. The chokepoint
+//!   bounds the output after that.
+//! - **Environment.** A stdio server gets `PATH`, `HOME`, `LANG`, `TMPDIR` and the variables its
+//!   entry names — never the whole environment.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bosun_core::{
+    Authority, Capability, CapabilityRequest, ErrorCode, Risk, Scope, ToolError, ToolName,
+    ToolOutput, ToolSpec,
+};
+use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig};
+use bosun_host::{Host, Tool, ToolContext};
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::pins::{Pin, PinStore, identity, tool_hash};
+
+/// Bytes of a server's stderr kept for error messages.
+const STDERR_TAIL: usize = 4096;
+/// How long starting a server (spawn and handshake) may take.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How many times a server that died is started again in one process.
+const RESTARTS: u32 = 1;
+/// Variables every stdio server gets, when set.
+const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// A tool a server listed, checked for being offered.
+#[derive(Debug, Clone)]
+pub struct ListedTool {
+    /// The server's name for it.
+    pub name: String,
+    /// Its JSON as the server sent it.
+    pub raw: Value,
+    /// Its hash ([`tool_hash`]).
+    pub hash: String,
+    /// Why Bosun will not offer it, if it will not.
+    pub refused: Option<String>,
+}
+
+/// The model-facing name of `tool` of `server`.
+pub fn model_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// The policy action of `tool` of `server`.
+pub fn action(server: &str, tool: &str) -> String {
+    format!("mcp.{server}.tool.{tool}")
+}
+
+/// Why a listed tool cannot be offered, if it cannot.
+fn refusal(server: &str, raw: &Value) -> Option<String> {
+    let name = raw["name"].as_str().unwrap_or_default();
+    if ToolName::namespaced(model_name(server, name)).is_err() {
+        return Some(format!(
+            "its name `{}` does not fit a model-safe tool name (a-z, A-Z, 0-9, _ and -, at most {} characters here)",
+            bosun_core::escape_hidden(name),
+            64usize.saturating_sub(model_name(server, "").len())
+        ));
+    }
+    let description = raw["description"].as_str().unwrap_or_default();
+    if let Some(hidden) = bosun_core::find_hidden(description) {
+        return Some(format!(
+            "its description hides U+{:04X} at byte {}: text a person would not see",
+            hidden.c as u32, hidden.at
+        ));
+    }
+    for key in ["inputSchema", "outputSchema", "annotations"] {
+        if let Some(hidden) = bosun_core::find_hidden(&raw[key].to_string()) {
+            return Some(format!(
+                "its {key} hides U+{:04X}: text a person would not see",
+                hidden.c as u32
+            ));
+        }
+    }
+    let schema = &raw["inputSchema"];
+    if let Err(e) = bosun_core::ToolSpec::builder(ToolName::namespaced("probe").ok()?, "probe")
+        .input_schema(schema.clone())
+        .build()
+    {
+        return Some(format!("its input schema cannot be used: {e}"));
+    }
+    None
+}
+
+/// Why a server could not be reached or used.
+fn server_error(server: &str, message: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        ErrorCode::PluginError,
+        format!("MCP server `{server}`: {message}"),
+    )
+}
+
+/// A running server: the client side of its session.
+struct Up {
+    client: RunningService<RoleClient, ClientConfig>,
+    /// The current hash of each tool it lists.
+    hashes: HashMap<String, String>,
+}
+
+enum Conn {
+    Down,
+    Up(Up),
+    Failed(String),
+}
+
+/// The connection and how many times it was started in this process.
+struct State {
+    conn: Conn,
+    starts: u32,
+}
+
+/// One configured server, shared by its tools.
+pub struct Server {
+    name: String,
+    config: McpServerConfig,
+    workspace_root: PathBuf,
+    timeout: Duration,
+    state: tokio::sync::Mutex<State>,
+    stderr: Arc<StdMutex<VecDeque<u8>>>,
+    /// Set when the server's stderr reached its end (the process is gone).
+    stderr_closed: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server not started yet.
+    pub fn new(name: &str, config: McpServerConfig, workspace_root: &Path) -> Arc<Self> {
+        let timeout = Duration::from_millis(config.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS));
+        Arc::new(Self {
+            name: name.to_owned(),
+            config,
+            workspace_root: workspace_root.to_owned(),
+            timeout,
+            state: tokio::sync::Mutex::new(State {
+                conn: Conn::Down,
+                starts: 0,
+            }),
+            stderr: Arc::default(),
+            stderr_closed: Arc::default(),
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        let tail = self
+            .stderr
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let text = bosun_core::escape_hidden(text.trim());
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ended with:\n{text}")
+        }
+    }
+
+    async fn connect(&self) -> Result<RunningService<RoleClient, ClientConfig>, String> {
+        let info = ClientConfig::new(
+            Default::default(),
+            Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
+        );
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        };
+        match (&self.config.command, &self.config.url) {
+            (Some(command), _) => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(&self.config.args).env_clear();
+                for var in BASE_ENV
+                    .iter()
+                    .copied()
+                    .chain(self.config.env.iter().map(String::as_str))
+                {
+                    if let Some(value) = std::env::var_os(var) {
+                        cmd.env(var, value);
+                    }
+                }
+                let cwd = match &self.config.cwd {
+                    Some(dir) if dir.is_absolute() => dir.clone(),
+                    Some(dir) => self.workspace_root.join(dir),
+                    None => self.workspace_root.clone(),
+                };
+                cmd.current_dir(cwd);
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                if let Some(mut stderr) = stderr {
+                    let tail = self.stderr.clone();
+                    let closed = self.stderr_closed.clone();
+                    tokio::spawn(async move {
+                        let mut buffer = [0u8; 1024];
+                        while let Ok(n) = stderr.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            let mut tail = tail
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            tail.extend(&buffer[..n]);
+                            while tail.len() > STDERR_TAIL {
+                                tail.pop_front();
+                            }
+                        }
+                        closed.notify_one();
+                    });
+                }
+                info.serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| format!("the handshake failed: {e}"))
+            }
+            (None, Some(url)) => {
+                let transport = crate::http_client::transport(url, &self.config)?;
+                info.serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| format!("the handshake with {url} failed: {e}"))
+            }
+            (None, None) => Err("the entry names neither a command nor a url".to_owned()),
+        }
+    }
+
+    /// Starts the server and lists its tools, bounded in time.
+    async fn start(&self) -> Result<Up, String> {
+        let client = tokio::time::timeout(START_TIMEOUT, self.connect())
+            .await
+            .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
+        let tools = tokio::time::timeout(self.timeout, client.peer().list_all_tools())
+            .await
+            .map_err(|_| {
+                format!(
+                    "tools/list took longer than {} ms",
+                    self.timeout.as_millis()
+                )
+            })?
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let hashes = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .map(|raw| {
+                (
+                    raw["name"].as_str().unwrap_or_default().to_owned(),
+                    tool_hash(&raw),
+                )
+            })
+            .collect();
+        Ok(Up { client, hashes })
+    }
+
+    /// The peer to call, starting the server when it is down, and the tool's current hash.
+    async fn peer_for(
+        &self,
+        tool: &str,
+    ) -> Result<(rmcp::service::Peer<RoleClient>, Option<String>), ToolError> {
+        let mut state = self.state.lock().await;
+        if let Conn::Up(up) = &state.conn
+            && up.client.is_closed()
+        {
+            state.conn = Conn::Down;
+        }
+        if let Conn::Down = state.conn {
+            if state.starts > RESTARTS {
+                state.conn = Conn::Failed(format!(
+                    "it stopped after being started {} times; it is marked failed until Bosun restarts{}",
+                    state.starts,
+                    self.stderr_tail()
+                ));
+            } else {
+                state.starts += 1;
+                match self.start().await {
+                    Ok(up) => state.conn = Conn::Up(up),
+                    Err(message) => {
+                        let message = format!("{message}{}", self.stderr_tail());
+                        if state.starts > RESTARTS {
+                            state.conn = Conn::Failed(message.clone());
+                        }
+                        return Err(server_error(&self.name, message));
+                    }
+                }
+            }
+        }
+        match &state.conn {
+            Conn::Up(up) => Ok((up.client.peer().clone(), up.hashes.get(tool).cloned())),
+            Conn::Failed(message) => Err(server_error(&self.name, message)),
+            Conn::Down => Err(server_error(&self.name, "it is not running")),
+        }
+    }
+
+    /// Marks the server as having stopped, so the next call starts it again (once).
+    async fn stopped(&self) {
+        let mut state = self.state.lock().await;
+        if let Conn::Up(_) = &state.conn {
+            state.conn = Conn::Down;
+        }
+    }
+
+    /// Lists the server's tools now (for `bosun mcp trust`), starting it if needed.
+    ///
+    /// # Errors
+    /// Why the server could not be started or listed, with its stderr tail.
+    pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
+        let up = self
+            .start()
+            .await
+            .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
+        let tools = tokio::time::timeout(self.timeout, up.client.peer().list_all_tools())
+            .await
+            .map_err(|_| "tools/list took too long".to_owned())?
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let listed = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .map(|raw| ListedTool {
+                name: raw["name"].as_str().unwrap_or_default().to_owned(),
+                hash: tool_hash(&raw),
+                refused: refusal(&self.name, &raw),
+                raw,
+            })
+            .collect();
+        let _ = up.client.cancel().await;
+        Ok(listed)
+    }
+}
+
+/// One approved tool of a server, as the chokepoint sees it.
+pub struct McpTool {
+    server: Arc<Server>,
+    tool: String,
+    spec: ToolSpec,
+    action: String,
+    pinned_hash: String,
+    output_schema: Option<Value>,
+    authority: Option<Authority>,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("action", &self.action)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The risk policy judges a tool of `server` by.
+fn risk_of(config: &McpServerConfig, annotations: Option<&Value>) -> Risk {
+    if !config.trusted {
+        return Risk::Process;
+    }
+    let hint = |key: &str| annotations.and_then(|a| a[key].as_bool());
+    if hint("readOnlyHint") == Some(true) {
+        Risk::Read
+    } else if hint("openWorldHint") == Some(false) {
+        Risk::Write
+    } else if config.url.is_some() {
+        Risk::Network
+    } else {
+        Risk::Process
+    }
+}
+
+impl McpTool {
+    fn new(
+        server: &Arc<Server>,
+        tool: &str,
+        pinned: &crate::pins::PinnedTool,
+    ) -> Result<Self, String> {
+        let name =
+            ToolName::namespaced(model_name(&server.name, tool)).map_err(|e| e.to_string())?;
+        let mut description: String = pinned
+            .description
+            .chars()
+            .take(bosun_core::MAX_DESCRIPTION_CHARS - 40)
+            .collect();
+        if description.trim().is_empty() {
+            description = format!("The `{tool}` tool of the MCP server `{}`.", server.name);
+        }
+        description.push_str(&format!(" (MCP server `{}`)", server.name));
+        let risk = risk_of(&server.config, pinned.annotations.as_ref());
+        let authority = server.config.url.as_deref().and_then(url_authority);
+        let mut builder = ToolSpec::builder(name, description)
+            .risk(risk)
+            .input_schema(pinned.input_schema.clone());
+        if authority.is_some() {
+            builder = builder.capability(Capability::NetHttp);
+        }
+        let spec = builder.build().map_err(|e| e.to_string())?;
+        Ok(Self {
+            server: server.clone(),
+            tool: tool.to_owned(),
+            spec,
+            action: action(&server.name, tool),
+            pinned_hash: pinned.hash.clone(),
+            output_schema: pinned.output_schema.clone(),
+            authority,
+        })
+    }
+}
+
+fn url_authority(url: &str) -> Option<Authority> {
+    let url = url::Url::parse(url).ok()?;
+    Some(Authority::new(url.host_str()?, url.port()))
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        &self.action
+    }
+
+    fn capability_requests(
+        &self,
+        _input: &Value,
+        _ctx: &ToolContext,
+    ) -> Result<Vec<CapabilityRequest>, ToolError> {
+        // A URL server is reached over the network from Bosun itself: judged like any host.
+        Ok(self
+            .authority
+            .iter()
+            .map(|a| CapabilityRequest {
+                capability: Capability::NetHttp,
+                scope: Scope::authority(a.clone()),
+            })
+            .collect())
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let server = &self.server.name;
+        let (peer, current) = self.server.peer_for(&self.tool).await?;
+        match current {
+            None => {
+                return Err(server_error(
+                    server,
+                    format!(
+                        "it no longer offers `{}`; run `bosun mcp trust {server}` to review its tools",
+                        self.tool
+                    ),
+                ));
+            }
+            Some(hash) if hash != self.pinned_hash => {
+                return Err(server_error(
+                    server,
+                    format!(
+                        "`{}` changed since you approved it (description, schema or annotations); it is withheld until you review it with `bosun mcp trust {server}`",
+                        self.tool
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let arguments = match input {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let mut params = CallToolRequestParams::new(self.tool.clone());
+        params.arguments = Some(arguments);
+        let call = peer.call_tool(params);
+        let result = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError::new(ErrorCode::Cancelled, format!("the call to MCP server `{server}` was cancelled")));
+            }
+            result = tokio::time::timeout(self.server.timeout, call) => result,
+        };
+        let result = match result {
+            Err(_) => {
+                return Err(server_error(
+                    server,
+                    format!(
+                        "no answer within {} ms (timeout_ms in [mcp.{server}])",
+                        self.server.timeout.as_millis()
+                    ),
+                )
+                .retryable());
+            }
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                return Err(server_error(
+                    server,
+                    format!("it refused the call: {}", e.message),
+                ));
+            }
+            Ok(Err(e)) => {
+                self.server.stopped().await;
+                // A server that died has usually said why on stderr: give the reader a moment
+                // to reach the end of it.
+                let _ = tokio::time::timeout(
+                    Duration::from_millis(500),
+                    self.server.stderr_closed.notified(),
+                )
+                .await;
+                return Err(server_error(
+                    server,
+                    format!("the connection failed ({e}){}", self.server.stderr_tail()),
+                )
+                .retryable());
+            }
+            Ok(Ok(result)) => result,
+        };
+        let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
+        if result.is_error == Some(true) {
+            let text: Vec<&str> = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                .collect();
+            let message = if text.is_empty() {
+                content.to_string()
+            } else {
+                text.join("\n")
+            };
+            return Err(ToolError::new(
+                ErrorCode::PluginError,
+                format!("MCP server `{server}`, tool `{}`: {message}", self.tool),
+            ));
+        }
+        if let (Some(schema), Some(structured)) = (&self.output_schema, &result.structured_content)
+        {
+            let valid = jsonschema::validator_for(schema)
+                .map(|v| v.is_valid(structured))
+                .unwrap_or(false);
+            if !valid {
+                return Err(server_error(
+                    server,
+                    format!(
+                        "`{}` returned structured content that does not match its output schema",
+                        self.tool
+                    ),
+                ));
+            }
+        }
+        let mut output = json!({ "content": content });
+        if let Some(structured) = result.structured_content {
+            output["structuredContent"] = structured;
+        }
+        Ok(ToolOutput::new(output))
+    }
+}
+
+/// The state of a configured server, for `bosun mcp list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// `enabled = false`.
+    Disabled,
+    /// Never approved.
+    NotApproved,
+    /// Approved, with this many tools.
+    Approved(usize),
+    /// Its identity changed since it was approved.
+    Changed,
+}
+
+/// The state of `name` with `config` given the pins.
+pub fn server_state(name: &str, config: &McpServerConfig, pins: &PinStore) -> ServerState {
+    if !config.enabled {
+        return ServerState::Disabled;
+    }
+    match pins.servers.get(name) {
+        None => ServerState::NotApproved,
+        Some(pin) if pin.identity != identity(config) => ServerState::Changed,
+        Some(pin) => ServerState::Approved(pin.tools.len()),
+    }
+}
+
+/// Registers the approved tools of every enabled server in `host`'s registry. Returns warnings:
+/// servers not approved or changed, tools that could not be registered.
+///
+/// # Errors
+/// The pin file cannot be read.
+pub fn attach(host: &Host) -> Result<Vec<String>, crate::pins::PinError> {
+    let config = host.config();
+    let mut warnings = Vec::new();
+    if config.user.mcp.is_empty() {
+        return Ok(warnings);
+    }
+    let pins = PinStore::load(&config.home)?;
+    for (name, server_config) in &config.user.mcp {
+        match server_state(name, server_config, &pins) {
+            ServerState::Disabled => continue,
+            ServerState::NotApproved => {
+                warnings.push(format!(
+                    "MCP server `{name}` is not approved yet: its tools are not offered; review them with `bosun mcp trust {name}`"
+                ));
+                continue;
+            }
+            ServerState::Changed => {
+                warnings.push(format!(
+                    "MCP server `{name}` changed since you approved it (command, arguments, url or what it is given): its tools are withheld; review it with `bosun mcp trust {name}`"
+                ));
+                continue;
+            }
+            ServerState::Approved(_) => {}
+        }
+        let Some(pin) = pins.servers.get(name) else {
+            continue;
+        };
+        let server = Server::new(name, server_config.clone(), host.workspace().root());
+        register(host, &server, pin, &mut warnings);
+    }
+    Ok(warnings)
+}
+
+fn register(host: &Host, server: &Arc<Server>, pin: &Pin, warnings: &mut Vec<String>) {
+    for (tool, pinned) in &pin.tools {
+        let registered = McpTool::new(server, tool, pinned)
+            .map_err(|e| e.to_string())
+            .and_then(|t| host.register_tool(Arc::new(t)).map_err(|e| e.message));
+        if let Err(message) = registered {
+            warnings.push(format!(
+                "MCP server `{}`: tool `{tool}` is not offered: {message}",
+                server.name
+            ));
+        }
+    }
+}
