@@ -254,3 +254,70 @@ fn a_broken_mcp_entry_is_a_config_error_naming_the_key() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("shell"), "{}", stderr(&out));
 }
+
+/// The Python server over Streamable HTTP on a free loopback port, stopped on drop.
+struct HttpPeer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpPeer {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(python())
+            .arg(server_script())
+            .args(["http", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the HTTP MCP server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_is_called_under_policy_for_its_host() {
+    let peer = HttpPeer::start();
+    let env = Env::new();
+    let entry = format!("[mcp.web]\nurl = \"http://127.0.0.1:{}/mcp\"\n", peer.port);
+    env.user_config(&entry);
+    trust_named(&env, "web");
+    let (rc, out) = call(&env, "mcp__web__add", r#"{"a": 40, "b": 2}"#, &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["structuredContent"]["result"], 42, "{out}");
+    // The server's host is judged like any network use: a rule denying it holds.
+    env.user_config(&format!(
+        "[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"deny\"\n\n{entry}"
+    ));
+    let (rc, out) = call(&env, "mcp__web__add", r#"{"a": 40, "b": 2}"#, &[]);
+    assert_eq!(
+        (rc, out["error"]["code"].as_str()),
+        (3, Some("denied")),
+        "{out}"
+    );
+}
+
+fn trust_named(env: &Env, name: &str) {
+    let out = env.bosun(&["mcp", "trust", name, "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

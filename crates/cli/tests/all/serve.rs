@@ -31,11 +31,38 @@ pub fn python() -> PathBuf {
     python
 }
 
+/// The TypeScript SDK's `node_modules`, as `scripts/mcp-peers` installed it.
+fn node_modules() -> PathBuf {
+    let python = python();
+    let peers = python.ancestors().nth(3).unwrap().to_path_buf();
+    let modules = peers.join("node/node_modules");
+    assert!(
+        modules.join("@modelcontextprotocol/sdk").exists(),
+        "the TypeScript MCP SDK is not installed: run scripts/mcp-peers (scripts/test does)"
+    );
+    modules
+}
+
 /// Runs the Python client with `plan`, bounded in time, and returns what it printed.
 fn peer(plan: &Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
-    let mut child = Command::new(python())
+    let mut command = Command::new(python());
+    command.arg(script);
+    run_peer(command, plan)
+}
+
+/// Runs the TypeScript client with `plan`.
+fn ts_peer(plan: &Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.mjs");
+    let mut command = Command::new("node");
+    command
         .arg(script)
+        .env("BOSUN_MCP_NODE_MODULES", node_modules());
+    run_peer(command, plan)
+}
+
+fn run_peer(mut command: Command, plan: &Value) -> Value {
+    let mut child = command
         .arg(plan.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -206,6 +233,64 @@ fn stdio_client_lists_and_calls_builtins_and_a_plugin_through_policy() {
         "{}",
         String::from_utf8_lossy(&inspect.stdout)
     );
+}
+
+#[test]
+fn typescript_sdk_client_lists_calls_and_answers_approvals() {
+    let env = Env::new();
+    env.user_config(
+        "[[policy.rules]]\naction = \"builtin.tool.create_file\"\ndecision = \"deny\"\n",
+    );
+    install_hello(&env);
+    let calls = json!([
+        {"name": "greet", "arguments": {"name": "Ada"}},
+        {"name": "create_file", "arguments": {"path": "new.txt", "content": "x"}},
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["made.txt"]}},
+    ]);
+    let declined = ts_peer(&stdio_plan(&env, "legacy", Some("decline"), calls.clone()));
+    assert_eq!(declined["server"]["name"], "bosun", "{declined}");
+    assert!(
+        declined["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "greet")
+    );
+    assert_eq!(
+        declined["calls"][0]["structuredContent"]["message"], "Hello, Ada!",
+        "{declined}"
+    );
+    assert!(
+        text_of(&declined["calls"][1]).starts_with("denied: "),
+        "{declined}"
+    );
+    assert!(
+        text_of(&declined["calls"][2]).starts_with("denied: "),
+        "{declined}"
+    );
+    assert_eq!(declined["elicited"].as_array().unwrap().len(), 1);
+    assert!(!env.ws().join("made.txt").exists());
+
+    let accepted = ts_peer(&stdio_plan(&env, "legacy", Some("accept"), calls));
+    assert!(!is_error(&accepted["calls"][2]), "{accepted}");
+    assert!(env.ws().join("made.txt").exists());
+    assert!(
+        !env.ws().join("new.txt").exists(),
+        "an elicitation never overrides a deny"
+    );
+
+    // Over Streamable HTTP, with no way to ask: refused, not run.
+    let server = HttpServer::start(&env, &[], &[]);
+    let out = ts_peer(&json!({"url": server.url, "calls": [
+        {"name": "read_file", "arguments": {"path": "src/lib.rs"}},
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["http.txt"]}},
+    ]}));
+    assert!(text_of(&out["calls"][0]).contains("pub fn answer"), "{out}");
+    assert!(
+        text_of(&out["calls"][1]).starts_with("needs_approval: "),
+        "{out}"
+    );
+    assert!(!env.ws().join("http.txt").exists());
 }
 
 #[test]
