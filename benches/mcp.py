@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""A warm MCP tool call over stdio, side by side in one run, from the same rmcp client
+(`crates/mcp/examples/mcp_call_bench.rs`), same tool shape (`greet {"name"}` → `{"message"}`):
+
+- `bosun serve --stdio` serving the `hello` WebAssembly plugin's `greet`: the chokepoint (lookup,
+  schema, policy), the wasmtime sandbox and a trace line per event, flushed per call;
+- rmcp's own minimal server (`crates/mcp/examples/mcp_echo_server.rs`): no policy, no sandbox;
+- a server on the official Python SDK (`mcp`, `MCPServer`), from target/mcp-peers (scripts/mcp-peers).
+
+Usage: python3 benches/mcp.py [CALLS]   (builds the release binaries it needs)
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+
+PY_SERVER = '''
+from mcp.server import MCPServer
+app = MCPServer("echo")
+@app.tool()
+def greet(name: str) -> dict:
+    """Greets someone by name."""
+    return {"message": f"Hello, {name}!"}
+app.run("stdio")
+'''
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+def main():
+    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli", "-p", "bosun-mcp",
+         "--example", "mcp_echo_server", "--example", "mcp_call_bench"], cwd=ROOT)
+    run(["cargo", "build", "--quiet", "-p", "bosun-test-programs"], cwd=ROOT)
+    run([str(ROOT / "scripts" / "mcp-peers")])
+    release = TARGET / "release"
+    bosun, echo, client = release / "bosun", release / "examples" / "mcp_echo_server", release / "examples" / "mcp_call_bench"
+    python = TARGET / "mcp-peers" / "venv" / "bin" / "python"
+    guests = Path(os.environ.get("BOSUN_GUEST_TARGET_DIR", ROOT / "target" / "guests"))
+    hello = guests / "wasm32-wasip2" / "release" / "hello.wasm"
+
+    scratch = Path(tempfile.mkdtemp(prefix="bosun-bench-mcp-"))
+    home, ws = scratch / "home", scratch / "ws"
+    (home / "plugins" / "hello").mkdir(parents=True)
+    (ws / ".git").mkdir(parents=True)
+    shutil.copy(hello, home / "plugins" / "hello" / "plugin.wasm")
+    env = dict(os.environ, BOSUN_HOME=str(home))
+    run([str(bosun), "plugins", "enable", "hi", "--path", "hello", "--yes"], cwd=ws, env=env, capture_output=True)
+    (scratch / "server.py").write_text(PY_SERVER)
+
+    peers = [
+        ("bosun serve --stdio (hello.greet in the sandbox, policy, trace)", [str(bosun), "serve", "--stdio"]),
+        ("rmcp 3.11 minimal server", [str(echo)]),
+        ("official Python SDK server (MCPServer)", [str(python), str(scratch / "server.py")]),
+    ]
+    results = []
+    for label, command in peers:
+        out = run([str(client), "greet", '{"name": "Ada"}', str(CALLS), "--", *command],
+                  cwd=ws, env=env, capture_output=True).stdout
+        results.append((label, json.loads(out.strip().splitlines()[-1])))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    rmcp_p50 = results[1][1]["p50_us"]
+    print(f"warm tools/call over stdio from an rmcp client, {CALLS} calls after 200 warm-up calls")
+    print(f"{'server':<66} {'p50 µs':>9} {'p90 µs':>9} {'p99 µs':>9} {'vs rmcp p50':>12}")
+    for label, r in results:
+        print(f"{label:<66} {r['p50_us']:>9.1f} {r['p90_us']:>9.1f} {r['p99_us']:>9.1f} {r['p50_us'] / rmcp_p50:>11.2f}x")
+
+
+if __name__ == "__main__":
+    main()
