@@ -38,15 +38,18 @@ def run(cmd, **kw):
 
 
 def main():
-    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli", "-p", "bosun-mcp",
+    # Two commands: naming examples would leave the `bosun` binary unbuilt.
+    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli"], cwd=ROOT)
+    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-mcp",
          "--example", "mcp_echo_server", "--example", "mcp_call_bench"], cwd=ROOT)
-    run(["cargo", "build", "--quiet", "-p", "bosun-test-programs"], cwd=ROOT)
     run([str(ROOT / "scripts" / "mcp-peers")])
     release = TARGET / "release"
     bosun, echo, client = release / "bosun", release / "examples" / "mcp_echo_server", release / "examples" / "mcp_call_bench"
     python = TARGET / "mcp-peers" / "venv" / "bin" / "python"
     guests = Path(os.environ.get("BOSUN_GUEST_TARGET_DIR", ROOT / "target" / "guests"))
     hello = guests / "wasm32-wasip2" / "release" / "hello.wasm"
+    if not hello.exists():
+        run(["cargo", "build", "--quiet", "-p", "bosun-test-programs"], cwd=ROOT)
 
     scratch = Path(tempfile.mkdtemp(prefix="bosun-bench-mcp-"))
     home, ws = scratch / "home", scratch / "ws"
