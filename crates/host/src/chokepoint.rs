@@ -70,6 +70,8 @@ pub trait PolicyHook: Send + Sync {
 pub struct ToolRegistry {
     tools: RwLock<HashMap<String, Arc<Registered>>>,
     next_seq: std::sync::atomic::AtomicU64,
+    /// Bumped by every change to the set of tools.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -141,7 +143,19 @@ impl ToolRegistry {
                 Arc::new(registered),
             );
         }
+        self.changed();
         Ok(())
+    }
+
+    fn changed(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A number that changes whenever a tool is added, replaced or removed: a caller that
+    /// listed the tools can tell whether its list is still current (an MCP client is told).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Adds one tool owned by the host (a built-in, a configured plugin's tool). Refused when
@@ -168,6 +182,8 @@ impl ToolRegistry {
                 seq: self.seq(),
             }),
         );
+        drop(map);
+        self.changed();
         Ok(())
     }
 

@@ -372,6 +372,12 @@ impl Host {
         self.warnings.extend(warnings);
     }
 
+    /// Changes whenever the host's set of tools changes (a plugin installed or reloaded during a
+    /// run, a tool registered): see [`ToolRegistry::generation`].
+    pub fn tools_generation(&self) -> u64 {
+        self.registry.generation()
+    }
+
     /// Adds a tool from outside the host's own runtimes (an MCP server's, a program embedding
     /// Bosun's) to the registry every chokepoint of this host shares.
     ///

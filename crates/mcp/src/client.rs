@@ -22,6 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -32,10 +33,10 @@ use bosun_core::{
 };
 use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig};
 use bosun_host::{Host, Tool, ToolContext};
-use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -116,9 +117,27 @@ fn server_error(server: &str, message: impl std::fmt::Display) -> ToolError {
     )
 }
 
+/// Bosun's side of a session: who it is, and a flag the server raises with
+/// `notifications/tools/list_changed`, so the next call lists the tools again before trusting
+/// their hashes.
+struct Handler {
+    config: ClientConfig,
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::Release);
+    }
+}
+
 /// A running server: the client side of its session.
 struct Up {
-    client: RunningService<RoleClient, ClientConfig>,
+    client: RunningService<RoleClient, Handler>,
     /// The current hash of each tool it lists.
     hashes: HashMap<String, String>,
 }
@@ -145,6 +164,8 @@ pub struct Server {
     stderr: Arc<StdMutex<VecDeque<u8>>>,
     /// Set when the server's stderr reached its end (the process is gone).
     stderr_closed: Arc<tokio::sync::Notify>,
+    /// Raised when the server says its tools changed.
+    stale: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Server {
@@ -170,6 +191,7 @@ impl Server {
             }),
             stderr: Arc::default(),
             stderr_closed: Arc::default(),
+            stale: Arc::default(),
         })
     }
 
@@ -188,11 +210,14 @@ impl Server {
         }
     }
 
-    async fn connect(&self) -> Result<RunningService<RoleClient, ClientConfig>, String> {
-        let info = ClientConfig::new(
-            Default::default(),
-            Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
-        );
+    async fn connect(&self) -> Result<RunningService<RoleClient, Handler>, String> {
+        let info = Handler {
+            config: ClientConfig::new(
+                Default::default(),
+                Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
+            ),
+            stale: self.stale.clone(),
+        };
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             legacy_version: None,
@@ -259,6 +284,16 @@ impl Server {
         let client = tokio::time::timeout(START_TIMEOUT, self.connect())
             .await
             .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
+        self.stale.store(false, Ordering::Release);
+        let hashes = self.hashes(&client).await?;
+        Ok(Up { client, hashes })
+    }
+
+    /// The current hash of each tool the server lists.
+    async fn hashes(
+        &self,
+        client: &RunningService<RoleClient, Handler>,
+    ) -> Result<HashMap<String, String>, String> {
         let tools = tokio::time::timeout(self.timeout, client.peer().list_all_tools())
             .await
             .map_err(|_| {
@@ -268,7 +303,7 @@ impl Server {
                 )
             })?
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        let hashes = tools
+        Ok(tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
             .map(|raw| {
@@ -277,8 +312,7 @@ impl Server {
                     tool_hash(&raw),
                 )
             })
-            .collect();
-        Ok(Up { client, hashes })
+            .collect())
     }
 
     /// The peer to call, starting the server when it is down, and the tool's current hash.
@@ -312,6 +346,15 @@ impl Server {
                     }
                 }
             }
+        }
+        if let Conn::Up(up) = &mut state.conn
+            && self.stale.swap(false, Ordering::AcqRel)
+        {
+            // The server said its tools changed: judge this call by what it offers now.
+            up.hashes = self
+                .hashes(&up.client)
+                .await
+                .map_err(|m| server_error(&self.name, m))?;
         }
         match &state.conn {
             Conn::Up(up) => Ok((up.client.peer().clone(), up.hashes.get(tool).cloned())),

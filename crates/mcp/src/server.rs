@@ -8,6 +8,8 @@
 //! What a client sees:
 //! - `tools/list`: the chokepoint's tools in registration order (built-ins, then plugins in
 //!   catalog order), with annotations derived from each tool's risk. Listing runs no plugin code.
+//!   When a call changes the set (a plugin installed or reloaded through the plugin tools), the
+//!   client gets `notifications/tools/list_changed`.
 //! - `tools/call`: the chokepoint's result. Success is the output as text (JSON unless it is a
 //!   string) and, when it is an object, as `structuredContent`; an error is `isError: true` with
 //!   `code: message`, so a denied call, a call that needs approval and a plugin's failure all
@@ -57,15 +59,12 @@ pub struct Served {
     redactor: Arc<Redactor>,
     /// What `run.started` says started each session, e.g. `serve --stdio`.
     command: String,
-    /// Tools as listed, built once: listing runs no plugin code and allocates nothing per call.
-    tools: Arc<[Tool]>,
 }
 
 impl std::fmt::Debug for Served {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Served")
             .field("command", &self.command)
-            .field("tools", &self.tools.len())
             .finish_non_exhaustive()
     }
 }
@@ -76,14 +75,21 @@ impl Served {
         let config = host.config();
         let runs_dir = config.runs_dir();
         let redactor = Arc::new(config.redactor());
-        let tools = host.tools().iter().map(|t| mcp_tool(t.spec())).collect();
         Arc::new(Self {
             host,
             runs_dir,
             redactor,
             command: command.into(),
-            tools,
         })
+    }
+
+    /// The host's tools as MCP lists them, now.
+    fn tools(&self) -> Vec<Tool> {
+        self.host
+            .tools()
+            .iter()
+            .map(|t| mcp_tool(t.spec()))
+            .collect()
     }
 
     /// A handler for one client session.
@@ -185,19 +191,24 @@ impl Drop for ToolServer {
 
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("bosun", env!("CARGO_PKG_VERSION"))
-                    .with_title("Bosun")
-                    .with_description(
-                        "Sandboxed, policy-gated tools: every call is judged, run and traced by Bosun.",
-                    ),
-            )
-            .with_instructions(
-                "Every call goes through Bosun's policy. A call that needs approval is put to your \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("bosun", env!("CARGO_PKG_VERSION"))
+                .with_title("Bosun")
+                .with_description(
+                    "Sandboxed, policy-gated tools: every call is judged, run and traced by Bosun.",
+                ),
+        )
+        .with_instructions(
+            "Every call goes through Bosun's policy. A call that needs approval is put to your \
                  user when the client supports elicitation, and otherwise fails with \
                  needs_approval; a denied call fails with denied. Both say why.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -205,11 +216,7 @@ impl ServerHandler for ToolServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.served.tools.to_vec()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.served.tools.iter().find(|t| t.name == name).cloned()
+        Ok(ListToolsResult::with_all_items(self.served.tools()))
     }
 
     async fn call_tool(
@@ -231,11 +238,16 @@ impl ServerHandler for ToolServer {
                 .arguments
                 .map_or_else(|| Value::Object(Map::new()), Value::Object),
         };
+        let generation = self.served.host.tools_generation();
         let outcome = live
             .chokepoint
             .call(call, &live.session, &live.trace, &context.ct)
             .await;
         live.trace.flush();
+        if self.served.host.tools_generation() != generation {
+            // A client that cannot take the notification still sees the new set when it lists.
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
         Ok(call_result(outcome.result).into())
     }
 }

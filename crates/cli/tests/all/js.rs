@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::run::serve;
 use super::{Env, code, stderr};
 
-const MOD_TS: &str = r#"// A plugin written by a model, in Triggerfish's format.
+pub const MOD_TS: &str = r#"// A plugin written by a model, in Triggerfish's format.
 export const manifest = {
   name: "word-tools",
   version: "1.0.0",

@@ -532,3 +532,46 @@ fn serve_refuses_unsafe_listening_and_bad_input() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(env.runs().is_empty());
 }
+
+#[test]
+fn a_plugin_installed_through_mcp_is_announced_and_listed() {
+    let env = Env::new();
+    let dir = env.ws().join(".bosun/plugins/word-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), super::js::MOD_TS).unwrap();
+    let out = peer(&stdio_plan(
+        &env,
+        "legacy",
+        Some("accept"),
+        json!([
+            {"name": "plugin_scan", "arguments": {"path": ".bosun/plugins/word-tools"}},
+            {"name": "plugin_install", "arguments": {"name": "word-tools"}},
+            {"name": "plugin_word-tools_count_words", "arguments": {"text": "one two three"}},
+        ]),
+    ));
+    assert!(!is_error(&out["calls"][1]), "{out}");
+    assert!(
+        out["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "notifications/tools/list_changed"),
+        "{out}"
+    );
+    let before: Vec<&Value> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["name"])
+        .collect();
+    assert!(!before.iter().any(|n| *n == "plugin_word-tools_count_words"));
+    assert!(
+        out["tools_after"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "plugin_word-tools_count_words"),
+        "{out}"
+    );
+    assert!(text_of(&out["calls"][2]).contains('3'), "{out}");
+}

@@ -46,9 +46,19 @@ async def main():
             headers["Authorization"] = "Bearer " + plan["token"]
         server = streamable_http_client(plan["url"], http_client=httpx2.AsyncClient(headers=headers, timeout=30))
 
+    notifications = []
+
+    async def on_message(message):
+        method = getattr(message, "method", None)
+        if method is None and hasattr(message, "root"):
+            method = getattr(message.root, "method", None)
+        if method:
+            notifications.append(method)
+
     callback = on_elicit if plan.get("elicit") is not None else None
     out = {"calls": []}
-    async with Client(server, mode=plan.get("mode", "auto"), elicitation_callback=callback, cache=None) as client:
+    async with Client(server, mode=plan.get("mode", "auto"), elicitation_callback=callback, cache=None,
+                      message_handler=on_message) as client:
         out["protocol"] = client.protocol_version
         out["server"] = dump(client.server_info) if client.server_info else None
         listed = await client.list_tools()
@@ -59,7 +69,10 @@ async def main():
                 out["calls"].append(dump(result))
             except Exception as e:  # a protocol error: report it as data
                 out["calls"].append({"raised": f"{type(e).__name__}: {e}"})
+        listed = await client.list_tools()
+        out["tools_after"] = [t.name for t in listed.tools]
     out["elicited"] = elicited
+    out["notifications"] = notifications
     print(json.dumps(out))
 
 
