@@ -148,6 +148,54 @@ fn error_results_deadlines_and_crashes_are_clear_tool_errors() {
 }
 
 #[test]
+fn a_flooding_or_garbling_server_is_bounded_and_nothing_else_breaks() {
+    let env = Env::new();
+    configure(&env, "timeout_ms = 8000\n");
+    trust(&env);
+    // 6 MB of output: the chokepoint bounds what the model gets.
+    let (rc, out) = call(&env, "mcp__peer__flood", r#"{"megabytes": 6}"#, &[]);
+    assert_eq!(
+        rc,
+        0,
+        "{}",
+        out.to_string().chars().take(300).collect::<String>()
+    );
+    assert_eq!(out["truncated"], true);
+    assert!(
+        out.to_string().len() < 200_000,
+        "bounded: {} bytes",
+        out.to_string().len()
+    );
+    // 20 MB in one message: over the SDK's 16 MiB line bound, dropped unread; the call fails at
+    // its deadline instead of holding the memory.
+    let (rc, out) = call(&env, "mcp__peer__flood", r#"{"megabytes": 20}"#, &[]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer within"),
+        "{out}"
+    );
+    // A line that is not JSON-RPC on the protocol stream: a clear answer either way, no hang.
+    let started = Instant::now();
+    let (rc, out) = call(&env, "mcp__peer__garbage", "{}", &[]);
+    assert!(started.elapsed().as_secs() < 15, "no hang");
+    if rc != 0 {
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("MCP server `peer`"),
+            "{out}"
+        );
+    }
+    // The next call works.
+    let (rc, out) = call(&env, "mcp__peer__add", r#"{"a": 1, "b": 2}"#, &[]);
+    assert_eq!(rc, 0, "{out}");
+}
+
+#[test]
 fn a_changed_tool_is_withheld_until_approved_again() {
     let env = Env::new();
     configure(&env, "");

@@ -8,6 +8,7 @@ Its tools:
 - fail(): an error result (isError);
 - slow(): sleeps 30 s;
 - crash(): writes to stderr and exits;
+- flood(megabytes): that much text; garbage(): a non-JSON line on stdout before its answer;
 - drifting(): its description is the content of `desc.txt` in the working directory, when
   that file exists, so a test can change it between runs ("rug pull");
 - hidden(): a description with a zero-width space in it.
@@ -55,6 +56,20 @@ def crash() -> str:
     sys.stderr.write("peer: fatal: out of cheese\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@app.tool()
+def flood(megabytes: int) -> str:
+    """Returns that many megabytes of text."""
+    return "x" * (megabytes * 1_000_000)
+
+
+@app.tool()
+def garbage() -> str:
+    """Writes a line that is not JSON-RPC onto the protocol stream, then answers."""
+    sys.stdout.write("this is not json-rpc\n")
+    sys.stdout.flush()
+    return "ok"
 
 
 desc = Path("desc.txt")
