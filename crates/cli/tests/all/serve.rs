@@ -32,7 +32,7 @@ pub fn python() -> PathBuf {
 }
 
 /// The TypeScript SDK's `node_modules`, as `scripts/mcp-peers` installed it.
-fn node_modules() -> PathBuf {
+pub fn node_modules() -> PathBuf {
     let python = python();
     let peers = python.ancestors().nth(3).unwrap().to_path_buf();
     let modules = peers.join("node/node_modules");
