@@ -24,13 +24,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec};
-use bosun_host::approval::ApprovalBroker;
+use bosun_host::approval::{ApprovalBroker, NonInteractive};
 use bosun_host::trace::{self, Trace};
 use bosun_host::{Chokepoint, Host, Session};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -59,6 +59,9 @@ pub struct Served {
     redactor: Arc<Redactor>,
     /// What `run.started` says started each session, e.g. `serve --stdio`.
     command: String,
+    /// The one session of every 2026-07-28 request (that revision has none of its own).
+    stateless: Slot,
+    stateless_run_id: String,
 }
 
 impl std::fmt::Debug for Served {
@@ -80,6 +83,8 @@ impl Served {
             runs_dir,
             redactor,
             command: command.into(),
+            stateless: Mutex::new(None),
+            stateless_run_id: trace::new_run_id(),
         })
     }
 
@@ -98,7 +103,6 @@ impl Served {
             served: self.clone(),
             run_id: trace::new_run_id(),
             state: Mutex::new(None),
-            calls: AtomicU64::new(0),
         }
     }
 }
@@ -108,14 +112,15 @@ struct Live {
     chokepoint: Arc<Chokepoint>,
     session: Arc<Session>,
     trace: Arc<Trace>,
+    /// Calls so far: numbers the call ids, unique within the trace.
+    calls: AtomicU64,
 }
 
 /// One client session: the MCP handler `rmcp` drives.
 pub struct ToolServer {
     served: Arc<Served>,
     run_id: String,
-    state: Mutex<Option<Result<Arc<Live>, String>>>,
-    calls: AtomicU64,
+    state: Slot,
 }
 
 impl std::fmt::Debug for ToolServer {
@@ -126,66 +131,108 @@ impl std::fmt::Debug for ToolServer {
     }
 }
 
-impl ToolServer {
-    /// The session's chokepoint and trace, made at the first call with a broker that can reach
-    /// this client's user (when the client can be asked).
-    fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(made) = state.as_ref() {
-            return made.clone();
-        }
-        let made = self.make_live(context);
-        *state = Some(made.clone());
-        made
-    }
+/// A session's state, made at its first call; kept as the error when making it failed.
+type Slot = Mutex<Option<Result<Arc<Live>, String>>>;
 
-    fn make_live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
-        let served = &self.served;
-        let broker: Arc<dyn ApprovalBroker> = Arc::new(ElicitingBroker::new(context.peer.clone()));
-        let chokepoint = served
+fn slot_or_make(
+    slot: &Slot,
+    make: impl FnOnce() -> Result<Arc<Live>, String>,
+) -> Result<Arc<Live>, String> {
+    let mut state = slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(made) = state.as_ref() {
+        return made.clone();
+    }
+    let made = make();
+    *state = Some(made.clone());
+    made
+}
+
+fn finish(slot: &mut Slot) {
+    let state = slot
+        .get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(Ok(live)) = state.take() {
+        live.trace.record(Event::RunFinished {
+            outcome: RunOutcome::Completed,
+        });
+        // Nowhere to report a failed write when a session ends; the trace says what it can.
+        let _ = live.trace.finish();
+    }
+}
+
+impl Served {
+    /// A chokepoint asking `broker`, a session and a trace `run_id` that has recorded
+    /// `run.started`.
+    fn make_live(
+        &self,
+        run_id: &str,
+        broker: Arc<dyn ApprovalBroker>,
+    ) -> Result<Arc<Live>, String> {
+        let chokepoint = self
             .host
             .chokepoint(broker)
             .map_err(|e| format!("bosun cannot serve this call: {e}"))?;
         let trace = Trace::create(
-            &served.runs_dir,
-            self.run_id.clone(),
+            &self.runs_dir,
+            run_id.to_owned(),
             None,
-            served.redactor.clone(),
+            self.redactor.clone(),
         )
         .map_err(|e| e.to_string())?;
-        let trace = match served.host.js_observer() {
+        let trace = match self.host.js_observer() {
             Some(observer) => trace.observe(observer),
             None => trace,
         };
         trace.record(Event::RunStarted {
-            command: served.command.clone(),
-            workspace: served.host.workspace().root().display().to_string(),
-            mode: served.host.policy().mode().to_string(),
+            command: self.command.clone(),
+            workspace: self.host.workspace().root().display().to_string(),
+            mode: self.host.policy().mode().to_string(),
         });
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),
-            session: Arc::new(Session::new(self.run_id.clone())),
+            session: Arc::new(Session::new(run_id)),
             trace: Arc::new(trace),
+            calls: AtomicU64::new(0),
         }))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        finish(&mut self.stateless);
+    }
+}
+
+impl ToolServer {
+    /// The chokepoint, session and trace of this call. A session of the handshake revisions
+    /// gets its own, made at its first call, whose broker can ask this client's user. The
+    /// 2026-07-28 revision has no sessions (over HTTP every request stands alone) and no
+    /// server-to-client requests, so its calls share one of the server's, which cannot ask:
+    /// one trace for them all rather than one per request.
+    fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if modern {
+            let served = &self.served;
+            return slot_or_make(&served.stateless, || {
+                served.make_live(&served.stateless_run_id, Arc::new(NonInteractive))
+            });
+        }
+        slot_or_make(&self.state, || {
+            self.served.make_live(
+                &self.run_id,
+                Arc::new(ElicitingBroker::new(context.peer.clone())),
+            )
+        })
     }
 }
 
 impl Drop for ToolServer {
     fn drop(&mut self) {
-        let state = self
-            .state
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(Ok(live)) = state.take() {
-            live.trace.record(Event::RunFinished {
-                outcome: RunOutcome::Completed,
-            });
-            // Nowhere to report a failed write when a session ends; the trace says what it can.
-            let _ = live.trace.finish();
-        }
+        finish(&mut self.state);
     }
 }
 
@@ -230,7 +277,7 @@ impl ServerHandler for ToolServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
-        let number = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let number = live.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall {
             id: format!("mcp-{number}"),
             name: request.name.into_owned(),
