@@ -7,6 +7,10 @@
 - rmcp's own minimal server (`crates/mcp/examples/mcp_echo_server.rs`): no policy, no sandbox;
 - a server on the official Python SDK (`mcp`, `MCPServer`), from target/mcp-peers (scripts/mcp-peers).
 
+Then `bosun serve --http` under load: 32 concurrent rmcp clients (each its own session) make
+100,000 calls of the same tool (`crates/mcp/examples/mcp_http_load.rs`), with the server's
+resident memory sampled after each tenth of the calls.
+
 Usage: python3 benches/mcp.py [CALLS]   (builds the release binaries it needs)
 """
 
@@ -41,7 +45,7 @@ def main():
     # Two commands: naming examples would leave the `bosun` binary unbuilt.
     run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli"], cwd=ROOT)
     run(["cargo", "build", "--quiet", "--release", "-p", "bosun-mcp",
-         "--example", "mcp_echo_server", "--example", "mcp_call_bench"], cwd=ROOT)
+         "--example", "mcp_echo_server", "--example", "mcp_call_bench", "--example", "mcp_http_load"], cwd=ROOT)
     run([str(ROOT / "scripts" / "mcp-peers")])
     release = TARGET / "release"
     bosun, echo, client = release / "bosun", release / "examples" / "mcp_echo_server", release / "examples" / "mcp_call_bench"
@@ -70,6 +74,7 @@ def main():
         out = run([str(client), "greet", '{"name": "Ada"}', str(CALLS), "--", *command],
                   cwd=ws, env=env, capture_output=True).stdout
         results.append((label, json.loads(out.strip().splitlines()[-1])))
+    load = bench_http(bosun, release / "examples" / "mcp_http_load", ws, env)
     shutil.rmtree(scratch, ignore_errors=True)
 
     rmcp_p50 = results[1][1]["p50_us"]
@@ -77,6 +82,30 @@ def main():
     print(f"{'server':<66} {'p50 µs':>9} {'p90 µs':>9} {'p99 µs':>9} {'vs rmcp p50':>12}")
     for label, r in results:
         print(f"{label:<66} {r['p50_us']:>9.1f} {r['p90_us']:>9.1f} {r['p99_us']:>9.1f} {r['p50_us'] / rmcp_p50:>11.2f}x")
+    print()
+    print(f"bosun serve --http, {HTTP_CLIENTS} concurrent clients, {load['calls']} calls: "
+          f"{load['per_second']:.0f} calls/s, p50 {load['p50_ms']:.2f} ms, p99 {load['p99_ms']:.2f} ms, "
+          f"max {load['max_ms']:.1f} ms, {load['errors']} errors")
+    rss = load["rss_kib"]
+    print("server RSS (MiB) before and after each tenth: " + " ".join(f"{k / 1024:.1f}" for k in rss))
+
+
+HTTP_CLIENTS = 32
+HTTP_CALLS = 100_000
+
+
+def bench_http(bosun, load, ws, env):
+    server = subprocess.Popen([str(bosun), "serve", "--http", "127.0.0.1:0"], cwd=ws, env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stderr.readline()
+        url = line[line.index("http://"):].strip()
+        out = run([str(load), url, str(HTTP_CLIENTS), str(HTTP_CALLS), "greet", '{"name": "Ada"}',
+                   "--rss-pid", str(server.pid)], capture_output=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    finally:
+        server.kill()
+        server.wait()
 
 
 if __name__ == "__main__":
