@@ -40,7 +40,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("INPUT must be a JSON object".into());
     };
     let tls = bosun_models::tls_config()?;
-    let http = reqwest::Client::builder().tls_backend_preconfigured(tls).build()?;
+    let http = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .build()?;
     let started_count = Arc::new(AtomicUsize::new(0));
     let done_count = Arc::new(AtomicUsize::new(0));
     let mut sessions = Vec::new();
