@@ -41,6 +41,12 @@ pub struct ApprovalRequest {
 pub trait ApprovalBroker: Send + Sync {
     /// Asks about one call.
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer;
+
+    /// How a person could approve such a call through this face, for the error when nobody
+    /// answered; it is followed by "add a policy rule that allows …".
+    fn unanswered_hint(&self) -> &str {
+        "run in a terminal, pass --yes, or"
+    }
 }
 
 /// Nobody to ask (no terminal, a script, CI): every request is refused with `needs_approval`.

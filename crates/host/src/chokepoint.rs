@@ -766,9 +766,10 @@ impl Chokepoint {
                 Err(ToolError::new(
                     ErrorCode::NeedsApproval,
                     format!(
-                        "policy asks before {} ({}) and nobody can answer here: run in a terminal, pass --yes, or add a policy rule that allows `{subject}`",
+                        "policy asks before {} ({}) and nobody can answer here: {} add a policy rule that allows `{subject}`",
                         call.name,
-                        explanation.summary()
+                        explanation.summary(),
+                        self.broker.unanswered_hint()
                     ),
                 ))
             }

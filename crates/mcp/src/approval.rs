@@ -91,4 +91,23 @@ impl ApprovalBroker for ElicitingBroker {
             Err(_) => ApprovalAnswer::Unavailable,
         }
     }
+
+    fn unanswered_hint(&self) -> &str {
+        "answer when your MCP client asks (it needs elicitation support and MCP 2025-11-25 or older), or"
+    }
+}
+
+/// The broker of 2026-07-28 requests: that revision allows no request back to the client
+/// during a call, so nobody can be asked.
+pub struct Unaskable;
+
+#[async_trait]
+impl ApprovalBroker for Unaskable {
+    async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
+        ApprovalAnswer::Unavailable
+    }
+
+    fn unanswered_hint(&self) -> &str {
+        "MCP 2026-07-28 cannot ask your user during a call (connect with 2025-11-25 and elicitation to be asked), or"
+    }
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec};
-use bosun_host::approval::{ApprovalBroker, NonInteractive};
+use bosun_host::approval::ApprovalBroker;
 use bosun_host::trace::{self, Trace};
 use bosun_host::{Chokepoint, Host, Session};
 use rmcp::model::{
@@ -36,7 +36,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::approval::ElicitingBroker;
+use crate::approval::{ElicitingBroker, Unaskable};
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -218,7 +218,7 @@ impl ToolServer {
         if modern {
             let served = &self.served;
             return slot_or_make(&served.stateless, || {
-                served.make_live(&served.stateless_run_id, Arc::new(NonInteractive))
+                served.make_live(&served.stateless_run_id, Arc::new(Unaskable))
             });
         }
         slot_or_make(&self.state, || {
