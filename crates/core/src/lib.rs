@@ -43,4 +43,5 @@ pub use redact::Redactor;
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult, bound_result};
 pub use tool::{
     MAX_DESCRIPTION_CHARS, Risk, SpecError, ToolName, ToolSpec, ToolSpecBuilder, check_description,
+    check_schema,
 };

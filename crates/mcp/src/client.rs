@@ -76,7 +76,7 @@ pub fn action(server: &str, tool: &str) -> String {
 
 /// Why a listed tool cannot be offered, if it cannot.
 fn refusal(server: &str, raw: &Value) -> Option<String> {
-    let name = raw["name"].as_str().unwrap_or_default();
+    let name = tool_name(raw);
     if ToolName::namespaced(model_name(server, name)).is_err() {
         return Some(format!(
             "its name `{}` does not fit a model-safe tool name (a-z, A-Z, 0-9, _ and -, at most {} characters here)",
@@ -99,14 +99,9 @@ fn refusal(server: &str, raw: &Value) -> Option<String> {
             ));
         }
     }
-    let schema = &raw["inputSchema"];
-    if let Err(e) = bosun_core::ToolSpec::builder(ToolName::namespaced("probe").ok()?, "probe")
-        .input_schema(schema.clone())
-        .build()
-    {
-        return Some(format!("its input schema cannot be used: {e}"));
-    }
-    None
+    bosun_core::check_schema(&raw["inputSchema"])
+        .err()
+        .map(|e| format!("its input schema cannot be used: {e}"))
 }
 
 /// Why a server could not be reached or used.
@@ -281,19 +276,25 @@ impl Server {
 
     /// Starts the server and lists its tools, bounded in time.
     async fn start(&self) -> Result<Up, String> {
+        let client = self.connect_bounded().await?;
+        let hashes = hashes(&self.tools(&client).await?);
+        Ok(Up { client, hashes })
+    }
+
+    /// Starts the server (spawn or connect, and the handshake) within [`START_TIMEOUT`].
+    async fn connect_bounded(&self) -> Result<RunningService<RoleClient, Handler>, String> {
         let client = tokio::time::timeout(START_TIMEOUT, self.connect())
             .await
             .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
         self.stale.store(false, Ordering::Release);
-        let hashes = self.hashes(&client).await?;
-        Ok(Up { client, hashes })
+        Ok(client)
     }
 
-    /// The current hash of each tool the server lists.
-    async fn hashes(
+    /// Every tool the server lists now, as the JSON it sent, within the request deadline.
+    async fn tools(
         &self,
         client: &RunningService<RoleClient, Handler>,
-    ) -> Result<HashMap<String, String>, String> {
+    ) -> Result<Vec<Value>, String> {
         let tools = tokio::time::timeout(self.timeout, client.peer().list_all_tools())
             .await
             .map_err(|_| {
@@ -306,12 +307,6 @@ impl Server {
         Ok(tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
-            .map(|raw| {
-                (
-                    raw["name"].as_str().unwrap_or_default().to_owned(),
-                    tool_hash(&raw),
-                )
-            })
             .collect())
     }
 
@@ -351,10 +346,12 @@ impl Server {
             && self.stale.swap(false, Ordering::AcqRel)
         {
             // The server said its tools changed: judge this call by what it offers now.
-            up.hashes = self
-                .hashes(&up.client)
-                .await
-                .map_err(|m| server_error(&self.name, m))?;
+            up.hashes = hashes(
+                &self
+                    .tools(&up.client)
+                    .await
+                    .map_err(|m| server_error(&self.name, m))?,
+            );
         }
         match &state.conn {
             Conn::Up(up) => Ok((up.client.peer().clone(), up.hashes.get(tool).cloned())),
@@ -376,27 +373,35 @@ impl Server {
     /// # Errors
     /// Why the server could not be started or listed, with its stderr tail.
     pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
-        let up = self
-            .start()
+        let client = self
+            .connect_bounded()
             .await
             .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
-        let tools = tokio::time::timeout(self.timeout, up.client.peer().list_all_tools())
-            .await
-            .map_err(|_| "tools/list took too long".to_owned())?
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        let listed = tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
+        let tools = self.tools(&client).await;
+        let _ = client.cancel().await;
+        Ok(tools?
+            .into_iter()
             .map(|raw| ListedTool {
-                name: raw["name"].as_str().unwrap_or_default().to_owned(),
+                name: tool_name(&raw).to_owned(),
                 hash: tool_hash(&raw),
                 refused: refusal(&self.name, &raw),
                 raw,
             })
-            .collect();
-        let _ = up.client.cancel().await;
-        Ok(listed)
+            .collect())
     }
+}
+
+/// The name a listed tool gives itself.
+fn tool_name(raw: &Value) -> &str {
+    raw["name"].as_str().unwrap_or_default()
+}
+
+/// The current hash of each listed tool, by name.
+fn hashes(tools: &[Value]) -> HashMap<String, String> {
+    tools
+        .iter()
+        .map(|raw| (tool_name(raw).to_owned(), tool_hash(raw)))
+        .collect()
 }
 
 /// One approved tool of a server, as the chokepoint sees it.
