@@ -272,6 +272,7 @@ impl Agent {
             command: self.command.clone(),
             workspace: self.chokepoint.workspace().root().display().to_string(),
             mode: self.chokepoint.policy().mode().to_string(),
+            sandbox: self.chokepoint.launcher().status().summary(),
         });
         trace.record(Event::PromptAssembled {
             sources: self.system_prompt.sources.clone(),

@@ -93,6 +93,7 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         command: format!("tools call {tool}"),
         workspace: env.workspace.root().display().to_string(),
         mode: policy.mode().to_string(),
+        sandbox: host.launcher().status().summary(),
     });
     let session = Arc::new(Session::new(run_id.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -219,6 +220,38 @@ pub fn inspect(run: &str, json: bool) -> Result<u8> {
 pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
     let path = trace::find_run(&home.join("runs"), run)?;
     Ok(trace::render(&trace::read_run(&path)?))
+}
+
+/// `bosun sandbox status`: what each layer enforces on this machine, under the user's
+/// `[sandbox]` settings.
+pub fn sandbox_status(json: bool) -> Result<u8> {
+    let env = crate::env::load()?;
+    let launcher = bosun_launch::Launcher::new(env.config.user.sandbox.clone());
+    let status = launcher.status();
+    if json {
+        let layers: Vec<_> = status
+            .layers
+            .iter()
+            .map(|(layer, state)| {
+                let (word, detail) = match state {
+                    bosun_launch::LayerState::Enforced(t) => ("enforced", t.as_str()),
+                    bosun_launch::LayerState::Partial(t) => ("partial", t.as_str()),
+                    bosun_launch::LayerState::Missing(t) => ("missing", t.as_str()),
+                    bosun_launch::LayerState::Off => ("off", ""),
+                };
+                json!({"layer": layer.name(), "state": word, "detail": detail})
+            })
+            .collect();
+        crate::env::print_json(&json!({
+            "summary": status.summary(),
+            "full": status.is_full(),
+            "required": launcher.config().require,
+            "layers": layers,
+        }))?;
+    } else {
+        outln!("{status}");
+    }
+    Ok(exit::OK)
 }
 
 pub fn config_check(json: bool) -> Result<u8> {

@@ -110,6 +110,9 @@ enum Command {
     /// MCP servers whose tools Bosun offers: list them, approve their tools, remove approval.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// The OS sandbox every child process runs in: what this machine enforces.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
     /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
     Serve {
         /// Serve one client over stdin and stdout (the default).
@@ -131,6 +134,16 @@ enum Command {
     /// A scripted stand-in for a model (not a real model), for demos and tests.
     #[command(subcommand, hide = true)]
     DemoModel(DemoModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SandboxCommand {
+    /// What each layer of the sandbox enforces on this machine, and what is missing.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -359,6 +372,7 @@ fn main() -> ExitCode {
         Command::Mcp(McpCommand::List { json }) => mcp::list(json),
         Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),
         Command::Mcp(McpCommand::Untrust { name }) => mcp::untrust(&name),
+        Command::Sandbox(SandboxCommand::Status { json }) => commands::sandbox_status(json),
         Command::Serve {
             stdio: _,
             http,

@@ -3,6 +3,7 @@
 //! since the last approval) and pins exactly what was shown.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_host::approval::sanitize_for_terminal;
@@ -104,7 +105,8 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
         );
     };
     let mut pins = PinStore::load(&env.config.home)?;
-    let server = Server::new(name, config.clone(), env.workspace.root());
+    let launcher = Arc::new(bosun_launch::Launcher::new(env.config.user.sandbox.clone()));
+    let server = Server::new(name, config.clone(), env.workspace.root(), launcher);
     errln!(
         "starting MCP server `{name}` ({}) to list its tools…",
         sanitize_for_terminal(&transport(config))

@@ -296,6 +296,8 @@ pub(crate) fn prepare_turn(
     let (prompt, prompt_warnings) =
         bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &contributions);
     warnings.splice(0..0, host.warnings().iter().cloned());
+    // A sandbox that is not full is said at the start of every run, not only in the trace.
+    warnings.splice(0..0, host.sandbox_warning());
     warnings.extend(prompt_warnings);
 
     let run_id = trace::new_run_id();

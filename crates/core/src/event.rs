@@ -160,6 +160,10 @@ pub enum Event {
         workspace: String,
         /// The permission mode.
         mode: String,
+        /// What the OS sandbox enforces for child processes: `sandbox: full`,
+        /// `sandbox: degraded — …` or `sandbox: off — …`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        sandbox: String,
     },
     /// A run ended.
     #[serde(rename = "run.finished")]

@@ -17,6 +17,7 @@ use bosun_core::{
     ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits, ToolError,
     ToolResult, ToolSpec, bound_result,
 };
+use bosun_launch::{Launcher, SandboxConfig};
 use bosun_policy::{HookVerdict, Policy, Subject};
 use tokio_util::sync::CancellationToken;
 
@@ -226,6 +227,7 @@ pub struct ChokepointBuilder {
     workspace: Arc<Workspace>,
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
+    launcher: Option<Arc<Launcher>>,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -264,6 +266,13 @@ impl ChokepointBuilder {
     /// Sets the (already scrubbed) environment for child processes.
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = Arc::new(env);
+        self
+    }
+
+    /// Sets the launcher every child process starts through (default: the full sandbox with
+    /// the default `[sandbox]` settings).
+    pub fn launcher(mut self, launcher: Arc<Launcher>) -> Self {
+        self.launcher = Some(launcher);
         self
     }
 
@@ -310,6 +319,9 @@ impl ChokepointBuilder {
             limits: self.limits,
             remember_in: self.remember_in,
             env: self.env,
+            launcher: self
+                .launcher
+                .unwrap_or_else(|| Arc::new(Launcher::new(SandboxConfig::default()))),
         })
     }
 }
@@ -323,6 +335,7 @@ pub struct Chokepoint {
     workspace: Arc<Workspace>,
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
+    launcher: Arc<Launcher>,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -346,6 +359,7 @@ impl Chokepoint {
             workspace,
             limits: Limits::default(),
             env: Arc::new(BTreeMap::new()),
+            launcher: None,
             remember_in: None,
         }
     }
@@ -375,6 +389,11 @@ impl Chokepoint {
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The launcher every child process starts through.
+    pub fn launcher(&self) -> &Arc<Launcher> {
+        &self.launcher
     }
 
     /// The workspace.
@@ -486,6 +505,7 @@ impl Chokepoint {
             cancel: call_cancel.clone(),
             limits: self.limits,
             env: self.env.clone(),
+            launcher: self.launcher.clone(),
             session: session.clone(),
             call_id: call.id.clone(),
             logs: Default::default(),

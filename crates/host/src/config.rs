@@ -115,6 +115,9 @@ pub struct Config {
     /// MCP servers whose tools Bosun offers, by name: `[mcp.<name>]`.
     #[serde(default)]
     pub mcp: std::collections::BTreeMap<String, crate::mcp_config::McpServerConfig>,
+    /// The OS sandbox for every child process: `[sandbox]`.
+    #[serde(default)]
+    pub sandbox: bosun_launch::SandboxConfig,
 }
 
 impl Config {
@@ -229,6 +232,11 @@ impl LoadedConfig {
                     message: "max_steps and max_tool_calls must be at least 1".to_owned(),
                 });
             }
+            user.sandbox.validate().map_err(|e| ConfigError::Invalid {
+                path: file.path.clone(),
+                key: "sandbox".to_owned(),
+                message: e.to_string(),
+            })?;
             crate::mcp_config::check_mcp_configs(&user.mcp).map_err(|(key, message)| {
                 ConfigError::Invalid {
                     path: file.path.clone(),

@@ -145,6 +145,8 @@ pub struct Host {
     registry: Arc<ToolRegistry>,
     hooks: Vec<Arc<dyn PolicyHook>>,
     js: Vec<Arc<JsRuntime>>,
+    /// Every child process starts through it.
+    launcher: Arc<bosun_launch::Launcher>,
     warnings: Vec<String>,
 }
 
@@ -249,6 +251,7 @@ impl Host {
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
+        let launcher = Arc::new(bosun_launch::Launcher::new(config.user.sandbox.clone()));
         for tool in &builtins {
             registry
                 .register(tool.clone())
@@ -262,6 +265,7 @@ impl Host {
             registry,
             hooks: Vec::new(),
             js: Vec::new(),
+            launcher,
             warnings: Vec::new(),
         };
         if !plugins {
@@ -361,9 +365,22 @@ impl Host {
             .broker(broker)
             .limits(self.config.user.limits)
             .env(self.config.scrubbed_env())
+            .launcher(self.launcher.clone())
             .remember_in(&self.config.home)
             .build()
             .map_err(|e| HostError::Tools(e.message))
+    }
+
+    /// The launcher every child process starts through: `run_command`'s, and MCP servers'.
+    pub fn launcher(&self) -> &Arc<bosun_launch::Launcher> {
+        &self.launcher
+    }
+
+    /// The sandbox's one-line state when it is not full (`sandbox: degraded — …` or
+    /// `sandbox: off — …`), for the start-up warning and the trace. Probes the machine once.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        let status = self.launcher.status();
+        (!status.is_full()).then(|| status.summary())
     }
 
     /// Adds warnings about what a caller attached to the host (MCP servers left out, say), shown

@@ -49,4 +49,4 @@ pub use host::{Host, HostBuilder, HostError, Prompts};
 pub use session::Session;
 pub use tool::{Tool, ToolContext};
 pub use trace::{Trace, TraceError};
-pub use workspace::Workspace;
+pub use workspace::{Workspace, protected_paths};

@@ -47,6 +47,46 @@ pub struct McpServerConfig {
     /// How long one request may take, in milliseconds (default 60,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// What a command server's process may use beyond the workspace (it starts in the OS
+    /// sandbox like every child): `[mcp.<name>.sandbox]`.
+    #[serde(default, skip_serializing_if = "McpSandbox::is_empty")]
+    pub sandbox: McpSandbox,
+}
+
+/// `[mcp.<name>.sandbox]`: the paths and hosts a command server's process is given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSandbox {
+    /// Absolute paths it may read (its own installation, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Absolute paths it may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<PathBuf>,
+    /// Hosts it may reach, `host` or `host:port` (ports 80 and 443 when none is given); none
+    /// by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
+}
+
+impl McpSandbox {
+    /// Whether it grants nothing.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.write.is_empty() && self.network.is_empty()
+    }
+
+    /// The TCP ports its hosts name (80 and 443 for a host without a port).
+    pub fn ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = self
+            .network
+            .iter()
+            .filter_map(|h| bosun_core::Authority::parse(h).ok())
+            .flat_map(|a| a.port.map_or_else(|| vec![80, 443], |p| vec![p]))
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
 }
 
 fn enabled_by_default() -> bool {
@@ -109,6 +149,28 @@ pub fn check_mcp_configs(
                 if !server.args.is_empty() || server.cwd.is_some() || !server.env.is_empty() {
                     return Err((key, "args, cwd and env are for command servers".to_owned()));
                 }
+            }
+        }
+        if !server.sandbox.is_empty() && server.command.is_none() {
+            return Err((
+                format!("{key}.sandbox"),
+                "sandbox is for command servers: a url server runs elsewhere".to_owned(),
+            ));
+        }
+        for path in server.sandbox.read.iter().chain(&server.sandbox.write) {
+            if !path.is_absolute() {
+                return Err((
+                    format!("{key}.sandbox"),
+                    format!("`{}` is relative: give an absolute path", path.display()),
+                ));
+            }
+        }
+        for host in &server.sandbox.network {
+            if let Err(e) = bosun_core::Authority::parse(host) {
+                return Err((
+                    format!("{key}.sandbox.network"),
+                    format!("`{host}` is not a host or host:port: {e}"),
+                ));
             }
         }
         if server.timeout_ms == Some(0) {

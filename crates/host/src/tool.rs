@@ -26,6 +26,8 @@ pub struct ToolContext {
     pub limits: Limits,
     /// The environment for child processes, already scrubbed of secrets.
     pub env: Arc<BTreeMap<String, String>>,
+    /// The launcher every child process starts through (the OS sandbox).
+    pub launcher: Arc<bosun_launch::Launcher>,
     /// The session the call belongs to.
     pub session: Arc<Session>,
     /// The id of this call.

@@ -360,10 +360,16 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 command,
                 workspace,
                 mode,
+                sandbox,
             } => writeln!(
                 out,
-                "  started {} — {command}\n  workspace {workspace}, mode {mode}",
-                envelope.timestamp.format("%Y-%m-%d %H:%M:%S UTC")
+                "  started {} — {command}\n  workspace {workspace}, mode {mode}{}",
+                envelope.timestamp.format("%Y-%m-%d %H:%M:%S UTC"),
+                if sandbox.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n  {sandbox}")
+                }
             ),
             Event::RunFinished { outcome } => writeln!(
                 out,

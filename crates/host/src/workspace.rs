@@ -250,6 +250,43 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The workspace's protected paths (`.git`, `.bosun`, …) that exist, at its root and up to
+/// three levels below it (nested repositories), within a bounded walk.
+pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
+    const MAX_DEPTH: usize = 3;
+    const MAX_ENTRIES: usize = 4096;
+    let mut found = Vec::new();
+    let mut seen = 0usize;
+    let mut dirs = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return found;
+            }
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if bosun_policy::PROTECTED_DIRS.contains(&name)
+                || bosun_policy::PROTECTED_FILES.contains(&name)
+            {
+                found.push(entry.path());
+            } else if kind.is_dir()
+                && depth < MAX_DEPTH
+                && !matches!(name, "target" | "node_modules" | ".venv")
+            {
+                dirs.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

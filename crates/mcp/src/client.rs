@@ -33,6 +33,7 @@ use bosun_core::{
 };
 use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig};
 use bosun_host::{Host, Tool, ToolContext};
+use bosun_launch::{Confinement, Jail, Launcher, Network};
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -135,6 +136,9 @@ struct Up {
     client: RunningService<RoleClient, Handler>,
     /// The current hash of each tool it lists.
     hashes: HashMap<String, String>,
+    /// The sandbox of a command server's process: dropped last, it kills what is left of the
+    /// process tree and removes its TMPDIR.
+    _jail: Jail,
 }
 
 enum Conn {
@@ -154,6 +158,7 @@ pub struct Server {
     name: String,
     config: McpServerConfig,
     workspace_root: PathBuf,
+    launcher: Arc<Launcher>,
     timeout: Duration,
     state: tokio::sync::Mutex<State>,
     stderr: Arc<StdMutex<VecDeque<u8>>>,
@@ -172,13 +177,19 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A server not started yet.
-    pub fn new(name: &str, config: McpServerConfig, workspace_root: &Path) -> Arc<Self> {
+    /// A server not started yet; a command server will start through `launcher`.
+    pub fn new(
+        name: &str,
+        config: McpServerConfig,
+        workspace_root: &Path,
+        launcher: Arc<Launcher>,
+    ) -> Arc<Self> {
         let timeout = Duration::from_millis(config.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS));
         Arc::new(Self {
             name: name.to_owned(),
             config,
             workspace_root: workspace_root.to_owned(),
+            launcher,
             timeout,
             state: tokio::sync::Mutex::new(State {
                 conn: Conn::Down,
@@ -205,7 +216,25 @@ impl Server {
         }
     }
 
-    async fn connect(&self) -> Result<RunningService<RoleClient, Handler>, String> {
+    /// Confines a command server's process: the workspace (its protected paths read-only),
+    /// its `[mcp.<name>.sandbox]` paths, and network only to the hosts named there.
+    fn confine(&self, cmd: &mut tokio::process::Command) -> Result<Jail, String> {
+        let sandbox = &self.config.sandbox;
+        let network = if sandbox.network.is_empty() {
+            Network::Off
+        } else {
+            Network::TcpPorts(sandbox.ports())
+        };
+        let mut confinement = Confinement::new(self.workspace_root.clone(), network);
+        confinement.read = sandbox.read.clone();
+        confinement.write = sandbox.write.clone();
+        confinement.protected = bosun_host::protected_paths(&self.workspace_root);
+        self.launcher
+            .confine(cmd, &confinement)
+            .map_err(|e| format!("cannot start it: {e}"))
+    }
+
+    async fn connect(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), String> {
         let info = Handler {
             config: ClientConfig::new(
                 Default::default(),
@@ -236,6 +265,7 @@ impl Server {
                     None => self.workspace_root.clone(),
                 };
                 cmd.current_dir(cwd);
+                let jail = self.confine(&mut cmd)?;
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
                     .spawn()
@@ -260,15 +290,19 @@ impl Server {
                         closed.notify_one();
                     });
                 }
-                info.serve_with_lifecycle(transport, lifecycle)
+                let client = info
+                    .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| format!("the handshake failed: {e}"))
+                    .map_err(|e| format!("the handshake failed: {e}"))?;
+                Ok((client, jail))
             }
             (None, Some(url)) => {
                 let transport = crate::http_client::transport(url, &self.config)?;
-                info.serve_with_lifecycle(transport, lifecycle)
+                let client = info
+                    .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| format!("the handshake with {url} failed: {e}"))
+                    .map_err(|e| format!("the handshake with {url} failed: {e}"))?;
+                Ok((client, Jail::default()))
             }
             (None, None) => Err("the entry names neither a command nor a url".to_owned()),
         }
@@ -276,18 +310,22 @@ impl Server {
 
     /// Starts the server and lists its tools, bounded in time.
     async fn start(&self) -> Result<Up, String> {
-        let client = self.connect_bounded().await?;
+        let (client, jail) = self.connect_bounded().await?;
         let hashes = hashes(&self.tools(&client).await?);
-        Ok(Up { client, hashes })
+        Ok(Up {
+            client,
+            hashes,
+            _jail: jail,
+        })
     }
 
     /// Starts the server (spawn or connect, and the handshake) within [`START_TIMEOUT`].
-    async fn connect_bounded(&self) -> Result<RunningService<RoleClient, Handler>, String> {
-        let client = tokio::time::timeout(START_TIMEOUT, self.connect())
+    async fn connect_bounded(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), String> {
+        let connected = tokio::time::timeout(START_TIMEOUT, self.connect())
             .await
             .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
         self.stale.store(false, Ordering::Release);
-        Ok(client)
+        Ok(connected)
     }
 
     /// Every tool the server lists now, as the JSON it sent, within the request deadline.
@@ -373,7 +411,7 @@ impl Server {
     /// # Errors
     /// Why the server could not be started or listed, with its stderr tail.
     pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
-        let client = self
+        let (client, _jail) = self
             .connect_bounded()
             .await
             .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
@@ -678,7 +716,12 @@ pub fn attach(host: &Host) -> Result<Vec<String>, crate::pins::PinError> {
         let Some(pin) = pins.servers.get(name) else {
             continue;
         };
-        let server = Server::new(name, server_config.clone(), host.workspace().root());
+        let server = Server::new(
+            name,
+            server_config.clone(),
+            host.workspace().root(),
+            host.launcher().clone(),
+        );
         register(host, &server, pin, &mut warnings);
     }
     Ok(warnings)

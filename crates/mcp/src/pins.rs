@@ -145,7 +145,7 @@ fn digest(text: &str) -> String {
 pub fn identity(config: &McpServerConfig) -> String {
     let mut headers: Vec<&String> = config.headers.keys().collect();
     headers.sort();
-    digest(&canonical(&json!({
+    let mut given = json!({
         "command": config.command,
         "args": config.args,
         "cwd": config.cwd,
@@ -153,7 +153,15 @@ pub fn identity(config: &McpServerConfig) -> String {
         "url": config.url,
         "headers": headers,
         "bearer_token_env": config.bearer_token_env,
-    })))
+    });
+    // What the sandbox gives it is part of what it is given (absent when nothing, so servers
+    // approved before sandbox grants existed keep their pins).
+    if !config.sandbox.is_empty()
+        && let Value::Object(map) = &mut given
+    {
+        map.insert("sandbox".to_owned(), json!(config.sandbox));
+    }
+    digest(&canonical(&given))
 }
 
 /// The hash of a tool as a server describes it (its JSON from `tools/list`, minus `_meta`,

@@ -189,6 +189,7 @@ impl Served {
             command: self.command.clone(),
             workspace: self.host.workspace().root().display().to_string(),
             mode: self.host.policy().mode().to_string(),
+            sandbox: self.host.launcher().status().summary(),
         });
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),

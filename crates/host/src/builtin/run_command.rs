@@ -9,9 +9,13 @@
 //! pipes open, the group is killed after a short grace so the call can end; if the call itself
 //! is dropped mid-run, the group is killed as well.
 //!
-//! This tool does not sandbox the child: once approved, it can do whatever the user can.
+//! The child starts through the host's launcher (`bosun-launch`): it writes only the workspace
+//! and a private `TMPDIR`, the workspace's protected paths stay read-only, it reads nothing of
+//! `$HOME` beyond toolchains and `[sandbox] read`, cannot read Bosun's environment, and has no
+//! network unless the call names hosts in `network` and policy grants `net.http` for each —
+//! then TCP reaches only the granted ports. `setsid` is refused inside, so the process group
+//! holds the whole tree; the pids cgroup catches anything else when the call ends.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -21,9 +25,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::{
-    Capability, CapabilityRequest, ErrorCode, Risk, Scope, SpecError, ToolError, ToolOutput,
-    ToolSpec,
+    Authority, Capability, CapabilityRequest, ErrorCode, Risk, Scope, SpecError, ToolError,
+    ToolOutput, ToolSpec,
 };
+use bosun_launch::{Confinement, Jail, Network};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -48,6 +53,8 @@ const PIPE_GRACE: Duration = Duration::from_millis(500);
 const REAP_WAIT: Duration = Duration::from_secs(5);
 /// Longest approval summary, in characters.
 const MAX_SUMMARY_CHARS: usize = 2000;
+/// Most hosts one command may ask to reach.
+const MAX_HOSTS: usize = 16;
 
 /// Runs a program.
 #[derive(Debug)]
@@ -65,6 +72,8 @@ struct Input {
     cwd: Option<String>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    network: Vec<String>,
 }
 
 impl Input {
@@ -106,6 +115,13 @@ impl Input {
                 )));
             }
         }
+        if input.network.len() > MAX_HOSTS {
+            return Err(super::invalid(format!(
+                "{} hosts in network: name at most {MAX_HOSTS}",
+                input.network.len()
+            )));
+        }
+        input.hosts()?;
         if let Some(ms) = input.timeout_ms
             && !(1..=MAX_TIMEOUT_MS).contains(&ms)
         {
@@ -114,6 +130,21 @@ impl Input {
             )));
         }
         Ok(input)
+    }
+
+    /// The hosts the command asks to reach, each `host` or `host:port`.
+    fn hosts(&self) -> Result<Vec<Authority>, ToolError> {
+        self.network
+            .iter()
+            .map(|text| {
+                Authority::parse(text).map_err(|e| {
+                    super::invalid(format!(
+                        "network entry `{}` is not a host or host:port: {e}",
+                        display_text(text)
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// The directory to run in: `cwd` resolved inside the workspace, or the workspace's cwd.
@@ -163,6 +194,12 @@ impl RunCommand {
                     "minimum": 1,
                     "maximum": MAX_TIMEOUT_MS,
                     "description": "Time limit in milliseconds, capped by the configured command timeout."
+                },
+                "network": {
+                    "type": "array",
+                    "maxItems": MAX_HOSTS,
+                    "items": {"type": "string", "maxLength": 300},
+                    "description": "Hosts the program must reach, as host or host:port (ports 80 and 443 when none is given). Without this the program has no network."
                 }
             },
             "required": ["program"],
@@ -200,13 +237,23 @@ impl Tool for RunCommand {
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
         input.dir(ctx)?;
-        Ok(vec![CapabilityRequest {
+        let mut requests = vec![CapabilityRequest {
             capability: Capability::ProcessSpawn,
             scope: Scope {
-                program: Some(input.program),
+                program: Some(input.program.clone()),
                 ..Scope::default()
             },
-        }])
+        }];
+        requests.extend(
+            input
+                .hosts()?
+                .into_iter()
+                .map(|authority| CapabilityRequest {
+                    capability: Capability::NetHttp,
+                    scope: Scope::authority(authority),
+                }),
+        );
+        Ok(requests)
     }
 
     fn summarize(&self, input: &Value) -> String {
@@ -222,6 +269,17 @@ impl Tool for RunCommand {
             line.push_str(" '");
             line.push_str(&arg.replace('\'', r"'\''"));
             line.push('\'');
+        }
+        let hosts: Vec<&str> = input
+            .get("network")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !hosts.is_empty() {
+            line.push_str(" with network to ");
+            line.push_str(&hosts.join(", "));
         }
         if let Some(cwd) = input.get("cwd").and_then(Value::as_str) {
             line.push_str(" in ");
@@ -246,7 +304,7 @@ impl Tool for RunCommand {
         if ctx.cancel.is_cancelled() {
             return Err(cancelled());
         }
-        let mut child = spawn(&input, &dir, &ctx.env)?;
+        let (mut child, _jail) = spawn(&input, &dir, ctx, timeout_ms)?;
         let pgid = child.id();
         let captured = Arc::new(Mutex::new(Captured::new(ctx.limits.max_output_bytes)));
         let mut drains = [
@@ -331,35 +389,79 @@ enum Ending {
     Cancelled,
 }
 
+/// The sandbox for one command: the workspace, its protected paths, and exactly the `net.http`
+/// authorities policy granted for this call (their ports; 80 and 443 for a host without one).
+pub(crate) fn confinement(ctx: &ToolContext, cpu_seconds: u64) -> Confinement {
+    let mut ports: Vec<u16> = ctx
+        .granted
+        .iter()
+        .filter(|r| r.capability == Capability::NetHttp)
+        .filter_map(|r| r.scope.as_authority())
+        .flat_map(|a| match a.port {
+            Some(port) => vec![port],
+            None => vec![80, 443],
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let network = if ctx
+        .granted
+        .iter()
+        .any(|r| r.capability == Capability::NetHttp)
+    {
+        Network::TcpPorts(ports)
+    } else {
+        Network::Off
+    };
+    let root = ctx.workspace.root();
+    let mut confinement = Confinement::new(root.to_path_buf(), network);
+    confinement.protected = crate::workspace::protected_paths(root);
+    confinement.cpu_seconds = Some(cpu_seconds);
+    confinement
+}
+
 fn spawn(
     input: &Input,
     dir: &Path,
-    env: &BTreeMap<String, String>,
-) -> Result<tokio::process::Child, ToolError> {
+    ctx: &ToolContext,
+    timeout_ms: u64,
+) -> Result<(tokio::process::Child, Jail), ToolError> {
     let mut command = tokio::process::Command::new(&input.program);
     command
         .args(&input.args)
         .current_dir(dir)
         .env_clear()
-        .envs(env)
+        .envs(ctx.env.iter())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    command.spawn().map_err(|err| {
+    let jail = ctx
+        .launcher
+        .confine(
+            &mut command,
+            &confinement(ctx, timeout_ms.div_ceil(1000) + 1),
+        )
+        .map_err(|e| ToolError::new(ErrorCode::ProcessError, e.to_string()))?;
+    let child = command.spawn().map_err(|err| {
         let program = &input.program;
         let message = match err.kind() {
             io::ErrorKind::NotFound => format!(
                 "could not start `{program}`: no such program on PATH or at that path; check the name, or use list_files to find it"
             ),
             io::ErrorKind::PermissionDenied => {
-                format!("could not start `{program}`: it is not executable or access is denied")
+                format!(
+                    "could not start `{program}`: it is not executable, or the sandbox does not \
+                     let it be read (a program outside the system directories and the workspace \
+                     needs its directory in [sandbox] read)"
+                )
             }
             _ => format!("could not start `{program}`: {err}"),
         };
         ToolError::new(ErrorCode::ProcessError, message)
-    })
+    })?;
+    Ok((child, jail))
 }
 
 /// Output kept from both pipes, within one shared budget.

@@ -51,6 +51,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             limits,
             env: Arc::new(env),
+            launcher: Arc::new(bosun_launch::Launcher::new(Default::default())),
             session: Arc::new(Session::new("test-session")),
             call_id: "call-1".to_owned(),
             logs: Default::default(),
@@ -296,7 +297,7 @@ fn builtin_specs_are_strict_and_forge_shaped() {
             "run_command",
             Risk::Process,
             Capability::ProcessSpawn,
-            &["args", "cwd", "program", "timeoutMs"],
+            &["args", "cwd", "network", "program", "timeoutMs"],
         ),
     ];
     for (name, risk, capability, properties) in expected {
@@ -1473,9 +1474,12 @@ async fn run_command_env_has_no_secrets() {
         .lines()
         .filter_map(|line| line.split_once('=').map(|(n, _)| n))
         .collect();
-    let expected: BTreeSet<&str> = f.ctx.env.keys().map(String::as_str).collect();
+    // Plus the sandbox's private temporary directory, under its three usual names.
+    let mut expected: BTreeSet<&str> = f.ctx.env.keys().map(String::as_str).collect();
+    expected.extend(["TMPDIR", "TMP", "TEMP"]);
     assert_eq!(names, expected);
     assert!(stdout.contains("BOSUN_VISIBLE=shown\n"));
+    assert!(stdout.contains("/bosun-run-"), "{stdout}");
     for (name, value) in parent {
         assert!(
             !stdout.contains(&format!("{name}={value}")),
@@ -1670,4 +1674,117 @@ async fn symlink_swaps_never_lead_file_tools_outside() {
         fs::read_to_string(f.outside.join("secret.txt")).unwrap(),
         SECRET
     );
+}
+
+// The OS sandbox around run_command (crates/launch has the per-layer attacks; these prove the
+// tool starts its child through it, with the grants the chokepoint made).
+
+#[tokio::test]
+async fn run_command_writes_only_inside_the_workspace_and_never_protected_paths() {
+    let f = Fixture::new();
+    f.write(".git/config", "[core]\n");
+    let outside = f.outside.join("planted");
+    let script = format!(
+        "echo x > made.txt; echo y > '{}'; echo '[core] hooksPath=/tmp' >> .git/config; true",
+        outside.display()
+    );
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script]}),
+        )
+        .await;
+    let stderr = out["stderr"].as_str().unwrap();
+    assert!(f.root.join("made.txt").exists(), "{out}");
+    assert!(!outside.exists(), "{out}");
+    assert_eq!(
+        fs::read_to_string(f.root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+}
+
+#[tokio::test]
+async fn run_command_cannot_read_outside_or_the_hosts_environment() {
+    let f = Fixture::new();
+    let secret = f.outside.join("secret.txt");
+    let out = f
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", format!("cat '{}'; cat /proc/$PPID/environ", secret.display())]}),
+        )
+        .await;
+    assert!(
+        !out["stdout"].as_str().unwrap().contains("top secret"),
+        "{out}"
+    );
+    assert!(!out["stdout"].as_str().unwrap().contains("PATH="), "{out}");
+    assert_eq!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .matches("Permission denied")
+            .count(),
+        2,
+        "{out}"
+    );
+}
+
+const CONNECT: &str = r#"
+import socket, sys
+for port in sys.argv[1:]:
+    try:
+        socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+        print("connected", port)
+    except OSError as e:
+        print("refused", port, e.errno)
+"#;
+
+#[tokio::test]
+async fn run_command_reaches_only_the_hosts_policy_granted() {
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (granted, other) = (
+        granted.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    let mut f = Fixture::new();
+    let input = json!({
+        "program": "/usr/bin/python3",
+        "args": ["-c", CONNECT, granted.to_string(), other.to_string()],
+        "network": [format!("127.0.0.1:{granted}")],
+    });
+    // The network the call names is judged as net.http, one request per host.
+    let requests = tool("run_command")
+        .capability_requests(&input, &f.ctx)
+        .unwrap();
+    let net: Vec<_> = requests
+        .iter()
+        .filter(|r| r.capability == Capability::NetHttp)
+        .collect();
+    assert_eq!(net.len(), 1, "{requests:?}");
+
+    // Not granted (policy asked and nobody allowed it): no network at all.
+    let out = f.ok("run_command", input.clone()).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.contains(&format!("refused {granted} 1")), "{out}");
+
+    // Granted exactly that host: it connects there, and nowhere else.
+    f.ctx.granted = requests;
+    let out = f.ok("run_command", input).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.contains(&format!("connected {granted}")), "{out}");
+    assert!(stdout.contains(&format!("refused {other} 13")), "{out}");
+}
+
+#[tokio::test]
+async fn run_command_network_entries_are_checked() {
+    let f = Fixture::new();
+    let err = f.request_err(
+        "run_command",
+        json!({"program": "curl", "network": ["http://example.com/path"]}),
+    );
+    assert_eq!(err.code, ErrorCode::InvalidInput, "{err}");
+    assert!(err.message.contains("not a host or host:port"), "{err}");
 }

@@ -1,0 +1,167 @@
+//! `[sandbox]` in the user's config: whether children are confined, whether a full sandbox is
+//! required, and the paths beyond the workspace a child may read or write.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default cap on the file size a child may write (`RLIMIT_FSIZE`), in MiB.
+pub const DEFAULT_MAX_FILE_MIB: u64 = 4096;
+/// Default cap on the processes a child's tree may hold at once (pids cgroup, or
+/// `RLIMIT_NPROC` where no cgroup can be made).
+pub const DEFAULT_MAX_PROCESSES: u64 = 512;
+
+/// The `[sandbox]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `false` starts children with no confinement at all (said loudly at start and in every
+    /// trace). Default `true`.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// `true` refuses to start any child unless every layer is enforced on this machine.
+    #[serde(default)]
+    pub require: bool,
+    /// Paths a child may read (and execute) beyond the system directories, e.g. `~/.npm`. `~/`
+    /// is the user's home.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Paths a child may write beyond the workspace and its private temporary directory, e.g.
+    /// `~/.cargo/registry`.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// The most processes a child's tree may hold at once.
+    #[serde(default = "default_max_processes")]
+    pub max_processes: u64,
+    /// The largest file a child may write, in MiB.
+    #[serde(default = "default_max_file_mib")]
+    pub max_file_mib: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_max_processes() -> u64 {
+    DEFAULT_MAX_PROCESSES
+}
+
+fn default_max_file_mib() -> u64 {
+    DEFAULT_MAX_FILE_MIB
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            enabled: true,
+            require: false,
+            read: Vec::new(),
+            write: Vec::new(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            max_file_mib: DEFAULT_MAX_FILE_MIB,
+        }
+    }
+}
+
+/// A `[sandbox]` table that cannot be used as written.
+#[derive(Debug, thiserror::Error)]
+#[error("[sandbox] {field}: {message}")]
+pub struct ConfigError {
+    field: &'static str,
+    message: String,
+}
+
+impl SandboxConfig {
+    /// Checks the table: paths absolute or under `~/`, limits in range.
+    ///
+    /// # Errors
+    /// Names the field and the fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (field, paths) in [("read", &self.read), ("write", &self.write)] {
+            for path in paths {
+                if !(path.starts_with('/') || path.starts_with("~/")) {
+                    return Err(ConfigError {
+                        field,
+                        message: format!(
+                            "`{path}` is relative: give an absolute path or one under `~/`"
+                        ),
+                    });
+                }
+                if path.contains('\0') {
+                    return Err(ConfigError {
+                        field,
+                        message: "a path contains a NUL byte: remove it".to_owned(),
+                    });
+                }
+            }
+        }
+        if !(16..=1_000_000).contains(&self.max_processes) {
+            return Err(ConfigError {
+                field: "max_processes",
+                message: format!("{} is out of range: use 16 to 1000000", self.max_processes),
+            });
+        }
+        if !(1..=1_048_576).contains(&self.max_file_mib) {
+            return Err(ConfigError {
+                field: "max_file_mib",
+                message: format!("{} is out of range: use 1 to 1048576", self.max_file_mib),
+            });
+        }
+        Ok(())
+    }
+
+    /// The `read` paths, with `~/` expanded against `home`.
+    pub fn read_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        expand(&self.read, home)
+    }
+
+    /// The `write` paths, with `~/` expanded against `home`.
+    pub fn write_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        expand(&self.write, home)
+    }
+}
+
+fn expand(paths: &[String], home: Option<&Path>) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter_map(|p| match p.strip_prefix("~/") {
+            Some(rest) => home.map(|h| h.join(rest)),
+            None => Some(PathBuf::from(p)),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_and_wild_limits_are_refused_with_the_fix() {
+        let config = SandboxConfig {
+            read: vec!["cache".into()],
+            ..SandboxConfig::default()
+        };
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("give an absolute path"), "{error}");
+        let config = SandboxConfig {
+            max_processes: 2,
+            ..SandboxConfig::default()
+        };
+        assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn home_paths_expand() {
+        let config = SandboxConfig {
+            write: vec!["~/.cargo/registry".into(), "/opt/cache".into()],
+            ..SandboxConfig::default()
+        };
+        assert_eq!(
+            config.write_paths(Some(Path::new("/home/a"))),
+            vec![
+                PathBuf::from("/home/a/.cargo/registry"),
+                PathBuf::from("/opt/cache")
+            ]
+        );
+    }
+}

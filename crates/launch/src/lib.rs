@@ -1,0 +1,329 @@
+//! Bosun's one process launcher. Every process Bosun starts — `run_command`, stdio MCP
+//! servers — is confined here before `exec`:
+//!
+//! - **filesystem** (Landlock): read the system directories, toolchains and `[sandbox] read`;
+//!   write only the workspace, a private `TMPDIR` for this child (removed afterwards) and
+//!   `[sandbox] write`. Nothing else of `$HOME`: no `~/.ssh`, no `$BOSUN_HOME`.
+//! - **protected paths** (a private user and mount namespace): the workspace's existing `.git`,
+//!   `.bosun`, … bind-mounted read-only.
+//! - **network** (seccomp and Landlock): no sockets but Unix ones unless policy granted
+//!   `net.http` for this call; then TCP connects only to the granted ports.
+//! - **other processes** (Landlock scoping): no reading Bosun's memory or environment through
+//!   `/proc/<pid>/environ`, no signals or abstract sockets outside the sandbox.
+//! - **system calls** (seccomp, `no_new_privs`): no ptrace, io_uring, mounts, new namespaces,
+//!   bpf, keyrings or modules; no `setsid`/`setpgid`, so the whole tree stays in the process
+//!   group the caller kills.
+//! - **processes**: a pids cgroup per child (or `RLIMIT_NPROC`), and rlimits on file size, CPU
+//!   time and core dumps.
+//!
+//! [`Launcher::status`] probes once what this machine enforces; a missing layer is reported,
+//! never silently skipped, and `[sandbox] require = true` refuses to start children without
+//! every layer.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use bosun_launch::{Confinement, Launcher, Network, SandboxConfig};
+//!
+//! let launcher = Launcher::new(SandboxConfig::default());
+//! let mut command = tokio::process::Command::new("cargo");
+//! command.arg("test").current_dir("/work/project");
+//! let confinement = Confinement::new("/work/project".into(), Network::Off);
+//! let jail = launcher.confine(&mut command, &confinement)?;
+//! let status = command.status().await?;
+//! drop(jail); // kills what is left of the tree, removes its TMPDIR and cgroup
+//! # let _ = status; Ok(()) }
+//! ```
+
+mod config;
+mod rules;
+mod status;
+mod sys;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use config::{ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, SandboxConfig};
+pub use status::{Layer, LayerState, Status};
+
+/// The network a child may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// Unix sockets only.
+    Off,
+    /// Internet sockets, with TCP connects only to these ports (where Landlock can say so).
+    TcpPorts(Vec<u16>),
+}
+
+/// What one child may touch besides the system and the `[sandbox]` paths.
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    /// The workspace: readable and writable.
+    pub workspace: PathBuf,
+    /// More paths to read for this child (an MCP server's own directory, say).
+    pub read: Vec<PathBuf>,
+    /// More paths to write for this child.
+    pub write: Vec<PathBuf>,
+    /// Its network.
+    pub network: Network,
+    /// Paths inside the workspace to keep read-only (they must exist to be protected).
+    pub protected: Vec<PathBuf>,
+    /// CPU seconds before the kernel stops it (`RLIMIT_CPU`).
+    pub cpu_seconds: Option<u64>,
+}
+
+impl Confinement {
+    /// A confinement to `workspace` with `network` and nothing else.
+    pub fn new(workspace: PathBuf, network: Network) -> Confinement {
+        Confinement {
+            workspace,
+            read: Vec::new(),
+            write: Vec::new(),
+            network,
+            protected: Vec::new(),
+            cpu_seconds: None,
+        }
+    }
+}
+
+/// Why a child could not be confined.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// `[sandbox] require = true` and a layer is missing.
+    #[error(
+        "the sandbox is required ([sandbox] require = true) but this machine does not enforce: \
+         {missing}; run `bosun sandbox status` for why, or set require = false"
+    )]
+    Required {
+        /// The missing layers.
+        missing: String,
+    },
+    /// Preparing a layer failed.
+    #[error("could not prepare the sandbox: {0}; run `bosun sandbox status`")]
+    Setup(String),
+}
+
+/// Starts children confined; one per host.
+#[derive(Debug)]
+pub struct Launcher {
+    config: SandboxConfig,
+    status: OnceLock<Status>,
+    home: Option<PathBuf>,
+}
+
+impl Launcher {
+    /// A launcher for `config`. What the machine enforces is probed on first use.
+    pub fn new(config: SandboxConfig) -> Launcher {
+        Launcher {
+            config,
+            status: OnceLock::new(),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    /// A launcher that confines nothing (`[sandbox] enabled = false`).
+    pub fn unconfined() -> Launcher {
+        Launcher::new(SandboxConfig {
+            enabled: false,
+            ..SandboxConfig::default()
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    /// What this machine enforces (probed once).
+    pub fn status(&self) -> &Status {
+        self.status.get_or_init(|| probe(&self.config))
+    }
+
+    /// Makes `command` start its child confined by `confinement`: sets the pre-exec steps and
+    /// a private `TMPDIR`. Keep the returned [`Jail`] until the child has ended; dropping it
+    /// kills what is left of the child's tree and removes its `TMPDIR` and cgroup.
+    ///
+    /// # Errors
+    /// [`LaunchError::Required`] when a full sandbox is required and missing;
+    /// [`LaunchError::Setup`] when a layer could not be prepared.
+    pub fn confine(
+        &self,
+        command: &mut tokio::process::Command,
+        confinement: &Confinement,
+    ) -> Result<Jail, LaunchError> {
+        let status = self.status();
+        if !status.enabled {
+            return Ok(Jail::default());
+        }
+        if self.config.require && !status.is_full() {
+            let missing: Vec<&str> = status.gaps().iter().map(|l| l.name()).collect();
+            return Err(LaunchError::Required {
+                missing: missing.join(", "),
+            });
+        }
+        confine(self, status, command, confinement)
+    }
+}
+
+fn probe(config: &SandboxConfig) -> Status {
+    Status::probe(config)
+}
+
+/// A confined child's resources: its private `TMPDIR` and its cgroup.
+#[derive(Debug, Default)]
+pub struct Jail {
+    tmp: Option<tempfile::TempDir>,
+    cgroup: Option<PathBuf>,
+}
+
+impl Jail {
+    /// The child's private temporary directory.
+    pub fn tmp_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(tempfile::TempDir::path)
+    }
+
+    /// Kills every process still in the child's cgroup (those that left its process group
+    /// included). A no-op without a cgroup.
+    pub fn kill_all(&self) {
+        if let Some(dir) = &self.cgroup {
+            for _ in 0..50 {
+                sys::kill_cgroup(dir);
+                let empty = std::fs::read_to_string(dir.join("cgroup.procs"))
+                    .map_or(true, |p| p.trim().is_empty());
+                if empty {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+impl Drop for Jail {
+    fn drop(&mut self) {
+        self.kill_all();
+        if let Some(dir) = &self.cgroup {
+            // The last processes may still be exiting; rmdir succeeds once they are reaped.
+            for _ in 0..100 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+fn confine(
+    launcher: &Launcher,
+    status: &Status,
+    command: &mut tokio::process::Command,
+    confinement: &Confinement,
+) -> Result<Jail, LaunchError> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
+    let tmp = tempfile::Builder::new()
+        .prefix("bosun-run-")
+        .tempdir()
+        .map_err(|e| setup("making the private TMPDIR", e))?;
+
+    let home = launcher.home.as_deref();
+    let mut paths = rules::Paths::default();
+    paths.read.extend(rules::toolchain_reads(home));
+    paths.read.extend(launcher.config.read_paths(home));
+    paths.read.extend(confinement.read.iter().cloned());
+    paths.write.push(confinement.workspace.clone());
+    paths.write.push(tmp.path().to_path_buf());
+    paths.write.extend(launcher.config.write_paths(home));
+    paths.write.extend(confinement.write.iter().cloned());
+
+    let landlock = if status.landlock_abi >= 1 {
+        Some(rules::landlock(&paths, &confinement.network)?)
+    } else {
+        None
+    };
+    let seccomp = if sys::seccomp_available() {
+        rules::seccomp(&confinement.network)?
+    } else {
+        Vec::new()
+    };
+
+    let mut jail = Jail {
+        tmp: None,
+        cgroup: None,
+    };
+    let mut cgroup_procs = None;
+    if let Some(base) = &status.cgroup {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("bosun-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| setup("making the child's pids cgroup", e))?;
+        jail.cgroup = Some(dir.clone());
+        std::fs::write(
+            dir.join("pids.max"),
+            launcher.config.max_processes.to_string(),
+        )
+        .map_err(|e| setup("limiting the child's processes", e))?;
+        cgroup_procs = Some(
+            CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())
+                .map_err(|e| LaunchError::Setup(e.to_string()))?,
+        );
+    }
+
+    let namespaces = if status.user_namespaces {
+        let maps = sys::IdMaps::for_self().map_err(|e| setup("user namespace ids", e))?;
+        let mut read_only = Vec::new();
+        for path in &confinement.protected {
+            // Only real directories and files: a symlink is not followed out of the workspace.
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            read_only.push(
+                CString::new(path.as_os_str().as_bytes())
+                    .map_err(|e| LaunchError::Setup(e.to_string()))?,
+            );
+        }
+        Some((maps, read_only))
+    } else {
+        None
+    };
+
+    let mut rlimits = vec![
+        (libc::RLIMIT_CORE, 0),
+        (
+            libc::RLIMIT_FSIZE,
+            launcher.config.max_file_mib.saturating_mul(1 << 20),
+        ),
+    ];
+    if let Some(seconds) = confinement.cpu_seconds {
+        rlimits.push((libc::RLIMIT_CPU, seconds.max(1)));
+    }
+    if status.cgroup.is_none() && !sys::is_root() {
+        rlimits.push((libc::RLIMIT_NPROC, launcher.config.max_processes));
+    }
+
+    let plan = sys::ChildPlan {
+        rlimits,
+        cgroup_procs,
+        namespaces,
+        landlock,
+        seccomp,
+    };
+    command
+        .env("TMPDIR", tmp.path())
+        .env("TMP", tmp.path())
+        .env("TEMP", tmp.path());
+    // SAFETY: `ChildPlan::apply` makes only async-signal-safe system calls on memory prepared
+    // here, as `pre_exec` requires; the closure owns the plan.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || plan.apply());
+    }
+    jail.tmp = Some(tmp);
+    Ok(jail)
+}

@@ -1,0 +1,235 @@
+//! The Landlock ruleset and the seccomp programs for one child, built in the parent.
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+
+use crate::{LaunchError, Network};
+
+/// The newest ABI whose rights are asked for; older kernels get what they have (best effort,
+/// and the status names what is missing).
+const ABI_WANTED: ABI = ABI::V6;
+
+/// Directories every program needs to read (and run from).
+const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys", "/run",
+];
+/// Device files a program may read and write.
+const DEVICES_WRITE: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// What the child may read and what it may write.
+#[derive(Debug, Default)]
+pub(crate) struct Paths {
+    pub(crate) read: Vec<PathBuf>,
+    pub(crate) write: Vec<PathBuf>,
+}
+
+/// Read-only parts of the user's home every toolchain needs (never credentials): rustup's
+/// toolchains, cargo's binaries, registry and config, and git's config.
+pub(crate) fn toolchain_reads(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    let env_dir = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    let cargo = env_dir("CARGO_HOME").or_else(|| home.map(|h| h.join(".cargo")));
+    let rustup = env_dir("RUSTUP_HOME").or_else(|| home.map(|h| h.join(".rustup")));
+    if let Some(cargo) = cargo {
+        for part in ["bin", "registry", "git", "config.toml", "config"] {
+            paths.push(cargo.join(part));
+        }
+    }
+    paths.extend(rustup);
+    if let Some(home) = home {
+        paths.push(home.join(".gitconfig"));
+        paths.push(home.join(".config/git"));
+    }
+    paths
+}
+
+/// The Landlock ruleset as an open file descriptor the child restricts itself with.
+pub(crate) fn landlock(paths: &Paths, network: &Network) -> Result<OwnedFd, LaunchError> {
+    let fail = |e: landlock::RulesetError| LaunchError::Setup(format!("Landlock: {e}"));
+    let read = AccessFs::from_read(ABI_WANTED);
+    let all = AccessFs::from_all(ABI_WANTED);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(fail)?
+        .handle_access(AccessNet::from_all(ABI_WANTED))
+        .map_err(fail)?
+        .scope(Scope::from_all(ABI_WANTED))
+        .map_err(fail)?
+        .create()
+        .map_err(fail)?;
+    let system = SYSTEM_READ.iter().map(PathBuf::from);
+    ruleset = ruleset
+        .add_rules(path_beneath_rules(
+            system.chain(paths.read.iter().cloned()),
+            read,
+        ))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(
+            DEVICES_WRITE
+                .iter()
+                .map(PathBuf::from)
+                .chain(paths.write.iter().cloned()),
+            all,
+        ))
+        .map_err(fail)?
+        // Listing /dev, never reading a disk through it.
+        .add_rules(path_beneath_rules(["/dev"], AccessFs::ReadDir))
+        .map_err(fail)?;
+    if let Network::TcpPorts(ports) = network {
+        for port in ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(fail)?;
+        }
+    }
+    Option::<OwnedFd>::from(ruleset)
+        .ok_or_else(|| LaunchError::Setup("Landlock made no ruleset".to_owned()))
+}
+
+/// The seccomp programs: refused system calls (EPERM), then `clone3` answered with ENOSYS so
+/// that libc falls back to `clone`, whose flags the first program can read.
+pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, LaunchError> {
+    let fail = |e: seccompiler::BackendError| LaunchError::Setup(format!("seccomp: {e}"));
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| LaunchError::Setup(format!("seccomp: {e}")))?;
+    let mut refused: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_mount_setattr,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_kexec_load,
+        libc::SYS_reboot,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+        libc::SYS_userfaultfd,
+    ] {
+        refused.insert(nr, Vec::new());
+    }
+    // New namespaces through clone's flags.
+    let namespaces = [
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWNET,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWCGROUP,
+    ];
+    let mut clone_rules = Vec::new();
+    for flag in namespaces {
+        let flag = u64::from(flag.cast_unsigned());
+        clone_rules.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(flag),
+                    flag,
+                )
+                .map_err(fail)?,
+            ])
+            .map_err(fail)?,
+        );
+    }
+    refused.insert(libc::SYS_clone, clone_rules);
+    // Socket families: Unix always; the internet (and netlink, which resolvers use) only with
+    // a grant.
+    let allowed: &[libc::c_int] = match network {
+        Network::Off => &[libc::AF_UNIX],
+        Network::TcpPorts(_) => &[
+            libc::AF_UNIX,
+            libc::AF_INET,
+            libc::AF_INET6,
+            libc::AF_NETLINK,
+        ],
+    };
+    let mut conditions = Vec::new();
+    for family in allowed {
+        conditions.push(
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                u64::from(family.cast_unsigned()),
+            )
+            .map_err(fail)?,
+        );
+    }
+    let family_rule = SeccompRule::new(conditions).map_err(fail)?;
+    refused.insert(libc::SYS_socket, vec![family_rule.clone()]);
+    refused.insert(libc::SYS_socketpair, vec![family_rule]);
+
+    let errno = |e: libc::c_int| SeccompAction::Errno(e.cast_unsigned());
+    let main = SeccompFilter::new(refused, SeccompAction::Allow, errno(libc::EPERM), arch)
+        .map_err(fail)?;
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        errno(libc::ENOSYS),
+        arch,
+    )
+    .map_err(fail)?;
+    let mut programs = Vec::new();
+    for filter in [main, clone3] {
+        let program: seccompiler::BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| fail(e))?;
+        programs.push(
+            program
+                .into_iter()
+                .map(|f| libc::sock_filter {
+                    code: f.code,
+                    jt: f.jt,
+                    jf: f.jf,
+                    k: f.k,
+                })
+                .collect(),
+        );
+    }
+    Ok(programs)
+}

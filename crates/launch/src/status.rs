@@ -1,0 +1,273 @@
+//! What this machine can enforce, probed once: the Landlock ABI, seccomp, user namespaces for
+//! the protected-path mounts, and a pids cgroup. Each layer is reported as enforced, partial,
+//! missing (with the reason) or off, so `bosun sandbox status`, the start-up warning and every
+//! trace say exactly what a child is held to.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::SandboxConfig;
+use crate::sys;
+
+/// One layer of the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// Landlock on the filesystem.
+    Filesystem,
+    /// seccomp on sockets, Landlock on TCP ports.
+    Network,
+    /// seccomp on dangerous system calls.
+    Syscalls,
+    /// Landlock's ptrace and signal scoping: no reading or signalling processes outside.
+    ParentIsolation,
+    /// A private mount namespace with the workspace's protected paths read-only.
+    ProtectedPaths,
+    /// A pids cgroup (or `RLIMIT_NPROC`) and the file-size, CPU and core rlimits.
+    Processes,
+}
+
+impl Layer {
+    /// The layer's name as `bosun sandbox status` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Filesystem => "filesystem",
+            Layer::Network => "network",
+            Layer::Syscalls => "system calls",
+            Layer::ParentIsolation => "other processes",
+            Layer::ProtectedPaths => "protected paths",
+            Layer::Processes => "processes",
+        }
+    }
+}
+
+/// How much of a layer is enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayerState {
+    /// Fully enforced: what is enforced.
+    Enforced(String),
+    /// Enforced in part: what is and what is not.
+    Partial(String),
+    /// Not enforced: why, and what to do.
+    Missing(String),
+    /// The sandbox is turned off.
+    Off,
+}
+
+impl LayerState {
+    /// Whether the layer is fully enforced.
+    pub fn is_enforced(&self) -> bool {
+        matches!(self, LayerState::Enforced(_))
+    }
+}
+
+/// What this machine enforces, per layer.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Each layer and its state, in a fixed order.
+    pub layers: Vec<(Layer, LayerState)>,
+    pub(crate) landlock_abi: i32,
+    pub(crate) user_namespaces: bool,
+    pub(crate) cgroup: Option<PathBuf>,
+    pub(crate) enabled: bool,
+}
+
+impl Status {
+    /// Probes this machine for `config`. Forks once (to try a user namespace) and makes and
+    /// removes one cgroup directory.
+    pub fn probe(config: &SandboxConfig) -> Status {
+        if !config.enabled {
+            return Status {
+                layers: ALL.iter().map(|l| (*l, LayerState::Off)).collect(),
+                landlock_abi: 0,
+                user_namespaces: false,
+                cgroup: None,
+                enabled: false,
+            };
+        }
+        let landlock_abi = sys::landlock_abi();
+        let seccomp = sys::seccomp_available();
+        let user_namespaces = sys::user_namespaces_work();
+        let cgroup = sys::pids_cgroup_base();
+        let root = sys::is_root();
+        let layers = vec![
+            (Layer::Filesystem, filesystem(landlock_abi)),
+            (Layer::Network, network(landlock_abi, seccomp)),
+            (Layer::Syscalls, syscalls(seccomp)),
+            (Layer::ParentIsolation, parent_isolation(landlock_abi)),
+            (Layer::ProtectedPaths, protected_paths(user_namespaces)),
+            (
+                Layer::Processes,
+                processes(cgroup.is_some(), root, config.max_processes),
+            ),
+        ];
+        Status {
+            layers,
+            landlock_abi,
+            user_namespaces,
+            cgroup,
+            enabled: true,
+        }
+    }
+
+    /// Whether every layer is fully enforced.
+    pub fn is_full(&self) -> bool {
+        self.layers.iter().all(|(_, state)| state.is_enforced())
+    }
+
+    /// The layers not fully enforced.
+    pub fn gaps(&self) -> Vec<Layer> {
+        self.layers
+            .iter()
+            .filter(|(_, state)| !state.is_enforced())
+            .map(|(layer, _)| *layer)
+            .collect()
+    }
+
+    /// One line for the start-up warning and the trace: `sandbox: full`, `sandbox: off` or
+    /// `sandbox: degraded — no …`.
+    pub fn summary(&self) -> String {
+        if !self.enabled {
+            return "sandbox: off — child processes run with all of the user's rights \
+                    ([sandbox] enabled = false)"
+                .to_owned();
+        }
+        let gaps: Vec<String> = self
+            .layers
+            .iter()
+            .filter_map(|(layer, state)| match state {
+                LayerState::Enforced(_) => None,
+                LayerState::Partial(_) => Some(format!("{} partial", layer.name())),
+                LayerState::Missing(_) | LayerState::Off => Some(format!("no {}", layer.name())),
+            })
+            .collect();
+        if gaps.is_empty() {
+            "sandbox: full".to_owned()
+        } else {
+            format!(
+                "sandbox: degraded — {} (see `bosun sandbox status`)",
+                gaps.join(", ")
+            )
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.summary())?;
+        for (layer, state) in &self.layers {
+            let (word, text) = match state {
+                LayerState::Enforced(text) => ("enforced", text.as_str()),
+                LayerState::Partial(text) => ("partial", text.as_str()),
+                LayerState::Missing(text) => ("missing", text.as_str()),
+                LayerState::Off => ("off", "[sandbox] enabled = false"),
+            };
+            writeln!(f, "  {:<16} {word:<9} {text}", layer.name())?;
+        }
+        Ok(())
+    }
+}
+
+const ALL: [Layer; 6] = [
+    Layer::Filesystem,
+    Layer::Network,
+    Layer::Syscalls,
+    Layer::ParentIsolation,
+    Layer::ProtectedPaths,
+    Layer::Processes,
+];
+
+fn filesystem(abi: i32) -> LayerState {
+    if abi >= 1 {
+        LayerState::Enforced(format!(
+            "Landlock ABI {abi}: writes only in the workspace, the run's private TMPDIR and \
+             [sandbox] write; reads only system directories, toolchains and [sandbox] read"
+        ))
+    } else {
+        LayerState::Missing(
+            "no Landlock (a kernel before 5.13, or `landlock` missing from the boot's lsm= \
+             list): a child can read and write whatever the user can"
+                .to_owned(),
+        )
+    }
+}
+
+fn network(abi: i32, seccomp: bool) -> LayerState {
+    match (seccomp, abi >= 4) {
+        (true, true) => LayerState::Enforced(
+            "without a net.http grant no sockets but Unix ones (seccomp); with one, TCP \
+             connects only to the granted ports (Landlock); host names are not checked"
+                .to_owned(),
+        ),
+        (true, false) => LayerState::Partial(format!(
+            "without a net.http grant no sockets but Unix ones (seccomp); with one, every \
+             port is open (Landlock ABI {abi} has no network rules; 4 is needed)"
+        )),
+        (false, _) => LayerState::Missing("no seccomp: a child can reach any network".to_owned()),
+    }
+}
+
+fn syscalls(seccomp: bool) -> LayerState {
+    if seccomp {
+        LayerState::Enforced(
+            "ptrace, process_vm_*, io_uring, mount, new namespaces, bpf, perf, keyrings, \
+             modules, setsid and setpgid refused; no_new_privs"
+                .to_owned(),
+        )
+    } else {
+        LayerState::Missing("no seccomp filters in this kernel".to_owned())
+    }
+}
+
+fn parent_isolation(abi: i32) -> LayerState {
+    match abi {
+        6.. => LayerState::Enforced(
+            "no reading other processes' memory or environment (/proc/<pid>/environ), no \
+             signals to them, no abstract Unix sockets outside (Landlock)"
+                .to_owned(),
+        ),
+        1..=5 => LayerState::Partial(format!(
+            "no reading other processes' memory or environment (Landlock); signals and \
+             abstract Unix sockets are not scoped (Landlock ABI {abi}; 6 is needed)"
+        )),
+        _ => LayerState::Missing(
+            "no Landlock: a child can read Bosun's environment from /proc/<pid>/environ".to_owned(),
+        ),
+    }
+}
+
+fn protected_paths(user_namespaces: bool) -> LayerState {
+    if user_namespaces {
+        LayerState::Enforced(
+            "existing protected paths of the workspace (.git, .bosun, …) bind-mounted \
+             read-only in a private mount namespace"
+                .to_owned(),
+        )
+    } else {
+        LayerState::Missing(
+            "no unprivileged user namespaces (a container's seccomp profile or \
+             kernel.apparmor_restrict_unprivileged_userns): .git and .bosun are writable by \
+             children"
+                .to_owned(),
+        )
+    }
+}
+
+fn processes(cgroup: bool, root: bool, max: u64) -> LayerState {
+    let rlimits = "file size, CPU time and core dumps capped (rlimits)";
+    if cgroup {
+        LayerState::Enforced(format!(
+            "at most {max} processes per child tree (pids cgroup), the tree killed with its \
+             cgroup; {rlimits}"
+        ))
+    } else if root {
+        LayerState::Partial(format!(
+            "no writable pids cgroup, and RLIMIT_NPROC does not bind root: a child can \
+             fork without limit; {rlimits}"
+        ))
+    } else {
+        LayerState::Enforced(format!(
+            "at most {max} processes for the user while the child runs (RLIMIT_NPROC); \
+             {rlimits}"
+        ))
+    }
+}

@@ -1,0 +1,310 @@
+//! Every system call of the launcher that std does not wrap: the probes, the pids cgroup, and
+//! [`ChildPlan::apply`], which runs in the forked child before `exec`.
+//!
+//! The child side may only make async-signal-safe calls (the parent is multi-threaded, so the
+//! child must not allocate or take a lock): everything it needs — C strings, the Landlock
+//! ruleset's file descriptor, the BPF programs, the rlimits — is built in the parent first.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the kernel's Landlock
+/// ABI, or 0 when Landlock is missing.
+pub(crate) fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer and size 0 the kernel reads no memory; the call
+    // only returns the ABI version or -1.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
+}
+
+/// Whether the kernel has seccomp (`prctl(PR_GET_SECCOMP)` answers rather than `EINVAL`).
+pub(crate) fn seccomp_available() -> bool {
+    // SAFETY: PR_GET_SECCOMP reads no memory of this process.
+    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+}
+
+/// Whether this process runs as root.
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The effective user and group ids, for the child's identity maps.
+pub(crate) fn ids() -> (u32, u32) {
+    // SAFETY: as above.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Whether a child can make its own user and mount namespaces and map itself: forks a child
+/// that tries exactly what [`ChildPlan::apply`] does, and reports its exit status.
+pub(crate) fn user_namespaces_work() -> bool {
+    let Ok(maps) = IdMaps::for_self() else {
+        return false;
+    };
+    // SAFETY: the child only makes system calls on memory prepared before the fork (the maps'
+    // C strings) and leaves with _exit, never returning into Rust code that could allocate or
+    // take a lock held by another thread of the parent.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let ok = enter_namespaces(&maps).is_ok();
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+        if pid < 0 {
+            return false;
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &raw mut status, 0) < 0 {
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return false;
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+/// The directory under which a pids cgroup for a child can be made, when this process may
+/// make one there: cgroup v1's `pids` hierarchy or v2's unified one with `pids` enabled for
+/// children.
+pub(crate) fn pids_cgroup_base() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut candidates = Vec::new();
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "pids") {
+            candidates.push(Path::new("/sys/fs/cgroup/pids").join(path));
+        } else if id == "0" && controllers.is_empty() {
+            candidates.push(Path::new("/sys/fs/cgroup").join(path));
+        }
+    }
+    candidates.into_iter().find(|base| {
+        let probe = base.join(format!("bosun-probe-{}", std::process::id()));
+        if std::fs::create_dir(&probe).is_err() {
+            return false;
+        }
+        let usable = probe.join("pids.max").exists() && probe.join("cgroup.procs").exists();
+        let _ = std::fs::remove_dir(&probe);
+        usable
+    })
+}
+
+/// Signals every process listed in a cgroup's `cgroup.procs`.
+pub(crate) fn kill_cgroup(dir: &Path) {
+    // A fork racing with the read is caught by the next pass; callers loop until it is empty.
+    let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+        return;
+    };
+    for pid in procs
+        .lines()
+        .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+    {
+        if pid > 1 {
+            // SAFETY: kill(2) takes two integers and touches no memory; ESRCH is ignored.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The user and group maps a child writes for itself: its own ids, mapped to themselves.
+#[derive(Debug)]
+pub(crate) struct IdMaps {
+    uid_map: CString,
+    gid_map: CString,
+}
+
+impl IdMaps {
+    pub(crate) fn for_self() -> io::Result<IdMaps> {
+        let (uid, gid) = ids();
+        Ok(IdMaps {
+            uid_map: CString::new(format!("{uid} {uid} 1\n"))?,
+            gid_map: CString::new(format!("{gid} {gid} 1\n"))?,
+        })
+    }
+}
+
+/// Everything the forked child does before `exec`, prepared in the parent.
+#[derive(Debug)]
+pub(crate) struct ChildPlan {
+    /// `(resource, limit)` pairs set as both soft and hard limits.
+    pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// The child's cgroup's `cgroup.procs`, which it joins first.
+    pub(crate) cgroup_procs: Option<CString>,
+    /// User and mount namespaces, and the paths to bind read-only inside them.
+    pub(crate) namespaces: Option<(IdMaps, Vec<CString>)>,
+    /// The Landlock ruleset to restrict to.
+    pub(crate) landlock: Option<OwnedFd>,
+    /// seccomp programs, installed in order.
+    pub(crate) seccomp: Vec<Vec<libc::sock_filter>>,
+}
+
+impl ChildPlan {
+    /// Confines the calling process. Runs in the child between `fork` and `exec`.
+    ///
+    /// # Safety
+    /// Call only in a forked child before `exec` (as a `pre_exec` hook): it changes the
+    /// process's namespaces, limits and security state for good.
+    pub(crate) unsafe fn apply(&self) -> io::Result<()> {
+        // SAFETY (whole body): each call below is a raw system call on memory owned by `self`,
+        // which outlives the call; none allocates or locks.
+        unsafe {
+            for (resource, limit) in &self.rlimits {
+                let value = libc::rlimit {
+                    rlim_cur: *limit,
+                    rlim_max: *limit,
+                };
+                check(libc::setrlimit(*resource, &raw const value))?;
+            }
+            if let Some(procs) = &self.cgroup_procs {
+                write_file(procs, b"0")?;
+            }
+            if let Some((maps, read_only)) = &self.namespaces {
+                enter_namespaces(maps)?;
+                check(libc::mount(
+                    c"none".as_ptr(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ))?;
+                for path in read_only {
+                    bind_read_only(path)?;
+                }
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            if let Some(ruleset) = &self.landlock {
+                let done = libc::syscall(
+                    libc::SYS_landlock_restrict_self,
+                    ruleset.as_raw_fd(),
+                    0 as libc::c_uint,
+                );
+                if done < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            for program in &self.seccomp {
+                let prog = libc::sock_fprog {
+                    len: u16::try_from(program.len())
+                        .map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
+                    filter: program.as_ptr().cast_mut(),
+                };
+                let done = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0 as libc::c_uint,
+                    &raw const prog,
+                );
+                if done < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// New user and mount namespaces, with this process's ids mapped to themselves.
+///
+/// # Safety
+/// As [`ChildPlan::apply`].
+unsafe fn enter_namespaces(maps: &IdMaps) -> io::Result<()> {
+    // SAFETY: raw system calls on C strings owned by `maps`.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", maps.uid_map.as_bytes())?;
+        write_file(c"/proc/self/gid_map", maps.gid_map.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Binds `path` onto itself and makes the bind (and every mount below it) read-only.
+///
+/// # Safety
+/// As [`ChildPlan::apply`].
+unsafe fn bind_read_only(path: &CString) -> io::Result<()> {
+    /// `struct mount_attr` of mount_setattr(2).
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    // SAFETY: raw system calls on `path` and a stack value that outlives them.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))?;
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let done = libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        );
+        if done < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to the file at `path` with open/write/close.
+///
+/// # Safety
+/// Async-signal-safe; callable in a forked child.
+unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and `bytes` valid for its length.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if usize::try_from(written).ok() != Some(bytes.len()) {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+fn check(result: libc::c_int) -> io::Result<()> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}

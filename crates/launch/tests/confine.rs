@@ -1,0 +1,392 @@
+//! Real children under the launcher, each attacking one layer. Every test would fail if its
+//! layer were removed: the attack is shown to work unconfined first, where that is safe.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use bosun_launch::{Confinement, Launcher, Network, SandboxConfig};
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+}
+
+fn rig() -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let workspace = root.join("ws");
+    std::fs::create_dir_all(workspace.join(".git")).unwrap();
+    std::fs::write(workspace.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(root.join("home/.ssh")).unwrap();
+    std::fs::write(root.join("home/.ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    std::fs::create_dir_all(root.join("bosun-home")).unwrap();
+    std::fs::write(root.join("bosun-home/trust.toml"), "trusted = true").unwrap();
+    Rig {
+        _dir: dir,
+        root,
+        workspace,
+    }
+}
+
+fn full_launcher(config: SandboxConfig) -> Launcher {
+    let launcher = Launcher::new(config);
+    assert!(
+        launcher.status().is_full(),
+        "these tests need every layer; this machine has:\n{}",
+        launcher.status()
+    );
+    launcher
+}
+
+impl Rig {
+    fn confinement(&self, network: Network) -> Confinement {
+        let mut confinement = Confinement::new(self.workspace.clone(), network);
+        confinement.protected = vec![self.workspace.join(".git")];
+        confinement
+    }
+
+    /// Runs `sh -c script` confined (or not, with `None`), in the workspace.
+    async fn sh(&self, launcher: Option<&Launcher>, network: Network, script: &str) -> Output {
+        self.run(launcher, network, "/bin/sh", &["-c", script])
+            .await
+    }
+
+    async fn run(
+        &self,
+        launcher: Option<&Launcher>,
+        network: Network,
+        program: &str,
+        args: &[&str],
+    ) -> Output {
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .kill_on_drop(true);
+        let _jail = match launcher {
+            Some(launcher) => Some(
+                launcher
+                    .confine(&mut command, &self.confinement(network))
+                    .unwrap(),
+            ),
+            None => None,
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+            .await
+            .expect("the child finished within a minute")
+            .unwrap()
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test]
+async fn writes_land_in_the_workspace_and_tmpdir_only() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let outside = rig.root.join("outside.txt");
+    let script = format!(
+        "echo in > made.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && \
+         (echo out > '{}' && echo WROTE-OUTSIDE; true) && \
+         (echo shared > /tmp/bosun-sandbox-shared-tmp && echo WROTE-TMP; true)",
+        outside.display()
+    );
+    let output = rig.sh(Some(&launcher), Network::Off, &script).await;
+    let seen = text(&output);
+    assert!(output.status.success(), "{seen}");
+    assert!(rig.workspace.join("made.txt").exists(), "{seen}");
+    assert!(seen.contains("tmp"), "{seen}");
+    assert!(
+        !seen.contains("WROTE-OUTSIDE") && !outside.exists(),
+        "{seen}"
+    );
+    assert!(!seen.contains("WROTE-TMP"), "{seen}");
+}
+
+#[tokio::test]
+async fn the_private_tmpdir_is_removed_with_the_jail() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let mut command = tokio::process::Command::new("/bin/true");
+    let jail = launcher
+        .confine(&mut command, &rig.confinement(Network::Off))
+        .unwrap();
+    let tmp = jail.tmp_dir().unwrap().to_path_buf();
+    assert!(tmp.is_dir());
+    command.status().await.unwrap();
+    drop(jail);
+    assert!(!tmp.exists());
+}
+
+#[tokio::test]
+async fn protected_paths_stay_read_only_inside_a_writable_workspace() {
+    let control = rig();
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let attack = "echo '[core] hooksPath = /tmp/evil' >> .git/config; \
+                  touch .git/hooks-planted; echo fine > ok.txt";
+    // Unconfined, the attack works: the layer is what stops it.
+    let output = control.sh(None, Network::Off, attack).await;
+    assert!(
+        std::fs::read_to_string(control.workspace.join(".git/config"))
+            .unwrap()
+            .contains("hooksPath"),
+        "{}",
+        text(&output)
+    );
+
+    let output = rig.sh(Some(&launcher), Network::Off, attack).await;
+    let seen = text(&output);
+    assert_eq!(
+        std::fs::read_to_string(rig.workspace.join(".git/config")).unwrap(),
+        "[core]\n",
+        "{seen}"
+    );
+    assert!(!rig.workspace.join(".git/hooks-planted").exists(), "{seen}");
+    assert!(seen.contains("Read-only file system"), "{seen}");
+    assert!(rig.workspace.join("ok.txt").exists(), "{seen}");
+}
+
+#[tokio::test]
+async fn secrets_outside_the_workspace_cannot_be_read() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    for secret in [
+        rig.root.join("home/.ssh/id_ed25519"),
+        rig.root.join("bosun-home/trust.toml"),
+    ] {
+        let script = format!("cat '{}'", secret.display());
+        let control = rig.sh(None, Network::Off, &script).await;
+        assert!(control.status.success(), "{}", text(&control));
+        let output = rig.sh(Some(&launcher), Network::Off, &script).await;
+        let seen = text(&output);
+        assert!(!output.status.success(), "{seen}");
+        assert!(seen.contains("Permission denied"), "{seen}");
+        assert!(
+            !seen.contains("PRIVATE KEY") && !seen.contains("trusted"),
+            "{seen}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_path_granted_in_config_is_readable_and_writable() {
+    let rig = rig();
+    let cache = rig.root.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let launcher = full_launcher(SandboxConfig {
+        write: vec![cache.display().to_string()],
+        ..SandboxConfig::default()
+    });
+    let script = format!("echo hit > '{}/entry' && cat '{0}/entry'", cache.display());
+    let output = rig.sh(Some(&launcher), Network::Off, &script).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(cache.join("entry").exists());
+}
+
+#[tokio::test]
+async fn the_parents_environment_cannot_be_read() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    // The test process is the child's parent, and its environment has PATH at least.
+    let script = "cat /proc/$PPID/environ | tr '\\0' '\\n' | grep -c PATH=";
+    let control = rig.sh(None, Network::Off, script).await;
+    assert!(control.status.success(), "{}", text(&control));
+    let output = rig.sh(Some(&launcher), Network::Off, script).await;
+    let seen = text(&output);
+    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).trim() == "0",
+        "{seen}"
+    );
+}
+
+const CONNECT: &str = r#"
+import socket, sys
+for port in sys.argv[1:]:
+    try:
+        socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+        print("connected", port)
+    except OSError as e:
+        print("refused", port, e.errno)
+"#;
+
+const UDP: &str = r#"
+import socket
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9))
+    print("sent")
+except OSError as e:
+    print("refused", e.errno)
+"#;
+
+fn python() -> &'static str {
+    // The system's interpreter: a user-level one (pyenv) lives in $HOME, which is not granted.
+    "/usr/bin/python3"
+}
+
+#[tokio::test]
+async fn no_network_without_a_grant() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port().to_string();
+    let control = rig
+        .run(None, Network::Off, python(), &["-c", CONNECT, &port])
+        .await;
+    assert!(text(&control).contains("connected"), "{}", text(&control));
+
+    let output = rig
+        .run(
+            Some(&launcher),
+            Network::Off,
+            python(),
+            &["-c", CONNECT, &port],
+        )
+        .await;
+    let seen = text(&output);
+    assert!(seen.contains(&format!("refused {port} 1")), "{seen}");
+    let output = rig
+        .run(Some(&launcher), Network::Off, python(), &["-c", UDP])
+        .await;
+    let seen = text(&output);
+    assert!(seen.contains("refused 1"), "{seen}");
+}
+
+#[tokio::test]
+async fn a_grant_opens_exactly_the_granted_port() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let granted_port = granted.local_addr().unwrap().port();
+    let other_port = other.local_addr().unwrap().port();
+    let output = rig
+        .run(
+            Some(&launcher),
+            Network::TcpPorts(vec![granted_port]),
+            python(),
+            &[
+                "-c",
+                CONNECT,
+                &granted_port.to_string(),
+                &other_port.to_string(),
+            ],
+        )
+        .await;
+    let seen = text(&output);
+    assert!(
+        seen.contains(&format!("connected {granted_port}")),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!("refused {other_port} 13")),
+        "EACCES from Landlock: {seen}"
+    );
+}
+
+#[tokio::test]
+async fn a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig {
+        max_processes: 32,
+        ..SandboxConfig::default()
+    });
+    // 200 sleepers in the background; only the limit can stop them.
+    let script = "n=0; while [ $n -lt 200 ]; do \
+                  sleep 30 >/dev/null 2>&1 & n=$((n+1)); done; echo started";
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .args(["-c", script])
+        .current_dir(&rig.workspace)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .kill_on_drop(true);
+    let jail = launcher
+        .confine(&mut command, &rig.confinement(Network::Off))
+        .unwrap();
+    let output = command.output().await.unwrap();
+    let seen = text(&output);
+    assert!(
+        seen.contains("fork") || seen.contains("Resource temporarily unavailable"),
+        "the shell saw forks fail: {seen}"
+    );
+    // The shell has exited; its sleepers live on until the jail goes, never more than the limit.
+    let before = sleepers_in(&rig.workspace);
+    assert!((1..=32).contains(&before), "{before} sleepers: {seen}");
+    drop(jail);
+    let survivors = sleepers_in(&rig.workspace);
+    assert_eq!(survivors, 0, "{seen}");
+}
+
+/// Live processes whose working directory is `dir`.
+fn sleepers_in(dir: &Path) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir)
+                && std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_child_cannot_leave_its_process_group_or_trace() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let control = rig
+        .run(None, Network::Off, "/usr/bin/setsid", &["/bin/true"])
+        .await;
+    assert!(control.status.success(), "{}", text(&control));
+    let output = rig
+        .run(
+            Some(&launcher),
+            Network::Off,
+            "/usr/bin/setsid",
+            &["--wait", "/bin/true"],
+        )
+        .await;
+    assert!(!output.status.success(), "{}", text(&output));
+    let script = "import ctypes; print('ptrace', ctypes.CDLL(None).ptrace(16, 1, 0, 0))";
+    let output = rig
+        .run(Some(&launcher), Network::Off, python(), &["-c", script])
+        .await;
+    assert!(text(&output).contains("ptrace -1"), "{}", text(&output));
+}
+
+#[tokio::test]
+async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig {
+        require: true,
+        ..SandboxConfig::default()
+    });
+    let output = rig.sh(Some(&launcher), Network::Off, "echo ok").await;
+    assert!(output.status.success(), "{}", text(&output));
+
+    let off = Launcher::unconfined();
+    assert!(off.status().summary().starts_with("sandbox: off"));
+    let secret = rig.root.join("home/.ssh/id_ed25519");
+    let output = rig
+        .sh(
+            Some(&off),
+            Network::Off,
+            &format!("cat '{}'", secret.display()),
+        )
+        .await;
+    assert!(text(&output).contains("PRIVATE KEY"));
+}
