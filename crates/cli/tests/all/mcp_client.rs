@@ -9,7 +9,7 @@ use std::time::Instant;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use super::serve::python;
+use super::serve::{peer_sandbox, python};
 use super::{Env, code, json, stderr};
 
 fn server_script() -> PathBuf {
@@ -19,9 +19,10 @@ fn server_script() -> PathBuf {
 /// `[mcp.peer]` starting the Python server, with `extra` lines in the entry.
 fn configure(env: &Env, extra: &str) {
     env.user_config(&format!(
-        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{extra}",
+        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{extra}{}",
         python().display().to_string(),
-        server_script().display().to_string()
+        server_script().display().to_string(),
+        peer_sandbox("peer")
     ));
 }
 
@@ -90,9 +91,10 @@ fn nothing_is_offered_until_approved_then_calls_go_through_policy() {
     assert_eq!(json(&out)["error"]["code"], "needs_approval");
     // A rule on the MCP action decides like any other.
     env.user_config(&format!(
-        "[[policy.rules]]\naction = \"mcp.peer.tool.add\"\ndecision = \"deny\"\n\n[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n",
+        "[[policy.rules]]\naction = \"mcp.peer.tool.add\"\ndecision = \"deny\"\n\n[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{}",
         python().display().to_string(),
-        server_script().display().to_string()
+        server_script().display().to_string(),
+        peer_sandbox("peer")
     ));
     let (rc, out) = call(&env, "mcp__peer__add", r#"{"a": 2, "b": 40}"#, &[]);
     assert_eq!(
@@ -102,9 +104,10 @@ fn nothing_is_offered_until_approved_then_calls_go_through_policy() {
     );
     // The input schema the server declared is enforced before anything runs.
     env.user_config(&format!(
-        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n",
+        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{}",
         python().display().to_string(),
-        server_script().display().to_string()
+        server_script().display().to_string(),
+        peer_sandbox("peer")
     ));
     let (rc, out) = call(&env, "mcp__peer__add", r#"{"a": "two", "b": 1}"#, &[]);
     assert_eq!(
@@ -243,9 +246,10 @@ fn a_changed_tool_is_withheld_until_approved_again() {
 
     // Changing what runs (its arguments) withholds every tool until approved again.
     env.user_config(&format!(
-        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n",
+        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n{}",
         python().display().to_string(),
-        server_script().display().to_string()
+        server_script().display().to_string(),
+        peer_sandbox("peer")
     ));
     let out = env.bosun(&["tools", "list"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("mcp__peer"));
@@ -256,6 +260,26 @@ fn a_changed_tool_is_withheld_until_approved_again() {
     );
     let listed = env.bosun(&["mcp", "list", "--json"]);
     assert_eq!(json(&listed)["servers"][0]["state"], "changed");
+}
+
+#[test]
+fn a_stdio_server_runs_in_the_sandbox() {
+    let env = Env::new();
+    configure(&env, "");
+    trust(&env);
+    let secret = env.dir.path().join("home/config.toml");
+    let input = serde_json::json!({"path": secret.display().to_string()}).to_string();
+    let (rc, out) = call(&env, "mcp__peer__probe", &input, &[]);
+    assert_eq!(rc, 0, "{out}");
+    let seen = out["output"]["structuredContent"]["result"].to_string();
+    // $BOSUN_HOME, Bosun's own environment and the workspace's .git are out of its reach.
+    assert!(seen.contains("refused /proc/"), "{seen}");
+    assert!(
+        seen.contains(&format!("refused {}: Permission denied", secret.display())),
+        "{seen}"
+    );
+    assert!(seen.contains("refused .git/probe"), "{seen}");
+    assert!(!env.dir.path().join("ws/.git/probe").exists());
 }
 
 #[test]
@@ -379,8 +403,9 @@ fn a_typescript_sdk_server_is_approved_called_and_pinned() {
     let vars = [("BOSUN_MCP_NODE_MODULES", modules.as_str())];
     // Trusted: its annotations set the risk, so the read-only `add` runs without asking.
     env.user_config(&format!(
-        "[mcp.ts]\ncommand = \"node\"\nargs = [{:?}]\nenv = [\"BOSUN_MCP_NODE_MODULES\"]\ntrusted = true\n",
-        script.display().to_string()
+        "[mcp.ts]\ncommand = \"node\"\nargs = [{:?}]\nenv = [\"BOSUN_MCP_NODE_MODULES\"]\ntrusted = true\n{}",
+        script.display().to_string(),
+        peer_sandbox("ts")
     ));
     let out = env.bosun_with_env(&["mcp", "trust", "ts", "--yes"], &vars);
     assert_eq!(code(&out), 0, "{}", stderr(&out));

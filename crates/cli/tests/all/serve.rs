@@ -31,6 +31,28 @@ pub fn python() -> PathBuf {
     python
 }
 
+/// `[mcp.<server>.sandbox]` letting a peer server read what it runs from: the repository (its
+/// script), the virtual environment and the Python it was made from, and the TypeScript SDK.
+pub fn peer_sandbox(server: &str) -> String {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = python();
+    let venv = python
+        .parent()
+        .and_then(|bin| bin.parent())
+        .map(PathBuf::from);
+    let real = std::fs::canonicalize(&python)
+        .ok()
+        .and_then(|p| p.parent().and_then(|bin| bin.parent()).map(PathBuf::from));
+    let modules = node_modules();
+    let reads: Vec<String> = [Some(repo), venv, real, modules.parent().map(PathBuf::from)]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| format!("{:?}", p.display().to_string()))
+        .collect();
+    format!("\n[mcp.{server}.sandbox]\nread = [{}]\n", reads.join(", "))
+}
+
 /// The TypeScript SDK's `node_modules`, as `scripts/mcp-peers` installed it.
 pub fn node_modules() -> PathBuf {
     let python = python();

@@ -11,7 +11,9 @@ Its tools:
 - flood(megabytes): that much text; garbage(): a non-JSON line on stdout before its answer;
 - drifting(): its description is the content of `desc.txt` in the working directory, when
   that file exists, so a test can change it between runs ("rug pull");
-- hidden(): a description with a zero-width space in it.
+- hidden(): a description with a zero-width space in it;
+- probe(path): what happens when it reads `path` and its parent's environment and writes
+  `.git/probe` (the sandbox's business).
 """
 
 import os
@@ -35,6 +37,24 @@ def add(a: int, b: int) -> int:
 def describe_env() -> list[str]:
     """List the names of the environment variables this server was given."""
     return sorted(os.environ.keys())
+
+
+@app.tool()
+def probe(path: str) -> list[str]:
+    """Try to read a file and the parent's environment, and to write .git/probe."""
+    seen = []
+    for target in (path, f"/proc/{os.getppid()}/environ"):
+        try:
+            Path(target).read_bytes()
+            seen.append(f"read {target}")
+        except OSError as e:
+            seen.append(f"refused {target}: {e.strerror}")
+    try:
+        Path(".git/probe").write_text("x")
+        seen.append("wrote .git/probe")
+    except OSError as e:
+        seen.append(f"refused .git/probe: {e.strerror}")
+    return seen
 
 
 @app.tool()
