@@ -195,6 +195,19 @@ pub enum Event {
         /// The decision and the rules behind it.
         explanation: Explanation,
     },
+    /// A capability a running call asked for mid-call (a JavaScript plugin starting a process)
+    /// was judged: allowed, or why not.
+    #[serde(rename = "capability.decided")]
+    CapabilityDecided {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// What it asked for.
+        capability: CapabilityRequest,
+        /// The decision and the rules behind it.
+        explanation: Explanation,
+    },
     /// A person was asked to approve a call.
     #[serde(rename = "approval.asked")]
     ApprovalAsked {
@@ -362,6 +375,7 @@ impl Event {
             Self::RunFinished { .. } => "run.finished",
             Self::ToolProposed { .. } => "tool.proposed",
             Self::ToolDecided { .. } => "tool.decided",
+            Self::CapabilityDecided { .. } => "capability.decided",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
             Self::PromptAssembled { .. } => "prompt.assembled",

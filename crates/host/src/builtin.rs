@@ -190,7 +190,7 @@ fn truncate_chars(text: &str, max: usize) -> (&str, bool) {
 
 /// Text from a model made safe to show a person: control, bidi and zero-width characters
 /// (which could rewrite or hide part of an approval prompt) are shown as `\u{…}` escapes.
-fn display_text(text: &str) -> String {
+pub(crate) fn display_text(text: &str) -> String {
     // Newlines too: a summary is one line.
     bosun_core::escape_hidden(text).replace('\n', "\\u{a}")
 }

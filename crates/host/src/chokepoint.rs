@@ -326,6 +326,18 @@ impl ChokepointBuilder {
     }
 }
 
+/// What a person is asked to approve.
+struct Asking<'a> {
+    call: &'a ToolCall,
+    action: &'a str,
+    /// The call (or what it asks for mid-call) as the person sees it, redacted.
+    summary: String,
+    capabilities: &'a [CapabilityRequest],
+    explanation: &'a Explanation,
+    /// Whether "always" may be written as policy rules.
+    rememberable: bool,
+}
+
 /// The one path for every tool call.
 pub struct Chokepoint {
     tools: Arc<ToolRegistry>,
@@ -511,6 +523,7 @@ impl Chokepoint {
             logs: Default::default(),
             reads: crate::tool::ReadJudge::new(self.policy.clone(), session.clone()),
             granted: Vec::new(),
+            judge: None,
         };
 
         // 3. The concrete capabilities this call uses (paths resolved, hosts named).
@@ -543,17 +556,16 @@ impl Chokepoint {
                 ));
             }
             Decision::Ask | Decision::Review => {
-                if let Err(error) = self
-                    .approve(
-                        call,
-                        tool.as_ref(),
-                        &capabilities,
-                        &explanation,
-                        session,
-                        trace,
-                    )
-                    .await
-                {
+                // The prompt shows the input through the same redaction as the trace.
+                let asking = Asking {
+                    call,
+                    action: tool.action(),
+                    summary: trace.redact_text(&tool.summarize(&call.input)),
+                    capabilities: &capabilities,
+                    explanation: &explanation,
+                    rememberable: true,
+                };
+                if let Err(error) = self.approve(asking, session, trace).await {
                     return Err((error, Some(explanation)));
                 }
             }
@@ -577,23 +589,41 @@ impl Chokepoint {
         });
         let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
         let remaining = deadline.saturating_sub(started.elapsed());
+        let (judge, mut asked) = tokio::sync::mpsc::channel(1);
+        ctx.judge = Some(judge);
         let run = tool.call(call.input.clone(), &ctx);
         tokio::pin!(run);
-        let outcome = tokio::select! {
-            biased;
-            result = &mut run => result,
-            () = tokio::time::sleep(remaining) => {
-                call_cancel.cancel();
-                let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
-                Err(ToolError::new(
-                    ErrorCode::TimedOut,
-                    format!("{} did not finish within {} ms; narrow the request or raise limits.tool_timeout_ms", call.name, deadline.as_millis()),
-                ).retryable())
-            }
-            () = cancel.cancelled() => {
-                call_cancel.cancel();
-                let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
-                Err(ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)))
+        let sleep = tokio::time::sleep(remaining);
+        tokio::pin!(sleep);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                result = &mut run => break result,
+                Some(ask) = asked.recv() => {
+                    // A capability the running call needs now, judged here like the call
+                    // itself. Time spent waiting for a person does not count against the
+                    // call's deadline.
+                    let waiting = Instant::now();
+                    let verdict = self
+                        .judge_mid_call(call, tool.action(), ask.request, &ask.summary, session, trace)
+                        .await;
+                    let deadline_now = sleep.deadline() + waiting.elapsed();
+                    sleep.as_mut().reset(deadline_now);
+                    let _ = ask.reply.send(verdict);
+                }
+                () = &mut sleep => {
+                    call_cancel.cancel();
+                    let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
+                    break Err(ToolError::new(
+                        ErrorCode::TimedOut,
+                        format!("{} did not finish within {} ms; narrow the request or raise limits.tool_timeout_ms", call.name, deadline.as_millis()),
+                    ).retryable());
+                }
+                () = cancel.cancelled() => {
+                    call_cancel.cancel();
+                    let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
+                    break Err(ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)));
+                }
             }
         };
         let logs = std::mem::take(
@@ -627,6 +657,53 @@ impl Chokepoint {
                 Ok((ToolResult::ok(output.value, output.truncated), explanation))
             }
             Err(error) => Err((error, Some(explanation))),
+        }
+    }
+
+    /// Judges a capability a running call asks for: policy on the capability alone (the call
+    /// itself was already allowed), a person when policy asks, the decision in the trace.
+    async fn judge_mid_call(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        request: CapabilityRequest,
+        summary: &str,
+        session: &Session,
+        trace: &Trace,
+    ) -> Result<(), ToolError> {
+        let subjects = [Subject::capability(&request)];
+        let explanation =
+            session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]));
+        trace.record(Event::CapabilityDecided {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            capability: request.clone(),
+            explanation: explanation.clone(),
+        });
+        let summary = trace.redact_text(summary);
+        match explanation.decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny => Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "policy denies {} for {}: {}",
+                    summary,
+                    call.name,
+                    explanation.summary()
+                ),
+            )),
+            Decision::Ask | Decision::Review => {
+                let capabilities = [request];
+                let asking = Asking {
+                    call,
+                    action,
+                    summary,
+                    capabilities: &capabilities,
+                    explanation: &explanation,
+                    rememberable: false,
+                };
+                self.approve(asking, session, trace).await
+            }
         }
     }
 
@@ -722,14 +799,18 @@ impl Chokepoint {
 
     async fn approve(
         &self,
-        call: &ToolCall,
-        tool: &dyn Tool,
-        capabilities: &[CapabilityRequest],
-        explanation: &Explanation,
+        asking: Asking<'_>,
         session: &Session,
         trace: &Trace,
     ) -> Result<(), ToolError> {
-        let action = tool.action();
+        let Asking {
+            call,
+            action,
+            summary,
+            capabilities,
+            explanation,
+            rememberable,
+        } = asking;
         // A session grant covers this action with exactly the capabilities it was given for.
         let grant_key = crate::approval::session_grant_key(action, capabilities);
         if session.is_granted(&grant_key) {
@@ -745,8 +826,6 @@ impl Chokepoint {
             tool: call.name.clone(),
             reason: reason.clone(),
         });
-        // The prompt shows the input through the same redaction as the trace.
-        let summary = trace.redact_text(&tool.summarize(&call.input));
         let request = ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -769,7 +848,11 @@ impl Chokepoint {
             }
             ApprovalAnswer::AllowAlways => {
                 session.grant(&grant_key);
-                self.remember(call, action, capabilities, trace);
+                // A mid-call capability is remembered for the session only: a rule written
+                // for it alone could say more than the person saw.
+                if rememberable {
+                    self.remember(call, action, capabilities, trace);
+                }
                 Ok(())
             }
             ApprovalAnswer::Deny => Err(ToolError::new(

@@ -32,6 +32,7 @@ pub mod config;
 mod host;
 pub mod mcp_config;
 pub mod plugin_runtime;
+mod process;
 pub mod remembered;
 pub mod session;
 pub mod tool;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bosun_core::{CapabilityRequest, Limits, ToolError, ToolOutput, ToolSpec};
+use bosun_core::{CapabilityRequest, ErrorCode, Limits, ToolError, ToolOutput, ToolSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +40,68 @@ pub struct ToolContext {
     /// the tool is granted at the resource, exactly — a plugin's preopened directories come from
     /// these, never from a second computation. Empty until the chokepoint has decided.
     pub granted: Vec<CapabilityRequest>,
+    /// Where a running call asks the chokepoint to judge a capability it needs mid-call (a
+    /// plugin starting a process). `None` outside the chokepoint: such a request is refused.
+    pub judge: Option<MidCallJudge>,
+}
+
+/// A capability a running call needs, sent to the chokepoint that runs it.
+#[derive(Debug)]
+pub struct JudgeRequest {
+    /// What is asked for.
+    pub request: CapabilityRequest,
+    /// What the person is shown if policy asks (e.g. `$ python3 server.py`), unredacted.
+    pub summary: String,
+    /// The chokepoint's answer: `Ok` when policy (or a person) allows it.
+    pub reply: tokio::sync::oneshot::Sender<Result<(), ToolError>>,
+}
+
+/// The sending side of a call's mid-call judgements.
+pub type MidCallJudge = tokio::sync::mpsc::Sender<JudgeRequest>;
+
+impl ToolContext {
+    /// Asks the chokepoint running this call to judge `request` now, by the same policy,
+    /// promises and approval broker as the call itself; the decision is recorded in the trace.
+    ///
+    /// # Errors
+    /// `denied` or `needs_approval` as for a call, or `denied` outside a chokepoint.
+    pub async fn judge(
+        &self,
+        request: CapabilityRequest,
+        summary: String,
+    ) -> Result<(), ToolError> {
+        judge(self.judge.as_ref(), request, summary).await
+    }
+}
+
+/// Asks the chokepoint behind `judge` to judge `request` now (see [`ToolContext::judge`]).
+///
+/// # Errors
+/// `denied` or `needs_approval` as for a call, or `denied` without a chokepoint.
+pub async fn judge(
+    judge: Option<&MidCallJudge>,
+    request: CapabilityRequest,
+    summary: String,
+) -> Result<(), ToolError> {
+    let denied = || {
+        ToolError::new(
+            ErrorCode::Denied,
+            "this call cannot ask for more capabilities here (no chokepoint is running it)",
+        )
+    };
+    let Some(judge) = judge else {
+        return Err(denied());
+    };
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    judge
+        .send(JudgeRequest {
+            request,
+            summary,
+            reply,
+        })
+        .await
+        .map_err(|_| denied())?;
+    answer.await.unwrap_or_else(|_| Err(denied()))
 }
 
 /// Judges the reads a tool makes beyond the path its call named — each file a search opens,

@@ -400,6 +400,17 @@ pub fn render(envelopes: &[Envelope]) -> String {
                     explanation.summary()
                 )
             }
+            Event::CapabilityDecided {
+                call_id,
+                capability,
+                explanation,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} asked mid-call for {} — decided {}",
+                capability.capability.as_action(),
+                explanation.summary()
+            ),
             Event::ApprovalAsked {
                 call_id, reason, ..
             } => writeln!(out, "  [{at:>5} ms] {call_id} asked a person: {reason}"),

@@ -48,6 +48,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             limits: JsLimits::default(),
             reserved_tool_names: vec!["read_file".into()],
             code_from_strings: false,
+            env: Default::default(),
         }
     } else {
         ActivationRequest {
@@ -60,6 +61,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             limits: JsLimits::default(),
             reserved_tool_names: Vec::new(),
             code_from_strings: false,
+            env: Default::default(),
         }
     };
     (files, request)

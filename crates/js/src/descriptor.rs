@@ -71,6 +71,10 @@ pub struct ActivationRequest {
     /// for it and the person trusting it was shown that.
     #[serde(default)]
     pub code_from_strings: bool,
+    /// The host variables the user passes to the plugin (`[plugins.<name>] env`): its
+    /// `process.env`, or a trusted Triggerfish plugin's `Deno.env`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// One tool a plugin registered.

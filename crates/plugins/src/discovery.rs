@@ -143,6 +143,11 @@ pub struct PluginConfig {
     /// Values the plugin reads with `host.config(key)`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, toml::Value>,
+    /// Names of host environment variables a JavaScript plugin sees (`process.env`, a trusted
+    /// plugin's `Deno.env`) and passes to the processes it starts; every other variable stays
+    /// invisible to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 fn default_true() -> bool {
@@ -158,6 +163,7 @@ impl PluginConfig {
             timeout_ms: None,
             memory_mib: None,
             config: BTreeMap::new(),
+            env: Vec::new(),
         }
     }
 
@@ -205,6 +211,19 @@ impl PluginConfig {
             .is_some_and(|m| m == 0 || m > MAX_MEMORY_MIB)
         {
             return Err(bad("memory_mib", "use a value between 1 and 4096"));
+        }
+        if let Some(name) = self
+            .env
+            .iter()
+            .find(|n| n.is_empty() || n.len() > 128 || n.contains(['=', '\0']))
+        {
+            return Err(bad(
+                "env",
+                &format!(
+                    "`{}` is not an environment variable name",
+                    bosun_core::escape_hidden(name)
+                ),
+            ));
         }
         if let Some(key) = self.config.keys().find(|k| !is_config_key(k)) {
             return Err(bad(

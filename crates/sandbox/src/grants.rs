@@ -78,6 +78,8 @@ pub struct CallOptions {
     pub net: NetGrant,
     /// The session a JavaScript plugin's taint calls reach (none: `PUBLIC`, no escalation).
     pub session: Option<Arc<dyn JsSession>>,
+    /// Who starts the processes a JavaScript plugin asks for in this call (none: refused).
+    pub processes: Option<Arc<dyn crate::process::JsProcesses>>,
 }
 
 /// The session a JavaScript plugin's call runs in, as far as the engine may see it.
@@ -100,4 +102,6 @@ pub struct JsGrants {
 pub(crate) struct JsState {
     pub(crate) grants: JsGrants,
     pub(crate) session: Option<Arc<dyn JsSession>>,
+    /// The processes the current call started.
+    pub(crate) processes: crate::process::ProcessTable,
 }

@@ -414,6 +414,7 @@ impl Instance {
             });
             state.guard.net = Arc::new(opts.net);
             state.js.session = opts.session;
+            state.js.processes.begin(opts.processes);
             state
                 .guard
                 .refusals
@@ -436,6 +437,8 @@ impl Instance {
         };
         self.store.data_mut().host.clock = None;
         self.store.data_mut().js.session = None;
+        // Whatever the plugin started in this call ends with it.
+        self.store.data_mut().js.processes.end();
 
         let report = self.take_report();
         let kind = match ended {

@@ -28,7 +28,12 @@ pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../js/wit",
         world: "bosun:js/js-plugin",
-        imports: { "bosun:js/runtime.lookup": async },
+        imports: {
+            "bosun:js/runtime.lookup": async,
+            "bosun:js/runtime.spawn": async,
+            "bosun:js/runtime.process-write": async,
+            "bosun:js/runtime.process-poll": async,
+        },
         exports: { default: async },
         with: { "bosun:plugin/host": crate::wit::v1::bosun::plugin::host },
     });
@@ -82,6 +87,55 @@ impl runtime::Host for StoreState {
 
     fn intl(&mut self, op: String, request: String) -> Result<String, String> {
         bosun_intl::call(&op, &request).map_err(|e| e.to_string())
+    }
+
+    async fn spawn(&mut self, request: String) -> Result<u32, String> {
+        self.js.processes.spawn(&request).await
+    }
+
+    async fn process_write(&mut self, id: u32, data: Vec<u8>) -> Result<(), String> {
+        self.js.processes.write(id, &data).await
+    }
+
+    fn process_close_stdin(&mut self, id: u32) {
+        self.js.processes.close_stdin(id);
+    }
+
+    fn process_kill(&mut self, id: u32, signal: String) {
+        self.js.processes.kill(id, &signal);
+    }
+
+    async fn process_poll(&mut self, wait_ms: u32) -> Vec<runtime::ProcessEvent> {
+        let wait = std::time::Duration::from_millis(u64::from(wait_ms));
+        self.js
+            .processes
+            .poll(wait)
+            .await
+            .into_iter()
+            .map(|event| match event {
+                crate::process::ProcessEvent::Stdout(id, data) => runtime::ProcessEvent {
+                    id,
+                    kind: "stdout".to_owned(),
+                    data,
+                    code: None,
+                    signal: None,
+                },
+                crate::process::ProcessEvent::Stderr(id, data) => runtime::ProcessEvent {
+                    id,
+                    kind: "stderr".to_owned(),
+                    data,
+                    code: None,
+                    signal: None,
+                },
+                crate::process::ProcessEvent::Exit { id, code, signal } => runtime::ProcessEvent {
+                    id,
+                    kind: "exit".to_owned(),
+                    data: Vec::new(),
+                    code,
+                    signal,
+                },
+            })
+            .collect()
     }
 
     async fn lookup(&mut self, host: String) -> Result<Vec<String>, String> {

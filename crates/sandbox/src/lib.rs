@@ -49,6 +49,7 @@ mod instance;
 mod js;
 mod limits;
 mod linker;
+mod process;
 mod report;
 mod store;
 
@@ -85,6 +86,9 @@ pub use http::{
 };
 pub use instance::{Instance, Loaded};
 pub use limits::OutputLimits;
+pub use process::{
+    JsProcesses, MAX_PROCESSES_PER_CALL, MAX_WRITE_BYTES, SpawnRequest, Spawned, StartFuture,
+};
 pub use report::{CallOutput, CallReport};
 
 use cache::{ArtefactCache, sha256};

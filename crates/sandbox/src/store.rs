@@ -83,6 +83,7 @@ impl StoreState {
             js: JsState {
                 grants: grants.js.clone(),
                 session: None,
+                processes: Default::default(),
             },
         })
     }

@@ -28,7 +28,7 @@ use bosun_core::{
     Authority, Capability, CapabilityRequest, ErrorCode, Risk, Scope, SpecError, ToolError,
     ToolOutput, ToolSpec,
 };
-use bosun_launch::{Confinement, Jail, Network};
+use bosun_launch::Jail;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -389,37 +389,6 @@ enum Ending {
     Cancelled,
 }
 
-/// The sandbox for one command: the workspace, its protected paths, and exactly the `net.http`
-/// authorities policy granted for this call (their ports; 80 and 443 for a host without one).
-pub(crate) fn confinement(ctx: &ToolContext, cpu_seconds: u64) -> Confinement {
-    let mut ports: Vec<u16> = ctx
-        .granted
-        .iter()
-        .filter(|r| r.capability == Capability::NetHttp)
-        .filter_map(|r| r.scope.as_authority())
-        .flat_map(|a| match a.port {
-            Some(port) => vec![port],
-            None => vec![80, 443],
-        })
-        .collect();
-    ports.sort_unstable();
-    ports.dedup();
-    let network = if ctx
-        .granted
-        .iter()
-        .any(|r| r.capability == Capability::NetHttp)
-    {
-        Network::TcpPorts(ports)
-    } else {
-        Network::Off
-    };
-    let root = ctx.workspace.root();
-    let mut confinement = Confinement::new(root.to_path_buf(), network);
-    confinement.protected = crate::workspace::protected_paths(root);
-    confinement.cpu_seconds = Some(cpu_seconds);
-    confinement
-}
-
 fn spawn(
     input: &Input,
     dir: &Path,
@@ -441,7 +410,11 @@ fn spawn(
         .launcher
         .confine(
             &mut command,
-            &confinement(ctx, timeout_ms.div_ceil(1000) + 1),
+            &crate::process::confinement(
+                ctx.workspace.root(),
+                &ctx.granted,
+                timeout_ms.div_ceil(1000) + 1,
+            ),
         )
         .map_err(|e| ToolError::new(ErrorCode::ProcessError, e.to_string()))?;
     let child = command.spawn().map_err(|err| {

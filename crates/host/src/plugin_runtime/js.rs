@@ -34,7 +34,10 @@ use bosun_js::{
     ToolOutcome, Trust,
 };
 use bosun_policy::{HookVerdict, Policy};
-use bosun_sandbox::{CallErrorKind, CallOptions, Grants, JsGrants, JsSession, Loaded};
+use bosun_sandbox::{
+    CallErrorKind, CallOptions, Grants, JsGrants, JsProcesses, JsSession, Loaded, SpawnRequest,
+    Spawned, StartFuture,
+};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -82,6 +85,9 @@ pub struct JsPluginSpec {
     pub static_manifest: Option<bosun_plugins::TriggerfishManifest>,
     /// The manifest asks to build code from strings (and trust recorded that).
     pub code_from_strings: bool,
+    /// The host variables the user passes to it (`[plugins.<name>] env`), with their values
+    /// now; nothing else of the environment reaches it.
+    pub env: BTreeMap<String, String>,
 }
 
 /// A JavaScript plugin's manifest, as the catalog read it without running code.
@@ -184,6 +190,7 @@ impl JsPluginSpec {
                 reserved,
                 static_manifest: None,
                 code_from_strings: m.code_from_strings,
+                env: BTreeMap::new(),
             },
             JsManifestRef::Triggerfish(m) => Self {
                 local_name: local_name.to_owned(),
@@ -206,6 +213,7 @@ impl JsPluginSpec {
                 reserved,
                 static_manifest: Some(m.clone()),
                 code_from_strings: m.code_from_strings,
+                env: BTreeMap::new(),
             },
         };
         Ok(spec)
@@ -262,6 +270,7 @@ impl JsPluginSpec {
             limits: self.limits,
             reserved_tool_names: self.reserved.clone(),
             code_from_strings: self.code_from_strings,
+            env: self.env.clone(),
         }
     }
 
@@ -645,10 +654,25 @@ impl Tool for JsTool {
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let net = crate::plugin_runtime::native::net_grant(&ctx.granted, &self.policy);
+        // Only a tool of risk `process` may start processes, each judged when it asks.
+        let processes: Option<Arc<dyn JsProcesses>> =
+            (self.spec.risk == Risk::Process).then(|| {
+                Arc::new(HostProcesses {
+                    plugin: self.runtime.spec.local_name.clone(),
+                    judge: ctx.judge.clone(),
+                    workspace: ctx.workspace.clone(),
+                    launcher: ctx.launcher.clone(),
+                    env: ctx.env.clone(),
+                    plugin_env: self.runtime.spec.env.clone(),
+                    granted: ctx.granted.clone(),
+                    timeout_ms: ctx.limits.command_timeout_ms,
+                }) as Arc<dyn JsProcesses>
+            });
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
             session: Some(Arc::new(SessionTaint(ctx.session.clone()))),
+            processes,
         };
         let input_json = input.to_string();
         let tool = self.tool.clone();
@@ -681,6 +705,133 @@ impl Tool for JsTool {
             } => Err(ToolError::from_plugin(&code, message, retryable)),
         }
     }
+}
+
+/// Starts the processes one call of a JavaScript tool of risk `process` asks for: each is
+/// judged as `process.spawn` of its program by the chokepoint running the call (a person may
+/// be asked, shown the plugin and the command line), then started in the OS sandbox with the
+/// workspace as its directory, the scrubbed environment plus the plugin's own variables, and
+/// the network this call was granted.
+#[derive(Debug)]
+struct HostProcesses {
+    plugin: String,
+    judge: Option<crate::tool::MidCallJudge>,
+    workspace: Arc<crate::Workspace>,
+    launcher: Arc<bosun_launch::Launcher>,
+    env: Arc<BTreeMap<String, String>>,
+    plugin_env: BTreeMap<String, String>,
+    granted: Vec<CapabilityRequest>,
+    timeout_ms: u64,
+}
+
+impl JsProcesses for HostProcesses {
+    fn start(&self, request: SpawnRequest) -> StartFuture<'_> {
+        Box::pin(async move {
+            let program = &request.program;
+            if program.chars().count() > 512
+                || program
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || "|&;<>()$`".contains(c))
+            {
+                return Err(format!(
+                    "`{}` is not a program name or path: Bosun runs no shell",
+                    crate::builtin::display_text(program)
+                ));
+            }
+            if request.args.len() > 1000 || request.args.iter().any(|a| a.len() > 65_536) {
+                return Err("too many or too long arguments".to_owned());
+            }
+            let line = crate::builtin::display_text(&command_line(&request));
+            let capability = CapabilityRequest {
+                capability: Capability::ProcessSpawn,
+                scope: Scope {
+                    program: Some(program.clone()),
+                    ..Scope::default()
+                },
+            };
+            crate::tool::judge(
+                self.judge.as_ref(),
+                capability,
+                format!("plugin `{}` starts: $ {line}", self.plugin),
+            )
+            .await
+            .map_err(|e| format!("starting `{program}` was denied: {}", e.message))?;
+            let cwd = self.cwd(request.cwd.as_deref())?;
+            // The scrubbed environment and the plugin's own variables; what the plugin passes
+            // may set those names only (no LD_PRELOAD, no secrets it made up a name for).
+            let mut env: BTreeMap<String, String> = (*self.env).clone();
+            env.extend(self.plugin_env.clone());
+            for (name, value) in request.env {
+                if env.contains_key(&name) {
+                    env.insert(name, value);
+                }
+            }
+            let mut command = tokio::process::Command::new(program);
+            command
+                .args(&request.args)
+                .current_dir(&cwd)
+                .env_clear()
+                .envs(&env)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            let confinement = crate::process::confinement(
+                self.workspace.root(),
+                &self.granted,
+                self.timeout_ms.div_ceil(1000) + 1,
+            );
+            let jail = self
+                .launcher
+                .confine(&mut command, &confinement)
+                .map_err(|e| e.to_string())?;
+            let child = command.spawn().map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("no such program `{program}` on PATH or at that path")
+                }
+                _ => format!("could not start `{program}`: {e}"),
+            })?;
+            Ok(Spawned {
+                child,
+                guard: Box::new(jail),
+            })
+        })
+    }
+}
+
+impl HostProcesses {
+    /// The directory to start in: the workspace (as the plugin sees it, `/workspace/...`, or
+    /// relative to it); never outside.
+    fn cwd(&self, asked: Option<&str>) -> Result<std::path::PathBuf, String> {
+        let Some(asked) = asked else {
+            return Ok(self.workspace.cwd().to_path_buf());
+        };
+        let guest = bosun_sandbox::WORKSPACE_GUEST_PATH;
+        let relative = match asked.strip_prefix(guest) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                rest.trim_start_matches('/').to_owned()
+            }
+            _ => asked.to_owned(),
+        };
+        let relative = if relative.is_empty() { "." } else { &relative };
+        let dir = self.workspace.resolve(relative).map_err(|e| e.message)?;
+        if !dir.is_dir() {
+            return Err(format!("cwd `{asked}` is not a directory in the workspace"));
+        }
+        Ok(dir)
+    }
+}
+
+/// `program 'arg' …` as a person reads it.
+fn command_line(request: &SpawnRequest) -> String {
+    let mut line = request.program.clone();
+    for arg in &request.args {
+        line.push_str(" '");
+        line.push_str(&arg.replace('\'', r"'\''"));
+        line.push('\'');
+    }
+    line
 }
 
 /// A plugin's `restrictPolicy` hooks, asked about every call.
@@ -772,7 +923,18 @@ pub fn specs_from_catalog<'a>(
             bounds,
             reserved.to_vec(),
         ) {
-            Ok(spec) => specs.push(spec),
+            Ok(mut spec) => {
+                // The variables the user named, read now; an unset one is simply absent.
+                spec.env = config
+                    .map(|c| {
+                        c.env
+                            .iter()
+                            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                specs.push(spec);
+            }
             Err(reason) => warnings.push(format!(
                 "plugin `{}` was not loaded: {reason}",
                 entry.local_name

@@ -111,6 +111,7 @@ impl PluginRuntime {
                     cancel: ctx.cancel.clone(),
                     net,
                     session: None,
+                    processes: None,
                 },
             )
             .await;

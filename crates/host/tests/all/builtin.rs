@@ -57,6 +57,7 @@ impl Fixture {
             logs: Default::default(),
             reads: ReadJudge::unrestricted(),
             granted: Vec::new(),
+            judge: None,
         };
         Fixture {
             _tmp: tmp,

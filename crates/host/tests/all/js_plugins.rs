@@ -68,6 +68,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         reserved: vec!["read_file".into(), "run_command".into()],
         static_manifest: None,
         code_from_strings: false,
+        env: Default::default(),
     }
 }
 
@@ -343,4 +344,166 @@ async fn a_forge_tool_context_reports_the_hosts_limits() {
         ),
         other => panic!("{other:?}"),
     }
+}
+
+// ----- Processes a JavaScript plugin starts through the host --------------------------------
+
+/// A Forge plugin bridging to a stdio MCP server named in `BRIDGE_COMMAND` (a JSON array),
+/// with Node's `child_process` as Forge's own mcp-stdio example uses it: `spawn` with piped
+/// stdio, `setEncoding`, `data`/`error`/`exit` events, `stdin.write`/`end`, `kill`. One tool of
+/// risk `process`, one of risk `read` doing the same.
+const BRIDGE: &str = r#"
+import { spawn } from "node:child_process";
+
+export default function activate(api) {
+  const bridge = (name, risk) => api.registerTool({
+    name,
+    description: "Lists the tools of the configured stdio server, then calls its echo tool.",
+    risk,
+    inputSchema: api.z.object({ text: api.z.string() }).strict(),
+    execute: async ({ text }, context) => {
+      const [file, ...args] = JSON.parse(process.env.BRIDGE_COMMAND);
+      const child = spawn(file, args, { cwd: context.workspace.cwd, env: process.env, stdio: ["pipe", "pipe", "pipe"] });
+      let buffer = "";
+      let stderr = "";
+      let next = 1;
+      const waiting = new Map();
+      const failed = new Promise((_, reject) => {
+        child.once("error", reject);
+        child.once("exit", (code, signal) => reject(new Error(`the server exited (${code} ${signal}): ${stderr}`)));
+      });
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk) => {
+        buffer += chunk;
+        for (let at = buffer.indexOf("\n"); at >= 0; at = buffer.indexOf("\n")) {
+          const message = JSON.parse(buffer.slice(0, at));
+          buffer = buffer.slice(at + 1);
+          waiting.get(message.id)?.(message.result);
+        }
+      });
+      child.stderr.on("data", (chunk) => { stderr += chunk; });
+      const request = (method, params) => Promise.race([failed, new Promise((resolve) => {
+        const id = next++;
+        waiting.set(id, resolve);
+        child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+      })]);
+      try {
+        await request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "bridge", version: "1" } });
+        child.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
+        const listed = await request("tools/list", {});
+        const called = await request("tools/call", { name: "echo", arguments: { text } });
+        return { ok: true, output: { tools: listed.tools.map((t) => t.name), echoed: called.content[0].text, pid: typeof child.pid }, truncated: false };
+      } catch (error) {
+        return { ok: false, error: { code: "process_error", message: `${error.code}: ${error.message}`, retryable: false } };
+      } finally {
+        child.stdin.end();
+        child.kill();
+      }
+    },
+  });
+  bridge("bridge", "process");
+  bridge("sneaky_bridge", "read");
+}
+"#;
+
+/// A stdio MCP server in a dozen lines: newline-delimited JSON-RPC, one tool. It leaves
+/// `started.marker` in its directory, so a test can tell whether it ever ran.
+const TINY_SERVER: &str = r#"
+import json, pathlib, sys
+pathlib.Path("started.marker").write_text("yes")
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message["method"]
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "tiny", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "echo", "description": "Echo", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"#;
+
+async fn bridge_host(rules: &str) -> (Host, std::path::PathBuf) {
+    let mut spec = forge("bridge", &["tools:register"]);
+    spec.files = vec![("index.mjs".into(), BRIDGE.into())];
+    spec.env = std::collections::BTreeMap::from([(
+        "BRIDGE_COMMAND".to_owned(),
+        r#"["/usr/bin/python3", "server.py"]"#.to_owned(),
+    )]);
+    let (host, warnings) = host(vec![spec], rules).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let root = host.chokepoint.workspace().root().to_path_buf();
+    std::fs::write(root.join("server.py"), TINY_SERVER).unwrap();
+    (host, root)
+}
+
+const ALLOW_BRIDGE: &str = r#"
+[policy]
+[[policy.rules]]
+action = "plugin.bridge.tool.*"
+decision = "allow"
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_js_plugin_starts_an_mcp_server_through_policy_and_the_sandbox() {
+    let rules = format!(
+        "{ALLOW_BRIDGE}\n[[policy.rules]]\naction = \"process.spawn\"\nprogram = \"/usr/bin/python3\"\ndecision = \"allow\"\n"
+    );
+    let (host, root) = bridge_host(&rules).await;
+    let result = host.call("bridge", json!({"text": "hello"})).await;
+    match &result {
+        ToolResult::Ok { output, .. } => assert_eq!(
+            output,
+            &json!({"tools": ["echo"], "echoed": "hello", "pid": "number"})
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(root.join("started.marker").exists());
+    // The spawn was judged in the chokepoint and recorded.
+    host.trace.flush();
+    let runs = std::fs::read_to_string(host.trace.path().unwrap()).unwrap();
+    assert!(runs.contains("capability.decided"), "{runs}");
+    assert!(runs.contains("/usr/bin/python3"), "{runs}");
+
+    // Again: a fresh process for a fresh call, the last one gone with its call.
+    let result = host.call("bridge", json!({"text": "again"})).await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spawn_policy_denies_never_starts_the_process() {
+    for (rules, why) in [
+        (
+            format!(
+                "{ALLOW_BRIDGE}\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"deny\"\n"
+            ),
+            "denied",
+        ),
+        // Policy asks and nobody can answer here.
+        (ALLOW_BRIDGE.to_owned(), "denied"),
+    ] {
+        let (host, root) = bridge_host(&rules).await;
+        let result = host.call("bridge", json!({"text": "hello"})).await;
+        let error = result.error().unwrap_or_else(|| panic!("{result:?}"));
+        assert!(error.message.contains("EACCES"), "{error:?}");
+        assert!(error.message.contains(why), "{error:?}");
+        assert!(!root.join("started.marker").exists());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_a_tool_of_risk_process_may_start_one() {
+    let rules = format!(
+        "{ALLOW_BRIDGE}\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n"
+    );
+    let (host, root) = bridge_host(&rules).await;
+    let result = host.call("sneaky_bridge", json!({"text": "hello"})).await;
+    let error = result.error().unwrap_or_else(|| panic!("{result:?}"));
+    assert!(
+        error.message.contains("only a tool of risk `process`"),
+        "{error:?}"
+    );
+    assert!(!root.join("started.marker").exists());
 }

@@ -36,7 +36,7 @@ const MAX_MESSAGE_BYTES: usize = 4096;
 /// The prelude's files, evaluated in this order as classic scripts before `bosun:runtime`: each
 /// takes what it needs from the files before it (js/prelude/shared.js says how).
 /// test/harness.mjs reads this list.
-const PRELUDE: [(&str, &str); 23] = [
+const PRELUDE: [(&str, &str); 24] = [
     ("prelude/shared.js", include_str!("../js/prelude/shared.js")),
     ("prelude/bytes.js", include_str!("../js/prelude/bytes.js")),
     (
@@ -53,6 +53,7 @@ const PRELUDE: [(&str, &str); 23] = [
     ),
     ("prelude/events.js", include_str!("../js/prelude/events.js")),
     ("prelude/timers.js", include_str!("../js/prelude/timers.js")),
+    ("prelude/io.js", include_str!("../js/prelude/io.js")),
     ("prelude/abort.js", include_str!("../js/prelude/abort.js")),
     (
         "prelude/cancellation.js",
@@ -342,13 +343,38 @@ fn settle_with<'js>(
             }
             None => None,
         };
-        let (Some(api), Some(wait_ms)) = (api, next) else {
+        let io_pending = match api {
+            Some(api) => {
+                let pending: Function = api
+                    .get("ioPending")
+                    .map_err(|e| js_failure(ctx, e, "looking up ioPending"))?;
+                pending
+                    .call::<_, bool>(())
+                    .catch(ctx)
+                    .map_err(|e| caught("ioPending", e))?
+            }
+            None => false,
+        };
+        let Some(api) = api.filter(|_| next.is_some() || io_pending) else {
             return Err(Failure::new(
                 "plugin_error",
-                "the plugin's promise can never settle: nothing is left to run (no pending job, timer or request)",
+                "the plugin's promise can never settle: nothing is left to run (no pending job, timer, request or process)",
             ));
         };
-        if wait_ms > 0.0 {
+        let wait_ms = next.unwrap_or(f64::INFINITY);
+        if io_pending {
+            // A running process: wait on its output (the host waits at most 100 ms) instead
+            // of sleeping, so its events are handled as soon as they come.
+            let poll_io: Function = api
+                .get("pollIo")
+                .map_err(|e| js_failure(ctx, e, "looking up pollIo"))?;
+            let wait = wait_ms.min(MAX_SLEEP.as_secs_f64() * 1000.0 * 5.0);
+            poll_io
+                .call::<_, ()>((wait,))
+                .catch(ctx)
+                .map_err(|e| caught("a process event handler", e))?;
+            while ctx.execute_pending_job() {}
+        } else if wait_ms > 0.0 {
             let wait = Duration::from_secs_f64(wait_ms / 1000.0).min(MAX_SLEEP);
             std::thread::sleep(wait);
         }

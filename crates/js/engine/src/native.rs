@@ -43,6 +43,14 @@ pub fn install(ctx: &Ctx<'_>) -> Result<()> {
     native.set("hostInfo", Function::new(ctx.clone(), host_info)?)?;
     native.set("lookup", Function::new(ctx.clone(), lookup)?)?;
     native.set("intl", Function::new(ctx.clone(), intl)?)?;
+    native.set("spawn", Function::new(ctx.clone(), spawn)?)?;
+    native.set("processWrite", Function::new(ctx.clone(), process_write)?)?;
+    native.set(
+        "processCloseStdin",
+        Function::new(ctx.clone(), runtime::process_close_stdin)?,
+    )?;
+    native.set("processKill", Function::new(ctx.clone(), process_kill)?)?;
+    native.set("processPoll", Function::new(ctx.clone(), process_poll)?)?;
     ctx.globals().set("__native", native)
 }
 
@@ -272,4 +280,54 @@ fn lookup(ctx: Ctx<'_>, hostname: String) -> Result<Vec<String>> {
         };
         throw_coded(&ctx, code, &e)
     })
+}
+
+/// Starts a process through the host (policy, a person, the OS sandbox); its id, or an error
+/// whose `code` is `EACCES` (refused or denied), `ENOENT` (no such program) or `EIO`.
+fn spawn(ctx: Ctx<'_>, request: String) -> Result<u32> {
+    runtime::spawn(&request).map_err(|e| {
+        let code = if e.contains("no such program") {
+            "ENOENT"
+        } else if e.contains("denied")
+            || e.contains("declined")
+            || e.contains("may not")
+            || e.contains("approval")
+        {
+            "EACCES"
+        } else {
+            "EIO"
+        };
+        throw_coded(&ctx, code, &e)
+    })
+}
+
+fn process_write<'js>(ctx: Ctx<'js>, id: u32, data: Value<'js>) -> Result<()> {
+    let bytes = bytes_of(&ctx, &data)?;
+    runtime::process_write(id, &bytes).map_err(|e| throw_coded(&ctx, "EPIPE", &e))
+}
+
+fn process_kill(id: u32, signal: String) {
+    runtime::process_kill(id, &signal);
+}
+
+/// What the call's processes said since the last poll: `[{id, kind, data, code, signal}]`.
+fn process_poll<'js>(ctx: Ctx<'js>, wait_ms: f64) -> Result<rquickjs::Array<'js>> {
+    let wait = if wait_ms.is_finite() && wait_ms > 0.0 {
+        // At most 100 ms on the host's side; the cast saturates.
+        wait_ms.min(100.0) as u32
+    } else {
+        0
+    };
+    let events = runtime::process_poll(wait);
+    let list = rquickjs::Array::new(ctx.clone())?;
+    for (i, event) in events.into_iter().enumerate() {
+        let object = Object::new(ctx.clone())?;
+        object.set("id", event.id)?;
+        object.set("kind", event.kind)?;
+        object.set("data", TypedArray::<u8>::new(ctx.clone(), event.data)?)?;
+        object.set("code", event.code)?;
+        object.set("signal", event.signal)?;
+        list.set(i, object)?;
+    }
+    Ok(list)
 }

@@ -130,6 +130,7 @@ fn request(
         limits: JsLimits::default(),
         reserved_tool_names: BUILTINS.iter().map(|s| (*s).to_owned()).collect(),
         code_from_strings: false,
+        env: Default::default(),
     }
 }
 

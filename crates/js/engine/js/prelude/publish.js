@@ -10,7 +10,7 @@
     clearInterval, clearImmediate, queueMicrotask, nextTimer, runTimers, AbortSignal,
     AbortController, cancellation, TextEncoder, TextDecoder, btoa, atob, URLSearchParams, URL,
     Headers, BodyStream, Body, Request, Response, fetch, Buffer, structuredClone, performance,
-    process, Intl, codeFromStrings,
+    process, Intl, codeFromStrings, io,
   } = shared;
 
   for (const cls of [
@@ -64,6 +64,8 @@
     timers: ObjectFreeze({ nextTimer, runTimers, setTimeout, clearTimeout }),
     /** Tracking and aborting the current call's signal. */
     cancellation,
+    /** The running processes the event loop waits on (prelude/io.js). */
+    io,
     /** `allow()`: lets this instance's plugin build code from strings (its manifest asked). */
     codeFromStrings,
     /** The classes and functions as the prelude made them (plugins may replace the globals). */

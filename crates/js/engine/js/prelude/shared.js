@@ -73,7 +73,7 @@
   const NATIVE_NAMES = [
     "log", "config", "configAll", "isCancelled", "http", "parseUrl", "utf8Encode", "utf8Decode",
     "base64Encode", "base64Decode", "sessionTaint", "escalateTaint", "hostInfo", "lookup",
-    "intl",
+    "intl", "spawn", "processWrite", "processCloseStdin", "processKill", "processPoll",
   ];
   const host = {};
   for (const name of NATIVE_NAMES) {

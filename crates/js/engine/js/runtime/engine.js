@@ -21,6 +21,8 @@ async function activate(requestJson) {
   // Before any of the plugin's code is evaluated: only a manifest that asked for it, shown to
   // the person who trusted the plugin, lets it build code from strings.
   if (request.codeFromStrings === true) internal.codeFromStrings.allow();
+  // The host variables the user passed to this plugin ([plugins.<name>] env), and no others.
+  Object.assign(internal.web.process.env, request.env);
   const state = request.format === "forge" ? createForgeState(request) : { ...request, activated: false };
   const descriptor = request.format === "forge" ? await activateForge(state) : await activateTriggerfish(state);
   plugin = state;
@@ -28,6 +30,8 @@ async function activate(requestJson) {
 }
 
 async function call(toolName, inputJson) {
+  // The processes of an earlier call ended with it.
+  internal.io.reset();
   let result;
   try {
     if (plugin === null) result = failure("plugin_error", "The plugin has not been activated.");
@@ -44,6 +48,7 @@ async function call(toolName, inputJson) {
 }
 
 async function hook(op, payloadJson) {
+  internal.io.reset();
   if (plugin === null) throw new PluginError("The plugin has not been activated.");
   const text = String(payloadJson);
   let payload;
@@ -92,6 +97,8 @@ ObjectDefineProperty(globalThis, "__engine", {
     hook,
     nextTimer: timers.nextTimer,
     runTimers: timers.runTimers,
+    ioPending: internal.io.pending,
+    pollIo: internal.io.poll,
     cancel,
   }),
   writable: false,

@@ -29,6 +29,7 @@
 // complete and safe to show) only when the plugin broke its contract.
 import internal from "bosun:internal";
 import { z } from "zod";
+import { spawn as spawnChild } from "node:child_process";
 
 const { native, web, util, cancellation, timers } = internal;
 const { describeThrown, utf8ByteLength, bound } = util;
@@ -36,6 +37,7 @@ const nativeLog = native.log;
 
 const ObjectFreeze = Object.freeze;
 const ObjectKeys = Object.keys;
+const ObjectValues = Object.values;
 const ObjectDefineProperty = Object.defineProperty;
 const ArrayIsArray = Array.isArray;
 const ReflectApply = Reflect.apply;
@@ -184,7 +186,12 @@ function parseRequest(requestJson) {
   if (typeof codeFromStrings !== "boolean") {
     throw new PluginError("The activation request's codeFromStrings must be a boolean.");
   }
+  const env = request.env ?? {};
+  if (!isPlainObject(env) || !ObjectValues(env).every((v) => typeof v === "string")) {
+    throw new PluginError("The activation request's env must be an object of strings.");
+  }
   return {
+    env: ObjectFreeze({ ...env }),
     format,
     name,
     entry,

@@ -73,7 +73,7 @@ function triggerfishInputSchema(parameters) {
  * reading any member throws `Sandbox: access to Deno.<prop> is blocked`. No other Deno member
  * exists in either case.
  */
-function installDeno(trust) {
+function installDeno(trust, env) {
   let deno;
   if (trust === "trusted") {
     const unavailable = (what) => new Error(`Deno.${what} is not available: the host did not provide it`);
@@ -97,6 +97,15 @@ function installDeno(trust) {
       get version() {
         return deepFreeze(json("version", "version"));
       },
+      // Only the host variables the user passed to this plugin ([plugins.<name>] env).
+      env: ObjectFreeze({
+        get: (name) => env[String(name)],
+        has: (name) => ObjectHasOwnEnv(env, String(name)),
+        toObject: () => ({ ...env }),
+        set() { throw new Error("Deno.env.set is not available: the plugin's environment is what the user gave it"); },
+        delete() { throw new Error("Deno.env.delete is not available: the plugin's environment is what the user gave it"); },
+      }),
+      Command: denoCommand(env),
     });
   } else {
     const blocked = (property) => new Error(`Sandbox: access to Deno.${String(property)} is blocked`);
@@ -109,6 +118,118 @@ function installDeno(trust) {
     });
   }
   ObjectDefineProperty(globalThis, "Deno", { value: deno, writable: false, enumerable: false, configurable: false });
+}
+
+const ObjectHasOwnEnv = (object, key) => Object.prototype.hasOwnProperty.call(object, key);
+
+/** Bytes from a child's stream, for `output()` and `spawn()`'s readers. */
+function chunkQueue(stream) {
+  const chunks = [];
+  const waiting = [];
+  let done = false;
+  stream?.on("data", (chunk) => {
+    const bytes = new Uint8Array(chunk);
+    const next = waiting.shift();
+    if (next) next({ value: bytes, done: false });
+    else chunks.push(bytes);
+  });
+  stream?.on("end", () => {
+    done = true;
+    for (const next of waiting.splice(0)) next({ value: undefined, done: true });
+  });
+  const read = () => {
+    if (chunks.length > 0) return Promise.resolve({ value: chunks.shift(), done: false });
+    if (done || !stream) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+  const all = async () => {
+    const parts = [];
+    for (;;) {
+      const { value, done: finished } = await read();
+      if (finished) break;
+      parts.push(value);
+    }
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const part of parts) { out.set(part, at); at += part.length; }
+    return out;
+  };
+  return ObjectFreeze({
+    getReader: () => ObjectFreeze({ read, releaseLock() {}, cancel: async () => {} }),
+    [Symbol.asyncIterator]: () => ({ next: read }),
+    all,
+  });
+}
+
+/**
+ * `Deno.Command` for trusted Triggerfish plugins: `output()` and `spawn()`, started through
+ * the host exactly as `node:child_process` starts a process (policy, a person, the OS sandbox).
+ */
+function denoCommand(env) {
+  return class Command {
+    #program;
+    #options;
+
+    constructor(command, options = {}) {
+      this.#program = command instanceof URL ? command.pathname : String(command);
+      this.#options = options ?? {};
+    }
+
+    #start() {
+      const options = this.#options;
+      const childEnv = options.clearEnv ? { ...(options.env ?? {}) } : { ...env, ...(options.env ?? {}) };
+      const args = ArrayIsArray(options.args) ? options.args.map((a) => String(a)) : [];
+      const cwd = options.cwd instanceof URL ? options.cwd.pathname : options.cwd;
+      return spawnChild(this.#program, args, { cwd, env: childEnv, signal: options.signal });
+    }
+
+    output() {
+      const child = this.#start();
+      const stdout = chunkQueue(child.stdout);
+      const stderr = chunkQueue(child.stderr);
+      child.stdin?.end();
+      return new Promise((resolve, reject) => {
+        child.once("error", (error) => reject(new Error(`Deno.Command: ${error.message}`)));
+        child.once("close", async (code, signal) => {
+          resolve({ code: code ?? 1, success: code === 0, signal, stdout: await stdout.all(), stderr: await stderr.all() });
+        });
+      });
+    }
+
+    outputSync() {
+      throw new Error("Deno.Command.outputSync is not available: a synchronous child would stop the plugin's event loop; use output()");
+    }
+
+    spawn() {
+      const child = this.#start();
+      const stdout = chunkQueue(child.stdout);
+      const stderr = chunkQueue(child.stderr);
+      const status = new Promise((resolve, reject) => {
+        child.once("error", (error) => reject(new Error(`Deno.Command: ${error.message}`)));
+        child.once("close", (code, signal) => resolve({ code: code ?? 1, success: code === 0, signal }));
+      });
+      return ObjectFreeze({
+        get pid() { return child.pid; },
+        status,
+        stdout,
+        stderr,
+        stdin: ObjectFreeze({
+          getWriter: () => ObjectFreeze({
+            write: async (bytes) => { child.stdin?.write(bytes); },
+            close: async () => { child.stdin?.end(); },
+            releaseLock() {},
+          }),
+        }),
+        kill: (signal = "SIGTERM") => { child.kill(signal); },
+        output: async () => {
+          const { code, success, signal } = await status;
+          return { code, success, signal, stdout: await stdout.all(), stderr: await stderr.all() };
+        },
+        ref() {},
+        unref() {},
+      });
+    }
+  };
 }
 
 function createTriggerfishContext(state) {
@@ -179,7 +300,7 @@ function currentSystemPrompt(state) {
 }
 
 async function activateTriggerfish(state) {
-  installDeno(state.trust);
+  installDeno(state.trust, state.env);
   const module = await importEntry(state);
   checkTriggerfishExports(state, module);
   const manifest = jsonCopy(module.manifest);

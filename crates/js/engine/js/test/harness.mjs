@@ -282,6 +282,18 @@ export async function createEngine(options = {}) {
     },
   };
 
+  // Processes: the harness starts none (the Rust tests run real ones through the host).
+  native.spawn = (request) => {
+    requireString(request, "spawn");
+    throw realmError("EACCES", "this plugin may not start processes here");
+  };
+  native.processWrite = () => {
+    throw realmError("EPIPE", "there is no process");
+  };
+  native.processCloseStdin = () => {};
+  native.processKill = () => {};
+  native.processPoll = () => new realm.Array();
+
   context.__native = native;
   for (const file of PRELUDE_FILES) vm.runInContext(readSource(file), context, { filename: file });
 

@@ -122,17 +122,20 @@ test("node:dns/promises and node:dns lookup go through the host", async () => {
   assert.ok(!engine.lookups.includes("192.0.2.7"));
 });
 
-test("node:child_process refuses; node:url refuses file paths; node:buffer and node:timers/promises work", async () => {
+test("node:child_process asks the host and refuses shells and sync forms; node:url refuses file paths; node:buffer and node:timers/promises work", async () => {
   const { output } = await probe(
-    `import { spawn, execSync } from "node:child_process";
+    `import { spawn, execSync, exec } from "node:child_process";
      import { URL as NodeURL, URLSearchParams as NodeParams, fileURLToPath } from "node:url";
      import { Buffer as NodeBuffer, atob as nodeAtob } from "buffer";
      import { setTimeout as sleep, setImmediate as nextTurn, scheduler } from "node:timers/promises";`,
     `
       const refusals = [];
-      for (const attempt of [() => spawn("ls"), () => execSync("ls"), () => fileURLToPath("file:///etc/passwd")]) {
+      for (const attempt of [() => spawn("ls", [], { shell: true }), () => execSync("ls"), () => fileURLToPath("file:///etc/passwd")]) {
         try { attempt(); refusals.push("allowed"); } catch (e) { refusals.push(e.code + ": " + e.message); }
       }
+      // The host refused (this harness starts nothing): the child's error event says so.
+      const spawnError = await new Promise((resolve) => spawn("ls", ["-l"]).on("error", (e) => resolve([e.code, e.syscall])));
+      const execError = await new Promise((resolve) => exec("ls | wc -l", (e) => resolve(e.code)));
       const started = Date.now();
       const slept = await sleep(20, "value");
       const elapsed = Date.now() - started;
@@ -146,16 +149,18 @@ test("node:child_process refuses; node:url refuses file paths; node:buffer and n
       let preAborted;
       try { await sleep(1, "x", { signal: AbortSignal.abort() }); } catch (e) { preAborted = e.name; }
       return {
-        refusals, slept, elapsedOk: elapsed >= 15, immediate, aborted, preAborted,
+        refusals, spawnError, execError, slept, elapsedOk: elapsed >= 15, immediate, aborted, preAborted,
         sameUrl: NodeURL === URL && NodeParams === URLSearchParams, sameBuffer: NodeBuffer === Buffer, atob: nodeAtob("aGk="),
       };
     `,
   );
   assert.deepEqual(output.refusals, [
-    "ERR_ACCESS_DENIED: child_process.spawn is not available in Bosun's sandbox: plugins cannot start processes",
-    "ERR_ACCESS_DENIED: child_process.execSync is not available in Bosun's sandbox: plugins cannot start processes",
+    "ERR_ACCESS_DENIED: child_process: shell is not available in Bosun's sandbox; pass the program and its arguments without a shell",
+    "ERR_ACCESS_DENIED: child_process.execSync is not available in Bosun's sandbox: a synchronous child would stop the plugin's event loop; use the asynchronous form",
     "ERR_ACCESS_DENIED: url.fileURLToPath is not available in Bosun's engine: plugins have no file system",
   ]);
+  assert.deepEqual(output.spawnError, ["EACCES", "spawn ls"]);
+  assert.equal(output.execError, "ERR_ACCESS_DENIED");
   assert.equal(output.slept, "value");
   assert.equal(output.elapsedOk, true);
   assert.equal(output.immediate, "now");

@@ -244,7 +244,7 @@ test("sandboxed: any Deno access throws Triggerfish's sandbox error; nothing els
   assert.match(await message("replace"), /^Plugin test-plugin error: Cannot assign to read only property 'Deno'/);
 });
 
-test("trusted: Deno has only hostname, memoryUsage, build and version, read through the host", async () => {
+test("trusted: Deno has hostname, memoryUsage, build and version read through the host, the env the user passed and Command", async () => {
   const engine = await createEngine({
     files: loadFixture("system-facts"),
     hostInfo: {
@@ -265,8 +265,8 @@ test("trusted: Deno has only hostname, memoryUsage, build and version, read thro
     memory: 64,
     os: "linux",
     version: { bosun: "0.1.0", engine: "quickjs-ng" },
-    members: ["build", "hostname", "memoryUsage", "version"],
-    env: "undefined",
+    members: ["Command", "build", "env", "hostname", "memoryUsage", "version"],
+    env: "object",
     taint: "INTERNAL",
   });
   // `export let systemPrompt` is re-read for every prompt, as Triggerfish does.
