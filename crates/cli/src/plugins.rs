@@ -179,6 +179,26 @@ fn review(entry: &PluginEntry) -> String {
         text.push_str(
             "  tools: registered at activation, by the plugin's code running in the sandbox once trusted\n",
         );
+        let env = entry
+            .config
+            .as_ref()
+            .map(|c| c.env.clone())
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "  environment it sees: {}\n",
+            if env.is_empty() {
+                "none".to_owned()
+            } else {
+                format!(
+                    "{} ([plugins.{}] env; values redacted in traces)",
+                    env.join(", "),
+                    entry.local_name
+                )
+            }
+        ));
+        text.push_str(
+            "  processes: a tool of risk `process` may start programs, each judged as process.spawn (asked by default) and run in the OS sandbox\n",
+        );
     }
     if let Some(m) = &entry.manifest {
         text.push_str(&format!(

@@ -306,7 +306,15 @@ impl LoadedConfig {
 
     /// The redactor for traces: secret-looking environment variables plus those named in config.
     pub fn redactor(&self) -> Redactor {
-        Redactor::from_env(std::env::vars(), &self.user.trace.redact_env)
+        // The variables passed to plugins (`[plugins.<name>] env`) are redacted like secrets.
+        let mut names = self.user.trace.redact_env.clone();
+        names.extend(
+            self.user
+                .plugins
+                .values()
+                .flat_map(|p| p.env.iter().cloned()),
+        );
+        Redactor::from_env(std::env::vars(), &names)
     }
 
     /// The environment a child process gets: this process's, minus every secret.

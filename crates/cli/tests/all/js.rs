@@ -173,3 +173,90 @@ fn a_plugin_that_fails_the_scan_is_not_installed() {
     let call: Vec<&Value> = events.iter().filter(|e| e["tool"] == TOOL).collect();
     assert_eq!(call[0]["error"]["code"], "unknown_tool", "{call:?}");
 }
+
+/// A Forge plugin that runs the command in `TINY_COMMAND` (a JSON array) with `execFile` and
+/// returns what it printed and the environment names the plugin itself sees.
+const EXEC_PLUGIN: &str = r#"import { execFile } from "node:child_process";
+
+export default function activate(api) {
+  api.registerTool({
+    name: "run_tiny",
+    description: "Runs the configured command and returns its output.",
+    risk: "process",
+    inputSchema: api.z.object({}).strict(),
+    execute: async (_input, context) => new Promise((resolve) => {
+      const [file, ...args] = JSON.parse(process.env.TINY_COMMAND);
+      execFile(file, args, { cwd: context.workspace.cwd }, (error, stdout, stderr) => resolve(error
+        ? { ok: false, error: { code: "process_error", message: `${error.code}: ${error.message} ${stderr}`, retryable: false } }
+        : { ok: true, output: { stdout: stdout.trim(), seen: Object.keys(process.env).sort() }, truncated: false }));
+    }),
+  });
+}
+"#;
+
+#[test]
+fn a_plugin_sees_only_the_variables_its_entry_names_and_starts_processes_through_policy() {
+    let env = Env::new();
+    let dir = env.home().join("plugins/tiny");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        r#"{"schemaVersion": 1, "apiVersion": "1", "name": "tiny", "version": "1.0.0", "entry": "./index.mjs", "capabilities": ["tools:register"]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("index.mjs"), EXEC_PLUGIN).unwrap();
+    let out = env.bosun(&["plugins", "enable", "tiny", "--path", "tiny", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let config_path = env.home().join("config.toml");
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    let config = config.replace(
+        "[plugins.tiny]\n",
+        "[plugins.tiny]\nenv = [\"TINY_COMMAND\"]\n",
+    );
+    assert!(config.contains("env = [\"TINY_COMMAND\"]"), "{config}");
+    std::fs::write(&config_path, config).unwrap();
+
+    // The review says what the plugin sees.
+    let out = env.bosun(&["plugins", "info", "tiny"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("environment it sees: TINY_COMMAND"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let command = r#"["/usr/bin/python3", "-c", "import os; print(os.environ.get('TINY_COMMAND', '-')[:2], os.environ.get('SECRET_API_TOKEN', 'no-secret'))"]"#;
+    let vars = [
+        ("TINY_COMMAND", command),
+        ("SECRET_API_TOKEN", "s3cret-value"),
+        ("OTHER_VARIABLE", "x"),
+    ];
+    let out = env.bosun_with_env(
+        &["tools", "call", "run_tiny", "{}", "--json", "--yes"],
+        &vars,
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["output"]["stdout"], "[\" no-secret", "{value}");
+    assert_eq!(value["output"]["seen"], json!(["TINY_COMMAND"]), "{value}");
+
+    // A rule denying the program: the plugin's child never starts.
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(
+        &config_path,
+        format!(
+            "[[policy.rules]]\naction = \"process.spawn\"\nprogram = \"/usr/bin/python3\"\ndecision = \"deny\"\n\n{config}"
+        ),
+    )
+    .unwrap();
+    let out = env.bosun_with_env(
+        &["tools", "call", "run_tiny", "{}", "--json", "--yes"],
+        &vars,
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["error"]["code"], "process_error", "{value}");
+    let message = value["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("EACCES") && message.contains("denied"),
+        "{message}"
+    );
+}
