@@ -251,7 +251,10 @@ impl Host {
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
-        let launcher = Arc::new(bosun_launch::Launcher::new(config.user.sandbox.clone()));
+        // Bosun's home is private to children: no command line opens it up.
+        let launcher = Arc::new(
+            bosun_launch::Launcher::new(config.user.sandbox.clone()).private(&config.home),
+        );
         for tool in &builtins {
             registry
                 .register(tool.clone())

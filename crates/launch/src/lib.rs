@@ -70,6 +70,10 @@ pub struct Confinement {
     pub protected: Vec<PathBuf>,
     /// CPU seconds before the kernel stops it (`RLIMIT_CPU`).
     pub cpu_seconds: Option<u64>,
+    /// Paths its approved command line names (`node /srv/mcp/server.mjs`): each existing file
+    /// becomes readable, and its directory too unless that directory holds or lies inside a
+    /// private place (the user's home, Bosun's home). See [`Launcher::private`].
+    pub named: Vec<PathBuf>,
 }
 
 impl Confinement {
@@ -82,7 +86,17 @@ impl Confinement {
             network,
             protected: Vec::new(),
             cpu_seconds: None,
+            named: Vec::new(),
         }
+    }
+
+    /// Names `args` (the absolute ones) as paths the command line gives the child.
+    pub fn name_arguments<S: AsRef<str>>(&mut self, args: impl IntoIterator<Item = S>) {
+        self.named.extend(
+            args.into_iter()
+                .map(|a| PathBuf::from(a.as_ref()))
+                .filter(|p| p.is_absolute()),
+        );
     }
 }
 
@@ -109,16 +123,33 @@ pub struct Launcher {
     config: SandboxConfig,
     status: OnceLock<Status>,
     home: Option<PathBuf>,
+    /// Places a named path never opens up: the user's home and those added by [`Launcher::private`].
+    private: Vec<PathBuf>,
 }
 
 impl Launcher {
     /// A launcher for `config`. What the machine enforces is probed on first use.
     pub fn new(config: SandboxConfig) -> Launcher {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         Launcher {
             config,
             status: OnceLock::new(),
-            home: std::env::var_os("HOME").map(PathBuf::from),
+            private: home
+                .iter()
+                .map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.clone()))
+                .collect(),
+            home,
         }
+    }
+
+    /// Adds a private place (Bosun's home, say): a path a command line names opens up nothing
+    /// inside it, and no directory that holds it. `[sandbox] read` can still grant it.
+    #[must_use]
+    pub fn private(mut self, path: impl Into<PathBuf>) -> Launcher {
+        let path = path.into();
+        self.private
+            .push(std::fs::canonicalize(&path).unwrap_or(path));
+        self
     }
 
     /// A launcher that confines nothing (`[sandbox] enabled = false`).
@@ -214,6 +245,36 @@ impl Drop for Jail {
     }
 }
 
+/// What the named paths open up: each existing file, and its directory when that directory
+/// neither lies inside a private place nor holds one (nor is the root).
+fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
+    let mut reads = Vec::new();
+    for path in named {
+        let Ok(path) = std::fs::canonicalize(path) else {
+            continue;
+        };
+        let touches = |p: &Path| private.iter().any(|x| p.starts_with(x) || x.starts_with(p));
+        if private.iter().any(|x| path.starts_with(x)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if let Some(dir) = path.parent()
+            && dir.parent().is_some()
+            && !touches(dir)
+        {
+            reads.push(dir.to_path_buf());
+        } else {
+            reads.push(path.clone());
+        }
+    }
+    reads
+}
+
 fn confine(
     launcher: &Launcher,
     status: &Status,
@@ -235,6 +296,9 @@ fn confine(
     paths.read.extend(rules::toolchain_reads(home));
     paths.read.extend(launcher.config.read_paths(home));
     paths.read.extend(confinement.read.iter().cloned());
+    paths
+        .read
+        .extend(named_reads(&confinement.named, &launcher.private));
     paths.write.push(confinement.workspace.clone());
     paths.write.push(tmp.path().to_path_buf());
     paths.write.extend(launcher.config.write_paths(home));
@@ -326,4 +390,45 @@ fn confine(
     }
     jail.tmp = Some(tmp);
     Ok(jail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn degraded() -> Status {
+        let mut status = Status::probe(&SandboxConfig::default());
+        status.layers[0] = (
+            Layer::Filesystem,
+            LayerState::Missing("no Landlock (a test's machine)".to_owned()),
+        );
+        status
+    }
+
+    #[test]
+    fn require_refuses_a_child_when_a_layer_is_missing_and_says_which() {
+        let launcher = Launcher::new(SandboxConfig {
+            require: true,
+            ..SandboxConfig::default()
+        });
+        assert!(launcher.status.set(degraded()).is_ok());
+        let mut command = tokio::process::Command::new("/bin/true");
+        let confinement = Confinement::new(PathBuf::from("/tmp"), Network::Off);
+        let error = launcher
+            .confine(&mut command, &confinement)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("does not enforce: filesystem"), "{error}");
+        assert!(error.contains("require = false"), "{error}");
+    }
+
+    #[test]
+    fn a_degraded_machine_says_so_in_one_line() {
+        let summary = degraded().summary();
+        assert!(
+            summary.starts_with("sandbox: degraded — no filesystem"),
+            "{summary}"
+        );
+    }
 }

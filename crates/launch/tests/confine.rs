@@ -390,3 +390,51 @@ async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing() {
         .await;
     assert!(text(&output).contains("PRIVATE KEY"));
 }
+
+#[tokio::test]
+async fn a_file_the_command_line_names_is_readable_but_nothing_private() {
+    let rig = rig();
+    let srv = rig.root.join("srv");
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::write(
+        srv.join("script.sh"),
+        "echo from-script; cat \"$(dirname \"$0\")/lib.txt\"\n",
+    )
+    .unwrap();
+    std::fs::write(srv.join("lib.txt"), "from-lib\n").unwrap();
+    let key = rig.root.join("home/.ssh/id_ed25519");
+    let launcher = full_launcher(SandboxConfig::default()).private(rig.root.join("home"));
+    let run = |args: Vec<String>| {
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(&args)
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let mut confinement = rig.confinement(Network::Off);
+        confinement.name_arguments(&args);
+        let jail = launcher.confine(&mut command, &confinement).unwrap();
+        async move {
+            let output = command.output().await.unwrap();
+            drop(jail);
+            text(&output)
+        }
+    };
+    // Named: the script and, its directory being nobody's private place, its neighbours.
+    let seen = run(vec![srv.join("script.sh").display().to_string()]).await;
+    assert!(
+        seen.contains("from-script") && seen.contains("from-lib"),
+        "{seen}"
+    );
+    // Not named: nothing.
+    let seen = run(vec![
+        "-c".into(),
+        format!("cat '{}'", srv.join("lib.txt").display()),
+    ])
+    .await;
+    assert!(seen.contains("Permission denied"), "{seen}");
+    // Named, but inside a private place: still nothing.
+    let seen = run(vec![key.display().to_string()]).await;
+    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(!seen.contains("PRIVATE KEY"), "{seen}");
+}

@@ -229,6 +229,8 @@ impl Server {
         confinement.read = sandbox.read.clone();
         confinement.write = sandbox.write.clone();
         confinement.protected = bosun_host::protected_paths(&self.workspace_root);
+        // The files its approved command line names are its to read (its script, say).
+        confinement.name_arguments(self.config.command.iter().chain(&self.config.args));
         self.launcher
             .confine(cmd, &confinement)
             .map_err(|e| format!("cannot start it: {e}"))

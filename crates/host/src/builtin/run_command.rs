@@ -408,14 +408,16 @@ fn spawn(
         .kill_on_drop(true);
     let jail = ctx
         .launcher
-        .confine(
-            &mut command,
-            &crate::process::confinement(
+        .confine(&mut command, &{
+            let mut confinement = crate::process::confinement(
                 ctx.workspace.root(),
                 &ctx.granted,
                 timeout_ms.div_ceil(1000) + 1,
-            ),
-        )
+            );
+            // The files the approved command line names are its to read.
+            confinement.name_arguments(std::iter::once(&input.program).chain(&input.args));
+            confinement
+        })
         .map_err(|e| ToolError::new(ErrorCode::ProcessError, e.to_string()))?;
     let child = command.spawn().map_err(|err| {
         let program = &input.program;

@@ -777,11 +777,13 @@ impl JsProcesses for HostProcesses {
                 .stderr(std::process::Stdio::piped())
                 .process_group(0)
                 .kill_on_drop(true);
-            let confinement = crate::process::confinement(
+            let mut confinement = crate::process::confinement(
                 self.workspace.root(),
                 &self.granted,
                 self.timeout_ms.div_ceil(1000) + 1,
             );
+            // The files the approved command line names are its to read.
+            confinement.name_arguments(std::iter::once(program).chain(&request.args));
             let jail = self
                 .launcher
                 .confine(&mut command, &confinement)
