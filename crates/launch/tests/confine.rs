@@ -69,14 +69,11 @@ impl Rig {
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .kill_on_drop(true);
-        let _jail = match launcher {
-            Some(launcher) => Some(
-                launcher
-                    .confine(&mut command, &self.confinement(network))
-                    .unwrap(),
-            ),
-            None => None,
-        };
+        let _jail = launcher.map(|launcher| {
+            launcher
+                .confine(&mut command, &self.confinement(network))
+                .unwrap()
+        });
         tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
             .await
             .expect("the child finished within a minute")
