@@ -27,6 +27,25 @@ pub struct SystemPrompt {
     pub sources: Vec<PromptPart>,
 }
 
+impl SystemPrompt {
+    /// Adds a section at the end under `heading` (a subagent's instructions, say), within the
+    /// same total bound as the rest.
+    pub fn append_section(&mut self, heading: &str, body: &str) {
+        let body = body.trim();
+        let section = format!("\n\n# {heading}\n\n");
+        let room = MAX_TOTAL_BYTES.saturating_sub(self.text.len() + section.len());
+        let (kept, truncated) = cut(body, room);
+        self.text.push_str(&section);
+        self.text.push_str(kept);
+        self.sources.push(PromptPart {
+            kind: PromptKind::Plugin,
+            label: heading.trim_end_matches(':').to_owned(),
+            bytes: kept.len() as u64,
+            truncated,
+        });
+    }
+}
+
 /// Collects the parts of a system prompt.
 #[derive(Debug, Default)]
 pub struct SystemPromptBuilder {

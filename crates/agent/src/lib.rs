@@ -10,3 +10,4 @@ pub mod instructions;
 pub mod run;
 pub mod scripted;
 pub mod session_store;
+pub mod subagent;

@@ -37,7 +37,7 @@ pub use crate::context::{
 };
 use crate::instructions::{SystemPrompt, SystemPromptBuilder, instruction_files};
 use bosun_host::chokepoint::Chokepoint;
-use bosun_host::session::Session;
+use bosun_host::session::{RunBudget, Session};
 use bosun_host::trace::Trace;
 
 /// Default most model steps in one run.
@@ -119,9 +119,17 @@ pub struct AgentBuilder {
     budgets: Budgets,
     context: ContextBudget,
     command: String,
+    pool: Option<Arc<RunBudget>>,
 }
 
 impl AgentBuilder {
+    /// Draws every step and tool call from `pool` as well as from the agent's own budgets (a
+    /// subagent shares its parent run's pool). Without it each run has a pool of its own.
+    pub fn shared_budget(mut self, pool: Arc<RunBudget>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
     /// Sets the system prompt (default: Bosun's own instructions only).
     pub fn system_prompt(mut self, prompt: SystemPrompt) -> Self {
         self.system_prompt = prompt;
@@ -163,6 +171,7 @@ impl AgentBuilder {
             context: self.context,
             command: self.command,
             tools,
+            pool: self.pool,
         }
     }
 }
@@ -177,6 +186,7 @@ pub struct Agent {
     context: ContextBudget,
     command: String,
     tools: Vec<ToolDefinition>,
+    pool: Option<Arc<RunBudget>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -240,6 +250,7 @@ impl Agent {
             budgets: Budgets::default(),
             context: ContextBudget::default(),
             command: "run".to_owned(),
+            pool: None,
         }
     }
 
@@ -286,7 +297,15 @@ impl Agent {
             usage: TokenUsage::default(),
         };
         report.messages.push(Message::user(task));
-        report.end = self.steps(&mut report, session, trace, cancel).await;
+        // The run's pool, which the subagents it starts draw from too.
+        let pool = self.pool.clone().unwrap_or_else(|| {
+            Arc::new(RunBudget::new(
+                self.budgets.max_steps,
+                self.budgets.max_tool_calls,
+            ))
+        });
+        session.set_run_budget(pool.clone());
+        report.end = self.steps(&mut report, session, trace, cancel, &pool).await;
         trace.record(Event::RunFinished {
             outcome: report.end.trace_outcome(),
         });
@@ -300,12 +319,13 @@ impl Agent {
         session: &Arc<Session>,
         trace: &Trace,
         cancel: &CancellationToken,
+        pool: &RunBudget,
     ) -> RunEnd {
         loop {
             if cancel.is_cancelled() {
                 return RunEnd::Cancelled;
             }
-            if report.steps >= self.budgets.max_steps {
+            if report.steps >= self.budgets.max_steps || !pool.take_step() {
                 return self.exhausted(trace, Budget::Steps, self.budgets.max_steps);
             }
             report.steps += 1;
@@ -369,51 +389,57 @@ impl Agent {
                 return RunEnd::Completed;
             }
             let mut over_budget = false;
+            // Each call is admitted in order against the budgets; subagent calls asked for in
+            // the same step then run concurrently, every other call one after another.
+            let mut admitted: Vec<(ToolCall, Option<(String, bool)>)> = Vec::new();
             for call in calls {
-                let (content, is_error) = if cancel.is_cancelled() {
-                    (
-                        error_content(ToolError::new(
-                            ErrorCode::Cancelled,
-                            format!("{} was not run: the run was cancelled", call.name),
-                        )),
-                        true,
-                    )
-                } else if report.tool_calls >= self.budgets.max_tool_calls {
+                let refused = if cancel.is_cancelled() {
+                    Some(error_content(ToolError::new(
+                        ErrorCode::Cancelled,
+                        format!("{} was not run: the run was cancelled", call.name),
+                    )))
+                } else if report.tool_calls >= self.budgets.max_tool_calls || !pool.take_tool_call()
+                {
                     over_budget = true;
-                    (
-                        error_content(ToolError::new(
-                            ErrorCode::LimitReached,
-                            format!(
-                                "{} was not run: this run's budget of {} tool calls is spent",
-                                call.name, self.budgets.max_tool_calls
-                            ),
-                        )),
-                        true,
-                    )
+                    Some(error_content(ToolError::new(
+                        ErrorCode::LimitReached,
+                        format!(
+                            "{} was not run: this run's budget of {} tool calls is spent",
+                            call.name, self.budgets.max_tool_calls
+                        ),
+                    )))
                 } else {
                     report.tool_calls += 1;
-                    let outcome = self
-                        .chokepoint
-                        .call(
-                            ToolCall {
-                                id: call.id.clone(),
-                                name: call.name.clone(),
-                                input: call.input,
-                            },
-                            session,
-                            trace,
-                            cancel,
-                        )
-                        .await;
-                    let is_error = outcome.result.error().is_some();
-                    let content = serde_json::to_string(&outcome.result).unwrap_or_else(|e| {
-                        error_content(ToolError::new(
-                            ErrorCode::IoError,
-                            format!("the result could not be serialised: {e}"),
-                        ))
-                    });
-                    (content, is_error)
+                    None
                 };
+                admitted.push((call, refused.map(|content| (content, true))));
+            }
+            let all_subagents = admitted.len() > 1
+                && admitted.iter().all(|(call, refused)| {
+                    refused.is_none()
+                        && self
+                            .chokepoint
+                            .action_of(&call.name)
+                            .is_some_and(|a| a.starts_with("subagent."))
+                });
+            let results: Vec<(String, bool)> = if all_subagents {
+                futures_util::future::join_all(
+                    admitted
+                        .iter()
+                        .map(|(call, _)| self.run_call(call, session, trace, cancel)),
+                )
+                .await
+            } else {
+                let mut results = Vec::new();
+                for (call, refused) in &admitted {
+                    results.push(match refused {
+                        Some(refused) => refused.clone(),
+                        None => self.run_call(call, session, trace, cancel).await,
+                    });
+                }
+                results
+            };
+            for ((call, _), (content, is_error)) in admitted.into_iter().zip(results) {
                 report
                     .messages
                     .push(Message::tool_result(call.id, content, is_error));
@@ -425,6 +451,37 @@ impl Agent {
                 return self.exhausted(trace, Budget::ToolCalls, self.budgets.max_tool_calls);
             }
         }
+    }
+
+    /// One admitted call through the chokepoint; its result as the model reads it.
+    async fn run_call(
+        &self,
+        call: &ToolCall,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> (String, bool) {
+        let outcome = self
+            .chokepoint
+            .call(
+                ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                },
+                session,
+                trace,
+                cancel,
+            )
+            .await;
+        let is_error = outcome.result.error().is_some();
+        let content = serde_json::to_string(&outcome.result).unwrap_or_else(|e| {
+            error_content(ToolError::new(
+                ErrorCode::IoError,
+                format!("the result could not be serialised: {e}"),
+            ))
+        });
+        (content, is_error)
     }
 
     fn exhausted(&self, trace: &Trace, budget: Budget, limit: u32) -> RunEnd {

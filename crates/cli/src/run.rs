@@ -20,6 +20,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunReport};
 use bosun_agent::scripted::{Script, ScriptedModel};
 use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
+use bosun_agent::subagent::ChildModel;
 use bosun_core::{Envelope, Event};
 use bosun_host::Session;
 use bosun_host::approval::{ApprovalBroker, sanitize_for_terminal};
@@ -295,10 +296,27 @@ pub(crate) fn prepare_turn(
     let (contributions, mut warnings) = host.prompts_blocking(task)?;
     let (prompt, prompt_warnings) =
         bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &contributions);
+    // Subagents (Forge plugins' and the agent files'): delegate tools over the same host, each
+    // child talking to this turn's model unless its file names another configured one.
+    let child_model = |configured: &bosun_models::ConfiguredModel| ChildModel {
+        provider: configured.provider.clone(),
+        model: configured.model.clone(),
+        context: ContextBudget {
+            context_window: configured.context_window,
+            max_output_tokens: configured.max_output_tokens,
+        },
+    };
+    let subagent_warnings =
+        bosun_agent::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
+            open_model(env, name)
+                .map(|m| child_model(&m))
+                .map_err(|e| format!("{e:#}"))
+        });
     warnings.splice(0..0, host.warnings().iter().cloned());
     // A sandbox that is not full is said at the start of every run, not only in the trace.
     warnings.splice(0..0, host.sandbox_warning());
     warnings.extend(prompt_warnings);
+    warnings.extend(subagent_warnings);
 
     let run_id = trace::new_run_id();
     let mut trace = Trace::create(

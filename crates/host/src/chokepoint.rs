@@ -518,6 +518,13 @@ impl Chokepoint {
             limits: self.limits,
             env: self.env.clone(),
             launcher: self.launcher.clone(),
+            broker: crate::tool::Broker(self.broker.clone()),
+            run_id: trace.run_id().to_owned(),
+            runs_dir: trace
+                .path()
+                .and_then(std::path::Path::parent)
+                .map(Into::into),
+            redactor: trace.redactor().clone(),
             session: session.clone(),
             call_id: call.id.clone(),
             logs: Default::default(),

@@ -374,6 +374,42 @@ impl Host {
             .map_err(|e| HostError::Tools(e.message))
     }
 
+    /// A chokepoint factory for a child run (a subagent) over only `tools`, by name: the
+    /// host's policy, hooks, workspace, limits, environment and launcher.
+    ///
+    /// # Errors
+    /// A name that is no tool of this host, with the ones it has.
+    pub fn child_chokepoint(&self, tools: &[String]) -> Result<crate::ChildChokepoint, String> {
+        let all = self.registry.tools();
+        let mut chosen = Vec::new();
+        let mut unknown = Vec::new();
+        for name in tools {
+            match all.iter().find(|t| t.spec().name.as_str() == name) {
+                Some(tool) if !chosen.iter().any(|c: &Arc<dyn Tool>| Arc::ptr_eq(c, tool)) => {
+                    chosen.push(tool.clone());
+                }
+                Some(_) => {}
+                None => unknown.push(name.as_str()),
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(format!(
+                "it references unknown tool(s): {}",
+                unknown.join(", ")
+            ));
+        }
+        Ok(crate::ChildChokepoint {
+            tools: chosen,
+            hooks: self.hooks.clone(),
+            policy: self.policy.clone(),
+            workspace: self.workspace.clone(),
+            limits: self.config.user.limits,
+            env: self.config.scrubbed_env(),
+            launcher: self.launcher.clone(),
+            home: self.config.home.clone(),
+        })
+    }
+
     /// The launcher every child process starts through: `run_command`'s, and MCP servers'.
     pub fn launcher(&self) -> &Arc<bosun_launch::Launcher> {
         &self.launcher

@@ -27,6 +27,7 @@
 pub mod approval;
 pub mod beneath;
 pub mod builtin;
+mod child;
 pub mod chokepoint;
 pub mod config;
 mod host;
@@ -42,6 +43,7 @@ pub mod workspace;
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
 /// Bosun's one atomic file write (temporary file 0600, synced, renamed, directory synced).
 pub use bosun_plugins::write_atomic;
+pub use child::ChildChokepoint;
 pub use chokepoint::{
     CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry,
 };

@@ -5,7 +5,8 @@
 //! classification of data that entered it, which only ever rises.
 
 use std::collections::BTreeSet;
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bosun_core::Classification;
 use bosun_policy::Promise;
@@ -17,6 +18,61 @@ pub struct Session {
     grants: Mutex<BTreeSet<String>>,
     promises: RwLock<Vec<Promise>>,
     taint: Mutex<Classification>,
+    /// The budget of the run going on in this session, which its subagents share.
+    run_budget: Mutex<Option<Arc<RunBudget>>>,
+}
+
+/// What is left of a run's budgets, shared by the run and the subagents it starts: every model
+/// step and tool call of any of them takes one.
+#[derive(Debug)]
+pub struct RunBudget {
+    steps: AtomicU32,
+    tool_calls: AtomicU32,
+    children: AtomicU32,
+}
+
+impl RunBudget {
+    /// A budget of `steps` model steps and `tool_calls` tool calls.
+    pub fn new(steps: u32, tool_calls: u32) -> RunBudget {
+        RunBudget {
+            steps: AtomicU32::new(steps),
+            tool_calls: AtomicU32::new(tool_calls),
+            children: AtomicU32::new(0),
+        }
+    }
+
+    fn take(counter: &AtomicU32) -> bool {
+        counter
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Takes one model step; false when none is left.
+    pub fn take_step(&self) -> bool {
+        Self::take(&self.steps)
+    }
+
+    /// Takes one tool call; false when none is left.
+    pub fn take_tool_call(&self) -> bool {
+        Self::take(&self.tool_calls)
+    }
+
+    /// Model steps and tool calls left.
+    pub fn left(&self) -> (u32, u32) {
+        (
+            self.steps.load(Ordering::Acquire),
+            self.tool_calls.load(Ordering::Acquire),
+        )
+    }
+
+    /// Counts a child run; false when `max` have started already.
+    pub fn start_child(&self, max: u32) -> bool {
+        self.children
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
 }
 
 impl Session {
@@ -86,6 +142,32 @@ impl Session {
     pub fn with_promises<R>(&self, f: impl FnOnce(&[Promise]) -> R) -> R {
         let promises = self.promises.read().unwrap_or_else(|e| e.into_inner());
         f(&promises)
+    }
+
+    /// Starts a child's session from this one: the same promises and taint (never the
+    /// approvals a person gave "for this session", which were given for the parent's calls).
+    pub fn inherit(&self, parent: &Session) {
+        let promises = parent.with_promises(<[Promise]>::to_vec);
+        for promise in promises {
+            self.promise(promise);
+        }
+        self.raise_taint(parent.taint());
+    }
+
+    /// Sets the budget of the run now going on in this session.
+    pub fn set_run_budget(&self, budget: Arc<RunBudget>) {
+        *self
+            .run_budget
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(budget);
+    }
+
+    /// The budget of the run going on, if one is.
+    pub fn run_budget(&self) -> Option<Arc<RunBudget>> {
+        self.run_budget
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 

@@ -28,6 +28,14 @@ pub struct ToolContext {
     pub env: Arc<BTreeMap<String, String>>,
     /// The launcher every child process starts through (the OS sandbox).
     pub launcher: Arc<bosun_launch::Launcher>,
+    /// The broker of the chokepoint running the call (a subagent asks through it).
+    pub broker: Broker,
+    /// The run the call belongs to.
+    pub run_id: String,
+    /// Where the run's trace is written (a subagent's goes beside it), if anywhere.
+    pub runs_dir: Option<std::path::PathBuf>,
+    /// The run's redaction.
+    pub redactor: Arc<bosun_core::Redactor>,
     /// The session the call belongs to.
     pub session: Arc<Session>,
     /// The id of this call.
@@ -43,6 +51,16 @@ pub struct ToolContext {
     /// Where a running call asks the chokepoint to judge a capability it needs mid-call (a
     /// plugin starting a process). `None` outside the chokepoint: such a request is refused.
     pub judge: Option<MidCallJudge>,
+}
+
+/// The approval broker of the chokepoint running a call.
+#[derive(Clone)]
+pub struct Broker(pub Arc<dyn crate::approval::ApprovalBroker>);
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Broker")
+    }
 }
 
 /// A capability a running call needs, sent to the chokepoint that runs it.

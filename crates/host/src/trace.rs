@@ -145,7 +145,12 @@ impl Trace {
         &self.run_id
     }
 
-    /// The trace file, if any.
+    /// The redaction every event passes.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
+    }
+
+    /// The file the trace is written to (none in memory).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }

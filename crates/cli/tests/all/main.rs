@@ -514,3 +514,4 @@ mod mcp_client;
 mod plugins;
 mod run;
 mod serve;
+mod subagents;

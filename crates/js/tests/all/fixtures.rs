@@ -628,9 +628,16 @@ async fn trusted_triggerfish_plugin_reads_host_facts_through_the_host() {
     assert!(facts["memory"].as_u64().unwrap() > 0);
     assert_eq!(
         facts["members"],
-        json!(["build", "hostname", "memoryUsage", "version"])
+        json!([
+            "Command",
+            "build",
+            "env",
+            "hostname",
+            "memoryUsage",
+            "version"
+        ])
     );
-    assert_eq!(facts["env"], "undefined");
+    assert_eq!(facts["env"], "object");
     assert_eq!(facts["taint"], "INTERNAL");
     // `export let systemPrompt` is read again for every prompt.
     assert_eq!(

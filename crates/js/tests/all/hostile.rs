@@ -29,7 +29,7 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 const DEADLINE: Duration = Duration::from_secs(1);
 
 /// The engine's answer when a promise is pending with nothing left that could settle it.
-const NEVER_SETTLES: &str = "the plugin's promise can never settle: nothing is left to run (no pending job, timer or request)";
+const NEVER_SETTLES: &str = "the plugin's promise can never settle: nothing is left to run (no pending job, timer, request or process)";
 
 /// A Forge plugin with one tool, `attack`, whose async `execute` body is `body`, and a
 /// well-behaved `ping`, to show whether the instance still answers afterwards.
@@ -403,7 +403,7 @@ async fn plugin_cannot_import_files_or_node_fs() {
             "node:fs": refused("node:fs"),
             "fs": refused("fs"),
             "node:fs/promises": refused("node:fs/promises"),
-            // Importable, but every function refuses (below).
+            // Importable; without the host's leave nothing starts (below).
             "node:child_process": child_process,
             "/etc/passwd": refused("/etc/passwd"),
             "file:///etc/passwd": refused("file:///etc/passwd"),
@@ -418,9 +418,13 @@ async fn plugin_cannot_import_files_or_node_fs() {
         r#"
       const { execSync, spawn } = await import("node:child_process");
       const out = [];
-      for (const run of [() => execSync("cat /etc/passwd"), () => spawn("sh", ["-c", "id"])]) {
-        try { run(); out.push("ran"); } catch (error) { out.push(error.code); }
-      }
+      try { execSync("cat /etc/passwd"); out.push("ran"); } catch (error) { out.push(error.code); }
+      // This call was given no way to start processes: the child's error event says so.
+      out.push(await new Promise((resolve) => {
+        const child = spawn("sh", ["-c", "id"]);
+        child.on("error", (error) => resolve(error.code));
+        child.on("exit", () => resolve("ran"));
+      }));
       return { ok: true, output: out, truncated: false };
     "#,
     )
@@ -428,7 +432,7 @@ async fn plugin_cannot_import_files_or_node_fs() {
     .await;
     assert_eq!(
         run_attack(&mut plugin).await.unwrap(),
-        ok(json!(["ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"]))
+        ok(json!(["ERR_ACCESS_DENIED", "EACCES"]))
     );
 }
 

@@ -1,0 +1,683 @@
+//! Subagents: a delegate tool that runs a child agent with its own conversation, only the tools
+//! it declared, and the parent's policy, broker, cancellation and budgets.
+//!
+//! Subagents come from Forge plugins (`api.registerSubagent`, Forge's rules and limits exactly)
+//! and from files: `$BOSUN_HOME/agents/<name>.md` and, in trusted workspaces,
+//! `<workspace>/.bosun/agents/<name>.md` (front matter `name`, `description`, `tools`, `model`,
+//! `max_steps`, `max_tool_calls`; the body is the instructions). Each becomes one tool of risk
+//! `model` whose action is `subagent.<name>`; calling it starts a child run:
+//!
+//! - a fresh conversation with the task, the instructions Forge assembles (instructions files,
+//!   then `Subagent instructions from <source>:`), and only the declared tools, none of them a
+//!   subagent (no recursion);
+//! - a chokepoint over those tools with the parent's policy and hooks and its broker, each
+//!   question naming the child; the child's session starts with the parent's promises and
+//!   taint and gives its taint back;
+//! - budgets drawn from the parent run's pool (at most 4 children per run; a child's limits are
+//!   its own, capped by what the pool has left), the parent's cancellation;
+//! - a trace of its own, `runs/<child>.jsonl`, whose envelopes name the parent run.
+//!
+//! The result is Forge's: `{subagent, runId, tracePersisted, status, finalText, modelSteps,
+//! toolCalls, message?}`, bounded by shrinking `finalText`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bosun_core::hidden::find_hidden;
+use bosun_core::{ErrorCode, Risk, ToolError, ToolName, ToolOutput, ToolSpec, escape_hidden};
+use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
+use bosun_host::session::Session;
+use bosun_host::trace::Trace;
+use bosun_host::{ChildChokepoint, Host, Tool, ToolContext};
+use bosun_models::Provider;
+use serde_json::{Value, json};
+
+use crate::context::ContextBudget;
+use crate::instructions::SystemPrompt;
+use crate::run::{Agent, Budgets, RunEnd};
+
+/// Most children one run may start.
+pub const MAX_CHILDREN_PER_RUN: u32 = 4;
+/// The longest instructions, in bytes.
+pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+/// Most tools one subagent may declare.
+pub const MAX_TOOLS: usize = 32;
+/// Largest per-child budgets, and the defaults.
+pub const MAX_MODEL_STEPS: u32 = 8;
+/// See [`MAX_MODEL_STEPS`].
+pub const MAX_TOOL_CALLS: u32 = 20;
+/// See [`MAX_MODEL_STEPS`].
+pub const DEFAULT_MODEL_STEPS: u32 = 4;
+/// See [`MAX_MODEL_STEPS`].
+pub const DEFAULT_TOOL_CALLS: u32 = 8;
+/// The longest task, in characters.
+pub const MAX_TASK_CHARS: usize = 32_768;
+/// The longest message in a result, in characters.
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// Where a subagent was declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentSource {
+    /// A Forge plugin's `registerSubagent`.
+    Plugin(String),
+    /// `$BOSUN_HOME/agents/<name>.md`.
+    User(PathBuf),
+    /// `<workspace>/.bosun/agents/<name>.md`.
+    Project(PathBuf),
+}
+
+impl SubagentSource {
+    /// What the instructions are labelled with.
+    fn label(&self) -> String {
+        match self {
+            SubagentSource::Plugin(name) => format!("plugin {name}"),
+            SubagentSource::User(path) | SubagentSource::Project(path) => {
+                path.display().to_string()
+            }
+        }
+    }
+}
+
+/// One subagent, as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentSpec {
+    /// Kebab-case name.
+    pub name: String,
+    /// The snake-case name of the tool that delegates to it.
+    pub tool_name: String,
+    /// The delegate tool's description.
+    pub description: String,
+    /// The child's instructions.
+    pub instructions: String,
+    /// The tools the child may use.
+    pub tools: Vec<String>,
+    /// Model steps for one child run.
+    pub max_steps: u32,
+    /// Tool calls for one child run.
+    pub max_tool_calls: u32,
+    /// Another configured model (files only; a plugin cannot choose).
+    pub model: Option<String>,
+    /// Where it was declared.
+    pub source: SubagentSource,
+}
+
+impl SubagentSpec {
+    /// Forge's checks: names, instruction size, tool count, limits, hidden characters.
+    ///
+    /// # Errors
+    /// What is wrong and how to fix it.
+    pub fn check(&self) -> Result<(), String> {
+        let kebab = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self.name.starts_with(|c: char| c.is_ascii_lowercase())
+            && self.name.split('-').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
+        if !kebab {
+            return Err(format!(
+                "subagent name `{}` must be kebab-case (a-z, 0-9, single dashes)",
+                escape_hidden(&self.name)
+            ));
+        }
+        let snake = !self.tool_name.is_empty()
+            && self.tool_name.len() <= 64
+            && self.tool_name.starts_with(|c: char| c.is_ascii_lowercase())
+            && self
+                .tool_name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !snake {
+            return Err(format!(
+                "subagent `{}`: tool name `{}` must be lower snake case",
+                self.name,
+                escape_hidden(&self.tool_name)
+            ));
+        }
+        if self.instructions.trim().is_empty() {
+            return Err(format!("subagent `{}` has no instructions", self.name));
+        }
+        if self.instructions.len() > MAX_INSTRUCTIONS_BYTES {
+            return Err(format!(
+                "subagent `{}`: instructions are {} bytes; keep them within {MAX_INSTRUCTIONS_BYTES}",
+                self.name,
+                self.instructions.len()
+            ));
+        }
+        if self.tools.is_empty() || self.tools.len() > MAX_TOOLS {
+            return Err(format!(
+                "subagent `{}` declares {} tools: declare 1 to {MAX_TOOLS}",
+                self.name,
+                self.tools.len()
+            ));
+        }
+        if !(1..=MAX_MODEL_STEPS).contains(&self.max_steps)
+            || !(1..=MAX_TOOL_CALLS).contains(&self.max_tool_calls)
+        {
+            return Err(format!(
+                "subagent `{}`: limits are at most {MAX_MODEL_STEPS} model steps and {MAX_TOOL_CALLS} tool calls",
+                self.name
+            ));
+        }
+        for (what, text) in [
+            ("description", &self.description),
+            ("instructions", &self.instructions),
+        ] {
+            if let Some(found) = find_hidden(text) {
+                return Err(format!(
+                    "subagent `{}`: its {what} holds a hidden character ({found}); remove it",
+                    self.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The model a child talks to.
+#[derive(Clone)]
+pub struct ChildModel {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The provider's model id.
+    pub model: String,
+    /// Its size limits.
+    pub context: ContextBudget,
+}
+
+impl std::fmt::Debug for ChildModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildModel")
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The delegate tool of one subagent.
+pub struct SubagentTool {
+    spec: ToolSpec,
+    action: String,
+    subagent: SubagentSpec,
+    chokepoint: ChildChokepoint,
+    model: ChildModel,
+    prompt: SystemPrompt,
+}
+
+impl std::fmt::Debug for SubagentTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentTool")
+            .field("action", &self.action)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubagentTool {
+    /// The tool for `subagent`, over `chokepoint` (already narrowed to its tools), talking to
+    /// `model` with `base` instructions (the parent's instructions files) plus its own.
+    ///
+    /// # Errors
+    /// A spec that fails [`SubagentSpec::check`] or a tool spec that cannot be built.
+    pub fn new(
+        subagent: SubagentSpec,
+        chokepoint: ChildChokepoint,
+        model: ChildModel,
+        base: &SystemPrompt,
+    ) -> Result<SubagentTool, String> {
+        subagent.check()?;
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "task": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_TASK_CHARS,
+                    "description": "What the subagent should do, with everything it needs to know: it sees nothing of this conversation."
+                }
+            },
+            "required": ["task"],
+            "additionalProperties": false
+        });
+        let name = ToolName::new(&subagent.tool_name).map_err(|e| e.to_string())?;
+        let description = if subagent.description.trim().is_empty() {
+            format!("Delegate a task to the {} subagent.", subagent.name)
+        } else {
+            subagent.description.clone()
+        };
+        let spec = ToolSpec::builder(name, description)
+            .risk(Risk::Model)
+            .input_schema(schema)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut prompt = base.clone();
+        prompt.append_section(
+            &format!("Subagent instructions from {}:", subagent.source.label()),
+            &subagent.instructions,
+        );
+        Ok(SubagentTool {
+            spec,
+            action: format!("subagent.{}", subagent.name),
+            subagent,
+            chokepoint,
+            model,
+            prompt,
+        })
+    }
+
+    async fn run_child(&self, task: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(pool) = ctx.session.run_budget() else {
+            return Err(ToolError::new(
+                ErrorCode::LimitReached,
+                "a subagent runs only inside a run that has a budget to share",
+            ));
+        };
+        if !pool.start_child(MAX_CHILDREN_PER_RUN) {
+            return Err(ToolError::new(
+                ErrorCode::LimitReached,
+                format!(
+                    "this run has started {MAX_CHILDREN_PER_RUN} subagents, the most one run may"
+                ),
+            ));
+        }
+        let (steps_left, calls_left) = pool.left();
+        let budgets = Budgets {
+            max_steps: self.subagent.max_steps.min(steps_left),
+            max_tool_calls: self.subagent.max_tool_calls.min(calls_left),
+        };
+        if budgets.max_steps == 0 {
+            return Err(ToolError::new(
+                ErrorCode::LimitReached,
+                "the run's model steps are spent; no subagent can start",
+            ));
+        }
+        let broker: Arc<dyn ApprovalBroker> = Arc::new(ChildBroker {
+            parent: ctx.broker.0.clone(),
+            child: self.subagent.name.clone(),
+        });
+        let chokepoint = Arc::new(self.chokepoint.build(broker)?);
+        let run_id = bosun_host::trace::new_run_id();
+        let session = Arc::new(Session::new(run_id.clone()));
+        session.inherit(&ctx.session);
+        let (trace, persisted) = match &ctx.runs_dir {
+            Some(dir) => match Trace::create(
+                dir,
+                run_id.clone(),
+                Some(ctx.run_id.clone()),
+                ctx.redactor.clone(),
+            ) {
+                Ok(trace) => (trace, true),
+                Err(_) => (
+                    Trace::in_memory(run_id.clone(), ctx.redactor.clone()),
+                    false,
+                ),
+            },
+            None => (
+                Trace::in_memory(run_id.clone(), ctx.redactor.clone()),
+                false,
+            ),
+        };
+        let agent = Agent::builder(self.model.provider.clone(), &self.model.model, chokepoint)
+            .system_prompt(self.prompt.clone())
+            .budgets(budgets)
+            .shared_budget(pool)
+            .context(self.model.context)
+            .command(format!("subagent {}", self.subagent.name))
+            .build();
+        let report = agent
+            .run(Vec::new(), task, &session, &trace, &ctx.cancel)
+            .await;
+        let persisted = persisted && trace.finish().is_ok();
+        // What the child saw, the parent has now seen.
+        ctx.session.raise_taint(session.taint());
+        let (status, message) = match &report.end {
+            RunEnd::Completed => ("completed", None),
+            RunEnd::Cancelled => {
+                return Err(ToolError::new(
+                    ErrorCode::Cancelled,
+                    format!("subagent {} was cancelled", self.subagent.name),
+                ));
+            }
+            RunEnd::LimitReached { budget, limit } => (
+                "limit_reached",
+                Some(format!("its budget of {limit} {budget} was spent")),
+            ),
+            RunEnd::ModelFailed(error) => {
+                return Err(ToolError::new(
+                    ErrorCode::IoError,
+                    bounded_chars(
+                        &format!("subagent {}: the model failed: {error}", self.subagent.name),
+                        MAX_MESSAGE_CHARS,
+                    ),
+                )
+                .retryable());
+            }
+        };
+        result(
+            &self.subagent.name,
+            &run_id,
+            persisted,
+            status,
+            &report.text,
+            report.steps,
+            report.tool_calls,
+            message,
+            ctx.limits.max_output_bytes,
+        )
+    }
+}
+
+#[async_trait]
+impl Tool for SubagentTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        &self.action
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let task = input.get("task").and_then(Value::as_str).unwrap_or("?");
+        format!(
+            "subagent {} ({}): {}",
+            self.subagent.name,
+            self.subagent.tools.join(", "),
+            bounded_chars(task, 300)
+        )
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let task = input
+            .get("task")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or_default();
+        if task.is_empty() || task.chars().count() > MAX_TASK_CHARS {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("task must be 1 to {MAX_TASK_CHARS} characters"),
+            ));
+        }
+        self.run_child(task, ctx).await
+    }
+}
+
+/// Forge's result, bounded to `max_bytes` by shrinking `finalText`.
+#[allow(clippy::too_many_arguments)]
+fn result(
+    subagent: &str,
+    run_id: &str,
+    persisted: bool,
+    status: &str,
+    text: &str,
+    steps: u32,
+    tool_calls: u32,
+    message: Option<String>,
+    max_bytes: usize,
+) -> Result<ToolOutput, ToolError> {
+    let build = |final_text: &str| {
+        let mut value = json!({
+            "subagent": subagent,
+            "runId": run_id,
+            "tracePersisted": persisted,
+            "status": status,
+            "finalText": final_text,
+            "modelSteps": steps,
+            "toolCalls": tool_calls,
+        });
+        if let (Some(message), Some(map)) = (&message, value.as_object_mut()) {
+            map.insert(
+                "message".to_owned(),
+                Value::String(bounded_chars(message, MAX_MESSAGE_CHARS)),
+            );
+        }
+        value
+    };
+    let size = |value: &Value| serde_json::to_string(value).map_or(usize::MAX, |s| s.len());
+    let whole = build(text);
+    if size(&whole) <= max_bytes {
+        return Ok(ToolOutput::new(whole));
+    }
+    if size(&build("")) > max_bytes {
+        return Err(ToolError::new(
+            ErrorCode::OutputLimit,
+            "the subagent's result does not fit the output limit even without its text",
+        ));
+    }
+    // The longest prefix of the text that fits, by halving.
+    let chars: Vec<char> = text.chars().collect();
+    let (mut low, mut high) = (0usize, chars.len());
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        let candidate: String = chars[..mid].iter().collect();
+        if size(&build(&candidate)) <= max_bytes {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    let cut: String = chars[..low].iter().collect();
+    let mut output = ToolOutput::new(build(&cut));
+    output.truncated = true;
+    Ok(output)
+}
+
+fn bounded_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The parent's broker, with each question naming the child that asks.
+struct ChildBroker {
+    parent: Arc<dyn ApprovalBroker>,
+    child: String,
+}
+
+#[async_trait]
+impl ApprovalBroker for ChildBroker {
+    async fn ask(&self, request: &ApprovalRequest) -> bosun_core::ApprovalAnswer {
+        let mut request = request.clone();
+        request.tool = format!("{} › {}", self.child, request.tool);
+        request.summary = format!("(subagent {}) {}", self.child, request.summary);
+        self.parent.ask(&request).await
+    }
+
+    fn unanswered_hint(&self) -> &str {
+        self.parent.unanswered_hint()
+    }
+}
+
+/// Reads `<dir>/<name>.md` agent files: front matter `name`, `description`, `tools` (a list or
+/// a comma-separated line), `model`, `max_steps`, `max_tool_calls`; the body is the
+/// instructions. A file that cannot be used is named in the warnings, with why.
+pub fn agent_files(dir: &Path, project: bool) -> (Vec<SubagentSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut warnings = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (specs, warnings);
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    for path in paths.into_iter().take(64) {
+        match agent_file(&path, project) {
+            Ok(spec) => specs.push(spec),
+            Err(why) => warnings.push(format!("agent file {} left out: {why}", path.display())),
+        }
+    }
+    (specs, warnings)
+}
+
+fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
+    const MAX_FILE_BYTES: u64 = 64 * 1024;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file (symlinks are not followed)".to_owned());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} bytes; keep it within {MAX_FILE_BYTES}",
+            meta.len()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let rest = text
+        .strip_prefix("---\n")
+        .ok_or("it must start with a `---` front-matter line")?;
+    let end = rest
+        .find("\n---")
+        .ok_or("its front matter has no closing `---`")?;
+    let (front, body) = (&rest[..end], &rest[end + 4..]);
+    let mut fields: BTreeMap<String, String> = BTreeMap::new();
+    let mut list: Option<String> = None;
+    for line in front.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if let (Some(key), Some(item)) = (&list, trimmed.strip_prefix("- ")) {
+            let entry = fields.entry(key.clone()).or_default();
+            if !entry.is_empty() {
+                entry.push(',');
+            }
+            entry.push_str(unquote(item));
+            continue;
+        }
+        let (key, value) = trimmed
+            .split_once(':')
+            .ok_or_else(|| format!("front matter line `{trimmed}` is not `key: value`"))?;
+        let (key, value) = (key.trim().to_owned(), value.trim());
+        list = value.is_empty().then(|| key.clone());
+        let value = value.trim_start_matches('[').trim_end_matches(']');
+        fields.insert(key, unquote(value).to_owned());
+    }
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    let name = fields.get("name").cloned().unwrap_or_else(|| stem.clone());
+    let number = |key: &str, default: u32| -> Result<u32, String> {
+        fields.get(key).map_or(Ok(default), |v| {
+            v.parse()
+                .map_err(|_| format!("{key} `{v}` is not a whole number"))
+        })
+    };
+    let spec = SubagentSpec {
+        tool_name: format!("agent_{}", name.replace('-', "_")),
+        description: fields.get("description").cloned().unwrap_or_default(),
+        instructions: body.trim().to_owned(),
+        tools: fields
+            .get("tools")
+            .map(|t| {
+                t.split(',')
+                    .map(|s| unquote(s.trim()).to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        max_steps: number("max_steps", DEFAULT_MODEL_STEPS)?,
+        max_tool_calls: number("max_tool_calls", DEFAULT_TOOL_CALLS)?,
+        model: fields.get("model").cloned().filter(|m| !m.is_empty()),
+        source: if project {
+            SubagentSource::Project(path.to_path_buf())
+        } else {
+            SubagentSource::User(path.to_path_buf())
+        },
+        name,
+    };
+    if spec.name != stem {
+        return Err(format!(
+            "its name `{}` must match the file name `{stem}`",
+            escape_hidden(&spec.name)
+        ));
+    }
+    spec.check()?;
+    Ok(spec)
+}
+
+fn unquote(text: &str) -> &str {
+    let text = text.trim();
+    text.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))
+        .unwrap_or(text)
+}
+
+/// Every subagent this host declares: its Forge plugins', the user's agent files and, in a
+/// trusted workspace, the project's. Each is checked; one that cannot be used is a warning.
+pub fn declared(host: &Host) -> (Vec<SubagentSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut warnings = Vec::new();
+    for runtime in host.js_runtimes() {
+        for sub in &runtime.descriptor().subagents {
+            specs.push(SubagentSpec {
+                name: sub.name.clone(),
+                tool_name: sub.tool_name.clone(),
+                description: sub.description.clone(),
+                instructions: sub.instructions.clone(),
+                tools: sub.tools.clone(),
+                max_steps: sub.limits.max_model_steps.unwrap_or(DEFAULT_MODEL_STEPS),
+                max_tool_calls: sub.limits.max_tool_calls.unwrap_or(DEFAULT_TOOL_CALLS),
+                model: None,
+                source: SubagentSource::Plugin(runtime.spec().local_name.clone()),
+            });
+        }
+    }
+    let config = host.config();
+    let (user, user_warnings) = agent_files(&config.home.join("agents"), false);
+    specs.extend(user);
+    warnings.extend(user_warnings);
+    if config.trusted {
+        let (project, project_warnings) =
+            agent_files(&host.workspace().root().join(".bosun/agents"), true);
+        specs.extend(project);
+        warnings.extend(project_warnings);
+    }
+    (specs, warnings)
+}
+
+/// Registers a delegate tool for every subagent [`declared`] by `host`, each over a child
+/// chokepoint narrowed to its tools. `model_for` opens the model a subagent names (`None`: the
+/// parent's, `default`). Returns the warnings: a subagent left out, and why.
+pub fn attach(
+    host: &Host,
+    default: &ChildModel,
+    base: &SystemPrompt,
+    model_for: &dyn Fn(&str) -> Result<ChildModel, String>,
+) -> Vec<String> {
+    let (specs, mut warnings) = declared(host);
+    let subagent_tools: Vec<String> = specs.iter().map(|s| s.tool_name.clone()).collect();
+    for spec in specs {
+        let name = spec.name.clone();
+        let attached = (|| {
+            spec.check()?;
+            if let Some(tool) = spec.tools.iter().find(|t| subagent_tools.contains(t)) {
+                return Err(format!(
+                    "it declares `{tool}`, another subagent: subagents do not nest"
+                ));
+            }
+            let chokepoint = host.child_chokepoint(&spec.tools)?;
+            let model = match &spec.model {
+                Some(model) => model_for(model)?,
+                None => default.clone(),
+            };
+            let tool = SubagentTool::new(spec, chokepoint, model, base)?;
+            host.register_tool(Arc::new(tool)).map_err(|e| e.message)
+        })();
+        if let Err(why) = attached {
+            warnings.push(format!("subagent `{name}` is not offered: {why}"));
+        }
+    }
+    warnings
+}
