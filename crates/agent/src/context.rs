@@ -121,6 +121,10 @@ pub fn elide_to_fit(
         }
         let call_id = result.call_id.clone();
         let tool = tool_name_of(&messages[..i], &call_id).unwrap_or_else(|| "tool".to_owned());
+        // A loaded skill is the instructions the run follows: never elided.
+        if tool == bosun_host::skills::LOAD_SKILL {
+            continue;
+        }
         let bytes = result.content.len();
         let marker = elision_marker(bytes, &tool);
         if marker.len() >= bytes {

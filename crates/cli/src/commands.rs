@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
+use bosun_host::approval::sanitize_for_terminal;
 use bosun_host::config::{ConfigError, bosun_home};
 use bosun_host::trace::{self, Trace};
 use bosun_host::{Session, ToolCall};
@@ -250,6 +251,58 @@ pub fn sandbox_status(json: bool) -> Result<u8> {
         }))?;
     } else {
         outln!("{status}");
+    }
+    Ok(exit::OK)
+}
+
+/// `bosun skills list`: the skills a run would offer and the diagnostics of those it cannot.
+pub fn skills_list(json: bool) -> Result<u8> {
+    let env = crate::env::load()?;
+    let skills = bosun_host::skills::Skills::discover(
+        &env.config.home,
+        env.workspace.root(),
+        env.config.trusted,
+    );
+    if json {
+        let list: Vec<_> = skills
+            .all()
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "name": s.name,
+                    "source": s.source,
+                    "description": s.description,
+                    "explicitOnly": s.explicit_only,
+                    "shadowed": s.shadowed,
+                    "resources": s.resources.iter().map(|r| json!({"id": r.id, "relativePath": r.relative})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        crate::env::print_json(&json!({"skills": list, "diagnostics": skills.diagnostics()}))?;
+        return Ok(exit::OK);
+    }
+    for skill in skills.all() {
+        let description: String = skill.description.chars().take(80).collect();
+        outln!(
+            "{:<28} {:<8} {}{}",
+            sanitize_for_terminal(&skill.name),
+            format!("{:?}", skill.source).to_lowercase(),
+            if skill.explicit_only {
+                "($name only) "
+            } else {
+                ""
+            },
+            sanitize_for_terminal(&description)
+        );
+    }
+    for diagnostic in skills.diagnostics() {
+        errln!(
+            "{}: {}: {}",
+            diagnostic.kind,
+            sanitize_for_terminal(&diagnostic.path),
+            sanitize_for_terminal(&diagnostic.message)
+        );
     }
     Ok(exit::OK)
 }

@@ -113,6 +113,9 @@ enum Command {
     /// The OS sandbox every child process runs in: what this machine enforces.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Agent Skills (SKILL.md) offered to the model: built-in, user and project ones.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
     /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
     Serve {
         /// Serve one client over stdin and stdout (the default).
@@ -134,6 +137,16 @@ enum Command {
     /// A scripted stand-in for a model (not a real model), for demos and tests.
     #[command(subcommand, hide = true)]
     DemoModel(DemoModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillsCommand {
+    /// Every skill a run would offer, with what could not be used and why.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -373,6 +386,7 @@ fn main() -> ExitCode {
         Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),
         Command::Mcp(McpCommand::Untrust { name }) => mcp::untrust(&name),
         Command::Sandbox(SandboxCommand::Status { json }) => commands::sandbox_status(json),
+        Command::Skills(SkillsCommand::List { json }) => commands::skills_list(json),
         Command::Serve {
             stdio: _,
             http,

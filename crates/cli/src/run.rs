@@ -312,11 +312,43 @@ pub(crate) fn prepare_turn(
                 .map(|m| child_model(&m))
                 .map_err(|e| format!("{e:#}"))
         });
+    // Skills: the catalogue (and a person's `$name` selection) in the first request, bodies
+    // through `load_skill`. Children get neither.
+    let skills = Arc::new(bosun_host::skills::Skills::discover(
+        &env.config.home,
+        env.workspace.root(),
+        env.config.trusted,
+    ));
+    let mut prompt = prompt;
+    let mut skill_warnings: Vec<String> = skills
+        .diagnostics()
+        .iter()
+        .map(|d| format!("skill {}: {} ({})", d.path, d.message, d.kind))
+        .collect();
+    if !skills.all().is_empty() {
+        let selected = skills.selected(task);
+        let ids = selected.iter().map(|s| s.id.clone()).collect();
+        if let Some(selection) = bosun_host::skills::Skills::selection(&selected) {
+            prompt.append_section("Skills selected by the user", &selection);
+        }
+        if let Some(catalog) = skills.catalog() {
+            prompt.append_section("Skills", &catalog);
+        }
+        match bosun_host::skills::LoadSkill::new(skills.clone(), ids) {
+            Ok(tool) => {
+                if let Err(e) = host.register_tool(Arc::new(tool)) {
+                    skill_warnings.push(format!("load_skill is not offered: {}", e.message));
+                }
+            }
+            Err(e) => skill_warnings.push(format!("load_skill is not offered: {e}")),
+        }
+    }
     warnings.splice(0..0, host.warnings().iter().cloned());
     // A sandbox that is not full is said at the start of every run, not only in the trace.
     warnings.splice(0..0, host.sandbox_warning());
     warnings.extend(prompt_warnings);
     warnings.extend(subagent_warnings);
+    warnings.extend(skill_warnings);
 
     let run_id = trace::new_run_id();
     let mut trace = Trace::create(

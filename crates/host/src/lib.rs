@@ -36,6 +36,7 @@ pub mod plugin_runtime;
 mod process;
 pub mod remembered;
 pub mod session;
+pub mod skills;
 pub mod tool;
 pub mod trace;
 pub mod workspace;

@@ -245,6 +245,26 @@ impl Drop for Jail {
     }
 }
 
+/// A fresh cgroup directory under `base`, named after this process and a counter; a name left
+/// by an earlier process with the same pid is skipped.
+fn make_cgroup(base: &Path) -> std::io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = std::io::Error::other("no name was free");
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("bosun-{}-{nanos:x}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
 /// What the named paths open up: each existing file, and its directory when that directory
 /// neither lies inside a private place nor holds one (nor is the root).
 fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
@@ -284,7 +304,6 @@ fn confine(
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
 
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
     let tmp = tempfile::Builder::new()
         .prefix("bosun-run-")
@@ -321,9 +340,7 @@ fn confine(
     };
     let mut cgroup_procs = None;
     if let Some(base) = &status.cgroup {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("bosun-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| setup("making the child's pids cgroup", e))?;
+        let dir = make_cgroup(base).map_err(|e| setup("making the child's pids cgroup", e))?;
         jail.cgroup = Some(dir.clone());
         std::fs::write(
             dir.join("pids.max"),

@@ -93,7 +93,7 @@ pub(crate) fn pids_cgroup_base() -> Option<PathBuf> {
             candidates.push(Path::new("/sys/fs/cgroup").join(path));
         }
     }
-    candidates.into_iter().find(|base| {
+    let base = candidates.into_iter().find(|base| {
         let probe = base.join(format!("bosun-probe-{}", std::process::id()));
         if std::fs::create_dir(&probe).is_err() {
             return false;
@@ -101,7 +101,34 @@ pub(crate) fn pids_cgroup_base() -> Option<PathBuf> {
         let usable = probe.join("pids.max").exists() && probe.join("cgroup.procs").exists();
         let _ = std::fs::remove_dir(&probe);
         usable
-    })
+    })?;
+    remove_stale_cgroups(&base);
+    Some(base)
+}
+
+/// Removes the cgroups earlier Bosun processes left behind (a process killed before it could
+/// clean up): `bosun-<pid>-…` whose pid no longer runs, after killing what is still in them.
+fn remove_stale_cgroups(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok).take(4096) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("bosun-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        kill_cgroup(&dir);
+        let _ = std::fs::remove_dir(&dir);
+    }
 }
 
 /// Signals every process listed in a cgroup's `cgroup.procs`.

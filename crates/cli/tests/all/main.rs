@@ -514,4 +514,5 @@ mod mcp_client;
 mod plugins;
 mod run;
 mod serve;
+mod skills;
 mod subagents;

@@ -8,3 +8,26 @@ mod builtin;
 mod chokepoint;
 mod js_plugins;
 mod remembered;
+mod skills;
+
+/// A tool context over the workspace `root`, as the chokepoint makes one, with nothing granted.
+pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
+    use std::sync::Arc;
+    bosun_host::ToolContext {
+        workspace: Arc::new(bosun_host::Workspace::new(root, root).unwrap()),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        limits: bosun_core::Limits::default(),
+        env: Arc::default(),
+        launcher: Arc::new(bosun_launch::Launcher::new(Default::default())),
+        broker: bosun_host::tool::Broker(Arc::new(bosun_host::NonInteractive)),
+        run_id: "run-1".to_owned(),
+        runs_dir: None,
+        redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
+        session: Arc::new(bosun_host::Session::new("test-session")),
+        call_id: "call-1".to_owned(),
+        logs: Default::default(),
+        reads: bosun_host::tool::ReadJudge::unrestricted(),
+        granted: Vec::new(),
+        judge: None,
+    }
+}

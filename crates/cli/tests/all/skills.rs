@@ -1,0 +1,59 @@
+//! Skills from the command line: `bosun skills list`, the catalogue and a `$name` selection in
+//! a run's first request, and `load_skill` returning the body.
+
+use bosun_agent::scripted::Step;
+use serde_json::json;
+
+use super::run::{model_config, serve};
+use super::{Env, code, json, stderr};
+
+#[test]
+fn a_selected_skill_is_announced_loaded_and_listed() {
+    let env = Env::new();
+    let dir = env.home().join("skills/deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: deploy\ndescription: How this team deploys.\n---\nRun the tests, then tag the release.\n",
+    )
+    .unwrap();
+    let listed = env.bosun(&["skills", "list", "--json"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let listed = json(&listed);
+    let id = listed["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "deploy")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.starts_with("skill:user:"), "{id}");
+    assert!(
+        listed["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "skill:builtin:bosun-plugin-author")
+    );
+
+    let (_runtime, server) = serve([
+        Step::call("load_skill", json!({"id": id})),
+        Step::text("Following the deploy skill."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let out = env.bosun(&["run", "Ship it with $deploy."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.requests();
+    let first = requests[0].to_string();
+    assert!(first.contains("skill_catalog"), "{first}");
+    assert!(first.contains("skill_selection"), "{first}");
+    assert!(first.contains("How this team deploys."));
+    assert!(!first.contains("tag the release"), "bodies load on demand");
+    let second = requests[1].to_string();
+    assert!(
+        second.contains("Run the tests, then tag the release."),
+        "{second}"
+    );
+}
