@@ -219,8 +219,21 @@ pub fn inspect(run: &str, json: bool) -> Result<u8> {
 
 /// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
 pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
-    let path = trace::find_run(&home.join("runs"), run)?;
-    Ok(trace::render(&trace::read_run(&path)?))
+    let runs = home.join("runs");
+    let path = trace::find_run(&runs, run)?;
+    let envelopes = trace::read_run(&path)?;
+    let mut text = trace::render(&envelopes);
+    // Its subagents' runs, each a trace of its own.
+    if let Some(first) = envelopes.first() {
+        let children = trace::children_of(&runs, &first.run_id);
+        if !children.is_empty() {
+            text.push_str("children (open one with `bosun inspect <run>`):\n");
+            for (id, command) in children {
+                text.push_str(&format!("  {id}  {}\n", sanitize_for_terminal(&command)));
+            }
+        }
+    }
+    Ok(text)
 }
 
 /// `bosun sandbox status`: what each layer enforces on this machine, under the user's

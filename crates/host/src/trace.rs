@@ -346,6 +346,49 @@ fn short(value: &serde_json::Value, max: usize) -> String {
     }
 }
 
+/// The runs in `runs_dir` whose parent is `run_id` (its subagents), each as (run id, what
+/// started it), oldest first. Reads only the first line of each trace.
+pub fn children_of(runs_dir: &Path, run_id: &str) -> Vec<(String, String)> {
+    use std::io::Read as _;
+    let Ok(entries) = fs::read_dir(runs_dir) else {
+        return Vec::new();
+    };
+    let mut children = Vec::new();
+    for entry in entries.filter_map(Result::ok).take(100_000) {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let Ok(file) = fs::File::open(&path) else {
+            continue;
+        };
+        let mut line = String::new();
+        if std::io::BufReader::new(file)
+            .take(64 * 1024)
+            .read_line(&mut line)
+            .is_err()
+        {
+            continue;
+        }
+        let Ok(envelope) = serde_json::from_str::<Envelope>(&line) else {
+            continue;
+        };
+        if envelope.parent_run_id.as_deref() != Some(run_id) {
+            continue;
+        }
+        let command = match &envelope.event {
+            Event::RunStarted { command, .. } => command.clone(),
+            _ => String::new(),
+        };
+        children.push((envelope.timestamp, envelope.run_id, command));
+    }
+    children.sort();
+    children
+        .into_iter()
+        .map(|(_, id, command)| (id, command))
+        .collect()
+}
+
 /// Renders a run for a person.
 pub fn render(envelopes: &[Envelope]) -> String {
     use std::fmt::Write as _;

@@ -152,6 +152,21 @@ fn a_forge_subagent_reads_a_file_in_its_own_run_and_reports_back() {
         .find(|e| e[0].parent_run_id.is_none())
         .unwrap();
     assert_eq!(child_parent.as_deref(), Some(parent_run[0].run_id.as_str()));
+
+    // `bosun inspect` of the parent names the child, which opens like any run.
+    let out = env.bosun(&["inspect", &parent_run[0].run_id]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("children"), "{shown}");
+    assert!(
+        shown.contains(&format!("{}  subagent code-reviewer", child_run[0].run_id)),
+        "{shown}"
+    );
+    let out = env.bosun(&["inspect", &child_run[0].run_id]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("parent run {}", parent_run[0].run_id)),
+        "{shown}"
+    );
 }
 
 #[test]
