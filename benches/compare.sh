@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the chokepoint and native-plugin-call benchmarks of two revisions side by side, in one
-# run on one machine: BASE_REV in a temporary git worktree, then the working tree. Both share one target directory, so only
+# run on one machine: BASE_REV in a git worktree under the target directory (kept for the next
+# run), then the working tree. Both share one target directory, so only
 # Bosun's own crates are built twice.
 #
 # Usage: benches/compare.sh BASE_REV
@@ -11,10 +12,13 @@ cd "$(dirname "$0")/.."
 base="${1:?usage: benches/compare.sh BASE_REV}"
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 tree="$target/compare-base"
-rm -rf "$tree"
-git worktree prune
-git worktree add --detach "$tree" "$base" >/dev/null
-trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true' EXIT
+# The base's worktree is kept between runs: at the same revision its files keep their times, so
+# cargo does not build the base again.
+if [ "$(git -C "$tree" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$base^{commit}")" ]; then
+  git worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
+  git worktree prune
+  git worktree add --detach "$tree" "$base" >/dev/null
+fi
 
 # The benches moved from bosun-agent to bosun-host with the host crate.
 package_of() {

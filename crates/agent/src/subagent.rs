@@ -301,21 +301,21 @@ impl SubagentTool {
         let run_id = bosun_host::trace::new_run_id();
         let session = Arc::new(Session::new(run_id.clone()));
         session.inherit(&ctx.session);
-        let (trace, persisted) = match &ctx.runs_dir {
+        let (trace, persisted) = match &ctx.run.runs_dir {
             Some(dir) => match Trace::create(
                 dir,
                 run_id.clone(),
-                Some(ctx.run_id.clone()),
-                ctx.redactor.clone(),
+                Some(ctx.run.run_id.clone()),
+                ctx.run.redactor.clone(),
             ) {
                 Ok(trace) => (trace, true),
                 Err(_) => (
-                    Trace::in_memory(run_id.clone(), ctx.redactor.clone()),
+                    Trace::in_memory(run_id.clone(), ctx.run.redactor.clone()),
                     false,
                 ),
             },
             None => (
-                Trace::in_memory(run_id.clone(), ctx.redactor.clone()),
+                Trace::in_memory(run_id.clone(), ctx.run.redactor.clone()),
                 false,
             ),
         };
@@ -331,7 +331,7 @@ impl SubagentTool {
             .await;
         let persisted = persisted && trace.finish().is_ok();
         // What the child saw, the parent has now seen.
-        ctx.session.raise_taint(session.taint());
+        ctx.session.absorb(&session);
         let (status, message) = match &report.end {
             RunEnd::Completed => ("completed", None),
             RunEnd::Cancelled => {

@@ -69,6 +69,8 @@ pub enum Layer {
     Promise,
     /// An approval the person gave earlier in this session.
     SessionGrant,
+    /// Information flow: write-down protection and integrity (`[classification]`).
+    Flow,
 }
 
 impl fmt::Display for Layer {
@@ -81,6 +83,7 @@ impl fmt::Display for Layer {
             Self::Hook => "restrict hook",
             Self::Promise => "restrict_self promise",
             Self::SessionGrant => "session grant",
+            Self::Flow => "information flow",
         })
     }
 }

@@ -340,6 +340,17 @@ pub enum Event {
         /// Its level now.
         to: Classification,
     },
+    /// A result brought untrusted input into the session (the network, an MCP server not marked
+    /// trusted, a file labelled untrusted): from now on what acts in the world needs a person.
+    #[serde(rename = "integrity.untrusted")]
+    UntrustedInput {
+        /// Call id of the result.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Where the input came from.
+        source: String,
+    },
     /// An "always in this workspace" answer was written as policy rules (or could not be).
     #[serde(rename = "approval.remembered")]
     ApprovalRemembered {
@@ -389,6 +400,7 @@ impl Event {
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::TaintRaised { .. } => "taint.raised",
+            Self::UntrustedInput { .. } => "integrity.untrusted",
             Self::ApprovalRemembered { .. } => "approval.remembered",
             Self::ToolFailed { .. } => "tool.failed",
         }

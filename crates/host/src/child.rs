@@ -24,6 +24,7 @@ pub struct ChildChokepoint {
     pub(crate) limits: Limits,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) launcher: Arc<Launcher>,
+    pub(crate) flow: Arc<crate::flow::Flow>,
     pub(crate) home: PathBuf,
 }
 
@@ -61,6 +62,7 @@ impl ChildChokepoint {
             .limits(self.limits)
             .env(self.env.clone())
             .launcher(self.launcher.clone())
+            .flow(self.flow.clone())
             .remember_in(&self.home)
             .build()
     }

@@ -14,14 +14,15 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use bosun_core::{
-    ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits, ToolError,
-    ToolResult, ToolSpec, bound_result,
+    ApprovalAnswer, Capability, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits,
+    ToolError, ToolResult, ToolSpec, bound_result,
 };
 use bosun_launch::{Launcher, SandboxConfig};
 use bosun_policy::{HookVerdict, Policy, Subject};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
+use crate::flow::Flow;
 use crate::session::Session;
 use crate::trace::Trace;
 use crate::{Tool, ToolContext, Workspace};
@@ -228,10 +229,18 @@ pub struct ChokepointBuilder {
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
     launcher: Option<Arc<Launcher>>,
+    flow: Arc<Flow>,
     remember_in: Option<std::path::PathBuf>,
 }
 
 impl ChokepointBuilder {
+    /// Sets the information-flow rules checked after policy (default: every host `PUBLIC`,
+    /// no labelled paths, write-downs asked about).
+    pub fn flow(mut self, flow: Arc<Flow>) -> Self {
+        self.flow = flow;
+        self
+    }
+
     /// Adds tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
@@ -322,6 +331,7 @@ impl ChokepointBuilder {
             launcher: self
                 .launcher
                 .unwrap_or_else(|| Arc::new(Launcher::new(SandboxConfig::default()))),
+            flow: self.flow,
         })
     }
 }
@@ -348,6 +358,7 @@ pub struct Chokepoint {
     limits: Limits,
     env: Arc<BTreeMap<String, String>>,
     launcher: Arc<Launcher>,
+    flow: Arc<Flow>,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -372,6 +383,7 @@ impl Chokepoint {
             limits: Limits::default(),
             env: Arc::new(BTreeMap::new()),
             launcher: None,
+            flow: Arc::default(),
             remember_in: None,
         }
     }
@@ -519,12 +531,7 @@ impl Chokepoint {
             env: self.env.clone(),
             launcher: self.launcher.clone(),
             broker: crate::tool::Broker(self.broker.clone()),
-            run_id: trace.run_id().to_owned(),
-            runs_dir: trace
-                .path()
-                .and_then(std::path::Path::parent)
-                .map(Into::into),
-            redactor: trace.redactor().clone(),
+            run: trace.info().clone(),
             session: session.clone(),
             call_id: call.id.clone(),
             logs: Default::default(),
@@ -541,7 +548,12 @@ impl Chokepoint {
         // 4. Policy on the action and every capability, with the session's promises and the
         //    plugins' hooks (which can only tighten).
         let verdicts = self.hook_verdicts(call, tool.as_ref(), cancel).await;
-        let explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
+        let mut explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
+        // 4b. Information flow, after policy: write-downs and what untrusted input may not do
+        //     without a person. It can only tighten.
+        for check in self.flow.checks(&capabilities, tool.sink_level(), session) {
+            crate::flow::tighten(&mut explanation, check);
+        }
         trace.record(Event::ToolDecided {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -596,8 +608,14 @@ impl Chokepoint {
         });
         let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
         let remaining = deadline.saturating_sub(started.elapsed());
-        let (judge, mut asked) = tokio::sync::mpsc::channel(1);
-        ctx.judge = Some(judge);
+        // Only a tool that may ask for capabilities while it runs gets a channel for it.
+        let mut asked = if tool.judges_mid_call() {
+            let (judge, asked) = tokio::sync::mpsc::channel(1);
+            ctx.judge = Some(judge);
+            Some(asked)
+        } else {
+            None
+        };
         let run = tool.call(call.input.clone(), &ctx);
         tokio::pin!(run);
         let sleep = tokio::time::sleep(remaining);
@@ -606,7 +624,12 @@ impl Chokepoint {
             tokio::select! {
                 biased;
                 result = &mut run => break result,
-                Some(ask) = asked.recv() => {
+                Some(ask) = async {
+                    match asked.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
                     // A capability the running call needs now, judged here like the call
                     // itself. Time spent waiting for a person does not count against the
                     // call's deadline.
@@ -649,17 +672,45 @@ impl Chokepoint {
         }
         match outcome {
             Ok(output) => {
-                // 7. Raise the session's taint to the result's level; it never falls.
-                let level = output.classification.unwrap_or(tool.spec().classification);
+                // 7. Raise the session's taint to the result's level (the highest of the
+                //    tool's, the result's and the labels of the paths it read); it never
+                //    falls. Mark the session when the result is untrusted input.
+                let (read_level, read_untrusted) = self.flow.read_levels(&ctx.granted);
+                let level = output
+                    .classification
+                    .unwrap_or(tool.spec().classification)
+                    .max(read_level.unwrap_or_default());
                 let before = session.taint();
                 let after = session.raise_taint(level);
                 if after > before {
+                    session.set_taint_source(format!("{} ({})", call.name, call.id));
                     trace.record(Event::TaintRaised {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
                         from: before,
                         to: after,
                     });
+                }
+                let network: Vec<String> = ctx
+                    .granted
+                    .iter()
+                    .filter(|r| r.capability == Capability::NetHttp)
+                    .filter_map(|r| r.scope.as_authority().map(|a| a.host))
+                    .collect();
+                let untrusted = if network.is_empty() {
+                    tool.untrusted_source().or(read_untrusted)
+                } else {
+                    Some(format!("the network ({})", network.join(", ")))
+                };
+                if let Some(source) = untrusted {
+                    let source = format!("{source}, read by {} ({})", call.name, call.id);
+                    if session.mark_untrusted(source.clone()) {
+                        trace.record(Event::UntrustedInput {
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            source,
+                        });
+                    }
                 }
                 Ok((ToolResult::ok(output.value, output.truncated), explanation))
             }
@@ -679,8 +730,14 @@ impl Chokepoint {
         trace: &Trace,
     ) -> Result<(), ToolError> {
         let subjects = [Subject::capability(&request)];
-        let explanation =
+        let mut explanation =
             session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]));
+        for check in self
+            .flow
+            .checks(std::slice::from_ref(&request), None, session)
+        {
+            crate::flow::tighten(&mut explanation, check);
+        }
         trace.record(Event::CapabilityDecided {
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -118,6 +118,9 @@ pub struct Config {
     /// The OS sandbox for every child process: `[sandbox]`.
     #[serde(default)]
     pub sandbox: bosun_launch::SandboxConfig,
+    /// Labels for information flow: `[classification]`.
+    #[serde(default)]
+    pub classification: crate::flow::ClassificationConfig,
 }
 
 impl Config {
@@ -232,6 +235,13 @@ impl LoadedConfig {
                     message: "max_steps and max_tool_calls must be at least 1".to_owned(),
                 });
             }
+            user.classification
+                .check()
+                .map_err(|message| ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "classification".to_owned(),
+                    message,
+                })?;
             user.sandbox.validate().map_err(|e| ConfigError::Invalid {
                 path: file.path.clone(),
                 key: "sandbox".to_owned(),

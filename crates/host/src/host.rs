@@ -369,6 +369,7 @@ impl Host {
             .limits(self.config.user.limits)
             .env(self.config.scrubbed_env())
             .launcher(self.launcher.clone())
+            .flow(self.flow())
             .remember_in(&self.config.home)
             .build()
             .map_err(|e| HostError::Tools(e.message))
@@ -406,8 +407,14 @@ impl Host {
             limits: self.config.user.limits,
             env: self.config.scrubbed_env(),
             launcher: self.launcher.clone(),
+            flow: self.flow(),
             home: self.config.home.clone(),
         })
+    }
+
+    /// The information-flow rules of the user's `[classification]`.
+    pub fn flow(&self) -> Arc<crate::flow::Flow> {
+        Arc::new(crate::flow::Flow::new(&self.config.user.classification))
     }
 
     /// The launcher every child process starts through: `run_command`'s, and MCP servers'.

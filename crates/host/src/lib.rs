@@ -30,6 +30,7 @@ pub mod builtin;
 mod child;
 pub mod chokepoint;
 pub mod config;
+pub mod flow;
 mod host;
 pub mod mcp_config;
 pub mod plugin_runtime;

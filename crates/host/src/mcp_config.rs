@@ -51,6 +51,10 @@ pub struct McpServerConfig {
     /// sandbox like every child): `[mcp.<name>.sandbox]`.
     #[serde(default, skip_serializing_if = "McpSandbox::is_empty")]
     pub sandbox: McpSandbox,
+    /// The level of data the server may be sent (`PUBLIC` by default): a session holding data
+    /// above it cannot call the server's tools without a person (write-down protection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<bosun_core::Classification>,
 }
 
 /// `[mcp.<name>.sandbox]`: the paths and hosts a command server's process is given.

@@ -20,6 +20,10 @@ pub struct Session {
     taint: Mutex<Classification>,
     /// The budget of the run going on in this session, which its subagents share.
     run_budget: Mutex<Option<Arc<RunBudget>>>,
+    /// What first raised the taint to its current level.
+    taint_source: Mutex<Option<String>>,
+    /// What first brought untrusted input into the session; it stays marked.
+    untrusted: Mutex<Option<String>>,
 }
 
 /// What is left of a run's budgets, shared by the run and the subagents it starts: every model
@@ -144,14 +148,73 @@ impl Session {
         f(&promises)
     }
 
-    /// Starts a child's session from this one: the same promises and taint (never the
-    /// approvals a person gave "for this session", which were given for the parent's calls).
+    /// Starts a child's session from this one: the same promises, taint and integrity mark
+    /// (never the approvals a person gave "for this session", which were given for the
+    /// parent's calls).
     pub fn inherit(&self, parent: &Session) {
         let promises = parent.with_promises(<[Promise]>::to_vec);
         for promise in promises {
             self.promise(promise);
         }
-        self.raise_taint(parent.taint());
+        self.absorb(parent);
+    }
+
+    /// Takes in what `other` (a finished child) saw: its taint and its integrity mark.
+    pub fn absorb(&self, other: &Session) {
+        let before = self.taint();
+        if self.raise_taint(other.taint()) > before
+            && let Some(source) = other.taint_source()
+        {
+            self.set_taint_source(source);
+        }
+        if let Some(source) = other.untrusted_source() {
+            self.mark_untrusted(source);
+        }
+    }
+
+    /// Records what raised the taint to its current level.
+    pub fn set_taint_source(&self, source: String) {
+        *self
+            .taint_source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(source);
+    }
+
+    /// What raised the taint to its current level, if recorded.
+    pub fn taint_source(&self) -> Option<String> {
+        self.taint_source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Marks the session as having read untrusted input from `source`; true the first time.
+    pub fn mark_untrusted(&self, source: String) -> bool {
+        let mut untrusted = self
+            .untrusted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if untrusted.is_some() {
+            return false;
+        }
+        *untrusted = Some(source);
+        true
+    }
+
+    /// Whether the session has read untrusted input.
+    pub fn is_untrusted(&self) -> bool {
+        self.untrusted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Where the session's first untrusted input came from, if it has read any.
+    pub fn untrusted_source(&self) -> Option<String> {
+        self.untrusted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Sets the budget of the run now going on in this session.

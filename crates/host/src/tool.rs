@@ -30,12 +30,8 @@ pub struct ToolContext {
     pub launcher: Arc<bosun_launch::Launcher>,
     /// The broker of the chokepoint running the call (a subagent asks through it).
     pub broker: Broker,
-    /// The run the call belongs to.
-    pub run_id: String,
-    /// Where the run's trace is written (a subagent's goes beside it), if anywhere.
-    pub runs_dir: Option<std::path::PathBuf>,
-    /// The run's redaction.
-    pub redactor: Arc<bosun_core::Redactor>,
+    /// The run the call belongs to: its id, where its trace is written, its redaction.
+    pub run: Arc<crate::trace::RunInfo>,
     /// The session the call belongs to.
     pub session: Arc<Session>,
     /// The id of this call.
@@ -223,6 +219,24 @@ pub trait Tool: Send + Sync {
             .cloned()
             .map(CapabilityRequest::bare)
             .collect())
+    }
+
+    /// The level of where the tool itself sends its input (an MCP server), when it sends it
+    /// anywhere: a session holding data above it cannot call the tool without a person.
+    fn sink_level(&self) -> Option<bosun_core::Classification> {
+        None
+    }
+
+    /// What makes this tool's results untrusted input (an MCP server not marked trusted), if
+    /// anything does. Results of a call granted `net.http` are untrusted whatever this says.
+    fn untrusted_source(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether a call may ask the chokepoint for capabilities while it runs (a JS plugin's
+    /// tool of risk `process` starting programs). Only such calls get `ToolContext::judge`.
+    fn judges_mid_call(&self) -> bool {
+        false
     }
 
     /// A readable one-line summary of the call for an approval prompt.

@@ -69,6 +69,18 @@ pub struct Trace {
     redactor: Arc<Redactor>,
     observers: Vec<Arc<dyn Observer>>,
     writer: Mutex<Writer>,
+    info: Arc<RunInfo>,
+}
+
+/// What a tool call may know of the run it belongs to (a subagent's trace goes beside it).
+#[derive(Debug)]
+pub struct RunInfo {
+    /// The run.
+    pub run_id: String,
+    /// Where its trace is written, if anywhere.
+    pub runs_dir: Option<PathBuf>,
+    /// Its redaction.
+    pub redactor: Arc<Redactor>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -104,7 +116,13 @@ impl Trace {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let file = options.open(&path).map_err(err)?;
+        let info = Arc::new(RunInfo {
+            run_id: run_id.clone(),
+            runs_dir: Some(runs_dir.to_path_buf()),
+            redactor: redactor.clone(),
+        });
         Ok(Self {
+            info,
             run_id,
             parent_run_id,
             path: Some(path),
@@ -121,6 +139,11 @@ impl Trace {
     /// A trace that records to observers only (embedding, tests).
     pub fn in_memory(run_id: String, redactor: Arc<Redactor>) -> Self {
         Self {
+            info: Arc::new(RunInfo {
+                run_id: run_id.clone(),
+                runs_dir: None,
+                redactor: redactor.clone(),
+            }),
             run_id,
             parent_run_id: None,
             path: None,
@@ -143,6 +166,11 @@ impl Trace {
     /// The run id.
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The run, as a tool call sees it (shared, so a call copies nothing).
+    pub fn info(&self) -> &Arc<RunInfo> {
+        &self.info
     }
 
     /// The redaction every event passes.
@@ -566,6 +594,12 @@ pub fn render(envelopes: &[Envelope]) -> String {
             } => writeln!(
                 out,
                 "  [{at:>5} ms] {call_id} raised the session's taint {from} → {to}"
+            ),
+            Event::UntrustedInput {
+                call_id, source, ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} brought untrusted input into the session: {source}"
             ),
             Event::ApprovalRemembered {
                 call_id,

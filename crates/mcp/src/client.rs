@@ -529,6 +529,14 @@ impl Tool for McpTool {
         &self.spec
     }
 
+    fn sink_level(&self) -> Option<bosun_core::Classification> {
+        Some(self.server.config.classification.unwrap_or_default())
+    }
+
+    fn untrusted_source(&self) -> Option<String> {
+        (!self.server.config.trusted).then(|| format!("MCP server `{}`", self.server.name))
+    }
+
     fn action(&self) -> &str {
         &self.action
     }

@@ -652,6 +652,10 @@ impl Tool for JsTool {
             .collect())
     }
 
+    fn judges_mid_call(&self) -> bool {
+        self.spec.risk == Risk::Process
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let net = crate::plugin_runtime::native::net_grant(&ctx.granted, &self.policy);
         // Only a tool of risk `process` may start processes, each judged when it asks.

@@ -6,6 +6,7 @@
 
 mod builtin;
 mod chokepoint;
+mod flow;
 mod js_plugins;
 mod remembered;
 mod skills;
@@ -20,9 +21,11 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
         env: Arc::default(),
         launcher: Arc::new(bosun_launch::Launcher::new(Default::default())),
         broker: bosun_host::tool::Broker(Arc::new(bosun_host::NonInteractive)),
-        run_id: "run-1".to_owned(),
-        runs_dir: None,
-        redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
+        run: Arc::new(bosun_host::trace::RunInfo {
+            run_id: "run-1".to_owned(),
+            runs_dir: None,
+            redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
+        }),
         session: Arc::new(bosun_host::Session::new("test-session")),
         call_id: "call-1".to_owned(),
         logs: Default::default(),
