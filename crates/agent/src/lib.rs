@@ -7,6 +7,7 @@
 
 pub mod context;
 pub mod instructions;
+pub mod review;
 pub mod run;
 pub mod scripted;
 pub mod session_store;

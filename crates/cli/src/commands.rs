@@ -82,7 +82,8 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
     let env = crate::env::load()?;
     let host = env.host()?;
     let policy = host.policy().clone();
-    let chokepoint = host.chokepoint(crate::env::broker(yes))?;
+    let chokepoint =
+        host.chokepoint_reviewed(crate::env::broker(yes), crate::run::reviewer(&env)?)?;
     let run_id = trace::new_run_id();
     let trace = Trace::create(
         &env.config.runs_dir(),

@@ -246,6 +246,19 @@ pub(crate) fn open_session(
 }
 
 /// Opens the model entry `name` of the user's config.
+/// The reviewer of `review` decisions, when `[policy] reviewer` names a configured model.
+pub(crate) fn reviewer(env: &Env) -> Result<Option<Arc<dyn bosun_host::review::Reviewer>>> {
+    let Some(name) = &env.config.user.policy.reviewer else {
+        return Ok(None);
+    };
+    let model = open_model(env, name).context("opening the reviewer ([policy] reviewer)")?;
+    Ok(Some(Arc::new(bosun_agent::review::ModelReviewer::new(
+        name,
+        model.provider,
+        &model.model,
+    ))))
+}
+
 pub(crate) fn open_model(env: &Env, name: &str) -> Result<ConfiguredModel> {
     env.config
         .user
@@ -292,7 +305,7 @@ pub(crate) fn prepare_turn(
 ) -> Result<Turn> {
     let configured = open_model(env, &open.stored.model)?;
     let host = env.build_host()?;
-    let chokepoint = host.chokepoint(io.broker)?;
+    let chokepoint = host.chokepoint_reviewed(io.broker, reviewer(env)?)?;
     let (contributions, mut warnings) = host.prompts_blocking(task)?;
     let (prompt, prompt_warnings) =
         bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &contributions);

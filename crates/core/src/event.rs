@@ -208,6 +208,18 @@ pub enum Event {
         /// The decision and the rules behind it.
         explanation: Explanation,
     },
+    /// A reviewer answered a `review` decision.
+    #[serde(rename = "review.answered")]
+    ReviewAnswered {
+        /// Call id.
+        call_id: String,
+        /// Who reviewed (a configured model's name).
+        reviewer: String,
+        /// `allow`, `deny`, `unsure`, or `failed` when no verdict came.
+        verdict: String,
+        /// The reviewer's reason, or why no verdict came.
+        reason: String,
+    },
     /// A person was asked to approve a call.
     #[serde(rename = "approval.asked")]
     ApprovalAsked {
@@ -387,6 +399,7 @@ impl Event {
             Self::ToolProposed { .. } => "tool.proposed",
             Self::ToolDecided { .. } => "tool.decided",
             Self::CapabilityDecided { .. } => "capability.decided",
+            Self::ReviewAnswered { .. } => "review.answered",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
             Self::PromptAssembled { .. } => "prompt.assembled",

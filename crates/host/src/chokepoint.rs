@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
 use crate::flow::Flow;
+use crate::review::{ReviewRequest, Reviewer, Verdict};
 use crate::session::Session;
 use crate::trace::Trace;
 use crate::{Tool, ToolContext, Workspace};
@@ -230,10 +231,17 @@ pub struct ChokepointBuilder {
     env: Arc<BTreeMap<String, String>>,
     launcher: Option<Arc<Launcher>>,
     flow: Arc<Flow>,
+    reviewer: Option<Arc<dyn Reviewer>>,
     remember_in: Option<std::path::PathBuf>,
 }
 
 impl ChokepointBuilder {
+    /// Sets who decides `review` decisions before a person (default: nobody; a person is asked).
+    pub fn reviewer(mut self, reviewer: Arc<dyn Reviewer>) -> Self {
+        self.reviewer = Some(reviewer);
+        self
+    }
+
     /// Sets the information-flow rules checked after policy (default: every host `PUBLIC`,
     /// no labelled paths, write-downs asked about).
     pub fn flow(mut self, flow: Arc<Flow>) -> Self {
@@ -332,6 +340,7 @@ impl ChokepointBuilder {
                 .launcher
                 .unwrap_or_else(|| Arc::new(Launcher::new(SandboxConfig::default()))),
             flow: self.flow,
+            reviewer: self.reviewer,
         })
     }
 }
@@ -359,6 +368,7 @@ pub struct Chokepoint {
     env: Arc<BTreeMap<String, String>>,
     launcher: Arc<Launcher>,
     flow: Arc<Flow>,
+    reviewer: Option<Arc<dyn Reviewer>>,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -384,6 +394,7 @@ impl Chokepoint {
             env: Arc::new(BTreeMap::new()),
             launcher: None,
             flow: Arc::default(),
+            reviewer: None,
             remember_in: None,
         }
     }
@@ -574,6 +585,50 @@ impl Chokepoint {
                     Some(explanation),
                 ));
             }
+            Decision::Review if self.reviewer.is_some() => {
+                let summary = trace.redact_text(&tool.summarize(&call.input));
+                match self
+                    .review(
+                        call,
+                        tool.action(),
+                        &summary,
+                        &capabilities,
+                        &explanation,
+                        session,
+                        trace,
+                    )
+                    .await
+                {
+                    Some(Verdict::Allow) => {}
+                    Some(Verdict::Deny) => {
+                        return Err((
+                            ToolError::new(
+                                ErrorCode::Denied,
+                                format!(
+                                    "the reviewer denied {}; do something else or ask the person how to proceed",
+                                    call.name
+                                ),
+                            ),
+                            Some(explanation),
+                        ));
+                    }
+                    // Unsure, unanswered, unparsed or failed: a person decides, never a silent
+                    // allow.
+                    Some(Verdict::Unsure) | None => {
+                        let asking = Asking {
+                            call,
+                            action: tool.action(),
+                            summary,
+                            capabilities: &capabilities,
+                            explanation: &explanation,
+                            rememberable: true,
+                        };
+                        if let Err(error) = self.approve(asking, session, trace).await {
+                            return Err((error, Some(explanation)));
+                        }
+                    }
+                }
+            }
             Decision::Ask | Decision::Review => {
                 // The prompt shows the input through the same redaction as the trace.
                 let asking = Asking {
@@ -716,6 +771,47 @@ impl Chokepoint {
             }
             Err(error) => Err((error, Some(explanation))),
         }
+    }
+
+    /// Asks the reviewer about a `review` decision, within the call's deadline (at most 30 s),
+    /// recording its answer; `None` when no verdict came.
+    #[allow(clippy::too_many_arguments)]
+    async fn review(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        summary: &str,
+        capabilities: &[CapabilityRequest],
+        explanation: &Explanation,
+        session: &Session,
+        trace: &Trace,
+    ) -> Option<Verdict> {
+        let reviewer = self.reviewer.as_ref()?;
+        let request = ReviewRequest {
+            tool: call.name.clone(),
+            action: action.to_owned(),
+            summary: summary.to_owned(),
+            capabilities: capabilities.to_vec(),
+            reason: explanation.summary(),
+            taint: session.taint(),
+            untrusted: session.untrusted_source(),
+        };
+        let limit = Duration::from_millis(self.limits.tool_timeout_ms.min(30_000));
+        let answer = match tokio::time::timeout(limit, reviewer.review(&request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+        };
+        let (verdict, reason) = match &answer {
+            Ok(review) => (review.verdict.as_str().to_owned(), review.reason.clone()),
+            Err(why) => ("failed".to_owned(), why.clone()),
+        };
+        trace.record(Event::ReviewAnswered {
+            call_id: call.id.clone(),
+            reviewer: reviewer.name().to_owned(),
+            verdict,
+            reason: trace.redact_text(&reason),
+        });
+        answer.ok().map(|review| review.verdict)
     }
 
     /// Judges a capability a running call asks for: policy on the capability alone (the call

@@ -268,7 +268,17 @@ impl LoadedConfig {
             })?;
         }
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
-            Some(file) => Some((parse(&file)?, file)),
+            Some(file) => {
+                let project: ProjectConfig = parse(&file)?;
+                if project.policy.reviewer.is_some() {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "policy.reviewer".to_owned(),
+                        message: "a project cannot choose who reviews its calls: set reviewer in your own config".to_owned(),
+                    });
+                }
+                Some((project, file))
+            }
             None => None,
         };
         let trusted = user.trusted_workspaces.iter().any(|p| {

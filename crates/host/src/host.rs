@@ -362,7 +362,19 @@ impl Host {
     /// # Errors
     /// Never today; kept fallible so a chokepoint that cannot be built is reported, not hidden.
     pub fn chokepoint(&self, broker: Arc<dyn ApprovalBroker>) -> Result<Chokepoint, HostError> {
-        Chokepoint::builder(self.policy.clone(), self.workspace.clone())
+        self.chokepoint_reviewed(broker, None)
+    }
+
+    /// As [`Host::chokepoint`], with `reviewer` deciding `review` decisions before a person.
+    ///
+    /// # Errors
+    /// As [`Host::chokepoint`].
+    pub fn chokepoint_reviewed(
+        &self,
+        broker: Arc<dyn ApprovalBroker>,
+        reviewer: Option<Arc<dyn crate::review::Reviewer>>,
+    ) -> Result<Chokepoint, HostError> {
+        let mut builder = Chokepoint::builder(self.policy.clone(), self.workspace.clone())
             .registry(self.registry.clone())
             .hooks(self.hooks.iter().cloned())
             .broker(broker)
@@ -370,9 +382,11 @@ impl Host {
             .env(self.config.scrubbed_env())
             .launcher(self.launcher.clone())
             .flow(self.flow())
-            .remember_in(&self.config.home)
-            .build()
-            .map_err(|e| HostError::Tools(e.message))
+            .remember_in(&self.config.home);
+        if let Some(reviewer) = reviewer {
+            builder = builder.reviewer(reviewer);
+        }
+        builder.build().map_err(|e| HostError::Tools(e.message))
     }
 
     /// A chokepoint factory for a child run (a subagent) over only `tools`, by name: the

@@ -36,6 +36,7 @@ pub mod mcp_config;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;
+pub mod review;
 pub mod session;
 pub mod skills;
 pub mod tool;

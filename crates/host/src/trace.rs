@@ -487,6 +487,15 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 capability.capability.as_action(),
                 explanation.summary()
             ),
+            Event::ReviewAnswered {
+                call_id,
+                reviewer,
+                verdict,
+                reason,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} reviewed by {reviewer}: {verdict} — {reason}"
+            ),
             Event::ApprovalAsked {
                 call_id, reason, ..
             } => writeln!(out, "  [{at:>5} ms] {call_id} asked a person: {reason}"),

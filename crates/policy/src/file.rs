@@ -29,6 +29,10 @@ pub struct PolicyFile {
     /// `policy.examples = [{ action = "...", expect = "..." }]`.
     #[serde(default)]
     pub examples: Vec<Spanned<Example>>,
+    /// The configured model (`[models.<name>]`) that decides `review` decisions before a
+    /// person. User config only: a project cannot choose who reviews.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<String>,
 }
 
 /// A standalone document: only a `[policy]` table.
@@ -64,6 +68,7 @@ impl PolicyFile {
                 .map(|rule| Spanned::new(0..0, rule))
                 .collect(),
             examples: Vec::new(),
+            reviewer: None,
         }
     }
 }

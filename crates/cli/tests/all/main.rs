@@ -512,6 +512,7 @@ mod hardening;
 mod js;
 mod mcp_client;
 mod plugins;
+mod review;
 mod run;
 mod serve;
 mod skills;

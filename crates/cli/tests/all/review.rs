@@ -1,0 +1,112 @@
+//! `review` decisions decided by a reviewer model (a second scripted model on loopback) before a
+//! person: allow runs the call, deny refuses it, and unsure, garbage, a hung reviewer or a
+//! failing one go to a person — refused when nobody can answer, never a silent allow.
+
+use bosun_agent::scripted::Step;
+
+use super::run::serve;
+use super::{Env, code, json as parse_json, stderr};
+
+/// `[policy] reviewer` naming the scripted `judge`, `run_command` of `true` set to `review`.
+fn config(judge: &str) -> String {
+    format!(
+        "[limits]\ntool_timeout_ms = 3000\n\n[policy]\nreviewer = \"judge\"\n\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"review\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"review\"\n\n[models.judge]\nprovider = \"openai-chat\"\nbase_url = \"{judge}\"\nmodel = \"bosun-scripted\"\n"
+    )
+}
+
+fn call(env: &Env) -> (i32, serde_json::Value) {
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "true"}"#,
+        "--json",
+    ]);
+    (code(&out), parse_json(&out))
+}
+
+fn trace_text(env: &Env) -> String {
+    let out = env.bosun(&["inspect", "last"]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_reviewer_allows_and_denies_with_its_reason_in_the_trace() {
+    for (answer, rc, expect) in [
+        (
+            r#"{"decision": "allow", "reason": "true does nothing"}"#,
+            0,
+            "allow — true does nothing",
+        ),
+        (
+            r#"{"decision": "deny", "reason": "not today"}"#,
+            3,
+            "deny — not today",
+        ),
+    ] {
+        let env = Env::new();
+        let (_runtime, judge) = serve([Step::text(answer)]);
+        env.user_config(&config(judge.base_url()));
+        let (got, out) = call(&env);
+        assert_eq!(got, rc, "{out}");
+        let trace = trace_text(&env);
+        assert!(
+            trace.contains(&format!("reviewed by judge: {expect}")),
+            "{trace}"
+        );
+        // The reviewer saw the call, not an instruction.
+        let asked = judge.requests()[0].to_string();
+        assert!(asked.contains("builtin.tool.run_command"), "{asked}");
+    }
+}
+
+#[test]
+fn unsure_garbage_hung_or_failing_reviewers_go_to_a_person_never_a_silent_allow() {
+    let hang = Step {
+        hang: true,
+        ..Step::text("")
+    };
+    for (step, verdict) in [
+        (
+            Step::text(r#"{"decision": "unsure", "reason": "cannot tell"}"#),
+            "unsure",
+        ),
+        (Step::text("Sure, go ahead!"), "failed"),
+        (Step::text(r#"{"decision": "allow"}"#), "failed"),
+        (hang, "failed"),
+    ] {
+        let env = Env::new();
+        let (_runtime, judge) = serve([step]);
+        env.user_config(&config(judge.base_url()));
+        // Nobody is at a terminal here: the person cannot answer, so the call is refused.
+        let (got, out) = call(&env);
+        assert_eq!(got, 4, "{out}");
+        assert_eq!(out["error"]["code"], "needs_approval", "{out}");
+        let trace = trace_text(&env);
+        assert!(
+            trace.contains(&format!("reviewed by judge: {verdict}")),
+            "{trace}"
+        );
+        assert!(!trace.contains("started run_command"), "{trace}");
+    }
+    // A reviewer that cannot be reached at all.
+    let env = Env::new();
+    env.user_config(&config("http://127.0.0.1:9"));
+    let (got, out) = call(&env);
+    assert_eq!(got, 4, "{out}");
+    assert!(trace_text(&env).contains("reviewed by judge: failed"));
+}
+
+#[test]
+fn a_project_cannot_choose_the_reviewer() {
+    let env = Env::new();
+    env.project_config("[policy]\nreviewer = \"lenient\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("policy.reviewer")
+            || String::from_utf8_lossy(&out.stdout).contains("policy.reviewer"),
+        "{}",
+        stderr(&out)
+    );
+}

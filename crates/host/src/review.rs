@@ -1,0 +1,72 @@
+//! `review`: a policy decision that goes to a reviewer before a person. A reviewer sees the call
+//! (tool, action, what it touches, why policy said `review`) and the session's labels, and
+//! answers allow, deny or unsure with a reason. `unsure`, an answer that does not parse, a
+//! timeout or a failure goes to a person — or is refused when nobody can answer — never a
+//! silent allow. The review and its reason are recorded in the trace (`review.answered`).
+
+use async_trait::async_trait;
+use bosun_core::{CapabilityRequest, Classification};
+
+/// What a reviewer is asked about.
+#[derive(Debug, Clone)]
+pub struct ReviewRequest {
+    /// The tool the model called.
+    pub tool: String,
+    /// Its policy action.
+    pub action: String,
+    /// The call as a person would see it (redacted).
+    pub summary: String,
+    /// What it touches.
+    pub capabilities: Vec<CapabilityRequest>,
+    /// Why policy said `review`.
+    pub reason: String,
+    /// The session's level.
+    pub taint: Classification,
+    /// Where the session's untrusted input came from, if it has read any.
+    pub untrusted: Option<String>,
+}
+
+/// A reviewer's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Refuse it.
+    Deny,
+    /// A person decides.
+    Unsure,
+}
+
+impl Verdict {
+    /// The word in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Deny => "deny",
+            Verdict::Unsure => "unsure",
+        }
+    }
+}
+
+/// A reviewer's answer.
+#[derive(Debug, Clone)]
+pub struct Review {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+/// Decides `review` decisions before a person does.
+#[async_trait]
+pub trait Reviewer: Send + Sync {
+    /// Who reviews, for the trace (a model's configured name).
+    fn name(&self) -> &str;
+
+    /// Reviews one call.
+    ///
+    /// # Errors
+    /// Why no verdict came (the model failed, its answer did not parse): the call then goes to a
+    /// person.
+    async fn review(&self, request: &ReviewRequest) -> Result<Review, String>;
+}
