@@ -215,6 +215,10 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
     )
     .map_err(fail)?;
     let mut programs = Vec::new();
+    // x32 system calls carry the same architecture as x86_64 with bit 30 set in the number,
+    // so the rules above would not match them: refuse every one.
+    #[cfg(target_arch = "x86_64")]
+    programs.push(refuse_x32());
     for filter in [main, clone3] {
         let program: seccompiler::BpfProgram = filter
             .try_into()
@@ -232,4 +236,25 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
         );
     }
     Ok(programs)
+}
+
+/// A program refusing (EPERM) every system call whose number has the x32 bit (`0x40000000`).
+#[cfg(target_arch = "x86_64")]
+fn refuse_x32() -> Vec<libc::sock_filter> {
+    const LOAD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
+    const JUMP_GE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+    const X32_BIT: u32 = 0x4000_0000;
+    let statement = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    vec![
+        statement(LOAD_NR, 0, 0, 0),
+        statement(JUMP_GE, 0, 1, X32_BIT),
+        statement(
+            RETURN,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM.cast_unsigned(),
+        ),
+        statement(RETURN, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }

@@ -365,6 +365,27 @@ async fn a_child_cannot_leave_its_process_group_or_trace() {
     assert!(text(&output).contains("ptrace -1"), "{}", text(&output));
 }
 
+#[cfg(target_arch = "x86_64")]
+#[tokio::test]
+async fn x32_system_calls_are_refused_too() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    // getpid with the x32 bit: outside the sandbox the kernel answers (ENOSYS where x32 is off);
+    // inside, the filter refuses it before the kernel looks (EPERM).
+    let script = "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); \
+                  r = libc.syscall(0x40000000 | 39); print('result', r, ctypes.get_errno())";
+    let control = rig.run(None, Network::Off, python(), &["-c", script]).await;
+    assert!(
+        !text(&control).contains("result -1 1\n"),
+        "{}",
+        text(&control)
+    );
+    let output = rig
+        .run(Some(&launcher), Network::Off, python(), &["-c", script])
+        .await;
+    assert!(text(&output).contains("result -1 1\n"), "{}", text(&output));
+}
+
 #[tokio::test]
 async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing() {
     let rig = rig();
