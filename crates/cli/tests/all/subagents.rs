@@ -325,3 +325,38 @@ fn a_subagent_naming_unknown_or_nested_tools_is_not_offered() {
             && !offered.contains("agent_nester")
     );
 }
+
+#[test]
+fn a_child_draws_from_the_parents_budget_and_stops_when_it_is_spent() {
+    let env = Env::new();
+    review_plugin(&env);
+    let (_runtime, server) = serve([
+        Step::call("delegate_code_review", json!({"task": "Read everything"})),
+        // The child: one call fits what is left of the run's two, the second does not.
+        Step::call("read_file", json!({"path": "src/lib.rs"})),
+        Step::call("list_files", json!({"path": "."})),
+        Step::text("unreachable"),
+        Step::text("The reviewer ran out of budget."),
+    ]);
+    env.user_config(&format!(
+        "{}\n[agent]\nmax_tool_calls = 2\n\n[plugins.code-review]\npath = \"code-review\"\n",
+        model_config(&server, "")
+    ));
+    let out = env.bosun(&["run", "--yes", "Review"]);
+    let runs = runs(&env);
+    let (parent, _) = runs.iter().find(|(_, p)| p.is_none()).unwrap();
+    let delegated = parent
+        .iter()
+        .find(|e| e["type"] == "tool.completed" && e["tool"] == "delegate_code_review")
+        .unwrap_or_else(|| panic!("{parent:?}\n{}", stderr(&out)));
+    assert_eq!(
+        delegated["output"]["status"], "limit_reached",
+        "{delegated}"
+    );
+    assert_eq!(delegated["output"]["toolCalls"], 1, "{delegated}");
+    let (child, _) = runs.iter().find(|(_, p)| p.is_some()).unwrap();
+    assert!(
+        child.iter().any(|e| e["type"] == "budget.exhausted"),
+        "{child:?}"
+    );
+}
