@@ -373,6 +373,7 @@ impl App {
                 self.model = name.clone();
                 format!("model: {name} from the next turn")
             }),
+            Slash::Skills => Ok(slash::skills(&env)),
             Slash::Sessions => slash::sessions(&env, &self.session_id),
             Slash::Inspect => {
                 let which = self.last_run.as_deref().unwrap_or("last");

@@ -27,6 +27,7 @@ pub(crate) enum Slash {
         capabilities: Vec<String>,
     },
     Model(Option<String>),
+    Skills,
     Sessions,
     Inspect,
     Quit,
@@ -52,6 +53,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     (
         "/model [NAME]",
         "the model; with NAME, switch from the next turn",
+    ),
+    (
+        "/skills",
+        "the skills a run offers ($NAME in a task selects one)",
     ),
     ("/sessions", "stored sessions, most recent first"),
     ("/inspect", "the trace of this session's last run"),
@@ -79,10 +84,13 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/model", []) => Ok(Slash::Model(None)),
         ("/model", [name]) => Ok(Slash::Model(Some((*name).to_owned()))),
         ("/model", _) => usage("/model [NAME]"),
+        ("/skills", []) => Ok(Slash::Skills),
         ("/sessions", []) => Ok(Slash::Sessions),
         ("/inspect", []) => Ok(Slash::Inspect),
         ("/quit" | "/exit", []) => Ok(Slash::Quit),
-        ("/help" | "/?" | "/sessions" | "/inspect" | "/quit" | "/exit", _) => usage(command),
+        ("/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit", _) => {
+            usage(command)
+        }
         _ => Err(format!(
             "unknown command {}: /help lists the commands",
             sanitize_for_terminal(command)
@@ -101,6 +109,46 @@ pub(crate) fn help() -> String {
         "Anything else is a task for the model. Approvals: o allow once, s allow for this session, d or Esc deny.\nCtrl-C cancels a run; pressed again, or when nothing runs, it leaves.",
     );
     text
+}
+
+/// `/skills`: what `bosun skills list` shows, diagnostics included.
+pub(crate) fn skills(env: &Env) -> String {
+    let skills = bosun_host::skills::Skills::discover(
+        &env.config.home,
+        env.workspace.root(),
+        env.config.trusted,
+    );
+    let mut lines: Vec<String> = skills
+        .all()
+        .iter()
+        .map(|skill| {
+            let description: String = skill.description.chars().take(70).collect();
+            format!(
+                "{:<24} {:<8} {}{}",
+                sanitize_for_terminal(&skill.name),
+                format!("{:?}", skill.source).to_lowercase(),
+                if skill.explicit_only {
+                    "($name only) "
+                } else {
+                    ""
+                },
+                sanitize_for_terminal(&description)
+            )
+        })
+        .collect();
+    lines.extend(skills.diagnostics().iter().map(|d| {
+        format!(
+            "warning: {}: {} ({})",
+            sanitize_for_terminal(&d.path),
+            sanitize_for_terminal(&d.message),
+            d.kind
+        )
+    }));
+    if lines.is_empty() {
+        "no skills".to_owned()
+    } else {
+        lines.join("\n")
+    }
 }
 
 /// `/plugins`: the listing of `bosun plugins list`, and the catalog's warnings.
@@ -226,6 +274,7 @@ mod tests {
             })
         );
         assert_eq!(parse("/model"), Ok(Slash::Model(None)));
+        assert_eq!(parse("/skills"), Ok(Slash::Skills));
         assert_eq!(
             parse("/plugins trust"),
             Err("usage: /plugins [trust NAME | untrust NAME] (/help lists the commands)".into())
