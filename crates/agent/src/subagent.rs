@@ -319,6 +319,12 @@ impl SubagentTool {
                 false,
             ),
         };
+        // The parent's watchers (the terminal) see the child's events, marked by its parent run.
+        let trace = ctx
+            .run
+            .observers
+            .iter()
+            .fold(trace, |trace, observer| trace.observe(observer.clone()));
         let agent = Agent::builder(self.model.provider.clone(), &self.model.model, chokepoint)
             .system_prompt(self.prompt.clone())
             .budgets(budgets)

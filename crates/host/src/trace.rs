@@ -72,8 +72,8 @@ pub struct Trace {
     info: Arc<RunInfo>,
 }
 
-/// What a tool call may know of the run it belongs to (a subagent's trace goes beside it).
-#[derive(Debug)]
+/// What a tool call may know of the run it belongs to (a subagent's trace goes beside it, and
+/// its events reach the same observers — the terminal shows a running child).
 pub struct RunInfo {
     /// The run.
     pub run_id: String,
@@ -81,6 +81,17 @@ pub struct RunInfo {
     pub runs_dir: Option<PathBuf>,
     /// Its redaction.
     pub redactor: Arc<Redactor>,
+    /// Who watches the run's events.
+    pub observers: Vec<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for RunInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunInfo")
+            .field("run_id", &self.run_id)
+            .field("runs_dir", &self.runs_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Trace {
@@ -120,6 +131,7 @@ impl Trace {
             run_id: run_id.clone(),
             runs_dir: Some(runs_dir.to_path_buf()),
             redactor: redactor.clone(),
+            observers: Vec::new(),
         });
         Ok(Self {
             info,
@@ -143,6 +155,7 @@ impl Trace {
                 run_id: run_id.clone(),
                 runs_dir: None,
                 redactor: redactor.clone(),
+                observers: Vec::new(),
             }),
             run_id,
             parent_run_id: None,
@@ -160,6 +173,12 @@ impl Trace {
     /// Adds an observer.
     pub fn observe(mut self, observer: Arc<dyn Observer>) -> Self {
         self.observers.push(observer);
+        self.info = Arc::new(RunInfo {
+            run_id: self.info.run_id.clone(),
+            runs_dir: self.info.runs_dir.clone(),
+            redactor: self.info.redactor.clone(),
+            observers: self.observers.clone(),
+        });
         self
     }
 

@@ -46,6 +46,67 @@ pub(crate) struct Running {
     text_entry: Option<usize>,
 }
 
+/// A running subagent as the status line shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ChildStatus {
+    pub name: String,
+    pub step: u32,
+    pub tool: Option<String>,
+}
+
+/// Follows one event of a subagent's run.
+pub(crate) fn child_event(
+    children: &mut std::collections::BTreeMap<String, ChildStatus>,
+    envelope: &Envelope,
+) {
+    let id = envelope.run_id.clone();
+    match &envelope.event {
+        Event::RunStarted { command, .. } => {
+            let name = command.strip_prefix("subagent ").unwrap_or(command);
+            children.insert(
+                id,
+                ChildStatus {
+                    name: sanitize_for_terminal(name),
+                    ..ChildStatus::default()
+                },
+            );
+        }
+        Event::ModelStarted { step, .. } => {
+            if let Some(child) = children.get_mut(&id) {
+                child.step = *step;
+            }
+        }
+        Event::ToolStarted { tool, .. } => {
+            if let Some(child) = children.get_mut(&id) {
+                child.tool = Some(sanitize_for_terminal(tool));
+            }
+        }
+        Event::ToolCompleted { .. } | Event::ToolFailed { .. } => {
+            if let Some(child) = children.get_mut(&id) {
+                child.tool = None;
+            }
+        }
+        Event::RunFinished { .. } => {
+            children.remove(&id);
+        }
+        _ => {}
+    }
+}
+
+/// `subagent code-reviewer: step 2, read_file` for each running child.
+pub(crate) fn children_summary(
+    children: &std::collections::BTreeMap<String, ChildStatus>,
+) -> String {
+    children
+        .values()
+        .map(|c| match &c.tool {
+            Some(tool) => format!("subagent {}: step {}, {tool}", c.name, c.step),
+            None => format!("subagent {}: step {}", c.name, c.step),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// A change that waits for the person's yes.
 pub(crate) struct Confirm {
     pub question: String,
@@ -83,6 +144,8 @@ pub(crate) struct App {
     pub(super) running: Option<Running>,
     /// Model steps of the current (or last) run.
     pub(super) steps: u32,
+    /// Subagents running now, by their run: name, model step, tool running.
+    pub(super) children: std::collections::BTreeMap<String, ChildStatus>,
     /// Tool calls of the current (or last) run.
     pub(super) tool_calls: u32,
     pub(super) approvals: VecDeque<Asked>,
@@ -122,6 +185,7 @@ impl App {
             input: LineEditor::default(),
             running: None,
             steps: 0,
+            children: std::collections::BTreeMap::new(),
             tool_calls: 0,
             approvals: VecDeque::new(),
             confirm: None,
@@ -341,6 +405,7 @@ impl App {
         self.entries.push(Entry::User(line.clone()));
         let cancel = self.engine.start(self.env.clone(), open, line);
         self.steps = 0;
+        self.children.clear();
         self.tool_calls = 0;
         self.running = Some(Running {
             cancel,
@@ -457,6 +522,11 @@ impl App {
     }
 
     fn trace(&mut self, envelope: &Envelope) {
+        // A subagent's events: its progress in the status line, nothing in the transcript.
+        if envelope.parent_run_id.is_some() {
+            child_event(&mut self.children, envelope);
+            return;
+        }
         let Some(run) = &mut self.running else {
             return;
         };

@@ -609,3 +609,53 @@ fn slash_commands_answer_as_the_cli_does() {
         "{sessions}"
     );
 }
+
+#[test]
+fn a_running_subagent_shows_in_the_status_line_and_leaves_when_it_ends() {
+    use super::app::{child_event, children_summary};
+    let envelope = |event: Event| bosun_core::Envelope {
+        schema_version: bosun_core::TRACE_SCHEMA_VERSION,
+        run_id: "child-1".into(),
+        parent_run_id: Some("parent".into()),
+        sequence: 0,
+        timestamp: chrono::Utc::now(),
+        event,
+    };
+    let mut children = std::collections::BTreeMap::new();
+    child_event(
+        &mut children,
+        &envelope(Event::RunStarted {
+            command: "subagent code-reviewer".into(),
+            workspace: "/ws".into(),
+            mode: "workspace-write".into(),
+            sandbox: String::new(),
+        }),
+    );
+    child_event(
+        &mut children,
+        &envelope(Event::ModelStarted {
+            step: 2,
+            model: "m".into(),
+            messages: 3,
+            estimated_input_tokens: 10,
+        }),
+    );
+    child_event(
+        &mut children,
+        &envelope(Event::ToolStarted {
+            call_id: "c".into(),
+            tool: "read_file".into(),
+        }),
+    );
+    assert_eq!(
+        children_summary(&children),
+        "subagent code-reviewer: step 2, read_file"
+    );
+    child_event(
+        &mut children,
+        &envelope(Event::RunFinished {
+            outcome: bosun_core::RunOutcome::Completed,
+        }),
+    );
+    assert!(children.is_empty());
+}

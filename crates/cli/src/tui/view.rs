@@ -302,7 +302,7 @@ fn input_line(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 fn status_line(app: &App, frame: &mut Frame, area: Rect) {
-    let left = format!(
+    let mut left = format!(
         " {} · {} · {} · steps {}/{} · tools {}/{}",
         sanitize_for_terminal(&app.model),
         app.workspace,
@@ -312,6 +312,10 @@ fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         app.tool_calls,
         app.budgets.max_tool_calls
     );
+    if !app.children.is_empty() {
+        left.push_str(" · ");
+        left.push_str(&super::app::children_summary(&app.children));
+    }
     let id: String = app.session_id.chars().take(SESSION_PREFIX).collect();
     let width = usize::from(area.width);
     let right = [format!("session {id}"), id]

@@ -57,6 +57,7 @@ impl Fixture {
                 run_id: "run-1".to_owned(),
                 runs_dir: None,
                 redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
+                observers: Vec::new(),
             }),
             session: Arc::new(Session::new("test-session")),
             call_id: "call-1".to_owned(),

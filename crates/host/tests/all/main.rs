@@ -25,6 +25,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
             run_id: "run-1".to_owned(),
             runs_dir: None,
             redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
+            observers: Vec::new(),
         }),
         session: Arc::new(bosun_host::Session::new("test-session")),
         call_id: "call-1".to_owned(),
