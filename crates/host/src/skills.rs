@@ -384,6 +384,23 @@ impl Skills {
     }
 }
 
+impl Skills {
+    /// The whole `SKILL.md` of `skill`, checked again against what was discovered.
+    ///
+    /// # Errors
+    /// `io_error` when the file changed after discovery.
+    pub fn content(&self, skill: &Skill) -> Result<String, ToolError> {
+        match &skill.location {
+            Location::Builtin(text) => Ok((*text).to_owned()),
+            Location::File {
+                root,
+                dir,
+                identity,
+            } => recheck(&dir.join("SKILL.md"), root, *identity),
+        }
+    }
+}
+
 /// `load_skill`: a registered skill's `SKILL.md`, or one of its resources, checked again
 /// against what was discovered; at most 8 loads per run, each skill once.
 pub struct LoadSkill {

@@ -23,14 +23,17 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bosun_core::{Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec};
+use bosun_core::{
+    Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec, escape_hidden,
+};
 use bosun_host::approval::ApprovalBroker;
 use bosun_host::trace::{self, Trace};
 use bosun_host::{Chokepoint, Host, Session};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, Role,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -86,6 +89,16 @@ impl Served {
             stateless: Mutex::new(None),
             stateless_run_id: trace::new_run_id(),
         })
+    }
+
+    /// The host's skills, discovered now.
+    fn skills(&self) -> bosun_host::skills::Skills {
+        let config = self.host.config();
+        bosun_host::skills::Skills::discover(
+            &config.home,
+            self.host.workspace().root(),
+            config.trusted,
+        )
     }
 
     /// The host's tools as MCP lists them, now.
@@ -243,6 +256,7 @@ impl ServerHandler for ToolServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(
@@ -265,6 +279,72 @@ impl ServerHandler for ToolServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.served.tools()))
+    }
+
+    /// The host's skills (built-in, user, trusted project) as prompts: a person picking one in
+    /// the client is selecting it, so explicit-only skills are listed too.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = self
+            .served
+            .skills()
+            .all()
+            .iter()
+            .map(|skill| {
+                Prompt::new(
+                    skill.name.clone(),
+                    Some(skill.description.clone()),
+                    Some(vec![
+                        PromptArgument::new("task")
+                            .with_description("What to do with the skill (optional).")
+                            .with_required(false),
+                    ]),
+                )
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let skills = self.served.skills();
+        let Some(skill) = skills.all().iter().find(|s| s.name == request.name) else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "there is no skill `{}`; prompts/list names them",
+                    escape_hidden(&request.name)
+                ),
+                None,
+            ));
+        };
+        let content = skills
+            .content(skill)
+            .map_err(|e| McpError::internal_error(e.message, None))?;
+        let task = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("task"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut text = format!(
+            "<skill_content name=\"{}\">\n{content}\n</skill_content>",
+            skill.name
+        );
+        if !task.trim().is_empty() {
+            text.push_str("\n\n");
+            text.push_str(task);
+        }
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(skill.description.clone())
+                .into(),
+        )
     }
 
     async fn call_tool(

@@ -597,3 +597,42 @@ fn a_plugin_installed_through_mcp_is_announced_and_listed() {
     );
     assert!(text_of(&out["calls"][2]).contains('3'), "{out}");
 }
+
+#[test]
+fn skills_are_offered_as_prompts_and_a_prompt_carries_the_skill() {
+    let env = Env::new();
+    let dir = env.home().join("skills/deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: deploy\ndescription: How this team deploys.\ndisable-model-invocation: true\n---\nRun the tests, then tag.\n",
+    )
+    .unwrap();
+    let mut plan = stdio_plan(&env, "auto", None, json!([]));
+    plan["prompts"] = json!(["deploy", "nonexistent"]);
+    let out = peer(&plan);
+    let names: Vec<&str> = out["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    // A person picking a prompt selects it: explicit-only skills are listed too.
+    assert!(
+        names.contains(&"deploy") && names.contains(&"bosun-plugin-author"),
+        "{out}"
+    );
+    let got = out["got"][0].to_string();
+    assert!(got.contains("Run the tests, then tag."), "{got}");
+    assert!(
+        got.contains("ship it"),
+        "the task argument follows the skill: {got}"
+    );
+    assert!(
+        out["got"][1]["raised"]
+            .as_str()
+            .unwrap()
+            .contains("no skill"),
+        "{out}"
+    );
+}

@@ -4,7 +4,7 @@ real peer of `bosun serve`.
 Usage: python mcp_client.py PLAN_JSON
 PLAN: {"stdio": {"command", "args", "env", "cwd"}} or {"url", "token"?},
       "mode": "auto" | "legacy", "elicit": "accept" | "accept_session" | "decline" | null,
-      "calls": [{"name", "arguments"}]
+      "calls": [{"name", "arguments"}], "prompts": [names to get, after listing them]
 Prints one JSON object: the negotiated protocol, the tools listed, each call's result (or the
 error it raised), and the elicitation messages the server sent.
 """
@@ -71,6 +71,15 @@ async def main():
                 out["calls"].append({"raised": f"{type(e).__name__}: {e}"})
         listed = await client.list_tools()
         out["tools_after"] = [t.name for t in listed.tools]
+        if plan.get("prompts"):
+            prompts = await client.list_prompts()
+            out["prompts"] = [dump(p) for p in prompts.prompts]
+            out["got"] = []
+            for name in plan["prompts"]:
+                try:
+                    out["got"].append(dump(await client.get_prompt(name, {"task": "ship it"})))
+                except Exception as e:
+                    out["got"].append({"raised": f"{type(e).__name__}: {e}"})
     out["elicited"] = elicited
     out["notifications"] = notifications
     print(json.dumps(out))
