@@ -360,3 +360,82 @@ fn a_child_draws_from_the_parents_budget_and_stops_when_it_is_spent() {
         "{child:?}"
     );
 }
+
+#[test]
+fn a_child_is_held_to_the_parents_policy_for_plugin_and_mcp_tools_too() {
+    use super::serve::{peer_sandbox, python};
+    let env = Env::new();
+    // An MCP server's tool the parent's policy denies, and a plugin tool it withholds.
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_server.py");
+    let plugin = env.home().join("plugins/count-text");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(
+        plugin.join("plugin.json"),
+        r#"{"schemaVersion": 1, "apiVersion": "1", "name": "count-text", "version": "1.0.0", "entry": "./index.mjs", "capabilities": ["tools:register"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join("index.mjs"),
+        r#"export default (api) => api.registerTool({ name: "count_text", description: "Counts.", risk: "read",
+  inputSchema: api.z.object({ text: api.z.string() }), execute: async ({ text }) => ({ ok: true, output: text.length, truncated: false }) });
+"#,
+    )
+    .unwrap();
+    let out = env.bosun(&[
+        "plugins",
+        "enable",
+        "count-text",
+        "--path",
+        "count-text",
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let agents = env.home().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("adder.md"),
+        "---\nname: adder\ndescription: Adds.\ntools: [mcp__peer__add]\n---\nAdd.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("counter.md"),
+        "---\nname: counter\ndescription: Counts.\ntools: [count_text]\n---\nCount.\n",
+    )
+    .unwrap();
+    let (_runtime, server) = serve([
+        Step::call("agent_adder", json!({"task": "add 1 and 2"})),
+        Step::call("mcp__peer__add", json!({"a": 1, "b": 2})),
+        Step::text("I was not allowed."),
+        Step::text("The adder could not add."),
+    ]);
+    let rules = "[[policy.rules]]\naction = \"mcp.peer.tool.add\"\ndecision = \"deny\"\n\n[[policy.rules]]\naction = \"plugin.count-text.tool.count_text\"\ndecision = \"deny\"\n";
+    let config = format!(
+        "{}\n{rules}\n[plugins.count-text]\npath = \"count-text\"\n\n[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{}",
+        model_config(&server, ""),
+        python().display().to_string(),
+        script.display().to_string(),
+        peer_sandbox("peer")
+    );
+    env.user_config(&config);
+    let out = env.bosun(&["mcp", "trust", "peer", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["run", "--yes", "Add"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The plugin tool the parent may not use is not even there for a child to declare.
+    assert!(
+        stderr(&out).contains(
+            "subagent `counter` is not offered: it references unknown tool(s): count_text"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // The MCP tool is denied in the child exactly as in the parent.
+    let runs = runs(&env);
+    let (child, _) = runs.iter().find(|(_, p)| p.is_some()).unwrap();
+    let failed = child
+        .iter()
+        .find(|e| e["type"] == "tool.failed" && e["tool"] == "mcp__peer__add")
+        .unwrap_or_else(|| panic!("{child:?}"));
+    assert_eq!(failed["error"]["code"], "denied", "{failed}");
+}
