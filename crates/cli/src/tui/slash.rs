@@ -54,10 +54,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "/model [NAME]",
         "the model; with NAME, switch from the next turn",
     ),
-    (
-        "/skills",
-        "the skills a run offers ($NAME in a task selects one)",
-    ),
+    ("/skills", "the skills a run offers ($NAME selects one)"),
     ("/sessions", "stored sessions, most recent first"),
     ("/inspect", "the trace of this session's last run"),
     ("/quit", "leave; the session is saved"),
