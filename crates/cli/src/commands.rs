@@ -269,14 +269,46 @@ pub fn sandbox_status(json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// One line per skill (name, source, whether only `$name` selects it, description) and one per
+/// diagnostic, each safe for a terminal: `bosun skills list` and `/skills` show the same.
+pub(crate) fn skill_lines(skills: &bosun_host::skills::Skills) -> (Vec<String>, Vec<String>) {
+    let lines = skills
+        .all()
+        .iter()
+        .map(|skill| {
+            let description: String = skill.description.chars().take(70).collect();
+            format!(
+                "{:<24} {:<8} {}{}",
+                sanitize_for_terminal(&skill.name),
+                format!("{:?}", skill.source).to_lowercase(),
+                if skill.explicit_only {
+                    "($name only) "
+                } else {
+                    ""
+                },
+                sanitize_for_terminal(&description)
+            )
+        })
+        .collect();
+    let diagnostics = skills
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            format!(
+                "warning: {}: {} ({})",
+                sanitize_for_terminal(&d.path),
+                sanitize_for_terminal(&d.message),
+                d.kind
+            )
+        })
+        .collect();
+    (lines, diagnostics)
+}
+
 /// `bosun skills list`: the skills a run would offer and the diagnostics of those it cannot.
 pub fn skills_list(json: bool) -> Result<u8> {
     let env = crate::env::load()?;
-    let skills = bosun_host::skills::Skills::discover(
-        &env.config.home,
-        env.workspace.root(),
-        env.config.trusted,
-    );
+    let skills = bosun_host::skills::Skills::of(&env.config, env.workspace.root());
     if json {
         let list: Vec<_> = skills
             .all()
@@ -296,27 +328,12 @@ pub fn skills_list(json: bool) -> Result<u8> {
         crate::env::print_json(&json!({"skills": list, "diagnostics": skills.diagnostics()}))?;
         return Ok(exit::OK);
     }
-    for skill in skills.all() {
-        let description: String = skill.description.chars().take(80).collect();
-        outln!(
-            "{:<28} {:<8} {}{}",
-            sanitize_for_terminal(&skill.name),
-            format!("{:?}", skill.source).to_lowercase(),
-            if skill.explicit_only {
-                "($name only) "
-            } else {
-                ""
-            },
-            sanitize_for_terminal(&description)
-        );
+    let (lines, diagnostics) = skill_lines(&skills);
+    for line in lines {
+        outln!("{line}");
     }
-    for diagnostic in skills.diagnostics() {
-        errln!(
-            "{}: {}: {}",
-            diagnostic.kind,
-            sanitize_for_terminal(&diagnostic.path),
-            sanitize_for_terminal(&diagnostic.message)
-        );
+    for diagnostic in diagnostics {
+        errln!("{diagnostic}");
     }
     Ok(exit::OK)
 }

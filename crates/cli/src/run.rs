@@ -327,10 +327,9 @@ pub(crate) fn prepare_turn(
         });
     // Skills: the catalogue (and a person's `$name` selection) in the first request, bodies
     // through `load_skill`. Children get neither.
-    let skills = Arc::new(bosun_host::skills::Skills::discover(
-        &env.config.home,
+    let skills = Arc::new(bosun_host::skills::Skills::of(
+        &env.config,
         env.workspace.root(),
-        env.config.trusted,
     ));
     let mut prompt = prompt;
     let mut skill_warnings: Vec<String> = skills

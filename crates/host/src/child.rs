@@ -42,14 +42,6 @@ impl std::fmt::Debug for ChildChokepoint {
 }
 
 impl ChildChokepoint {
-    /// The names of the tools the child may call.
-    pub fn tool_names(&self) -> Vec<String> {
-        self.tools
-            .iter()
-            .map(|t| t.spec().name.to_string())
-            .collect()
-    }
-
     /// A chokepoint asking `broker`.
     ///
     /// # Errors

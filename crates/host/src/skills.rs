@@ -204,6 +204,12 @@ impl Skills {
         skills
     }
 
+    /// The skills of `config` for the workspace at `workspace_root` (project skills only when
+    /// that workspace is trusted).
+    pub fn of(config: &crate::LoadedConfig, workspace_root: &Path) -> Skills {
+        Skills::discover(&config.home, workspace_root, config.trusted)
+    }
+
     /// The usable skills, by name.
     pub fn all(&self) -> &[Skill] {
         &self.skills

@@ -93,12 +93,7 @@ impl Served {
 
     /// The host's skills, discovered now.
     fn skills(&self) -> bosun_host::skills::Skills {
-        let config = self.host.config();
-        bosun_host::skills::Skills::discover(
-            &config.home,
-            self.host.workspace().root(),
-            config.trusted,
-        )
+        bosun_host::skills::Skills::of(self.host.config(), self.host.workspace().root())
     }
 
     /// The host's tools as MCP lists them, now.

@@ -110,37 +110,9 @@ pub(crate) fn help() -> String {
 
 /// `/skills`: what `bosun skills list` shows, diagnostics included.
 pub(crate) fn skills(env: &Env) -> String {
-    let skills = bosun_host::skills::Skills::discover(
-        &env.config.home,
-        env.workspace.root(),
-        env.config.trusted,
-    );
-    let mut lines: Vec<String> = skills
-        .all()
-        .iter()
-        .map(|skill| {
-            let description: String = skill.description.chars().take(70).collect();
-            format!(
-                "{:<24} {:<8} {}{}",
-                sanitize_for_terminal(&skill.name),
-                format!("{:?}", skill.source).to_lowercase(),
-                if skill.explicit_only {
-                    "($name only) "
-                } else {
-                    ""
-                },
-                sanitize_for_terminal(&description)
-            )
-        })
-        .collect();
-    lines.extend(skills.diagnostics().iter().map(|d| {
-        format!(
-            "warning: {}: {} ({})",
-            sanitize_for_terminal(&d.path),
-            sanitize_for_terminal(&d.message),
-            d.kind
-        )
-    }));
+    let skills = bosun_host::skills::Skills::of(&env.config, env.workspace.root());
+    let (mut lines, diagnostics) = crate::commands::skill_lines(&skills);
+    lines.extend(diagnostics);
     if lines.is_empty() {
         "no skills".to_owned()
     } else {

@@ -13,12 +13,9 @@ use std::time::{Duration, Instant};
 
 use bosun_core::{Capability, ErrorCode, Limits, Risk, ToolError, ToolOutput, ToolResult};
 use bosun_host::builtin;
-use bosun_host::session::Session;
-use bosun_host::tool::ReadJudge;
 use bosun_host::{Tool, ToolContext, Workspace};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "top secret outside the workspace\n";
 
@@ -47,24 +44,9 @@ impl Fixture {
             ("BOSUN_VISIBLE".to_owned(), "shown".to_owned()),
         ]);
         let ctx = ToolContext {
-            workspace: Arc::new(Workspace::new(&root, &root).unwrap()),
-            cancel: CancellationToken::new(),
             limits,
             env: Arc::new(env),
-            launcher: Arc::new(bosun_launch::Launcher::new(Default::default())),
-            broker: bosun_host::tool::Broker(Arc::new(bosun_host::NonInteractive)),
-            run: Arc::new(bosun_host::trace::RunInfo {
-                run_id: "run-1".to_owned(),
-                runs_dir: None,
-                redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
-                observers: Vec::new(),
-            }),
-            session: Arc::new(Session::new("test-session")),
-            call_id: "call-1".to_owned(),
-            logs: Default::default(),
-            reads: ReadJudge::unrestricted(),
-            granted: Vec::new(),
-            judge: None,
+            ..super::builtin_context(&root)
         };
         Fixture {
             _tmp: tmp,
