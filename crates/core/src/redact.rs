@@ -36,6 +36,18 @@ impl Redactor {
             .map(|(n, v)| (n.into(), v.into()))
             .filter(|(_, v)| v.len() >= Self::MIN_SECRET_LEN)
             .collect();
+        // A value holding a quote, a backslash or a control character reads differently inside
+        // serialised JSON (`"` becomes `\"`): match that spelling too, so a scan of a whole
+        // serialised line finds it.
+        let escaped: Vec<(String, String)> = pairs
+            .iter()
+            .filter_map(|(n, v)| {
+                let json = serde_json::to_string(v).ok()?;
+                let inner = json.get(1..json.len().saturating_sub(1))?.to_owned();
+                (inner != *v).then(|| (n.clone(), inner))
+            })
+            .collect();
+        pairs.extend(escaped);
         // Longest first, so a secret that contains another is replaced whole.
         pairs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         pairs.dedup_by(|a, b| a.1 == b.1);
@@ -56,7 +68,16 @@ impl Redactor {
                 .iter()
                 .map(|(n, _)| format!("[REDACTED:{n}]"))
                 .collect(),
-            names: pairs.into_iter().map(|(n, _)| n).collect(),
+            names: {
+                // One name per secret, however many spellings it is matched in.
+                let mut names: Vec<String> = Vec::new();
+                for (name, _) in pairs {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                names
+            },
             matcher,
         }
     }
@@ -137,6 +158,17 @@ impl Redactor {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn secrets_with_quotes_are_found_in_serialised_json_and_in_strings() {
+        let secret = "pa\"ss\\word1";
+        let r = Redactor::new([("PASS", secret)]);
+        let line = serde_json::to_string(&json!({"out": format!("x {secret} y")})).unwrap();
+        assert!(r.finds(&line), "{line}");
+        let mut value = json!({"out": format!("x {secret} y")});
+        r.redact_value(&mut value);
+        assert_eq!(value, json!({"out": "x [REDACTED:PASS] y"}));
+    }
 
     #[test]
     fn secrets_in_numbers_are_redacted() {

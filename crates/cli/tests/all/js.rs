@@ -188,7 +188,7 @@ export default function activate(api) {
       const [file, ...args] = JSON.parse(process.env.TINY_COMMAND);
       execFile(file, args, { cwd: context.workspace.cwd }, (error, stdout, stderr) => resolve(error
         ? { ok: false, error: { code: "process_error", message: `${error.code}: ${error.message} ${stderr}`, retryable: false } }
-        : { ok: true, output: { stdout: stdout.trim(), seen: Object.keys(process.env).sort() }, truncated: false }));
+        : { ok: true, output: { stdout: stdout.trim(), seen: Object.keys(process.env).sort(), value: process.env.TINY_COMMAND }, truncated: false }));
     }),
   });
 }
@@ -238,6 +238,12 @@ fn a_plugin_sees_only_the_variables_its_entry_names_and_starts_processes_through
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(value["output"]["stdout"], "[\" no-secret", "{value}");
     assert_eq!(value["output"]["seen"], json!(["TINY_COMMAND"]), "{value}");
+    // The variable's value is redacted in the trace like a secret.
+    assert_eq!(value["output"]["value"], command, "{value}");
+    let trace = env.bosun(&["inspect", "last", "--json"]);
+    let trace = String::from_utf8_lossy(&trace.stdout);
+    assert!(!trace.contains("import os"), "{trace}");
+    assert!(trace.contains("[REDACTED:TINY_COMMAND]"), "{trace}");
 
     // A rule denying the program: the plugin's child never starts.
     let config = std::fs::read_to_string(&config_path).unwrap();
