@@ -456,3 +456,43 @@ async fn a_file_the_command_line_names_is_readable_but_nothing_private() {
     assert!(seen.contains("Permission denied"), "{seen}");
     assert!(!seen.contains("PRIVATE KEY"), "{seen}");
 }
+
+#[tokio::test]
+async fn a_file_over_the_size_limit_cannot_be_written() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig {
+        max_file_mib: 1,
+        ..SandboxConfig::default()
+    });
+    let script = "head -c 3000000 /dev/zero > big.bin; echo status $?";
+    let control = rig.sh(None, Network::Off, script).await;
+    assert!(text(&control).contains("status 0"), "{}", text(&control));
+    std::fs::remove_file(rig.workspace.join("big.bin")).unwrap();
+    let output = rig.sh(Some(&launcher), Network::Off, script).await;
+    let size = std::fs::metadata(rig.workspace.join("big.bin"))
+        .unwrap()
+        .len();
+    assert_eq!(size, 1 << 20, "{}", text(&output));
+    assert!(!text(&output).contains("status 0"), "{}", text(&output));
+}
+
+#[tokio::test]
+async fn a_child_past_its_cpu_seconds_is_stopped_by_the_kernel() {
+    let rig = rig();
+    let launcher = full_launcher(SandboxConfig::default());
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .args(["-c", "while :; do :; done"])
+        .current_dir(&rig.workspace)
+        .env_clear();
+    let mut confinement = rig.confinement(Network::Off);
+    confinement.cpu_seconds = Some(1);
+    let _jail = launcher.confine(&mut command, &confinement).unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), command.status())
+        .await
+        .expect("the kernel stopped the busy loop within 20 s")
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    // SIGXCPU (24) at the soft limit, or SIGKILL at the hard one.
+    assert!(matches!(status.signal(), Some(24 | 9)), "{status:?}");
+}

@@ -131,6 +131,10 @@ untrusted = true
 [[hosts]]
 host = "vault.internal"
 level = "RESTRICTED"
+
+[[paths]]
+glob = "public/**"
+level = "PUBLIC"
 "#;
 
 #[tokio::test]
@@ -169,6 +173,30 @@ async fn restricted_data_cannot_go_to_a_public_host_without_a_person() {
 /// The same rig as [`rig`], for a second scenario in one test.
 fn rig_fresh(config: &str, answer: ApprovalAnswer) -> Rig {
     rig(config, answer)
+}
+
+#[tokio::test]
+async fn restricted_data_cannot_be_written_to_a_path_labelled_lower() {
+    let rig = rig(SECRETS, ApprovalAnswer::Deny);
+    let write = json!({"path": "public/notes.md", "content": "x"});
+    // Before any secret: the write runs.
+    let (result, _) = rig.call("create_file", write.clone()).await;
+    assert!(result.error().is_none(), "{result:?}");
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    let write = json!({"path": "public/more.md", "content": "x"});
+    let (result, _) = rig.call("create_file", write).await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "{result:?}"
+    );
+    assert!(rig.reasons().contains("write-down"), "{}", rig.reasons());
+    // An unlabelled path is no sink: the write runs.
+    let (result, _) = rig
+        .call("create_file", json!({"path": "draft.md", "content": "x"}))
+        .await;
+    assert!(result.error().is_none(), "{result:?}");
 }
 
 #[tokio::test]
