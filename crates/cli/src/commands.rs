@@ -261,6 +261,8 @@ pub fn sandbox_status(json: bool) -> Result<u8> {
             "summary": status.summary(),
             "full": status.is_full(),
             "required": launcher.config().require,
+            "backend": status.backend().name(),
+            "backend_fallback": status.fallback,
             "layers": layers,
         }))?;
     } else {

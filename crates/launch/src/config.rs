@@ -22,6 +22,12 @@ pub struct SandboxConfig {
     /// `true` refuses to start any child unless every layer is enforced on this machine.
     #[serde(default)]
     pub require: bool,
+    /// Which mechanism confines children: `"landlock"` (the default: Landlock, seccomp and a
+    /// private mount namespace set up by Bosun itself) or `"bubblewrap"` (Debian's `bwrap`
+    /// builds the child's view of the filesystem and its namespaces; Bosun adds its seccomp
+    /// filters, rlimits, cgroup and Landlock's network rules).
+    #[serde(default)]
+    pub backend: Backend,
     /// Paths a child may read (and execute) beyond the system directories, e.g. `~/.npm`. `~/`
     /// is the user's home.
     #[serde(default)]
@@ -36,6 +42,28 @@ pub struct SandboxConfig {
     /// The largest file a child may write, in MiB.
     #[serde(default = "default_max_file_mib")]
     pub max_file_mib: u64,
+}
+
+/// The mechanism that confines children.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Landlock, seccomp and a private mount namespace, set up by Bosun before `exec`.
+    #[default]
+    Landlock,
+    /// `bwrap` (bubblewrap) with a filesystem view of only what is granted, private PID, IPC,
+    /// UTS and (without a grant) network namespaces; Bosun's seccomp filters passed to it.
+    Bubblewrap,
+}
+
+impl Backend {
+    /// The name `[sandbox] backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Landlock => "landlock",
+            Backend::Bubblewrap => "bubblewrap",
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -55,6 +83,7 @@ impl Default for SandboxConfig {
         SandboxConfig {
             enabled: true,
             require: false,
+            backend: Backend::Landlock,
             read: Vec::new(),
             write: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,

@@ -34,6 +34,7 @@
 //! # let _ = status; Ok(()) }
 //! ```
 
+mod bwrap;
 mod config;
 mod rules;
 mod status;
@@ -43,7 +44,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use config::{ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, SandboxConfig};
+pub use config::{
+    Backend, ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, SandboxConfig,
+};
 pub use status::{Layer, LayerState, Status};
 
 /// The network a child may use.
@@ -205,6 +208,8 @@ fn probe(config: &SandboxConfig) -> Status {
 pub struct Jail {
     tmp: Option<tempfile::TempDir>,
     cgroup: Option<PathBuf>,
+    /// The seccomp programs handed to `bwrap`, open until the child has started.
+    seccomp_files: Vec<std::os::fd::OwnedFd>,
 }
 
 impl Jail {
@@ -309,6 +314,10 @@ fn confine(
         .prefix("bosun-run-")
         .tempdir()
         .map_err(|e| setup("making the private TMPDIR", e))?;
+    command
+        .env("TMPDIR", tmp.path())
+        .env("TMP", tmp.path())
+        .env("TEMP", tmp.path());
 
     let home = launcher.home.as_deref();
     let mut paths = rules::Paths::default();
@@ -323,20 +332,48 @@ fn confine(
     paths.write.extend(launcher.config.write_paths(home));
     paths.write.extend(confinement.write.iter().cloned());
 
-    let landlock = if status.landlock_abi >= 1 {
-        Some(rules::landlock(&paths, &confinement.network)?)
-    } else {
-        None
+    let landlock = match (status.landlock_abi, &status.bwrap) {
+        (..=0, _) => None,
+        (_, None) => Some(rules::landlock(&paths, &confinement.network)?),
+        (_, Some(_)) => Some(rules::landlock_network(&confinement.network)?),
     };
-    let seccomp = if sys::seccomp_available() {
+    let mut seccomp = if sys::seccomp_available() {
         rules::seccomp(&confinement.network)?
     } else {
         Vec::new()
     };
 
-    let mut jail = Jail {
-        tmp: None,
-        cgroup: None,
+    let mut jail = Jail::default();
+    let exec = match &status.bwrap {
+        None => None,
+        Some(bwrap) => {
+            // bwrap installs the programs just before it runs the command.
+            jail.seccomp_files = std::mem::take(&mut seccomp)
+                .iter()
+                .map(|program| bwrap::seccomp_file(program))
+                .collect::<Result<_, _>>()?;
+            let std = command.as_std();
+            let args: Vec<_> = std.get_args().map(ToOwned::to_owned).collect();
+            let fds = bwrap::raw(&jail.seccomp_files);
+            let env: Vec<_> = std
+                .get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+                .collect();
+            let mut read: Vec<PathBuf> = rules::system_reads().collect();
+            read.extend(paths.read.iter().cloned());
+            let argv = bwrap::arguments(
+                &env,
+                &read,
+                &paths.write,
+                &confinement.protected,
+                &confinement.network,
+                &fds,
+                std.get_program(),
+                &args,
+            );
+            let (path, argv) = bwrap::c_strings(&bwrap.path, argv)?;
+            Some(sys::Exec::new(path, argv, fds))
+        }
     };
     let mut cgroup_procs = None;
     if let Some(base) = &status.cgroup {
@@ -353,7 +390,7 @@ fn confine(
         );
     }
 
-    let namespaces = if status.user_namespaces {
+    let namespaces = if status.user_namespaces && status.bwrap.is_none() {
         let maps = sys::IdMaps::for_self().map_err(|e| setup("user namespace ids", e))?;
         let mut read_only = Vec::new();
         for path in &confinement.protected {
@@ -394,11 +431,8 @@ fn confine(
         namespaces,
         landlock,
         seccomp,
+        exec,
     };
-    command
-        .env("TMPDIR", tmp.path())
-        .env("TMP", tmp.path())
-        .env("TEMP", tmp.path());
     // SAFETY: `ChildPlan::apply` makes only async-signal-safe system calls on memory prepared
     // here, as `pre_exec` requires; the closure owns the plan.
     #[allow(unsafe_code)]

@@ -66,21 +66,57 @@ pub(crate) fn toolchain_reads(home: Option<&Path>) -> Vec<PathBuf> {
 
 /// The Landlock ruleset as an open file descriptor the child restricts itself with.
 pub(crate) fn landlock(paths: &Paths, network: &Network) -> Result<OwnedFd, LaunchError> {
+    landlock_with(Some(paths), network)
+}
+
+/// A ruleset of Landlock's network rules and scoping only, for a child that `bwrap` then
+/// starts: a ruleset handling no filesystem access leaves `bwrap` free to mount.
+pub(crate) fn landlock_network(network: &Network) -> Result<OwnedFd, LaunchError> {
+    landlock_with(None, network)
+}
+
+fn landlock_with(paths: Option<&Paths>, network: &Network) -> Result<OwnedFd, LaunchError> {
     let fail = |e: landlock::RulesetError| LaunchError::Setup(format!("Landlock: {e}"));
-    let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(fail)?
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort);
+    if paths.is_some() {
+        ruleset = ruleset.handle_access(all).map_err(fail)?;
+    }
+    let mut ruleset = ruleset
         .handle_access(AccessNet::from_all(ABI_WANTED))
         .map_err(fail)?
         .scope(Scope::from_all(ABI_WANTED))
         .map_err(fail)?
         .create()
         .map_err(fail)?;
+    if let Some(paths) = paths {
+        ruleset = filesystem_rules(ruleset, paths)?;
+    }
+    if let Network::TcpPorts(ports) = network {
+        for port in ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(fail)?;
+        }
+    }
+    Option::<OwnedFd>::from(ruleset)
+        .ok_or_else(|| LaunchError::Setup("Landlock made no ruleset".to_owned()))
+}
+
+/// The directories every child reads, for the bubblewrap backend's mounts.
+pub(crate) fn system_reads() -> impl Iterator<Item = PathBuf> {
+    SYSTEM_READ.iter().map(PathBuf::from)
+}
+
+fn filesystem_rules(
+    ruleset: landlock::RulesetCreated,
+    paths: &Paths,
+) -> Result<landlock::RulesetCreated, LaunchError> {
+    let fail = |e: landlock::RulesetError| LaunchError::Setup(format!("Landlock: {e}"));
+    let read = AccessFs::from_read(ABI_WANTED);
+    let all = AccessFs::from_all(ABI_WANTED);
     let system = SYSTEM_READ.iter().map(PathBuf::from);
-    ruleset = ruleset
+    ruleset
         .add_rules(path_beneath_rules(
             system.chain(paths.read.iter().cloned()),
             read,
@@ -96,16 +132,7 @@ pub(crate) fn landlock(paths: &Paths, network: &Network) -> Result<OwnedFd, Laun
         .map_err(fail)?
         // Listing /dev, never reading a disk through it.
         .add_rules(path_beneath_rules(["/dev"], AccessFs::ReadDir))
-        .map_err(fail)?;
-    if let Network::TcpPorts(ports) = network {
-        for port in ports {
-            ruleset = ruleset
-                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-                .map_err(fail)?;
-        }
-    }
-    Option::<OwnedFd>::from(ruleset)
-        .ok_or_else(|| LaunchError::Setup("Landlock made no ruleset".to_owned()))
+        .map_err(fail)
 }
 
 /// The seccomp programs: refused system calls (EPERM), then `clone3` answered with ENOSYS so

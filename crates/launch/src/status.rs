@@ -6,8 +6,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::SandboxConfig;
+use crate::bwrap::Bwrap;
 use crate::sys;
+use crate::{Backend, SandboxConfig};
 
 /// One layer of the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,11 @@ pub struct Status {
     pub(crate) user_namespaces: bool,
     pub(crate) cgroup: Option<PathBuf>,
     pub(crate) enabled: bool,
+    /// The working `bwrap` when the bubblewrap backend is in use.
+    pub(crate) bwrap: Option<Bwrap>,
+    /// Why `[sandbox] backend = "bubblewrap"` could not be used (the Landlock backend is used
+    /// instead, and says so).
+    pub fallback: Option<String>,
 }
 
 impl Status {
@@ -82,6 +88,8 @@ impl Status {
                 user_namespaces: false,
                 cgroup: None,
                 enabled: false,
+                bwrap: None,
+                fallback: None,
             };
         }
         let landlock_abi = sys::landlock_abi();
@@ -89,23 +97,56 @@ impl Status {
         let user_namespaces = sys::user_namespaces_work();
         let cgroup = sys::pids_cgroup_base();
         let root = sys::is_root();
-        let layers = vec![
-            (Layer::Filesystem, filesystem(landlock_abi)),
-            (Layer::Network, network(landlock_abi, seccomp)),
-            (Layer::Syscalls, syscalls(seccomp)),
-            (Layer::ParentIsolation, parent_isolation(landlock_abi)),
-            (Layer::ProtectedPaths, protected_paths(user_namespaces)),
-            (
-                Layer::Processes,
-                processes(cgroup.is_some(), root, config.max_processes),
-            ),
-        ];
+        let (bwrap, fallback) = match config.backend {
+            Backend::Landlock => (None, None),
+            Backend::Bubblewrap => match Bwrap::probe() {
+                Ok(bwrap) => (Some(bwrap), None),
+                Err(why) => (None, Some(why)),
+            },
+        };
+        let processes = (
+            Layer::Processes,
+            processes(cgroup.is_some(), root, config.max_processes),
+        );
+        let layers = match &bwrap {
+            None => vec![
+                (Layer::Filesystem, filesystem(landlock_abi)),
+                (Layer::Network, network(landlock_abi, seccomp)),
+                (Layer::Syscalls, syscalls(seccomp)),
+                (Layer::ParentIsolation, parent_isolation(landlock_abi)),
+                (Layer::ProtectedPaths, protected_paths(user_namespaces)),
+                processes,
+            ],
+            Some(_) => vec![
+                (Layer::Filesystem, bwrap_layers::filesystem()),
+                (Layer::Network, bwrap_layers::network(landlock_abi, seccomp)),
+                (Layer::Syscalls, syscalls(seccomp)),
+                (
+                    Layer::ParentIsolation,
+                    bwrap_layers::parent_isolation(landlock_abi),
+                ),
+                (Layer::ProtectedPaths, bwrap_layers::protected_paths()),
+                processes,
+            ],
+        };
         Status {
             layers,
             landlock_abi,
             user_namespaces,
             cgroup,
             enabled: true,
+            bwrap,
+            fallback,
+        }
+    }
+
+    /// The backend children are confined with (the Landlock one when bubblewrap was asked for
+    /// but is not usable: see [`Status::fallback`]).
+    pub fn backend(&self) -> Backend {
+        if self.bwrap.is_some() {
+            Backend::Bubblewrap
+        } else {
+            Backend::Landlock
         }
     }
 
@@ -140,11 +181,16 @@ impl Status {
                 LayerState::Missing(_) | LayerState::Off => Some(format!("no {}", layer.name())),
             })
             .collect();
+        let via = match (&self.bwrap, &self.fallback) {
+            (Some(_), _) => " (bubblewrap)",
+            (None, Some(_)) => " (bubblewrap unusable, Landlock used instead)",
+            (None, None) => "",
+        };
         if gaps.is_empty() {
-            "sandbox: full".to_owned()
+            format!("sandbox: full{via}")
         } else {
             format!(
-                "sandbox: degraded — {} (see `bosun sandbox status`)",
+                "sandbox: degraded{via} — {} (see `bosun sandbox status`)",
                 gaps.join(", ")
             )
         }
@@ -154,6 +200,22 @@ impl Status {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.summary())?;
+        if self.enabled {
+            match (&self.bwrap, &self.fallback) {
+                (Some(bwrap), _) => writeln!(
+                    f,
+                    "  backend          bubblewrap: {} ({})",
+                    bwrap.path.display(),
+                    bwrap.version
+                )?,
+                (None, Some(why)) => writeln!(
+                    f,
+                    "  backend          landlock; [sandbox] backend = \"bubblewrap\" is not \
+                     usable: {why}"
+                )?,
+                (None, None) => writeln!(f, "  backend          landlock")?,
+            }
+        }
         for (layer, state) in &self.layers {
             let (word, text) = match state {
                 LayerState::Enforced(text) => ("enforced", text.as_str()),
@@ -269,5 +331,58 @@ fn processes(cgroup: bool, root: bool, max: u64) -> LayerState {
             "at most {max} processes for the user while the child runs (RLIMIT_NPROC); \
              {rlimits}"
         ))
+    }
+}
+
+/// The layers as the bubblewrap backend enforces them.
+mod bwrap_layers {
+    use super::LayerState;
+
+    pub(super) fn filesystem() -> LayerState {
+        LayerState::Enforced(
+            "bubblewrap mount namespace: only system directories, toolchains and [sandbox] \
+             read exist (read-only); the workspace, the run's private TMPDIR and [sandbox] \
+             write are writable; /tmp is private; the rest of the machine is absent"
+                .to_owned(),
+        )
+    }
+
+    pub(super) fn network(abi: i32, seccomp: bool) -> LayerState {
+        match (seccomp, abi >= 4) {
+            (true, true) => LayerState::Enforced(
+                "without a net.http grant a private network namespace and no sockets but Unix \
+                 ones (seccomp); with one, TCP connects only to the granted ports (Landlock); \
+                 host names are not checked"
+                    .to_owned(),
+            ),
+            _ => LayerState::Partial(format!(
+                "without a net.http grant a private network namespace (no interface but \
+                 loopback); with one, every port is open (Landlock ABI {abi}, 4 is needed)"
+            )),
+        }
+    }
+
+    pub(super) fn parent_isolation(abi: i32) -> LayerState {
+        if abi >= 6 {
+            LayerState::Enforced(
+                "a private PID namespace: Bosun and every other process are invisible (no \
+                 /proc/<pid>/environ, no signals); abstract Unix sockets scoped (Landlock)"
+                    .to_owned(),
+            )
+        } else {
+            LayerState::Partial(format!(
+                "a private PID namespace: Bosun and every other process are invisible; with a \
+                 net.http grant abstract Unix sockets outside are reachable (Landlock ABI \
+                 {abi}, 6 is needed)"
+            ))
+        }
+    }
+
+    pub(super) fn protected_paths() -> LayerState {
+        LayerState::Enforced(
+            "existing protected paths of the workspace (.git, .bosun, …) bound read-only over \
+             the writable workspace"
+                .to_owned(),
+        )
     }
 }

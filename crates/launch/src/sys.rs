@@ -180,6 +180,42 @@ pub(crate) struct ChildPlan {
     pub(crate) landlock: Option<OwnedFd>,
     /// seccomp programs, installed in order.
     pub(crate) seccomp: Vec<Vec<libc::sock_filter>>,
+    /// A program to become instead of the command's own (`bwrap`, which runs the command).
+    pub(crate) exec: Option<Exec>,
+}
+
+/// `execv(path, argv)` prepared in the parent, and descriptors the new program inherits.
+#[derive(Debug)]
+pub(crate) struct Exec {
+    path: CString,
+    _argv: Vec<CString>,
+    pointers: Vec<*const libc::c_char>,
+    inherit: Vec<libc::c_int>,
+}
+
+// SAFETY: the pointers point into `_argv`'s heap buffers, which the struct owns and never
+// changes; they are only read, in the forked child.
+#[allow(unsafe_code)]
+unsafe impl Send for Exec {}
+// SAFETY: as above; nothing is written through the pointers.
+#[allow(unsafe_code)]
+unsafe impl Sync for Exec {}
+
+impl Exec {
+    /// `path` run with `argv` (`argv[0]` included); `inherit` stays open across the `exec`.
+    pub(crate) fn new(path: CString, argv: Vec<CString>, inherit: Vec<libc::c_int>) -> Exec {
+        let pointers = argv
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        Exec {
+            path,
+            _argv: argv,
+            pointers,
+            inherit,
+        }
+    }
 }
 
 impl ChildPlan {
@@ -241,6 +277,14 @@ impl ChildPlan {
                 if done < 0 {
                     return Err(io::Error::last_os_error());
                 }
+            }
+            if let Some(exec) = &self.exec {
+                for fd in &exec.inherit {
+                    check(libc::fcntl(*fd, libc::F_SETFD, 0))?;
+                }
+                // The environment std prepared for the command is already in `environ`.
+                libc::execv(exec.path.as_ptr(), exec.pointers.as_ptr());
+                return Err(io::Error::last_os_error());
             }
         }
         Ok(())

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use bosun_launch::{Confinement, Launcher, Network, SandboxConfig};
+use bosun_launch::{Backend, Confinement, Launcher, Network, SandboxConfig};
 
 struct Rig {
     _dir: tempfile::TempDir,
@@ -32,14 +32,36 @@ fn rig() -> Rig {
     }
 }
 
-fn full_launcher(config: SandboxConfig) -> Launcher {
-    let launcher = Launcher::new(config);
+fn full_launcher(backend: Backend, config: SandboxConfig) -> Launcher {
+    let launcher = Launcher::new(SandboxConfig { backend, ..config });
     assert!(
-        launcher.status().is_full(),
-        "these tests need every layer; this machine has:\n{}",
+        launcher.status().is_full() && launcher.status().backend() == backend,
+        "these tests need every layer, with bubblewrap installed for its backend \
+         (scripts/setup installs it); this machine has:\n{}",
         launcher.status()
     );
     launcher
+}
+
+/// What a confined child is told when it reaches for a path it was not given: Landlock refuses
+/// it; under bubblewrap it does not exist.
+fn refusal(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Landlock => "Permission denied",
+        Backend::Bubblewrap => "No such file",
+    }
+}
+
+/// Each test runs once per backend.
+macro_rules! per_backend {
+    ($($(#[$meta:meta])* $name:ident),* $(,)?) => {
+        mod landlock {
+            $( $(#[$meta])* #[tokio::test] async fn $name() { super::$name(super::Backend::Landlock).await } )*
+        }
+        mod bubblewrap {
+            $( $(#[$meta])* #[tokio::test] async fn $name() { super::$name(super::Backend::Bubblewrap).await } )*
+        }
+    };
 }
 
 impl Rig {
@@ -90,13 +112,13 @@ fn text(output: &Output) -> String {
     )
 }
 
-#[tokio::test]
-async fn writes_land_in_the_workspace_and_tmpdir_only() {
+async fn writes_land_in_the_workspace_and_tmpdir_only(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let outside = rig.root.join("outside.txt");
     let script = format!(
         "echo in > made.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && \
+         case \"$TMPDIR\" in */bosun-run-*) echo private-tmpdir;; esac && \
          (echo out > '{}' && echo WROTE-OUTSIDE; true) && \
          (echo shared > /tmp/bosun-sandbox-shared-tmp && echo WROTE-TMP; true)",
         outside.display()
@@ -105,18 +127,26 @@ async fn writes_land_in_the_workspace_and_tmpdir_only() {
     let seen = text(&output);
     assert!(output.status.success(), "{seen}");
     assert!(rig.workspace.join("made.txt").exists(), "{seen}");
-    assert!(seen.contains("tmp"), "{seen}");
-    assert!(
-        !seen.contains("WROTE-OUTSIDE") && !outside.exists(),
-        "{seen}"
-    );
-    assert!(!seen.contains("WROTE-TMP"), "{seen}");
+    assert!(seen.contains("private-tmpdir"), "{seen}");
+    assert!(!outside.exists(), "{seen}");
+    let shared = Path::new("/tmp/bosun-sandbox-shared-tmp");
+    assert!(!shared.exists(), "{seen}");
+    match backend {
+        // Refused outright.
+        Backend::Landlock => {
+            assert!(
+                !seen.contains("WROTE-OUTSIDE") && !seen.contains("WROTE-TMP"),
+                "{seen}"
+            );
+        }
+        // The child's /tmp is its own tmpfs: the writes land there and vanish with it.
+        Backend::Bubblewrap => assert!(seen.contains("WROTE-TMP"), "{seen}"),
+    }
 }
 
-#[tokio::test]
-async fn the_private_tmpdir_is_removed_with_the_jail() {
+async fn the_private_tmpdir_is_removed_with_the_jail(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let mut command = tokio::process::Command::new("/bin/true");
     let jail = launcher
         .confine(&mut command, &rig.confinement(Network::Off))
@@ -128,11 +158,10 @@ async fn the_private_tmpdir_is_removed_with_the_jail() {
     assert!(!tmp.exists());
 }
 
-#[tokio::test]
-async fn protected_paths_stay_read_only_inside_a_writable_workspace() {
+async fn protected_paths_stay_read_only_inside_a_writable_workspace(backend: Backend) {
     let control = rig();
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let attack = "echo '[core] hooksPath = /tmp/evil' >> .git/config; \
                   touch .git/hooks-planted; echo fine > ok.txt";
     // Unconfined, the attack works: the layer is what stops it.
@@ -157,10 +186,9 @@ async fn protected_paths_stay_read_only_inside_a_writable_workspace() {
     assert!(rig.workspace.join("ok.txt").exists(), "{seen}");
 }
 
-#[tokio::test]
-async fn secrets_outside_the_workspace_cannot_be_read() {
+async fn secrets_outside_the_workspace_cannot_be_read(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     for secret in [
         rig.root.join("home/.ssh/id_ed25519"),
         rig.root.join("bosun-home/trust.toml"),
@@ -171,7 +199,7 @@ async fn secrets_outside_the_workspace_cannot_be_read() {
         let output = rig.sh(Some(&launcher), Network::Off, &script).await;
         let seen = text(&output);
         assert!(!output.status.success(), "{seen}");
-        assert!(seen.contains("Permission denied"), "{seen}");
+        assert!(seen.contains(refusal(backend)), "{seen}");
         assert!(
             !seen.contains("PRIVATE KEY") && !seen.contains("trusted"),
             "{seen}"
@@ -179,32 +207,37 @@ async fn secrets_outside_the_workspace_cannot_be_read() {
     }
 }
 
-#[tokio::test]
-async fn a_path_granted_in_config_is_readable_and_writable() {
+async fn a_path_granted_in_config_is_readable_and_writable(backend: Backend) {
     let rig = rig();
     let cache = rig.root.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
-    let launcher = full_launcher(SandboxConfig {
-        write: vec![cache.display().to_string()],
-        ..SandboxConfig::default()
-    });
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            write: vec![cache.display().to_string()],
+            ..SandboxConfig::default()
+        },
+    );
     let script = format!("echo hit > '{}/entry' && cat '{0}/entry'", cache.display());
     let output = rig.sh(Some(&launcher), Network::Off, &script).await;
     assert!(output.status.success(), "{}", text(&output));
     assert!(cache.join("entry").exists());
 }
 
-#[tokio::test]
-async fn the_parents_environment_cannot_be_read() {
+async fn the_parents_environment_cannot_be_read(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
-    // The test process is the child's parent, and its environment has PATH at least.
-    let script = "cat /proc/$PPID/environ | tr '\\0' '\\n' | grep -c PATH=";
-    let control = rig.sh(None, Network::Off, script).await;
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    // The test process is the child's parent, and its environment has PATH at least. Its pid
+    // is named outright: inside a PID namespace $PPID would say nothing.
+    let script = format!(
+        "cat /proc/{}/environ | tr '\\0' '\\n' | grep -c PATH=",
+        std::process::id()
+    );
+    let control = rig.sh(None, Network::Off, &script).await;
     assert!(control.status.success(), "{}", text(&control));
-    let output = rig.sh(Some(&launcher), Network::Off, script).await;
+    let output = rig.sh(Some(&launcher), Network::Off, &script).await;
     let seen = text(&output);
-    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(seen.contains(refusal(backend)), "{seen}");
     assert!(
         String::from_utf8_lossy(&output.stdout).trim() == "0",
         "{seen}"
@@ -235,10 +268,9 @@ fn python() -> &'static str {
     "/usr/bin/python3"
 }
 
-#[tokio::test]
-async fn no_network_without_a_grant() {
+async fn no_network_without_a_grant(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let server = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.local_addr().unwrap().port().to_string();
     let control = rig
@@ -263,10 +295,9 @@ async fn no_network_without_a_grant() {
     assert!(seen.contains("refused 1"), "{seen}");
 }
 
-#[tokio::test]
-async fn a_grant_opens_exactly_the_granted_port() {
+async fn a_grant_opens_exactly_the_granted_port(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let granted = TcpListener::bind("127.0.0.1:0").unwrap();
     let other = TcpListener::bind("127.0.0.1:0").unwrap();
     let granted_port = granted.local_addr().unwrap().port();
@@ -295,13 +326,15 @@ async fn a_grant_opens_exactly_the_granted_port() {
     );
 }
 
-#[tokio::test]
-async fn a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail() {
+async fn a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig {
-        max_processes: 32,
-        ..SandboxConfig::default()
-    });
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            max_processes: 32,
+            ..SandboxConfig::default()
+        },
+    );
     // 200 sleepers in the background; only the limit can stop them.
     let script = "n=0; while [ $n -lt 200 ]; do \
                   sleep 30 >/dev/null 2>&1 & n=$((n+1)); done; echo started";
@@ -315,17 +348,24 @@ async fn a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail() {
     let jail = launcher
         .confine(&mut command, &rig.confinement(Network::Off))
         .unwrap();
-    let output = command.output().await.unwrap();
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    // Waits for the shell alone: a pipe stays open while a sleeper (or, under bubblewrap, the
+    // namespace's init) holds it.
+    child.wait().await.unwrap();
+    // The shell has exited; its sleepers live on until the jail goes, never more than the limit.
+    let before = sleepers_in(&rig.workspace);
+    assert!((1..=32).contains(&before), "{before} sleepers");
+    drop(jail);
+    let survivors = sleepers_in(&rig.workspace);
+    let output = child.wait_with_output().await.unwrap();
     let seen = text(&output);
     assert!(
         seen.contains("fork") || seen.contains("Resource temporarily unavailable"),
         "the shell saw forks fail: {seen}"
     );
-    // The shell has exited; its sleepers live on until the jail goes, never more than the limit.
-    let before = sleepers_in(&rig.workspace);
-    assert!((1..=32).contains(&before), "{before} sleepers: {seen}");
-    drop(jail);
-    let survivors = sleepers_in(&rig.workspace);
     assert_eq!(survivors, 0, "{seen}");
 }
 
@@ -341,10 +381,9 @@ fn sleepers_in(dir: &Path) -> usize {
         .count()
 }
 
-#[tokio::test]
-async fn a_child_cannot_leave_its_process_group_or_trace() {
+async fn a_child_cannot_leave_its_process_group_or_trace(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let control = rig
         .run(None, Network::Off, "/usr/bin/setsid", &["/bin/true"])
         .await;
@@ -366,10 +405,9 @@ async fn a_child_cannot_leave_its_process_group_or_trace() {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[tokio::test]
-async fn x32_system_calls_are_refused_too() {
+async fn x32_system_calls_are_refused_too(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     // getpid with the x32 bit: outside the sandbox the kernel answers (ENOSYS where x32 is off);
     // inside, the filter refuses it before the kernel looks (EPERM).
     let script = "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); \
@@ -386,13 +424,15 @@ async fn x32_system_calls_are_refused_too() {
     assert!(text(&output).contains("result -1 1\n"), "{}", text(&output));
 }
 
-#[tokio::test]
-async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing() {
+async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig {
-        require: true,
-        ..SandboxConfig::default()
-    });
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            require: true,
+            ..SandboxConfig::default()
+        },
+    );
     let output = rig.sh(Some(&launcher), Network::Off, "echo ok").await;
     assert!(output.status.success(), "{}", text(&output));
 
@@ -409,8 +449,7 @@ async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing() {
     assert!(text(&output).contains("PRIVATE KEY"));
 }
 
-#[tokio::test]
-async fn a_file_the_command_line_names_is_readable_but_nothing_private() {
+async fn a_file_the_command_line_names_is_readable_but_nothing_private(backend: Backend) {
     let rig = rig();
     let srv = rig.root.join("srv");
     std::fs::create_dir_all(&srv).unwrap();
@@ -421,7 +460,7 @@ async fn a_file_the_command_line_names_is_readable_but_nothing_private() {
     .unwrap();
     std::fs::write(srv.join("lib.txt"), "from-lib\n").unwrap();
     let key = rig.root.join("home/.ssh/id_ed25519");
-    let launcher = full_launcher(SandboxConfig::default()).private(rig.root.join("home"));
+    let launcher = full_launcher(backend, SandboxConfig::default()).private(rig.root.join("home"));
     let run = |args: Vec<String>| {
         let mut command = tokio::process::Command::new("/bin/sh");
         command
@@ -450,20 +489,22 @@ async fn a_file_the_command_line_names_is_readable_but_nothing_private() {
         format!("cat '{}'", srv.join("lib.txt").display()),
     ])
     .await;
-    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(seen.contains(refusal(backend)), "{seen}");
     // Named, but inside a private place: still nothing.
     let seen = run(vec![key.display().to_string()]).await;
-    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(seen.contains(refusal(backend)), "{seen}");
     assert!(!seen.contains("PRIVATE KEY"), "{seen}");
 }
 
-#[tokio::test]
-async fn a_file_over_the_size_limit_cannot_be_written() {
+async fn a_file_over_the_size_limit_cannot_be_written(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig {
-        max_file_mib: 1,
-        ..SandboxConfig::default()
-    });
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            max_file_mib: 1,
+            ..SandboxConfig::default()
+        },
+    );
     let script = "head -c 3000000 /dev/zero > big.bin; echo status $?";
     let control = rig.sh(None, Network::Off, script).await;
     assert!(text(&control).contains("status 0"), "{}", text(&control));
@@ -476,10 +517,9 @@ async fn a_file_over_the_size_limit_cannot_be_written() {
     assert!(!text(&output).contains("status 0"), "{}", text(&output));
 }
 
-#[tokio::test]
-async fn a_child_past_its_cpu_seconds_is_stopped_by_the_kernel() {
+async fn a_child_past_its_cpu_seconds_is_stopped_by_the_kernel(backend: Backend) {
     let rig = rig();
-    let launcher = full_launcher(SandboxConfig::default());
+    let launcher = full_launcher(backend, SandboxConfig::default());
     let mut command = tokio::process::Command::new("/bin/sh");
     command
         .args(["-c", "while :; do :; done"])
@@ -493,6 +533,29 @@ async fn a_child_past_its_cpu_seconds_is_stopped_by_the_kernel() {
         .expect("the kernel stopped the busy loop within 20 s")
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
-    // SIGXCPU (24) at the soft limit, or SIGKILL at the hard one.
-    assert!(matches!(status.signal(), Some(24 | 9)), "{status:?}");
+    // SIGXCPU (24) at the soft limit, or SIGKILL at the hard one; bwrap reports its command's
+    // death by a signal as the exit code 128 + signal.
+    let signal = status
+        .signal()
+        .or_else(|| status.code().and_then(|c| c.checked_sub(128)));
+    assert!(matches!(signal, Some(24 | 9)), "{status:?}");
 }
+
+per_backend!(
+    writes_land_in_the_workspace_and_tmpdir_only,
+    the_private_tmpdir_is_removed_with_the_jail,
+    protected_paths_stay_read_only_inside_a_writable_workspace,
+    secrets_outside_the_workspace_cannot_be_read,
+    a_path_granted_in_config_is_readable_and_writable,
+    the_parents_environment_cannot_be_read,
+    no_network_without_a_grant,
+    a_grant_opens_exactly_the_granted_port,
+    a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail,
+    a_child_cannot_leave_its_process_group_or_trace,
+    #[cfg(target_arch = "x86_64")]
+    x32_system_calls_are_refused_too,
+    require_refuses_nothing_on_a_full_machine_and_off_confines_nothing,
+    a_file_the_command_line_names_is_readable_but_nothing_private,
+    a_file_over_the_size_limit_cannot_be_written,
+    a_child_past_its_cpu_seconds_is_stopped_by_the_kernel,
+);

@@ -138,7 +138,7 @@ struct Up {
     hashes: HashMap<String, String>,
     /// The sandbox of a command server's process: dropped last, it kills what is left of the
     /// process tree and removes its TMPDIR.
-    _jail: Jail,
+    _jail: Box<Jail>,
 }
 
 enum Conn {
@@ -317,7 +317,7 @@ impl Server {
         Ok(Up {
             client,
             hashes,
-            _jail: jail,
+            _jail: Box::new(jail),
         })
     }
 

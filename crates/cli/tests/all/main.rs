@@ -246,6 +246,32 @@ fn unknown_project_key_is_an_error() {
 }
 
 #[test]
+fn sandbox_status_names_the_backend_and_refuses_an_unknown_one() {
+    let env = Env::new();
+    env.user_config("[sandbox]\nbackend = \"bubblewrap\"\n");
+    let out = env.bosun(&["sandbox", "status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let status = json(&out);
+    assert_eq!(status["backend"], "bubblewrap", "{status}");
+    assert_eq!(status["full"], true, "{status}");
+    assert!(status["backend_fallback"].is_null(), "{status}");
+    let text = env.bosun(&["sandbox", "status"]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.starts_with("sandbox: full (bubblewrap)"), "{text}");
+    assert!(text.contains("bwrap"), "{text}");
+
+    env.user_config("[sandbox]\nbackend = \"firejail\"\n");
+    let out = env.bosun(&["sandbox", "status"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(err.contains("config.toml:2:"), "{err}");
+    assert!(
+        err.contains("landlock") && err.contains("bubblewrap"),
+        "{err}"
+    );
+}
+
+#[test]
 fn malformed_toml_is_an_error() {
     let env = Env::new();
     env.user_config("[[policy.rules]\naction = \"x\"\n");
