@@ -363,6 +363,25 @@ pub enum Event {
         /// Where the input came from.
         source: String,
     },
+    /// Post-response hooks (`[[hooks.post_tool_response]]`) acted on a result before anyone
+    /// saw it.
+    #[serde(rename = "hook.applied")]
+    HookApplied {
+        /// Call id of the result.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The hooks that matched.
+        hooks: Vec<String>,
+        /// How many matches were redacted.
+        redactions: usize,
+        /// The level the hooks raised the result to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<Classification>,
+        /// Whether the hooks made the result untrusted input.
+        #[serde(default)]
+        untrusted: bool,
+    },
     /// An "always in this workspace" answer was written as policy rules (or could not be).
     #[serde(rename = "approval.remembered")]
     ApprovalRemembered {
@@ -414,6 +433,7 @@ impl Event {
             Self::ToolCompleted { .. } => "tool.completed",
             Self::TaintRaised { .. } => "taint.raised",
             Self::UntrustedInput { .. } => "integrity.untrusted",
+            Self::HookApplied { .. } => "hook.applied",
             Self::ApprovalRemembered { .. } => "approval.remembered",
             Self::ToolFailed { .. } => "tool.failed",
         }

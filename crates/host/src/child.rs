@@ -25,6 +25,7 @@ pub struct ChildChokepoint {
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) launcher: Arc<Launcher>,
     pub(crate) flow: Arc<crate::flow::Flow>,
+    pub(crate) config_hooks: Arc<crate::hooks::Hooks>,
     pub(crate) home: PathBuf,
 }
 
@@ -55,6 +56,7 @@ impl ChildChokepoint {
             .env(self.env.clone())
             .launcher(self.launcher.clone())
             .flow(self.flow.clone())
+            .config_hooks(self.config_hooks.clone())
             .remember_in(&self.home)
             .build()
     }

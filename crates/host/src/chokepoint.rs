@@ -52,18 +52,38 @@ struct Registered {
     seq: u64,
 }
 
-/// A plugin's policy hook (Forge's `restrictPolicy`): asked about every call after the built-in
-/// checks, it can only make a decision stricter.
+/// A policy hook — a plugin's (Forge's `restrictPolicy`) or `[[hooks.pre_tool_call]]` —
+/// asked about every call after the built-in checks; it can only make a decision stricter.
 #[async_trait::async_trait]
 pub trait PolicyHook: Send + Sync {
-    /// Its verdict on `call` of `tool`: `None` to leave the decision as it is. An `Err` fails
-    /// closed: the call is denied with the message.
+    /// Its verdict on `call` of `tool` in a session with `labels`: `None` to leave the decision
+    /// as it is. An `Err` fails closed: the call is denied with the message.
     async fn verdict(
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
+        labels: &SessionLabels,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, String>;
+}
+
+/// What a hook knows of the session a call comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLabels {
+    /// The highest level of data the session has seen.
+    pub level: bosun_core::Classification,
+    /// The first untrusted input it read, if any.
+    pub untrusted: Option<String>,
+}
+
+impl SessionLabels {
+    /// The labels of `session` now.
+    pub fn of(session: &Session) -> SessionLabels {
+        SessionLabels {
+            level: session.taint(),
+            untrusted: session.untrusted_source(),
+        }
+    }
 }
 
 /// The tools a chokepoint resolves names against. Shared with whatever may add tools during a
@@ -231,6 +251,7 @@ pub struct ChokepointBuilder {
     env: Arc<BTreeMap<String, String>>,
     launcher: Option<Arc<Launcher>>,
     flow: Arc<Flow>,
+    result_hooks: Arc<crate::hooks::Hooks>,
     reviewer: Option<Arc<dyn Reviewer>>,
     remember_in: Option<std::path::PathBuf>,
 }
@@ -246,6 +267,14 @@ impl ChokepointBuilder {
     /// no labelled paths, write-downs asked about).
     pub fn flow(mut self, flow: Arc<Flow>) -> Self {
         self.flow = flow;
+        self
+    }
+
+    /// Sets the configured hooks (`[hooks]`): the pre-call ones join the policy hooks, the
+    /// post-response ones act on every result.
+    pub fn config_hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
+        self.hooks.push(hooks.clone());
+        self.result_hooks = hooks;
         self
     }
 
@@ -340,6 +369,7 @@ impl ChokepointBuilder {
                 .launcher
                 .unwrap_or_else(|| Arc::new(Launcher::new(SandboxConfig::default()))),
             flow: self.flow,
+            result_hooks: self.result_hooks,
             reviewer: self.reviewer,
         })
     }
@@ -368,6 +398,7 @@ pub struct Chokepoint {
     env: Arc<BTreeMap<String, String>>,
     launcher: Arc<Launcher>,
     flow: Arc<Flow>,
+    result_hooks: Arc<crate::hooks::Hooks>,
     reviewer: Option<Arc<dyn Reviewer>>,
     remember_in: Option<std::path::PathBuf>,
 }
@@ -394,6 +425,7 @@ impl Chokepoint {
             env: Arc::new(BTreeMap::new()),
             launcher: None,
             flow: Arc::default(),
+            result_hooks: Arc::default(),
             reviewer: None,
             remember_in: None,
         }
@@ -558,7 +590,9 @@ impl Chokepoint {
 
         // 4. Policy on the action and every capability, with the session's promises and the
         //    plugins' hooks (which can only tighten).
-        let verdicts = self.hook_verdicts(call, tool.as_ref(), cancel).await;
+        let verdicts = self
+            .hook_verdicts(call, tool.as_ref(), &SessionLabels::of(session), cancel)
+            .await;
         let mut explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
         // 4b. Information flow, after policy: write-downs and what untrusted input may not do
         //     without a person. It can only tighten.
@@ -726,15 +760,30 @@ impl Chokepoint {
             });
         }
         match outcome {
-            Ok(output) => {
-                // 7. Raise the session's taint to the result's level (the highest of the
-                //    tool's, the result's and the labels of the paths it read); it never
-                //    falls. Mark the session when the result is untrusted input.
+            Ok(mut output) => {
+                // 7. Post-response hooks act on the result before anyone sees it: redact,
+                //    raise its level, mark it untrusted.
+                let effect = self.result_hooks.post(&call.name, &mut output.value);
+                if !effect.hooks.is_empty() {
+                    trace.record(Event::HookApplied {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        hooks: effect.hooks.clone(),
+                        redactions: effect.redactions,
+                        level: effect.level,
+                        untrusted: effect.untrusted.is_some(),
+                    });
+                }
+                // 8. Raise the session's taint to the result's level (the highest of the
+                //    tool's, the result's, the hooks' and the labels of the paths it read); it
+                //    never falls. Mark the session when the result is untrusted input.
                 let (read_level, read_untrusted) = self.flow.read_levels(&ctx.granted);
                 let level = output
                     .classification
                     .unwrap_or(tool.spec().classification)
-                    .max(read_level.unwrap_or_default());
+                    .max(tool.spec().classification)
+                    .max(read_level.unwrap_or_default())
+                    .max(effect.level.unwrap_or_default());
                 let before = session.taint();
                 let after = session.raise_taint(level);
                 if after > before {
@@ -753,7 +802,9 @@ impl Chokepoint {
                     .filter_map(|r| r.scope.as_authority().map(|a| a.host))
                     .collect();
                 let untrusted = if network.is_empty() {
-                    tool.untrusted_source().or(read_untrusted)
+                    tool.untrusted_source().or(read_untrusted).or(effect
+                        .untrusted
+                        .map(|hook| format!("a result {hook} marks")))
                 } else {
                     Some(format!("the network ({})", network.join(", ")))
                 };
@@ -895,11 +946,12 @@ impl Chokepoint {
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
+        labels: &SessionLabels,
         cancel: &CancellationToken,
     ) -> Vec<HookVerdict> {
         let mut verdicts = Vec::new();
         for hook in &self.hooks {
-            match hook.verdict(call, tool, cancel).await {
+            match hook.verdict(call, tool, labels, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
                 Err(message) => verdicts.push(HookVerdict {

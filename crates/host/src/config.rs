@@ -121,6 +121,10 @@ pub struct Config {
     /// Labels for information flow: `[classification]`.
     #[serde(default)]
     pub classification: crate::flow::ClassificationConfig,
+    /// Hooks before calls and on results: `[[hooks.pre_tool_call]]`,
+    /// `[[hooks.post_tool_response]]`.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksConfig,
 }
 
 impl Config {
@@ -140,6 +144,9 @@ pub struct ProjectConfig {
     /// Policy rules and examples.
     #[serde(default)]
     pub policy: PolicyFile,
+    /// Hooks, which can only tighten: `[[hooks.pre_tool_call]]`, `[[hooks.post_tool_response]]`.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksConfig,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -242,6 +249,11 @@ impl LoadedConfig {
                     key: "classification".to_owned(),
                     message,
                 })?;
+            user.hooks.check().map_err(|message| ConfigError::Invalid {
+                path: file.path.clone(),
+                key: "hooks".to_owned(),
+                message,
+            })?;
             user.sandbox.validate().map_err(|e| ConfigError::Invalid {
                 path: file.path.clone(),
                 key: "sandbox".to_owned(),
@@ -270,6 +282,14 @@ impl LoadedConfig {
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
             Some(file) => {
                 let project: ProjectConfig = parse(&file)?;
+                project
+                    .hooks
+                    .check()
+                    .map_err(|message| ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "hooks".to_owned(),
+                        message,
+                    })?;
                 if project.policy.reviewer.is_some() {
                     return Err(ConfigError::Invalid {
                         path: file.path.clone(),
@@ -294,6 +314,20 @@ impl LoadedConfig {
             project,
             trusted,
             remembered,
+        })
+    }
+
+    /// The hooks of the user's config and then the project's (both checked at load).
+    ///
+    /// # Errors
+    /// A hook that does not compile (never after a successful load).
+    pub fn hooks(&self) -> Result<crate::hooks::Hooks, String> {
+        let user = crate::hooks::Hooks::compile(&self.user.hooks, "user")?;
+        Ok(match &self.project {
+            Some((project, _)) => {
+                user.and(crate::hooks::Hooks::compile(&project.hooks, "project")?)
+            }
+            None => user,
         })
     }
 

@@ -144,6 +144,8 @@ pub struct Host {
     /// latter, which add tools during a run.
     registry: Arc<ToolRegistry>,
     hooks: Vec<Arc<dyn PolicyHook>>,
+    /// `[hooks]` of the user's and the project's config.
+    config_hooks: Arc<crate::hooks::Hooks>,
     js: Vec<Arc<JsRuntime>>,
     /// Every child process starts through it.
     launcher: Arc<bosun_launch::Launcher>,
@@ -251,6 +253,7 @@ impl Host {
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
+        let config_hooks = Arc::new(config.hooks().map_err(HostError::Tools)?);
         // Bosun's home is private to children: no command line opens it up.
         let launcher = Arc::new(
             bosun_launch::Launcher::new(config.user.sandbox.clone()).private(&config.home),
@@ -267,6 +270,7 @@ impl Host {
             policy,
             registry,
             hooks: Vec::new(),
+            config_hooks,
             js: Vec::new(),
             launcher,
             warnings: Vec::new(),
@@ -382,6 +386,7 @@ impl Host {
             .env(self.config.scrubbed_env())
             .launcher(self.launcher.clone())
             .flow(self.flow())
+            .config_hooks(self.config_hooks.clone())
             .remember_in(&self.config.home);
         if let Some(reviewer) = reviewer {
             builder = builder.reviewer(reviewer);
@@ -422,6 +427,7 @@ impl Host {
             env: self.config.scrubbed_env(),
             launcher: self.launcher.clone(),
             flow: self.flow(),
+            config_hooks: self.config_hooks.clone(),
             home: self.config.home.clone(),
         })
     }

@@ -31,6 +31,7 @@ mod child;
 pub mod chokepoint;
 pub mod config;
 pub mod flow;
+pub mod hooks;
 mod host;
 pub mod mcp_config;
 pub mod plugin_runtime;
@@ -48,7 +49,7 @@ pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive,
 pub use bosun_plugins::write_atomic;
 pub use child::ChildChokepoint;
 pub use chokepoint::{
-    CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, ToolCall, ToolRegistry,
+    CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, SessionLabels, ToolCall, ToolRegistry,
 };
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostBuilder, HostError, Prompts};

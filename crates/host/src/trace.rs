@@ -623,6 +623,20 @@ pub fn render(envelopes: &[Envelope]) -> String {
                 out,
                 "  [{at:>5} ms] {call_id} raised the session's taint {from} → {to}"
             ),
+            Event::HookApplied {
+                call_id,
+                hooks,
+                redactions,
+                level,
+                untrusted,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} {}: {redactions} redacted{}{}",
+                hooks.join(", "),
+                level.map(|l| format!(", level {l}")).unwrap_or_default(),
+                if *untrusted { ", untrusted input" } else { "" }
+            ),
             Event::UntrustedInput {
                 call_id, source, ..
             } => writeln!(

@@ -272,6 +272,49 @@ fn sandbox_status_names_the_backend_and_refuses_an_unknown_one() {
 }
 
 #[test]
+fn hooks_from_config_fire_redacting_results_and_denying_calls() {
+    let env = Env::new();
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    std::fs::write(env.ws().join("creds.txt"), format!("aws key {key}\n")).unwrap();
+    let read = || env.bosun(&["tools", "call", "read_file", r#"{"path": "creds.txt"}"#]);
+    // Without a hook the key is read as it is.
+    let out = read();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(key));
+
+    env.user_config(
+        "[[hooks.post_tool_response]]\ntool = \"read_*\"\nredact = ['AKIA[0-9A-Z]{16}']\n",
+    );
+    let out = read();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !shown.contains(key) && shown.contains("[REDACTED:hook]"),
+        "{shown}"
+    );
+    let newest = env.runs().pop().unwrap();
+    let trace = std::fs::read_to_string(newest).unwrap();
+    assert!(trace.contains("hook.applied"), "{trace}");
+    assert!(!trace.contains(key), "{trace}");
+
+    // A project may add hooks (they only tighten) but not an allowing one.
+    env.project_config(
+        "[[hooks.pre_tool_call]]\ntool = \"read_file\"\ndecision = \"deny\"\nreason = \"not here\"\n",
+    );
+    let out = read();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not here"), "{}", stderr(&out));
+    env.project_config("[[hooks.pre_tool_call]]\ndecision = \"allow\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("use \"ask\" or \"deny\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn malformed_toml_is_an_error() {
     let env = Env::new();
     env.user_config("[[policy.rules]\naction = \"x\"\n");

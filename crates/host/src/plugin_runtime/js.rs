@@ -851,13 +851,20 @@ impl PolicyHook for JsPolicyHook {
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
+        labels: &crate::SessionLabels,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, String> {
         let risk = serde_json::to_value(tool.spec().risk).unwrap_or(Value::Null);
+        // Forge's snapshot, plus what the session has seen: its level and whether it has read
+        // untrusted input (a hook may decide on them; a Forge plugin ignores the extra key).
         let payload = json!({
             "tool": { "name": call.name, "risk": risk },
             "call": { "id": call.id, "name": call.name, "input": call.input },
             "input": call.input,
+            "session": {
+                "classification": labels.level,
+                "untrustedInput": labels.untrusted.is_some(),
+            },
         });
         let opts = CallOptions {
             cancel: cancel.clone(),

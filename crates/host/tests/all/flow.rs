@@ -410,3 +410,120 @@ fn a_child_session_starts_with_its_parents_labels_and_returns_its_own() {
     assert_eq!(parent.taint_source().as_deref(), Some("read_file (c1)"));
     assert!(parent.untrusted_source().is_some());
 }
+
+/// The rig with `[hooks]` as well (`hooks` in the config's TOML, without the `hooks.` prefix).
+fn with_hooks(config: &str, hooks: &str, answer: ApprovalAnswer) -> Rig {
+    let mut rig = rig(config, answer);
+    let root = rig._tmp.path().canonicalize().unwrap();
+    let hooks: bosun_host::hooks::HooksConfig = toml::from_str(hooks).unwrap();
+    let compiled = bosun_host::hooks::Hooks::compile(&hooks, "user").unwrap();
+    let config: ClassificationConfig = toml::from_str(config).unwrap();
+    rig.chokepoint = Chokepoint::builder(
+        Arc::new(Policy::builder(Mode::Full).build()),
+        Arc::new(Workspace::new(&root, &root).unwrap()),
+    )
+    .tools(builtin::tools())
+    .broker(rig.person.clone())
+    .env(
+        [("PATH".to_owned(), "/usr/bin:/bin".to_owned())]
+            .into_iter()
+            .collect(),
+    )
+    .flow(Arc::new(Flow::new(&config)))
+    .config_hooks(Arc::new(compiled))
+    .build()
+    .unwrap();
+    rig.trace = Trace::create(
+        &root.join(".runs"),
+        "run".into(),
+        None,
+        Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+    )
+    .unwrap();
+    rig
+}
+
+const LEVEL_HOOKS: &str = r#"
+[[post_tool_response]]
+tool = "read_file"
+level = "CONFIDENTIAL"
+redact = ['PRIV[A-Z]+']
+
+[[pre_tool_call]]
+tool = "run_command"
+level_at_least = "CONFIDENTIAL"
+decision = "deny"
+reason = "no commands once confidential data is in play"
+"#;
+
+#[tokio::test]
+async fn post_hooks_raise_the_level_and_pre_hooks_decide_on_it() {
+    let rig = with_hooks("", LEVEL_HOOKS, ApprovalAnswer::AllowOnce);
+    // Before anything was read: the command runs.
+    let (result, _) = rig.call("run_command", json!({"program": "true"})).await;
+    assert!(result.error().is_none(), "{result:?}");
+    // An unlabelled file, raised by the post hook; what it matches never reaches the caller.
+    let (result, _) = rig
+        .call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(!text.contains("PRIVATE"), "{text}");
+    assert!(text.contains("[REDACTED:hook]"), "{text}");
+    assert_eq!(rig.session.taint(), Classification::Confidential);
+    let (result, explanation) = rig.call("run_command", json!({"program": "true"})).await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "{result:?}"
+    );
+    let explanation = explanation.unwrap();
+    assert!(
+        explanation
+            .summary()
+            .contains("no commands once confidential"),
+        "{}",
+        explanation.summary()
+    );
+    rig.trace.finish().unwrap();
+    let trace = std::fs::read_to_string(
+        rig._tmp
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(".runs/run.jsonl"),
+    )
+    .unwrap();
+    assert!(trace.contains("hook.applied"), "{trace}");
+    assert!(!trace.contains("PRIVATE"), "{trace}");
+}
+
+#[tokio::test]
+async fn a_post_hook_cannot_lower_a_level() {
+    let hooks = "[[post_tool_response]]\ntool = \"read_file\"\nlevel = \"PUBLIC\"\n";
+    let rig = with_hooks(SECRETS, hooks, ApprovalAnswer::AllowOnce);
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+}
+
+#[tokio::test]
+async fn a_post_hook_can_mark_results_untrusted_input() {
+    let hooks = "[[post_tool_response]]\ntool = \"read_file\"\nuntrusted = true\n\
+                 [[pre_tool_call]]\nuntrusted = true\ntool = \"create_file\"\ndecision = \"ask\"\n";
+    let rig = with_hooks("", hooks, ApprovalAnswer::Deny);
+    let write = json!({"path": "a.md", "content": "x"});
+    let (result, _) = rig.call("create_file", write.clone()).await;
+    assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.asked(), 0);
+    rig.call("read_file", json!({"path": "notes.txt"})).await;
+    assert!(rig.session.untrusted_source().is_some());
+    let (result, _) = rig
+        .call("create_file", json!({"path": "b.md", "content": "x"}))
+        .await;
+    assert_eq!(result.error().map(|e| e.code), Some(ErrorCode::Denied));
+    assert!(
+        rig.reasons().contains("user hooks.pre_tool_call[0]"),
+        "{}",
+        rig.reasons()
+    );
+}
