@@ -147,6 +147,9 @@ pub struct ProjectConfig {
     /// Hooks, which can only tighten: `[[hooks.pre_tool_call]]`, `[[hooks.post_tool_response]]`.
     #[serde(default)]
     pub hooks: crate::hooks::HooksConfig,
+    /// Labels of the project's own paths, as sources only: `[[classification.paths]]`.
+    #[serde(default)]
+    pub classification: crate::flow::ClassificationConfig,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -282,6 +285,25 @@ impl LoadedConfig {
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
             Some(file) => {
                 let project: ProjectConfig = parse(&file)?;
+                let labels = &project.classification;
+                if labels.write_down.is_some()
+                    || !labels.hosts.is_empty()
+                    || !labels.trusted_hosts.is_empty()
+                {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "classification".to_owned(),
+                        message:
+                            "a project may label its own paths only ([[classification.paths]]); \
+                                  hosts, trusted_hosts and write_down belong in your own config"
+                                .to_owned(),
+                    });
+                }
+                labels.check().map_err(|message| ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "classification".to_owned(),
+                    message,
+                })?;
                 project
                     .hooks
                     .check()

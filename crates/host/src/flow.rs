@@ -97,11 +97,40 @@ impl ClassificationConfig {
     }
 }
 
+fn compile_paths(labels: &[PathLabel]) -> Vec<(GlobSet, Option<Classification>, bool)> {
+    labels
+        .iter()
+        .filter_map(|label| {
+            let mut set = GlobSetBuilder::new();
+            set.add(Glob::new(&label.glob).ok()?);
+            Some((set.build().ok()?, label.level, label.untrusted))
+        })
+        .collect()
+}
+
+fn label_of(
+    paths: &[(GlobSet, Option<Classification>, bool)],
+    path: &str,
+) -> (Option<Classification>, bool) {
+    let mut level = None;
+    let mut untrusted = false;
+    for (set, label, marks) in paths {
+        if set.is_match(path) {
+            level = level.max(*label);
+            untrusted |= *marks;
+        }
+    }
+    (level, untrusted)
+}
+
 /// The compiled rules.
 #[derive(Debug, Clone)]
 pub struct Flow {
     write_down: Decision,
     paths: Vec<(GlobSet, Option<Classification>, bool)>,
+    /// A project's labels: they raise what is read and mark it untrusted, and are never sinks
+    /// (a project raising a path's sink level would let more data be written there).
+    source_paths: Vec<(GlobSet, Option<Classification>, bool)>,
     hosts: Vec<(String, Classification)>,
     trusted_hosts: Vec<String>,
 }
@@ -111,6 +140,7 @@ impl Default for Flow {
         Flow {
             write_down: Decision::Ask,
             paths: Vec::new(),
+            source_paths: Vec::new(),
             hosts: Vec::new(),
             trusted_hosts: Vec::new(),
         }
@@ -120,16 +150,9 @@ impl Default for Flow {
 impl Flow {
     /// Compiles a checked table (a glob that does not compile is left out).
     pub fn new(config: &ClassificationConfig) -> Flow {
-        let paths = config
-            .paths
-            .iter()
-            .filter_map(|label| {
-                let mut set = GlobSetBuilder::new();
-                set.add(Glob::new(&label.glob).ok()?);
-                Some((set.build().ok()?, label.level, label.untrusted))
-            })
-            .collect();
+        let paths = compile_paths(&config.paths);
         Flow {
+            source_paths: Vec::new(),
             write_down: if config.write_down.as_deref() == Some("deny") {
                 Decision::Deny
             } else {
@@ -149,16 +172,24 @@ impl Flow {
         }
     }
 
+    /// Adds a project's path labels as sources only: reading a labelled path raises the
+    /// session's level or marks untrusted input; writing to it is judged by the user's labels.
+    #[must_use]
+    pub fn with_project_sources(mut self, labels: &[PathLabel]) -> Flow {
+        self.source_paths = compile_paths(labels);
+        self
+    }
+
+    /// A path's label as a sink: the user's labels only.
     fn path_label(&self, path: &str) -> (Option<Classification>, bool) {
-        let mut level = None;
-        let mut untrusted = false;
-        for (set, label, marks) in &self.paths {
-            if set.is_match(path) {
-                level = level.max(*label);
-                untrusted |= *marks;
-            }
-        }
-        (level, untrusted)
+        label_of(&self.paths, path)
+    }
+
+    /// A path's label as a source: the user's and the project's.
+    fn source_label(&self, path: &str) -> (Option<Classification>, bool) {
+        let (level, untrusted) = label_of(&self.paths, path);
+        let (project, marks) = label_of(&self.source_paths, path);
+        (level.max(project), untrusted || marks)
     }
 
     fn host_level(&self, host: &str) -> Classification {
@@ -277,7 +308,7 @@ impl Flow {
             .filter(|r| r.capability == Capability::FsRead)
         {
             let path = request.scope.path.as_deref().unwrap_or(".");
-            let (label, marks) = self.path_label(path);
+            let (label, marks) = self.source_label(path);
             level = level.max(label);
             if marks && untrusted.is_none() {
                 untrusted = Some(format!("the file {path}"));

@@ -315,6 +315,28 @@ fn hooks_from_config_fire_redacting_results_and_denying_calls() {
 }
 
 #[test]
+fn a_project_may_label_its_paths_but_not_hosts() {
+    let env = Env::new();
+    env.project_config("[[classification.paths]]\nglob = \"keys/**\"\nlevel = \"RESTRICTED\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    env.project_config(
+        "[[classification.hosts]]\nhost = \"evil.example\"\nlevel = \"RESTRICTED\"\n",
+    );
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("may label its own paths only"),
+        "{}",
+        stderr(&out)
+    );
+    env.project_config("[[classification.paths]]\nglob = \"keys/**\"\nlevel = \"TOP\"\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("TOP"), "{}", stderr(&out));
+}
+
+#[test]
 fn malformed_toml_is_an_error() {
     let env = Env::new();
     env.user_config("[[policy.rules]\naction = \"x\"\n");

@@ -449,3 +449,66 @@ fn a_typescript_sdk_server_is_approved_called_and_pinned() {
         "{out}"
     );
 }
+
+/// An MCP server is a sink at its `classification` (PUBLIC unless configured): a session that
+/// has read RESTRICTED data is stopped from calling it — policy allows the call, information
+/// flow does not — and a server labelled RESTRICTED receives it.
+#[test]
+fn a_session_holding_restricted_data_cannot_send_it_to_a_lower_server() {
+    for (level, stopped) in [(None, true), (Some("RESTRICTED"), false)] {
+        let env = Env::new();
+        std::fs::create_dir_all(env.ws().join("secrets")).unwrap();
+        std::fs::write(env.ws().join("secrets/key.txt"), "hunter2").unwrap();
+        let (_runtime, server) = super::run::serve([
+            bosun_agent::scripted::Step::call(
+                "read_file",
+                serde_json::json!({"path": "secrets/key.txt"}),
+            ),
+            bosun_agent::scripted::Step::call(
+                "mcp__peer__add",
+                serde_json::json!({"a": 1, "b": 2}),
+            ),
+            bosun_agent::scripted::Step::text("done"),
+        ]);
+        let classification = level
+            .map(|l| format!("classification = \"{l}\"\n"))
+            .unwrap_or_default();
+        let config = format!(
+            "[[policy.rules]]\naction = \"mcp.peer.tool.add\"\ndecision = \"allow\"\n\n\
+             [[classification.paths]]\nglob = \"secrets/**\"\nlevel = \"RESTRICTED\"\n\n\
+             [mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{classification}{}",
+            python().display().to_string(),
+            server_script().display().to_string(),
+            peer_sandbox("peer")
+        );
+        env.user_config(&super::run::model_config(&server, &config));
+        trust(&env);
+        let out = env.bosun(&["run", "Add one and two."]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let trace = std::fs::read_to_string(env.runs().pop().unwrap()).unwrap();
+        let events: Vec<Value> = trace
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+            .filter(|e| e["tool"] == "mcp__peer__add")
+            .collect();
+        let of =
+            |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+        let decided = of("tool.decided");
+        assert_eq!(decided.len(), 1, "{trace}");
+        let explanation = decided[0]["explanation"].to_string();
+        if stopped {
+            assert_ne!(
+                decided[0]["explanation"]["decision"], "allow",
+                "{explanation}"
+            );
+            assert!(explanation.contains("write-down"), "{explanation}");
+            assert!(of("tool.completed").is_empty(), "{trace}");
+        } else {
+            assert_eq!(
+                decided[0]["explanation"]["decision"], "allow",
+                "{explanation}"
+            );
+            assert_eq!(of("tool.completed").len(), 1, "{trace}");
+        }
+    }
+}

@@ -527,3 +527,54 @@ async fn a_post_hook_can_mark_results_untrusted_input() {
         rig.reasons()
     );
 }
+
+/// The rig with a project's path labels as well.
+fn with_project_labels(user: &str, project: &str, answer: ApprovalAnswer) -> Rig {
+    let mut rig = rig(user, answer);
+    let root = rig._tmp.path().canonicalize().unwrap();
+    let user: ClassificationConfig = toml::from_str(user).unwrap();
+    let project: ClassificationConfig = toml::from_str(project).unwrap();
+    project.check().unwrap();
+    rig.chokepoint = Chokepoint::builder(
+        Arc::new(Policy::builder(Mode::Full).build()),
+        Arc::new(Workspace::new(&root, &root).unwrap()),
+    )
+    .tools(builtin::tools())
+    .broker(rig.person.clone())
+    .flow(Arc::new(
+        Flow::new(&user).with_project_sources(&project.paths),
+    ))
+    .build()
+    .unwrap();
+    rig
+}
+
+#[tokio::test]
+async fn a_projects_labels_raise_what_is_read_but_never_open_a_sink() {
+    let user = "[[paths]]\nglob = \"public/**\"\nlevel = \"PUBLIC\"\n";
+    // The project says its key is RESTRICTED, and — to open a way out — that public/ is too.
+    let project = "[[paths]]\nglob = \"secrets/**\"\nlevel = \"RESTRICTED\"\n\
+                   [[paths]]\nglob = \"public/**\"\nlevel = \"RESTRICTED\"\n";
+    let rig = with_project_labels(user, project, ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+    let (result, _) = rig
+        .call(
+            "create_file",
+            json!({"path": "public/leak.md", "content": "x"}),
+        )
+        .await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "the user's PUBLIC label still judges the write: {result:?}"
+    );
+    assert!(rig.reasons().contains("write-down"), "{}", rig.reasons());
+
+    // Without the project's label the read raises nothing: the label is what raised it.
+    let rig = with_project_labels(user, "", ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    assert_eq!(rig.session.taint(), Classification::Public);
+}
