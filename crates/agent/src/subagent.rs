@@ -498,6 +498,10 @@ impl ApprovalBroker for ChildBroker {
     fn unanswered_hint(&self) -> &str {
         self.parent.unanswered_hint()
     }
+
+    fn has_person(&self) -> bool {
+        self.parent.has_person()
+    }
 }
 
 /// Reads `<dir>/<name>.md` agent files: front matter `name`, `description`, `tools` (a list or

@@ -47,6 +47,12 @@ pub trait ApprovalBroker: Send + Sync {
     fn unanswered_hint(&self) -> &str {
         "run in a terminal, pass --yes, or"
     }
+
+    /// Whether anyone can answer through this broker. `false` (a script, CI, a client that
+    /// cannot be asked) lets `[policy] review_asks` hand an `ask` to the reviewer first.
+    fn has_person(&self) -> bool {
+        true
+    }
 }
 
 /// Nobody to ask (no terminal, a script, CI): every request is refused with `needs_approval`.
@@ -57,6 +63,10 @@ pub struct NonInteractive;
 impl ApprovalBroker for NonInteractive {
     async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
         ApprovalAnswer::Unavailable
+    }
+
+    fn has_person(&self) -> bool {
+        false
     }
 }
 

@@ -253,6 +253,7 @@ pub struct ChokepointBuilder {
     flow: Arc<Flow>,
     result_hooks: Arc<crate::hooks::Hooks>,
     reviewer: Option<Arc<dyn Reviewer>>,
+    review_asks: bool,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -260,6 +261,13 @@ impl ChokepointBuilder {
     /// Sets who decides `review` decisions before a person (default: nobody; a person is asked).
     pub fn reviewer(mut self, reviewer: Arc<dyn Reviewer>) -> Self {
         self.reviewer = Some(reviewer);
+        self
+    }
+
+    /// Sends an `ask` to the reviewer too when the broker has nobody to ask (`[policy]
+    /// review_asks`). Without a reviewer it changes nothing.
+    pub fn review_asks(mut self, yes: bool) -> Self {
+        self.review_asks = yes;
         self
     }
 
@@ -371,6 +379,7 @@ impl ChokepointBuilder {
             flow: self.flow,
             result_hooks: self.result_hooks,
             reviewer: self.reviewer,
+            review_asks: self.review_asks,
         })
     }
 }
@@ -400,6 +409,7 @@ pub struct Chokepoint {
     flow: Arc<Flow>,
     result_hooks: Arc<crate::hooks::Hooks>,
     reviewer: Option<Arc<dyn Reviewer>>,
+    review_asks: bool,
     remember_in: Option<std::path::PathBuf>,
 }
 
@@ -427,6 +437,7 @@ impl Chokepoint {
             flow: Arc::default(),
             result_hooks: Arc::default(),
             reviewer: None,
+            review_asks: false,
             remember_in: None,
         }
     }
@@ -619,7 +630,13 @@ impl Chokepoint {
                     Some(explanation),
                 ));
             }
-            Decision::Review if self.reviewer.is_some() => {
+            // `review` goes to the reviewer; so does `ask` when nobody could answer it and the
+            // user opted in.
+            Decision::Review | Decision::Ask
+                if self.reviewer.is_some()
+                    && (explanation.decision == Decision::Review
+                        || (self.review_asks && !self.broker.has_person())) =>
+            {
                 let summary = trace.redact_text(&tool.summarize(&call.input));
                 match self
                     .review(

@@ -252,6 +252,15 @@ impl LoadedConfig {
                     key: "classification".to_owned(),
                     message,
                 })?;
+            if user.policy.review_asks && user.policy.reviewer.is_none() {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "policy.review_asks".to_owned(),
+                    message: "review_asks needs a reviewer: set [policy] reviewer to a configured \
+                              model, or remove review_asks"
+                        .to_owned(),
+                });
+            }
             user.hooks.check().map_err(|message| ConfigError::Invalid {
                 path: file.path.clone(),
                 key: "hooks".to_owned(),
@@ -312,7 +321,7 @@ impl LoadedConfig {
                         key: "hooks".to_owned(),
                         message,
                     })?;
-                if project.policy.reviewer.is_some() {
+                if project.policy.reviewer.is_some() || project.policy.review_asks {
                     return Err(ConfigError::Invalid {
                         path: file.path.clone(),
                         key: "policy.reviewer".to_owned(),

@@ -389,7 +389,9 @@ impl Host {
             .config_hooks(self.config_hooks.clone())
             .remember_in(&self.config.home);
         if let Some(reviewer) = reviewer {
-            builder = builder.reviewer(reviewer);
+            builder = builder
+                .reviewer(reviewer)
+                .review_asks(self.config.user.policy.review_asks);
         }
         builder.build().map_err(|e| HostError::Tools(e.message))
     }

@@ -110,4 +110,8 @@ impl ApprovalBroker for Unaskable {
     fn unanswered_hint(&self) -> &str {
         "MCP 2026-07-28 cannot ask your user during a call (connect with 2025-11-25 and elicitation to be asked), or"
     }
+
+    fn has_person(&self) -> bool {
+        false
+    }
 }

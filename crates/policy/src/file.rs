@@ -33,6 +33,10 @@ pub struct PolicyFile {
     /// person. User config only: a project cannot choose who reviews.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<String>,
+    /// When nobody can be asked (a headless run), an `ask` goes to the reviewer first as a
+    /// `review` does. User config only; needs `reviewer`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review_asks: bool,
 }
 
 /// A standalone document: only a `[policy]` table.
@@ -69,6 +73,7 @@ impl PolicyFile {
                 .collect(),
             examples: Vec::new(),
             reviewer: None,
+            review_asks: false,
         }
     }
 }

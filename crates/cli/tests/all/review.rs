@@ -110,3 +110,58 @@ fn a_project_cannot_choose_the_reviewer() {
         stderr(&out)
     );
 }
+
+/// `run_command` set to `ask` (not `review`), with `review_asks` on or off.
+fn ask_config(judge: &str, review_asks: bool) -> String {
+    format!(
+        "[policy]\nreviewer = \"judge\"\nreview_asks = {review_asks}\n\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"ask\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"ask\"\n\n[models.judge]\nprovider = \"openai-chat\"\nbase_url = \"{judge}\"\nmodel = \"bosun-scripted\"\n"
+    )
+}
+
+#[test]
+fn with_review_asks_a_headless_ask_goes_to_the_reviewer_first() {
+    let allow = r#"{"decision": "allow", "reason": "harmless"}"#;
+    // Off: nobody is asked, the call is refused, the reviewer is never consulted.
+    let env = Env::new();
+    let (_runtime, judge) = serve([Step::text(allow)]);
+    env.user_config(&ask_config(judge.base_url(), false));
+    let (got, out) = call(&env);
+    assert_eq!(got, 4, "{out}");
+    assert!(judge.requests().is_empty());
+    // On: the reviewer answers for the absent person.
+    let env = Env::new();
+    let (_runtime, judge) = serve([Step::text(allow)]);
+    env.user_config(&ask_config(judge.base_url(), true));
+    let (got, out) = call(&env);
+    assert_eq!(got, 0, "{out}");
+    assert!(trace_text(&env).contains("reviewed by judge: allow — harmless"));
+    // Unsure still means a person, and there is none: refused.
+    let env = Env::new();
+    let (_runtime, judge) = serve([Step::text(r#"{"decision": "unsure", "reason": "?"}"#)]);
+    env.user_config(&ask_config(judge.base_url(), true));
+    let (got, out) = call(&env);
+    assert_eq!(got, 4, "{out}");
+    // With --yes a person approved in advance: the reviewer is not asked.
+    let env = Env::new();
+    let (_runtime, judge) = serve([Step::text(r#"{"decision": "deny", "reason": "no"}"#)]);
+    env.user_config(&ask_config(judge.base_url(), true));
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "run_command",
+        r#"{"program": "true"}"#,
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(judge.requests().is_empty());
+    // Without a reviewer the key is a config error naming the fix.
+    let env = Env::new();
+    env.user_config("[policy]\nreview_asks = true\n");
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("review_asks needs a reviewer"),
+        "{}",
+        stderr(&out)
+    );
+}
