@@ -12,6 +12,7 @@ mod app;
 mod engine;
 mod events;
 mod input;
+mod markdown;
 mod slash;
 #[cfg(test)]
 mod tests;

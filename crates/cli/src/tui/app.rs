@@ -146,6 +146,9 @@ pub(crate) struct App {
     pub(super) steps: u32,
     /// Subagents running now, by their run: name, model step, tool running.
     pub(super) children: std::collections::BTreeMap<String, ChildStatus>,
+    /// The session's labels as its runs reported them: the highest level of data seen, and the
+    /// first untrusted input read.
+    pub(super) labels: (bosun_core::Classification, Option<String>),
     /// Tool calls of the current (or last) run.
     pub(super) tool_calls: u32,
     pub(super) approvals: VecDeque<Asked>,
@@ -160,6 +163,20 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// Why the model's URLs are withheld on screen: the session holds data above `PUBLIC` and
+    /// has read untrusted input, so a URL the model wrote may carry that data to whoever planted
+    /// the instruction. `None` otherwise.
+    pub(super) fn url_guard(&self) -> Option<String> {
+        let (level, untrusted) = &self.labels;
+        match untrusted {
+            Some(source) if *level > bosun_core::Classification::Public => Some(format!(
+                "this session holds {level} data and has read untrusted input ({source}); a URL \
+                 in the answer could carry that data out"
+            )),
+            _ => None,
+        }
+    }
+
     /// The UI for `open`, starting its turns on a runtime of its own; they report on `events`.
     pub(crate) fn new(env: Arc<Env>, open: OpenSession, events: Sender<AppEvent>) -> Result<Self> {
         let engine = Engine::new(events)?;
@@ -186,6 +203,7 @@ impl App {
             running: None,
             steps: 0,
             children: std::collections::BTreeMap::new(),
+            labels: (bosun_core::Classification::Public, None),
             tool_calls: 0,
             approvals: VecDeque::new(),
             confirm: None,
@@ -545,6 +563,10 @@ impl App {
                         self.entries.push(Entry::Assistant(text));
                     }
                 }
+            }
+            Event::TaintRaised { to, .. } => self.labels.0 = self.labels.0.max(*to),
+            Event::UntrustedInput { source, .. } => {
+                self.labels.1.get_or_insert_with(|| source.clone());
             }
             Event::ContextElided { tool, bytes, .. } => self.entries.push(Entry::Notice(format!(
                 "elided {bytes} bytes of an earlier {} output to fit the context window",

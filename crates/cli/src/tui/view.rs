@@ -173,12 +173,13 @@ fn modal(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>) {
 
 fn conversation(app: &App, frame: &mut Frame, area: Rect) {
     let width = usize::from(area.width.max(10));
+    let guard = app.url_guard();
     let mut lines: Vec<Line> = Vec::new();
     for (i, entry) in app.entries.iter().enumerate() {
         if i > 0 && matches!(entry, Entry::User(_) | Entry::Command(_)) {
             lines.push(Line::raw(""));
         }
-        entry_lines(entry, width, &mut lines);
+        entry_lines(entry, width, guard.as_deref(), &mut lines);
     }
     let height = usize::from(area.height);
     let end = lines.len() - app.scroll.min(lines.len().saturating_sub(height));
@@ -187,7 +188,7 @@ fn conversation(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(shown), area);
 }
 
-fn entry_lines(entry: &Entry, width: usize, out: &mut Vec<Line<'static>>) {
+fn entry_lines(entry: &Entry, width: usize, guard: Option<&str>, out: &mut Vec<Line<'static>>) {
     let styled = |out: &mut Vec<Line<'static>>, text: &str, first: &str, rest: &str, style| {
         for line in text.split('\n') {
             for wrapped in wrap(&sanitize_for_terminal(line), width, first, rest) {
@@ -204,7 +205,7 @@ fn entry_lines(entry: &Entry, width: usize, out: &mut Vec<Line<'static>>) {
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Entry::Command(text) => styled(out, text, "› ", "  ", Style::new().fg(Color::Magenta)),
-        Entry::Assistant(text) => styled(out, text.trim_end_matches('\n'), "", "", Style::new()),
+        Entry::Assistant(text) => out.extend(super::markdown::render(text, width, guard)),
         Entry::Tool(tool) => tool_lines(tool, width, out),
         Entry::Notice(text) => styled(out, text, "", "", Style::new().fg(Color::Cyan)),
         Entry::Warning(text) => styled(
