@@ -281,7 +281,9 @@ impl ChokepointBuilder {
     /// Sets the configured hooks (`[hooks]`): the pre-call ones join the policy hooks, the
     /// post-response ones act on every result.
     pub fn config_hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
-        self.hooks.push(hooks.clone());
+        if hooks.has_pre() {
+            self.hooks.push(hooks.clone());
+        }
         self.result_hooks = hooks;
         self
     }
@@ -601,9 +603,13 @@ impl Chokepoint {
 
         // 4. Policy on the action and every capability, with the session's promises and the
         //    plugins' hooks (which can only tighten).
-        let verdicts = self
-            .hook_verdicts(call, tool.as_ref(), &SessionLabels::of(session), cancel)
-            .await;
+        // Most hosts have no hook: the labels are read only for one.
+        let verdicts = if self.hooks.is_empty() {
+            Vec::new()
+        } else {
+            self.hook_verdicts(call, tool.as_ref(), &SessionLabels::of(session), cancel)
+                .await
+        };
         let mut explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
         // 4b. Information flow, after policy: write-downs and what untrusted input may not do
         //     without a person. It can only tighten.

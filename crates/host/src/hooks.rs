@@ -234,9 +234,9 @@ impl Hooks {
         self
     }
 
-    /// Whether there is a post-response hook.
-    pub fn has_post(&self) -> bool {
-        !self.post.is_empty()
+    /// Whether there is a pre-call hook.
+    pub fn has_pre(&self) -> bool {
+        !self.pre.is_empty()
     }
 
     /// The verdicts of the pre-call hooks on a call to `tool` in a session with `labels`.
