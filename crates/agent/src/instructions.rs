@@ -18,6 +18,64 @@ and may be refused or need approval. A refused or failed call comes back as an e
 read it, adapt, and carry on — do not repeat a call that was denied. Paths are relative to the \
 workspace root. Keep answers short and say what you changed.";
 
+/// The environment section: working directory, OS, date, shell and git branch. The branch is
+/// read from `.git/HEAD`, never by running git: a repository's config can make git run
+/// programs, and nothing runs before the user's policy has been asked.
+pub fn environment(workspace_root: &Path) -> String {
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_owned());
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "unknown".to_owned());
+    let mut lines = vec![
+        "# Environment".to_owned(),
+        String::new(),
+        format!(
+            "- Working directory (the workspace root): {}",
+            workspace_root.display()
+        ),
+        format!("- OS: {os} ({})", std::env::consts::ARCH),
+        format!("- Today: {}", chrono::Local::now().format("%Y-%m-%d")),
+        format!(
+            "- The user's shell: {shell} (run_command starts a program with arguments, not a \
+             shell line; run `sh -c` when a pipe is needed)"
+        ),
+    ];
+    if let Some(git) = git_head(workspace_root) {
+        lines.push(format!(
+            "- Git: {git} (run `git status` through run_command for the working tree's state)"
+        ));
+    }
+    lines.join("\n")
+}
+
+/// The branch (or detached commit) `.git/HEAD` names, if the workspace is a git repository.
+fn git_head(root: &Path) -> Option<String> {
+    let git = root.join(".git");
+    let dir = if git.is_file() {
+        // A worktree or submodule: `gitdir: <path>`.
+        let text = std::fs::read_to_string(&git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+        root.join(target)
+    } else {
+        git
+    };
+    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
+    let head: String = head.trim().chars().take(256).collect();
+    let head = head.chars().filter(|c| !c.is_control()).collect::<String>();
+    Some(match head.strip_prefix("ref: refs/heads/") {
+        Some(branch) => format!("branch `{branch}`"),
+        None if head.len() >= 12 && head.chars().all(|c| c.is_ascii_hexdigit()) => {
+            format!("detached at {}", &head[..12])
+        }
+        None => return None,
+    })
+}
+
 /// The assembled system prompt and its provenance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemPrompt {
@@ -106,6 +164,16 @@ impl SystemPromptBuilder {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Adds what a model needs to know of where it works: the workspace, the OS, today's date,
+    /// the user's shell and the git branch (see [`environment`]).
+    pub fn environment(&mut self, workspace_root: &Path) {
+        self.push(
+            PromptKind::Bosun,
+            "environment",
+            &environment(workspace_root),
+        );
     }
 
     /// Adds a plugin's prompt contribution, labelled with the plugin's local name.
@@ -199,5 +267,39 @@ mod tests {
         let prompt = builder.build();
         assert!(prompt.text.len() <= MAX_TOTAL_BYTES);
         assert!(prompt.sources.iter().any(|s| s.truncated && s.bytes == 0));
+    }
+}
+
+#[cfg(test)]
+mod environment_tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_names_the_workspace_date_and_branch_without_running_git() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(&git).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/feature/x\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        // A config that would run a program if git were started: never read here.
+        std::fs::write(git.join("config"), "[core]\n\tfsmonitor = touch pwned\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = environment(dir.path());
+        assert!(text.contains(&dir.path().display().to_string()), "{text}");
+        assert!(text.contains("branch `feature/x`"), "{text}");
+        assert!(
+            text.contains(&chrono::Local::now().format("%Y-%m-%d").to_string()),
+            "{text}"
+        );
+        assert!(!dir.path().join("pwned").exists());
+        std::fs::write(
+            git.join("HEAD"),
+            "0123456789abcdef0123456789abcdef01234567\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(environment(dir.path()).contains("detached at 0123456789ab"));
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/\u{1b}[2Jevil\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!environment(dir.path()).contains('\u{1b}'));
     }
 }

@@ -209,6 +209,7 @@ pub fn system_prompt(
     contributions: &[(String, String)],
 ) -> (SystemPrompt, Vec<String>) {
     let mut builder = SystemPromptBuilder::new();
+    builder.environment(workspace_root);
     let mut warnings = Vec::new();
     for (kind, path) in instruction_files(home, workspace_root) {
         if let Err(e) = builder.instructions_file(kind, &path) {

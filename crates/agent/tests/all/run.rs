@@ -327,8 +327,9 @@ async fn the_model_reads_patches_and_reacts_to_a_refused_command() {
         panic!("second event: {:?}", observed[1]);
     };
     let labels: Vec<&str> = sources.iter().map(|s| s.label.as_str()).collect();
-    assert_eq!(labels.len(), 3);
-    assert!(labels[1].ends_with("AGENTS.md") && labels[2] == "todos");
+    assert_eq!(labels.len(), 4);
+    assert_eq!(labels[..2], ["bosun", "environment"]);
+    assert!(labels[2].ends_with("AGENTS.md") && labels[3] == "todos");
     assert_eq!(
         h.observed.text(),
         format!("Let me look at the code.{}", report.text)

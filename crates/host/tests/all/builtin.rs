@@ -709,6 +709,88 @@ async fn read_file_bounds_100mb_file() {
 }
 
 #[tokio::test]
+async fn read_file_pages_by_lines_and_says_where_to_go_on() {
+    let f = Fixture::with_limits(Limits {
+        max_output_bytes: 4096,
+        ..Limits::default()
+    });
+    let text: String = (1..=1000).map(|n| format!("line {n}\n")).collect();
+    f.write("long.txt", &text);
+    // Unpaged: cut to the bound, and told where the next page starts.
+    let whole = f.ok("read_file", json!({"path": "long.txt"})).await;
+    assert_eq!(whole["truncated"], true);
+    let next = whole["nextOffset"].as_u64().unwrap();
+    let content = whole["content"].as_str().unwrap();
+    assert!(content.starts_with("line 1\n"));
+    assert_eq!(content.matches('\n').count() as u64 + 1, next);
+    // A page.
+    let page = f
+        .ok(
+            "read_file",
+            json!({"path": "long.txt", "offset": 10, "limit": 3}),
+        )
+        .await;
+    assert_eq!(page["content"], "line 10\nline 11\nline 12\n");
+    assert_eq!(
+        (page["startLine"].as_u64(), page["lines"].as_u64()),
+        (Some(10), Some(3))
+    );
+    assert_eq!(page["nextOffset"], 13);
+    assert_eq!(page["truncated"], false);
+    // Following nextOffset from the unpaged read continues exactly where it stopped.
+    let on = f
+        .ok(
+            "read_file",
+            json!({"path": "long.txt", "offset": next, "limit": 1}),
+        )
+        .await;
+    assert_eq!(on["content"], format!("line {next}\n"));
+    // The last page has no nextOffset; past the end says so.
+    let last = f
+        .ok("read_file", json!({"path": "long.txt", "offset": 999}))
+        .await;
+    assert_eq!(last["content"], "line 999\nline 1000\n");
+    assert!(last.get("nextOffset").is_none(), "{last}");
+    let past = f
+        .ok("read_file", json!({"path": "long.txt", "offset": 5000}))
+        .await;
+    assert_eq!(past["lines"], 0);
+    assert!(
+        past["note"]
+            .as_str()
+            .unwrap()
+            .contains("ends before line 5000")
+    );
+    // A page larger than the bound stops at whole lines.
+    let big = f
+        .ok(
+            "read_file",
+            json!({"path": "long.txt", "offset": 1, "limit": 1000}),
+        )
+        .await;
+    assert_eq!(big["truncated"], true);
+    let returned = big["lines"].as_u64().unwrap();
+    assert!(big["content"].as_str().unwrap().ends_with('\n'));
+    assert_eq!(big["nextOffset"], returned + 1);
+    // One line longer than the bound is cut, and the next page is the line after it.
+    f.write("wide.txt", format!("{}\nafter\n", "x".repeat(10_000)));
+    let wide = f
+        .ok(
+            "read_file",
+            json!({"path": "wide.txt", "offset": 1, "limit": 1}),
+        )
+        .await;
+    assert_eq!(wide["truncated"], true);
+    assert_eq!(wide["nextOffset"], 2);
+    assert!(wide["content"].as_str().unwrap().len() < 4096);
+    // Zero and negative offsets are refused by the schema.
+    let err = f
+        .err("read_file", json!({"path": "long.txt", "offset": 0}))
+        .await;
+    assert_eq!(err.code, ErrorCode::InvalidInput, "{err}");
+}
+
+#[tokio::test]
 async fn read_file_cuts_on_a_utf8_boundary() {
     let f = Fixture::with_limits(limits(1024));
     f.write("accents.txt", "é".repeat(4000));
