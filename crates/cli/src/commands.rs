@@ -33,16 +33,29 @@ pub fn tools_list(json: bool) -> Result<u8> {
             .collect();
         crate::env::print_json(&list)?;
     } else {
-        for t in &tools {
-            let s = t.spec();
-            let caps: Vec<String> = s.capabilities.iter().map(ToString::to_string).collect();
-            outln!(
-                "{:<14} {:<8} {:<28} {}",
-                s.name,
-                s.risk.to_string(),
-                caps.join(","),
-                first_line(&s.description)
-            );
+        // Columns as wide as their widest entry.
+        let rows: Vec<[String; 4]> = tools
+            .iter()
+            .map(|t| {
+                let s = t.spec();
+                let caps: Vec<String> = s.capabilities.iter().map(ToString::to_string).collect();
+                [
+                    s.name.to_string(),
+                    s.risk.to_string(),
+                    caps.join(","),
+                    first_line(&s.description).to_owned(),
+                ]
+            })
+            .collect();
+        let width = |i: usize| {
+            rows.iter()
+                .map(|r| unicode_width::UnicodeWidthStr::width(r[i].as_str()))
+                .max()
+                .unwrap_or(0)
+        };
+        let (name, risk, caps) = (width(0), width(1), width(2));
+        for [n, r, c, d] in &rows {
+            outln!("{n:<name$}  {r:<risk$}  {c:<caps$}  {d}");
         }
     }
     Ok(exit::OK)
@@ -353,6 +366,31 @@ pub fn config_check(json: bool) -> Result<u8> {
             }
             if let Some((_, f)) = &env.config.project {
                 files.push(f.path.display().to_string());
+            }
+            // A plugin the user's config names that cannot be used (missing, bad manifest).
+            let (_, catalog) = env.catalog()?;
+            let problems: Vec<String> = catalog
+                .entries()
+                .iter()
+                .filter(|e| e.scope == bosun_plugins::PluginScope::User)
+                .filter_map(|e| match &e.state {
+                    bosun_plugins::PluginState::Invalid { reason } => {
+                        Some(format!("[plugins.{}]: {reason}", e.local_name))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !problems.is_empty() {
+                if json {
+                    crate::env::print_json(
+                        &json!({"ok": false, "files": files, "problems": problems}),
+                    )?;
+                } else {
+                    for problem in &problems {
+                        errln!("bosun: {problem}");
+                    }
+                }
+                return Ok(exit::USAGE);
             }
             if json {
                 crate::env::print_json(

@@ -423,6 +423,16 @@ fn main() -> ExitCode {
 fn finish(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader went away (`bosun tools list | head -1`): not an error.
+        Err(e)
+            if e.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::from(exit::OK)
+        }
         Err(e) => {
             term::errln!("bosun: {e:#}");
             ExitCode::from(exit::USAGE)

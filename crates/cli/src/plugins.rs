@@ -406,7 +406,42 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
     let path: PathBuf = path
         .map(Path::to_owned)
         .unwrap_or_else(|| PathBuf::from(name));
-    edit_user_config(&home, |doc| {
+    // Put back as it was if enabling fails at any step: a failed enable changes nothing.
+    let config_path = home.join("config.toml");
+    let before = match std::fs::read(&config_path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", config_path.display())),
+    };
+    let restore = || -> Result<()> {
+        match &before {
+            Some(bytes) => bosun_host::write_atomic(&config_path, bytes),
+            None => match std::fs::remove_file(&config_path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        }
+        .with_context(|| format!("restoring {}", config_path.display()))
+    };
+    let outcome = enable_and_trust(&home, name, &path, yes);
+    match outcome {
+        Ok(code) if code == exit::OK => Ok(code),
+        Ok(code) => {
+            restore()?;
+            errln!("`{name}` was not enabled: config.toml is as it was");
+            Ok(code)
+        }
+        Err(e) => {
+            restore()?;
+            Err(e.context(format!(
+                "`{name}` was not enabled: config.toml is as it was"
+            )))
+        }
+    }
+}
+
+fn enable_and_trust(home: &Path, name: &str, path: &Path, yes: bool) -> Result<u8> {
+    edit_user_config(home, |doc| {
         let plugins = doc.entry("plugins").or_insert(toml_edit::table());
         let Some(plugins) = plugins.as_table_mut() else {
             bail!("`plugins` in config.toml is not a table");
@@ -420,14 +455,16 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
         entry["enabled"] = toml_edit::value(true);
         Ok(())
     })?;
-    // Enabling is the trust decision for a user plugin: review and record its hash now.
-    let code = trust(Some(name), yes)?;
-    if code != exit::OK {
-        errln!(
-            "`{name}` is enabled in config.toml but not trusted; `bosun plugins trust {name}` finishes it"
-        );
+    // Enabling is the trust decision for a user plugin: review and record its hash now. A
+    // plugin that cannot be loaded (missing, invalid manifest) fails here, before trust.
+    let env = load()?;
+    let (_, catalog) = env.catalog()?;
+    if let Some(entry) = catalog.entries().iter().find(|e| e.local_name == name)
+        && let PluginState::Invalid { reason } = &entry.state
+    {
+        bail!("the plugin at {} cannot be used: {reason}", path.display());
     }
-    Ok(code)
+    trust(Some(name), yes)
 }
 
 pub fn disable(name: &str) -> Result<u8> {

@@ -30,15 +30,30 @@ pub fn json_safe(json: &str) -> String {
     out
 }
 
-/// `println!` through [`escape`].
-macro_rules! outln {
-    () => { println!() };
-    ($($arg:tt)*) => { println!("{}", $crate::term::escape(&format!($($arg)*))) };
+/// Writes `text` to stdout. When the reader has gone (`bosun … | head -1`) the process ends
+/// quietly with success: what it printed was all anyone wanted. Other write errors are
+/// ignored, as `println!` would panic on them.
+pub fn write_stdout(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
 }
 
-/// `print!` through [`escape`].
+/// `println!` through [`escape`]; a closed reader ends the process quietly.
+macro_rules! outln {
+    () => { $crate::term::write_stdout("\n") };
+    ($($arg:tt)*) => {
+        $crate::term::write_stdout(&format!("{}\n", $crate::term::escape(&format!($($arg)*))))
+    };
+}
+
+/// `print!` through [`escape`]; a closed reader ends the process quietly.
 macro_rules! out {
-    ($($arg:tt)*) => { print!("{}", $crate::term::escape(&format!($($arg)*))) };
+    ($($arg:tt)*) => { $crate::term::write_stdout(&$crate::term::escape(&format!($($arg)*))) };
 }
 
 /// `eprintln!` through [`escape`].

@@ -95,6 +95,9 @@ pub struct ToolRegistry {
     next_seq: std::sync::atomic::AtomicU64,
     /// Bumped by every change to the set of tools.
     generation: std::sync::atomic::AtomicU64,
+    /// Names of tools that exist but are not offered, with why (a plugin that changed since
+    /// it was trusted, or was never trusted): a call to one says so instead of "no such tool".
+    withheld: RwLock<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -173,6 +176,23 @@ impl ToolRegistry {
     fn changed(&self) {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Records that a tool named `name` exists but is held back, and why.
+    pub fn withhold(&self, name: impl Into<String>, why: impl Into<String>) {
+        self.withheld
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.into(), why.into());
+    }
+
+    /// Why `name` is not offered, when it is a known tool held back.
+    pub fn withheld(&self, name: &str) -> Option<String> {
+        self.withheld
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// A number that changes whenever a tool is added, replaced or removed: a caller that
@@ -538,16 +558,14 @@ impl Chokepoint {
     ) -> Result<(ToolResult, Explanation), (ToolError, Option<Explanation>)> {
         // 1. Resolve by exact name: never a prefix, a case fold or a guess.
         let Some(registered) = self.tools.get(call.name.as_str()) else {
-            return Err((
-                ToolError::new(
-                    ErrorCode::UnknownTool,
-                    format!(
-                        "there is no tool named `{}`; use one of the tools offered",
-                        call.name
-                    ),
+            let message = match self.tools.withheld(call.name.as_str()) {
+                Some(why) => format!("`{}` is not offered: {why}", call.name),
+                None => format!(
+                    "there is no tool named `{}`; use one of the tools offered",
+                    call.name
                 ),
-                None,
-            ));
+            };
+            return Err((ToolError::new(ErrorCode::UnknownTool, message), None));
         };
         let tool = &registered.tool;
 

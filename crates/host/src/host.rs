@@ -295,6 +295,26 @@ impl Host {
         host.register_plugin_tools(native_tools, &mut warnings);
         let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
         host.register_plugin_tools(chock_tools, &mut warnings);
+        // Tools of plugins held back until the user looks at them again: a call names why.
+        for entry in host.catalog.entries() {
+            let why = match &entry.state {
+                bosun_plugins::PluginState::Changed { .. } => format!(
+                    "its plugin `{}` changed since you trusted it; review the change with \
+                     `bosun plugins trust {}`",
+                    entry.local_name, entry.local_name
+                ),
+                bosun_plugins::PluginState::Untrusted => format!(
+                    "its plugin `{}` is not trusted yet; review it with `bosun plugins trust {}`",
+                    entry.local_name, entry.local_name
+                ),
+                _ => continue,
+            };
+            for offer in &entry.offers {
+                if !host.registry.contains(&offer.tool) {
+                    host.registry.withhold(offer.tool.clone(), why.clone());
+                }
+            }
+        }
 
         let (specs, spec_warnings) =
             js::specs_from_catalog(host.catalog.enabled(), &reserved, &host.config.user.limits);

@@ -102,6 +102,10 @@ pub struct ModelConfig {
     /// Cap on generated tokens per request.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
+    /// Longest silence from the server, in seconds (before its answer starts and between two
+    /// chunks of it); 300 when absent. Raise it for models that think for long.
+    #[serde(default)]
+    pub read_timeout_secs: Option<u64>,
 }
 
 impl ModelConfig {
@@ -264,6 +268,14 @@ impl ModelsConfig {
                 key,
                 message,
             };
+            if let Some(secs) = entry.read_timeout_secs
+                && !(1..=3600).contains(&secs)
+            {
+                return Err(invalid(
+                    "read_timeout_secs",
+                    format!("{secs} is out of range: use 1 to 3600 seconds"),
+                ));
+            }
             if entry.model.trim().is_empty() {
                 return Err(invalid(
                     "model",
@@ -381,6 +393,12 @@ pub fn build_provider(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ConfigError> {
     let mut connection = Connection::new(entry.base_url());
+    if let Some(secs) = entry.read_timeout_secs {
+        connection = connection.timeouts(crate::Timeouts {
+            idle: std::time::Duration::from_secs(secs),
+            ..crate::Timeouts::default()
+        });
+    }
     if let Some(var) = &entry.api_key_env {
         let key = env(var)
             .filter(|k| !k.is_empty())

@@ -104,7 +104,7 @@ pub enum ModelError {
     },
     /// The stream was idle for longer than the read timeout.
     #[error(
-        "{provider} sent nothing for {}s after {received}; the server stalled, run the step again or raise the read timeout",
+        "{provider} sent nothing for {}s after {received}; the server stalled, run the step again or raise read_timeout_secs in the model's [models.<name>] entry",
         idle.as_secs_f32()
     )]
     Idle {

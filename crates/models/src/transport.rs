@@ -264,7 +264,7 @@ impl Transport {
         };
         let status = response.status().as_u16();
         if !response.status().is_success() {
-            return Err(self.http_failure(response).await);
+            return Err(self.http_failure(response, url).await);
         }
         let content_type = response
             .headers()
@@ -309,16 +309,30 @@ impl Transport {
         }
     }
 
-    async fn http_failure(&self, response: reqwest::Response) -> Failure {
+    async fn http_failure(&self, response: reqwest::Response, url: &str) -> Failure {
         let status = response.status().as_u16();
         let wait = retry_after(response.headers(), SystemTime::now());
+        let html = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/html"));
         let mut body = response.bytes_stream().boxed();
         let text = read_limited(&mut body, self.idle).await;
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
-        let message = parsed
-            .as_ref()
-            .and_then(error_message)
-            .unwrap_or_else(|| text.trim().to_owned());
+        let message =
+            parsed.as_ref().and_then(error_message).unwrap_or_else(|| {
+                match html_summary(&text, html) {
+                    Some(summary) => summary,
+                    None => text.trim().to_owned(),
+                }
+            });
+        // A 404 is nearly always a wrong base_url or model: say which URL was asked.
+        let message = if status == 404 {
+            format!("{url} was not found ({message})")
+        } else {
+            message
+        };
         let message = truncate(if message.is_empty() {
             "(empty body)"
         } else {
@@ -366,6 +380,32 @@ pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// A short description of an HTML error page (a proxy's or a gateway's), instead of its markup:
+/// its `<title>`, or its first heading. `None` when the body is not HTML.
+fn html_summary(text: &str, declared: bool) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let start = lower.trim_start();
+    if !declared && !start.starts_with("<!doctype html") && !start.starts_with("<html") {
+        return None;
+    }
+    let between = |open: &str, close: &str| -> Option<String> {
+        let at = lower.find(open)?;
+        let from = at + lower[at..].find('>')? + 1;
+        let to = from + lower[from..].find(close)?;
+        let inner: String = text
+            .get(from..to)?
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        (!inner.is_empty()).then_some(inner)
+    };
+    let title = between("<title", "</title>").or_else(|| between("<h1", "</h1>"));
+    Some(match title {
+        Some(title) => format!("an HTML page titled \"{}\"", truncate(&title)),
+        None => "an HTML page (not an API answer: is base_url the API's root?)".to_owned(),
+    })
 }
 
 /// The `message` of the error shapes the providers use: `{"error": {"message": …}}` (OpenAI,

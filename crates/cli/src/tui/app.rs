@@ -160,7 +160,12 @@ pub(crate) struct App {
     stored: bool,
     exit: bool,
     quit_after_run: bool,
+    /// When Ctrl-C was pressed at an idle, empty prompt: a second press soon after leaves.
+    pub(super) leave_armed: Option<Instant>,
 }
+
+/// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
+pub(crate) const LEAVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl App {
     /// Why the model's URLs are withheld on screen: the session holds data above `PUBLIC` and
@@ -212,6 +217,7 @@ impl App {
             stored: !open.stored.run_ids.is_empty(),
             exit: false,
             quit_after_run: false,
+            leave_armed: None,
             engine,
             env,
             session: None,
@@ -293,9 +299,10 @@ impl App {
     fn key(&mut self, key: KeyEvent, at: Instant) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
-            self.interrupt();
+            self.interrupt(at);
             return;
         }
+        self.leave_armed = None;
         if let Some(asked) = self.approvals.front_mut() {
             if at < asked.shown + ARM_DELAY {
                 return;
@@ -379,14 +386,26 @@ impl App {
     }
 
     /// Ctrl-C: cancels the run; a second one, or one with nothing running, leaves.
-    fn interrupt(&mut self) {
+    /// Ctrl-C: cancels a run (a second press while it winds down leaves); at an idle prompt it
+    /// clears a typed line, and on an empty one asks for a second press before leaving.
+    fn interrupt(&mut self, at: Instant) {
         match &mut self.running {
             Some(run) if !run.cancelling => {
                 run.cancelling = true;
                 run.cancel.cancel();
                 self.deny_all();
             }
-            _ => self.exit = true,
+            Some(_) => self.exit = true,
+            None if !self.input.is_empty() => {
+                self.input.clear();
+                self.leave_armed = None;
+            }
+            None => match self.leave_armed {
+                Some(first) if at.saturating_duration_since(first) <= LEAVE_WINDOW => {
+                    self.exit = true;
+                }
+                _ => self.leave_armed = Some(at),
+            },
         }
     }
 

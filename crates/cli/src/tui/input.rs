@@ -35,6 +35,13 @@ impl LineEditor {
         self.text.iter().collect()
     }
 
+    /// Empties the line (Ctrl-C on a line being typed).
+    pub(crate) fn clear(&mut self) {
+        self.text.clear();
+        self.cursor = 0;
+        self.browsing = None;
+    }
+
     /// True when the line is empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.text.is_empty()

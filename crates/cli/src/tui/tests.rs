@@ -499,7 +499,27 @@ fn ctrl_c_cancels_the_run_and_a_second_one_leaves() {
     assert_eq!(stored.messages.len(), 3, "{:?}", stored.messages);
     assert_eq!(h.server.steps_played(), 1);
 
+    // Idle now: one Ctrl-C only asks, a second one leaves.
     assert!(!h.app.should_exit());
+    h.ctrl_c();
+    assert!(!h.app.should_exit());
+    assert!(h.screen().contains("press Ctrl-C again to leave"));
+    h.ctrl_c();
+    assert!(h.app.should_exit());
+}
+
+#[test]
+fn ctrl_c_at_the_prompt_clears_the_line_and_a_key_between_presses_disarms_it() {
+    let mut h = harness(vec![]);
+    h.type_text("half a thought");
+    h.ctrl_c();
+    assert!(h.app.input.is_empty());
+    assert!(!h.app.should_exit());
+    h.ctrl_c();
+    h.press(KeyCode::Char('x'));
+    h.press(KeyCode::Backspace);
+    h.ctrl_c();
+    assert!(!h.app.should_exit(), "a key in between starts over");
     h.ctrl_c();
     assert!(h.app.should_exit());
 }

@@ -264,6 +264,7 @@ fn tool_lines(tool: &ToolEntry, width: usize, out: &mut Vec<Line<'static>>) {
 
 fn input_line(app: &App, frame: &mut Frame, area: Rect) {
     let state = match &app.running {
+        None if app.leave_armed.is_some() => " press Ctrl-C again to leave ".to_owned(),
         None => " ready ".to_owned(),
         Some(run) if run.cancelling => " cancelling: Ctrl-C again leaves now ".to_owned(),
         Some(_) if !app.approvals.is_empty() => " waiting for your answer ".to_owned(),

@@ -445,3 +445,83 @@ fn scan_findings_and_plugin_info_render_for_a_person() {
         .join("\n");
     insta::assert_snapshot!("plugins_info_native", text);
 }
+
+#[test]
+fn an_enable_that_fails_leaves_the_config_as_it_was() {
+    let env = Env::new();
+    // No config at all before: none after.
+    let out = env.bosun(&[
+        "plugins",
+        "enable",
+        "ghost",
+        "--path",
+        "no-such-dir",
+        "--yes",
+    ]);
+    assert_ne!(code(&out), 0);
+    assert!(stderr(&out).contains("as it was"), "{}", stderr(&out));
+    assert!(!env.home().join("config.toml").exists());
+    // A config with comments: byte for byte the same after a failed enable.
+    let text = "# my settings\nmode = \"workspace-write\"\n";
+    env.user_config(text);
+    let out = env.bosun(&[
+        "plugins",
+        "enable",
+        "ghost",
+        "--path",
+        "no-such-dir",
+        "--yes",
+    ]);
+    assert_ne!(code(&out), 0);
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("config.toml")).unwrap(),
+        text
+    );
+    // A real plugin, but nobody to confirm the trust: nothing is written either.
+    install(&env, "hello", bosun_test_programs::HELLO);
+    let out = env.bosun(&["plugins", "enable", "hi", "--path", "hello"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("config.toml")).unwrap(),
+        text
+    );
+    // And with --yes it is enabled.
+    enable(&env, "hi", "hello");
+    assert!(
+        std::fs::read_to_string(env.home().join("config.toml"))
+            .unwrap()
+            .contains("[plugins.hi]")
+    );
+}
+
+#[test]
+fn a_call_to_a_tool_whose_plugin_changed_says_so() {
+    let env = Env::new();
+    install(&env, "hello", bosun_test_programs::HELLO);
+    enable(&env, "hi", "hello");
+    let (rc, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(rc, 0, "{out}");
+    // The same component with one more (custom) section: other bytes, so no longer trusted.
+    let wasm = env.home().join("plugins/hello/plugin.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    bytes.extend_from_slice(&[0x00, 0x05, 0x04, b'n', b'o', b't', b'e']);
+    std::fs::write(&wasm, bytes).unwrap();
+    assert_eq!(state_of(&env, "hi"), "changed");
+    let (rc, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(rc, 1, "{out}");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("changed since you trusted it"),
+        "{message}"
+    );
+    assert!(message.contains("bosun plugins trust hi"), "{message}");
+    // A name nobody has is still simply unknown.
+    let (_, out) = call(&env, "no_such_tool", "{}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("there is no tool named"),
+        "{out}"
+    );
+}

@@ -138,3 +138,53 @@ async fn unreachable_server_is_a_connect_error_after_retries() {
             .contains("check base_url and that the server is running")
     );
 }
+
+#[tokio::test]
+async fn an_html_error_page_is_summarised_and_a_404_names_the_url() {
+    let page = "<!DOCTYPE html>\n<html><head><title>502 Bad\n Gateway</title></head>\
+                <body><h1>Bad Gateway</h1><p>nginx</p><script>lots of markup</script></body></html>";
+    let server = TestServer::start([
+        Reply::status(400, page).header("content-type", "text/html"),
+        Reply::status(404, "<html><body><h1>Not Found</h1></body></html>"),
+    ])
+    .await;
+    let provider = support::provider_with(
+        ProviderKind::OpenaiChat,
+        bosun_models::Connection::new(&server.url).retry(support::fast_retry()),
+    );
+    let error = support::open_error(&*provider, &request("m"))
+        .await
+        .to_string();
+    assert!(
+        error.contains("an HTML page titled \"502 Bad Gateway\""),
+        "{error}"
+    );
+    assert!(
+        !error.contains("<script>") && !error.contains("DOCTYPE"),
+        "{error}"
+    );
+    let error = support::open_error(&*provider, &request("m"))
+        .await
+        .to_string();
+    assert!(
+        error.contains(&format!("{}/chat/completions was not found", server.url)),
+        "{error}"
+    );
+    assert!(error.contains("\"Not Found\""), "{error}");
+}
+
+#[test]
+fn the_read_timeout_is_a_config_key_with_a_range() {
+    let text = |secs: u64| {
+        format!(
+            "[models.slow]\nprovider = \"openai-chat\"\nmodel = \"m\"\nread_timeout_secs = {secs}\n"
+        )
+    };
+    let ok = ModelsConfig::from_toml(&text(900)).unwrap();
+    assert!(ok.validate().is_ok());
+    let error = ModelsConfig::from_toml(&text(0)).unwrap_err().to_string();
+    assert!(
+        error.contains("read_timeout_secs") && error.contains("1 to 3600"),
+        "{error}"
+    );
+}
