@@ -184,8 +184,11 @@ enum McpCommand {
 
 #[derive(Debug, Subcommand)]
 enum SessionsCommand {
-    /// Stored sessions, most recently used first.
+    /// This workspace's stored sessions, most recently used first.
     List {
+        /// Every workspace's sessions, with the workspace of each.
+        #[arg(long)]
+        all: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -380,7 +383,7 @@ fn main() -> ExitCode {
             json,
             yes,
         ),
-        Command::Sessions(SessionsCommand::List { json }) => run::sessions_list(json),
+        Command::Sessions(SessionsCommand::List { all, json }) => run::sessions_list(all, json),
         Command::Models(ModelsCommand::List { json }) => run::models_list(json),
         Command::Mcp(McpCommand::List { json }) => mcp::list(json),
         Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),

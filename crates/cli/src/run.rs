@@ -216,7 +216,13 @@ pub(crate) fn open_session(
     let store = SessionStore::in_home(&env.config.home);
     let stored = match resume {
         Some(which) => {
-            let stored = store.load(which)?;
+            // `last` is the last session of this workspace, not of any.
+            let which = if which == "last" {
+                latest_here(&store, env.workspace.root())?
+            } else {
+                which.to_owned()
+            };
+            let stored = store.load(&which)?;
             stored.check_workspace(env.workspace.root())?;
             Some(stored)
         }
@@ -243,6 +249,22 @@ pub(crate) fn open_session(
         stored,
         grants,
     })
+}
+
+/// The id of the session of `root` used last.
+fn latest_here(store: &SessionStore, root: &Path) -> Result<String> {
+    let (sessions, _) = store.list()?;
+    sessions
+        .into_iter()
+        .find(|s| s.workspace == root)
+        .map(|s| s.id)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no session in this workspace ({}) yet: `bosun run \"…\"` starts one, and \
+                 `bosun sessions list --all` shows every workspace's",
+                root.display()
+            )
+        })
 }
 
 /// Opens the model entry `name` of the user's config.
@@ -417,6 +439,21 @@ impl Turn {
         let mut warnings = Vec::new();
         if let Err(e) = self.trace.finish() {
             warnings.push(e.to_string());
+        }
+        // A new session whose model failed before answering anything is not kept: there is
+        // nothing to resume, and an empty session would only clutter the list.
+        let nothing_answered = matches!(report.end, RunEnd::ModelFailed(_))
+            && open.stored.run_ids.is_empty()
+            && !report
+                .messages
+                .iter()
+                .any(|m| matches!(m, bosun_models::Message::Assistant { .. }));
+        if nothing_answered {
+            return TurnDone {
+                report,
+                saved: false,
+                warnings,
+            };
         }
         open.stored.messages = report.messages.clone();
         open.stored.run_ids.push(self.run_id.clone());
@@ -599,17 +636,24 @@ pub fn run(
     Ok(code)
 }
 
-/// `bosun sessions list [--json]`: stored sessions, most recently used first.
-pub fn sessions_list(json: bool) -> Result<u8> {
+/// `bosun sessions list [--all] [--json]`: this workspace's stored sessions (every workspace's
+/// with `--all`), most recently used first.
+pub fn sessions_list(all: bool, json: bool) -> Result<u8> {
     let store = SessionStore::in_home(&bosun_home()?);
-    let (sessions, warnings) = store.list()?;
+    let (mut sessions, warnings) = store.list()?;
+    if !all {
+        let cwd = std::env::current_dir().context("reading the current directory")?;
+        let here = bosun_host::Workspace::discover(&cwd)
+            .with_context(|| format!("finding the workspace of {}", cwd.display()))?;
+        sessions.retain(|s| s.workspace == here.root());
+    }
     for warning in warnings {
         errln!("warning: {warning}");
     }
     if json {
         print_json(&sessions)?;
     } else {
-        for line in session_lines(&store, &sessions) {
+        for line in session_lines(&store, &sessions, all) {
             outln!("{line}");
         }
     }
@@ -618,24 +662,41 @@ pub fn sessions_list(json: bool) -> Result<u8> {
 
 /// One line per stored session (id, last use, model, messages, title), or a line saying there
 /// are none yet: what `bosun sessions list` prints and the terminal UI's `/sessions` shows.
-pub(crate) fn session_lines(store: &SessionStore, sessions: &[SessionSummary]) -> Vec<String> {
+pub(crate) fn session_lines(
+    store: &SessionStore,
+    sessions: &[SessionSummary],
+    all: bool,
+) -> Vec<String> {
     if sessions.is_empty() {
-        return vec![format!(
-            "no sessions yet in {}; `bosun run \"…\"` starts one",
-            store.dir().display()
-        )];
+        return vec![if all {
+            format!(
+                "no sessions yet in {}; `bosun run \"…\"` starts one",
+                store.dir().display()
+            )
+        } else {
+            "no sessions in this workspace yet; `bosun run \"…\"` starts one, `bosun sessions \
+             list --all` shows every workspace's"
+                .to_owned()
+        }];
     }
     sessions
         .iter()
         .map(|s| {
-            format!(
+            let mut line = format!(
                 "{}  {}  {:<12} {:>4} msgs  {}",
                 s.id,
                 s.updated_at.format("%Y-%m-%d %H:%M"),
                 sanitize_for_terminal(&s.model),
                 s.messages,
                 sanitize_for_terminal(&s.title)
-            )
+            );
+            if all {
+                line.push_str(&format!(
+                    "  ({})",
+                    sanitize_for_terminal(&s.workspace.display().to_string())
+                ));
+            }
+            line
         })
         .collect()
 }

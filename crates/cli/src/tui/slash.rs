@@ -215,8 +215,9 @@ pub(crate) fn models(env: &Env, current: &str) -> String {
 /// `/sessions`: what `bosun sessions list` prints.
 pub(crate) fn sessions(env: &Env, current: &str) -> Result<String> {
     let store = SessionStore::in_home(&env.config.home);
-    let (sessions, warnings) = store.list()?;
-    let mut lines = crate::run::session_lines(&store, &sessions);
+    let (mut sessions, warnings) = store.list()?;
+    sessions.retain(|s| s.workspace == env.workspace.root());
+    let mut lines = crate::run::session_lines(&store, &sessions, false);
     lines.extend(warnings.into_iter().map(|w| format!("warning: {w}")));
     lines.push(format!(
         "this session: {current}; `bosun --resume ID` opens another"

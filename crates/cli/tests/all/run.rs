@@ -272,3 +272,72 @@ fn models_list_shows_entries_and_never_a_key() {
     assert_eq!(listed[0]["is_default"], true);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-ant-do-not-print"));
 }
+
+#[test]
+fn sessions_belong_to_their_workspace_and_a_failed_first_call_keeps_none() {
+    let env = Env::new();
+    let other = env.dir.path().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    let other = other.canonicalize().unwrap();
+    let (_runtime, server) = serve([
+        Step::text("here one."),
+        Step::text("there one."),
+        Step::text("here again."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let bosun_in = |dir: &std::path::Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(args)
+            .current_dir(dir)
+            .env("BOSUN_HOME", env.home())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let here = env.ws();
+    assert_eq!(code(&bosun_in(&here, &["run", "First here."])), 0);
+    assert_eq!(code(&bosun_in(&other, &["run", "First there."])), 0);
+    // `last` here is this workspace's, although the other one ran since.
+    let out = bosun_in(&here, &["run", "--resume", "last", "--json", "Again."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let third = &server.requests()[2];
+    assert!(third.to_string().contains("First here."), "{third}");
+    assert!(!third.to_string().contains("First there."), "{third}");
+
+    let listed = |dir: &std::path::Path, all: bool| -> Vec<Value> {
+        let mut args = vec!["sessions", "list", "--json"];
+        if all {
+            args.push("--all");
+        }
+        let out = bosun_in(dir, &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json(&out).as_array().unwrap().clone()
+    };
+    let mine = listed(&here, false);
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["workspace"], here.display().to_string());
+    assert_eq!(listed(&other, false).len(), 1);
+    assert_eq!(listed(&here, true).len(), 2);
+    let text = String::from_utf8_lossy(&bosun_in(&here, &["sessions", "list", "--all"]).stdout)
+        .into_owned();
+    assert!(text.contains(&other.display().to_string()), "{text}");
+
+    // A third workspace with no session: `last` says so and how to see the others.
+    let empty = env.dir.path().join("empty");
+    std::fs::create_dir_all(empty.join(".git")).unwrap();
+    let out = bosun_in(&empty, &["run", "--resume", "last", "Hm."]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no session in this workspace"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The model fails before answering anything: no empty session is left behind.
+    let (_runtime2, refusing) = serve([]);
+    env.user_config(&model_config(&refusing, ""));
+    let out = bosun_in(&empty, &["run", "Anything."]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(listed(&empty, false).is_empty());
+    assert_eq!(listed(&here, true).len(), 2);
+}

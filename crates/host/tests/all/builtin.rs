@@ -264,7 +264,12 @@ fn builtin_specs_are_strict_and_forge_shaped() {
             Capability::FsRead,
             &["depth", "path"],
         ),
-        ("read_file", Risk::Read, Capability::FsRead, &["path"]),
+        (
+            "read_file",
+            Risk::Read,
+            Capability::FsRead,
+            &["limit", "offset", "path"],
+        ),
         (
             "search",
             Risk::Read,
@@ -323,7 +328,13 @@ fn schemas_accept_forge_inputs_and_refuse_unknown_fields() {
         ("list_files", json!({"path": "src", "depth": 8}), true),
         ("list_files", json!({"depth": 9}), false),
         ("read_file", json!({"path": "a"}), true),
-        ("read_file", json!({"path": "a", "offset": 3}), false),
+        (
+            "read_file",
+            json!({"path": "a", "offset": 3, "limit": 20}),
+            true,
+        ),
+        ("read_file", json!({"path": "a", "offset": 0}), false),
+        ("read_file", json!({"path": "a", "line": 3}), false),
         (
             "search",
             json!({"query": "fn", "maxMatches": 500, "regex": true}),
