@@ -311,6 +311,8 @@ pub(crate) struct TurnDone {
     pub report: RunReport,
     /// Whether the session was stored.
     pub saved: bool,
+    /// Whether it was left unstored on purpose (a new session whose model answered nothing).
+    pub discarded: bool,
     /// Writing the trace or the session failed (the run itself is over).
     pub warnings: Vec<String>,
 }
@@ -452,6 +454,7 @@ impl Turn {
             return TurnDone {
                 report,
                 saved: false,
+                discarded: true,
                 warnings,
             };
         }
@@ -467,6 +470,7 @@ impl Turn {
         TurnDone {
             report,
             saved,
+            discarded: false,
             warnings,
         }
     }

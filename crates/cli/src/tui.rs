@@ -50,6 +50,11 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
 
     let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     let restore = RestoreTerminal;
+    // A paste arrives whole, newlines included, instead of as keys that would send its first line.
+    let _ = ratatui::crossterm::execute!(
+        std::io::stdout(),
+        ratatui::crossterm::event::EnableBracketedPaste
+    );
     read_keys(events);
     let looped = event_loop(&mut app, &mut terminal, &inbox);
     app.wind_down(&inbox, Instant::now() + WIND_DOWN);
@@ -98,6 +103,7 @@ fn read_keys(events: Sender<AppEvent>) {
                     events.send(AppEvent::key(key))
                 }
                 Ok(Event::Resize(..)) => events.send(AppEvent::Redraw),
+                Ok(Event::Paste(text)) => events.send(AppEvent::Paste(text)),
                 Ok(_) => Ok(()),
                 Err(_) => return,
             };
@@ -113,6 +119,10 @@ struct RestoreTerminal;
 
 impl Drop for RestoreTerminal {
     fn drop(&mut self) {
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            ratatui::crossterm::event::DisableBracketedPaste
+        );
         ratatui::restore();
     }
 }

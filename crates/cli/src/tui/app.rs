@@ -162,6 +162,8 @@ pub(crate) struct App {
     quit_after_run: bool,
     /// When Ctrl-C was pressed at an idle, empty prompt: a second press soon after leaves.
     pub(super) leave_armed: Option<Instant>,
+    /// Inputs sent while a run was going, started one by one after it.
+    pub(super) queued: VecDeque<String>,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -201,7 +203,7 @@ impl App {
                 max_tool_calls: env.config.user.agent.max_tool_calls,
             },
             entries: vec![Entry::Notice(
-                "Bosun: every tool call passes one chokepoint. Type a task and press Enter; /help lists the commands.\nCtrl-C cancels a run; pressed again, or when nothing runs, it leaves."
+                "Bosun: every tool call passes one chokepoint. Type a task and press Enter; /help lists the commands.\nCtrl-C cancels a run; at the prompt, pressed twice, it leaves."
                     .to_owned(),
             )],
             input: LineEditor::default(),
@@ -218,6 +220,7 @@ impl App {
             exit: false,
             quit_after_run: false,
             leave_armed: None,
+            queued: VecDeque::new(),
             engine,
             env,
             session: None,
@@ -231,6 +234,7 @@ impl App {
             )));
         }
         app.session = Some(open);
+        app.input.set_history(history::load(&app.env));
         Ok(app)
     }
 
@@ -250,6 +254,7 @@ impl App {
         match event {
             AppEvent::Key(key, at) => self.key(key, at),
             AppEvent::Redraw => {}
+            AppEvent::Paste(text) => self.paste(&text),
             AppEvent::Trace(envelope) => self.trace(&envelope),
             AppEvent::Approval(pending) => {
                 if self.running.as_ref().is_none_or(|run| run.cancelling) {
@@ -377,6 +382,7 @@ impl App {
             KeyCode::Char('d') if ctrl && self.input.is_empty() && self.running.is_none() => {
                 self.exit = true;
             }
+            KeyCode::Tab => self.complete_mention(),
             _ => {
                 if let Edit::Submit(line) = self.input.key(key) {
                     self.submit(line);
@@ -385,7 +391,44 @@ impl App {
         }
     }
 
-    /// Ctrl-C: cancels the run; a second one, or one with nothing running, leaves.
+    /// Text pasted into the terminal: inserted into the input whole (a paste never answers an
+    /// approval or sends anything).
+    fn paste(&mut self, text: &str) {
+        if self.approvals.is_empty() && self.confirm.is_none() {
+            self.leave_armed = None;
+            self.input.insert_str(text);
+        }
+    }
+
+    /// Tab after `@partial/path`: completes it from the workspace's files — the one match, or
+    /// the longest common start with the candidates listed.
+    fn complete_mention(&mut self) {
+        let Some(partial) = self.input.mention() else {
+            return;
+        };
+        let root = self.env.workspace.root();
+        let matches = mention_candidates(root, &partial);
+        match matches.as_slice() {
+            [] => {}
+            [one] => self.input.complete_mention(one),
+            many => {
+                let common = common_prefix(many);
+                if common.len() > partial.len() {
+                    self.input.complete_mention(&common);
+                } else {
+                    let shown: Vec<&str> = many.iter().take(20).map(String::as_str).collect();
+                    let more = many.len().saturating_sub(shown.len());
+                    let mut text = shown.join("  ");
+                    if more > 0 {
+                        text.push_str(&format!("  … {more} more"));
+                    }
+                    self.entries
+                        .push(Entry::Notice(sanitize_for_terminal(&text)));
+                }
+            }
+        }
+    }
+
     /// Ctrl-C: cancels a run (a second press while it winds down leaves); at an idle prompt it
     /// clears a typed line, and on an empty one asks for a second press before leaving.
     fn interrupt(&mut self, at: Instant) {
@@ -394,6 +437,13 @@ impl App {
                 run.cancelling = true;
                 run.cancel.cancel();
                 self.deny_all();
+                if !self.queued.is_empty() {
+                    self.entries.push(Entry::Notice(format!(
+                        "dropped {} queued task(s) with the cancelled run",
+                        self.queued.len()
+                    )));
+                    self.queued.clear();
+                }
             }
             Some(_) => self.exit = true,
             None if !self.input.is_empty() => {
@@ -429,12 +479,15 @@ impl App {
             return;
         }
         if self.running.is_some() {
-            self.entries.push(Entry::Error(
-                "a run is in progress: wait for it to finish, or press Ctrl-C to cancel it"
-                    .to_owned(),
-            ));
+            // Sent when the run ends, in order.
+            self.entries.push(Entry::Notice(format!(
+                "queued (sent when this run ends): {}",
+                sanitize_for_terminal(&line)
+            )));
+            self.queued.push_back(line);
             return;
         }
+        history::append(&self.env, &line);
         let Some(mut open) = self.session.take() else {
             return;
         };
@@ -694,7 +747,7 @@ impl App {
                 }
                 if done.saved {
                     self.stored = true;
-                } else {
+                } else if !done.discarded {
                     self.entries.push(Entry::Warning(
                         "the session could not be stored (see the warning above)".to_owned(),
                     ));
@@ -703,6 +756,125 @@ impl App {
         }
         if self.quit_after_run {
             self.exit = true;
+        } else if let Some(next) = self.queued.pop_front() {
+            self.submit(next);
+        }
+    }
+}
+
+/// Workspace paths starting with `partial` (relative, never outside the workspace): files as
+/// they are, directories with a trailing `/`. Hidden entries only when asked for with a dot.
+fn mention_candidates(root: &std::path::Path, partial: &str) -> Vec<String> {
+    use std::path::Component;
+    let (dir, start) = match partial.rfind('/') {
+        Some(at) => (&partial[..=at], &partial[at + 1..]),
+        None => ("", partial),
+    };
+    let inside = std::path::Path::new(dir)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    if !inside {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(Result::ok)
+        .take(10_000)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.to_owned();
+            if !name.starts_with(start) || (name.starts_with('.') && !start.starts_with('.')) {
+                return None;
+            }
+            let slash = if entry.file_type().ok()?.is_dir() {
+                "/"
+            } else {
+                ""
+            };
+            Some(format!("{dir}{name}{slash}"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The longest start every string shares.
+fn common_prefix(all: &[String]) -> String {
+    let Some(first) = all.first() else {
+        return String::new();
+    };
+    let mut end = first.len();
+    for other in &all[1..] {
+        end = first
+            .char_indices()
+            .zip(other.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, c), _)| i + c.len_utf8())
+            .min(end);
+    }
+    first[..end].to_owned()
+}
+
+/// The input history, kept per workspace in `$BOSUN_HOME/history/`.
+mod history {
+    use std::io::Write as _;
+    use std::path::PathBuf;
+
+    use crate::env::Env;
+
+    /// Most inputs kept on disk per workspace.
+    const KEPT: usize = 500;
+
+    fn file(env: &Env) -> PathBuf {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(env.workspace.root().as_os_str().as_encoded_bytes());
+        let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        env.config
+            .home
+            .join("history")
+            .join(format!("{name}.jsonl"))
+    }
+
+    /// This workspace's inputs, oldest first (an unreadable file is an empty history).
+    pub(super) fn load(env: &Env) -> Vec<String> {
+        let Ok(text) = std::fs::read_to_string(file(env)) else {
+            return Vec::new();
+        };
+        let lines: Vec<String> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<String>(l).ok())
+            .collect();
+        let skip = lines.len().saturating_sub(KEPT);
+        lines.into_iter().skip(skip).collect()
+    }
+
+    /// Adds `input` (best effort: a history that cannot be written is not worth an error).
+    pub(super) fn append(env: &Env, input: &str) {
+        let path = file(env);
+        if let Some(dir) = path.parent() {
+            let _ = bosun_host::trace::create_private_dir(dir);
+        }
+        let Ok(line) = serde_json::to_string(input) else {
+            return;
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        if let Ok(mut f) = options.open(&path) {
+            let _ = writeln!(f, "{line}");
+        }
+        // Keep it bounded: rewrite with the newest inputs once it has grown well past the bound.
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20) {
+            let kept = load(env);
+            let text: String = kept
+                .iter()
+                .filter_map(|l| serde_json::to_string(l).ok())
+                .map(|l| l + "\n")
+                .collect();
+            let _ = bosun_host::write_atomic(&path, text.as_bytes());
         }
     }
 }

@@ -15,6 +15,8 @@ pub(crate) enum AppEvent {
     Key(KeyEvent, Instant),
     /// The terminal changed size.
     Redraw,
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
     /// An event of the running turn, recorded or live (redacted).
     Trace(Box<Envelope>),
     /// Policy asks the person about a call.

@@ -1,5 +1,7 @@
-//! The input line: its text, a cursor, the editing keys of a shell's line editor and a history
-//! of submitted lines. It never decides what a line means; the app does when Enter is pressed.
+//! The input: its text (one or more lines), a cursor, the editing keys of a shell's line editor
+//! and a history of submitted inputs. Enter sends; Ctrl-J, Alt-Enter or Shift-Enter start a new
+//! line; a paste is inserted whole, newlines included, and sends nothing. It never decides what
+//! an input means; the app does when Enter is pressed.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use unicode_width::UnicodeWidthChar;
@@ -47,17 +49,113 @@ impl LineEditor {
         self.text.is_empty()
     }
 
-    /// Display columns before the cursor.
+    /// Display columns before the cursor on its line.
     pub(crate) fn cursor_column(&self) -> usize {
-        self.text[..self.cursor]
+        let start = self.text[..self.cursor]
+            .iter()
+            .rposition(|c| *c == '\n')
+            .map_or(0, |i| i + 1);
+        self.text[start..self.cursor]
             .iter()
             .map(|c| c.width().unwrap_or(0))
             .sum()
     }
 
+    /// Inserts `text` at the cursor as it is — a paste: line breaks become newlines of the input,
+    /// tabs four spaces, other control characters are dropped.
+    pub(crate) fn insert_str(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        for c in text.chars() {
+            match c {
+                '\n' => self.insert('\n'),
+                '\t' => (0..4).for_each(|_| self.insert(' ')),
+                c if c.is_control() => {}
+                c => self.insert(c),
+            }
+        }
+        self.browsing = None;
+    }
+
+    fn insert(&mut self, c: char) {
+        self.text.insert(self.cursor, c);
+        self.cursor += 1;
+    }
+
+    /// The lines of the input and, for the cursor, its line and the chars before it on that line.
+    pub(crate) fn lines(&self) -> (Vec<String>, usize, usize) {
+        let mut lines = vec![String::new()];
+        let (mut row, mut col) = (0, 0);
+        for (i, c) in self.text.iter().enumerate() {
+            if i == self.cursor {
+                row = lines.len() - 1;
+                col = lines[row].chars().count();
+            }
+            if *c == '\n' {
+                lines.push(String::new());
+            } else if let Some(line) = lines.last_mut() {
+                line.push(*c);
+            }
+        }
+        if self.cursor >= self.text.len() {
+            row = lines.len() - 1;
+            col = lines[row].chars().count();
+        }
+        (lines, row, col)
+    }
+
+    /// The word before the cursor, if it starts with `@` (a path being typed).
+    pub(crate) fn mention(&self) -> Option<String> {
+        let start = self.text[..self.cursor]
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let word: String = self.text[start..self.cursor].iter().collect();
+        word.strip_prefix('@').map(str::to_owned)
+    }
+
+    /// Replaces the `@…` word before the cursor with `@` and `path`.
+    pub(crate) fn complete_mention(&mut self, path: &str) {
+        let start = self.text[..self.cursor]
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let replacement: Vec<char> = format!("@{path}").chars().collect();
+        let len = replacement.len();
+        self.text.splice(start..self.cursor, replacement);
+        self.cursor = start + len;
+    }
+
+    /// Replaces the history (read from disk at start).
+    pub(crate) fn set_history(&mut self, history: Vec<String>) {
+        let skip = history.len().saturating_sub(MAX_HISTORY);
+        self.history = history.into_iter().skip(skip).collect();
+        self.browsing = None;
+    }
+
+    /// Moves the cursor one line up (`-1`) or down (`1`) inside a multi-line input; false at
+    /// the first or last line.
+    fn move_line(&mut self, delta: isize) -> bool {
+        let (lines, row, col) = self.lines();
+        let Some(target) = row.checked_add_signed(delta).filter(|r| *r < lines.len()) else {
+            return false;
+        };
+        let start: usize = lines[..target].iter().map(|l| l.chars().count() + 1).sum();
+        self.cursor = start + col.min(lines[target].chars().count());
+        true
+    }
+
     /// Applies one key.
     pub(crate) fn key(&mut self, key: KeyEvent) -> Edit {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let newline = (key.code == KeyCode::Enter
+            && key
+                .modifiers
+                .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT))
+            || (ctrl && key.code == KeyCode::Char('j'));
+        if newline {
+            self.insert('\n');
+            return Edit::Edited;
+        }
         match key.code {
             KeyCode::Enter => {
                 let line = self.text();
@@ -106,8 +204,16 @@ impl LineEditor {
             KeyCode::Right => self.cursor = (self.cursor + 1).min(self.text.len()),
             KeyCode::Home => self.cursor = 0,
             KeyCode::End => self.cursor = self.text.len(),
-            KeyCode::Up => self.browse_back(),
-            KeyCode::Down => self.browse_forward(),
+            KeyCode::Up => {
+                if !self.move_line(-1) {
+                    self.browse_back();
+                }
+            }
+            KeyCode::Down => {
+                if !self.move_line(1) {
+                    self.browse_forward();
+                }
+            }
             KeyCode::Backspace | KeyCode::Delete => {}
             _ => return Edit::Ignored,
         }
@@ -174,6 +280,38 @@ mod tests {
             Edit::Submit("Read the".into())
         );
         assert!(editor.is_empty());
+    }
+
+    #[test]
+    fn a_paste_keeps_its_lines_and_newline_keys_add_one() {
+        let mut editor = LineEditor::default();
+        editor.insert_str("first line\r\nsecond\tline\nthird\u{1b}[31m");
+        assert_eq!(editor.text(), "first line\nsecond    line\nthird[31m");
+        editor.key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL));
+        editor.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        typed(&mut editor, "end");
+        let (lines, row, col) = editor.lines();
+        assert_eq!(lines.len(), 5);
+        assert_eq!((row, col), (4, 3));
+        // Up moves within the input before it reaches the history.
+        editor.key(key(KeyCode::Up));
+        editor.key(key(KeyCode::Up));
+        assert_eq!(editor.lines().1, 2);
+        assert_eq!(
+            editor.key(key(KeyCode::Enter)),
+            Edit::Submit("first line\nsecond    line\nthird[31m\n\nend".into())
+        );
+    }
+
+    #[test]
+    fn a_mention_is_the_at_word_before_the_cursor() {
+        let mut editor = LineEditor::default();
+        typed(&mut editor, "look at @src/li");
+        assert_eq!(editor.mention().as_deref(), Some("src/li"));
+        editor.complete_mention("src/lib.rs");
+        assert_eq!(editor.text(), "look at @src/lib.rs");
+        typed(&mut editor, " now");
+        assert_eq!(editor.mention(), None);
     }
 
     #[test]

@@ -103,7 +103,13 @@ pub(crate) fn help() -> String {
         let _ = writeln!(text, "  {command:<width$}  {what}");
     }
     text.push_str(
-        "Anything else is a task for the model. Approvals: o allow once, s allow for this session, d or Esc deny.\nCtrl-C cancels a run; pressed again, or when nothing runs, it leaves.",
+        "Anything else is a task for the model; typed while a run goes, it is queued.\n\
+         Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); Tab \
+         completes @path from the workspace; Up/Down move between lines, then through this \
+         workspace's history; PageUp/PageDown scroll.\n\
+         Approvals: o allow once, s allow for this session, w always here, d or Esc deny.\n\
+         Ctrl-C cancels a run (again: leave now); at the prompt it clears the line, and twice \
+         leaves. Ctrl-D on an empty prompt leaves.",
     );
     text
 }

@@ -447,11 +447,14 @@ fn keys_are_handled_while_a_tool_runs() {
     h.submit("/model");
     assert!(h.screen().contains("* scripted"), "{}", h.screen());
     h.submit("Another task.");
-    assert!(matches!(h.last_entry(), Entry::Error(e) if e.starts_with("a run is in progress")));
+    assert!(matches!(h.last_entry(), Entry::Notice(e) if e.starts_with("queued")));
     assert_eq!(h.tool("run_command").state, ToolState::Running);
     assert!(h.app.is_running());
+    // Cancelling the run drops what was queued behind it: nothing more starts.
     h.ctrl_c();
     h.pump_until_idle();
+    assert!(h.app.queued.is_empty());
+    assert_eq!(h.server.steps_played(), 1);
 }
 
 /// The run's trace, as the file on disk has it.
@@ -730,4 +733,112 @@ fn a_url_in_the_answer_is_withheld_once_secrets_meet_untrusted_input() {
     let screen = exfiltrating_answer(false);
     assert!(screen.contains("evil.example"), "{screen}");
     assert!(screen.contains("[image: status]"), "{screen}");
+}
+
+#[test]
+fn a_paste_is_inserted_whole_and_never_sent() {
+    let mut h = harness(vec![Step::text("Got both lines.")]);
+    h.app.handle(AppEvent::Paste(
+        "first line\nsecond line\nthird line".to_owned(),
+    ));
+    assert!(!h.app.is_running(), "a paste sends nothing");
+    assert_eq!(h.app.input.text(), "first line\nsecond line\nthird line");
+    let screen = h.screen();
+    assert!(
+        screen.contains("› first line") && screen.contains("  third line"),
+        "{screen}"
+    );
+    // Ctrl-J adds a line by hand; Enter sends the whole input as one task.
+    h.ctrl('j');
+    h.type_text("fourth");
+    h.press(KeyCode::Enter);
+    h.pump_until_idle();
+    let sent = h.server.requests()[0].to_string();
+    assert!(
+        sent.contains("first line\\nsecond line\\nthird line\\nfourth"),
+        "{sent}"
+    );
+}
+
+#[test]
+fn a_paste_cannot_answer_an_approval() {
+    let mut h = harness(vec![run_command("echo", &["hi"]), Step::text("done")]);
+    h.submit("Say hi.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.app.handle(AppEvent::Paste("o".to_owned()));
+    assert_eq!(h.app.approvals.len(), 1, "the paste answered nothing");
+    assert!(h.app.input.is_empty());
+    h.press(KeyCode::Char('d'));
+    h.pump_until_idle();
+}
+
+#[test]
+fn a_task_typed_during_a_run_is_queued_and_sent_after_it() {
+    let mut h = harness(vec![
+        run_command("echo", &["one"]),
+        Step::text("first done"),
+        Step::text("second done"),
+    ]);
+    h.submit("First task.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    // Typed while the approval is open: the keys go to the modal only after it is answered, so
+    // answer it first, then queue while the run goes on.
+    h.press(KeyCode::Char('o'));
+    h.submit("Second task.");
+    assert!(
+        h.screen()
+            .contains("queued (sent when this run ends): Second task."),
+        "{}",
+        h.screen()
+    );
+    h.pump_until("both runs", |app| {
+        !app.is_running()
+            && app.queued.is_empty()
+            && app.steps > 0
+            && app
+                .entries
+                .iter()
+                .any(|e| matches!(e, Entry::Assistant(t) if t.contains("second done")))
+    });
+    assert_eq!(h.server.steps_played(), 3);
+    let second = h.server.requests()[2].to_string();
+    assert!(second.contains("Second task."), "{second}");
+}
+
+#[test]
+fn tab_completes_an_at_path_from_the_workspace() {
+    let mut h = harness_with(vec![], "", |at| {
+        std::fs::write(at.ws.join("src/library.rs"), "").unwrap();
+        std::fs::create_dir_all(at.ws.join("docs")).unwrap();
+    });
+    h.type_text("explain @sr");
+    h.press(KeyCode::Tab);
+    assert_eq!(h.app.input.text(), "explain @src/");
+    h.type_text("li");
+    h.press(KeyCode::Tab);
+    // lib.rs and library.rs share "lib".
+    assert_eq!(h.app.input.text(), "explain @src/lib");
+    h.press(KeyCode::Tab);
+    assert!(
+        matches!(h.last_entry(), Entry::Notice(t) if t.contains("src/lib.rs") && t.contains("src/library.rs"))
+    );
+    // Never outside the workspace.
+    h.press(KeyCode::Backspace);
+    let mut h2 = harness(vec![]);
+    h2.type_text("@../");
+    h2.press(KeyCode::Tab);
+    assert_eq!(h2.app.input.text(), "@../");
+}
+
+#[test]
+fn history_is_kept_per_workspace_across_sessions() {
+    let mut h = harness(vec![Step::text("ok")]);
+    h.submit("remember this task");
+    h.pump_until_idle();
+    let (mut app, _inbox) = open_app(&h.at(), None);
+    app.handle(AppEvent::key(KeyEvent::new(
+        KeyCode::Up,
+        KeyModifiers::NONE,
+    )));
+    assert_eq!(app.input.text(), "remember this task");
 }

@@ -23,9 +23,15 @@ const SESSION_PREFIX: usize = 13;
 
 /// Draws the whole screen.
 pub(crate) fn draw(app: &App, frame: &mut Frame) {
+    // The input grows with its lines, up to a third of the screen.
+    let (lines, _, _) = app.input.lines();
+    let most = (frame.area().height / 3).max(1);
+    let rows = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .clamp(1, most);
     let [body, input, status] = Layout::vertical([
         Constraint::Min(1),
-        Constraint::Length(2),
+        Constraint::Length(rows + 1),
         Constraint::Length(1),
     ])
     .areas(frame.area());
@@ -278,28 +284,43 @@ fn input_line(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(block, area);
     let prompt = "› ";
     let room = usize::from(inner.width).saturating_sub(prompt.width() + 1);
-    let text = sanitize_for_terminal(&app.input.text());
+    let (lines, row, _) = app.input.lines();
     let column = app.input.cursor_column();
-    // Keep the cursor on screen: drop whole characters from the left until it fits.
-    let mut skipped = 0;
-    let mut shown = text.as_str();
-    while column - skipped > room {
-        let Some(c) = shown.chars().next() else {
-            break;
-        };
-        skipped += c.width().unwrap_or(0);
-        shown = &shown[c.len_utf8()..];
+    // The rows shown: the last ones up to the cursor's line, as many as fit.
+    let height = usize::from(inner.height).max(1);
+    let first = (row + 1).saturating_sub(height);
+    let mut shown_lines = Vec::new();
+    let mut cursor = None;
+    for (i, line) in lines.iter().enumerate().skip(first).take(height) {
+        let text = sanitize_for_terminal(line);
+        // Keep the cursor on screen: on its line, drop whole characters from the left until it
+        // fits; other lines show their start.
+        let mut skipped = 0;
+        let mut visible = text.as_str();
+        if i == row {
+            while column - skipped > room {
+                let Some(c) = visible.chars().next() else {
+                    break;
+                };
+                skipped += c.width().unwrap_or(0);
+                visible = &visible[c.len_utf8()..];
+            }
+            cursor = Some((i - first, column - skipped));
+        }
+        let lead = if i == 0 { prompt } else { "  " };
+        shown_lines.push(Line::from(vec![
+            Span::styled(lead, Style::new().fg(Color::Cyan)),
+            Span::raw(visible.to_owned()),
+        ]));
     }
-    frame.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(prompt, Style::new().fg(Color::Cyan)),
-            Span::raw(shown.to_owned()),
-        ])),
-        inner,
-    );
-    if app.approvals.is_empty() && app.confirm.is_none() {
-        let x = inner.x + u16::try_from(prompt.width() + column - skipped).unwrap_or(0);
-        frame.set_cursor_position(Position::new(x.min(inner.right()), inner.y));
+    frame.render_widget(Paragraph::new(shown_lines), inner);
+    if app.approvals.is_empty()
+        && app.confirm.is_none()
+        && let Some((y, x)) = cursor
+    {
+        let x = inner.x + u16::try_from(prompt.width() + x).unwrap_or(0);
+        let y = inner.y + u16::try_from(y).unwrap_or(0);
+        frame.set_cursor_position(Position::new(x.min(inner.right()), y));
     }
 }
 
