@@ -183,16 +183,17 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         sanitize_for_terminal(&request.reason)
     ));
     if request.capabilities.is_empty() {
-        text.push_str("  [a] allows this tool for the rest of the session\n");
+        text.push_str("  [s] allows this tool for the rest of the session\n");
     } else {
         text.push_str(
-            "  [a] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
+            "  [s] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
         );
     }
     text.push_str(
         "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
     );
-    text.push_str("Allow? [y] once  [a] for this session  [w] always here  [N] deny: ");
+    // The same keys as the terminal UI's approval box.
+    text.push_str("Allow? [o] once  [s] this session  [w] always here  [d] deny (default): ");
     text
 }
 
@@ -225,7 +226,7 @@ pub fn session_grant_key(action: &str, capabilities: &[bosun_core::CapabilityReq
 /// `w`/`always` denies; `always` still needs the confirmation [`render_remember`] asks for.
 pub fn parse_answer(line: &str) -> ApprovalAnswer {
     match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => ApprovalAnswer::AllowOnce,
+        "o" | "once" | "y" | "yes" => ApprovalAnswer::AllowOnce,
         "a" | "s" | "session" => ApprovalAnswer::AllowSession,
         "w" | "always" => ApprovalAnswer::AllowAlways,
         _ => ApprovalAnswer::Deny,

@@ -125,6 +125,8 @@ pub(crate) struct Asked {
     pub shown: Instant,
     /// The rules an "always here" answer would write, while the person confirms them.
     pub remember: Option<Vec<String>>,
+    /// Rows of a long input scrolled past (Up/Down in the modal).
+    pub scroll: usize,
 }
 
 /// The terminal UI's state.
@@ -264,6 +266,7 @@ impl App {
                         pending,
                         shown: Instant::now(),
                         remember: None,
+                        scroll: 0,
                     });
                 }
             }
@@ -329,7 +332,16 @@ impl App {
                 return;
             }
             let answer = match key.code {
-                KeyCode::Char('o' | 'O') => ApprovalAnswer::AllowOnce,
+                // Scrolling a long input is no answer.
+                KeyCode::Up => {
+                    asked.scroll = asked.scroll.saturating_sub(1);
+                    return;
+                }
+                KeyCode::Down => {
+                    asked.scroll += 1;
+                    return;
+                }
+                KeyCode::Char('o' | 'O' | 'y' | 'Y') => ApprovalAnswer::AllowOnce,
                 KeyCode::Char('s' | 'S') => ApprovalAnswer::AllowSession,
                 KeyCode::Char('w' | 'W') => {
                     let request = &asked.pending.request;

@@ -842,3 +842,34 @@ fn history_is_kept_per_workspace_across_sessions() {
     )));
     assert_eq!(app.input.text(), "remember this task");
 }
+
+/// An approval for a command 700 characters long, on a screen of `width`×`height`.
+fn long_approval(width: u16, height: u16) -> Harness {
+    let long = "x".repeat(690);
+    let mut h = harness(vec![run_command("echo", &[&long]), Step::text("done")]);
+    h.terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    h.submit("Echo a lot.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h
+}
+
+#[test]
+fn an_approval_for_a_long_command_fits_80x24_and_50x14_with_its_keys_and_reason() {
+    for (width, height, name) in [
+        (80, 24, "approval_long_80x24"),
+        (50, 14, "approval_long_50x14"),
+    ] {
+        let mut h = long_approval(width, height);
+        let screen = h.screen();
+        assert!(screen.contains("[o]") && screen.contains("[d]"), "{screen}");
+        assert!(screen.contains("policy says ask"), "{screen}");
+        assert!(screen.contains("↑↓ rows 1–"), "{screen}");
+        assert_snapshot!(name, screen);
+        // Down scrolls the input; it answers nothing.
+        h.press(KeyCode::Down);
+        assert_eq!(h.app.approvals.len(), 1);
+        assert!(h.screen().contains("↑↓ rows 2–"), "{}", h.screen());
+        h.press(KeyCode::Char('d'));
+        h.pump_until_idle();
+    }
+}

@@ -39,88 +39,7 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
     input_line(app, frame, input);
     status_line(app, frame, status);
     if let Some(asked) = app.approvals.front() {
-        let request = &asked.pending.request;
-        let mut lines = vec![
-            Line::styled(
-                format!(
-                    "Bosun wants to run {}",
-                    sanitize_for_terminal(&request.tool)
-                ),
-                Style::new().add_modifier(Modifier::BOLD),
-            ),
-            Line::raw(""),
-        ];
-        let width = modal_width(body) as usize;
-        let mut field = |label: &str, value: String| {
-            for line in wrap(&value, width, &format!("{label:<7}"), "       ") {
-                lines.push(Line::raw(line));
-            }
-        };
-        field(
-            "tool",
-            format!(
-                "{} ({})",
-                sanitize_for_terminal(&request.tool),
-                sanitize_for_terminal(&request.action)
-            ),
-        );
-        field("input", sanitize_for_terminal(&request.summary));
-        if !request.capabilities.is_empty() {
-            let caps: Vec<String> = request
-                .capabilities
-                .iter()
-                .map(|c| sanitize_for_terminal(&c.to_string()))
-                .collect();
-            field("uses", caps.join(", "));
-        }
-        field(
-            "why",
-            format!(
-                "policy says {}: {}",
-                request.decision,
-                sanitize_for_terminal(&request.reason)
-            ),
-        );
-        lines.push(Line::raw(""));
-        if let Some(rules) = &asked.remember {
-            lines.push(Line::raw(
-                "Always allow in this workspace: these rules go to your approvals file",
-            ));
-            for rule in rules {
-                for line in wrap(rule, width, "  ", "    ") {
-                    lines.push(Line::raw(line));
-                }
-            }
-            lines.push(Line::from(vec![
-                key_span("y"),
-                Span::raw(" write them and allow   "),
-                key_span("n"),
-                Span::raw(" back (Esc)"),
-            ]));
-        } else {
-            if !request.capabilities.is_empty() {
-                // What "for this session" will cover, said before the key is pressed.
-                lines.push(Line::raw(
-                    "[s] covers exactly these capabilities; any other asks again",
-                ));
-            }
-            lines.push(Line::from(vec![
-                key_span("o"),
-                Span::raw(" once   "),
-                key_span("s"),
-                Span::raw(" this session   "),
-                key_span("w"),
-                Span::raw(" always here   "),
-                key_span("d"),
-                Span::raw(" deny (Esc)"),
-            ]));
-        }
-        if app.approvals.len() > 1 {
-            lines.push(Line::raw(format!(
-                "{} more waiting",
-                app.approvals.len() - 1
-            )));
-        }
+        let lines = approval_lines(app, asked, body);
         modal(frame, body, " Approval ", lines);
     } else if let Some(confirm) = &app.confirm {
         let width = modal_width(body) as usize;
@@ -139,6 +58,216 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
         ]));
         modal(frame, body, " Confirm ", lines);
     }
+}
+
+/// The approval modal's lines, fitted to `area`: the keys, the reason and what the call uses
+/// always stay; a long input gets the rows left and scrolls (Up/Down) inside the box. On a small
+/// screen the box tightens first (shorter fields, no blank lines, no hints).
+fn approval_lines(app: &App, asked: &super::app::Asked, area: Rect) -> Vec<Line<'static>> {
+    let inner = usize::from(area.height.saturating_sub(2));
+    let roomy = approval_layout(app, asked, area, false);
+    if roomy.fixed + 2 <= inner {
+        return roomy.fit(asked.scroll, inner);
+    }
+    approval_layout(app, asked, area, true).fit(asked.scroll, inner)
+}
+
+/// The parts of the approval box before the input is fitted in.
+struct ApprovalLayout {
+    head: Vec<Line<'static>>,
+    tool: Vec<String>,
+    input: Vec<String>,
+    rest: Vec<String>,
+    tail: Vec<Line<'static>>,
+    /// Rows taken by everything but the input.
+    fixed: usize,
+}
+
+impl ApprovalLayout {
+    fn fit(self, scroll: usize, inner: usize) -> Vec<Line<'static>> {
+        let room = inner.saturating_sub(self.fixed).max(1);
+        let input: Vec<String> = if self.input.len() <= room {
+            self.input
+        } else {
+            // One row says where in the input the box is, when there is a row for it.
+            let shown = if room > 1 { room - 1 } else { 1 };
+            let at = scroll.min(self.input.len() - shown);
+            let mut rows: Vec<String> = self.input[at..at + shown].to_vec();
+            if room > 1 {
+                rows.push(format!(
+                    "       ↑↓ rows {}–{} of {}",
+                    at + 1,
+                    at + shown,
+                    self.input.len()
+                ));
+            }
+            rows
+        };
+        let mut lines = self.head;
+        for row in self.tool.into_iter().chain(input).chain(self.rest) {
+            lines.push(Line::raw(row));
+        }
+        lines.extend(self.tail);
+        // On a screen too small for even this, the keys are what must stay: drop from the top.
+        if lines.len() > inner && inner > 0 {
+            let drop = lines.len() - inner;
+            lines.drain(..drop);
+        }
+        lines
+    }
+}
+
+fn approval_layout(
+    app: &App,
+    asked: &super::app::Asked,
+    area: Rect,
+    tight: bool,
+) -> ApprovalLayout {
+    let request = &asked.pending.request;
+    let width = modal_width(area) as usize;
+    let field = |label: &str, value: &str, most: usize| -> Vec<String> {
+        let mut rows = wrap(value, width, &format!("{label:<7}"), "       ");
+        if rows.len() > most {
+            rows.truncate(most);
+            if let Some(last) = rows.last_mut() {
+                cut_to(last, width.saturating_sub(1));
+                last.push('…');
+            }
+        }
+        rows
+    };
+    let tool = field(
+        "tool",
+        &format!(
+            "{} ({})",
+            sanitize_for_terminal(&request.tool),
+            sanitize_for_terminal(&request.action)
+        ),
+        if tight { 1 } else { 2 },
+    );
+    let mut rest = Vec::new();
+    if !request.capabilities.is_empty() {
+        let caps: Vec<String> = request
+            .capabilities
+            .iter()
+            .map(|c| sanitize_for_terminal(&c.to_string()))
+            .collect();
+        rest.extend(field("uses", &caps.join(", "), if tight { 1 } else { 3 }));
+    }
+    rest.extend(field(
+        "why",
+        &format!(
+            "policy says {}: {}",
+            request.decision,
+            sanitize_for_terminal(&request.reason)
+        ),
+        if tight { 2 } else { 3 },
+    ));
+    let input = wrap(
+        &sanitize_for_terminal(&request.summary),
+        width,
+        "input  ",
+        "       ",
+    );
+    let mut tail: Vec<Line<'static>> = Vec::new();
+    if !tight {
+        tail.push(Line::raw(""));
+    }
+    if let Some(rules) = &asked.remember {
+        tail.push(Line::raw(
+            "Always allow in this workspace: these rules go to your approvals file",
+        ));
+        for rule in rules {
+            for line in wrap(rule, width, "  ", "    ") {
+                tail.push(Line::raw(line));
+            }
+        }
+        tail.push(Line::from(vec![
+            key_span("y"),
+            Span::raw(" write them and allow   "),
+            key_span("n"),
+            Span::raw(" back (Esc)"),
+        ]));
+    } else {
+        if !tight && !request.capabilities.is_empty() {
+            // What "for this session" will cover, said before the key is pressed.
+            for line in wrap(
+                "[s] covers exactly these capabilities; any other asks again",
+                width,
+                "",
+                "",
+            ) {
+                tail.push(Line::raw(line));
+            }
+        }
+        let keys: [(&str, &str); 4] = if width >= 58 {
+            [
+                ("o", " once  "),
+                ("s", " this session  "),
+                ("w", " always here  "),
+                ("d", " deny (Esc)"),
+            ]
+        } else {
+            [
+                ("o", " once "),
+                ("s", " session "),
+                ("w", " always "),
+                ("d", " deny"),
+            ]
+        };
+        let spans: Vec<Span<'static>> = keys
+            .iter()
+            .flat_map(|(k, what)| [key_span(k), Span::raw(*what)])
+            .collect();
+        if width >= 40 {
+            tail.push(Line::from(spans));
+        } else {
+            // Narrower still: two keys per line.
+            for pair in spans.chunks(4) {
+                tail.push(Line::from(pair.to_vec()));
+            }
+        }
+    }
+    if app.approvals.len() > 1 {
+        tail.push(Line::raw(format!(
+            "{} more waiting",
+            app.approvals.len() - 1
+        )));
+    }
+    let mut head = vec![Line::styled(
+        format!(
+            "Bosun wants to run {}",
+            sanitize_for_terminal(&request.tool)
+        ),
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    if !tight {
+        head.push(Line::raw(""));
+    }
+    let fixed = head.len() + tool.len() + rest.len() + tail.len();
+    ApprovalLayout {
+        head,
+        tool,
+        input,
+        rest,
+        tail,
+        fixed,
+    }
+}
+
+/// Cuts `text` to at most `width` display columns.
+fn cut_to(text: &mut String, width: usize) {
+    let mut used = 0;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        end = i + c.len_utf8();
+    }
+    text.truncate(end);
 }
 
 fn key_span(key: &str) -> Span<'static> {
