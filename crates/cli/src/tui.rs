@@ -13,6 +13,7 @@ mod engine;
 mod events;
 mod input;
 mod markdown;
+mod results;
 mod slash;
 #[cfg(test)]
 mod tests;

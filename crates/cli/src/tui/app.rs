@@ -166,6 +166,8 @@ pub(crate) struct App {
     pub(super) leave_armed: Option<Instant>,
     /// Inputs sent while a run was going, started one by one after it.
     pub(super) queued: VecDeque<String>,
+    /// Whether tool results show all their lines (Ctrl-O), not the first few.
+    pub(super) expanded: bool,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -223,6 +225,7 @@ impl App {
             quit_after_run: false,
             leave_armed: None,
             queued: VecDeque::new(),
+            expanded: false,
             engine,
             env,
             session: None,
@@ -395,6 +398,7 @@ impl App {
                 self.exit = true;
             }
             KeyCode::Tab => self.complete_mention(),
+            KeyCode::Char('o') if ctrl => self.expanded = !self.expanded,
             _ => {
                 if let Edit::Submit(line) = self.input.key(key) {
                     self.submit(line);
@@ -668,6 +672,7 @@ impl App {
                     tool: sanitize_for_terminal(tool),
                     input: short(&input.to_string()),
                     decision: None,
+                    detail: Vec::new(),
                     answer: None,
                     state: ToolState::Proposed,
                 }));
@@ -700,7 +705,9 @@ impl App {
                 call_id, output, ..
             } => {
                 if let Some(entry) = tool(&mut self.entries, call_id) {
-                    entry.state = ToolState::Done(short(&output.to_string()));
+                    let (summary, detail) = super::results::summarize(&entry.tool, output);
+                    entry.state = ToolState::Done(summary);
+                    entry.detail = detail;
                 }
             }
             Event::ToolFailed { call_id, error, .. } => {
@@ -935,6 +942,7 @@ fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
                             tool: sanitize_for_terminal(&call.name),
                             input: short(&call.input.to_string()),
                             decision: None,
+                            detail: Vec::new(),
                             answer: None,
                             state: ToolState::Earlier,
                         })),
@@ -944,7 +952,9 @@ fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
             }
             Message::Tool(result) => {
                 if let Some(tool) = tool_entry(&mut entries, &result.call_id) {
-                    tool.state = earlier_result(&result.content);
+                    let (state, detail) = earlier_result(&tool.tool, &result.content);
+                    tool.state = state;
+                    tool.detail = detail;
                 }
             }
         }
@@ -952,10 +962,10 @@ fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
     entries
 }
 
-/// A stored tool result (Bosun's result JSON) as a state.
-fn earlier_result(content: &str) -> ToolState {
+/// A stored tool result (Bosun's result JSON) as a state and its detail lines.
+fn earlier_result(tool: &str, content: &str) -> (ToolState, Vec<super::results::Detail>) {
     let Ok(value) = serde_json::from_str::<Value>(content) else {
-        return ToolState::Earlier;
+        return (ToolState::Earlier, Vec::new());
     };
     if value.get("ok") == Some(&Value::Bool(false)) {
         let error = value.get("error");
@@ -966,13 +976,19 @@ fn earlier_result(content: &str) -> ToolState {
                 .unwrap_or_default()
                 .to_owned()
         };
-        return ToolState::Failed {
-            code: field("code"),
-            message: sanitize_for_terminal(&field("message")),
-        };
+        return (
+            ToolState::Failed {
+                code: field("code"),
+                message: sanitize_for_terminal(&field("message")),
+            },
+            Vec::new(),
+        );
     }
     match value.get("output") {
-        Some(output) => ToolState::Done(short(&output.to_string())),
-        None => ToolState::Earlier,
+        Some(output) => {
+            let (summary, detail) = super::results::summarize(tool, output);
+            (ToolState::Done(summary), detail)
+        }
+        None => (ToolState::Earlier, Vec::new()),
     }
 }

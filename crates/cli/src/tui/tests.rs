@@ -256,9 +256,10 @@ fn the_approval_modal_says_what_and_why_and_o_allows_once() {
     let tool = h.tool("run_command");
     assert_eq!(tool.answer, Some(ApprovalAnswer::AllowOnce));
     assert!(
-        matches!(&tool.state, ToolState::Done(out) if out.contains("hello\\n")),
+        matches!(&tool.state, ToolState::Done(out) if out == "exit 0"),
         "{tool:?}"
     );
+    assert_eq!(tool.detail[0].text, "hello", "{tool:?}");
     assert_eq!(h.last_entry(), Entry::Assistant("It printed hello.".into()));
 }
 
@@ -872,4 +873,46 @@ fn an_approval_for_a_long_command_fits_80x24_and_50x14_with_its_keys_and_reason(
         h.press(KeyCode::Char('d'));
         h.pump_until_idle();
     }
+}
+
+#[test]
+fn a_patch_shows_its_diff_and_ctrl_o_expands_long_output() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            run_command("seq", &["1", "30"]),
+            Step::text("done"),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.*\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"allow\"\n",
+        |_| {},
+    );
+    h.terminal = Terminal::new(TestBackend::new(100, 40)).unwrap();
+    h.submit("Bump the answer, then count.");
+    h.pump_until_idle();
+    let patch = h.tool("apply_patch");
+    assert!(
+        matches!(&patch.state, ToolState::Done(s) if s.starts_with("patched src/lib.rs (+1 −1)")),
+        "{patch:?}"
+    );
+    let screen = h.screen();
+    assert!(
+        screen.contains("-pub fn answer() -> u32 { 42 }"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("+pub fn answer() -> u32 { 43 }"),
+        "{screen}"
+    );
+    // 30 lines of output: six shown, the rest counted, all after Ctrl-O.
+    assert!(
+        screen.contains("… 24 more lines (Ctrl-O shows all)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("      30 "), "{screen}");
+    h.ctrl('o');
+    let screen = h.screen();
+    assert!(screen.contains("      30"), "{screen}");
 }

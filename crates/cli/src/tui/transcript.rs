@@ -31,6 +31,8 @@ pub(crate) struct ToolEntry {
     pub input: String,
     /// Policy's decision, one line.
     pub decision: Option<String>,
+    /// The lines under the result's summary: output, a diff, matches.
+    pub detail: Vec<super::results::Detail>,
     /// What the person answered, if asked.
     pub answer: Option<ApprovalAnswer>,
     pub state: ToolState,
@@ -45,7 +47,7 @@ pub(crate) enum ToolState {
     Asking,
     /// Running.
     Running,
-    /// Finished, with its output, short.
+    /// Finished, with its result summarised in one line.
     Done(String),
     /// Failed or refused.
     Failed { code: String, message: String },

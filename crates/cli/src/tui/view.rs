@@ -314,7 +314,7 @@ fn conversation(app: &App, frame: &mut Frame, area: Rect) {
         if i > 0 && matches!(entry, Entry::User(_) | Entry::Command(_)) {
             lines.push(Line::raw(""));
         }
-        entry_lines(entry, width, guard.as_deref(), &mut lines);
+        entry_lines(entry, width, guard.as_deref(), app.expanded, &mut lines);
     }
     let height = usize::from(area.height);
     let end = lines.len() - app.scroll.min(lines.len().saturating_sub(height));
@@ -323,7 +323,13 @@ fn conversation(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(shown), area);
 }
 
-fn entry_lines(entry: &Entry, width: usize, guard: Option<&str>, out: &mut Vec<Line<'static>>) {
+fn entry_lines(
+    entry: &Entry,
+    width: usize,
+    guard: Option<&str>,
+    expanded: bool,
+    out: &mut Vec<Line<'static>>,
+) {
     let styled = |out: &mut Vec<Line<'static>>, text: &str, first: &str, rest: &str, style| {
         for line in text.split('\n') {
             for wrapped in wrap(&sanitize_for_terminal(line), width, first, rest) {
@@ -341,7 +347,7 @@ fn entry_lines(entry: &Entry, width: usize, guard: Option<&str>, out: &mut Vec<L
         ),
         Entry::Command(text) => styled(out, text, "› ", "  ", Style::new().fg(Color::Magenta)),
         Entry::Assistant(text) => out.extend(super::markdown::render(text, width, guard)),
-        Entry::Tool(tool) => tool_lines(tool, width, out),
+        Entry::Tool(tool) => tool_lines(tool, width, expanded, out),
         Entry::Notice(text) => styled(out, text, "", "", Style::new().fg(Color::Cyan)),
         Entry::Warning(text) => styled(
             out,
@@ -354,7 +360,10 @@ fn entry_lines(entry: &Entry, width: usize, guard: Option<&str>, out: &mut Vec<L
     }
 }
 
-fn tool_lines(tool: &ToolEntry, width: usize, out: &mut Vec<Line<'static>>) {
+/// Detail lines shown under a result until Ctrl-O expands them.
+const COLLAPSED_DETAIL: usize = 6;
+
+fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line<'static>>) {
     let mut push = |text: String, style: Style| {
         for line in wrap(&text, width, "  ", "      ") {
             out.push(Line::styled(line, style));
@@ -387,7 +396,36 @@ fn tool_lines(tool: &ToolEntry, width: usize, out: &mut Vec<Line<'static>>) {
         ToolState::Proposed | ToolState::Earlier => {}
         ToolState::Asking => push("  waiting for your answer".to_owned(), dim),
         ToolState::Running => push("  running…".to_owned(), dim),
-        ToolState::Done(output) => push(format!("  ✓ {output}"), Style::new().fg(Color::Green)),
+        ToolState::Done(output) => {
+            push(format!("  ✓ {output}"), Style::new().fg(Color::Green));
+            let shown = if expanded {
+                tool.detail.len()
+            } else {
+                tool.detail.len().min(COLLAPSED_DETAIL)
+            };
+            for line in &tool.detail[..shown] {
+                use super::results::Kind;
+                let style = match line.kind {
+                    Kind::Plain => Style::new(),
+                    Kind::Stderr => Style::new().fg(Color::Yellow),
+                    Kind::Added => Style::new().fg(Color::Green),
+                    Kind::Removed => Style::new().fg(Color::Red),
+                    Kind::Hunk => Style::new().fg(Color::Cyan),
+                };
+                for wrapped in wrap(&line.text, width, "      ", "      ") {
+                    out.push(Line::styled(wrapped, style));
+                }
+            }
+            if shown < tool.detail.len() {
+                out.push(Line::styled(
+                    format!(
+                        "      … {} more lines (Ctrl-O shows all)",
+                        tool.detail.len() - shown
+                    ),
+                    Style::new().fg(Color::DarkGray),
+                ));
+            }
+        }
         ToolState::Failed { code, message } => {
             push(
                 format!("  ✗ {code}: {message}"),
