@@ -81,8 +81,18 @@ fn event_loop(
         if app.should_exit() {
             return Ok(());
         }
-        let Ok(event) = inbox.recv() else {
-            return Ok(());
+        // While a run goes, wake up to turn the spinner and count the seconds.
+        let event = if app.is_running() {
+            match inbox.recv_timeout(Duration::from_millis(100)) {
+                Ok(event) => event,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        } else {
+            let Ok(event) = inbox.recv() else {
+                return Ok(());
+            };
+            event
         };
         app.handle(event);
         while !app.should_exit() {

@@ -44,6 +44,8 @@ pub(crate) struct Running {
     pub cancelling: bool,
     /// The entry the current step's text goes to.
     text_entry: Option<usize>,
+    /// What the run is doing now (the model, or a tool by name) and since when.
+    pub doing: (String, Instant),
 }
 
 /// A running subagent as the status line shows it.
@@ -168,6 +170,8 @@ pub(crate) struct App {
     pub(super) queued: VecDeque<String>,
     /// Whether tool results show all their lines (Ctrl-O), not the first few.
     pub(super) expanded: bool,
+    /// Tokens in and out over this session's runs in this window, as the provider counted.
+    pub(super) tokens: (u64, u64),
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -226,6 +230,7 @@ impl App {
             leave_armed: None,
             queued: VecDeque::new(),
             expanded: false,
+            tokens: (0, 0),
             engine,
             env,
             session: None,
@@ -249,7 +254,6 @@ impl App {
     }
 
     /// True while a turn runs.
-    #[cfg(test)]
     pub(crate) fn is_running(&self) -> bool {
         self.running.is_some()
     }
@@ -517,6 +521,7 @@ impl App {
             cancel,
             cancelling: false,
             text_entry: None,
+            doing: ("starting".to_owned(), Instant::now()),
         });
     }
 
@@ -641,6 +646,13 @@ impl App {
             Event::ModelStarted { step, .. } => {
                 self.steps = *step;
                 run.text_entry = None;
+                run.doing = ("thinking".to_owned(), Instant::now());
+            }
+            Event::ModelCompleted {
+                usage: Some(usage), ..
+            } => {
+                self.tokens.0 += usage.input_tokens;
+                self.tokens.1 += usage.output_tokens;
             }
             Event::ModelText { text, .. } => {
                 let text = text.replace('\t', "    ");
@@ -667,6 +679,7 @@ impl App {
             } => {
                 self.tool_calls += 1;
                 run.text_entry = None;
+                run.doing = (sanitize_for_terminal(tool), Instant::now());
                 self.entries.push(Entry::Tool(ToolEntry {
                     call_id: call_id.clone(),
                     tool: sanitize_for_terminal(tool),
@@ -687,6 +700,7 @@ impl App {
                 }
             }
             Event::ApprovalAsked { call_id, .. } => {
+                run.doing = ("your answer".to_owned(), Instant::now());
                 if let Some(entry) = tool(&mut self.entries, call_id) {
                     entry.state = ToolState::Asking;
                 }
@@ -696,7 +710,11 @@ impl App {
                     entry.answer = Some(*answer);
                 }
             }
-            Event::ToolStarted { call_id, .. } => {
+            Event::ToolStarted {
+                call_id,
+                tool: name,
+            } => {
+                run.doing = (sanitize_for_terminal(name), Instant::now());
                 if let Some(entry) = tool(&mut self.entries, call_id) {
                     entry.state = ToolState::Running;
                 }

@@ -155,15 +155,22 @@ impl Harness {
 
     /// The screen as text, with the session id (which changes every run) masked.
     fn screen(&mut self) -> String {
+        // Token counts follow the prompt's size, which follows the machine and the date: drawn
+        // with fixed numbers when there are any.
+        if self.app.tokens != (0, 0) {
+            self.app.tokens = (1234, 56);
+        }
         let app = &self.app;
         self.terminal
             .draw(|frame| super::view::draw(app, frame))
             .unwrap();
         let id: String = self.app.session_id.chars().take(13).collect();
-        self.terminal
+        let text = self
+            .terminal
             .backend()
             .to_string()
-            .replace(&id, "xxxxxxxx-xxxx")
+            .replace(&id, "xxxxxxxx-xxxx");
+        mask_spinner(&text)
     }
 
     fn tool(&self, name: &str) -> super::app::ToolEntry {
@@ -181,6 +188,40 @@ impl Harness {
     fn last_entry(&self) -> Entry {
         self.app.entries.last().cloned().unwrap()
     }
+}
+
+/// The status line's spinner and elapsed seconds change with time: one mask for both.
+fn mask_spinner(screen: &str) -> String {
+    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    screen
+        .lines()
+        .map(|line| {
+            let line = line.to_owned();
+            let Some(at) = line.find(|c| FRAMES.contains(&c)) else {
+                return line;
+            };
+            let (head, rest) = line.split_at(at);
+            let rest: String = rest.chars().skip(1).collect();
+            // "<what> <n>s ·": the digits before "s ·" become N.
+            let masked = match rest.find("s ·") {
+                Some(end) => {
+                    let start = rest[..end]
+                        .rfind(|c: char| !c.is_ascii_digit())
+                        .map_or(0, |i| i + 1);
+                    format!(
+                        "{}{}{}",
+                        &rest[..start],
+                        "N".repeat(end - start),
+                        &rest[end..]
+                    )
+                }
+                None => rest,
+            };
+            format!("{head}⠿{masked}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + if screen.ends_with('\n') { "\n" } else { "" }
 }
 
 fn run_command(program: &str, args: &[&str]) -> Step {
@@ -442,6 +483,8 @@ fn keys_are_handled_while_a_tool_runs() {
     let screen = h.screen();
     assert!(screen.contains("› next task "), "{screen}");
     assert!(screen.contains("    running…"), "{screen}");
+    // The status line says what the run waits on, and for how long.
+    assert!(screen.contains("⠿ run_command Ns"), "{screen}");
     assert!(h.app.is_running());
     // Slash commands answer too; a task waits for the run.
     h.ctrl('u');

@@ -491,21 +491,70 @@ fn input_line(app: &App, frame: &mut Frame, area: Rect) {
     }
 }
 
-fn status_line(app: &App, frame: &mut Frame, area: Rect) {
-    let mut left = format!(
-        " {} · {} · {} · steps {}/{} · tools {}/{}",
-        sanitize_for_terminal(&app.model),
-        app.workspace,
-        app.mode,
-        app.steps,
-        app.budgets.max_steps,
-        app.tool_calls,
-        app.budgets.max_tool_calls
-    );
-    if !app.children.is_empty() {
-        left.push_str(" · ");
-        left.push_str(&super::app::children_summary(&app.children));
+/// `12.3k` for 12 345.
+fn thousands(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else {
+        format!("{:.1}k", n as f64 / 1000.0)
     }
+}
+
+fn status_line(app: &App, frame: &mut Frame, area: Rect) {
+    // Segments by importance: what fits is shown, in this order, the least important dropped
+    // first on a narrow screen.
+    let mut segments: Vec<(u8, String)> = Vec::new();
+    if let Some(run) = &app.running {
+        // A spinner that turns with time, what the run waits on, and for how long.
+        const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+        let (what, since) = &run.doing;
+        let elapsed = since.elapsed();
+        let frame_at = (elapsed.as_millis() / 100) as usize % FRAMES.len();
+        segments.push((
+            0,
+            format!("{} {what} {}s", FRAMES[frame_at], elapsed.as_secs()),
+        ));
+    }
+    segments.push((1, sanitize_for_terminal(&app.model)));
+    segments.push((5, app.workspace.clone()));
+    segments.push((6, app.mode.clone()));
+    segments.push((
+        2,
+        format!(
+            "steps {}/{} · tools {}/{}",
+            app.steps, app.budgets.max_steps, app.tool_calls, app.budgets.max_tool_calls
+        ),
+    ));
+    if app.tokens != (0, 0) {
+        segments.push((
+            4,
+            format!(
+                "tokens {} in {} out",
+                thousands(app.tokens.0),
+                thousands(app.tokens.1)
+            ),
+        ));
+    }
+    if !app.children.is_empty() {
+        segments.push((3, super::app::children_summary(&app.children)));
+    }
+    let width = usize::from(area.width);
+    let join = |segments: &[(u8, String)]| -> String {
+        let texts: Vec<&str> = segments.iter().map(|(_, t)| t.as_str()).collect();
+        format!(" {}", texts.join(" · "))
+    };
+    while segments.len() > 1 && join(&segments).width() + 1 > width {
+        let Some(least) = segments
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, (rank, _))| *rank)
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        segments.remove(least);
+    }
+    let left = join(&segments);
     let id: String = app.session_id.chars().take(SESSION_PREFIX).collect();
     let width = usize::from(area.width);
     let right = [format!("session {id}"), id]
