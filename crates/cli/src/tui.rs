@@ -59,7 +59,13 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
     read_keys(events);
     let looped = event_loop(&mut app, &mut terminal, &inbox);
     app.wind_down(&inbox, Instant::now() + WIND_DOWN);
+    let width = terminal.size().map_or(80, |size| usize::from(size.width));
     drop(restore);
+    // The alternate screen is gone with the conversation: print it into the terminal's own
+    // scrollback, where it stays.
+    for line in view::transcript_text(&app, width) {
+        crate::term::outln!("{}", line.trim_end());
+    }
     looped?;
     if let Some(line) = app.farewell() {
         errln!("{line}");

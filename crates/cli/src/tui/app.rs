@@ -159,6 +159,8 @@ pub(crate) struct App {
     pub(super) confirm: Option<Confirm>,
     /// Lines scrolled up from the bottom.
     pub(super) scroll: usize,
+    /// The most lines the conversation can scroll, as last drawn.
+    pub(super) max_scroll: std::cell::Cell<usize>,
     last_run: Option<String>,
     /// Whether the session is stored (after its first run).
     stored: bool,
@@ -223,6 +225,7 @@ impl App {
             approvals: VecDeque::new(),
             confirm: None,
             scroll: 0,
+            max_scroll: std::cell::Cell::new(0),
             last_run: open.stored.run_ids.last().cloned(),
             stored: !open.stored.run_ids.is_empty(),
             exit: false,
@@ -396,8 +399,12 @@ impl App {
             return;
         }
         match key.code {
-            KeyCode::PageUp => self.scroll += SCROLL_STEP,
+            KeyCode::PageUp => {
+                self.scroll = (self.scroll + SCROLL_STEP).min(self.max_scroll.get());
+            }
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(SCROLL_STEP),
+            KeyCode::End if self.input.is_empty() => self.scroll = 0,
+            KeyCode::Home if self.input.is_empty() => self.scroll = self.max_scroll.get(),
             KeyCode::Char('d') if ctrl && self.input.is_empty() && self.running.is_none() => {
                 self.exit = true;
             }

@@ -106,7 +106,7 @@ pub(crate) fn help() -> String {
         "Anything else is a task for the model; typed while a run goes, it is queued.\n\
          Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); Tab \
          completes @path from the workspace; Up/Down move between lines, then through this \
-         workspace's history; PageUp/PageDown scroll.\n\
+         workspace's history; PageUp/PageDown scroll, End returns; Ctrl-O shows all of each result.\n\
          Approvals: o allow once, s allow for this session, w always here, d or Esc deny.\n\
          Ctrl-C cancels a run (again: leave now); at the prompt it clears the line, and twice \
          leaves. Ctrl-D on an empty prompt leaves.",

@@ -959,3 +959,34 @@ fn a_patch_shows_its_diff_and_ctrl_o_expands_long_output() {
     let screen = h.screen();
     assert!(screen.contains("      30"), "{screen}");
 }
+
+#[test]
+fn scrolling_is_bounded_says_what_is_below_and_the_transcript_stays_after_leaving() {
+    let long: String = (1..=80).map(|n| format!("line {n}\n\n")).collect();
+    let mut h = harness(vec![Step::text(&long)]);
+    h.submit("Talk a lot.");
+    h.pump_until_idle();
+    h.screen();
+    for _ in 0..50 {
+        h.press(KeyCode::PageUp);
+    }
+    let most = h.app.max_scroll.get();
+    assert_eq!(h.app.scroll, most, "PageUp stops at the top");
+    let screen = h.screen();
+    assert!(
+        screen.contains("more lines below · End returns"),
+        "{screen}"
+    );
+    assert!(screen.contains("Talk a lot."), "{screen}");
+    h.press(KeyCode::PageDown);
+    assert!(h.app.scroll < most);
+    h.press(KeyCode::End);
+    assert_eq!(h.app.scroll, 0);
+    assert!(!h.screen().contains("more lines below"));
+    // What is printed on leaving holds the whole conversation.
+    let transcript = super::view::transcript_text(&h.app, 80).join("\n");
+    assert!(
+        transcript.contains("› Talk a lot.") && transcript.contains("line 80"),
+        "{transcript}"
+    );
+}

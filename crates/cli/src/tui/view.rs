@@ -306,8 +306,8 @@ fn modal(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>) {
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-fn conversation(app: &App, frame: &mut Frame, area: Rect) {
-    let width = usize::from(area.width.max(10));
+/// The whole conversation as lines `width` columns wide.
+pub(super) fn conversation_lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let guard = app.url_guard();
     let mut lines: Vec<Line> = Vec::new();
     for (i, entry) in app.entries.iter().enumerate() {
@@ -316,10 +316,36 @@ fn conversation(app: &App, frame: &mut Frame, area: Rect) {
         }
         entry_lines(entry, width, guard.as_deref(), app.expanded, &mut lines);
     }
+    lines
+}
+
+/// The conversation as plain text, for the terminal's own scrollback after leaving.
+pub(crate) fn transcript_text(app: &App, width: usize) -> Vec<String> {
+    conversation_lines(app, width.max(10))
+        .iter()
+        .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect()
+}
+
+fn conversation(app: &App, frame: &mut Frame, area: Rect) {
+    let width = usize::from(area.width.max(10));
+    let mut lines = conversation_lines(app, width);
     let height = usize::from(area.height);
-    let end = lines.len() - app.scroll.min(lines.len().saturating_sub(height));
+    let most = lines.len().saturating_sub(height);
+    app.max_scroll.set(most);
+    let scroll = app.scroll.min(most);
+    let end = lines.len() - scroll;
     let start = end.saturating_sub(height);
-    let shown: Vec<Line> = lines.drain(start..end).collect();
+    let mut shown: Vec<Line> = lines.drain(start..end).collect();
+    if scroll > 0
+        && let Some(last) = shown.last_mut()
+    {
+        // Scrolled up: say how much is below and how to get back.
+        *last = Line::styled(
+            format!("── ↓ {scroll} more lines below · End returns ──"),
+            Style::new().fg(Color::DarkGray),
+        );
+    }
     frame.render_widget(Paragraph::new(shown), area);
 }
 
