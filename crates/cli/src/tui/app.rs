@@ -172,6 +172,8 @@ pub(crate) struct App {
     pub(super) queued: VecDeque<String>,
     /// Whether tool results show all their lines (Ctrl-O), not the first few.
     pub(super) expanded: bool,
+    /// Whether the running turn is a `/compact`.
+    compacting: bool,
     /// Tokens in and out over this session's runs in this window, as the provider counted.
     pub(super) tokens: (u64, u64),
 }
@@ -233,6 +235,7 @@ impl App {
             leave_armed: None,
             queued: VecDeque::new(),
             expanded: false,
+            compacting: false,
             tokens: (0, 0),
             engine,
             env,
@@ -515,12 +518,20 @@ impl App {
             return;
         }
         history::append(&self.env, &line);
+        self.entries.push(Entry::User(line.clone()));
+        self.start_turn(line, "");
+    }
+
+    /// Starts a turn with `task`; `note`, when given, is shown instead of the task.
+    fn start_turn(&mut self, task: String, note: &str) {
         let Some(mut open) = self.session.take() else {
             return;
         };
+        if !note.is_empty() {
+            self.entries.push(Entry::Notice(note.to_owned()));
+        }
         self.model.clone_into(&mut open.stored.model);
-        self.entries.push(Entry::User(line.clone()));
-        let cancel = self.engine.start(self.env.clone(), open, line);
+        let cancel = self.engine.start(self.env.clone(), open, task);
         self.steps = 0;
         self.children.clear();
         self.tool_calls = 0;
@@ -551,11 +562,21 @@ impl App {
                 action,
                 capabilities,
             } => slash::policy_check(&env, &action, &capabilities),
-            Slash::Model(None) => Ok(slash::models(&env, &self.model)),
-            Slash::Model(Some(name)) => crate::run::open_model(&env, &name).map(|_| {
-                self.model = name.clone();
-                format!("model: {name} from the next turn")
+            // The config is read again, so a model added since the start is there.
+            Slash::Model(None) => self
+                .reload_env()
+                .map(|env| slash::models(&env, &self.model)),
+            Slash::Model(Some(name)) => self.reload_env().and_then(|env| {
+                crate::run::open_model(&env, &name).map(|_| {
+                    self.model = name.clone();
+                    format!("model: {name} from the next turn")
+                })
             }),
+            Slash::Clear => self.clear(),
+            Slash::Resume(which) => self.resume(which.as_deref()),
+            Slash::Diff => Ok(self.diff()),
+            Slash::Init => self.init(),
+            Slash::Compact => self.compact(),
             Slash::Skills => Ok(slash::skills(&env)),
             Slash::Sessions => slash::sessions(&env, &self.session_id),
             Slash::Inspect => {
@@ -581,6 +602,150 @@ impl App {
             Ok(text) => self.entries.push(Entry::Notice(text)),
             Err(e) => self.entries.push(Entry::Error(format!("{e:#}"))),
         }
+    }
+
+    /// Reads the configuration again (for `/model`): a config that no longer parses is
+    /// reported and the one in use kept.
+    fn reload_env(&mut self) -> Result<Arc<Env>> {
+        let env = crate::env::load_in(self.env.workspace.root(), &self.env.config.home)
+            .map_err(|e| e.context("reading the configuration again"))?;
+        self.env = Arc::new(env);
+        Ok(self.env.clone())
+    }
+
+    /// Refuses what needs the session while a run holds it.
+    fn idle(&self, what: &str) -> Result<()> {
+        if self.running.is_some() {
+            anyhow::bail!("{what} waits for the run to end (Ctrl-C cancels it)");
+        }
+        Ok(())
+    }
+
+    /// `/clear`: a new session in this window; the old one stays stored.
+    fn clear(&mut self) -> Result<String> {
+        self.idle("/clear")?;
+        let open = crate::run::open_session(&self.env, None, Some(&self.model))?;
+        let before = std::mem::replace(&mut self.session_id, open.stored.id.clone());
+        let kept = self.stored;
+        self.session = Some(open);
+        self.entries.clear();
+        self.stored = false;
+        self.last_run = None;
+        self.steps = 0;
+        self.tool_calls = 0;
+        self.tokens = (0, 0);
+        self.labels = (bosun_core::Classification::Public, None);
+        self.scroll = 0;
+        Ok(if kept {
+            format!("new session; the previous one is stored: /resume or `bosun --resume {before}`")
+        } else {
+            "new session".to_owned()
+        })
+    }
+
+    /// `/resume`: this workspace's sessions numbered; `/resume N` or `/resume ID` continues one.
+    fn resume(&mut self, which: Option<&str>) -> Result<String> {
+        let store = bosun_agent::session_store::SessionStore::in_home(&self.env.config.home);
+        let (mut sessions, _) = store.list()?;
+        sessions.retain(|s| s.workspace == self.env.workspace.root() && s.id != self.session_id);
+        let Some(which) = which else {
+            if sessions.is_empty() {
+                return Ok("no other session in this workspace".to_owned());
+            }
+            let mut lines: Vec<String> = sessions
+                .iter()
+                .take(20)
+                .enumerate()
+                .map(|(i, s)| {
+                    format!(
+                        "{:>2}. {}  {}  {}",
+                        i + 1,
+                        s.updated_at.format("%Y-%m-%d %H:%M"),
+                        &s.id[..s.id.len().min(13)],
+                        sanitize_for_terminal(&s.title)
+                    )
+                })
+                .collect();
+            lines.push("/resume N continues one".to_owned());
+            return Ok(lines.join("\n"));
+        };
+        self.idle("/resume")?;
+        let id = match which.parse::<usize>() {
+            Ok(n) if (1..=sessions.len()).contains(&n) => sessions[n - 1].id.clone(),
+            Ok(n) => anyhow::bail!("no session {n}: /resume lists them"),
+            Err(_) => which.to_owned(),
+        };
+        let open = crate::run::open_session(&self.env, Some(&id), None)?;
+        self.session_id.clone_from(&open.stored.id);
+        self.model.clone_from(&open.stored.model);
+        self.entries = earlier_entries(&open.stored.messages);
+        self.stored = !open.stored.run_ids.is_empty();
+        self.last_run = open.stored.run_ids.last().cloned();
+        self.tokens = (0, 0);
+        self.labels = (bosun_core::Classification::Public, None);
+        self.scroll = 0;
+        let text = format!(
+            "resumed session {} ({} messages)",
+            open.stored.id,
+            open.stored.messages.len()
+        );
+        self.session = Some(open);
+        Ok(text)
+    }
+
+    /// `/diff`: what this session's tools changed — each patch's diff, each file created.
+    fn diff(&self) -> String {
+        let mut lines = Vec::new();
+        for entry in &self.entries {
+            let Entry::Tool(tool) = entry else { continue };
+            let ToolState::Done(summary) = &tool.state else {
+                continue;
+            };
+            match tool.tool.as_str() {
+                "apply_patch" => {
+                    lines.push(summary.clone());
+                    lines.extend(tool.detail.iter().map(|d| format!("  {}", d.text)));
+                }
+                "create_file" => lines.push(summary.clone()),
+                _ => {}
+            }
+        }
+        if lines.is_empty() {
+            "no changes by this session's tools (commands it ran are not tracked: run `git status`)"
+                .to_owned()
+        } else {
+            lines.join("\n")
+        }
+    }
+
+    /// `/init`: asks the model, as an ordinary turn, to write `AGENTS.md` (creating the file
+    /// asks for approval like any write).
+    fn init(&mut self) -> Result<String> {
+        self.idle("/init")?;
+        if self.env.workspace.root().join("AGENTS.md").exists() {
+            anyhow::bail!("AGENTS.md exists already: ask the model to update it if you want");
+        }
+        self.start_turn(INIT_TASK.to_owned(), "/init: writing AGENTS.md");
+        Ok(String::new())
+    }
+
+    /// `/compact`: a turn in which the model summarises the conversation; when it ends, the
+    /// session keeps only the summary.
+    fn compact(&mut self) -> Result<String> {
+        self.idle("/compact")?;
+        if self
+            .session
+            .as_ref()
+            .is_none_or(|open| open.stored.messages.is_empty())
+        {
+            anyhow::bail!("nothing to compact yet");
+        }
+        self.compacting = true;
+        self.start_turn(
+            COMPACT_TASK.to_owned(),
+            "/compact: summarising the conversation",
+        );
+        Ok(String::new())
     }
 
     fn project_plugin(&self, name: &str) -> Result<()> {
@@ -755,6 +920,10 @@ impl App {
         } = end;
         self.session_id.clone_from(&open.stored.id);
         let model = open.stored.model.clone();
+        let mut open = open;
+        if std::mem::take(&mut self.compacting) {
+            self.compacted(&mut open, &result);
+        }
         self.session = Some(open);
         self.running = None;
         self.deny_all();
@@ -919,6 +1088,55 @@ mod history {
                 .map(|l| l + "\n")
                 .collect();
             let _ = bosun_host::write_atomic(&path, text.as_bytes());
+        }
+    }
+}
+
+/// What `/init` asks of the model.
+const INIT_TASK: &str = "Write an AGENTS.md file at the root of this repository for coding agents \
+that will work here. Look around first (list_files, read_file on the build files and the main \
+entry points), then create AGENTS.md with: what the project is in two sentences; how to build, \
+run the tests and the linters (exact commands); the layout (the main directories and what lives \
+in each); conventions a contributor must follow. Keep it under 80 lines and factual: only what \
+you found in the repository.";
+
+/// What `/compact` asks of the model.
+const COMPACT_TASK: &str = "Summarise our conversation so far for your own later use: the task, \
+what was decided, what was done (files changed, commands run and their outcome), what is still \
+open, and any facts about the workspace you will need. Use no tools. Answer with the summary \
+only.";
+
+impl App {
+    /// After a `/compact` turn: the conversation becomes the summary alone, stored.
+    fn compacted(&mut self, open: &mut OpenSession, result: &Result<crate::run::TurnDone, String>) {
+        let Ok(done) = result else { return };
+        if done.report.end != RunEnd::Completed || done.report.text.trim().is_empty() {
+            self.entries.push(Entry::Warning(
+                "the summary did not come back: the conversation is kept as it was".to_owned(),
+            ));
+            return;
+        }
+        let before = open.stored.messages.len();
+        open.stored.messages = vec![
+            Message::User {
+                text: format!(
+                    "Summary of our conversation so far (earlier messages were compacted):\n\n{}",
+                    done.report.text.trim()
+                ),
+            },
+            Message::Assistant {
+                parts: vec![AssistantPart::Text {
+                    text: "Understood; I will continue from this summary.".to_owned(),
+                }],
+            },
+        ];
+        match open.store.save(&mut open.stored) {
+            Ok(_) => self.entries.push(Entry::Notice(format!(
+                "compacted {before} messages into the summary above; the session continues from it"
+            ))),
+            Err(e) => self.entries.push(Entry::Warning(format!(
+                "the compacted session could not be stored: {e}"
+            ))),
         }
     }
 }

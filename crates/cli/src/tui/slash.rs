@@ -31,6 +31,11 @@ pub(crate) enum Slash {
     Sessions,
     Inspect,
     Quit,
+    Clear,
+    Resume(Option<String>),
+    Diff,
+    Init,
+    Compact,
 }
 
 /// Every command with what it does, as `/help` lists them.
@@ -56,6 +61,26 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/skills", "the skills a run offers ($NAME selects one)"),
     ("/sessions", "stored sessions, most recent first"),
+    (
+        "/resume [N|ID]",
+        "pick a session of this workspace and continue it",
+    ),
+    (
+        "/clear",
+        "start a new session (the current one stays stored)",
+    ),
+    (
+        "/compact",
+        "have the model summarise the conversation, and keep only that",
+    ),
+    (
+        "/diff",
+        "the changes this session's tools made to the workspace",
+    ),
+    (
+        "/init",
+        "have the model write AGENTS.md for this repository (asks first)",
+    ),
     ("/inspect", "the trace of this session's last run"),
     ("/quit", "leave; the session is saved"),
 ];
@@ -85,9 +110,18 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/sessions", []) => Ok(Slash::Sessions),
         ("/inspect", []) => Ok(Slash::Inspect),
         ("/quit" | "/exit", []) => Ok(Slash::Quit),
-        ("/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit", _) => {
-            usage(command)
-        }
+        ("/clear" | "/new", []) => Ok(Slash::Clear),
+        ("/resume", []) => Ok(Slash::Resume(None)),
+        ("/resume", [which]) => Ok(Slash::Resume(Some((*which).to_owned()))),
+        ("/resume", _) => usage("/resume [N|ID]"),
+        ("/diff", []) => Ok(Slash::Diff),
+        ("/init", []) => Ok(Slash::Init),
+        ("/compact", []) => Ok(Slash::Compact),
+        (
+            "/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit" | "/clear"
+            | "/new" | "/diff" | "/init" | "/compact",
+            _,
+        ) => usage(command),
         _ => Err(format!(
             "unknown command {}: /help lists the commands",
             sanitize_for_terminal(command)

@@ -990,3 +990,80 @@ fn scrolling_is_bounded_says_what_is_below_and_the_transcript_stays_after_leavin
         "{transcript}"
     );
 }
+
+fn notice(h: &Harness) -> String {
+    match h.last_entry() {
+        Entry::Notice(text) => text,
+        other => panic!("not a notice: {other:?}"),
+    }
+}
+
+#[test]
+fn diff_compact_clear_and_resume_work_on_this_workspaces_sessions() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            Step::text("Changed it."),
+            Step::text("We changed answer() from 42 to 43."),
+            Step::text("Fresh start."),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.apply_patch\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"allow\"\n",
+        |_| {},
+    );
+    h.submit("Make it 43.");
+    h.pump_until_idle();
+    // /diff: the patch this session made.
+    h.submit("/diff");
+    let diff = notice(&h);
+    assert!(diff.contains("patched src/lib.rs (+1 −1)"), "{diff}");
+    assert!(diff.contains("+pub fn answer() -> u32 { 43 }"), "{diff}");
+    // /compact: the model's summary replaces the conversation, stored.
+    let first = h.app.session_id.clone();
+    h.submit("/compact");
+    h.pump_until_idle();
+    assert!(
+        notice(&h).starts_with("compacted 6 messages"),
+        "{:?}",
+        h.last_entry()
+    );
+    let stored = SessionStore::in_home(&h.home()).load(&first).unwrap();
+    assert_eq!(stored.messages.len(), 2, "{:?}", stored.messages);
+    assert!(format!("{:?}", stored.messages[0]).contains("from 42 to 43"));
+    // /clear: a new session; /resume lists the old one and continues it.
+    h.submit("/clear");
+    assert_ne!(h.app.session_id, first);
+    assert!(notice(&h).contains("previous one is stored"));
+    h.submit("Hello again.");
+    h.pump_until_idle();
+    h.submit("/resume");
+    let listed = notice(&h);
+    assert!(
+        listed.contains(" 1. ") && listed.contains(&first[..13]),
+        "{listed}"
+    );
+    h.submit("/resume 1");
+    assert_eq!(h.app.session_id, first);
+    assert!(notice(&h).starts_with("resumed session"));
+    assert_eq!(h.server.steps_played(), 4);
+}
+
+#[test]
+fn model_reads_the_config_again_and_init_refuses_an_existing_agents_md() {
+    let mut h = harness(vec![]);
+    h.submit("/model later");
+    assert!(matches!(h.last_entry(), Entry::Error(e) if e.contains("later")));
+    // Added to the config after the start: found without a restart.
+    let config = h.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[models.later]\nprovider = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n");
+    std::fs::write(&config, text).unwrap();
+    h.submit("/model later");
+    assert_eq!(notice(&h), "model: later from the next turn");
+    std::fs::write(h.dir.path().join("ws/AGENTS.md"), "# here\n").unwrap();
+    h.submit("/init");
+    assert!(matches!(h.last_entry(), Entry::Error(e) if e.contains("AGENTS.md exists")));
+    assert!(!h.app.is_running());
+}
