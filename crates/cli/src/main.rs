@@ -285,6 +285,32 @@ enum PluginsCommand {
         /// Where to create it (default: ./NAME).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// A Forge plugin (plugin.json and index.mjs) instead of a Rust crate.
+        #[arg(long, conflicts_with = "triggerfish")]
+        forge: bool,
+        /// A Triggerfish plugin (mod.ts) instead of a Rust crate.
+        #[arg(long)]
+        triggerfish: bool,
+        /// Use the Rust SDK at this path instead of a copy inside the crate.
+        #[arg(long, conflicts_with_all = ["forge", "triggerfish"])]
+        sdk_path: Option<std::path::PathBuf>,
+    },
+    /// Install a plugin from a directory (a Rust crate built for wasm32-wasip2, a directory
+    /// with plugin.wasm, plugin.json or mod.ts) or a .wasm file: copy it into $BOSUN_HOME/plugins,
+    /// enable it and trust it as it is.
+    Install {
+        /// The plugin's directory or .wasm file.
+        path: std::path::PathBuf,
+        /// Its local name (default: the directory's, or the crate's, name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Use the directory where it is instead of a copy: every change is read again and
+        /// asks for trust again (for a plugin you are writing).
+        #[arg(long)]
+        link: bool,
+        /// Trust it without asking.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -416,7 +442,30 @@ fn main() -> ExitCode {
             PluginsCommand::Disable { name } => plugins::disable(&name),
             PluginsCommand::Scan { path, json } => plugins::scan(&path, json),
             PluginsCommand::Run { name, args } => plugin_commands::run(&name, &args),
-            PluginsCommand::New { name, dir } => plugins::new(&name, dir.as_deref()),
+            PluginsCommand::New {
+                name,
+                dir,
+                forge,
+                triggerfish,
+                sdk_path,
+            } => plugins::new(
+                &name,
+                dir.as_deref(),
+                if forge {
+                    plugins::NewKind::Forge
+                } else if triggerfish {
+                    plugins::NewKind::Triggerfish
+                } else {
+                    plugins::NewKind::Rust
+                },
+                sdk_path.as_deref(),
+            ),
+            PluginsCommand::Install {
+                path,
+                name,
+                link,
+                yes,
+            } => plugins::install(&path, name.as_deref(), link, yes),
         },
     };
     finish(result)

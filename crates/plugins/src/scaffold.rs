@@ -74,3 +74,90 @@ fn write_new(path: &Path, text: &str) -> Result<(), PluginError> {
     let mut file = options.open(path).map_err(error)?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(error)
 }
+
+/// The Rust SDK's own files, written into a new plugin crate at `vendor/bosun-sdk/` so that the
+/// crate builds anywhere without this repository (the SDK is not on crates.io yet). The crate's
+/// `Cargo.toml` points `bosun-sdk` there with a relative `[patch.crates-io]`.
+pub const VENDORED_SDK: &[(&str, &str)] = &[
+    (
+        "vendor/bosun-sdk/README.md",
+        include_str!("../../sdk/README.md"),
+    ),
+    (
+        "vendor/bosun-sdk/wit/v1/plugin.wit",
+        include_str!("../../sdk/wit/v1/plugin.wit"),
+    ),
+    (
+        "vendor/bosun-sdk/src/lib.rs",
+        include_str!("../../sdk/src/lib.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/bindings.rs",
+        include_str!("../../sdk/src/bindings.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/tools.rs",
+        include_str!("../../sdk/src/tools.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/host.rs",
+        include_str!("../../sdk/src/host.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/build.rs",
+        include_str!("../../sdk/src/build.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/testing.rs",
+        include_str!("../../sdk/src/testing.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/spec.rs",
+        include_str!("../../sdk/src/spec.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/error.rs",
+        include_str!("../../sdk/src/error.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/http.rs",
+        include_str!("../../sdk/src/http.rs"),
+    ),
+    (
+        "vendor/bosun-sdk/src/http/url.rs",
+        include_str!("../../sdk/src/http/url.rs"),
+    ),
+];
+
+/// The SDK's `Cargo.toml` as a vendored copy needs it: outside this repository's guest
+/// workspace and its shared lints.
+pub fn vendored_sdk_manifest() -> String {
+    let original = include_str!("../../sdk/Cargo.toml");
+    let mut out = String::new();
+    let mut skipping_lints = false;
+    for line in original.lines() {
+        if line.starts_with("workspace = ") || line.starts_with("include = ") {
+            continue;
+        }
+        if line == "[lints]" {
+            skipping_lints = true;
+            continue;
+        }
+        if skipping_lints {
+            if line.starts_with('[') {
+                skipping_lints = false;
+            } else {
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The `[patch.crates-io]` lines that point a new crate's `bosun-sdk` at `sdk` (a path
+/// relative to the crate, or absolute).
+pub fn sdk_patch(sdk: &str) -> String {
+    format!("\n[patch.crates-io]\nbosun-sdk = {{ path = {sdk:?} }}\n")
+}

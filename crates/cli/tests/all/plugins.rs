@@ -277,6 +277,21 @@ fn plugins_new_scaffolds_a_crate() {
         manifest.contains("name = \"my-plugin\"") && manifest.contains("[patch.crates-io]"),
         "{manifest}"
     );
+    // The SDK goes with the crate, named by a relative path: nothing points into this checkout.
+    assert!(
+        manifest.contains("bosun-sdk = { path = \"vendor/bosun-sdk\" }"),
+        "{manifest}"
+    );
+    assert!(!manifest.contains(env!("CARGO_MANIFEST_DIR")), "{manifest}");
+    for file in [
+        "vendor/bosun-sdk/Cargo.toml",
+        "vendor/bosun-sdk/src/lib.rs",
+        "vendor/bosun-sdk/wit/v1/plugin.wit",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let sdk = std::fs::read_to_string(dir.join("vendor/bosun-sdk/Cargo.toml")).unwrap();
+    assert!(!sdk.contains("workspace"), "{sdk}");
     // Never over an existing directory.
     assert_ne!(
         code(&env.bosun(&[
@@ -524,4 +539,119 @@ fn a_call_to_a_tool_whose_plugin_changed_says_so() {
             .contains("there is no tool named"),
         "{out}"
     );
+}
+
+#[test]
+fn plugins_new_forge_and_triggerfish_then_install_them_and_call_their_tool() {
+    let env = Env::new();
+    for (flag, name) in [("--forge", "hello-forge"), ("--triggerfish", "hello-tf")] {
+        let dir = env.dir.path().join(name);
+        let out = env.bosun(&["plugins", "new", name, flag, "--dir", dir.to_str().unwrap()]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(env.home().join("plugins").join(name).is_dir());
+    }
+    let listed = list(&env);
+    let tools: Vec<String> = {
+        let out = env.bosun(&["tools", "list", "--json"]);
+        json(&out)
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .filter(|n| n.contains("greet"))
+            .collect()
+    };
+    assert_eq!(tools.len(), 2, "{tools:?} {listed:?}");
+    for tool in &tools {
+        let (rc, out) = call(&env, tool, r#"{"name": "Ada"}"#);
+        assert_eq!(rc, 0, "{tool}: {out}");
+        assert!(out.to_string().contains("Hello, Ada!"), "{out}");
+    }
+}
+
+#[test]
+fn install_copies_a_component_links_a_directory_and_leaves_nothing_when_it_fails() {
+    let env = Env::new();
+    // A .wasm file: installed as plugin.wasm under its name.
+    let wasm = env.dir.path().join("hello.wasm");
+    std::fs::copy(bosun_test_programs::HELLO, &wasm).unwrap();
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        wasm.to_str().unwrap(),
+        "--name",
+        "hi",
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(env.home().join("plugins/hi/plugin.wasm").is_file());
+    let (rc, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(rc, 0, "{out}");
+    // Installed already: refused, nothing changed.
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        wasm.to_str().unwrap(),
+        "--name",
+        "hi",
+        "--yes",
+    ]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("installed already"),
+        "{}",
+        stderr(&out)
+    );
+    // Nobody confirms the trust: neither the copy nor the config entry stays.
+    let config_before = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        wasm.to_str().unwrap(),
+        "--name",
+        "other",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(!env.home().join("plugins/other").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("config.toml")).unwrap(),
+        config_before
+    );
+    // A crate not built yet says how to build it.
+    let krate = env.dir.path().join("unbuilt");
+    std::fs::create_dir_all(&krate).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"unbuilt\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let out = env.bosun(&["plugins", "install", krate.to_str().unwrap(), "--yes"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("cargo build --target wasm32-wasip2 --release"),
+        "{}",
+        stderr(&out)
+    );
+    // --link: used where it is; an edit makes it changed, asking for trust again.
+    let dev = env.dir.path().join("dev-plugin");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::copy(bosun_test_programs::HELLO, dev.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        dev.to_str().unwrap(),
+        "--link",
+        "--name",
+        "dev",
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!env.home().join("plugins/dev").exists());
+    assert_eq!(state_of(&env, "dev"), "enabled");
+    let mut bytes = std::fs::read(dev.join("plugin.wasm")).unwrap();
+    bytes.extend_from_slice(&[0x00, 0x05, 0x04, b'n', b'o', b't', b'e']);
+    std::fs::write(dev.join("plugin.wasm"), bytes).unwrap();
+    assert_eq!(state_of(&env, "dev"), "changed");
 }

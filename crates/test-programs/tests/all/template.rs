@@ -1,6 +1,7 @@
 //! The files `bosun plugins new NAME` writes (crates/sdk/template) make a crate that builds for
 //! wasm32-wasip2 and passes its own tests. The template names the SDK as crates.io's
-//! `bosun-sdk = "0.1"`; here a `[patch.crates-io]` points it at this checkout.
+//! `bosun-sdk = "0.1"`; a `[patch.crates-io]` points it at the copy of the SDK written into the
+//! crate, as `bosun plugins new` does, so the crate builds away from this repository.
 
 use std::path::Path;
 
@@ -49,14 +50,21 @@ fn template_builds_a_component_and_passes_its_own_tests() {
     ] {
         assert!(dir.join(file).is_file(), "the template has no {file}");
     }
-    let sdk = root().join("crates/sdk").canonicalize().unwrap();
+    // The SDK as `bosun plugins new` writes it into the crate: its own copy, named relatively.
+    for (path, text) in bosun_plugins::scaffold::VENDORED_SDK {
+        let target = dir.join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, text).unwrap();
+    }
+    std::fs::write(
+        dir.join("vendor/bosun-sdk/Cargo.toml"),
+        bosun_plugins::scaffold::vendored_sdk_manifest(),
+    )
+    .unwrap();
     let manifest = dir.join("Cargo.toml");
     let mut text = std::fs::read_to_string(&manifest).unwrap();
     assert!(!text.contains("{{"), "a placeholder is left:\n{text}");
-    text.push_str(&format!(
-        "\n[patch.crates-io]\nbosun-sdk = {{ path = {:?} }}\n",
-        sdk.display().to_string()
-    ));
+    text.push_str(&bosun_plugins::scaffold::sdk_patch("vendor/bosun-sdk"));
     std::fs::write(&manifest, text).unwrap();
     // The guest workspace's lock pins the same dependency versions the SDK is built with.
     std::fs::copy(root().join("guests/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
