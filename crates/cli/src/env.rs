@@ -46,8 +46,38 @@ impl Env {
         Ok(host)
     }
 
+    /// When an enabled JavaScript plugin will need Bosun's JavaScript engine and the engine is
+    /// not compiled for this machine yet: what to tell the person before the seconds it takes.
+    pub fn js_engine_notice(&self) -> Option<String> {
+        let (_, catalog) = self.catalog().ok()?;
+        let js = catalog.enabled().any(|e| {
+            matches!(
+                e.format,
+                bosun_plugins::PluginFormat::Forge | bosun_plugins::PluginFormat::Triggerfish
+            )
+        });
+        (js && !bosun_host::js_engine_ready(&self.config.home)).then(|| {
+            "preparing Bosun's JavaScript engine for this machine (once; a few seconds)…".to_owned()
+        })
+    }
+
+    /// Compiles the JavaScript engine now if an enabled JavaScript plugin will need it, saying
+    /// so and how long it took (after enabling or trusting such a plugin).
+    pub fn prepare_js_engine(&self) -> Result<()> {
+        if let Some(notice) = self.js_engine_notice() {
+            crate::term::errln!("{notice}");
+            let started = std::time::Instant::now();
+            bosun_host::prepare_js_engine(&self.config.home)?;
+            crate::term::errln!("ready in {:.1} s", started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
     /// The host, with its warnings printed on stderr.
     pub fn host(&self) -> Result<Host> {
+        if let Some(notice) = self.js_engine_notice() {
+            crate::term::errln!("{notice}");
+        }
         let host = self.build_host()?;
         for warning in host.warnings() {
             crate::term::errln!("warning: {warning}");

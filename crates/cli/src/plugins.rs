@@ -357,6 +357,8 @@ pub fn trust(name: Option<&str>, yes: bool) -> Result<u8> {
     let names = review.names.join(", ");
     record_trust(&mut store, review)?;
     outln!("trusted {names}");
+    // A JavaScript plugin's first call would compile the engine: do it now, saying so.
+    load()?.prepare_js_engine()?;
     Ok(exit::OK)
 }
 

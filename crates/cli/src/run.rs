@@ -530,6 +530,9 @@ pub fn run(
         Some(_) => format!("run --resume {}", open.stored.id),
         None => "run".to_owned(),
     };
+    if let Some(notice) = env.js_engine_notice() {
+        errln!("{notice}");
+    }
     let turn = prepare_turn(
         &env,
         &open,

@@ -202,6 +202,35 @@ fn run_to_completion<T: Send>(
     })
 }
 
+/// Whether Bosun's JavaScript engine is compiled for this machine in `home`'s cache (its first
+/// load otherwise takes seconds).
+pub fn js_engine_ready(home: &std::path::Path) -> bool {
+    Sandbox::new(SandboxConfig {
+        cache_dir: Some(home.join("cache")),
+        ..Default::default()
+    })
+    .is_ok_and(|sandbox| sandbox.js_engine_cached(bosun_js::ENGINE_WASM))
+}
+
+/// Compiles Bosun's JavaScript engine for this machine into `home`'s cache, ahead of the first
+/// JavaScript plugin's call.
+///
+/// # Errors
+/// The engine could not be compiled or cached.
+pub fn prepare_js_engine(home: &std::path::Path) -> Result<(), HostError> {
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: Some(home.join("cache")),
+        ..Default::default()
+    })?;
+    run_to_completion(async {
+        sandbox
+            .load_js_engine(bosun_js::ENGINE_WASM)
+            .await
+            .map(|_| ())
+    })??;
+    Ok(())
+}
+
 impl Host {
     /// Starts a [`HostBuilder`] for the workspace of the current directory and `$BOSUN_HOME`.
     pub fn builder() -> HostBuilder {

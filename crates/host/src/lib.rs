@@ -52,7 +52,7 @@ pub use chokepoint::{
     CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, SessionLabels, ToolCall, ToolRegistry,
 };
 pub use config::{Config, ConfigError, LoadedConfig};
-pub use host::{Host, HostBuilder, HostError, Prompts};
+pub use host::{Host, HostBuilder, HostError, Prompts, js_engine_ready, prepare_js_engine};
 pub use session::Session;
 pub use tool::{Tool, ToolContext};
 pub use trace::{Trace, TraceError};

@@ -213,6 +213,15 @@ impl Sandbox {
         })
     }
 
+    /// Whether the engine `wasm` is compiled for this machine already (its artefact is in the
+    /// cache), so that loading it takes milliseconds, not seconds. Without a cache: false.
+    pub fn js_engine_cached(&self, wasm: &[u8]) -> bool {
+        self.inner
+            .cache
+            .as_ref()
+            .is_some_and(|cache| cache.artefact_path(&js_snapshot_key(wasm)).is_file())
+    }
+
     /// Loads Bosun's JavaScript engine component (`bosun:js/js-plugin@1.0.0`), pre-initialised:
     /// on first use its `component-init` runs once and the resulting snapshot is compiled and
     /// cached, keyed by the engine's SHA-256, so every instance starts with the JavaScript layer
@@ -225,9 +234,7 @@ impl Sandbox {
     pub async fn load_js_engine(&self, wasm: &[u8]) -> Result<Loaded, SandboxError> {
         let inner = &self.inner;
         let engine_hash = sha256(wasm);
-        let mut keyed = engine_hash.to_vec();
-        keyed.extend_from_slice(b"bosun-js-preinit-v1");
-        let snapshot_key = sha256(&keyed);
+        let snapshot_key = js_snapshot_key(wasm);
         let invalid = |reason: String| SandboxError::InvalidComponent {
             plugin: Some("the JavaScript engine".into()),
             reason,
@@ -358,4 +365,11 @@ impl Sandbox {
     pub fn cache_dir(&self) -> Option<&Path> {
         self.inner.config.cache_dir.as_deref()
     }
+}
+
+/// The cache key of the pre-initialised engine made from `wasm`.
+fn js_snapshot_key(wasm: &[u8]) -> [u8; 32] {
+    let mut keyed = sha256(wasm).to_vec();
+    keyed.extend_from_slice(b"bosun-js-preinit-v1");
+    sha256(&keyed)
 }

@@ -270,6 +270,7 @@ impl App {
             AppEvent::Key(key, at) => self.key(key, at),
             AppEvent::Redraw => {}
             AppEvent::Paste(text) => self.paste(&text),
+            AppEvent::Notice(text) => self.entries.push(Entry::Notice(text)),
             AppEvent::Trace(envelope) => self.trace(&envelope),
             AppEvent::Approval(pending) => {
                 if self.running.as_ref().is_none_or(|run| run.cancelling) {

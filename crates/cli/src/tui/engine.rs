@@ -73,6 +73,9 @@ async fn turn(
         broker: Arc::new(broker),
         observer: Some(forward),
     };
+    if let Some(notice) = env.js_engine_notice() {
+        let _ = events.send(AppEvent::Notice(notice));
+    }
     let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
     let turn = match prepared {
         Ok(turn) => turn,

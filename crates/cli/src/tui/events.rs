@@ -21,6 +21,8 @@ pub(crate) enum AppEvent {
     Trace(Box<Envelope>),
     /// Policy asks the person about a call.
     Approval(PendingApproval),
+    /// Something the person should know while the turn gets ready.
+    Notice(String),
     /// What building the turn warned about.
     Warnings(Vec<String>),
     /// The turn is over and the session stored.

@@ -655,3 +655,30 @@ fn install_copies_a_component_links_a_directory_and_leaves_nothing_when_it_fails
     std::fs::write(dev.join("plugin.wasm"), bytes).unwrap();
     assert_eq!(state_of(&env, "dev"), "changed");
 }
+
+#[test]
+fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
+    let env = Env::new();
+    let dir = env.dir.path().join("hello-js");
+    let out = env.bosun(&[
+        "plugins",
+        "new",
+        "hello-js",
+        "--forge",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("preparing Bosun's JavaScript engine"),
+        "{said}"
+    );
+    assert!(said.contains("ready in"), "{said}");
+    // Compiled once: the first call says nothing of it.
+    let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
+}
