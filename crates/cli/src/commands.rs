@@ -217,25 +217,47 @@ pub fn render_explanation(explanation: &Explanation) -> String {
     out
 }
 
-pub fn inspect(run: &str, json: bool) -> Result<u8> {
+pub fn inspect(run: &str, json: bool, kind: Option<&str>) -> Result<u8> {
     let home = bosun_home()?;
     if json {
         let path = trace::find_run(&home.join("runs"), run)?;
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
+        let text: String = match kind {
+            None => text,
+            Some(kind) => text
+                .lines()
+                .filter(|line| {
+                    serde_json::from_str::<Value>(line).is_ok_and(|v| {
+                        v["event"]["type"]
+                            .as_str()
+                            .is_some_and(|t| t.starts_with(kind))
+                    })
+                })
+                .map(|line| format!("{line}\n"))
+                .collect(),
+        };
         let mut out = std::io::stdout().lock();
         write!(out, "{}", crate::term::json_safe(&text))?;
     } else {
-        out!("{}", inspect_text(&home, run)?);
+        out!("{}", inspect_text_of(&home, run, kind)?);
     }
     Ok(exit::OK)
 }
 
 /// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
 pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
+    inspect_text_of(home, run, None)
+}
+
+/// As [`inspect_text`], with only the events whose type starts with `kind` when given.
+fn inspect_text_of(home: &Path, run: &str, kind: Option<&str>) -> Result<String> {
     let runs = home.join("runs");
     let path = trace::find_run(&runs, run)?;
-    let envelopes = trace::read_run(&path)?;
+    let mut envelopes = trace::read_run(&path)?;
+    if let Some(kind) = kind {
+        envelopes.retain(|e| e.event.kind().starts_with(kind));
+    }
     let mut text = trace::render(&envelopes);
     // Its subagents' runs, each a trace of its own.
     if let Some(first) = envelopes.first() {

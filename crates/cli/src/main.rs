@@ -77,6 +77,9 @@ enum Command {
         /// Print the trace's JSON lines instead.
         #[arg(long)]
         json: bool,
+        /// Only events whose type starts with this (`tool.`, `approval`, `taint.raised`).
+        #[arg(long)]
+        kind: Option<String>,
     },
     /// Check configuration files.
     #[command(subcommand)]
@@ -94,9 +97,13 @@ enum Command {
         /// Continue a stored session: an id, a unique prefix, or `last`.
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
-        /// Print JSON lines: the trace as it happens, then a `run.result` object.
+        /// Print JSON lines: the trace as it happens, each step's text as a `model.text` line,
+        /// then a `run.result` object.
         #[arg(long)]
         json: bool,
+        /// With --json: every piece of the model's text as it arrives (`model.text` lines).
+        #[arg(long, requires = "json")]
+        stream: bool,
         /// Approve what policy would ask about (never what it denies).
         #[arg(long)]
         yes: bool,
@@ -362,6 +369,17 @@ enum ConfigCommand {
     },
 }
 
+/// Whether the command line asks for JSON: its errors are then a JSON object on stdout too.
+fn json_requested() -> bool {
+    std::env::args_os().skip(1).any(|a| a == "--json")
+}
+
+/// `{"type": "error", "exit_code": …, "error": …}` on stdout, for a script reading `--json`.
+fn json_error(code: u8, message: &str) {
+    let error = serde_json::json!({"type": "error", "exit_code": code, "error": message});
+    term::write_stdout(&format!("{}\n", term::json_safe(&error.to_string())));
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -371,6 +389,16 @@ fn main() -> ExitCode {
             } else {
                 exit::OK
             };
+            if code != exit::OK && json_requested() {
+                let text = e.to_string();
+                json_error(
+                    code,
+                    text.lines()
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: "),
+                );
+            }
             let _ = e.print();
             return ExitCode::from(code);
         }
@@ -394,19 +422,21 @@ fn main() -> ExitCode {
             capabilities,
             json,
         }) => commands::policy_check(&action, &capabilities, json),
-        Command::Inspect { run, json } => commands::inspect(&run, json),
+        Command::Inspect { run, json, kind } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
         Command::Run {
             task,
             model,
             resume,
             json,
+            stream,
             yes,
         } => run::run(
             task.as_deref(),
             model.as_deref(),
             resume.as_deref(),
             json,
+            stream,
             yes,
         ),
         Command::Sessions(SessionsCommand::List { all, json }) => run::sessions_list(all, json),
@@ -487,6 +517,9 @@ fn finish(result: anyhow::Result<u8>) -> ExitCode {
         }
         Err(e) => {
             term::errln!("bosun: {e:#}");
+            if json_requested() {
+                json_error(exit::USAGE, &format!("{e:#}"));
+            }
             ExitCode::from(exit::USAGE)
         }
     }

@@ -179,19 +179,52 @@ impl Observer for Terminal {
 }
 
 /// `--json`: each trace envelope as one line on stdout, as it happens (the lines the trace
-/// file gets; streamed text is in the final answer).
-struct JsonLines;
+/// file gets), and each model step's text as one `model.text` envelope before the step's
+/// `model.completed` — or, with `--stream`, every piece of text as it arrives.
+#[derive(Default)]
+struct JsonLines {
+    stream: bool,
+    /// The current step's text so far, in the envelope of its first piece.
+    text: std::sync::Mutex<Option<Envelope>>,
+}
 
-impl Observer for JsonLines {
-    fn observe(&self, envelope: &Envelope) {
-        if envelope.event.is_live() {
-            return;
-        }
+impl JsonLines {
+    fn print(envelope: &Envelope) {
         if let Ok(line) = serde_json::to_string(envelope) {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", crate::term::json_safe(&line));
             let _ = out.flush();
         }
+    }
+}
+
+impl Observer for JsonLines {
+    fn observe(&self, envelope: &Envelope) {
+        match &envelope.event {
+            Event::ModelText { text, .. } => {
+                if self.stream {
+                    Self::print(envelope);
+                } else if let Ok(mut buffered) = self.text.lock() {
+                    match &mut *buffered {
+                        Some(Envelope {
+                            event: Event::ModelText { text: so_far, .. },
+                            ..
+                        }) => so_far.push_str(text),
+                        _ => *buffered = Some(envelope.clone()),
+                    }
+                }
+                return;
+            }
+            Event::ModelCompleted { .. } if !self.stream => {
+                let step_text = self.text.lock().ok().and_then(|mut t| t.take());
+                if let Some(step_text) = step_text {
+                    Self::print(&step_text);
+                }
+            }
+            event if event.is_live() => return,
+            _ => {}
+        }
+        Self::print(envelope);
     }
 }
 
@@ -513,6 +546,7 @@ pub fn run(
     model: Option<&str>,
     resume: Option<&str>,
     json: bool,
+    stream: bool,
     yes: bool,
 ) -> Result<u8> {
     let task = read_task(task)?;
@@ -522,7 +556,10 @@ pub fn run(
 
     let terminal = Arc::new(Terminal::default());
     let observer: Arc<dyn Observer> = if json {
-        Arc::new(JsonLines)
+        Arc::new(JsonLines {
+            stream,
+            ..JsonLines::default()
+        })
     } else {
         terminal.clone()
     };

@@ -318,7 +318,23 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-/// Finds a run's trace: `last` is the newest; otherwise an id or a unique prefix of one.
+/// Whether the trace at `path` is a subagent's (its first envelope names a parent run).
+fn started_by_another(path: &Path) -> bool {
+    use std::io::{BufRead as _, Read as _};
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    let mut reader = std::io::BufReader::new(file.take(64 * 1024));
+    if reader.read_line(&mut first).is_err() {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(&first)
+        .is_ok_and(|v| v.get("parent_run_id").is_some_and(|p| !p.is_null()))
+}
+
+/// Finds a run's trace: `last` is the newest run a person started (not a subagent's);
+/// otherwise an id or a unique prefix of one.
 pub fn find_run(runs_dir: &Path, which: &str) -> Result<PathBuf, TraceError> {
     let entries = fs::read_dir(runs_dir).map_err(|_| {
         TraceError::NotFound(format!("no runs recorded yet in {}", runs_dir.display()))
@@ -334,7 +350,12 @@ pub fn find_run(runs_dir: &Path, which: &str) -> Result<PathBuf, TraceError> {
         .collect();
     ids.sort();
     let chosen = if which == "last" {
-        ids.pop()
+        // The newest run that no other run started: a subagent's run starts after its
+        // parent's, but `last` means the run the person started.
+        ids.iter()
+            .rev()
+            .find(|id| !started_by_another(&runs_dir.join(format!("{id}.jsonl"))))
+            .cloned()
     } else {
         let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(which)).collect();
         match matches.as_slice() {

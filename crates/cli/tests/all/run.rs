@@ -341,3 +341,77 @@ fn sessions_belong_to_their_workspace_and_a_failed_first_call_keeps_none() {
     assert!(listed(&empty, false).is_empty());
     assert_eq!(listed(&here, true).len(), 2);
 }
+
+#[test]
+fn json_runs_show_each_steps_text_stream_on_request_and_errors_as_json() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step {
+            text: Some("Let me look.".into()),
+            ..Step::call("read_file", json!({"path": "src/lib.rs"}))
+        },
+        Step::text("It returns 42."),
+        Step::text("Streamed answer."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let out = env.bosun(&["run", "--json", "What?"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines = json_lines(&out.stdout);
+    let texts: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["event"]["type"] == "model.text")
+        .filter_map(|l| l["event"]["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["Let me look.", "It returns 42."]);
+    // Each step's text comes before that step's model.completed.
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["event"]["type"].as_str())
+        .collect();
+    let text_at = kinds.iter().position(|k| *k == "model.text").unwrap();
+    assert_eq!(kinds[text_at + 1], "model.completed", "{kinds:?}");
+    // --stream: the pieces as they came, joined they are the answer.
+    let out = env.bosun(&["run", "--json", "--stream", "Again?"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let pieces: String = json_lines(&out.stdout)
+        .iter()
+        .filter(|l| l["event"]["type"] == "model.text")
+        .filter_map(|l| l["event"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(pieces, "Streamed answer.");
+    // Usage and configuration errors are a JSON object on stdout too.
+    let out = env.bosun(&["run", "--json", "--no-such-flag", "x"]);
+    assert_eq!(code(&out), 2);
+    let error: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (error["type"].as_str(), error["exit_code"].as_u64()),
+        (Some("error"), Some(2))
+    );
+    let fresh = Env::new();
+    let out = fresh.bosun(&["run", "--json", "Anything."]);
+    assert_eq!(code(&out), 2);
+    let error: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("no model configured"),
+        "{error}"
+    );
+    // inspect --kind keeps only those events.
+    let first = env.runs()[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = env.bosun(&["inspect", &first, "--json", "--kind", "tool."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let kept = json_lines(&out.stdout);
+    assert!(kept.len() >= 4, "{kept:?}");
+    for line in kept {
+        assert!(
+            line["event"]["type"].as_str().unwrap().starts_with("tool."),
+            "{line}"
+        );
+    }
+}

@@ -121,6 +121,17 @@ fn a_forge_subagent_reads_a_file_in_its_own_run_and_reports_back() {
     // Two traces: the child's names the parent run and the subagent.
     let runs = runs(&env);
     assert_eq!(runs.len(), 2, "{runs:?}");
+    // `inspect last` is the run the person started, not its subagent's (which started later).
+    let out = env.bosun(&["inspect", "last", "--json"]);
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or("{}"),
+    )
+    .unwrap();
+    assert!(first.get("parent_run_id").is_none(), "{first}");
+    assert_eq!(first["event"]["command"], "run", "{first}");
     let (child, parent) = runs.iter().partition::<Vec<_>, _>(|(_, p)| p.is_some());
     let (child_events, child_parent) = &child[0];
     assert_eq!(started_by(child_events), "subagent code-reviewer");
