@@ -90,6 +90,7 @@ fn run_answers_on_stdout_and_a_session_resumes() {
             "run.started",
             "prompt.assembled",
             "model.started",
+            "model.text",
             "model.completed",
             "run.finished",
             "run.result"
@@ -414,4 +415,37 @@ fn json_runs_show_each_steps_text_stream_on_request_and_errors_as_json() {
             "{line}"
         );
     }
+}
+
+/// The real binary in a pseudo-terminal (`tests/peers/pty_session.py`): a pasted and typed
+/// task, an approval answered with a key, the answer on screen, Ctrl-C twice to leave — and the
+/// conversation left in the terminal's scrollback.
+#[test]
+fn the_terminal_ui_in_a_real_pseudo_terminal() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call("run_command", json!({"program": "echo", "args": ["hi"]})),
+        Step::text("It printed hi."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_session.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    // The paste and the typed rest were one task.
+    let first = server.requests()[0].to_string();
+    assert!(first.contains("Run echo hi."), "{first}");
+    assert!(shown.contains("It printed hi."), "{shown}");
+    // After leaving, the transcript is printed as plain lines into the scrollback.
+    assert!(shown.contains("› Run echo hi."), "{shown}");
+    assert!(shown.contains("✓ exit 0"), "{shown}");
+    assert!(shown.contains("bosun --resume"), "{shown}");
 }

@@ -1,0 +1,89 @@
+"""Drives the real `bosun` binary in a pseudo-terminal, as a person at a terminal would.
+
+Usage: pty_session.py BOSUN WORKSPACE
+The environment (BOSUN_HOME, PATH) is passed on. Types a task, waits for the approval box,
+allows the call once, waits for the answer, then leaves with Ctrl-C twice. Prints everything the
+terminal showed (escape sequences included) to stdout, and exits 1 with a reason on stderr if
+a step did not happen within its time.
+"""
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import sys
+import termios
+import time
+
+bosun, workspace = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(workspace)
+    os.environ["TERM"] = "xterm-256color"
+    os.execv(bosun, [bosun])
+
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+seen = b""
+
+
+def read_for(seconds):
+    global seen
+    end = time.time() + seconds
+    while time.time() < end:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            seen += chunk
+    return True
+
+
+ESCAPE = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78])")
+
+
+def screen_text():
+    """What was drawn, with escape sequences and spaces removed: ratatui moves the cursor
+    between the cells it changes, so words on screen are not contiguous in the stream."""
+    return re.sub(rb"\s", b"", ESCAPE.sub(b"", seen))
+
+
+def wait_for(text, seconds, what):
+    end = time.time() + seconds
+    needle = re.sub(r"\s", "", text).encode()
+    while needle not in screen_text():
+        if time.time() > end or not read_for(0.1):
+            sys.stdout.buffer.write(seen)
+            sys.stderr.write(f"no {what} ({text!r}) within {seconds} s\n")
+            sys.exit(1)
+
+
+def send(data):
+    os.write(fd, data.encode())
+
+
+wait_for("Type a task", 30, "start screen")
+# A bracketed paste, as a terminal sends it: it must not send anything by itself.
+send("\x1b[200~Run echo\x1b[201~")
+read_for(0.5)
+send(" hi.\r")
+wait_for("[o]", 60, "approval box")
+# Keys typed before the box has been up long enough are ignored: wait, then allow once.
+read_for(0.8)
+send("o")
+wait_for("It printed hi.", 60, "answer")
+send("\x03")
+read_for(0.3)
+send("\x03")
+end = time.time() + 20
+while time.time() < end:
+    if not read_for(0.2):
+        break
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(seen)
+sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 2)
