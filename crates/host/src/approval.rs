@@ -28,6 +28,9 @@ pub struct ApprovalRequest {
     pub action: String,
     /// A readable summary of the input (already redacted).
     pub summary: String,
+    /// What the call would change, as diff lines (`-` removed, `+` added), when the tool can
+    /// say before it runs (already redacted).
+    pub preview: Option<String>,
     /// The capabilities the call uses.
     pub capabilities: Vec<CapabilityRequest>,
     /// `ask` or `review`.
@@ -169,6 +172,12 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         "  input:        {}\n",
         sanitize_for_terminal(&request.summary)
     ));
+    if let Some(preview) = &request.preview {
+        text.push_str("  change:\n");
+        for line in preview.lines() {
+            text.push_str(&format!("    {}\n", sanitize_for_terminal(line)));
+        }
+    }
     if !request.capabilities.is_empty() {
         let caps: Vec<String> = request
             .capabilities
@@ -344,6 +353,7 @@ mod tests {
             tool: "run_command".into(),
             action: "builtin.tool.run_command".into(),
             summary: "$ rm '-rf' '\u{1b}[2Jgone'".into(),
+            preview: None,
             capabilities: vec![CapabilityRequest::parse("process.spawn:rm").unwrap()],
             decision: Decision::Ask,
             reason: "mode workspace-write asks for process".into(),

@@ -149,6 +149,29 @@ fn bounded_output(
     }
 }
 
+/// At most 200 lines of a preview, each at most 400 characters, saying what was left out.
+fn cap_preview(lines: Vec<String>) -> String {
+    const LINES: usize = 200;
+    let total = lines.len();
+    let mut kept: Vec<String> = lines
+        .into_iter()
+        .take(LINES)
+        .map(|l| {
+            if l.chars().count() > 400 {
+                let mut cut: String = l.chars().take(400).collect();
+                cut.push('…');
+                cut
+            } else {
+                l
+            }
+        })
+        .collect();
+    if total > LINES {
+        kept.push(format!("… {} more lines", total - LINES));
+    }
+    kept.join("\n")
+}
+
 fn set_truncated(value: &mut Value, truncated: bool) {
     if let Some(field) = value
         .as_object_mut()

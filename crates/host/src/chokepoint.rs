@@ -412,6 +412,8 @@ struct Asking<'a> {
     action: &'a str,
     /// The call (or what it asks for mid-call) as the person sees it, redacted.
     summary: String,
+    /// What the call would change, redacted, when the tool can say.
+    preview: Option<String>,
     capabilities: &'a [CapabilityRequest],
     explanation: &'a Explanation,
     /// Whether "always" may be written as policy rules.
@@ -694,6 +696,7 @@ impl Chokepoint {
                             call,
                             action: tool.action(),
                             summary,
+                            preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
                             capabilities: &capabilities,
                             explanation: &explanation,
                             rememberable: true,
@@ -710,6 +713,7 @@ impl Chokepoint {
                     call,
                     action: tool.action(),
                     summary: trace.redact_text(&tool.summarize(&call.input)),
+                    preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
                     capabilities: &capabilities,
                     explanation: &explanation,
                     rememberable: true,
@@ -950,6 +954,7 @@ impl Chokepoint {
                     call,
                     action,
                     summary,
+                    preview: None,
                     capabilities: &capabilities,
                     explanation: &explanation,
                     rememberable: false,
@@ -1060,6 +1065,7 @@ impl Chokepoint {
             call,
             action,
             summary,
+            preview,
             capabilities,
             explanation,
             rememberable,
@@ -1084,6 +1090,7 @@ impl Chokepoint {
             tool: call.name.clone(),
             action: action.to_owned(),
             summary,
+            preview,
             capabilities: capabilities.to_vec(),
             decision: explanation.decision,
             reason,

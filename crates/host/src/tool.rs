@@ -249,6 +249,12 @@ pub trait Tool: Send + Sync {
         text[..end].to_owned()
     }
 
+    /// What the call would change, as diff lines (`-` removed, `+` added), shown in the
+    /// approval before it runs; `None` when the tool cannot tell from its input.
+    fn preview(&self, _input: &Value) -> Option<String> {
+        None
+    }
+
     /// Runs the tool. Must honour `ctx.cancel` for work that can take long, and should bound its
     /// own output to `ctx.limits.max_output_bytes` (the chokepoint bounds it again regardless).
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;

@@ -1067,3 +1067,31 @@ fn model_reads_the_config_again_and_init_refuses_an_existing_agents_md() {
     assert!(matches!(h.last_entry(), Entry::Error(e) if e.contains("AGENTS.md exists")));
     assert!(!h.app.is_running());
 }
+
+#[test]
+fn an_approval_shows_the_change_a_patch_would_make_before_it_is_made() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "{ 42 }", "newText": "{ 43 }"}]}),
+            ),
+            Step::text("done"),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.apply_patch\"\ndecision = \"ask\"\n",
+        |_| {},
+    );
+    h.submit("Make it 43.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    let screen = h.screen();
+    assert!(screen.contains("change @@ edit 1 of 1"), "{screen}");
+    assert!(
+        screen.contains("-{ 42 }") && screen.contains("+{ 43 }"),
+        "{screen}"
+    );
+    // Nothing changed yet.
+    let text = std::fs::read_to_string(h.dir.path().join("ws/src/lib.rs")).unwrap();
+    assert!(text.contains("42"), "{text}");
+    h.press(KeyCode::Char('d'));
+    h.pump_until_idle();
+}

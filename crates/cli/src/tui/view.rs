@@ -163,12 +163,19 @@ fn approval_layout(
         ),
         if tight { 2 } else { 3 },
     ));
-    let input = wrap(
+    let mut input = wrap(
         &sanitize_for_terminal(&request.summary),
         width,
         "input  ",
         "       ",
     );
+    // The change the call would make, before it is made: it scrolls with the input.
+    if let Some(preview) = &request.preview {
+        for (i, line) in preview.lines().enumerate() {
+            let lead = if i == 0 { "change " } else { "       " };
+            input.extend(wrap(&sanitize_for_terminal(line), width, lead, "        "));
+        }
+    }
     let mut tail: Vec<Line<'static>> = Vec::new();
     if !tight {
         tail.push(Line::raw(""));

@@ -158,6 +158,19 @@ impl Tool for ApplyPatch {
         format!("patch {} ({edits} edit{plural})", display_text(path))
     }
 
+    fn preview(&self, input: &Value) -> Option<String> {
+        let edits = input.get("edits")?.as_array()?;
+        let mut lines = Vec::new();
+        for (i, edit) in edits.iter().enumerate() {
+            lines.push(format!("@@ edit {} of {}", i + 1, edits.len()));
+            for (sign, key) in [('-', "oldText"), ('+', "newText")] {
+                let text = edit.get(key).and_then(Value::as_str).unwrap_or_default();
+                lines.extend(text.lines().map(|l| format!("{sign}{l}")));
+            }
+        }
+        Some(super::cap_preview(lines))
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input = Input::parse(&input)?;
         let path = ctx.workspace.resolve(&input.path)?;

@@ -123,6 +123,13 @@ impl Tool for CreateFile {
         format!("create {} ({bytes} bytes)", display_text(path))
     }
 
+    fn preview(&self, input: &Value) -> Option<String> {
+        let content = input.get("content")?.as_str()?;
+        Some(super::cap_preview(
+            content.lines().map(|l| format!("+{l}")).collect(),
+        ))
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input = Input::parse(&input)?;
         check_cancel(ctx)?;
