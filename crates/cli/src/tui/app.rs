@@ -249,6 +249,8 @@ impl App {
                 open.stored.messages.len()
             )));
         }
+        app.entries
+            .extend(plugin_warnings(&app.env).into_iter().map(Entry::Warning));
         app.session = Some(open);
         app.input.set_history(history::load(&app.env));
         Ok(app)
@@ -1091,6 +1093,39 @@ mod history {
             let _ = bosun_host::write_atomic(&path, text.as_bytes());
         }
     }
+}
+
+/// Plugins that will not load as configured, said at start: invalid ones with why, changed
+/// ones awaiting trust, project ones never trusted.
+fn plugin_warnings(env: &Env) -> Vec<String> {
+    let Ok((_, catalog)) = env.catalog() else {
+        return Vec::new();
+    };
+    catalog
+        .entries()
+        .iter()
+        .filter_map(|e| {
+            let name = sanitize_for_terminal(&e.local_name);
+            let trust = match e.scope {
+                PluginScope::User => format!("bosun plugins trust {name}"),
+                PluginScope::Project { .. } => format!("/plugins trust {name}"),
+            };
+            match &e.state {
+                bosun_plugins::PluginState::Invalid { reason } => Some(format!(
+                    "plugin `{name}` cannot be used: {}",
+                    sanitize_for_terminal(reason)
+                )),
+                bosun_plugins::PluginState::Changed { .. } => Some(format!(
+                    "plugin `{name}` changed since you trusted it; its tools are held back until \
+                     you review it: {trust}"
+                )),
+                bosun_plugins::PluginState::Untrusted => Some(format!(
+                    "plugin `{name}` is not trusted yet; its tools are not offered: {trust}"
+                )),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// What `/init` asks of the model.
