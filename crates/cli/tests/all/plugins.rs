@@ -682,3 +682,34 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_plugin_whose_activation_throws_is_named_once_with_what_it_threw() {
+    let env = Env::new();
+    let dir = env.dir.path().join("boom");
+    let out = env.bosun(&[
+        "plugins",
+        "new",
+        "boom",
+        "--forge",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::write(
+        dir.join("index.mjs"),
+        "export default function activate(api) {\n  throw new TypeError(\"activation went wrong\");\n}\n",
+    )
+    .unwrap();
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["tools", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stderr(&out);
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("boom")).collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert_eq!(
+        lines[0],
+        "warning: plugin `boom` was not loaded: its activate() threw TypeError: activation went wrong"
+    );
+}

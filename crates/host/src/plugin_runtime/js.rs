@@ -332,6 +332,25 @@ fn js_error(local: &str, error: &JsError) -> ToolError {
     }
 }
 
+/// Why activation failed, said once: the plugin's own error without the layers that each
+/// named the plugin again (`plugin x: tool error plugin_error: the promise was rejected:
+/// Activation failed for plugin "x": TypeError: …` becomes `activate() threw TypeError: …`).
+fn activation_failure(name: &str, error: &JsError) -> String {
+    let JsError::Call { source, .. } = error else {
+        return error.to_string();
+    };
+    let bosun_sandbox::CallErrorKind::Tool { message, .. } = &source.kind else {
+        return source.kind.to_string();
+    };
+    let message = message
+        .strip_prefix("the promise was rejected: ")
+        .unwrap_or(message);
+    match message.strip_prefix(&format!("Activation failed for plugin \"{name}\": ")) {
+        Some(thrown) => format!("its activate() threw {thrown}"),
+        None => message.to_owned(),
+    }
+}
+
 impl JsRuntime {
     /// Activates the plugin in a fresh engine instance.
     ///
@@ -346,7 +365,7 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| activation_failure(&spec.name, &e))?;
         let descriptor = plugin.descriptor().clone();
         if let Some(expected) = &spec.static_manifest {
             // What was reviewed is the manifest read without running code; a module that
