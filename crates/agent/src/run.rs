@@ -498,11 +498,36 @@ impl Agent {
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> StepEnd {
-        let stream = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return StepEnd::Cancelled,
-            stream = self.provider.stream(request, cancel.clone()) => stream,
+        // Retries before the answer starts are recorded as they happen, so a person sees
+        // "retrying in 3 s (HTTP 429)" instead of a silent wait.
+        let (retries, mut retried) = tokio::sync::mpsc::unbounded_channel();
+        let on_retry: Arc<dyn Fn(bosun_models::RetryNotice) + Send + Sync> =
+            Arc::new(move |notice| {
+                let _ = retries.send(notice);
+            });
+        let record = |notice: bosun_models::RetryNotice| {
+            trace.record(Event::ModelRetrying {
+                step,
+                attempt: notice.failed_attempt,
+                attempts: notice.attempts,
+                delay_ms: u64::try_from(notice.delay.as_millis()).unwrap_or(u64::MAX),
+                reason: notice.reason,
+            });
         };
+        let opening =
+            bosun_models::notify_retries(on_retry, self.provider.stream(request, cancel.clone()));
+        tokio::pin!(opening);
+        let stream = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return StepEnd::Cancelled,
+                Some(notice) = retried.recv() => record(notice),
+                stream = &mut opening => break stream,
+            }
+        };
+        while let Ok(notice) = retried.try_recv() {
+            record(notice);
+        }
         let mut stream = match stream {
             Ok(stream) => stream,
             Err(ModelError::Cancelled) => return StepEnd::Cancelled,

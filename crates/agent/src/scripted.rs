@@ -81,6 +81,10 @@ pub struct Step {
     /// exercise cancellation.
     #[serde(default)]
     pub hang: bool,
+    /// Instead of playing, answer with this HTTP error status (and `Retry-After: 1`), as a
+    /// provider that is busy or rate-limiting does; the next request gets the next step.
+    #[serde(default)]
+    pub refuse: Option<u16>,
 }
 
 /// A tool call the script makes.
@@ -358,6 +362,15 @@ async fn answer(state: &Arc<State>, request: Request<Incoming>) -> Response<Chan
             ),
         );
     };
+    if let Some(status) = step.refuse {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::TOO_MANY_REQUESTS);
+        let mut response = error(status, "rate_limit_exceeded", "the scripted model is busy");
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("1"),
+        );
+        return response;
+    }
     let last_error = last_tool_error(&body);
     let step = match (&step.on_tool_error, &last_error) {
         (Some(alternative), Some(_)) => alternative.as_ref(),

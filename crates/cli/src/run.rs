@@ -155,6 +155,17 @@ impl Observer for Terminal {
                 let _ = err.flush();
                 *mid_line = !text.ends_with('\n');
             }
+            Event::ModelRetrying {
+                attempt,
+                attempts,
+                delay_ms,
+                reason,
+                ..
+            } => self.line(&format!(
+                "  … the model's provider failed ({reason}); retrying in {:.0} s (attempt {} of {attempts})",
+                (*delay_ms as f64 / 1000.0).ceil(),
+                attempt + 1
+            )),
             Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),

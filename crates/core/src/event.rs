@@ -270,6 +270,20 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<TokenUsage>,
     },
+    /// A model request failed in a way worth retrying, and is sent again after a wait.
+    #[serde(rename = "model.retrying")]
+    ModelRetrying {
+        /// 1-based step.
+        step: u32,
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// How many attempts there may be in all.
+        attempts: u32,
+        /// The wait before the next attempt, in milliseconds.
+        delay_ms: u64,
+        /// Why it failed, in a few words (`HTTP 429`).
+        reason: String,
+    },
     /// The model request failed.
     #[serde(rename = "model.failed")]
     ModelFailed {
@@ -425,6 +439,7 @@ impl Event {
             Self::ModelStarted { .. } => "model.started",
             Self::ModelCompleted { .. } => "model.completed",
             Self::ModelFailed { .. } => "model.failed",
+            Self::ModelRetrying { .. } => "model.retrying",
             Self::ModelText { .. } => "model.text",
             Self::ContextElided { .. } => "context.elided",
             Self::BudgetExhausted { .. } => "budget.exhausted",

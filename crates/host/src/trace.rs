@@ -587,6 +587,18 @@ pub fn render(envelopes: &[Envelope]) -> String {
                     .map(|u| format!(", {} tokens in / {} out", u.input_tokens, u.output_tokens))
                     .unwrap_or_default()
             ),
+            Event::ModelRetrying {
+                step,
+                attempt,
+                attempts,
+                delay_ms,
+                reason,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] model step {step}: attempt {attempt} of {attempts} failed ({}); retrying in {:.1} s",
+                crate::approval::sanitize_for_terminal(reason),
+                *delay_ms as f64 / 1000.0
+            ),
             Event::ModelFailed { step, error } => writeln!(
                 out,
                 "  [{at:>5} ms] model step {step} failed: {}",

@@ -129,6 +129,21 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// A few words on what failed, for a retry notice: `HTTP 429`, `no connection`, ….
+    pub fn short_reason(&self) -> String {
+        match self {
+            Self::Http { status, .. } | Self::Auth { status, .. } => format!("HTTP {status}"),
+            Self::Connect { .. } => "no connection".to_owned(),
+            Self::Interrupted { .. } => "the stream broke".to_owned(),
+            Self::Idle { .. } => "the server went quiet".to_owned(),
+            Self::Api { code, .. } => code.clone(),
+            other => {
+                let text = other.to_string();
+                text.chars().take(60).collect()
+            }
+        }
+    }
+
     /// Whether sending the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {

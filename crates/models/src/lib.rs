@@ -72,6 +72,6 @@ pub use message::{
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 pub use provider::{ModelStream, Provider};
-pub use retry::RetryPolicy;
+pub use retry::{RetryNotice, RetryPolicy, notify_retries};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{ApiKey, Connection, Timeouts, tls_config};

@@ -137,3 +137,36 @@ mod tests {
         );
     }
 }
+
+/// A request about to be sent again: which attempt comes next, after how long, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The attempt that failed (1 for the first).
+    pub failed_attempt: u32,
+    /// How many attempts there may be in all.
+    pub attempts: u32,
+    /// How long until the next one.
+    pub delay: Duration,
+    /// Why the last one failed, in one line (`HTTP 429`, `connection refused`, …).
+    pub reason: String,
+}
+
+tokio::task_local! {
+    /// Who wants to hear about retries of the requests made in this task: set with
+    /// [`notify_retries`] around a provider's `stream` call.
+    static ON_RETRY: std::sync::Arc<dyn Fn(RetryNotice) + Send + Sync>;
+}
+
+/// Runs `future`, calling `on_retry` before each retry of a model request it makes — so a
+/// person can be told "retrying in 3 s (HTTP 429)" instead of waiting in silence.
+pub async fn notify_retries<F: std::future::Future>(
+    on_retry: std::sync::Arc<dyn Fn(RetryNotice) + Send + Sync>,
+    future: F,
+) -> F::Output {
+    ON_RETRY.scope(on_retry, future).await
+}
+
+/// Tells whoever set [`notify_retries`] (nobody: nothing happens).
+pub(crate) fn announce(notice: RetryNotice) {
+    let _ = ON_RETRY.try_with(|on_retry| on_retry(notice));
+}

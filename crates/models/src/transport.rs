@@ -211,6 +211,12 @@ impl Transport {
                 return Err(failure.error);
             }
             let delay = self.retry.delay(attempt, failure.retry_after);
+            crate::retry::announce(crate::retry::RetryNotice {
+                failed_attempt: attempt,
+                attempts,
+                delay,
+                reason: failure.error.short_reason(),
+            });
             tracing::warn!(
                 provider = self.provider,
                 attempt,

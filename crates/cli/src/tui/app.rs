@@ -46,6 +46,8 @@ pub(crate) struct Running {
     text_entry: Option<usize>,
     /// What the run is doing now (the model, or a tool by name) and since when.
     pub doing: (String, Instant),
+    /// When the provider is retried: why, and when the next attempt goes out.
+    pub retry: Option<(String, Instant)>,
 }
 
 /// A running subagent as the status line shows it.
@@ -543,6 +545,7 @@ impl App {
             cancelling: false,
             text_entry: None,
             doing: ("starting".to_owned(), Instant::now()),
+            retry: None,
         });
     }
 
@@ -823,6 +826,14 @@ impl App {
                 run.text_entry = None;
                 run.doing = ("thinking".to_owned(), Instant::now());
             }
+            Event::ModelRetrying {
+                delay_ms, reason, ..
+            } => {
+                run.retry = Some((
+                    sanitize_for_terminal(reason),
+                    Instant::now() + std::time::Duration::from_millis(*delay_ms),
+                ));
+            }
             Event::ModelCompleted {
                 usage: Some(usage), ..
             } => {
@@ -830,6 +841,7 @@ impl App {
                 self.tokens.1 += usage.output_tokens;
             }
             Event::ModelText { text, .. } => {
+                run.retry = None;
                 let text = text.replace('\t', "    ");
                 match run.text_entry.and_then(|i| self.entries.get_mut(i)) {
                     Some(Entry::Assistant(shown)) => shown.push_str(&text),

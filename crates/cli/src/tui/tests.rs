@@ -1095,3 +1095,30 @@ fn an_approval_shows_the_change_a_patch_would_make_before_it_is_made() {
     h.press(KeyCode::Char('d'));
     h.pump_until_idle();
 }
+
+#[test]
+fn a_rate_limited_model_shows_retrying_in_the_status_line_and_the_trace() {
+    let mut h = harness(vec![
+        Step {
+            refuse: Some(429),
+            ..Step::default()
+        },
+        Step::text("Answered after the wait."),
+    ]);
+    h.submit("Hello?");
+    h.pump_until("the retry", |app| {
+        app.running.as_ref().is_some_and(|run| run.retry.is_some())
+    });
+    let screen = h.screen();
+    assert!(screen.contains("retrying in"), "{screen}");
+    assert!(screen.contains("(HTTP 429)"), "{screen}");
+    h.pump_until_idle();
+    assert_eq!(
+        h.last_entry(),
+        Entry::Assistant("Answered after the wait.".into())
+    );
+    assert!(trace_events(&h).iter().any(|e| matches!(
+        e,
+        Event::ModelRetrying { attempt: 1, reason, .. } if reason == "HTTP 429"
+    )));
+}

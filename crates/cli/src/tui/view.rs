@@ -543,10 +543,22 @@ fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         let (what, since) = &run.doing;
         let elapsed = since.elapsed();
         let frame_at = (elapsed.as_millis() / 100) as usize % FRAMES.len();
-        segments.push((
-            0,
-            format!("{} {what} {}s", FRAMES[frame_at], elapsed.as_secs()),
-        ));
+        let now = std::time::Instant::now();
+        match &run.retry {
+            // The provider refused or failed: say so, and when the next attempt goes out.
+            Some((reason, at)) if *at > now => segments.push((
+                0,
+                format!(
+                    "{} retrying in {} s ({reason})",
+                    FRAMES[frame_at],
+                    at.saturating_duration_since(now).as_secs() + 1
+                ),
+            )),
+            _ => segments.push((
+                0,
+                format!("{} {what} {}s", FRAMES[frame_at], elapsed.as_secs()),
+            )),
+        }
     }
     segments.push((1, sanitize_for_terminal(&app.model)));
     segments.push((5, app.workspace.clone()));
