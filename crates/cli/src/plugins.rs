@@ -649,6 +649,8 @@ pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path
 
 /// Most bytes a plugin directory may hold to be installed.
 const MAX_INSTALL_BYTES: u64 = 64 << 20;
+/// Most files and directories a plugin directory may hold to be installed.
+const MAX_INSTALL_ENTRIES: usize = 10_000;
 
 /// What `bosun plugins install` was given.
 enum Source {
@@ -719,6 +721,7 @@ fn source_of(path: &Path) -> Result<(Source, String)> {
 /// `node_modules`, refusing links and more than [`MAX_INSTALL_BYTES`].
 fn copy_plugin_dir(from: &Path, to: &Path) -> Result<()> {
     let mut total = 0u64;
+    let mut entries = 0usize;
     let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
     std::fs::create_dir(to).with_context(|| format!("creating {}", to.display()))?;
     while let Some((src, dst)) = pending.pop() {
@@ -732,6 +735,13 @@ fn copy_plugin_dir(from: &Path, to: &Path) -> Result<()> {
                 .any(|skip| name == *skip)
             {
                 continue;
+            }
+            entries += 1;
+            if entries > MAX_INSTALL_ENTRIES {
+                bail!(
+                    "{} holds more than {MAX_INSTALL_ENTRIES} files: that is not a plugin",
+                    from.display()
+                );
             }
             let kind = entry.file_type()?;
             let (from_path, to_path) = (entry.path(), dst.join(&name));

@@ -12,6 +12,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
+/// Deepest nesting of quotes, and of lists, drawn as such: deeper levels are drawn at this
+/// depth, so a hostile answer of ten thousand nested quotes cannot make every line ten
+/// thousand bars long.
+const MAX_DEPTH: usize = 8;
+
 /// What replaces a URL while the session holds secrets and untrusted input.
 pub(super) const WITHHELD: &str = "‹URL withheld›";
 
@@ -112,12 +117,18 @@ impl Renderer {
     /// The quote bars and list indentation of the current block: the first line's prefix and
     /// the others'.
     fn prefixes(&mut self) -> (String, String) {
-        let bars = "│ ".repeat(self.quote);
+        let bars = "│ ".repeat(self.quote.min(MAX_DEPTH));
         let depth = self.lists.len();
         if depth == 0 {
             return (bars.clone(), bars);
         }
-        let indent = " ".repeat(self.lists[..depth - 1].iter().map(|l| l.1).sum());
+        let outer = &self.lists[..depth - 1];
+        let indent = " ".repeat(
+            outer[..outer.len().min(MAX_DEPTH)]
+                .iter()
+                .map(|l| l.1)
+                .sum(),
+        );
         if self.item_first {
             self.item_first = false;
             let marker = match self.lists.last().and_then(|l| l.0) {
@@ -268,7 +279,7 @@ impl Renderer {
             }
             TagEnd::CodeBlock => {
                 let code = self.code.take().unwrap_or_default();
-                let bars = "│ ".repeat(self.quote);
+                let bars = "│ ".repeat(self.quote.min(MAX_DEPTH));
                 let style = Style::new().fg(Color::Yellow);
                 for line in code.trim_end_matches('\n').split('\n') {
                     let line = if self.guard {
@@ -371,7 +382,7 @@ impl Renderer {
             }
         }
         let total: usize = widths.iter().sum::<usize>() + 3 * columns.saturating_sub(1);
-        let bars = "│ ".repeat(self.quote);
+        let bars = "│ ".repeat(self.quote.min(MAX_DEPTH));
         if total + bars.width() > self.width {
             // Too wide for the screen: one row per line, cells separated.
             for (r, row) in cells.iter().enumerate() {
@@ -617,6 +628,24 @@ mod tests {
                 !line.contains('\u{1b}') && !line.contains('\u{7}'),
                 "{line:?}"
             );
+        }
+    }
+
+    #[test]
+    fn hostile_nesting_is_drawn_at_a_bounded_depth() {
+        let quotes = format!("{} deep", ">".repeat(10_000));
+        let lists: String = (0..200)
+            .map(|i| format!("{}- item\n", "  ".repeat(i)))
+            .collect();
+        for text in [quotes, lists] {
+            let started = std::time::Instant::now();
+            let lines = plain(&text, 80, None);
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= 80),
+                "{:?}",
+                &lines[..3]
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(2));
         }
     }
 
