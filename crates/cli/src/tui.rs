@@ -17,6 +17,7 @@ mod results;
 mod slash;
 #[cfg(test)]
 mod tests;
+mod text;
 mod transcript;
 mod view;
 

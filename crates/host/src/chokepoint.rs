@@ -52,39 +52,7 @@ struct Registered {
     seq: u64,
 }
 
-/// A policy hook — a plugin's (Forge's `restrictPolicy`) or `[[hooks.pre_tool_call]]` —
-/// asked about every call after the built-in checks; it can only make a decision stricter.
-#[async_trait::async_trait]
-pub trait PolicyHook: Send + Sync {
-    /// Its verdict on `call` of `tool` in a session with `labels`: `None` to leave the decision
-    /// as it is. An `Err` fails closed: the call is denied with the message.
-    async fn verdict(
-        &self,
-        call: &ToolCall,
-        tool: &dyn Tool,
-        labels: &SessionLabels,
-        cancel: &CancellationToken,
-    ) -> Result<Option<HookVerdict>, String>;
-}
-
-/// What a hook knows of the session a call comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionLabels {
-    /// The highest level of data the session has seen.
-    pub level: bosun_core::Classification,
-    /// The first untrusted input it read, if any.
-    pub untrusted: Option<String>,
-}
-
-impl SessionLabels {
-    /// The labels of `session` now.
-    pub fn of(session: &Session) -> SessionLabels {
-        SessionLabels {
-            level: session.taint(),
-            untrusted: session.untrusted_source(),
-        }
-    }
-}
+pub use crate::hooks::{PolicyHook, SessionLabels};
 
 /// The tools a chokepoint resolves names against. Shared with whatever may add tools during a
 /// run (plugins the model installs): a change is one swap under a lock, so a call sees either the

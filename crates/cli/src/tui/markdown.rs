@@ -48,7 +48,7 @@ pub(super) fn render(text: &str, width: usize, guard: Option<&str>) -> Vec<Line<
     if r.withheld
         && let Some(reason) = guard
     {
-        for line in super::view::wrap(
+        for line in super::text::wrap(
             &format!("URLs withheld: {}", sanitize_for_terminal(reason)),
             r.width,
             "  ",
@@ -290,7 +290,7 @@ impl Renderer {
                         line.to_owned()
                     };
                     let line = sanitize_for_terminal(&line);
-                    for wrapped in super::view::wrap(
+                    for wrapped in super::text::wrap(
                         &line,
                         self.width,
                         &format!("{bars}    "),
@@ -391,7 +391,7 @@ impl Renderer {
                 } else {
                     Style::new()
                 };
-                for line in super::view::wrap(&row.join(" │ "), self.width, &bars, &bars) {
+                for line in super::text::wrap(&row.join(" │ "), self.width, &bars, &bars) {
                     self.out.push(Line::styled(line, style));
                 }
             }
