@@ -106,7 +106,9 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
     };
     let mut pins = PinStore::load(&env.config.home)?;
     let launcher = Arc::new(
-        bosun_launch::Launcher::new(env.config.user.sandbox.clone()).private(&env.config.home),
+        bosun_launch::Launcher::new(env.config.user.sandbox.clone())
+            .private(&env.config.home)
+            .cache_in(env.config.home.join("cache")),
     );
     let server = Server::new(name, config.clone(), env.workspace.root(), launcher);
     errln!(

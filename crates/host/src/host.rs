@@ -285,7 +285,9 @@ impl Host {
         let config_hooks = Arc::new(config.hooks().map_err(HostError::Tools)?);
         // Bosun's home is private to children: no command line opens it up.
         let launcher = Arc::new(
-            bosun_launch::Launcher::new(config.user.sandbox.clone()).private(&config.home),
+            bosun_launch::Launcher::new(config.user.sandbox.clone())
+                .private(&config.home)
+                .cache_in(config.home.join("cache")),
         );
         for tool in &builtins {
             registry

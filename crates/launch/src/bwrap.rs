@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use crate::{LaunchError, Network};
 
 /// A `bwrap` that was tried on this machine and works.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Bwrap {
     /// Its absolute path.
     pub(crate) path: PathBuf,

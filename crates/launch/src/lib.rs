@@ -128,6 +128,8 @@ pub struct Launcher {
     home: Option<PathBuf>,
     /// Places a named path never opens up: the user's home and those added by [`Launcher::private`].
     private: Vec<PathBuf>,
+    /// Where the probe's result is kept for this boot, when set.
+    cache: Option<PathBuf>,
 }
 
 impl Launcher {
@@ -142,7 +144,17 @@ impl Launcher {
                 .map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.clone()))
                 .collect(),
             home,
+            cache: None,
         }
+    }
+
+    /// Keeps what the machine enforces in `dir` for the rest of this boot, so that a command
+    /// does not fork a probe every time. A result from the cache that no longer holds fails
+    /// closed: the child is not started (`bosun sandbox status` always probes afresh).
+    #[must_use]
+    pub fn cache_in(mut self, dir: impl Into<PathBuf>) -> Launcher {
+        self.cache = Some(dir.into());
+        self
     }
 
     /// Adds a private place (Bosun's home, say): a path a command line names opens up nothing
@@ -170,7 +182,10 @@ impl Launcher {
 
     /// What this machine enforces (probed once).
     pub fn status(&self) -> &Status {
-        self.status.get_or_init(|| probe(&self.config))
+        self.status.get_or_init(|| match &self.cache {
+            Some(dir) => cached_probe(&self.config, dir),
+            None => probe(&self.config),
+        })
     }
 
     /// Makes `command` start its child confined by `confinement`: sets the pre-exec steps and
@@ -201,6 +216,43 @@ impl Launcher {
 
 fn probe(config: &SandboxConfig) -> Status {
     Status::probe(config)
+}
+
+/// The probe's result for this boot, this user, this `[sandbox]` table and this `PATH` (where
+/// `bwrap` is looked up), from `dir` or probed and written there.
+fn cached_probe(config: &SandboxConfig, dir: &Path) -> Status {
+    use std::hash::{Hash, Hasher};
+    let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        return probe(config);
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        "bosun-sandbox-status-v1",
+        boot.trim(),
+        sys::ids(),
+        format!("{config:?}"),
+        std::env::var_os("PATH"),
+    )
+        .hash(&mut hasher);
+    let path = dir.join(format!("sandbox-status-{:016x}.json", hasher.finish()));
+    if let Some(status) = std::fs::read(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Status>(&bytes).ok())
+    {
+        return status;
+    }
+    let status = probe(config);
+    // Best effort, written whole: a cache that cannot be written only costs the next probe.
+    if std::fs::create_dir_all(dir).is_ok()
+        && let Ok(text) = serde_json::to_vec(&status)
+        && let Ok(mut file) = tempfile::NamedTempFile::new_in(dir)
+    {
+        use std::io::Write as _;
+        if file.write_all(&text).is_ok() {
+            let _ = file.persist(&path);
+        }
+    }
+    status
 }
 
 /// A confined child's resources: its private `TMPDIR` and its cgroup.
@@ -472,6 +524,48 @@ mod tests {
             .unwrap_or_default();
         assert!(error.contains("does not enforce: filesystem"), "{error}");
         assert!(error.contains("require = false"), "{error}");
+    }
+
+    #[test]
+    fn the_probe_is_kept_for_the_boot_and_a_broken_cache_is_probed_again() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let first = Launcher::new(SandboxConfig::default()).cache_in(dir.path());
+        let probed = first.status().summary();
+        let files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        // Another process of the same boot reads it: the file is what it gets.
+        let mut kept: Status =
+            serde_json::from_slice(&std::fs::read(&files[0]).unwrap_or_else(|e| panic!("{e}")))
+                .unwrap_or_else(|e| panic!("{e}"));
+        kept.layers[0].1 = LayerState::Missing("as the cache says".to_owned());
+        std::fs::write(
+            &files[0],
+            serde_json::to_vec(&kept).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let second = Launcher::new(SandboxConfig::default()).cache_in(dir.path());
+        assert!(second.status().summary().contains("no filesystem"));
+        // Garbage in the cache: probed again.
+        std::fs::write(&files[0], b"not json").unwrap_or_else(|e| panic!("{e}"));
+        let third = Launcher::new(SandboxConfig::default()).cache_in(dir.path());
+        assert_eq!(third.status().summary(), probed);
+        // Another configuration is another entry.
+        let other = Launcher::new(SandboxConfig {
+            max_processes: 64,
+            ..SandboxConfig::default()
+        })
+        .cache_in(dir.path());
+        other.status();
+        assert_eq!(
+            std::fs::read_dir(dir.path())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .count(),
+            2
+        );
     }
 
     #[test]

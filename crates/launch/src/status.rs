@@ -11,7 +11,7 @@ use crate::sys;
 use crate::{Backend, SandboxConfig};
 
 /// One layer of the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Layer {
     /// Landlock on the filesystem.
     Filesystem,
@@ -42,7 +42,7 @@ impl Layer {
 }
 
 /// How much of a layer is enforced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LayerState {
     /// Fully enforced: what is enforced.
     Enforced(String),
@@ -62,7 +62,7 @@ impl LayerState {
 }
 
 /// What this machine enforces, per layer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Status {
     /// Each layer and its state, in a fixed order.
     pub layers: Vec<(Layer, LayerState)>,
