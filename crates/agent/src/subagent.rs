@@ -502,6 +502,10 @@ impl ApprovalBroker for ChildBroker {
     fn has_person(&self) -> bool {
         self.parent.has_person()
     }
+
+    fn take_feedback(&self, call_id: &str) -> Option<String> {
+        self.parent.take_feedback(call_id)
+    }
 }
 
 /// Reads `<dir>/<name>.md` agent files: front matter `name`, `description`, `tools` (a list or

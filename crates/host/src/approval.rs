@@ -56,6 +56,11 @@ pub trait ApprovalBroker: Send + Sync {
     fn has_person(&self) -> bool {
         true
     }
+
+    /// What the person said with a denial of call `call_id`, for the model (taken once).
+    fn take_feedback(&self, _call_id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Nobody to ask (no terminal, a script, CI): every request is refused with `needs_approval`.
@@ -91,14 +96,19 @@ impl ApprovalBroker for AutoApprove {
 pub struct PendingApproval {
     /// What is asked.
     pub request: ApprovalRequest,
-    reply: oneshot::Sender<ApprovalAnswer>,
+    reply: oneshot::Sender<(ApprovalAnswer, Option<String>)>,
 }
 
 impl PendingApproval {
     /// Gives the person's answer. The asker may have stopped waiting (the run was cancelled);
     /// then the answer goes nowhere.
     pub fn answer(self, answer: ApprovalAnswer) {
-        let _ = self.reply.send(answer);
+        let _ = self.reply.send((answer, None));
+    }
+
+    /// Denies the call with a sentence for the model: why, or what to do instead.
+    pub fn deny_with(self, feedback: String) {
+        let _ = self.reply.send((ApprovalAnswer::Deny, Some(feedback)));
     }
 
     /// True once the asker stopped waiting: nobody reads an answer any more.
@@ -114,6 +124,8 @@ impl PendingApproval {
 pub struct ChannelBroker {
     deliver: Box<dyn Fn(PendingApproval) + Send + Sync>,
     cancel: CancellationToken,
+    /// What the person said with each denial, by call, until the chokepoint takes it.
+    feedback: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for ChannelBroker {
@@ -131,6 +143,7 @@ impl ChannelBroker {
         Self {
             deliver: Box::new(deliver),
             cancel,
+            feedback: std::sync::Mutex::default(),
         }
     }
 }
@@ -146,11 +159,19 @@ impl ApprovalBroker for ChannelBroker {
             request: request.clone(),
             reply,
         });
-        tokio::select! {
+        let (answer, feedback) = tokio::select! {
             biased;
-            () = self.cancel.cancelled() => ApprovalAnswer::Deny,
-            answer = answer => answer.unwrap_or(ApprovalAnswer::Unavailable),
+            () = self.cancel.cancelled() => (ApprovalAnswer::Deny, None),
+            answer = answer => answer.unwrap_or((ApprovalAnswer::Unavailable, None)),
+        };
+        if let (Some(feedback), Ok(mut kept)) = (feedback, self.feedback.lock()) {
+            kept.insert(request.call_id.clone(), feedback);
         }
+        answer
+    }
+
+    fn take_feedback(&self, call_id: &str) -> Option<String> {
+        self.feedback.lock().ok()?.remove(call_id)
     }
 }
 

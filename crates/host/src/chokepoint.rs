@@ -1085,10 +1085,18 @@ impl Chokepoint {
             }
             ApprovalAnswer::Deny => Err(ToolError::new(
                 ErrorCode::Denied,
-                format!(
-                    "the person declined {}; do something else or ask them how to proceed",
-                    call.name
-                ),
+                match self.broker.take_feedback(&call.id) {
+                    // The person's own words, for the model to act on.
+                    Some(feedback) => format!(
+                        "the person declined {} and said: {}",
+                        call.name,
+                        feedback.trim()
+                    ),
+                    None => format!(
+                        "the person declined {}; do something else or ask them how to proceed",
+                        call.name
+                    ),
+                },
             )),
             ApprovalAnswer::Unavailable => {
                 let subject = explanation

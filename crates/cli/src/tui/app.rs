@@ -131,6 +131,8 @@ pub(crate) struct Asked {
     pub remember: Option<Vec<String>>,
     /// Rows of a long input scrolled past (Up/Down in the modal).
     pub scroll: usize,
+    /// The reason being typed for a denial (`f`), sent to the model with it.
+    pub feedback: Option<String>,
 }
 
 /// The terminal UI's state.
@@ -285,6 +287,7 @@ impl App {
                         shown: Instant::now(),
                         remember: None,
                         scroll: 0,
+                        feedback: None,
                     });
                 }
             }
@@ -349,7 +352,36 @@ impl App {
                 }
                 return;
             }
+            if let Some(text) = &mut asked.feedback {
+                // Typing the reason for a denial: Enter denies with it, Esc goes back.
+                match key.code {
+                    KeyCode::Enter => {
+                        let text = text.trim().to_owned();
+                        if let Some(asked) = self.approvals.pop_front() {
+                            if text.is_empty() {
+                                asked.pending.answer(ApprovalAnswer::Deny);
+                            } else {
+                                asked.pending.deny_with(text);
+                            }
+                        }
+                    }
+                    KeyCode::Esc => {
+                        asked.feedback = None;
+                        asked.shown = at;
+                    }
+                    KeyCode::Backspace => {
+                        text.pop();
+                    }
+                    KeyCode::Char(c) if !ctrl && text.chars().count() < 500 => text.push(c),
+                    _ => {}
+                }
+                return;
+            }
             let answer = match key.code {
+                KeyCode::Char('f' | 'F') => {
+                    asked.feedback = Some(String::new());
+                    return;
+                }
                 // Scrolling a long input is no answer.
                 KeyCode::Up => {
                     asked.scroll = asked.scroll.saturating_sub(1);
@@ -429,6 +461,11 @@ impl App {
     /// Text pasted into the terminal: inserted into the input whole (a paste never answers an
     /// approval or sends anything).
     fn paste(&mut self, text: &str) {
+        // Into a denial's reason being typed: text only, it answers nothing.
+        if let Some(reason) = self.approvals.front_mut().and_then(|a| a.feedback.as_mut()) {
+            reason.extend(text.chars().filter(|c| !c.is_control()).take(500));
+            return;
+        }
         if self.approvals.is_empty() && self.confirm.is_none() {
             self.leave_armed = None;
             self.input.insert_str(text);

@@ -1122,3 +1122,32 @@ fn a_rate_limited_model_shows_retrying_in_the_status_line_and_the_trace() {
         Event::ModelRetrying { attempt: 1, reason, .. } if reason == "HTTP 429"
     )));
 }
+
+#[test]
+fn a_denial_can_carry_a_reason_the_model_reads() {
+    let mut h = harness(vec![
+        run_command("rm", &["-rf", "build"]),
+        Step::text("{{last_tool_error}}"),
+    ]);
+    h.submit("Clean up.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    h.press(KeyCode::Char('f'));
+    assert!(h.screen().contains("Why deny?"), "{}", h.screen());
+    // Typed keys go to the reason, never to the box: `o` here is a letter, not "allow once".
+    h.type_text("use cargo clean, not rm");
+    h.app.handle(AppEvent::Paste(" please".to_owned()));
+    assert_eq!(h.app.approvals.len(), 1);
+    h.press(KeyCode::Enter);
+    h.pump_until_idle();
+    let tool = h.tool("run_command");
+    assert!(
+        matches!(&tool.state, ToolState::Failed { code, message } if code == "denied" && message.contains("use cargo clean, not rm please")),
+        "{tool:?}"
+    );
+    // The model got it in the tool result.
+    let second = h.server.requests()[1].to_string();
+    assert!(
+        second.contains("use cargo clean, not rm please"),
+        "{second}"
+    );
+}

@@ -195,6 +195,18 @@ fn approval_layout(
             key_span("n"),
             Span::raw(" back (Esc)"),
         ]));
+    } else if let Some(reason) = &asked.feedback {
+        tail.push(Line::raw(
+            "Why deny? The model is told (Enter denies with it, Esc goes back):",
+        ));
+        for line in wrap(
+            &format!("{}▏", sanitize_for_terminal(reason)),
+            width,
+            "> ",
+            "  ",
+        ) {
+            tail.push(Line::raw(line));
+        }
     } else {
         if !tight && !request.capabilities.is_empty() {
             // What "for this session" will cover, said before the key is pressed.
@@ -228,6 +240,12 @@ fn approval_layout(
             .collect();
         if width >= 40 {
             tail.push(Line::from(spans));
+            if !tight {
+                tail.push(Line::from(vec![
+                    key_span("f"),
+                    Span::raw(" deny and tell the model why"),
+                ]));
+            }
         } else {
             // Narrower still: two keys per line.
             for pair in spans.chunks(4) {
