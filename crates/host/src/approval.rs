@@ -223,7 +223,9 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
     );
     // The same keys as the terminal UI's approval box.
-    text.push_str("Allow? [o] once  [s] this session  [w] always here  [d] deny (default): ");
+    text.push_str(
+        "Allow? [o] once  [s] this session  [w] always here  [d] deny (default; `d <reason>` tells the model why): ",
+    );
     text
 }
 
@@ -269,6 +271,8 @@ type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 /// the person) and writes the prompt to stderr.
 pub struct TerminalBroker {
     io: Mutex<Option<Io>>,
+    /// What the person said with each denial (`d <reason>`), by call.
+    feedback: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for TerminalBroker {
@@ -295,6 +299,7 @@ impl TerminalBroker {
     pub fn with_io(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> Self {
         Self {
             io: Mutex::new(Some((input, output))),
+            feedback: Mutex::default(),
         }
     }
 
@@ -323,6 +328,12 @@ impl TerminalBroker {
                 return ApprovalAnswer::Unavailable;
             };
             let answer = parse_answer(&line);
+            if answer == ApprovalAnswer::Deny
+                && let Some(reason) = deny_reason(&line)
+                && let Ok(mut kept) = self.feedback.lock()
+            {
+                kept.insert(request.call_id.clone(), reason);
+            }
             if answer != ApprovalAnswer::AllowAlways {
                 return answer;
             }
@@ -362,6 +373,24 @@ impl ApprovalBroker for TerminalBroker {
         // Reading the terminal blocks; keep it off the async workers.
         tokio::task::block_in_place(|| self.ask_blocking(request))
     }
+
+    fn take_feedback(&self, call_id: &str) -> Option<String> {
+        self.feedback.lock().ok()?.remove(call_id)
+    }
+}
+
+/// The reason of a denial typed as `d <reason>` (or `n …`, `deny …`), bounded.
+fn deny_reason(line: &str) -> Option<String> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace)?;
+    if !matches!(
+        word.to_ascii_lowercase().as_str(),
+        "d" | "n" | "no" | "deny"
+    ) {
+        return None;
+    }
+    let reason: String = rest.trim().chars().take(500).collect();
+    (!reason.is_empty()).then_some(reason)
 }
 
 #[cfg(test)]
@@ -447,6 +476,26 @@ mod tests {
         );
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowSession);
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_denial_typed_with_a_reason_keeps_it_for_the_model() {
+        let broker = TerminalBroker::with_io(
+            Box::new(std::io::Cursor::new(
+                b"d use cargo clean instead\nd\n".to_vec(),
+            )),
+            Box::new(Vec::new()),
+        );
+        let asked = request();
+        assert_eq!(broker.ask(&asked).await, ApprovalAnswer::Deny);
+        assert_eq!(
+            broker.take_feedback(&asked.call_id).as_deref(),
+            Some("use cargo clean instead")
+        );
+        assert_eq!(broker.take_feedback(&asked.call_id), None, "taken once");
+        // A bare `d` denies and says nothing.
+        assert_eq!(broker.ask(&asked).await, ApprovalAnswer::Deny);
+        assert_eq!(broker.take_feedback(&asked.call_id), None);
     }
 
     /// "Always" shows the rules and needs a yes; "back" returns to the question.
