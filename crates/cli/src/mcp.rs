@@ -63,31 +63,45 @@ pub fn list(json: bool) -> Result<u8> {
         crate::env::print_json(&json!({ "servers": list }))?;
         return Ok(exit::OK);
     }
-    if servers.is_empty() {
-        outln!(
-            "no MCP servers: add one as [mcp.<name>] in {}",
-            crate::env::config_path(&env)
-        );
-        return Ok(exit::OK);
-    }
-    for (name, config) in servers {
-        let state = match server_state(name, config, &pins) {
-            ServerState::Disabled => "disabled".to_owned(),
-            ServerState::NotApproved => format!("not approved (bosun mcp trust {name})"),
-            ServerState::Approved(n) => format!("approved, {n} tool(s)"),
-            ServerState::Changed => format!("changed since approved (bosun mcp trust {name})"),
-        };
-        outln!(
-            "{name:<16} {state:<40} {}{}",
-            sanitize_for_terminal(&transport(config)),
-            if config.trusted {
-                "  [trusted annotations]"
-            } else {
-                ""
-            }
-        );
+    for line in list_lines(&env)? {
+        outln!("{line}");
     }
     Ok(exit::OK)
+}
+
+/// One line per configured server with its state, or how to add one: what `bosun mcp list`
+/// prints and `/mcp` shows.
+pub(crate) fn list_lines(env: &crate::env::Env) -> Result<Vec<String>> {
+    let pins = PinStore::load(&env.config.home)?;
+    let servers = &env.config.user.mcp;
+    if servers.is_empty() {
+        return Ok(vec![format!(
+            "no MCP servers: add one as [mcp.<name>] in {}",
+            crate::env::config_path(env)
+        )]);
+    }
+    Ok(servers
+        .iter()
+        .map(|(name, config)| {
+            let state = match server_state(name, config, &pins) {
+                ServerState::Disabled => "disabled".to_owned(),
+                ServerState::NotApproved => format!("not approved (bosun mcp trust {name})"),
+                ServerState::Approved(n) => format!("approved, {n} tool(s)"),
+                ServerState::Changed => {
+                    format!("changed since approved (bosun mcp trust {name})")
+                }
+            };
+            format!(
+                "{name:<16} {state:<40} {}{}",
+                sanitize_for_terminal(&transport(config)),
+                if config.trusted {
+                    "  [trusted annotations]"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect())
 }
 
 fn first_line(text: &str) -> String {
@@ -96,25 +110,30 @@ fn first_line(text: &str) -> String {
     sanitize_for_terminal(&cut)
 }
 
-pub fn trust(name: &str, yes: bool) -> Result<u8> {
-    let env = load()?;
+/// What approving a server would pin, and the review a person reads first.
+pub(crate) struct Review {
+    /// The review, one line per tool (changes marked), as text.
+    pub text: String,
+    /// How many tools would be offered.
+    pub count: usize,
+    pin: Pin,
+}
+
+/// Starts server `name`, lists its tools and compares them with what was approved before.
+pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
     let Some(config) = env.config.user.mcp.get(name) else {
         bail!(
             "no MCP server `{name}` in {}: add it as [mcp.{name}] first",
-            crate::env::config_path(&env)
+            crate::env::config_path(env)
         );
     };
-    let mut pins = PinStore::load(&env.config.home)?;
+    let pins = PinStore::load(&env.config.home)?;
     let launcher = Arc::new(
         bosun_launch::Launcher::new(env.config.user.sandbox.clone())
             .private(&env.config.home)
             .cache_in(env.config.home.join("cache")),
     );
     let server = Server::new(name, config.clone(), env.workspace.root(), launcher);
-    errln!(
-        "starting MCP server `{name}` ({}) to list its tools…",
-        sanitize_for_terminal(&transport(config))
-    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -127,6 +146,7 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
         .get(name)
         .filter(|pin| pin.identity == identity(config));
     let mut offered = BTreeMap::new();
+    let mut lines = Vec::new();
     for tool in &listed {
         let change = match previous.and_then(|p| p.tools.get(&tool.name)) {
             None if previous.is_some() => "new",
@@ -136,13 +156,13 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
         };
         let description = tool.raw["description"].as_str().unwrap_or_default();
         match &tool.refused {
-            Some(reason) => errln!(
+            Some(reason) => lines.push(format!(
                 "  ✗ {} — not offered: {}",
                 sanitize_for_terminal(&tool.name),
                 sanitize_for_terminal(reason)
-            ),
+            )),
             None => {
-                errln!(
+                lines.push(format!(
                     "  {} {} {}— {}",
                     if change == "CHANGED" { "!" } else { "•" },
                     model_name(name, &tool.name),
@@ -152,12 +172,12 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
                         format!("[{change}] ")
                     },
                     first_line(description)
-                );
+                ));
                 if change == "CHANGED"
                     && let Some(old) = previous.and_then(|p| p.tools.get(&tool.name))
                     && old.description != description
                 {
-                    errln!("      was: {}", first_line(&old.description));
+                    lines.push(format!("      was: {}", first_line(&old.description)));
                 }
                 offered.insert(
                     tool.name.clone(),
@@ -178,44 +198,73 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
             .keys()
             .filter(|t| !listed.iter().any(|l| &l.name == *t))
         {
-            errln!("  - {} [removed]", sanitize_for_terminal(gone));
+            lines.push(format!("  - {} [removed]", sanitize_for_terminal(gone)));
         }
     }
     if !config.trusted {
-        errln!(
+        lines.push(format!(
             "Every tool is judged by policy as `process` risk (set trusted = true in [mcp.{name}] to let its annotations set the risk)."
+        ));
+    }
+    Ok(Review {
+        text: lines.join("\n"),
+        count: offered.len(),
+        pin: Pin {
+            identity: identity(config),
+            tools: offered,
+        },
+    })
+}
+
+/// Pins what `review` showed as approved.
+pub(crate) fn record(env: &crate::env::Env, name: &str, review: Review) -> Result<String> {
+    let mut pins = PinStore::load(&env.config.home)?;
+    pins.servers.insert(name.to_owned(), review.pin);
+    pins.save(&env.config.home)?;
+    Ok(format!(
+        "approved {} tool(s) of MCP server `{name}`",
+        review.count
+    ))
+}
+
+/// Forgets server `name`'s approval.
+pub(crate) fn remove(env: &crate::env::Env, name: &str) -> Result<String> {
+    let mut pins = PinStore::load(&env.config.home)?;
+    if pins.servers.remove(name).is_none() {
+        bail!("MCP server `{name}` is not approved; nothing to remove");
+    }
+    pins.save(&env.config.home)?;
+    Ok(format!(
+        "MCP server `{name}`: approval removed; its tools are no longer offered"
+    ))
+}
+
+pub fn trust(name: &str, yes: bool) -> Result<u8> {
+    let env = load()?;
+    if let Some(config) = env.config.user.mcp.get(name) {
+        errln!(
+            "starting MCP server `{name}` ({}) to list its tools…",
+            sanitize_for_terminal(&transport(config))
         );
     }
+    let review = review(&env, name)?;
+    errln!("{}", review.text);
     if !crate::plugins::confirm(
         &format!(
             "Approve these {} tool(s) of `{name}` exactly as shown?",
-            offered.len()
+            review.count
         ),
         yes,
     )? {
         errln!("nothing recorded (run in a terminal, or pass --yes)");
         return Ok(exit::NEEDS_APPROVAL);
     }
-    let count = offered.len();
-    pins.servers.insert(
-        name.to_owned(),
-        Pin {
-            identity: identity(config),
-            tools: offered,
-        },
-    );
-    pins.save(&env.config.home)?;
-    outln!("approved {count} tool(s) of MCP server `{name}`");
+    outln!("{}", record(&env, name, review)?);
     Ok(exit::OK)
 }
 
 pub fn untrust(name: &str) -> Result<u8> {
     let env = load()?;
-    let mut pins = PinStore::load(&env.config.home)?;
-    if pins.servers.remove(name).is_none() {
-        bail!("MCP server `{name}` is not approved; nothing to remove");
-    }
-    pins.save(&env.config.home)?;
-    outln!("MCP server `{name}`: approval removed; its tools are no longer offered");
+    outln!("{}", remove(&env, name)?);
     Ok(exit::OK)
 }

@@ -121,6 +121,10 @@ pub(crate) struct Confirm {
 enum PluginAction {
     Trust(TrustReview),
     Untrust(String),
+    /// Pin an MCP server's tools as reviewed.
+    McpTrust(String, crate::mcp::Review),
+    /// Forget an MCP server's approval.
+    McpUntrust(String),
 }
 
 /// An approval on screen.
@@ -615,6 +619,18 @@ impl App {
                     format!("model: {name} from the next turn")
                 })
             }),
+            Slash::Mcp => crate::mcp::list_lines(&env).map(|lines| lines.join("\n")),
+            Slash::McpTrust(name) => self.ask_mcp_trust(&name).map(|()| String::new()),
+            Slash::McpUntrust(name) => {
+                self.confirm = Some(Confirm {
+                    question: format!(
+                        "Forget the approval of MCP server `{name}`? Its tools will not be offered until it is approved again."
+                    ),
+                    action: PluginAction::McpUntrust(name),
+                    shown: Instant::now(),
+                });
+                Ok(String::new())
+            }
             Slash::Clear => self.clear(),
             Slash::Resume(which) => self.resume(which.as_deref()),
             Slash::Diff => Ok(self.diff()),
@@ -831,6 +847,20 @@ impl App {
         Ok(())
     }
 
+    /// `/mcp trust NAME`: starts the server, shows what it offers and asks before pinning.
+    fn ask_mcp_trust(&mut self, name: &str) -> Result<()> {
+        let review = crate::mcp::review(&self.env, name)?;
+        self.confirm = Some(Confirm {
+            question: format!(
+                "MCP server `{name}` offers:\n{}\nApprove these {} tool(s) exactly as shown?",
+                review.text, review.count
+            ),
+            action: PluginAction::McpTrust(name.to_owned(), review),
+            shown: Instant::now(),
+        });
+        Ok(())
+    }
+
     fn confirmed(&mut self, action: PluginAction) {
         let done = match action {
             PluginAction::Trust(review) => {
@@ -840,6 +870,9 @@ impl App {
                     .map(|()| format!("trusted {names}; its tools load from the next turn"))
             }
             PluginAction::Untrust(name) => crate::plugins::untrust_named(&self.env, &name),
+            PluginAction::McpTrust(name, review) => crate::mcp::record(&self.env, &name, review)
+                .map(|text| format!("{text}; its tools are offered from the next turn")),
+            PluginAction::McpUntrust(name) => crate::mcp::remove(&self.env, &name),
         };
         self.entries.push(match done {
             Ok(text) => Entry::Notice(text),

@@ -1151,3 +1151,39 @@ fn a_denial_can_carry_a_reason_the_model_reads() {
         "{second}"
     );
 }
+
+#[test]
+fn mcp_lists_servers_and_asks_before_changing_an_approval() {
+    let mut h = harness_with(
+        vec![],
+        "[mcp.files]\ncommand = \"/usr/bin/false\"\n",
+        |_| {},
+    );
+    h.submit("/mcp");
+    let listed = notice(&h);
+    assert!(
+        listed.contains("files") && listed.contains("not approved (bosun mcp trust files)"),
+        "{listed}"
+    );
+    // A server the config does not name: said so, nothing asked.
+    h.submit("/mcp trust other");
+    assert!(matches!(h.last_entry(), Entry::Error(e) if e.contains("add it as [mcp.other]")));
+    assert!(h.app.confirm.is_none());
+    // Forgetting an approval asks first; there is none to forget.
+    h.submit("/mcp untrust files");
+    assert!(h.app.confirm.is_some());
+    h.press(KeyCode::Char('y'));
+    assert!(
+        matches!(h.last_entry(), Entry::Error(e) if e.contains("is not approved")),
+        "{:?}",
+        h.last_entry()
+    );
+    // A server that cannot start: the review fails with why, nothing is pinned.
+    h.submit("/mcp trust files");
+    assert!(
+        matches!(h.last_entry(), Entry::Error(e) if e.contains("MCP server `files`")),
+        "{:?}",
+        h.last_entry()
+    );
+    assert!(h.app.confirm.is_none());
+}
