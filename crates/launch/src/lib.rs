@@ -218,18 +218,22 @@ fn probe(config: &SandboxConfig) -> Status {
     Status::probe(config)
 }
 
-/// The probe's result for this boot, this user, this `[sandbox]` table and this `PATH` (where
-/// `bwrap` is looked up), from `dir` or probed and written there.
+/// The probe's result for this boot, this user, this process's cgroup, this `[sandbox]` table
+/// and this `PATH` (where `bwrap` is looked up), from `dir` or probed and written there.
 fn cached_probe(config: &SandboxConfig, dir: &Path) -> Status {
     use std::hash::{Hash, Hasher};
     let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
         return probe(config);
     };
+    // The probe found a pids cgroup under this process's own cgroup: a process in another
+    // cgroup (another terminal's scope) probes for itself.
+    let own_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (
         "bosun-sandbox-status-v1",
         boot.trim(),
         sys::ids(),
+        own_cgroup,
         format!("{config:?}"),
         std::env::var_os("PATH"),
     )
