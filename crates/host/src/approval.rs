@@ -39,6 +39,22 @@ pub struct ApprovalRequest {
     pub reason: String,
 }
 
+impl ApprovalRequest {
+    /// The capabilities the call uses, safe for a terminal and joined for one line; `None`
+    /// when it uses none.
+    pub fn uses(&self) -> Option<String> {
+        if self.capabilities.is_empty() {
+            return None;
+        }
+        let caps: Vec<String> = self
+            .capabilities
+            .iter()
+            .map(|c| sanitize_for_terminal(&c.to_string()))
+            .collect();
+        Some(caps.join(", "))
+    }
+}
+
 /// Answers approval requests.
 #[async_trait]
 pub trait ApprovalBroker: Send + Sync {
@@ -199,13 +215,8 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
             text.push_str(&format!("    {}\n", sanitize_for_terminal(line)));
         }
     }
-    if !request.capabilities.is_empty() {
-        let caps: Vec<String> = request
-            .capabilities
-            .iter()
-            .map(|c| sanitize_for_terminal(&c.to_string()))
-            .collect();
-        text.push_str(&format!("  capabilities: {}\n", caps.join(", ")));
+    if let Some(uses) = request.uses() {
+        text.push_str(&format!("  capabilities: {uses}\n"));
     }
     text.push_str(&format!(
         "  why:          policy says {}: {}\n",

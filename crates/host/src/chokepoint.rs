@@ -388,6 +388,29 @@ struct Asking<'a> {
     rememberable: bool,
 }
 
+impl<'a> Asking<'a> {
+    /// A person asked about a whole call (rememberable), with the change it would make shown
+    /// through the trace's redaction.
+    fn call(
+        call: &'a ToolCall,
+        tool: &'a dyn Tool,
+        summary: String,
+        capabilities: &'a [CapabilityRequest],
+        explanation: &'a Explanation,
+        trace: &Trace,
+    ) -> Asking<'a> {
+        Asking {
+            call,
+            action: tool.action(),
+            summary,
+            preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
+            capabilities,
+            explanation,
+            rememberable: true,
+        }
+    }
+}
+
 /// The one path for every tool call.
 pub struct Chokepoint {
     tools: Arc<ToolRegistry>,
@@ -660,15 +683,14 @@ impl Chokepoint {
                     // Unsure, unanswered, unparsed or failed: a person decides, never a silent
                     // allow.
                     Some(Verdict::Unsure) | None => {
-                        let asking = Asking {
+                        let asking = Asking::call(
                             call,
-                            action: tool.action(),
+                            tool.as_ref(),
                             summary,
-                            preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
-                            capabilities: &capabilities,
-                            explanation: &explanation,
-                            rememberable: true,
-                        };
+                            &capabilities,
+                            &explanation,
+                            trace,
+                        );
                         if let Err(error) = self.approve(asking, session, trace).await {
                             return Err((error, Some(explanation)));
                         }
@@ -677,15 +699,15 @@ impl Chokepoint {
             }
             Decision::Ask | Decision::Review => {
                 // The prompt shows the input through the same redaction as the trace.
-                let asking = Asking {
+                let summary = trace.redact_text(&tool.summarize(&call.input));
+                let asking = Asking::call(
                     call,
-                    action: tool.action(),
-                    summary: trace.redact_text(&tool.summarize(&call.input)),
-                    preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
-                    capabilities: &capabilities,
-                    explanation: &explanation,
-                    rememberable: true,
-                };
+                    tool.as_ref(),
+                    summary,
+                    &capabilities,
+                    &explanation,
+                    trace,
+                );
                 if let Err(error) = self.approve(asking, session, trace).await {
                     return Err((error, Some(explanation)));
                 }

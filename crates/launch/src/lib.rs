@@ -553,6 +553,24 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let second = Launcher::new(SandboxConfig::default()).cache_in(dir.path());
         assert!(second.status().summary().contains("no filesystem"));
+        // A kept result that no longer holds fails closed: with the cgroup it names gone, the
+        // child is not started.
+        if kept.cgroup.is_some() {
+            kept.layers[0].1 = LayerState::Enforced("as probed".to_owned());
+            kept.cgroup = Some(PathBuf::from("/nonexistent/bosun-cgroup"));
+            std::fs::write(
+                &files[0],
+                serde_json::to_vec(&kept).unwrap_or_else(|e| panic!("{e}")),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let stale = Launcher::new(SandboxConfig::default()).cache_in(dir.path());
+            let mut command = tokio::process::Command::new("/bin/true");
+            let confinement = Confinement::new(dir.path().to_path_buf(), Network::Off);
+            assert!(matches!(
+                stale.confine(&mut command, &confinement),
+                Err(LaunchError::Setup(_))
+            ));
+        }
         // Garbage in the cache: probed again.
         std::fs::write(&files[0], b"not json").unwrap_or_else(|e| panic!("{e}"));
         let third = Launcher::new(SandboxConfig::default()).cache_in(dir.path());

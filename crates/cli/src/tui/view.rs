@@ -146,13 +146,8 @@ fn approval_layout(
         if tight { 1 } else { 2 },
     );
     let mut rest = Vec::new();
-    if !request.capabilities.is_empty() {
-        let caps: Vec<String> = request
-            .capabilities
-            .iter()
-            .map(|c| sanitize_for_terminal(&c.to_string()))
-            .collect();
-        rest.extend(field("uses", &caps.join(", "), if tight { 1 } else { 3 }));
+    if let Some(uses) = request.uses() {
+        rest.extend(field("uses", &uses, if tight { 1 } else { 3 }));
     }
     rest.extend(field(
         "why",

@@ -656,19 +656,24 @@ fn install_copies_a_component_links_a_directory_and_leaves_nothing_when_it_fails
     assert_eq!(state_of(&env, "dev"), "changed");
 }
 
-#[test]
-fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
-    let env = Env::new();
-    let dir = env.dir.path().join("hello-js");
+/// `bosun plugins new NAME --forge --dir DIR`, which must succeed.
+fn new_forge(env: &Env, name: &str, dir: &Path) {
     let out = env.bosun(&[
         "plugins",
         "new",
-        "hello-js",
+        name,
         "--forge",
         "--dir",
         dir.to_str().unwrap(),
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
+    let env = Env::new();
+    let dir = env.dir.path().join("hello-js");
+    new_forge(&env, "hello-js", &dir);
     let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = stderr(&out);
@@ -687,15 +692,7 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
 fn a_plugin_whose_activation_throws_is_named_once_with_what_it_threw() {
     let env = Env::new();
     let dir = env.dir.path().join("boom");
-    let out = env.bosun(&[
-        "plugins",
-        "new",
-        "boom",
-        "--forge",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    new_forge(&env, "boom", &dir);
     std::fs::write(
         dir.join("index.mjs"),
         "export default function activate(api) {\n  throw new TypeError(\"activation went wrong\");\n}\n",
