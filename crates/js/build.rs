@@ -15,6 +15,8 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use sha2::Digest;
+
 const PACKAGE: &str = "bosun-js-engine";
 
 #[path = "../../build-support/guest_build.rs"]
@@ -100,8 +102,14 @@ fn run() -> Result<(), String> {
         .join("release")
         .join("bosun_js_engine.wasm");
     let embedded = out_dir.join("bosun_js_engine.wasm");
-    std::fs::copy(&wasm, &embedded)
-        .map_err(|e| format!("copying {} into OUT_DIR: {e}", wasm.display()))?;
+    let bytes = std::fs::read(&wasm).map_err(|e| format!("reading {}: {e}", wasm.display()))?;
+    std::fs::write(&embedded, &bytes)
+        .map_err(|e| format!("writing {}: {e}", embedded.display()))?;
+    // The engine's digest, so a host does not hash its megabytes on every start.
+    let digest: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let digest_rs = out_dir.join("bosun_js_engine_sha256.rs");
+    std::fs::write(&digest_rs, format!("{digest:?}\n"))
+        .map_err(|e| format!("writing {}: {e}", digest_rs.display()))?;
     Ok(())
 }
 

@@ -98,7 +98,7 @@ enum Command {
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
         /// Print JSON lines: the trace as it happens, each step's text as a `model.text` line,
-        /// then a `run.result` object.
+        /// then a `run.result` event in the same envelope.
         #[arg(long)]
         json: bool,
         /// With --json: every piece of the model's text as it arrives (`model.text` lines).

@@ -27,7 +27,7 @@ use bosun_host::approval::{ApprovalBroker, sanitize_for_terminal};
 use bosun_host::config::bosun_home;
 use bosun_host::trace::{self, Observer, Trace};
 use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::env::{Env, config_path, load, print_json};
@@ -197,9 +197,32 @@ struct JsonLines {
     stream: bool,
     /// The current step's text so far, in the envelope of its first piece.
     text: std::sync::Mutex<Option<Envelope>>,
+    /// The run's own last recorded envelope (not a subagent's): run id and sequence.
+    last: std::sync::Mutex<Option<(String, u64)>>,
 }
 
 impl JsonLines {
+    /// Prints `event` (a `run.result`) in the envelope every other line has: the run's id,
+    /// the sequence after its last recorded event, the time now.
+    fn print_result(&self, run_id: &str, event: Value) {
+        let sequence = self
+            .last
+            .lock()
+            .ok()
+            .and_then(|last| last.as_ref().map(|(_, sequence)| sequence + 1))
+            .unwrap_or(0);
+        let line = json!({
+            "schema_version": bosun_core::TRACE_SCHEMA_VERSION,
+            "run_id": run_id,
+            "sequence": sequence,
+            "timestamp": chrono::Utc::now(),
+            "event": event,
+        });
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", crate::term::json_safe(&line.to_string()));
+        let _ = out.flush();
+    }
+
     fn print(envelope: &Envelope) {
         if let Ok(line) = serde_json::to_string(envelope) {
             let mut out = std::io::stdout().lock();
@@ -211,6 +234,12 @@ impl JsonLines {
 
 impl Observer for JsonLines {
     fn observe(&self, envelope: &Envelope) {
+        if envelope.parent_run_id.is_none()
+            && !envelope.event.is_live()
+            && let Ok(mut last) = self.last.lock()
+        {
+            *last = Some((envelope.run_id.clone(), envelope.sequence));
+        }
         match &envelope.event {
             Event::ModelText { text, .. } => {
                 if self.stream {
@@ -547,8 +576,8 @@ impl Interrupts {
 /// input`, and `✗ code: message` when it fails); the final answer goes to stdout — unless stdout
 /// and stderr are the same terminal, where it was just shown. Then the session and trace ids on
 /// stderr. With `--json`, stdout is JSON lines instead: every trace envelope as it happens, then
-/// one `{"type": "run.result", …}` object with the outcome, exit code, final text, session and
-/// run ids, steps, tool calls and token usage.
+/// a `run.result` event in the same envelope (run id, next sequence, time) with the outcome,
+/// exit code, final text, session id, model entry, steps, tool calls and token usage.
 ///
 /// Exit codes: see the module docs (0, 2, 5, 6, 130). The first Ctrl-C cancels the run (the
 /// running tool sees `cancelled`, the session is saved); a second exits at once with 130.
@@ -566,13 +595,15 @@ pub fn run(
     let name = open.stored.model.clone();
 
     let terminal = Arc::new(Terminal::default());
-    let observer: Arc<dyn Observer> = if json {
+    let json_lines = json.then(|| {
         Arc::new(JsonLines {
             stream,
             ..JsonLines::default()
         })
-    } else {
-        terminal.clone()
+    });
+    let observer: Arc<dyn Observer> = match &json_lines {
+        Some(lines) => lines.clone(),
+        None => terminal.clone(),
     };
     let command = match resume {
         Some(_) => format!("run --resume {}", open.stored.id),
@@ -645,23 +676,23 @@ pub fn run(
         ),
         RunEnd::ModelFailed(e) => (MODEL_ERROR, Some(format!("model `{name}`: {e}"))),
     };
-    if json {
+    if let Some(lines) = &json_lines {
         let outcome = serde_json::to_value(report.end.trace_outcome())?;
+        // `model_entry` is the `[models.NAME]` the run used; `model.started` names the
+        // provider's model id.
         let result = json!({
             "type": "run.result",
             "outcome": outcome,
             "exit_code": code,
             "error": error,
             "text": report.text,
-            "run_id": run_id,
             "session_id": saved.then_some(&stored.id),
-            "model": name,
+            "model_entry": name,
             "steps": report.steps,
             "tool_calls": report.tool_calls,
             "usage": report.usage,
         });
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", crate::term::json_safe(&result.to_string()))?;
+        lines.print_result(&run_id, result);
         if let Some(error) = &error {
             errln!("bosun: {error}");
         }

@@ -19,7 +19,9 @@ use crate::builtin;
 use crate::chokepoint::{Chokepoint, PolicyHook, ToolRegistry};
 use crate::config::{ConfigError, LoadedConfig, bosun_home};
 use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
-use crate::plugin_runtime::js::{self, JsObserver, JsPlugins, JsRuntime};
+use crate::plugin_runtime::js::{
+    self, DescriptorCache, JsEngine, JsObserver, JsPlugins, JsRuntime,
+};
 use crate::plugin_runtime::{chock, native};
 use crate::tool::Tool;
 use crate::workspace::Workspace;
@@ -209,7 +211,7 @@ pub fn js_engine_ready(home: &std::path::Path) -> bool {
         cache_dir: Some(home.join("cache")),
         ..Default::default()
     })
-    .is_ok_and(|sandbox| sandbox.js_engine_cached(bosun_js::ENGINE_WASM))
+    .is_ok_and(|sandbox| sandbox.js_engine_cached(&bosun_js::ENGINE))
 }
 
 /// Compiles Bosun's JavaScript engine for this machine into `home`'s cache, ahead of the first
@@ -222,12 +224,7 @@ pub fn prepare_js_engine(home: &std::path::Path) -> Result<(), HostError> {
         cache_dir: Some(home.join("cache")),
         ..Default::default()
     })?;
-    run_to_completion(async {
-        sandbox
-            .load_js_engine(bosun_js::ENGINE_WASM)
-            .await
-            .map(|_| ())
-    })??;
+    run_to_completion(async { sandbox.load_js_engine(&bosun_js::ENGINE).await.map(|_| ()) })??;
     Ok(())
 }
 
@@ -351,12 +348,13 @@ impl Host {
             js::specs_from_catalog(host.catalog.enabled(), &reserved, &host.config.user.limits);
         warnings.extend(spec_warnings);
         let mut listed: Vec<ListedPlugin> = Vec::new();
+        // Loaded only when a plugin runs: listing what was kept needs no engine.
+        let engine = JsEngine::new(sandbox, bosun_js::ENGINE);
         if !specs.is_empty() {
             let policy = host.policy.clone();
-            let started = run_to_completion(async {
-                let engine = sandbox.load_js_engine(bosun_js::ENGINE_WASM).await?;
-                Ok::<_, SandboxError>(JsPlugins::start(specs, &engine, &policy).await)
-            })??;
+            let cache = DescriptorCache::new(host.config.home.join("cache").join("js-plugins"));
+            let started =
+                run_to_completion(JsPlugins::start(specs, &engine, &policy, Some(&cache)))?;
             for runtime in &started.runtimes {
                 let spec = runtime.spec();
                 let prefix = format!("plugin.{}.", spec.local_name);
@@ -384,8 +382,7 @@ impl Host {
             host.js = started.runtimes;
         }
         let manager = PluginManager::new(
-            sandbox,
-            bosun_js::ENGINE_WASM,
+            engine,
             host.policy.clone(),
             host.registry.clone(),
             reserved,

@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use bosun_js::{ActivationRequest, ENGINE_WASM, Format, JsLimits, JsPlugin, ToolOutcome, Trust};
+use bosun_js::{ActivationRequest, ENGINE, Format, JsLimits, JsPlugin, ToolOutcome, Trust};
 use bosun_sandbox::{CallOptions, Grants, Loaded, Sandbox, SandboxConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
@@ -146,9 +146,7 @@ fn bench(c: &mut Criterion) {
     // Pre-initialises the engine and writes its artefact: every measurement below starts from
     // a warm cache.
     let started = Instant::now();
-    let engine = runtime
-        .block_on(sandbox.load_js_engine(ENGINE_WASM))
-        .unwrap();
+    let engine = runtime.block_on(sandbox.load_js_engine(&ENGINE)).unwrap();
     println!(
         "engine pre-initialisation and compilation (cold cache, once): {:.0} ms",
         started.elapsed().as_secs_f64() * 1e3
@@ -197,7 +195,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("js_first_call_with_engine_load", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let engine = sandbox.load_js_engine(ENGINE_WASM).await.unwrap();
+                let engine = sandbox.load_js_engine(&ENGINE).await.unwrap();
                 let mut plugin = activate(&engine, &count_text).await;
                 count(&mut plugin).await;
             })
@@ -207,7 +205,7 @@ fn bench(c: &mut Criterion) {
     for _ in 0..50 {
         let start = Instant::now();
         runtime.block_on(async {
-            let engine = sandbox.load_js_engine(ENGINE_WASM).await.unwrap();
+            let engine = sandbox.load_js_engine(&ENGINE).await.unwrap();
             let mut plugin = activate(&engine, &count_text).await;
             count(&mut plugin).await;
         });

@@ -1,6 +1,6 @@
 //! Bosun's JavaScript engine and the host side of JavaScript plugins.
 //!
-//! - [`ENGINE_WASM`]: the engine component, QuickJS built for `wasm32-wasip2` by this crate's
+//! - [`ENGINE`]: the engine component, QuickJS built for `wasm32-wasip2` by this crate's
 //!   build script from `crates/js/engine` (world `bosun:js/js-plugin@1.0.0`, `crates/js/wit`).
 //!   The sandbox pre-initialises it once ([`bosun_sandbox::Sandbox::load_js_engine`]).
 //! - [`JsPlugin`]: one Forge or Triggerfish plugin running in its own engine instance:
@@ -24,3 +24,21 @@ pub use plugin::{CommandOutput, JsError, JsPlugin, Restriction, ToolOutcome};
 
 /// The JavaScript engine component (QuickJS for `wasm32-wasip2`), as built by this crate.
 pub const ENGINE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bosun_js_engine.wasm"));
+
+/// [`ENGINE_WASM`]'s SHA-256, computed by the build script.
+pub const ENGINE_SHA256: [u8; 32] =
+    include!(concat!(env!("OUT_DIR"), "/bosun_js_engine_sha256.rs"));
+
+/// The engine with its digest, as the sandbox loads it: no start hashes its megabytes again.
+pub const ENGINE: bosun_sandbox::JsEngineImage<'static> =
+    bosun_sandbox::JsEngineImage::prehashed(ENGINE_WASM, ENGINE_SHA256);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_built_in_digest_is_the_engines() {
+        let hashed_now = bosun_sandbox::JsEngineImage::new(super::ENGINE_WASM);
+        assert_eq!(super::ENGINE.sha256(), hashed_now.sha256());
+        assert_eq!(super::ENGINE.wasm().len(), super::ENGINE_WASM.len());
+    }
+}

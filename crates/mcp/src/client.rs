@@ -34,7 +34,10 @@ use bosun_core::{
 use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig};
 use bosun_host::{Host, Tool, ToolContext};
 use bosun_launch::{Confinement, Jail, Launcher, Network};
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
+    SubscriptionFilter,
+};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
@@ -313,6 +316,7 @@ impl Server {
     /// Starts the server and lists its tools, bounded in time.
     async fn start(&self) -> Result<Up, String> {
         let (client, jail) = self.connect_bounded().await?;
+        self.listen_for_changes(&client).await;
         let hashes = hashes(&self.tools(&client).await?);
         Ok(Up {
             client,
@@ -328,6 +332,39 @@ impl Server {
             .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
         self.stale.store(false, Ordering::Release);
         Ok(connected)
+    }
+
+    /// On a `2026-07-28` connection a server says its tools changed only on a stream the
+    /// client opened for it (`subscriptions/listen`): open one, and raise [`Self::stale`] for
+    /// each `tools/list_changed` on it. Earlier revisions send the notification unasked, to
+    /// [`Handler`]. A server that refuses the subscription is used as it is: its changes are
+    /// then seen when it is next started.
+    async fn listen_for_changes(&self, client: &RunningService<RoleClient, Handler>) {
+        let modern = client
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+        if !modern {
+            return;
+        }
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let Ok(Ok(mut subscription)) =
+            tokio::time::timeout(self.timeout, client.peer().listen(filter)).await
+        else {
+            return;
+        };
+        let stale = self.stale.clone();
+        tokio::spawn(async move {
+            // Ends with the connection (or the server ending the stream).
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    stale.store(true, Ordering::Release);
+                }
+            }
+        });
     }
 
     /// Every tool the server lists now, as the JSON it sent, within the request deadline.

@@ -9,7 +9,8 @@
 //! - `tools/list`: the chokepoint's tools in registration order (built-ins, then plugins in
 //!   catalog order), with annotations derived from each tool's risk. Listing runs no plugin code.
 //!   When a call changes the set (a plugin installed or reloaded through the plugin tools), the
-//!   client gets `notifications/tools/list_changed`.
+//!   client gets `notifications/tools/list_changed`: unasked under the handshake revisions, on
+//!   every `subscriptions/listen` stream a 2026-07-28 client opened for it.
 //! - `tools/call`: the chokepoint's result. Success is the output as text (JSON unless it is a
 //!   string) and, when it is an object, as `structuredContent`; an error is `isError: true` with
 //!   `code: message`, so a denied call, a call that needs approval and a plugin's failure all
@@ -33,9 +34,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
     PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, Role,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -65,6 +66,8 @@ pub struct Served {
     /// The one session of every 2026-07-28 request (that revision has none of its own).
     stateless: Slot,
     stateless_run_id: String,
+    /// The open `subscriptions/listen` streams (2026-07-28 clients), told when tools change.
+    listeners: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl std::fmt::Debug for Served {
@@ -88,6 +91,7 @@ impl Served {
             command: command.into(),
             stateless: Mutex::new(None),
             stateless_run_id: trace::new_run_id(),
+            listeners: Mutex::new(Vec::new()),
         })
     }
 
@@ -245,7 +249,43 @@ impl Drop for ToolServer {
     }
 }
 
+impl Served {
+    /// Tells every open `subscriptions/listen` stream that the tool set changed, forgetting
+    /// the streams that ended.
+    async fn tools_changed(&self) {
+        let sinks: Vec<SubscriptionSink> =
+            self.listeners.lock().map(|l| l.clone()).unwrap_or_default();
+        let mut ended = Vec::new();
+        for sink in &sinks {
+            if sink.notify_tool_list_changed().await.is_err() {
+                ended.push(sink.id().clone());
+            }
+        }
+        if !ended.is_empty()
+            && let Ok(mut listeners) = self.listeners.lock()
+        {
+            listeners.retain(|sink| !ended.contains(sink.id()));
+        }
+    }
+}
+
 impl ServerHandler for ToolServer {
+    /// `subscriptions/listen` (2026-07-28): the only change Bosun announces is its tool set's.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if let Ok(mut listeners) = self.served.listeners.lock() {
+            listeners.push(context.sink().clone());
+        }
+        context.cancelled().await;
+        Ok(())
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -369,7 +409,9 @@ impl ServerHandler for ToolServer {
         live.trace.flush();
         if self.served.host.tools_generation() != generation {
             // A client that cannot take the notification still sees the new set when it lists.
+            // Handshake revisions get it unasked; 2026-07-28 clients on the streams they opened.
             let _ = context.peer.notify_tool_list_changed().await;
+            self.served.tools_changed().await;
         }
         Ok(call_result(outcome.result).into())
     }

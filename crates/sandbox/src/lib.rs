@@ -213,13 +213,13 @@ impl Sandbox {
         })
     }
 
-    /// Whether the engine `wasm` is compiled for this machine already (its artefact is in the
+    /// Whether the engine `image` is compiled for this machine already (its artefact is in the
     /// cache), so that loading it takes milliseconds, not seconds. Without a cache: false.
-    pub fn js_engine_cached(&self, wasm: &[u8]) -> bool {
+    pub fn js_engine_cached(&self, image: &JsEngineImage<'_>) -> bool {
         self.inner
             .cache
             .as_ref()
-            .is_some_and(|cache| cache.artefact_path(&js_snapshot_key(wasm)).is_file())
+            .is_some_and(|cache| cache.artefact_path(&image.snapshot_key()).is_file())
     }
 
     /// Loads Bosun's JavaScript engine component (`bosun:js/js-plugin@1.0.0`), pre-initialised:
@@ -231,10 +231,11 @@ impl Sandbox {
     /// # Errors
     /// [`SandboxError::InvalidComponent`] if the bytes do not compile or pre-initialisation
     /// fails, [`SandboxError::Contract`] if the component does not fit the engine world.
-    pub async fn load_js_engine(&self, wasm: &[u8]) -> Result<Loaded, SandboxError> {
+    pub async fn load_js_engine(&self, image: &JsEngineImage<'_>) -> Result<Loaded, SandboxError> {
         let inner = &self.inner;
-        let engine_hash = sha256(wasm);
-        let snapshot_key = js_snapshot_key(wasm);
+        let wasm = image.wasm;
+        let engine_hash = image.sha256;
+        let snapshot_key = image.snapshot_key();
         let invalid = |reason: String| SandboxError::InvalidComponent {
             plugin: Some("the JavaScript engine".into()),
             reason,
@@ -367,9 +368,46 @@ impl Sandbox {
     }
 }
 
-/// The cache key of the pre-initialised engine made from `wasm`.
-fn js_snapshot_key(wasm: &[u8]) -> [u8; 32] {
-    let mut keyed = sha256(wasm).to_vec();
-    keyed.extend_from_slice(b"bosun-js-preinit-v1");
-    sha256(&keyed)
+/// A JavaScript engine component with its SHA-256, which keys its pre-initialised artefact in
+/// the cache. Hashing the engine's megabytes on every start costs milliseconds, so an engine
+/// embedded at build time carries a digest computed then ([`JsEngineImage::prehashed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct JsEngineImage<'a> {
+    wasm: &'a [u8],
+    sha256: [u8; 32],
+}
+
+impl<'a> JsEngineImage<'a> {
+    /// The engine `wasm`, hashed now.
+    pub fn new(wasm: &'a [u8]) -> Self {
+        Self {
+            wasm,
+            sha256: sha256(wasm),
+        }
+    }
+
+    /// The engine `wasm` whose SHA-256 the caller computed when it was built. The digest only
+    /// names the cache entry: an artefact is still checked against its own digest when read,
+    /// and a wrong digest can at worst reuse the artefact of another engine the same caller
+    /// embedded — so pass exactly the digest of these bytes (`bosun-js` tests that its does).
+    pub const fn prehashed(wasm: &'a [u8], sha256: [u8; 32]) -> Self {
+        Self { wasm, sha256 }
+    }
+
+    /// The component's bytes.
+    pub fn wasm(&self) -> &'a [u8] {
+        self.wasm
+    }
+
+    /// The component's SHA-256.
+    pub fn sha256(&self) -> [u8; 32] {
+        self.sha256
+    }
+
+    /// The cache key of the pre-initialised engine made from this component.
+    fn snapshot_key(&self) -> [u8; 32] {
+        let mut keyed = self.sha256.to_vec();
+        keyed.extend_from_slice(b"bosun-js-preinit-v1");
+        sha256(&keyed)
+    }
 }

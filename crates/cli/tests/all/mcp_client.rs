@@ -512,3 +512,60 @@ fn a_session_holding_restricted_data_cannot_send_it_to_a_lower_server() {
         }
     }
 }
+
+/// A server that changes its tools during a session and says so
+/// (`notifications/tools/list_changed`): in the same run, the changed tool is withheld at its
+/// next call and the tool it added is never offered, because neither was approved.
+#[test]
+fn a_server_changing_its_tools_mid_session_is_judged_by_what_it_offers_now() {
+    use bosun_agent::scripted::Step;
+    use serde_json::json;
+    let env = Env::new();
+    let (_runtime, server) = super::run::serve([
+        Step::call("mcp__peer__drifting", json!({})),
+        Step::call("mcp__peer__turn", json!({})),
+        Step::call("mcp__peer__drifting", json!({})),
+        Step::call("mcp__peer__newcomer", json!({})),
+        Step::text("done"),
+    ]);
+    let config = format!(
+        "[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{}",
+        python().display().to_string(),
+        server_script().display().to_string(),
+        peer_sandbox("peer")
+    );
+    env.user_config(&super::run::model_config(&server, &config));
+    trust(&env);
+    let out = env.bosun(&["run", "--yes", "Use the tools."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let trace = std::fs::read_to_string(env.runs().pop().unwrap()).unwrap();
+    let ends: Vec<(String, String, String)> = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .filter(|e| matches!(e["type"].as_str(), Some("tool.completed" | "tool.failed")))
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap().to_owned(),
+                e["type"].as_str().unwrap().to_owned(),
+                e["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(ends.len(), 4, "{trace}");
+    assert_eq!(ends[0].1, "tool.completed", "{ends:?}");
+    assert_eq!(ends[1].1, "tool.completed", "{ends:?}");
+    assert_eq!(ends[2].0, "mcp__peer__drifting");
+    assert_eq!(ends[2].1, "tool.failed", "{ends:?}");
+    assert!(ends[2].2.contains("changed since you approved"), "{ends:?}");
+    assert_eq!(ends[3].1, "tool.failed", "{ends:?}");
+    // The model was never offered the tool nobody approved.
+    for request in server.requests() {
+        let offered = request["tools"].to_string();
+        assert!(offered.contains("mcp__peer__drifting"), "{offered}");
+        assert!(!offered.contains("newcomer"), "{offered}");
+    }
+}

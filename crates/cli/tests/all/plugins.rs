@@ -710,3 +710,100 @@ fn a_plugin_whose_activation_throws_is_named_once_with_what_it_threw() {
         "warning: plugin `boom` was not loaded: its activate() threw TypeError: activation went wrong"
     );
 }
+
+/// The names `bosun tools list --json` offers.
+fn tool_names(env: &Env) -> Vec<String> {
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The descriptions kept of JavaScript activations, by file.
+fn kept_descriptions(env: &Env) -> Vec<std::path::PathBuf> {
+    let dir = env.home().join("cache/js-plugins");
+    let mut kept: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    kept.sort();
+    kept
+}
+
+#[test]
+fn a_kept_description_lists_a_javascript_plugin_without_running_it_and_one_that_lies_is_refused() {
+    let env = Env::new();
+    let dir = env.dir.path().join("hello-js");
+    new_forge(&env, "hello-js", &dir);
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(tool_names(&env).contains(&"greet".to_owned()));
+    let kept = kept_descriptions(&env);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+
+    // The kept description names a tool the plugin's code does not have. Listing shows it:
+    // no code ran to list the plugin.
+    let mut described: Value = serde_json::from_slice(&std::fs::read(&kept[0]).unwrap()).unwrap();
+    let mut ghost = described["tools"][0].clone();
+    ghost["name"] = "ghost".into();
+    described["tools"].as_array_mut().unwrap().push(ghost);
+    std::fs::write(&kept[0], serde_json::to_vec(&described).unwrap()).unwrap();
+    let names = tool_names(&env);
+    assert!(names.contains(&"ghost".to_owned()), "{names:?}");
+
+    // Calling it activates the plugin, which registers something else: refused, not run.
+    let (rc, out) = call(&env, "ghost", r#"{"name": "Ada"}"#);
+    assert_ne!(rc, 0, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("registered other tools or hooks than when it was listed"),
+        "{out}"
+    );
+    // ... and what it really registers is kept for the next start.
+    let names = tool_names(&env);
+    assert!(!names.contains(&"ghost".to_owned()), "{names:?}");
+    let (rc, out) = call(&env, "greet", r#"{"name": "Ada"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.to_string().contains("Hello, Ada!"), "{out}");
+    // A description that cannot be read is no description: the plugin is activated again.
+    std::fs::write(&kept_descriptions(&env)[0], b"{ not json").unwrap();
+    let (rc, out) = call(&env, "greet", r#"{"name": "Grace"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.to_string().contains("Hello, Grace!"), "{out}");
+}
+
+#[test]
+fn a_kept_javascript_policy_hook_still_decides_every_call() {
+    let env = Env::new();
+    let dir = env.dir.path().join("policy-guard");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/engine/js/test/fixtures/policy-guard");
+    for file in ["plugin.json", "index.mjs"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The first start activates and keeps the description; the next ones list from it, and
+    // the hook still fires on a built-in's call (activating the plugin then).
+    for _ in 0..3 {
+        let (rc, out) = call(&env, "run_command", r#"{"program": "ls", "args": []}"#);
+        assert_ne!(rc, 0, "{out}");
+        assert!(
+            out.to_string().contains("only pnpm or npm may run"),
+            "{out}"
+        );
+        assert_eq!(kept_descriptions(&env).len(), 1);
+    }
+}

@@ -77,12 +77,7 @@ fn run_answers_on_stdout_and_a_session_resumes() {
     let lines = json_lines(&out.stdout);
     let types: Vec<&str> = lines
         .iter()
-        .map(|l| {
-            l["event"]["type"]
-                .as_str()
-                .or_else(|| l["type"].as_str())
-                .unwrap()
-        })
+        .map(|l| l["event"]["type"].as_str().unwrap())
         .collect();
     assert_eq!(
         types,
@@ -96,9 +91,19 @@ fn run_answers_on_stdout_and_a_session_resumes() {
             "run.result"
         ]
     );
-    let result = lines.last().unwrap();
+    // Every line is an envelope of the run, the result numbered after its last event.
+    let run_id = lines[0]["run_id"].as_str().unwrap();
+    assert!(lines.iter().all(|l| l["run_id"] == run_id), "{lines:?}");
+    let last = lines.len() - 1;
+    assert_eq!(
+        lines[last]["sequence"].as_u64().unwrap(),
+        lines[last - 1]["sequence"].as_u64().unwrap() + 1
+    );
+    assert!(lines[last]["timestamp"].is_string());
+    let result = &lines[last]["event"];
     assert_eq!(result["outcome"], "completed");
     assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["model_entry"], "scripted");
     assert_eq!(result["text"], "Still 42.");
     assert_eq!(result["session_id"], id.as_str());
 
@@ -151,7 +156,7 @@ fn run_exit_codes_for_budgets_and_provider_errors() {
     env.user_config(&model_config(&empty, ""));
     let out = env.bosun(&["run", "--json", "Anything."]);
     assert_eq!(code(&out), 6, "{}", stderr(&out));
-    let result = json_lines(&out.stdout).pop().unwrap();
+    let result = json_lines(&out.stdout).pop().unwrap()["event"].clone();
     assert_eq!(result["outcome"], "failed");
     assert!(
         result["error"]
@@ -213,7 +218,7 @@ fn sigint_cancels_the_run_the_tool_sees_cancelled_and_the_session_is_saved() {
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("cancelling the run"), "{err}");
 
-    let result = json_lines(rest.as_bytes()).pop().unwrap();
+    let result = json_lines(rest.as_bytes()).pop().unwrap()["event"].clone();
     assert_eq!(result["outcome"], "cancelled", "{result}");
     assert_eq!(result["exit_code"], 130);
     let session_id = result["session_id"].as_str().unwrap().to_owned();

@@ -636,3 +636,46 @@ fn skills_are_offered_as_prompts_and_a_prompt_carries_the_skill() {
         "{out}"
     );
 }
+
+/// A 2026-07-28 client hears of a changed tool set only on a `subscriptions/listen` stream it
+/// opened: Bosun accepts the stream and announces a plugin installed by a call on it.
+#[test]
+fn a_listening_client_of_the_newest_revision_hears_the_tool_set_change() {
+    let env = Env::new();
+    env.user_config(
+        "[[policy.rules]]\naction = \"builtin.tool.plugin_*\"\ndecision = \"allow\"\n\n\
+         [[policy.rules]]\naction = \"plugin.word-tools.tool.*\"\ndecision = \"allow\"\n",
+    );
+    let dir = env.ws().join(".bosun/plugins/word-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), super::js::MOD_TS).unwrap();
+    let mut plan = stdio_plan(
+        &env,
+        "auto",
+        None,
+        json!([
+            {"name": "plugin_scan", "arguments": {"path": ".bosun/plugins/word-tools"}},
+            {"name": "plugin_install", "arguments": {"name": "word-tools"}},
+        ]),
+    );
+    plan["listen"] = json!(true);
+    let out = peer(&plan);
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert!(!is_error(&out["calls"][1]), "{out}");
+    assert!(
+        out["listened"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().contains("Tools")),
+        "{out}"
+    );
+    assert!(
+        out["tools_after"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "plugin_word-tools_count_words"),
+        "{out}"
+    );
+}

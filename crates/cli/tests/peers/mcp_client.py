@@ -4,9 +4,10 @@ real peer of `bosun serve`.
 Usage: python mcp_client.py PLAN_JSON
 PLAN: {"stdio": {"command", "args", "env", "cwd"}} or {"url", "token"?},
       "mode": "auto" | "legacy", "elicit": "accept" | "accept_session" | "decline" | null,
-      "calls": [{"name", "arguments"}], "prompts": [names to get, after listing them]
+      "calls": [{"name", "arguments"}], "prompts": [names to get, after listing them],
+      "listen": true to make the calls with a `subscriptions/listen` stream open (2026-07-28)
 Prints one JSON object: the negotiated protocol, the tools listed, each call's result (or the
-error it raised), and the elicitation messages the server sent.
+error it raised), the elicitation messages the server sent, and what the listen stream heard.
 """
 
 import asyncio
@@ -63,12 +64,32 @@ async def main():
         out["server"] = dump(client.server_info) if client.server_info else None
         listed = await client.list_tools()
         out["tools"] = [dump(t) for t in listed.tools]
-        for call in plan.get("calls", []):
-            try:
-                result = await client.call_tool(call["name"], call.get("arguments", {}))
-                out["calls"].append(dump(result))
-            except Exception as e:  # a protocol error: report it as data
-                out["calls"].append({"raised": f"{type(e).__name__}: {e}"})
+
+        async def calls():
+            for call in plan.get("calls", []):
+                try:
+                    result = await client.call_tool(call["name"], call.get("arguments", {}))
+                    out["calls"].append(dump(result))
+                except Exception as e:  # a protocol error: report it as data
+                    out["calls"].append({"raised": f"{type(e).__name__}: {e}"})
+
+        if plan.get("listen"):
+            # 2026-07-28: changes arrive on a `subscriptions/listen` stream the client opens.
+            events = []
+            async with client.listen(tools_list_changed=True) as sub:
+                async def collect():
+                    async for event in sub:
+                        events.append(type(event).__name__)
+                task = asyncio.create_task(collect())
+                await calls()
+                for _ in range(100):
+                    if events:
+                        break
+                    await asyncio.sleep(0.05)
+                task.cancel()
+            out["listened"] = events
+        else:
+            await calls()
         listed = await client.list_tools()
         out["tools_after"] = [t.name for t in listed.tools]
         if plan.get("prompts"):

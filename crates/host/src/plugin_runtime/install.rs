@@ -31,12 +31,11 @@ use bosun_core::{
 use bosun_plugins::scan::scan_snapshot;
 use bosun_plugins::{ForgeManifest, SourceSnapshot, TriggerfishManifest};
 use bosun_policy::Policy;
-use bosun_sandbox::{Loaded, Sandbox};
 use serde_json::{Value, json};
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::Mutex;
 
 use crate::chokepoint::ToolRegistry;
-use crate::plugin_runtime::js::{JsBounds, JsManifestRef, JsPluginSpec, JsRuntime};
+use crate::plugin_runtime::js::{JsBounds, JsEngine, JsManifestRef, JsPluginSpec, JsRuntime};
 use crate::tool::{Tool, ToolContext};
 
 /// Where a plugin is looked for when `plugin_install` names no path: the project's plugin
@@ -79,9 +78,7 @@ pub struct ListedPlugin {
 
 /// The state behind the four tools.
 pub struct PluginManager {
-    sandbox: Sandbox,
-    engine_wasm: &'static [u8],
-    engine: OnceCell<Loaded>,
+    engine: Arc<JsEngine>,
     policy: Arc<Policy>,
     registry: Arc<ToolRegistry>,
     reserved: Vec<String>,
@@ -122,8 +119,7 @@ impl PluginManager {
     /// `reserved` are names no plugin tool may take; `configured` lists the plugins loaded from
     /// configuration, for `plugin_list`.
     pub fn new(
-        sandbox: Sandbox,
-        engine_wasm: &'static [u8],
+        engine: Arc<JsEngine>,
         policy: Arc<Policy>,
         registry: Arc<ToolRegistry>,
         mut reserved: Vec<String>,
@@ -131,9 +127,7 @@ impl PluginManager {
     ) -> Arc<Self> {
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
         Arc::new(Self {
-            sandbox,
-            engine_wasm,
-            engine: OnceCell::new(),
+            engine,
             policy,
             registry,
             reserved,
@@ -158,17 +152,6 @@ impl PluginManager {
                 }) as Arc<dyn Tool>)
             })
             .collect()
-    }
-
-    async fn engine(&self) -> Result<&Loaded, ToolError> {
-        self.engine
-            .get_or_try_init(|| async {
-                self.sandbox
-                    .load_js_engine(self.engine_wasm)
-                    .await
-                    .map_err(|e| failed(e.to_string()))
-            })
-            .await
     }
 
     /// Reads, scans and activates the plugin in `dir`; nothing is registered yet.
@@ -226,8 +209,7 @@ impl PluginManager {
         .map_err(invalid)?;
         // Nor does it build code from strings: no person reviewed its manifest's request.
         spec.code_from_strings = false;
-        let engine = self.engine().await?;
-        let runtime = JsRuntime::start(spec, engine)
+        let runtime = JsRuntime::start(spec, &self.engine)
             .await
             .map_err(|e| failed(format!("plugin \"{name}\" did not load: {e}")))?;
         Ok((runtime, snapshot, format, version))

@@ -3,11 +3,20 @@
 //! sandbox and the chokepoint.
 //!
 //! Unlike a native plugin, a JavaScript plugin names its tools in code (`api.registerTool`,
-//! `toolDefinitions`), so it is activated when the host starts: in its own engine instance,
+//! `toolDefinitions`), so it must be activated once to be listed: in its own engine instance,
 //! linked with the grants its declared capabilities allow and nothing else (no filesystem; HTTP
 //! only for Forge's `network:access` or Triggerfish's `declaredEndpoints`), under the plugin's
 //! deadline and memory cap. Activation failing never stops the host: the plugin is left out with
 //! a warning.
+//!
+//! What an activation registered (its [`Descriptor`]) is kept in `$BOSUN_HOME/cache/js-plugins`,
+//! keyed by everything activation depends on (the engine's digest, the plugin's files, config,
+//! trust, limits, environment, reserved names). A later host with the same key offers the tools
+//! without loading the engine or running plugin code; the engine is loaded and the plugin
+//! activated on its first call, hook or observed event ([`JsEngine`]). Every activation — the
+//! first of a host and each after a poisoned instance — must register exactly the kept
+//! descriptor; one that differs is refused (and the kept entry replaced for the next start), so
+//! a kept descriptor can only ever name tools the plugin's code really has.
 //!
 //! Every call then passes the chokepoint like any other: the action is
 //! `plugin.<local-name>.tool.<tool>`, each host the call may reach is a `net.http` capability
@@ -35,11 +44,11 @@ use bosun_js::{
 };
 use bosun_policy::{HookVerdict, Policy};
 use bosun_sandbox::{
-    CallErrorKind, CallOptions, Grants, JsGrants, JsProcesses, JsSession, Loaded, SpawnRequest,
-    Spawned, StartFuture,
+    CallErrorKind, CallOptions, Grants, JsEngineImage, JsGrants, JsProcesses, JsSession, Loaded,
+    Sandbox, SandboxError, SpawnRequest, Spawned, StartFuture,
 };
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use crate::chokepoint::{PolicyHook, ToolCall};
@@ -300,13 +309,127 @@ impl JsSession for SessionTaint {
     }
 }
 
-/// One activated plugin, shared by its tools and hooks. A poisoned instance (trap, deadline,
-/// memory) is replaced by activating the plugin again on the next call; module state is lost.
+/// Bosun's JavaScript engine for one host, loaded when a plugin first needs it and then shared
+/// by every JavaScript plugin (and the plugin manager's tools).
+pub struct JsEngine {
+    sandbox: Sandbox,
+    image: JsEngineImage<'static>,
+    loaded: OnceCell<Loaded>,
+}
+
+impl std::fmt::Debug for JsEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsEngine")
+            .field("loaded", &self.loaded.initialized())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsEngine {
+    /// The engine `image` in `sandbox`, not loaded yet.
+    pub fn new(sandbox: Sandbox, image: JsEngineImage<'static>) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox,
+            image,
+            loaded: OnceCell::new(),
+        })
+    }
+
+    /// The loaded engine, loading it (from the artefact cache, or compiling it) on first use.
+    ///
+    /// # Errors
+    /// The engine could not be compiled or linked.
+    pub async fn get(&self) -> Result<&Loaded, SandboxError> {
+        self.loaded
+            .get_or_try_init(|| self.sandbox.load_js_engine(&self.image))
+            .await
+    }
+
+    /// Whether it has been loaded.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.initialized()
+    }
+}
+
+/// What activations registered, kept by everything activation depends on (see the module
+/// documentation). Entries are written whole (temporary file, then rename); one that cannot be
+/// read or parsed is a miss.
+#[derive(Debug, Clone)]
+pub struct DescriptorCache {
+    dir: std::path::PathBuf,
+}
+
+impl DescriptorCache {
+    /// A cache in `dir` (created, mode 0700, when first written).
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The key of `spec` activated in `engine`: a digest of every input activation reads.
+    fn key(spec: &JsPluginSpec, engine: &JsEngineImage<'_>) -> String {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update(u64::try_from(bytes.len()).unwrap_or(u64::MAX).to_le_bytes());
+            hasher.update(bytes);
+        };
+        field(b"bosun-js-descriptor-v1");
+        field(&engine.sha256());
+        let request = serde_json::to_vec(&spec.request()).unwrap_or_default();
+        field(&request);
+        field(spec.local_name.as_bytes());
+        field(spec.classification.to_string().as_bytes());
+        field(&spec.memory_bytes.to_le_bytes());
+        field(
+            &u64::try_from(spec.timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .to_le_bytes(),
+        );
+        for endpoint in &spec.endpoints {
+            field(endpoint.as_bytes());
+        }
+        field(b"files");
+        for (path, text) in &spec.files {
+            field(path.as_bytes());
+            field(text.as_bytes());
+        }
+        let digest: [u8; 32] = hasher.finalize().into();
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn path(&self, key: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+
+    fn get(&self, key: &str) -> Option<Descriptor> {
+        let bytes = std::fs::read(self.path(key)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Keeps `descriptor` under `key`; a failure only means the next start activates again.
+    fn put(&self, key: &str, descriptor: &Descriptor) {
+        if let Ok(bytes) = serde_json::to_vec(descriptor) {
+            let _ = bosun_plugins::write_atomic(&self.path(key), &bytes);
+        }
+    }
+}
+
+/// Where a runtime's descriptor is kept, to replace it when an activation disagrees.
+#[derive(Debug, Clone)]
+struct KeptAt {
+    cache: DescriptorCache,
+    key: String,
+}
+
+/// One plugin, shared by its tools and hooks. Its instance is activated on first use (or was
+/// at start, when nothing was kept); a poisoned instance (trap, deadline, memory) is replaced
+/// by activating the plugin again on the next call, and module state is lost.
 pub struct JsRuntime {
     spec: JsPluginSpec,
-    engine: Loaded,
+    engine: Arc<JsEngine>,
     plugin: Mutex<Option<JsPlugin>>,
     descriptor: Descriptor,
+    kept: Option<KeptAt>,
 }
 
 impl std::fmt::Debug for JsRuntime {
@@ -352,13 +475,17 @@ fn activation_failure(name: &str, error: &JsError) -> String {
 }
 
 impl JsRuntime {
-    /// Activates the plugin in a fresh engine instance.
+    /// Activates the plugin in a fresh engine instance, loading the engine if it is not yet.
     ///
     /// # Errors
     /// Why activation failed, in words for a person.
-    pub async fn start(spec: JsPluginSpec, engine: &Loaded) -> Result<Arc<Self>, String> {
+    pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, String> {
+        let loaded = engine
+            .get()
+            .await
+            .map_err(|e| format!("the JavaScript engine could not be loaded: {e}"))?;
         let plugin = JsPlugin::activate(
-            engine,
+            loaded,
             spec.grants(),
             &spec.files,
             &spec.request(),
@@ -375,10 +502,37 @@ impl JsRuntime {
         }
         Ok(Arc::new(Self {
             spec,
-            engine: engine.clone(),
+            engine: Arc::clone(engine),
             plugin: Mutex::new(Some(plugin)),
             descriptor,
+            kept: None,
         }))
+    }
+
+    /// The plugin as an earlier activation with the same inputs described it; nothing runs
+    /// until its first call, hook or observed event.
+    fn kept(
+        spec: JsPluginSpec,
+        engine: &Arc<JsEngine>,
+        descriptor: Descriptor,
+        kept: KeptAt,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            spec,
+            engine: Arc::clone(engine),
+            plugin: Mutex::new(None),
+            descriptor,
+            kept: Some(kept),
+        })
+    }
+
+    /// Whether an instance of the plugin is live now (it was activated and not poisoned).
+    pub async fn is_active(&self) -> bool {
+        self.plugin
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|p| !p.is_poisoned())
     }
 
     /// What the plugin registered.
@@ -400,8 +554,14 @@ impl JsRuntime {
         let mut slot = self.plugin.lock().await;
         if slot.as_ref().is_none_or(JsPlugin::is_poisoned) {
             *slot = None;
+            let engine = self.engine.get().await.map_err(|e| {
+                ToolError::new(
+                    ErrorCode::PluginError,
+                    format!("plugin `{local}`: the JavaScript engine could not be loaded: {e}"),
+                )
+            })?;
             let plugin = JsPlugin::activate(
-                &self.engine,
+                engine,
                 self.spec.grants(),
                 &self.spec.files,
                 &self.spec.request(),
@@ -409,6 +569,21 @@ impl JsRuntime {
             )
             .await
             .map_err(|e| js_error(local, &e))?;
+            // Its tools, schemas and hooks were offered as described; an instance that
+            // registers anything else is not the plugin those offers name.
+            if *plugin.descriptor() != self.descriptor {
+                if let Some(kept) = &self.kept {
+                    kept.cache.put(&kept.key, plugin.descriptor());
+                }
+                return Err(ToolError::new(
+                    ErrorCode::PluginError,
+                    format!(
+                        "plugin `{local}` registered other tools or hooks than when it was \
+                         listed, so its calls are refused in this run; the next start lists \
+                         what it registers now"
+                    ),
+                ));
+            }
             *slot = Some(plugin);
         }
         let Some(plugin) = slot.as_mut() else {
@@ -1109,14 +1284,35 @@ pub struct JsPlugins {
 }
 
 impl JsPlugins {
-    /// Activates every plugin in `specs` and collects what they offer. A plugin that fails to
-    /// activate is left out with a warning.
-    pub async fn start(specs: Vec<JsPluginSpec>, engine: &Loaded, policy: &Arc<Policy>) -> Self {
+    /// Collects what every plugin in `specs` offers: from `cache` when an earlier activation
+    /// with the same inputs was kept there (nothing runs now), else by activating it (and
+    /// keeping what it registered). A plugin that fails to activate is left out with a warning.
+    pub async fn start(
+        specs: Vec<JsPluginSpec>,
+        engine: &Arc<JsEngine>,
+        policy: &Arc<Policy>,
+        cache: Option<&DescriptorCache>,
+    ) -> Self {
         let mut out = Self::default();
         let mut taken: BTreeSet<String> = BTreeSet::new();
         for spec in specs {
             let local = spec.local_name.clone();
-            let runtime = match JsRuntime::start(spec, engine).await {
+            let kept = cache.map(|cache| KeptAt {
+                cache: cache.clone(),
+                key: DescriptorCache::key(&spec, &engine.image),
+            });
+            let described = kept.as_ref().and_then(|k| k.cache.get(&k.key));
+            let started = match (described, kept) {
+                (Some(descriptor), Some(kept)) => {
+                    Ok(JsRuntime::kept(spec, engine, descriptor, kept))
+                }
+                (_, kept) => JsRuntime::start(spec, engine).await.inspect(|runtime| {
+                    if let Some(kept) = kept {
+                        kept.cache.put(&kept.key, &runtime.descriptor);
+                    }
+                }),
+            };
+            let runtime = match started {
                 Ok(runtime) => runtime,
                 Err(reason) => {
                     out.warnings

@@ -6,30 +6,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_core::{Classification, ErrorCode, Redactor, ToolResult};
-use bosun_host::plugin_runtime::js::{JsPluginSpec, JsPlugins};
+use bosun_host::plugin_runtime::js::{JsEngine, JsPluginSpec, JsPlugins};
 use bosun_host::{Chokepoint, Session, ToolCall, Trace, Workspace};
-use bosun_js::{ENGINE_WASM, Format, Trust};
+use bosun_js::{ENGINE, Format, Trust};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
-use bosun_sandbox::{Loaded, Sandbox, SandboxConfig};
+use bosun_sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-static ENGINE: tokio::sync::OnceCell<Loaded> = tokio::sync::OnceCell::const_new();
+static JS_ENGINE: std::sync::OnceLock<Arc<JsEngine>> = std::sync::OnceLock::new();
 
-async fn engine() -> &'static Loaded {
-    ENGINE
-        .get_or_init(|| async {
-            // Every test process shares the pre-initialised engine's artefact.
-            let sandbox = Sandbox::new(SandboxConfig {
-                cache_dir: Some(
-                    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("js-cache"),
-                ),
-                ..SandboxConfig::default()
-            })
-            .unwrap();
-            sandbox.load_js_engine(ENGINE_WASM).await.unwrap()
+/// One engine for the test process; its artefact is shared by every test process.
+async fn engine() -> &'static Arc<JsEngine> {
+    JS_ENGINE.get_or_init(|| {
+        let sandbox = Sandbox::new(SandboxConfig {
+            cache_dir: Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("js-cache")),
+            ..SandboxConfig::default()
         })
-        .await
+        .unwrap();
+        JsEngine::new(sandbox, ENGINE)
+    })
 }
 
 fn fixture(name: &str) -> Vec<(String, String)> {
@@ -91,7 +87,7 @@ struct Host {
 
 async fn host(specs: Vec<JsPluginSpec>, rules: &str) -> (Host, Vec<String>) {
     let policy = policy(rules);
-    let plugins = JsPlugins::start(specs, engine().await, &policy).await;
+    let plugins = JsPlugins::start(specs, engine().await, &policy, None).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
@@ -233,7 +229,7 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
     let mut spec = forge("observer", &["tools:register", "events:observe"]);
     spec.files = vec![("index.mjs".into(), OBSERVER_PLUGIN.into())];
     let policy = policy("");
-    let plugins = JsPlugins::start(vec![spec], engine().await, &policy).await;
+    let plugins = JsPlugins::start(vec![spec], engine().await, &policy, None).await;
     assert!(plugins.warnings.is_empty(), "{:?}", plugins.warnings);
     let observer =
         bosun_host::plugin_runtime::js::JsObserver::for_runtimes(&plugins.runtimes).unwrap();

@@ -141,7 +141,7 @@ async fn quickjs_interrupt_handler_stops_a_busy_loop_and_keeps_the_instance() {
         ..SandboxConfig::default()
     })
     .unwrap();
-    let engine = sandbox.load_js_engine(bosun_js::ENGINE_WASM).await.unwrap();
+    let engine = sandbox.load_js_engine(&bosun_js::ENGINE).await.unwrap();
     let source = attack("while (true) {}");
     let mut plugin = JsPlugin::activate(
         &engine,

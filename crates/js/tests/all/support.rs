@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bosun_js::{
-    ActivationRequest, ENGINE_WASM, Format, JsError, JsLimits, JsPlugin, ToolOutcome, Trust,
+    ActivationRequest, ENGINE, Format, JsError, JsLimits, JsPlugin, ToolOutcome, Trust,
 };
 use bosun_sandbox::{
     CallError, CallOptions, CallReport, Grants, JsSession, Loaded, NetGrant, Sandbox,
@@ -60,9 +60,9 @@ pub fn sandbox() -> &'static Sandbox {
 
 /// The pre-initialised engine (from the shared cache after the first process built it).
 pub async fn engine() -> &'static Loaded {
-    static ENGINE: tokio::sync::OnceCell<Loaded> = tokio::sync::OnceCell::const_new();
-    ENGINE
-        .get_or_init(|| async { sandbox().load_js_engine(ENGINE_WASM).await.unwrap() })
+    static LOADED: tokio::sync::OnceCell<Loaded> = tokio::sync::OnceCell::const_new();
+    LOADED
+        .get_or_init(|| async { sandbox().load_js_engine(&ENGINE).await.unwrap() })
         .await
 }
 
