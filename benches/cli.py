@@ -3,7 +3,7 @@
 
 For each row, every binary given runs the same command in the same prepared `$BOSUN_HOME` and
 workspace, interleaved run by run so that load on the machine falls on all of them alike:
-median and p90 wall time over the runs, and the peak resident set of one run (`wait4`).
+median and p90 wall time over the runs, and the peak resident set of one more run (GNU time).
 
 Rows:
   1. `bosun tools call read_file` of a small file, no plugins configured;
@@ -13,7 +13,7 @@ Rows:
 Peers, for scale: `/bin/true` (the cost of starting any process) and `node -e 0` (the floor
 under which no Node.js-based agent CLI can start).
 
-Usage: python3 benches/cli.py [--runs N] [BASE_BOSUN ...]
+Usage: python3 benches/cli.py [--runs N] [--head BOSUN] [BASE_BOSUN ...]
   Builds the release binary of this tree (`cargo build --release -p bosun-cli`) and measures it
   next to each BASE_BOSUN given (for example a release build of an earlier revision).
 """
@@ -34,17 +34,27 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 
 def timed(cmd, cwd, env):
-    """Wall milliseconds and peak RSS (MiB) of one run of `cmd`; its output is discarded."""
+    """Wall milliseconds of one run of `cmd`; its output is discarded."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = (time.perf_counter() - start) * 1000
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        err = proc.stderr.read().decode(errors="replace")
+        err = proc.stderr.decode(errors="replace")
         raise SystemExit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err}")
-    proc.stderr.close()
-    return wall, usage.ru_maxrss / 1024
+    return wall
+
+
+def peak_rss(cmd, cwd, env):
+    """Peak resident set (MiB) of one run, as GNU time reports it: the child's own, not the
+    memory of this Python process it was forked from (which `wait4` would count)."""
+    gnu_time = shutil.which("time") or "/usr/bin/time"
+    if not os.path.exists(gnu_time):
+        return float("nan")
+    out = subprocess.run([gnu_time, "-f", "%M", *cmd], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        return int(out.stderr.strip().splitlines()[-1]) / 1024
+    except (ValueError, IndexError):
+        return float("nan")
 
 
 def prepare(bosun, plugin):
@@ -85,12 +95,10 @@ def measure(label, commands, runs):
         for _ in range(3):
             timed(argv, cwd, env)
     walls = {name: [] for name, *_ in commands}
-    rss = {name: 0.0 for name, *_ in commands}
+    rss = {name: peak_rss(argv, cwd, env) for name, argv, cwd, env in commands}
     for _ in range(runs):
         for name, argv, cwd, env in commands:
-            wall, peak = timed(argv, cwd, env)
-            walls[name].append(wall)
-            rss[name] = max(rss[name], peak)
+            walls[name].append(timed(argv, cwd, env))
     print(f"\n{label}")
     for name, *_ in commands:
         w = sorted(walls[name])
@@ -101,10 +109,13 @@ def measure(label, commands, runs):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--head", help="this tree's release binary, already built (default: build it)")
     parser.add_argument("base", nargs="*", help="other bosun binaries to measure alongside")
     args = parser.parse_args()
-    subprocess.run(["cargo", "build", "--quiet", "--release", "--locked", "-p", "bosun-cli"], cwd=ROOT, check=True)
-    head = str(TARGET / "release" / "bosun")
+    head = args.head
+    if head is None:
+        subprocess.run(["cargo", "build", "--quiet", "--release", "--locked", "-p", "bosun-cli"], cwd=ROOT, check=True)
+        head = str(TARGET / "release" / "bosun")
     binaries = [("this tree", head)] + [(f"base {Path(b).name}", b) for b in args.base]
     node = shutil.which("node")
     peers = [("peer /bin/true", ["/bin/true"])] + ([("peer node -e 0", [node, "-e", "0"])] if node else [])

@@ -545,11 +545,22 @@ impl Agent {
             match next {
                 None => break,
                 Some(Ok(event)) => {
-                    if let ModelEvent::TextDelta(text) = &event {
-                        trace.record(Event::ModelText {
+                    match &event {
+                        ModelEvent::TextDelta(text) => trace.record(Event::ModelText {
                             step,
                             text: text.clone(),
-                        });
+                        }),
+                        ModelEvent::Reasoning(item) => {
+                            let text = item.summary_text();
+                            let text = text.trim();
+                            if !text.is_empty() {
+                                trace.record(Event::ModelReasoning {
+                                    step,
+                                    text: bounded_reasoning(text),
+                                });
+                            }
+                        }
+                        _ => {}
                     }
                     answer.push(event);
                 }
@@ -558,5 +569,13 @@ impl Agent {
             }
         }
         StepEnd::Answer(answer)
+    }
+}
+
+/// `text` cut to [`bosun_core::MAX_REASONING_CHARS`] characters.
+fn bounded_reasoning(text: &str) -> String {
+    match text.char_indices().nth(bosun_core::MAX_REASONING_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }

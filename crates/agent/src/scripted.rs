@@ -63,6 +63,10 @@ pub struct Script {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
+    /// Reasoning, streamed before the text as `delta.reasoning_content` (as vLLM and DeepSeek
+    /// send it).
+    #[serde(default)]
+    pub reasoning: Option<String>,
     /// Text, streamed a few characters at a time. `{{last_tool_error}}` is replaced by the last
     /// tool result's error (`code: message`), or by nothing when it was not an error.
     #[serde(default)]
@@ -444,6 +448,18 @@ fn events(
         .to_string()
     };
     let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    let reasoning: Vec<char> = step
+        .reasoning
+        .as_deref()
+        .unwrap_or_default()
+        .chars()
+        .collect();
+    for piece in reasoning.chunks(TEXT_PIECE_CHARS) {
+        out.push(chunk(
+            json!({"content": null, "reasoning_content": piece.iter().collect::<String>()}),
+            None,
+        ));
+    }
     let text = step
         .text
         .as_deref()

@@ -169,6 +169,16 @@ impl Observer for Terminal {
             Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),
+            Event::ModelReasoning { text, .. } => {
+                // One line of it, as a glimpse of what the model is doing; the trace has it all.
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let shown: String = first.chars().take(160).collect();
+                let more = if shown.len() < text.trim().len() { "…" } else { "" };
+                self.line(&format!(
+                    "  ✻ {}{more}",
+                    sanitize_for_terminal(&shown)
+                ));
+            }
             Event::ToolProposed { tool, input, .. } => {
                 let input = input.to_string();
                 let shown: String = input.chars().take(120).collect();

@@ -12,6 +12,9 @@ use crate::{CapabilityRequest, Classification, Explanation, ToolError};
 /// The trace schema this build writes.
 pub const TRACE_SCHEMA_VERSION: u32 = 1;
 
+/// The most characters of reasoning a `model.reasoning` event keeps; more is cut with `…`.
+pub const MAX_REASONING_CHARS: usize = 8_000;
+
 /// How a person (or the lack of one) answered an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -311,6 +314,16 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// What the model says of its reasoning: an OpenAI reasoning summary or Anthropic thinking
+    /// text, as the provider returned it (opaque or encrypted reasoning is not shown). Bounded
+    /// to [`MAX_REASONING_CHARS`].
+    #[serde(rename = "model.reasoning")]
+    ModelReasoning {
+        /// 1-based step.
+        step: u32,
+        /// The summary.
+        text: String,
+    },
     /// A budget ran out.
     #[serde(rename = "budget.exhausted")]
     BudgetExhausted {
@@ -441,6 +454,7 @@ impl Event {
             Self::ModelFailed { .. } => "model.failed",
             Self::ModelRetrying { .. } => "model.retrying",
             Self::ModelText { .. } => "model.text",
+            Self::ModelReasoning { .. } => "model.reasoning",
             Self::ContextElided { .. } => "context.elided",
             Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::ToolLog { .. } => "tool.log",

@@ -45,7 +45,10 @@ pub struct CallOutcome {
 
 struct Registered {
     tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
+    /// Compiled at the tool's first call (most tools of a process are never called; every
+    /// spec built with [`bosun_core::ToolSpec::builder`] has a schema that compiles), or at
+    /// registration for tools installed during a run, whose set is refused whole otherwise.
+    validator: std::sync::OnceLock<Result<jsonschema::Validator, ToolError>>,
     /// Who registered the tool at run time (`None` for the tools the chokepoint was built with).
     owner: Option<String>,
     /// Registration order: tools are listed in the order they were added.
@@ -73,6 +76,22 @@ impl std::fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.read().len())
             .finish()
+    }
+}
+
+impl Registered {
+    fn new(tool: Arc<dyn Tool>, owner: Option<String>, seq: u64) -> Self {
+        Self {
+            tool,
+            validator: std::sync::OnceLock::new(),
+            owner,
+            seq,
+        }
+    }
+
+    /// The tool's input validator, compiled now if it was not yet.
+    fn validator(&self) -> Result<&jsonschema::Validator, &ToolError> {
+        self.validator.get_or_init(|| compile(&self.tool)).as_ref()
     }
 }
 
@@ -111,12 +130,9 @@ impl ToolRegistry {
         let mut compiled = Vec::with_capacity(tools.len());
         for tool in tools {
             let validator = compile(&tool)?;
-            compiled.push(Registered {
-                tool,
-                validator,
-                owner: Some(owner.to_owned()),
-                seq: self.seq(),
-            });
+            let registered = Registered::new(tool, Some(owner.to_owned()), self.seq());
+            let _ = registered.validator.set(Ok(validator));
+            compiled.push(registered);
         }
         let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
         for registered in &compiled {
@@ -170,12 +186,13 @@ impl ToolRegistry {
     }
 
     /// Adds one tool owned by the host (a built-in, a configured plugin's tool). Refused when
-    /// its schema does not compile or its name is taken; nothing else changes.
+    /// its name is taken; nothing else changes. Its schema was checked when its spec was built
+    /// ([`bosun_core::ToolSpec::builder`] compiles it) and is compiled again at its first call;
+    /// a schema that does not compile then refuses the call, never runs it.
     ///
     /// # Errors
     /// A [`ToolError`] naming the tool.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
-        let validator = compile(&tool)?;
         let name = tool.spec().name.to_string();
         let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
         if map.contains_key(&name) {
@@ -184,15 +201,7 @@ impl ToolRegistry {
                 format!("a tool named `{name}` already exists"),
             ));
         }
-        map.insert(
-            name,
-            Arc::new(Registered {
-                tool,
-                validator,
-                owner: None,
-                seq: self.seq(),
-            }),
-        );
+        map.insert(name, Arc::new(Registered::new(tool, None, self.seq())));
         drop(map);
         self.changed();
         Ok(())
@@ -328,8 +337,8 @@ impl ChokepointBuilder {
         self
     }
 
-    /// Compiles every tool's schema. A duplicate name or a schema that is not valid JSON Schema
-    /// is refused with the tool named.
+    /// Registers every tool; a duplicate name is refused with the tool named. Schemas are
+    /// compiled at each tool's first call (see [`ToolRegistry::register`]).
     pub fn build(self) -> Result<Chokepoint, ToolError> {
         let registry = self.registry.unwrap_or_default();
         {
@@ -339,13 +348,7 @@ impl ChokepointBuilder {
                 .unwrap_or_else(PoisonError::into_inner);
             for tool in self.tools {
                 let name = tool.spec().name.to_string();
-                let validator = compile(&tool)?;
-                let registered = Registered {
-                    tool,
-                    validator,
-                    owner: None,
-                    seq: registry.seq(),
-                };
+                let registered = Registered::new(tool, None, registry.seq());
                 if tools.insert(name.clone(), Arc::new(registered)).is_some() {
                     return Err(ToolError::new(
                         ErrorCode::InvalidInput,
@@ -534,7 +537,6 @@ impl Chokepoint {
                 duration_us,
             },
         });
-        trace.flush();
         CallOutcome {
             result,
             explanation,
@@ -563,9 +565,9 @@ impl Chokepoint {
         let tool = &registered.tool;
 
         // 2. Validate the input against the tool's schema.
-        if !registered.validator.is_valid(&call.input) {
-            let problems: Vec<String> = registered
-                .validator
+        let validator = registered.validator().map_err(|e| (e.clone(), None))?;
+        if !validator.is_valid(&call.input) {
+            let problems: Vec<String> = validator
                 .iter_errors(&call.input)
                 .take(5)
                 .map(|e| {

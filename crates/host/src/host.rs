@@ -397,7 +397,7 @@ impl Host {
         Ok(host)
     }
 
-    /// Adds plugin tools one by one: a tool whose schema does not compile or whose name is
+    /// Adds plugin tools one by one: a tool whose name is
     /// taken is left out with a warning, and never stops the other tools.
     fn register_plugin_tools(&self, tools: Vec<Arc<dyn Tool>>, warnings: &mut Vec<String>) {
         for tool in tools {
@@ -520,7 +520,7 @@ impl Host {
     /// Bosun's) to the registry every chokepoint of this host shares.
     ///
     /// # Errors
-    /// The name is taken or the schema does not compile; nothing changes.
+    /// The name is taken; nothing changes.
     pub fn register_tool(&self, tool: Arc<dyn Tool>) -> Result<(), bosun_core::ToolError> {
         self.registry.register(tool)
     }

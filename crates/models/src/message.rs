@@ -112,6 +112,10 @@ pub enum ReasoningFormat {
     OpenaiResponses,
     /// An Anthropic `thinking` or `redacted_thinking` content block (with its signature).
     Anthropic,
+    /// Reasoning text an OpenAI-compatible Chat Completions server streamed beside the answer
+    /// (`delta.reasoning_content` from vLLM and DeepSeek, `delta.reasoning` from Ollama and
+    /// OpenRouter), as `{"text": …}`. Shown, never handed back: Chat Completions has no way.
+    OpenaiChat,
 }
 
 /// Opaque reasoning state the provider asks to get back on the next step of the same turn.
@@ -145,6 +149,12 @@ impl ReasoningItem {
             ReasoningFormat::Anthropic => self
                 .raw
                 .get("thinking")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            ReasoningFormat::OpenaiChat => self
+                .raw
+                .get("text")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),

@@ -5,8 +5,9 @@
 //! chunk with empty `choices` when `stream_options.include_usage` is set, `data: [DONE]` to
 //! end), restricted to the fields that Ollama, vLLM, llama.cpp's server, LM Studio and
 //! OpenRouter also accept: no `parallel_tool_calls`, no `store`, and `max_tokens` rather than
-//! OpenAI's newer `max_completion_tokens`. Reasoning deltas some servers add
-//! (`reasoning_content`) are not surfaced.
+//! OpenAI's newer `max_completion_tokens`. Reasoning text some servers stream beside the answer
+//! (`delta.reasoning_content` from vLLM and DeepSeek, `delta.reasoning` from Ollama and
+//! OpenRouter) becomes one [`ReasoningItem`] per block, to show; it is never sent back.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +19,7 @@ use crate::stream::{WireParser, parse_arguments, parse_json, shape_error, start}
 use crate::transport::{Connection, Transport, bearer_headers};
 use crate::{
     AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
-    Provider, TokenUsage, ToolCall,
+    Provider, ReasoningFormat, ReasoningItem, TokenUsage, ToolCall,
 };
 
 const PROVIDER: &str = "openai-chat";
@@ -149,8 +150,13 @@ struct PartialCall {
     arguments: String,
 }
 
+/// Bytes of one reasoning block kept; the rest is dropped (it is only shown).
+const MAX_REASONING_BYTES: usize = 64 * 1024;
+
 #[derive(Debug, Default)]
 struct ChatParser {
+    /// The reasoning block streaming now, not yet handed on.
+    reasoning: String,
     /// By the fragments' `index`.
     calls: BTreeMap<u64, PartialCall>,
     emitted_calls: usize,
@@ -160,6 +166,18 @@ struct ChatParser {
 }
 
 impl ChatParser {
+    /// Hands on the reasoning block that streamed so far, if any.
+    fn flush_reasoning(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.reasoning.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.reasoning);
+        out.push(ModelEvent::Reasoning(ReasoningItem {
+            format: ReasoningFormat::OpenaiChat,
+            raw: json!({ "text": text }),
+        }));
+    }
+
     fn flush_calls(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         for (index, call) in std::mem::take(&mut self.calls) {
             let id = if call.id.is_empty() {
@@ -188,6 +206,7 @@ impl ChatParser {
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        self.flush_reasoning(out);
         self.flush_calls(out)?;
         if let Some(usage) = self.usage.take() {
             out.push(ModelEvent::Usage(usage));
@@ -288,10 +307,28 @@ impl WireParser for ChatParser {
         // Only the first choice is read: Bosun never asks for `n > 1`.
         if let Some(choice) = choices.first() {
             let delta = choice.get("delta");
+            if let Some(thought) = delta
+                .and_then(|d| d.get("reasoning_content").or_else(|| d.get("reasoning")))
+                .and_then(Value::as_str)
+            {
+                let room = MAX_REASONING_BYTES.saturating_sub(self.reasoning.len());
+                let mut cut = thought.len().min(room);
+                while !thought.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                self.reasoning.push_str(&thought[..cut]);
+            }
             if let Some(text) = delta.and_then(|d| d.get("content")).and_then(Value::as_str)
                 && !text.is_empty()
             {
+                self.flush_reasoning(out);
                 out.push(ModelEvent::TextDelta(text.to_owned()));
+            }
+            if delta
+                .and_then(|d| d.get("tool_calls"))
+                .is_some_and(|c| !c.is_null())
+            {
+                self.flush_reasoning(out);
             }
             match delta.and_then(|d| d.get("tool_calls")) {
                 None | Some(Value::Null) => {}

@@ -672,3 +672,50 @@ async fn old_tool_outputs_are_elided_to_fit_a_tiny_context_window() {
     assert!(bytes > 4_000);
     assert!(third[1].contains(&"x".repeat(4_000)));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reasoning_is_recorded_bounded_and_never_sent_back() {
+    let long = "why ".repeat(3_000);
+    let mut h = Harness::new([
+        Step {
+            reasoning: Some("The answer is in src/lib.rs; read it first.".into()),
+            ..Step::call("read_file", json!({"path": "src/lib.rs"}))
+        },
+        Step {
+            reasoning: Some(long.clone()),
+            ..Step::text("It returns 41.")
+        },
+    ])
+    .await;
+    let agent = h.agent(
+        Arc::new(AutoApprove),
+        Budgets::default(),
+        ContextBudget::default(),
+    );
+    let (report, events) = h.fresh(&agent, "What does answer() return?").await;
+    assert_eq!(report.end, RunEnd::Completed);
+    let reasoning: Vec<(u32, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelReasoning { step, text } => Some((*step, text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning.len(), 2, "{events:?}");
+    assert_eq!(
+        reasoning[0],
+        (1, "The answer is in src/lib.rs; read it first.".to_owned())
+    );
+    assert_eq!(reasoning[1].0, 2);
+    assert_eq!(
+        reasoning[1].1.chars().count(),
+        bosun_core::MAX_REASONING_CHARS + 1
+    );
+    assert!(reasoning[1].1.ends_with('…'));
+    // It comes before the step's tool call, and the provider never gets it back.
+    let kinds = kinds(&events);
+    let at = |kind: &str| kinds.iter().position(|k| *k == kind).unwrap();
+    assert!(at("model.reasoning") < at("tool.proposed"), "{kinds:?}");
+    let second = h.server.requests()[1].to_string();
+    assert!(!second.contains("read it first"), "{second}");
+}

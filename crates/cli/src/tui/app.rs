@@ -921,6 +921,11 @@ impl App {
                     }
                 }
             }
+            Event::ModelReasoning { text, .. } => {
+                run.retry = None;
+                run.text_entry = None;
+                self.entries.push(Entry::Reasoning(text.clone()));
+            }
             Event::TaintRaised { to, .. } => self.labels.0 = self.labels.0.max(*to),
             Event::UntrustedInput { source, .. } => {
                 self.labels.1.get_or_insert_with(|| source.clone());

@@ -433,6 +433,18 @@ impl Renderer {
     }
 }
 
+/// Plain model text (reasoning) as the terminal may show it: with `guard`, every URL withheld
+/// and the reason said once at the end.
+pub(super) fn guarded(text: &str, guard: Option<&str>) -> String {
+    let Some(reason) = guard else {
+        return text.to_owned();
+    };
+    match withhold_urls(text) {
+        (text, true) => format!("{text}\n({WITHHELD}: {reason})"),
+        (text, false) => text,
+    }
+}
+
 /// `text` with every `http://` or `https://` URL (to the next space) replaced by
 /// [`WITHHELD`], and whether any was.
 fn withhold_urls(text: &str) -> (String, bool) {

@@ -1187,3 +1187,44 @@ fn mcp_lists_servers_and_asks_before_changing_an_approval() {
     );
     assert!(h.app.confirm.is_none());
 }
+
+#[test]
+fn the_models_reasoning_is_shown_dim_and_short_until_expanded_and_urls_obey_the_guard() {
+    let thoughts = "Check the tests first.\nThen look at src/lib.rs.\nThen see https://example.com/docs.\nFinally answer.";
+    let mut h = harness(vec![Step {
+        reasoning: Some(thoughts.to_owned()),
+        ..Step::text("It returns 42.")
+    }]);
+    h.submit("What does answer() return?");
+    h.pump_until_idle();
+    assert!(
+        h.app
+            .entries
+            .iter()
+            .any(|e| *e == Entry::Reasoning(thoughts.to_owned())),
+        "{:?}",
+        h.app.entries
+    );
+    let screen = h.screen();
+    assert!(screen.contains("✻ Check the tests first."), "{screen}");
+    assert!(screen.contains("Then look at src/lib.rs."), "{screen}");
+    assert!(!screen.contains("Finally answer."), "{screen}");
+    assert!(
+        screen.contains("… 2 more lines of reasoning (Ctrl-O shows all)"),
+        "{screen}"
+    );
+    h.ctrl('o');
+    let screen = h.screen();
+    assert!(screen.contains("Finally answer."), "{screen}");
+    assert!(screen.contains("https://example.com/docs"), "{screen}");
+    // The answer follows it.
+    assert_eq!(h.last_entry(), Entry::Assistant("It returns 42.".into()));
+    // Once the session holds secrets and untrusted input, the reasoning's URLs are withheld too.
+    h.app.labels = (
+        bosun_core::Classification::Restricted,
+        Some("the network".into()),
+    );
+    let screen = h.screen();
+    assert!(!screen.contains("https://example.com"), "{screen}");
+    assert!(screen.contains("‹URL withheld›"), "{screen}");
+}

@@ -12,6 +12,8 @@ pub(crate) enum Entry {
     Command(String),
     /// The model's text (streamed into while it comes).
     Assistant(String),
+    /// What the model said of its reasoning (a summary or thinking text).
+    Reasoning(String),
     /// A tool call and what became of it.
     Tool(ToolEntry),
     /// Bosun's own output: help, listings, the end of a run.

@@ -393,6 +393,7 @@ fn entry_lines(
         ),
         Entry::Command(text) => styled(out, text, "› ", "  ", Style::new().fg(Color::Magenta)),
         Entry::Assistant(text) => out.extend(super::markdown::render(text, width, guard)),
+        Entry::Reasoning(text) => reasoning_lines(text, width, guard, expanded, out),
         Entry::Tool(tool) => tool_lines(tool, width, expanded, out),
         Entry::Notice(text) => styled(out, text, "", "", Style::new().fg(Color::Cyan)),
         Entry::Warning(text) => styled(
@@ -408,6 +409,46 @@ fn entry_lines(
 
 /// Detail lines shown under a result until Ctrl-O expands them.
 const COLLAPSED_DETAIL: usize = 6;
+
+/// Lines of reasoning shown until Ctrl-O expands them.
+const COLLAPSED_REASONING: usize = 2;
+
+/// The model's reasoning, dim and italic under `✻ `, its first lines until expanded.
+fn reasoning_lines(
+    text: &str,
+    width: usize,
+    guard: Option<&str>,
+    expanded: bool,
+    out: &mut Vec<Line<'static>>,
+) {
+    let style = Style::new()
+        .fg(Color::DarkGray)
+        .add_modifier(Modifier::ITALIC);
+    let text = super::markdown::guarded(text, guard);
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let first = if i == 0 { "✻ " } else { "  " };
+        lines.extend(wrap(&sanitize_for_terminal(line), width, first, "  "));
+    }
+    let shown = if expanded {
+        lines.len()
+    } else {
+        lines.len().min(COLLAPSED_REASONING)
+    };
+    let hidden = lines.len() - shown;
+    out.extend(
+        lines
+            .into_iter()
+            .take(shown)
+            .map(|line| Line::styled(line, style)),
+    );
+    if hidden > 0 {
+        out.push(Line::styled(
+            format!("  … {hidden} more lines of reasoning (Ctrl-O shows all)"),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+}
 
 fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line<'static>>) {
     let mut push = |text: String, style: Style| {

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use bosun_models::{FinishReason, Message, ModelError, ModelEvent, ProviderKind};
+use bosun_models::{
+    FinishReason, Message, ModelError, ModelEvent, ProviderKind, ReasoningFormat, ReasoningItem,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -65,6 +67,66 @@ async fn text_only() {
             "max_tokens": 1024,
         })
     );
+}
+
+fn reasoning(text: &str) -> ModelEvent {
+    ModelEvent::Reasoning(ReasoningItem {
+        format: ReasoningFormat::OpenaiChat,
+        raw: json!({ "text": text }),
+    })
+}
+
+#[tokio::test]
+async fn reasoning_deltas_become_one_item_before_the_text() {
+    let server = serve("reasoning").await;
+    let provider = support::provider(KIND, &server);
+    assert_eq!(
+        events(&*provider, &request("m")).await,
+        vec![
+            reasoning("The user asks about src/lib.rs."),
+            text("Hello"),
+            text("."),
+            finished(FinishReason::Stop),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn ollama_reasoning_before_a_tool_call_is_one_item_and_never_sent_back() {
+    let server = TestServer::start([
+        Reply::sse(sse(KIND, "reasoning_tool_call")).into(),
+        Reply::sse(sse(KIND, "text")).into(),
+    ])
+    .await;
+    let provider = support::provider(KIND, &server);
+    let got = events(&*provider, &request("m")).await;
+    assert_eq!(
+        got,
+        vec![
+            reasoning("Read the file first."),
+            call("call_x1", "read_file", json!({"path": "src/lib.rs"})),
+            finished(FinishReason::ToolCalls),
+        ]
+    );
+    let ModelEvent::Reasoning(item) = &got[0] else {
+        unreachable!()
+    };
+    assert_eq!(item.summary_text(), "Read the file first.");
+    // The next step's request carries the assistant turn without the reasoning.
+    let mut next = request("m");
+    next.messages.push(Message::Assistant {
+        parts: vec![
+            bosun_models::AssistantPart::Reasoning(item.clone()),
+            bosun_models::AssistantPart::ToolCall(bosun_models::ToolCall {
+                id: "call_x1".into(),
+                name: "read_file".into(),
+                input: json!({"path": "src/lib.rs"}),
+            }),
+        ],
+    });
+    let _ = events(&*provider, &next).await;
+    let sent = server.requests()[1].body.to_string();
+    assert!(!sent.contains("Read the file first."), "{sent}");
 }
 
 #[tokio::test]
