@@ -28,6 +28,12 @@ package_of() {
 run() {
   local label="$1" dir="$2" package
   package="$(package_of "$dir")"
+  # Both trees are the same workspace, so their crates share artefact and fingerprint names in
+  # the one target directory: the other tree's would pass for fresh (their fingerprints list
+  # that tree's sources). Forgetting Bosun's own crates makes cargo build this tree's again;
+  # dependencies stay shared.
+  rm -rf "$target"/release/.fingerprint/bosun-* "$target"/release/deps/libbosun_* \
+    "$target"/release/deps/bosun_* "$target"/release/build/bosun-*
   for bench in chokepoint plugin_call; do
     echo "== $label ($package) $bench"
     local log="$target/compare-$bench.log"

@@ -537,6 +537,7 @@ impl Chokepoint {
                 duration_us,
             },
         });
+        trace.flush();
         CallOutcome {
             result,
             explanation,

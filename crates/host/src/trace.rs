@@ -2,15 +2,8 @@
 //! version [`TRACE_SCHEMA_VERSION`]). Secret values are redacted before an event is written or
 //! handed to an observer; nothing unredacted leaves this module.
 //!
-//! A trace written to a file has a writer thread of its own: recording an event numbers it and
-//! hands it over through a bounded queue (a full queue makes the caller wait; nothing is
-//! dropped), and the thread redacts, serialises and writes it, flushing to the file whenever the
-//! queue runs empty. A call through the chokepoint therefore pays no serialisation and no system
-//! call for its events, and the file is current within microseconds of each event. Dropping the
-//! trace (also when a panic unwinds) writes everything queued; [`Trace::flush`] waits until the
-//! file holds every event recorded so far, and [`Trace::finish`] also syncs it to disk. A process
-//! killed outright loses only the events still queued. With observers (the terminal, `--json`),
-//! an event is redacted before it is recorded, since they see it at once.
+//! Lines are buffered and flushed at the end of every tool call and of the run, so a trace costs
+//! one write per call; a crash loses at most the call in flight.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -62,93 +55,10 @@ pub trait Observer: Send + Sync {
     fn observe(&self, envelope: &Envelope);
 }
 
-/// Events the writer thread may hold before recording waits for it.
-const QUEUE: usize = 256;
-
-/// What the writer thread is asked to do, in order.
-enum Job {
-    /// An event nobody has seen yet: redact, serialise and write it.
-    Event(Box<Envelope>),
-    /// A line already redacted (an observer saw its event).
-    Line(String),
-    /// Reply once the file holds everything before this.
-    Flush(std::sync::mpsc::SyncSender<()>),
-    /// Flush and sync the file to disk; reply with the first write error so far.
-    Sync(std::sync::mpsc::SyncSender<Option<std::io::Error>>),
-}
-
 struct Writer {
-    /// The writer thread's queue; `None` in memory.
-    queue: Option<std::sync::mpsc::SyncSender<Job>>,
+    file: Option<BufWriter<File>>,
     sequence: u64,
-    /// The first error on this side (the thread keeps its own until asked).
     error: Option<std::io::Error>,
-}
-
-/// The writer thread: writes each job's line, flushing whenever the queue runs empty, until
-/// every sender is gone.
-fn write_lines(
-    mut file: BufWriter<File>,
-    redactor: Arc<Redactor>,
-    jobs: std::sync::mpsc::Receiver<Job>,
-) {
-    let mut error: Option<std::io::Error> = None;
-    let write = |file: &mut BufWriter<File>, line: &str, error: &mut Option<std::io::Error>| {
-        if let Err(e) = file
-            .write_all(line.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-        {
-            error.get_or_insert(e);
-        }
-    };
-    while let Ok(first) = jobs.recv() {
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Event(envelope) => match redacted_line(&redactor, *envelope) {
-                    Ok((_, line)) => write(&mut file, &line, &mut error),
-                    Err(e) => {
-                        error.get_or_insert(e);
-                    }
-                },
-                Job::Line(line) => write(&mut file, &line, &mut error),
-                Job::Flush(done) => {
-                    if let Err(e) = file.flush() {
-                        error.get_or_insert(e);
-                    }
-                    let _ = done.send(());
-                }
-                Job::Sync(done) => {
-                    if let Err(e) = file.flush().and_then(|()| file.get_ref().sync_data()) {
-                        error.get_or_insert(e);
-                    }
-                    let _ = done.send(error.take());
-                }
-            }
-            next = jobs.try_recv().ok();
-        }
-        // The queue is empty: what was written reaches the file now.
-        if let Err(e) = file.flush() {
-            error.get_or_insert(e);
-        }
-    }
-    let _ = file.flush();
-}
-
-/// `envelope` redacted, and its line. The common case has no secret in it: one scan of the
-/// line. Otherwise every string of the value is redacted (never the raw line, where a
-/// replacement could break the JSON) and the envelope rebuilt from it.
-fn redacted_line(
-    redactor: &Redactor,
-    envelope: Envelope,
-) -> Result<(Envelope, String), std::io::Error> {
-    let line = serde_json::to_string(&envelope).map_err(std::io::Error::other)?;
-    if !redactor.finds(&line) {
-        return Ok((envelope, line));
-    }
-    let (envelope, line) = redacted(redactor, &envelope)
-        .ok_or_else(|| std::io::Error::other("an event could not be redacted"))?;
-    Ok((envelope, line))
 }
 
 /// The trace of one run.
@@ -159,7 +69,6 @@ pub struct Trace {
     redactor: Arc<Redactor>,
     observers: Vec<Arc<dyn Observer>>,
     writer: Mutex<Writer>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     info: Arc<RunInfo>,
 }
 
@@ -218,15 +127,6 @@ impl Trace {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let file = options.open(&path).map_err(err)?;
-        let (queue, jobs) = std::sync::mpsc::sync_channel(QUEUE);
-        let thread = {
-            let redactor = redactor.clone();
-            let file = BufWriter::with_capacity(64 * 1024, file);
-            std::thread::Builder::new()
-                .name("bosun-trace".into())
-                .spawn(move || write_lines(file, redactor, jobs))
-                .map_err(err)?
-        };
         let info = Arc::new(RunInfo {
             run_id: run_id.clone(),
             runs_dir: Some(runs_dir.to_path_buf()),
@@ -241,11 +141,10 @@ impl Trace {
             redactor,
             observers: Vec::new(),
             writer: Mutex::new(Writer {
-                queue: Some(queue),
+                file: Some(BufWriter::with_capacity(64 * 1024, file)),
                 sequence: 0,
                 error: None,
             }),
-            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -264,11 +163,10 @@ impl Trace {
             redactor,
             observers: Vec::new(),
             writer: Mutex::new(Writer {
-                queue: None,
+                file: None,
                 sequence: 0,
                 error: None,
             }),
-            thread: Mutex::new(None),
         }
     }
 
@@ -309,9 +207,8 @@ impl Trace {
         self.redactor.redact_str(text)
     }
 
-    /// Records one event: numbers it and queues it for the file (where it is redacted before it
-    /// is written), and tells observers — after redacting it here, since they see it at once. A
-    /// live event ([`Event::is_live`]) is redacted and handed to observers only; it carries the
+    /// Records one event: redacts it, numbers it, buffers the line and tells observers. A live
+    /// event ([`Event::is_live`]) is redacted and handed to observers only; it carries the
     /// sequence number the next recorded event will have.
     pub fn record(&self, event: Event) {
         let live = event.is_live();
@@ -321,10 +218,7 @@ impl Trace {
         let Ok(mut writer) = self.writer.lock() else {
             return;
         };
-        if writer.queue.is_none() && self.observers.is_empty() {
-            return;
-        }
-        let envelope = Envelope {
+        let mut envelope = Envelope {
             schema_version: TRACE_SCHEMA_VERSION,
             run_id: self.run_id.clone(),
             parent_run_id: self.parent_run_id.clone(),
@@ -335,20 +229,33 @@ impl Trace {
         if !live {
             writer.sequence += 1;
         }
-        if self.observers.is_empty() {
-            // Nobody sees it now: the writer thread redacts, serialises and writes it.
-            writer.send(Job::Event(Box::new(envelope)));
-            return;
-        }
-        let (envelope, line) = match redacted_line(&self.redactor, envelope) {
-            Ok(redacted) => redacted,
+        let line = match serde_json::to_string(&envelope) {
+            Ok(line) => line,
             Err(e) => {
-                writer.error.get_or_insert(e);
+                writer.error.get_or_insert(std::io::Error::other(e));
                 return;
             }
         };
-        if !live {
-            writer.send(Job::Line(line));
+        // The common case has no secret in it: one scan. Otherwise redact every string of the
+        // value (never the raw line, where a replacement could break the JSON) and rebuild.
+        let line = if self.redactor.finds(&line) {
+            match redacted(&self.redactor, &envelope) {
+                Some((redacted_envelope, line)) => {
+                    envelope = redacted_envelope;
+                    line
+                }
+                None => return,
+            }
+        } else {
+            line
+        };
+        if !live
+            && let Some(file) = writer.file.as_mut()
+            && let Err(e) = file
+                .write_all(line.as_bytes())
+                .and_then(|()| file.write_all(b"\n"))
+        {
+            writer.error.get_or_insert(e);
         }
         drop(writer);
         for observer in &self.observers {
@@ -356,66 +263,31 @@ impl Trace {
         }
     }
 
-    /// Waits until the file holds every event recorded so far.
+    /// Writes buffered lines to the file.
     pub fn flush(&self) {
-        let Some(done) = self.ask(Job::Flush) else {
-            return;
-        };
-        let _ = done.recv();
-    }
-
-    /// Hands the writer thread a job that replies, if there is a thread.
-    fn ask<T>(
-        &self,
-        job: impl FnOnce(std::sync::mpsc::SyncSender<T>) -> Job,
-    ) -> Option<std::sync::mpsc::Receiver<T>> {
-        let mut writer = self.writer.lock().ok()?;
-        writer.queue.as_ref()?;
-        let (reply, done) = std::sync::mpsc::sync_channel(1);
-        writer.send(job(reply));
-        Some(done)
+        if let Ok(mut writer) = self.writer.lock()
+            && let Some(Err(e)) = writer.file.as_mut().map(|f| f.flush())
+        {
+            writer.error.get_or_insert(e);
+        }
     }
 
     /// Flushes, syncs and reports the first write error, if any.
     pub fn finish(&self) -> Result<(), TraceError> {
-        let written = self
-            .ask(Job::Sync)
-            .and_then(|done| done.recv().ok())
-            .flatten();
         let Ok(mut writer) = self.writer.lock() else {
             return Ok(());
         };
-        let error = writer.error.take().or(written);
-        match (error, &self.path) {
+        if let Some(file) = writer.file.as_mut()
+            && let Err(e) = file.flush().and_then(|()| file.get_ref().sync_data())
+        {
+            writer.error.get_or_insert(e);
+        }
+        match (writer.error.take(), &self.path) {
             (Some(source), Some(path)) => Err(TraceError::Write {
                 path: path.clone(),
                 source,
             }),
             _ => Ok(()),
-        }
-    }
-}
-
-impl Writer {
-    /// Queues `job` for the writer thread, waiting while its queue is full.
-    fn send(&mut self, job: Job) {
-        if let Some(queue) = &self.queue
-            && queue.send(job).is_err()
-        {
-            self.error
-                .get_or_insert_with(|| std::io::Error::other("the trace's writer thread stopped"));
-        }
-    }
-}
-
-impl Drop for Trace {
-    /// Writes everything still queued before the trace goes.
-    fn drop(&mut self) {
-        if let Ok(writer) = self.writer.get_mut() {
-            writer.queue = None;
-        }
-        if let Some(thread) = self.thread.get_mut().ok().and_then(Option::take) {
-            let _ = thread.join();
         }
     }
 }
@@ -839,117 +711,4 @@ pub fn render(envelopes: &[Envelope]) -> String {
         };
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    fn log(message: String) -> Event {
-        Event::ToolLog {
-            call_id: "c".into(),
-            tool: "t".into(),
-            level: "info".into(),
-            message,
-        }
-    }
-
-    fn redactor() -> Arc<Redactor> {
-        Arc::new(Redactor::new([("KEY", "sk-secret-value-123")]))
-    }
-
-    #[test]
-    fn events_from_many_threads_are_all_written_in_order_when_the_trace_is_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let trace = Arc::new(Trace::create(dir.path(), "r".into(), None, redactor()).unwrap());
-        std::thread::scope(|scope| {
-            for t in 0..4 {
-                let trace = &trace;
-                scope.spawn(move || {
-                    for i in 0..2_000 {
-                        trace.record(log(format!("{t}-{i} sk-secret-value-123")));
-                    }
-                });
-            }
-        });
-        // No flush, no finish: dropping the trace writes everything still queued.
-        drop(Arc::into_inner(trace).unwrap());
-        let envelopes = read_run(&dir.path().join("r.jsonl")).unwrap();
-        assert_eq!(envelopes.len(), 8_000);
-        for (i, envelope) in envelopes.iter().enumerate() {
-            assert_eq!(envelope.sequence, i as u64);
-        }
-        let text = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
-        assert!(!text.contains("sk-secret-value-123"));
-        assert_eq!(text.matches("[REDACTED:KEY]").count(), 8_000);
-    }
-
-    #[test]
-    fn flush_makes_the_file_hold_every_event_recorded_so_far() {
-        let dir = tempfile::tempdir().unwrap();
-        let trace = Trace::create(dir.path(), "r".into(), None, redactor()).unwrap();
-        for i in 0..100 {
-            trace.record(log(format!("line {i}")));
-            trace.flush();
-            let lines = std::fs::read_to_string(dir.path().join("r.jsonl"))
-                .unwrap()
-                .lines()
-                .count();
-            assert_eq!(lines, i + 1);
-        }
-        trace.finish().unwrap();
-    }
-
-    #[test]
-    fn an_observer_and_the_file_both_get_the_redacted_event() {
-        struct Seen(Mutex<Vec<String>>);
-        impl Observer for Seen {
-            fn observe(&self, envelope: &Envelope) {
-                if let Event::ToolLog { message, .. } = &envelope.event {
-                    self.0.lock().unwrap().push(message.clone());
-                }
-            }
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let seen = Arc::new(Seen(Mutex::new(Vec::new())));
-        let trace = Trace::create(dir.path(), "r".into(), None, redactor())
-            .unwrap()
-            .observe(seen.clone());
-        trace.record(log("token sk-secret-value-123".into()));
-        trace.finish().unwrap();
-        assert_eq!(
-            seen.0.lock().unwrap().as_slice(),
-            ["token [REDACTED:KEY]".to_owned()]
-        );
-        let text = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
-        assert!(text.contains("token [REDACTED:KEY]"), "{text}");
-        assert!(!text.contains("sk-secret-value-123"));
-    }
-
-    #[test]
-    fn a_write_error_is_reported_by_finish() {
-        let dir = tempfile::tempdir().unwrap();
-        let trace = Trace::create(dir.path(), "r".into(), None, redactor()).unwrap();
-        // The writer's file is replaced by one that refuses writes: /dev/full.
-        let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
-        let Ok(full) = full else {
-            return;
-        };
-        let (queue, jobs) = std::sync::mpsc::sync_channel(QUEUE);
-        let redactor = redactor();
-        let thread = std::thread::spawn(move || {
-            write_lines(BufWriter::with_capacity(16, full), redactor, jobs)
-        });
-        {
-            let mut writer = trace.writer.lock().unwrap();
-            writer.queue = Some(queue);
-        }
-        if let Some(old) = trace.thread.lock().unwrap().replace(thread) {
-            old.join().unwrap();
-        }
-        trace.record(log("x".repeat(100)));
-        assert!(matches!(trace.finish(), Err(TraceError::Write { .. })));
-    }
 }

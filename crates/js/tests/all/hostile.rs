@@ -965,10 +965,7 @@ async fn throwing_non_error_values_is_a_tool_error() {
     }
 
     // A huge thrown string is cut: the description keeps 500 characters and says so.
-    let mut plugin = attack("throw 'x'.repeat(10000000);").start().await;
-    let ToolOutcome::Err { code, message, .. } = run_attack(&mut plugin).await.unwrap() else {
-        panic!("a thrown string was a success");
-    };
+    let (code, message) = thrown_by("throw 'x'.repeat(10000000);").await;
     assert_eq!(code, "io_error");
     let description = message
         .strip_prefix("The tool failed unexpectedly. Non-Error value thrown: \"xxx")
@@ -995,4 +992,31 @@ async fn lone_surrogates_in_a_result_are_replaced_not_a_protocol_error() {
         run_attack(&mut plugin).await.unwrap(),
         ok(json!({"s": "a\u{fffd}b", "t": "\u{fffd}", "pair": "\u{1f600}"}))
     );
+}
+
+/// A thrown error names where in the plugin's own code it was thrown; a stack the plugin made
+/// up adds nothing it could not already say, and never a character outside a plain path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thrown_error_names_the_plugin_file_line_and_column() {
+    let (code, message) = thrown_by("throw new TypeError('bad input');").await;
+    assert_eq!(code, "io_error");
+    let at = message
+        .strip_prefix("The tool failed unexpectedly. TypeError: bad input (at index.mjs:4")
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!(at.ends_with(')'), "{message}");
+
+    let (_, message) = thrown_by(
+        r#"throw { name: "Error", message: "made up", stack: "at x (plugin:../../etc/passwd\u202e:1:2)" };"#,
+    )
+    .await;
+    assert_eq!(message, "The tool failed unexpectedly. Error: made up");
+}
+
+/// The code and message of the tool error the `attack` tool returns when its body is `body`.
+async fn thrown_by(body: &str) -> (String, String) {
+    let mut plugin = attack(body).start().await;
+    match run_attack(&mut plugin).await {
+        Ok(ToolOutcome::Err { code, message, .. }) => (code, message),
+        other => panic!("`{body}` was not a tool error: {other:?}"),
+    }
 }

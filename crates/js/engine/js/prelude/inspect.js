@@ -143,6 +143,24 @@
     return message ? `${name}: ${message}` : name;
   }
 
+  /**
+   * ` (at index.mjs:12:5)`: the plugin file, line and column of the innermost frame of an
+   * error's stack that is in the plugin's own code (its modules are named `plugin:<path>`), or
+   * nothing when there is none or the stack cannot be read.
+   */
+  function whereThrown(error) {
+    try {
+      const stack = error.stack;
+      if (typeof stack !== "string") return "";
+      const frame = /plugin:([\w./@+-]{1,200}):(\d{1,7})(?::(\d{1,7}))?/.exec(stack.slice(0, 4000));
+      if (!frame) return "";
+      return ` (at ${frame[1]}:${frame[2]}${frame[3] === undefined ? "" : `:${frame[3]}`})`;
+    } catch {
+      // A getter that throws, or a plugin that replaced what this uses: no location.
+      return "";
+    }
+  }
+
   /** Cuts `text` to at most `max` UTF-16 units, marking the cut. */
   function bound(text, max) {
     return text.length <= max ? text : `${text.slice(0, max)}… [truncated]`;
@@ -154,7 +172,7 @@
    */
   function describeThrown(value, max = 500) {
     let text;
-    if (value instanceof Error || isErrorLike(value)) text = describeError(value);
+    if (value instanceof Error || isErrorLike(value)) text = describeError(value) + whereThrown(value);
     else if (typeof value === "string") text = `Non-Error value thrown: ${JSONStringify(value.slice(0, max))}`;
     else text = `Non-Error value thrown: ${inspect(value, 1, [], true)}`;
     // Control characters (newlines included) would only garble a one-line message.

@@ -370,7 +370,8 @@ test("tool registrations are validated: names, uniqueness, risk, description, sc
 
 test("activation failures: throws are wrapped, missing activate, load errors, late registration", async () => {
   let error = await activationError(`export default function activate() { throw new TypeError("broken setup"); }`);
-  assert.equal(error.message, 'Activation failed for plugin "test-plugin": TypeError: broken setup');
+  // The plugin's file, line and column of the throw follow its message.
+  assert.match(error.message, /^Activation failed for plugin "test-plugin": TypeError: broken setup \(at index\.mjs:1:\d+\)$/);
   error = await activationError(`export default async function activate() { throw null; }`);
   assert.equal(error.message, 'Activation failed for plugin "test-plugin": Non-Error value thrown: null');
   error = await activationError(`export const activate = 5;`);
@@ -419,17 +420,23 @@ test("a throw of anything becomes io_error with a bounded description", async ()
     }`);
   await activation;
   const expectations = {
-    error: "RangeError: out of range",
+    error: /^RangeError: out of range \(at index\.mjs:3:\d+\)$/,
     number: "Non-Error value thrown: 42",
     null: "Non-Error value thrown: null",
     undefined: "Non-Error value thrown: undefined",
     string: 'Non-Error value thrown: "plain\\ntext"',
     object: "Non-Error value thrown: { reason: 'object', nested: { deep: [Object] } }",
     symbol: "Non-Error value thrown: Symbol(sym)",
-    rejected: "Error: async failure",
+    rejected: /^Error: async failure \(at index\.mjs:12:\d+\)$/,
   };
   for (const [kind, described] of Object.entries(expectations)) {
     const result = await engine.call("thrower", { kind });
+    if (described instanceof RegExp) {
+      assert.equal(result.error.code, "io_error", kind);
+      const message = result.error.message.replace("The tool failed unexpectedly. ", "");
+      assert.match(message, described, kind);
+      continue;
+    }
     assert.deepEqual(result, {
       ok: false,
       error: { code: "io_error", message: `The tool failed unexpectedly. ${described}`, retryable: true },

@@ -133,7 +133,7 @@ test("exports are checked as Triggerfish's loader does", async () => {
     [`${manifest} export const toolDefinitions = [{ name: "a", description: "", parameters: {} }, { name: "a", description: "", parameters: {} }]; ${executor}`, /repeats the tool name "a"/],
     [`${manifest} export const toolDefinitions = [];`, /must export createExecutor as a function/],
     [`${manifest} export const toolDefinitions = []; ${executor} export const systemPrompt = 42;`, /exports a systemPrompt that is not a string/],
-    [`${manifest} export const toolDefinitions = []; export function createExecutor() { throw new Error("no key configured"); }`, /^Plugin "test-plugin" initialization failed: Error: no key configured$/],
+    [`${manifest} export const toolDefinitions = []; export function createExecutor() { throw new Error("no key configured"); }`, /^Plugin "test-plugin" initialization failed: Error: no key configured \(at mod\.ts:1:\d+\)$/],
     [`${manifest} export const toolDefinitions = []; export async function createExecutor() { return "not a function"; }`, /createExecutor returned a string; it must return a function/],
     [`${manifest} export const toolDefinitions = []; ${executor} throw new Error("top-level");`, /could not load its entry "mod.ts": Error: top-level/],
   ];
@@ -277,7 +277,7 @@ test("trusted: Deno has hostname, memoryUsage, build and version read through th
   // load time, where the fixture reads the host name).
   const bare = await createEngine({ files: loadFixture("system-facts") });
   await assert.rejects(bare.activate(triggerfishRequest({ name: "system-facts", trust: "trusted" })), {
-    message: 'Plugin "system-facts" could not load its entry "mod.ts": Error: Deno.hostname() is not available: the host did not provide it',
+    message: /^Plugin "system-facts" could not load its entry "mod\.ts": Error: Deno\.hostname\(\) is not available: the host did not provide it \(at mod\.ts:\d+:\d+\)$/,
   });
 });
 
