@@ -5,9 +5,7 @@
 - `bosun serve --stdio` serving the `hello` WebAssembly plugin's `greet`: the chokepoint (lookup,
   schema, policy), the wasmtime sandbox and a trace line per event, flushed per call;
 - rmcp's own minimal server (`crates/mcp/examples/mcp_echo_server.rs`): no policy, no sandbox;
-- a server on the official Python SDK (`mcp`, `MCPServer`), from target/mcp-peers (scripts/mcp-peers);
-- Bosun's own MCP client: `bosun serve --stdio` offering the rmcp server's `greet` (approved,
-  allowed by policy, the server in the OS sandbox), so the call crosses both of Bosun's sides.
+- a server on the official Python SDK (`mcp`, `MCPServer`), from target/mcp-peers (scripts/mcp-peers).
 
 Then `bosun serve --http` under load: 32 concurrent rmcp clients (each its own session) make
 100,000 calls of the same tool (`crates/mcp/examples/mcp_http_load.rs`), with the server's
@@ -66,25 +64,15 @@ def main():
     run([str(bosun), "plugins", "enable", "hi", "--path", "hello", "--yes"], cwd=ws, env=env, capture_output=True)
     (scratch / "server.py").write_text(PY_SERVER)
 
-    # Bosun's own MCP client: `bosun serve` offering the rmcp server's `greet` as
-    # `mcp__echo__greet`, approved and allowed, the server started in the OS sandbox.
-    chained = scratch / "chained-home"
-    chained.mkdir()
-    (chained / "config.toml").write_text(
-        f'[[policy.rules]]\naction = "mcp.echo.tool.greet"\ndecision = "allow"\n\n[mcp.echo]\ncommand = "{echo}"\n')
-    chained_env = dict(os.environ, BOSUN_HOME=str(chained))
-    run([str(bosun), "mcp", "trust", "echo", "--yes"], cwd=ws, env=chained_env, capture_output=True)
-
     peers = [
-        ("bosun serve --stdio (hello.greet in the sandbox, policy, trace)", "greet", [str(bosun), "serve", "--stdio"], env),
-        ("rmcp 3.11 minimal server", "greet", [str(echo)], env),
-        ("official Python SDK server (MCPServer)", "greet", [str(python), str(scratch / "server.py")], env),
-        ("bosun serve --stdio → Bosun's MCP client → rmcp server", "mcp__echo__greet", [str(bosun), "serve", "--stdio"], chained_env),
+        ("bosun serve --stdio (hello.greet in the sandbox, policy, trace)", [str(bosun), "serve", "--stdio"]),
+        ("rmcp 3.11 minimal server", [str(echo)]),
+        ("official Python SDK server (MCPServer)", [str(python), str(scratch / "server.py")]),
     ]
     results = []
-    for label, tool, command, peer_env in peers:
-        out = run([str(client), tool, '{"name": "Ada"}', str(CALLS), "--", *command],
-                  cwd=ws, env=peer_env, capture_output=True).stdout
+    for label, command in peers:
+        out = run([str(client), "greet", '{"name": "Ada"}', str(CALLS), "--", *command],
+                  cwd=ws, env=env, capture_output=True).stdout
         results.append((label, json.loads(out.strip().splitlines()[-1])))
     load = bench_http(bosun, release / "examples" / "mcp_http_load", ws, env)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -94,12 +82,6 @@ def main():
     print(f"{'server':<66} {'p50 µs':>9} {'p90 µs':>9} {'p99 µs':>9} {'vs rmcp p50':>12}")
     for label, r in results:
         print(f"{label:<66} {r['p50_us']:>9.1f} {r['p90_us']:>9.1f} {r['p99_us']:>9.1f} {r['p50_us'] / rmcp_p50:>11.2f}x")
-    # The chained call is one hop into `bosun serve` (the first row, less its ~5 µs plugin
-    # call) plus one hop from Bosun's client to the rmcp server (the second row, plus what
-    # Bosun's client adds).
-    added = results[3][1]["p50_us"] - results[0][1]["p50_us"] - rmcp_p50
-    print(f"Bosun's MCP client adds ≈ {added:.1f} µs at p50 over the server's own round trip "
-          f"(row 4 − row 1 − row 2)")
     print()
     print(f"bosun serve --http, {HTTP_CLIENTS} concurrent clients, {load['calls']} calls: "
           f"{load['per_second']:.0f} calls/s, p50 {load['p50_ms']:.2f} ms, p99 {load['p99_ms']:.2f} ms, "

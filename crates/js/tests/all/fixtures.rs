@@ -313,7 +313,7 @@ async fn info_command_writes_output_and_returns_its_exit_code() {
         (
             1,
             "before the crash\n",
-            "The command \"crash\" of plugin \"info-command\" failed: RangeError: the command broke\n"
+            "The command \"crash\" of plugin \"info-command\" failed: RangeError: the command broke (at index.mjs:31:17)\n"
         )
     );
 }

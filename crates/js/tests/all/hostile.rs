@@ -292,7 +292,7 @@ async fn memory_bomb_under_the_default_grant_hits_the_quickjs_heap_limit() {
         run_attack(&mut plugin).await.unwrap(),
         tool_error(
             "io_error",
-            "The tool failed unexpectedly. InternalError: out of memory",
+            "The tool failed unexpectedly. InternalError: out of memory (at index.mjs:4:96)",
             true
         )
     );
@@ -953,7 +953,7 @@ async fn throwing_non_error_values_is_a_tool_error() {
             "new Proxy({}, { getPrototypeOf() { throw new Error('proto'); } })",
             tool_error(
                 "plugin_error",
-                "The engine failed while calling attack: Error: proto",
+                "The engine failed while calling attack: Error: proto (at index.mjs:4:93)",
                 false,
             ),
         ),
