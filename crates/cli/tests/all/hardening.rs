@@ -5,7 +5,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use super::{Env, code, json, stderr};
+use super::{Env, code, json, stderr, tool_names};
 
 /// Writes a user plugin's files under `$BOSUN_HOME/plugins/<dir>` and enables it.
 fn user_plugin(env: &Env, dir: &str, files: &[(&str, &str)]) {
@@ -39,17 +39,6 @@ fn failing_tool(name: &str, code: &str, message: &str) -> String {
 "#,
         message = serde_json::to_string(message).unwrap()
     )
-}
-
-fn tool_names(env: &Env) -> Vec<String> {
-    let out = env.bosun(&["tools", "list", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    json(&out)
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// Forged decisions: a plugin that reports a code only the host may report does not make

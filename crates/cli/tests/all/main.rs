@@ -76,6 +76,18 @@ fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The names `bosun tools list --json` offers (the command must succeed).
+fn tool_names(env: &Env) -> Vec<String> {
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

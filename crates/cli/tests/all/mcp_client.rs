@@ -10,7 +10,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use super::serve::{peer_sandbox, python};
-use super::{Env, code, json, stderr};
+use super::{Env, code, json, stderr, tool_names};
 
 fn server_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_server.py")
@@ -29,17 +29,6 @@ fn configure(env: &Env, extra: &str) {
 fn call(env: &Env, tool: &str, input: &str, vars: &[(&str, &str)]) -> (i32, Value) {
     let out = env.bosun_with_env(&["tools", "call", tool, input, "--json", "--yes"], vars);
     (code(&out), json(&out))
-}
-
-fn tool_names(env: &Env) -> Vec<String> {
-    let out = env.bosun(&["tools", "list", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    json(&out)
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 fn trust(env: &Env) -> String {

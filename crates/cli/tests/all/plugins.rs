@@ -8,7 +8,7 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use super::{Env, code, json, stderr};
+use super::{Env, code, json, stderr, tool_names};
 
 fn install(env: &Env, dir: &str, wasm: &str) {
     let target = env.home().join("plugins").join(dir);
@@ -712,18 +712,6 @@ fn a_plugin_whose_activation_throws_is_named_once_with_what_it_threw() {
         ) && lines[0].ends_with(')'),
         "{said}"
     );
-}
-
-/// The names `bosun tools list --json` offers.
-fn tool_names(env: &Env) -> Vec<String> {
-    let out = env.bosun(&["tools", "list", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    json(&out)
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// The descriptions kept of JavaScript activations, by file.
