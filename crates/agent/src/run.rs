@@ -298,6 +298,8 @@ impl Agent {
             usage: TokenUsage::default(),
         };
         report.messages.push(Message::user(task));
+        // A reviewer weighs each call against what the person asked.
+        session.set_request(task);
         // The run's pool, which the subagents it starts draw from too.
         let pool = self.pool.clone().unwrap_or_else(|| {
             Arc::new(RunBudget::new(
@@ -385,6 +387,7 @@ impl Agent {
                 usage: answer.usage,
             });
             report.text = answer.text();
+            session.set_model_text(&report.text);
             report.messages.push(answer.into_message());
             if calls.is_empty() {
                 return RunEnd::Completed;

@@ -159,9 +159,49 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
     Ok(code)
 }
 
-pub fn policy_check(action: &str, capabilities: &[String], json: bool) -> Result<u8> {
+/// The session a `policy check` imagines the call in: what it holds and what untrusted input
+/// it read (neither, by default).
+#[derive(Debug, Default)]
+pub struct SessionState {
+    /// `--level`: the highest level of data the session holds.
+    pub level: Option<String>,
+    /// `--untrusted`: where its untrusted input came from.
+    pub untrusted: Option<String>,
+}
+
+pub fn policy_check(
+    action: &str,
+    capabilities: &[String],
+    state: &SessionState,
+    json: bool,
+) -> Result<u8> {
     let env = crate::env::load()?;
-    let explanation = policy_explanation(&env, action, capabilities)?;
+    let mut explanation = policy_explanation(&env, action, capabilities)?;
+    if state.level.is_some() || state.untrusted.is_some() {
+        let session = bosun_host::session::Session::new("policy-check");
+        if let Some(level) = &state.level {
+            let level: bosun_core::Classification = level.parse().map_err(|e| {
+                anyhow::anyhow!(
+                    "--level {level}: {e}; use PUBLIC, INTERNAL, CONFIDENTIAL or RESTRICTED"
+                )
+            })?;
+            session.raise_taint(level);
+            session.set_taint_source("--level".to_owned());
+        }
+        if let Some(source) = &state.untrusted {
+            session.mark_untrusted(source.clone());
+        }
+        let requests = capabilities
+            .iter()
+            .map(|cap| {
+                CapabilityRequest::parse(cap).map_err(|e| anyhow::anyhow!("capability {cap}: {e}"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let flow = bosun_host::flow::Flow::of(&env.config);
+        for check in flow.checks(&requests, None, &session) {
+            bosun_host::flow::tighten(&mut explanation, check);
+        }
+    }
     if json {
         crate::env::print_json(&explanation)?;
     } else {

@@ -353,6 +353,13 @@ enum PolicyCommand {
         /// A capability used with it: `fs.read`, `net.http:api.example.com`, `fs.write:src/x.rs`.
         #[arg(long = "capability", value_name = "CAP")]
         capabilities: Vec<String>,
+        /// Judge it in a session that holds data of this level (`INTERNAL`, `CONFIDENTIAL`,
+        /// `RESTRICTED`), as information-flow rules would.
+        #[arg(long, value_name = "LEVEL")]
+        level: Option<String>,
+        /// Judge it in a session that has read untrusted input from this source.
+        #[arg(long, value_name = "SOURCE")]
+        untrusted: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -420,8 +427,15 @@ fn main() -> ExitCode {
         Command::Policy(PolicyCommand::Check {
             action,
             capabilities,
+            level,
+            untrusted,
             json,
-        }) => commands::policy_check(&action, &capabilities, json),
+        }) => commands::policy_check(
+            &action,
+            &capabilities,
+            &commands::SessionState { level, untrusted },
+            json,
+        ),
         Command::Inspect { run, json, kind } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
         Command::Run {

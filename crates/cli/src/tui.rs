@@ -11,6 +11,7 @@
 mod app;
 mod engine;
 mod events;
+mod highlight;
 mod input;
 mod markdown;
 mod results;
@@ -27,12 +28,15 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseEventKind};
 
 use crate::env::load;
 use crate::exit;
 use crate::term::errln;
 use app::{App, AppEvent};
+
+/// Lines one notch of the mouse wheel scrolls.
+const WHEEL_LINES: i32 = 3;
 
 /// How long leaving waits for a cancelled run to store its session.
 const WIND_DOWN: Duration = Duration::from_secs(10);
@@ -57,6 +61,7 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
         std::io::stdout(),
         ratatui::crossterm::event::EnableBracketedPaste
     );
+    report_mouse(app.wants_mouse());
     read_keys(events);
     let looped = event_loop(&mut app, &mut terminal, &inbox);
     app.wind_down(&inbox, Instant::now() + WIND_DOWN);
@@ -81,7 +86,12 @@ fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     inbox: &Receiver<AppEvent>,
 ) -> Result<()> {
+    let mut mouse = app.wants_mouse();
     loop {
+        if app.wants_mouse() != mouse {
+            mouse = app.wants_mouse();
+            report_mouse(mouse);
+        }
         terminal
             .draw(|frame| view::draw(app, frame))
             .context("drawing the terminal")?;
@@ -122,6 +132,11 @@ fn read_keys(events: Sender<AppEvent>) {
                 }
                 Ok(Event::Resize(..)) => events.send(AppEvent::Redraw),
                 Ok(Event::Paste(text)) => events.send(AppEvent::Paste(text)),
+                Ok(Event::Mouse(mouse)) => match mouse.kind {
+                    MouseEventKind::ScrollUp => events.send(AppEvent::Wheel(WHEEL_LINES)),
+                    MouseEventKind::ScrollDown => events.send(AppEvent::Wheel(-WHEEL_LINES)),
+                    _ => Ok(()),
+                },
                 Ok(_) => Ok(()),
                 Err(_) => return,
             };
@@ -132,11 +147,26 @@ fn read_keys(events: Sender<AppEvent>) {
     });
 }
 
+/// Asks the terminal to report mouse buttons and the wheel (X10 reporting with SGR
+/// coordinates: presses only, no motion, so moving the mouse sends nothing), or to stop.
+fn report_mouse(on: bool) {
+    use std::io::Write as _;
+    let sequence: &[u8] = if on {
+        b"\x1b[?1000h\x1b[?1006h"
+    } else {
+        b"\x1b[?1006l\x1b[?1000l"
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(sequence);
+    let _ = out.flush();
+}
+
 /// Leaves raw mode and the alternate screen however the UI ends.
 struct RestoreTerminal;
 
 impl Drop for RestoreTerminal {
     fn drop(&mut self) {
+        report_mouse(false);
         let _ = ratatui::crossterm::execute!(
             std::io::stdout(),
             ratatui::crossterm::event::DisableBracketedPaste

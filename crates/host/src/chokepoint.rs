@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
 use crate::flow::Flow;
-use crate::review::{ReviewRequest, Reviewer, Verdict};
+use crate::review::{ReviewContext, ReviewRequest, Reviewer, Verdict};
 use crate::session::Session;
 use crate::trace::Trace;
 use crate::{Tool, ToolContext, Workspace};
@@ -884,6 +884,13 @@ impl Chokepoint {
             reason: explanation.summary(),
             taint: session.taint(),
             untrusted: session.untrusted_source(),
+            context: {
+                let context = session.review_context();
+                ReviewContext {
+                    asked: context.asked.map(|text| trace.redact_text(&text)),
+                    said: context.said.map(|text| trace.redact_text(&text)),
+                }
+            },
         };
         let limit = Duration::from_millis(self.limits.tool_timeout_ms.min(30_000));
         let answer = match tokio::time::timeout(limit, reviewer.review(&request)).await {

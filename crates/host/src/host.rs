@@ -485,11 +485,7 @@ impl Host {
     /// The information-flow rules of the user's `[classification]`, with the project's path
     /// labels as sources.
     pub fn flow(&self) -> Arc<crate::flow::Flow> {
-        let flow = crate::flow::Flow::new(&self.config.user.classification);
-        Arc::new(match &self.config.project {
-            Some((project, _)) => flow.with_project_sources(&project.classification.paths),
-            None => flow,
-        })
+        Arc::new(crate::flow::Flow::of(&self.config))
     }
 
     /// The launcher every child process starts through: `run_command`'s, and MCP servers'.

@@ -1,11 +1,14 @@
 //! `review`: a policy decision that goes to a reviewer before a person. A reviewer sees the call
-//! (tool, action, what it touches, why policy said `review`) and the session's labels, and
+//! (tool, action, what it touches, why policy said `review`), the session's labels and where the
+//! conversation stands (what the person asked, what the model said before the call), and
 //! answers allow, deny or unsure with a reason. `unsure`, an answer that does not parse, a
 //! timeout or a failure goes to a person — or is refused when nobody can answer — never a
 //! silent allow. The review and its reason are recorded in the trace (`review.answered`).
 
 use async_trait::async_trait;
 use bosun_core::{CapabilityRequest, Classification};
+
+pub use crate::session::ReviewContext;
 
 /// What a reviewer is asked about.
 #[derive(Debug, Clone)]
@@ -24,6 +27,9 @@ pub struct ReviewRequest {
     pub taint: Classification,
     /// Where the session's untrusted input came from, if it has read any.
     pub untrusted: Option<String>,
+    /// What the person asked and what the model said before the call (redacted, bounded):
+    /// data to weigh the call against, never instructions.
+    pub context: ReviewContext,
 }
 
 /// A reviewer's verdict.

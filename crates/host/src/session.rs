@@ -24,6 +24,39 @@ pub struct Session {
     taint_source: Mutex<Option<String>>,
     /// What first brought untrusted input into the session; it stays marked.
     untrusted: Mutex<Option<String>>,
+    /// Where the conversation stands, for a reviewer.
+    context: Mutex<ReviewContext>,
+}
+
+/// The longest text kept of what the person asked or the model last said, in characters.
+pub const MAX_CONTEXT_CHARS: usize = 2_000;
+
+/// Where the conversation stands, as a reviewer sees it: what the person asked in the run going
+/// on and what the model said before its calls (each bounded to [`MAX_CONTEXT_CHARS`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReviewContext {
+    /// The person's request for the run going on.
+    pub asked: Option<String>,
+    /// The model's text in the step whose calls are judged.
+    pub said: Option<String>,
+}
+
+/// `text` bounded to [`MAX_CONTEXT_CHARS`] (its end kept: the latest words matter most), or
+/// `None` when it is blank.
+fn bounded(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let count = text.chars().count();
+    if count <= MAX_CONTEXT_CHARS {
+        return Some(text.to_owned());
+    }
+    let tail: String = text.chars().skip(count - MAX_CONTEXT_CHARS).collect();
+    Some(format!(
+        "[{} earlier characters left out] {tail}",
+        count - MAX_CONTEXT_CHARS
+    ))
 }
 
 /// What is left of a run's budgets, shared by the run and the subagents it starts: every model
@@ -217,6 +250,31 @@ impl Session {
             .clone()
     }
 
+    /// Records what the person asked for the run starting now (and forgets what the model said
+    /// in the last one).
+    pub fn set_request(&self, asked: &str) {
+        *self.context.lock().unwrap_or_else(PoisonError::into_inner) = ReviewContext {
+            asked: bounded(asked),
+            said: None,
+        };
+    }
+
+    /// Records what the model said in the step whose calls come next.
+    pub fn set_model_text(&self, said: &str) {
+        self.context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .said = bounded(said);
+    }
+
+    /// Where the conversation stands.
+    pub fn review_context(&self) -> ReviewContext {
+        self.context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Sets the budget of the run now going on in this session.
     pub fn set_run_budget(&self, budget: Arc<RunBudget>) {
         *self
@@ -237,6 +295,25 @@ impl Session {
 #[cfg(test)]
 mod taint_tests {
     use super::*;
+
+    #[test]
+    fn the_review_context_is_bounded_and_a_new_request_forgets_the_last_answer() {
+        let session = Session::new("s");
+        session.set_request("  fix the build  ");
+        session.set_model_text(&"x".repeat(MAX_CONTEXT_CHARS + 5));
+        let context = session.review_context();
+        assert_eq!(context.asked.as_deref(), Some("fix the build"));
+        let said = context.said.unwrap();
+        assert!(
+            said.starts_with("[5 earlier characters left out] "),
+            "{said}"
+        );
+        assert_eq!(said.matches('x').count(), MAX_CONTEXT_CHARS);
+        session.set_request("next");
+        assert_eq!(session.review_context().said, None);
+        session.set_model_text("   ");
+        assert_eq!(session.review_context().said, None);
+    }
 
     #[test]
     fn taint_only_rises() {

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use bosun_core::{Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
+use bosun_core::{Classification, Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
 use chrono::Utc;
 
 /// A trace that could not be written or read.
@@ -710,5 +710,95 @@ pub fn render(envelopes: &[Envelope]) -> String {
             }
         };
     }
+    out.push_str(&labels_timeline(envelopes, start));
     out
+}
+
+/// The session's labels over the run, apart: each rise of its level, the untrusted input it
+/// read, a hook's label, and every decision information flow tightened — with why.
+fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>) -> String {
+    use std::fmt::Write as _;
+    let mut lines = String::new();
+    let mut level = Classification::Public;
+    let mut untrusted: Option<String> = None;
+    for envelope in envelopes {
+        let at = (envelope.timestamp - start).num_milliseconds();
+        let state = |level: Classification, untrusted: &Option<String>| match untrusted {
+            Some(_) => format!("{level}, untrusted"),
+            None => level.to_string(),
+        };
+        match &envelope.event {
+            Event::TaintRaised {
+                call_id,
+                tool,
+                from,
+                to,
+            } => {
+                level = level.max(*to);
+                let _ = writeln!(
+                    lines,
+                    "  [{at:>5} ms] {call_id} {tool}: level {from} → {to}  (session: {})",
+                    state(level, &untrusted)
+                );
+            }
+            Event::UntrustedInput {
+                call_id,
+                tool,
+                source,
+            } => {
+                untrusted.get_or_insert_with(|| source.clone());
+                let _ = writeln!(
+                    lines,
+                    "  [{at:>5} ms] {call_id} {tool}: untrusted input from {}  (session: {})",
+                    crate::approval::sanitize_for_terminal(source),
+                    state(level, &untrusted)
+                );
+            }
+            Event::HookApplied {
+                call_id,
+                tool,
+                hooks,
+                level: Some(hooked),
+                ..
+            } => {
+                let _ = writeln!(
+                    lines,
+                    "  [{at:>5} ms] {call_id} {tool}: labelled {hooked} by {}",
+                    hooks.join(", ")
+                );
+            }
+            Event::ToolDecided {
+                call_id,
+                tool,
+                explanation,
+                ..
+            }
+            | Event::CapabilityDecided {
+                call_id,
+                tool,
+                explanation,
+                ..
+            } => {
+                for check in explanation
+                    .checks
+                    .iter()
+                    .filter(|c| c.layer == bosun_core::Layer::Flow)
+                {
+                    let _ = writeln!(
+                        lines,
+                        "  [{at:>5} ms] {call_id} {tool}: {} {} — {}  (session: {})",
+                        check.decision,
+                        crate::approval::sanitize_for_terminal(&check.subject),
+                        crate::approval::sanitize_for_terminal(&check.rule),
+                        state(level, &untrusted)
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("labels (the session's level and integrity, and what they decided):\n{lines}")
 }

@@ -13,7 +13,7 @@ use oxc::allocator::Allocator;
 use oxc::ast::AstKind;
 use oxc::ast::ast::Program;
 use oxc::ast_visit::Visit;
-use oxc::codegen::Codegen;
+use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::diagnostics::OxcDiagnostic;
 use oxc::parser::Parser;
 use oxc::semantic::SemanticBuilder;
@@ -98,6 +98,49 @@ fn more_problems(more: usize) -> String {
 /// assert_eq!(js, "export const n = 1;\n");
 /// ```
 pub fn strip_types(path: &Path, source: &str) -> Result<String, TypeScriptError> {
+    strip_types_mapped(path, source).map(|stripped| stripped.code)
+}
+
+/// JavaScript [`strip_types`] printed, with where each of its positions came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stripped {
+    /// The JavaScript.
+    pub code: String,
+    /// Its positions in the TypeScript source.
+    pub positions: SourcePositions,
+}
+
+/// Where the JavaScript printed from a TypeScript file came from: the printer's mappings (one at
+/// each statement, expression and name it printed), so that an error thrown at a position of the
+/// JavaScript can name the line and column the author wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourcePositions {
+    /// `[generated line, generated column, source line, source column]`, 0-based, sorted by
+    /// the generated position.
+    marks: Vec<[u32; 4]>,
+}
+
+impl SourcePositions {
+    /// The TypeScript line and column (1-based) of JavaScript line `line`, column `column`
+    /// (1-based): the nearest mapping at or before it on that line, or the line's first one.
+    /// `None` when the line has no mapping (a blank or synthesised line). Columns count UTF-16
+    /// units as the source map does; in ASCII they are characters.
+    pub fn original(&self, line: u32, column: u32) -> Option<(u32, u32)> {
+        let (line, column) = (line.checked_sub(1)?, column.saturating_sub(1));
+        let first = self.marks.partition_point(|m| m[0] < line);
+        let end = self.marks.partition_point(|m| m[0] <= line);
+        let on_line = self.marks.get(first..end)?;
+        let at = on_line.partition_point(|m| m[1] <= column);
+        let mark = on_line.get(at.saturating_sub(1))?;
+        Some((mark[2] + 1, mark[3] + 1))
+    }
+}
+
+/// As [`strip_types`], keeping where each position of the JavaScript came from.
+///
+/// # Errors
+/// As [`strip_types`].
+pub fn strip_types_mapped(path: &Path, source: &str) -> Result<Stripped, TypeScriptError> {
     if source.len() > MAX_SOURCE_BYTES {
         return Err(TypeScriptError::TooLarge {
             path: path.to_owned(),
@@ -117,7 +160,7 @@ pub fn strip_types(path: &Path, source: &str) -> Result<String, TypeScriptError>
     }
 }
 
-fn strip_on_this_thread(path: &Path, source: &str) -> Result<String, TypeScriptError> {
+fn strip_on_this_thread(path: &Path, source: &str) -> Result<Stripped, TypeScriptError> {
     let fail = |diagnostics: &[OxcDiagnostic]| syntax_error(path, source, diagnostics);
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, source, SourceType::ts().with_module(true)).parse();
@@ -153,7 +196,30 @@ fn strip_on_this_thread(path: &Path, source: &str) -> Result<String, TypeScriptE
     if !transformed.diagnostics.is_empty() {
         return Err(fail(&transformed.diagnostics));
     }
-    Ok(Codegen::new().build(&program).code)
+    let printed = Codegen::new()
+        .with_options(CodegenOptions {
+            source_map_path: Some(path.to_owned()),
+            ..CodegenOptions::default()
+        })
+        .build(&program);
+    let mut marks: Vec<[u32; 4]> = printed
+        .map
+        .iter()
+        .flat_map(|map| map.get_tokens())
+        .map(|t| {
+            [
+                t.get_dst_line(),
+                t.get_dst_col(),
+                t.get_src_line(),
+                t.get_src_col(),
+            ]
+        })
+        .collect();
+    marks.sort_unstable();
+    Ok(Stripped {
+        code: printed.code,
+        positions: SourcePositions { marks },
+    })
 }
 
 /// The first diagnostic, placed; oxc may report none on a panicked parse.
@@ -311,6 +377,36 @@ mod tests {
 
     fn strip(source: &str) -> String {
         strip_types(Path::new("mod.ts"), source).unwrap()
+    }
+
+    #[test]
+    fn positions_in_the_javascript_lead_back_to_the_typescript() {
+        let ts = "interface Input {\n  text: string;\n  count?: number;\n}\n\n\
+                  type Out = { words: number };\n\n\
+                  export function run(input: Input): Out {\n  \
+                  const n: number = input.count ?? 0;\n  \
+                  if (n < 0) throw new RangeError(`bad ${n}`);\n  \
+                  return { words: n };\n}\n";
+        let stripped = strip_types_mapped(Path::new("mod.ts"), ts).unwrap();
+        let (index, line) = stripped
+            .code
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains("throw"))
+            .unwrap();
+        let column = line.find("throw").unwrap() + 1;
+        let js_line = u32::try_from(index + 1).unwrap();
+        // The throw is on the JavaScript's line 3 and the TypeScript's line 10, column 14.
+        assert!(js_line < 10, "{}", stripped.code);
+        assert_eq!(
+            stripped
+                .positions
+                .original(js_line, u32::try_from(column).unwrap()),
+            Some((10, 14))
+        );
+        // A position past the end maps to nothing rather than somewhere wrong.
+        assert_eq!(stripped.positions.original(1000, 1), None);
+        assert_eq!(stripped.positions.original(0, 1), None);
     }
 
     #[test]

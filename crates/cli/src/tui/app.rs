@@ -169,6 +169,9 @@ pub(crate) struct App {
     pub(super) scroll: usize,
     /// The most lines the conversation can scroll, as last drawn.
     pub(super) max_scroll: std::cell::Cell<usize>,
+    /// Whether the wheel scrolls the conversation (the terminal reports the mouse to Bosun);
+    /// off, the terminal selects text with the mouse as usual. `/mouse` switches.
+    pub(super) mouse: bool,
     last_run: Option<String>,
     /// Whether the session is stored (after its first run).
     stored: bool,
@@ -236,6 +239,7 @@ impl App {
             confirm: None,
             scroll: 0,
             max_scroll: std::cell::Cell::new(0),
+            mouse: true,
             last_run: open.stored.run_ids.last().cloned(),
             stored: !open.stored.run_ids.is_empty(),
             exit: false,
@@ -269,6 +273,30 @@ impl App {
         self.exit
     }
 
+    /// Whether the terminal should report the mouse (its wheel) to Bosun.
+    pub(crate) fn wants_mouse(&self) -> bool {
+        self.mouse
+    }
+
+    /// The wheel: an approval on screen scrolls its input, else the conversation scrolls,
+    /// never past its top or bottom.
+    fn wheel(&mut self, lines: i32) {
+        let step = usize::try_from(lines.unsigned_abs()).unwrap_or(usize::MAX);
+        if let Some(asked) = self.approvals.front_mut() {
+            asked.scroll = if lines > 0 {
+                asked.scroll.saturating_sub(step)
+            } else {
+                asked.scroll.saturating_add(step)
+            };
+            return;
+        }
+        self.scroll = if lines > 0 {
+            self.scroll.saturating_add(step).min(self.max_scroll.get())
+        } else {
+            self.scroll.saturating_sub(step)
+        };
+    }
+
     /// True while a turn runs.
     pub(crate) fn is_running(&self) -> bool {
         self.running.is_some()
@@ -280,6 +308,7 @@ impl App {
             AppEvent::Key(key, at) => self.key(key, at),
             AppEvent::Redraw => {}
             AppEvent::Paste(text) => self.paste(&text),
+            AppEvent::Wheel(lines) => self.wheel(lines),
             AppEvent::Notice(text) => self.entries.push(Entry::Notice(text)),
             AppEvent::Trace(envelope) => self.trace(&envelope),
             AppEvent::Approval(pending) => {
@@ -601,6 +630,14 @@ impl App {
         let env = self.env.clone();
         let shown = match command {
             Slash::Help => Ok(slash::help()),
+            Slash::Mouse => {
+                self.mouse = !self.mouse;
+                Ok(if self.mouse {
+                    "mouse: the wheel scrolls the conversation (hold Shift to select text; /mouse again to leave the mouse to the terminal)".to_owned()
+                } else {
+                    "mouse: left to the terminal — select and copy as usual; PageUp/PageDown scroll (/mouse again for the wheel)".to_owned()
+                })
+            }
             Slash::Plugins => slash::plugins(&env),
             Slash::Trust(name) => self.ask_trust(&name).map(|()| String::new()),
             Slash::Untrust(name) => self.ask_untrust(&name).map(|()| String::new()),

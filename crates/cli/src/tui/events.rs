@@ -17,6 +17,8 @@ pub(crate) enum AppEvent {
     Redraw,
     /// Text pasted into the terminal (bracketed paste).
     Paste(String),
+    /// The mouse wheel turned: lines up (positive) or down (negative).
+    Wheel(i32),
     /// An event of the running turn, recorded or live (redacted).
     Trace(Box<Envelope>),
     /// Policy asks the person about a call.

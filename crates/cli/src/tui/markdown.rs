@@ -7,10 +7,10 @@
 //! carry the session's data to whoever planted the instruction.
 
 use bosun_host::approval::sanitize_for_terminal;
-use pulldown_cmark::{Alignment, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthStr;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Deepest nesting of quotes, and of lists, drawn as such: deeper levels are drawn at this
 /// depth, so a hostile answer of ten thousand nested quotes cannot make every line ten
@@ -19,6 +19,36 @@ const MAX_DEPTH: usize = 8;
 
 /// What replaces a URL while the session holds secrets and untrusted input.
 pub(super) const WITHHELD: &str = "‹URL withheld›";
+
+/// A line of code cut (not word-wrapped: its spaces are its meaning) to `width` columns, each
+/// piece keeping its colour and every line starting with `prefix`.
+fn wrap_code(pieces: Vec<(String, Style)>, width: usize, prefix: &str) -> Vec<Line<'static>> {
+    let room = width.saturating_sub(prefix.width()).max(1);
+    let start = || vec![Span::raw(prefix.to_owned())];
+    let mut lines = Vec::new();
+    let mut spans = start();
+    let mut used = 0;
+    for (text, style) in pieces {
+        let mut chunk = String::new();
+        for c in text.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > room && used > 0 {
+                if !chunk.is_empty() {
+                    spans.push(Span::styled(std::mem::take(&mut chunk), style));
+                }
+                lines.push(Line::from(std::mem::replace(&mut spans, start())));
+                used = 0;
+            }
+            chunk.push(c);
+            used += w;
+        }
+        if !chunk.is_empty() {
+            spans.push(Span::styled(chunk, style));
+        }
+    }
+    lines.push(Line::from(spans));
+    lines
+}
 
 /// Renders `text` to lines of at most `width` columns. `guard` is why URLs are withheld (the
 /// session's labels), or `None` to show them.
@@ -34,6 +64,7 @@ pub(super) fn render(text: &str, width: usize, guard: Option<&str>) -> Vec<Line<
         quote: 0,
         links: Vec::new(),
         code: None,
+        code_info: String::new(),
         table: None,
         withheld: false,
     };
@@ -84,6 +115,8 @@ struct Renderer {
     links: Vec<String>,
     /// An open code block's lines.
     code: Option<String>,
+    /// Its fence's info string (`rust`, `ts title="x"`), empty for an indented block.
+    code_info: String,
     table: Option<Table>,
     withheld: bool,
 }
@@ -213,9 +246,13 @@ impl Renderer {
                 self.flush();
                 self.quote += 1;
             }
-            Tag::CodeBlock(_) => {
+            Tag::CodeBlock(kind) => {
                 self.flush();
                 self.code = Some(String::new());
+                self.code_info = match kind {
+                    CodeBlockKind::Fenced(info) => info.into_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
             }
             Tag::List(start) => {
                 self.flush();
@@ -279,25 +316,30 @@ impl Renderer {
             }
             TagEnd::CodeBlock => {
                 let code = self.code.take().unwrap_or_default();
-                let bars = "│ ".repeat(self.quote.min(MAX_DEPTH));
-                let style = Style::new().fg(Color::Yellow);
-                for line in code.trim_end_matches('\n').split('\n') {
-                    let line = if self.guard {
-                        let (line, withheld) = withhold_urls(line);
-                        self.withheld |= withheld;
-                        line
-                    } else {
-                        line.to_owned()
-                    };
-                    let line = sanitize_for_terminal(&line);
-                    for wrapped in super::text::wrap(
-                        &line,
-                        self.width,
-                        &format!("{bars}    "),
-                        &format!("{bars}    "),
-                    ) {
-                        self.out.push(Line::styled(wrapped, style));
-                    }
+                let prefix = format!("{}    ", "│ ".repeat(self.quote.min(MAX_DEPTH)));
+                let lines: Vec<String> = code
+                    .trim_end_matches('\n')
+                    .split('\n')
+                    .map(|line| {
+                        let line = if self.guard {
+                            let (line, withheld) = withhold_urls(line);
+                            self.withheld |= withheld;
+                            line
+                        } else {
+                            line.to_owned()
+                        };
+                        sanitize_for_terminal(&line)
+                    })
+                    .collect();
+                let styled =
+                    super::highlight::highlight(&self.code_info, &lines).unwrap_or_else(|| {
+                        lines
+                            .into_iter()
+                            .map(|line| vec![(line, super::highlight::PLAIN_CODE)])
+                            .collect()
+                    });
+                for pieces in styled {
+                    self.out.extend(wrap_code(pieces, self.width, &prefix));
                 }
                 self.out.push(Line::raw(""));
             }
@@ -665,5 +707,36 @@ mod tests {
     fn long_words_are_cut_and_prefixes_kept() {
         let lines = plain("- abcdefghijklmnopqrstuvwxyz", 12, None);
         assert_eq!(lines, ["• abcdefghij", "  klmnopqrst", "  uvwxyz"]);
+    }
+
+    #[test]
+    fn code_blocks_are_coloured_by_their_language_and_cut_keeping_their_spaces() {
+        let text =
+            "```rust\nfn main() {\n        let s = \"a b\";\n}\n```\n\n```\nfn plain() {}\n```\n";
+        let lines = render(text, 20, None);
+        let spans_of = |needle: &str| -> Vec<(String, Style)> {
+            lines
+                .iter()
+                .flat_map(|l| l.spans.iter())
+                .filter(|s| s.content.contains(needle))
+                .map(|s| (s.content.to_string(), s.style))
+                .collect()
+        };
+        let keyword = spans_of("fn");
+        assert_eq!(
+            keyword[0],
+            ("fn".to_owned(), Style::new().fg(Color::Magenta))
+        );
+        // A block without a language keeps the one colour code always had.
+        assert!(
+            keyword
+                .iter()
+                .any(|(t, s)| t == "fn plain() {}" && *s == Style::new().fg(Color::Yellow)),
+            "{keyword:?}"
+        );
+        // Cut at 20 columns, not wrapped at spaces: the indentation stays.
+        let text = plain(text, 20, None);
+        assert_eq!(text[1], "            let s = ");
+        assert_eq!(text[2], "    \"a b\";");
     }
 }

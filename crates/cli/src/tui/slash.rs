@@ -39,6 +39,7 @@ pub(crate) enum Slash {
     Diff,
     Init,
     Compact,
+    Mouse,
 }
 
 /// Every command with what it does, as `/help` lists them.
@@ -94,6 +95,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "have the model write AGENTS.md for this repository (asks first)",
     ),
     ("/inspect", "the trace of this session's last run"),
+    (
+        "/mouse",
+        "switch the wheel between scrolling here and the terminal's own selection",
+    ),
     ("/quit", "leave; the session is saved"),
 ];
 
@@ -133,9 +138,10 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/diff", []) => Ok(Slash::Diff),
         ("/init", []) => Ok(Slash::Init),
         ("/compact", []) => Ok(Slash::Compact),
+        ("/mouse", []) => Ok(Slash::Mouse),
         (
             "/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit" | "/clear"
-            | "/new" | "/diff" | "/init" | "/compact",
+            | "/new" | "/diff" | "/init" | "/compact" | "/mouse",
             _,
         ) => usage(command),
         _ => Err(format!(
@@ -156,7 +162,8 @@ pub(crate) fn help() -> String {
         "Anything else is a task for the model; typed while a run goes, it is queued.\n\
          Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); Tab \
          completes @path from the workspace; Up/Down move between lines, then through this \
-         workspace's history; PageUp/PageDown scroll, End returns; Ctrl-O shows all of each result.\n\
+         workspace's history; PageUp/PageDown or the mouse wheel scroll (Shift-drag selects text; \
+         /mouse leaves the mouse to the terminal), End returns; Ctrl-O shows all of each result.\n\
          Approvals: o allow once, s allow for this session, w always here, d or Esc deny.\n\
          Ctrl-C cancels a run (again: leave now); at the prompt it clears the line, and twice \
          leaves. Ctrl-D on an empty prompt leaves.",

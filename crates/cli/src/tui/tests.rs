@@ -991,6 +991,41 @@ fn scrolling_is_bounded_says_what_is_below_and_the_transcript_stays_after_leavin
     );
 }
 
+#[test]
+fn the_mouse_wheel_scrolls_within_bounds_and_mouse_gives_the_mouse_back_to_the_terminal() {
+    let long: String = (1..=80).map(|n| format!("line {n}\n\n")).collect();
+    let mut h = harness(vec![Step::text(&long)]);
+    h.submit("Talk a lot.");
+    h.pump_until_idle();
+    h.screen();
+    assert!(h.app.wants_mouse());
+    h.app.handle(AppEvent::Wheel(3));
+    assert_eq!(h.app.scroll, 3);
+    assert!(h.screen().contains("more lines below"));
+    for _ in 0..100 {
+        h.app.handle(AppEvent::Wheel(3));
+    }
+    assert_eq!(
+        h.app.scroll,
+        h.app.max_scroll.get(),
+        "the wheel stops at the top"
+    );
+    for _ in 0..200 {
+        h.app.handle(AppEvent::Wheel(-3));
+    }
+    assert_eq!(h.app.scroll, 0, "and at the bottom");
+    h.submit("/mouse");
+    assert!(!h.app.wants_mouse());
+    assert!(
+        notice(&h).contains("left to the terminal"),
+        "{}",
+        notice(&h)
+    );
+    h.submit("/mouse");
+    assert!(h.app.wants_mouse());
+    assert!(super::slash::help().contains("/mouse"));
+}
+
 fn notice(h: &Harness) -> String {
     match h.last_entry() {
         Entry::Notice(text) => text,

@@ -128,6 +128,22 @@ fn a_plugin_the_model_writes_is_scanned_installed_used_reloaded_and_a_broken_rel
     let message = reloads[1]["error"]["message"].as_str().unwrap();
     assert!(message.contains("old version keeps serving"), "{message}");
     assert_eq!(output(calls[2]), json!({"words": 1, "version": "v2"}));
+
+    // What a plugin the agent wrote returns is untrusted input: its first result marks the
+    // session, naming the plugin; nothing before it did.
+    let marks: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"]["type"] == "integrity.untrusted")
+        .map(|l| l["event"].clone())
+        .collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(marks[0]["tool"], TOOL, "{marks:?}");
+    let source = marks[0]["source"].as_str().unwrap();
+    assert!(
+        source.contains("plugin \"word-tools\", which the agent built"),
+        "{source}"
+    );
 }
 
 #[test]

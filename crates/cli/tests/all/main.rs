@@ -596,6 +596,50 @@ fn policy_check_explains_the_deciding_rule() {
 }
 
 #[test]
+fn policy_check_judges_a_call_in_a_session_holding_a_level_or_untrusted_input() {
+    let env = Env::new();
+    env.user_config(
+        "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n\
+         [[policy.rules]]\naction = \"net.http\"\ndecision = \"allow\"\n\n\
+         [[classification.hosts]]\nhost = \"vault.example\"\nlevel = \"RESTRICTED\"\n",
+    );
+    let check = |extra: &[&str]| {
+        let mut args = vec![
+            "policy",
+            "check",
+            "builtin.tool.run_command",
+            "--capability",
+            "net.http:example.com",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = env.bosun(&args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json(&out)
+    };
+    // A fresh session may reach the host.
+    assert_eq!(check(&[])["decision"], "allow");
+    // Holding RESTRICTED data, a PUBLIC host is a write-down, explained as such.
+    let held = check(&["--level", "RESTRICTED"]);
+    assert_eq!(held["decision"], "ask", "{held}");
+    assert!(held.to_string().contains("write-down"), "{held}");
+    // Having read untrusted input, an untrusted host asks and names the source.
+    let tainted = check(&["--untrusted", "a web page"]);
+    assert_eq!(tainted["decision"], "ask", "{tainted}");
+    assert!(tainted.to_string().contains("a web page"), "{tainted}");
+    // An unknown level is an error that names the levels.
+    let out = env.bosun(&[
+        "policy",
+        "check",
+        "builtin.tool.run_command",
+        "--level",
+        "SECRET",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("RESTRICTED"), "{}", stderr(&out));
+}
+
+#[test]
 fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
     let env = Env::new();
     let out = env.bosun(&[]);

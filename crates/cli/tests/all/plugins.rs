@@ -798,3 +798,50 @@ fn a_kept_javascript_policy_hook_still_decides_every_call() {
         assert_eq!(kept_descriptions(&env).len(), 1);
     }
 }
+
+/// A Triggerfish plugin that cannot make its executor: it throws on line 26 of its TypeScript.
+/// The types above are erased, so the JavaScript that runs has the throw some lines higher.
+const THROWS_TS: &str = r#"// A TypeScript plugin that throws.
+export const manifest = {
+  name: "tsboom",
+  version: "1.0.0",
+  description: "Throws.",
+  classification: "PUBLIC",
+  trust: "sandboxed",
+  declaredEndpoints: [],
+} as const;
+
+interface Input {
+  text: string;
+  count?: number;
+}
+
+type Reply = { words: number };
+
+export const toolDefinitions = [
+  { name: "explode", description: "Throws.", parameters: { text: { type: "string", description: "Any.", required: true } } },
+];
+
+export function createExecutor(_context: { pluginName: string }) {
+  const reply: Reply = { words: 0 };
+  if (reply.words === 0) {
+    // No executor can be made.
+    throw new RangeError(`no executor: ${reply.words} words`);
+  }
+  return async (name: string, input: Input): Promise<string | null> => JSON.stringify({ name, input });
+}
+"#;
+
+#[test]
+fn an_error_in_a_typescript_plugin_names_the_line_its_author_wrote() {
+    let env = Env::new();
+    let dir = env.dir.path().join("tsboom");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), THROWS_TS).unwrap();
+    let install = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    let list = env.bosun(&["tools", "list"]);
+    let said = format!("{}{}", stderr(&install), stderr(&list));
+    assert!(said.contains("RangeError: no executor: 0 words"), "{said}");
+    // Line 26 of mod.ts, where the author wrote the throw — not the erased JavaScript's line.
+    assert!(said.contains("(at mod.ts:26:"), "{said}");
+}

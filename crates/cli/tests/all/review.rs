@@ -165,3 +165,40 @@ fn with_review_asks_a_headless_ask_goes_to_the_reviewer_first() {
         stderr(&out)
     );
 }
+
+#[test]
+fn the_reviewer_weighs_the_call_against_what_the_person_asked_and_the_model_said_redacted() {
+    let env = Env::new();
+    let (_runtime, judge) = serve([Step::text(
+        r#"{"decision": "deny", "reason": "the person asked for a summary"}"#,
+    )]);
+    let (_runtime2, agent) = serve([
+        Step {
+            text: Some("I will just run true, key sk-agent-said-0042 in hand.".into()),
+            ..Step::call("run_command", serde_json::json!({"program": "true"}))
+        },
+        Step::text("Done."),
+    ]);
+    env.user_config(&format!(
+        "default_model = \"main\"\n[models.main]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n\n{}",
+        agent.base_url(),
+        config(judge.base_url())
+    ));
+    let out = env.bosun_with_env(
+        &[
+            "run",
+            "Summarise README.md; my token is sk-agent-said-0042.",
+        ],
+        &[("DEMO_TOKEN", "sk-agent-said-0042")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = judge.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let asked = requests[0]["messages"].to_string();
+    assert!(asked.contains("the_person_asked"), "{asked}");
+    assert!(asked.contains("Summarise README.md"), "{asked}");
+    assert!(asked.contains("I will just run true"), "{asked}");
+    // The secret in both texts never reaches the reviewer.
+    assert!(!asked.contains("sk-agent-said-0042"), "{asked}");
+    assert!(trace_text(&env).contains("reviewed by judge: deny"));
+}

@@ -209,6 +209,8 @@ impl PluginManager {
         .map_err(invalid)?;
         // Nor does it build code from strings: no person reviewed its manifest's request.
         spec.code_from_strings = false;
+        // And what it returns is untrusted input: the agent wrote its code.
+        spec.untrusted_output = Some(format!("plugin \"{name}\", which the agent built"));
         let runtime = JsRuntime::start(spec, &self.engine)
             .await
             .map_err(|e| failed(format!("plugin \"{name}\" did not load: {e}")))?;

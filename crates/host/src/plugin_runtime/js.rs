@@ -97,6 +97,12 @@ pub struct JsPluginSpec {
     /// The host variables the user passes to it (`[plugins.<name>] env`), with their values
     /// now; nothing else of the environment reaches it.
     pub env: BTreeMap<String, String>,
+    /// Why its results are untrusted input, when they are (a plugin the agent built: no person
+    /// reviewed its code). A call's result then marks the session as having read untrusted input.
+    pub untrusted_output: Option<String>,
+    /// For each TypeScript file, where the JavaScript it became came from: an error's
+    /// `(at file:line:column)` names the line the author wrote, not the stripped one.
+    pub positions: BTreeMap<String, bosun_plugins::typescript::SourcePositions>,
 }
 
 /// A JavaScript plugin's manifest, as the catalog read it without running code.
@@ -163,6 +169,7 @@ impl JsPluginSpec {
         reserved: Vec<String>,
     ) -> Result<Self, String> {
         let mut files = Vec::new();
+        let mut positions = BTreeMap::new();
         for file in snapshot.files() {
             let path = file.path.as_str();
             let is_ts = [".ts", ".mts", ".cts"].iter().any(|e| path.ends_with(e))
@@ -174,8 +181,11 @@ impl JsPluginSpec {
             let text = std::str::from_utf8(&file.bytes)
                 .map_err(|e| format!("{path} is not UTF-8 ({e}); save it as UTF-8"))?;
             let text = if is_ts {
-                bosun_plugins::typescript::strip_types(std::path::Path::new(path), text)
-                    .map_err(|e| e.to_string())?
+                let stripped =
+                    bosun_plugins::typescript::strip_types_mapped(std::path::Path::new(path), text)
+                        .map_err(|e| e.to_string())?;
+                positions.insert(path.to_owned(), stripped.positions);
+                stripped.code
             } else {
                 text.to_owned()
             };
@@ -200,6 +210,8 @@ impl JsPluginSpec {
                 static_manifest: None,
                 code_from_strings: m.code_from_strings,
                 env: BTreeMap::new(),
+                untrusted_output: None,
+                positions,
             },
             JsManifestRef::Triggerfish(m) => Self {
                 local_name: local_name.to_owned(),
@@ -223,9 +235,48 @@ impl JsPluginSpec {
                 static_manifest: Some(m.clone()),
                 code_from_strings: m.code_from_strings,
                 env: BTreeMap::new(),
+                untrusted_output: None,
+                positions,
             },
         };
         Ok(spec)
+    }
+
+    /// `message` with its closing `(at file:line:column)` moved from the stripped JavaScript of
+    /// a TypeScript file to the TypeScript the author wrote. Other messages are returned as
+    /// they are.
+    pub fn place(&self, message: &str) -> String {
+        let Some(open) = message.rfind("(at ") else {
+            return message.to_owned();
+        };
+        let inner = &message[open + 4..];
+        let Some(close) = inner.find(')') else {
+            return message.to_owned();
+        };
+        let mut parts = inner[..close].rsplitn(3, ':');
+        let (Some(last), Some(middle)) = (parts.next(), parts.next()) else {
+            return message.to_owned();
+        };
+        // `file:line:column`, or `file:line` when the engine knew no column.
+        let (file, line, column) = match parts.next() {
+            Some(file) => (file, middle, Some(last)),
+            None => (middle, last, None),
+        };
+        let Some(map) = self.positions.get(file) else {
+            return message.to_owned();
+        };
+        let (Ok(line), Ok(column)) = (line.parse::<u32>(), column.map_or(Ok(1), str::parse::<u32>))
+        else {
+            return message.to_owned();
+        };
+        match map.original(line, column) {
+            Some((line, column)) => format!(
+                "{}(at {file}:{line}:{column}){}",
+                &message[..open],
+                &inner[close + 1..]
+            ),
+            None => message.to_owned(),
+        }
     }
 
     fn network(&self) -> bool {
@@ -492,7 +543,7 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| activation_failure(&spec.name, &e))?;
+        .map_err(|e| spec.place(&activation_failure(&spec.name, &e)))?;
         let descriptor = plugin.descriptor().clone();
         if let Some(expected) = &spec.static_manifest {
             // What was reviewed is the manifest read without running code; a module that
@@ -568,7 +619,7 @@ impl JsRuntime {
                 CallOptions::default(),
             )
             .await
-            .map_err(|e| js_error(local, &e))?;
+            .map_err(|e| self.placed(js_error(local, &e)))?;
             // Its tools, schemas and hooks were offered as described; an instance that
             // registers anything else is not the plugin those offers name.
             if *plugin.descriptor() != self.descriptor {
@@ -596,7 +647,13 @@ impl JsRuntime {
         if plugin.is_poisoned() {
             *slot = None;
         }
-        result.map_err(|e| js_error(local, &e))
+        result.map_err(|e| self.placed(js_error(local, &e)))
+    }
+
+    /// `error` with its position placed in the TypeScript (see [`JsPluginSpec::place`]).
+    fn placed(&self, mut error: ToolError) -> ToolError {
+        error.message = self.spec.place(&error.message);
+        error
     }
 
     /// The plugin's prompt contributions (Forge `contributePrompt`, Triggerfish `systemPrompt`).
@@ -850,6 +907,10 @@ impl Tool for JsTool {
         self.spec.risk == Risk::Process
     }
 
+    fn untrusted_source(&self) -> Option<String> {
+        self.runtime.spec.untrusted_output.clone()
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let net = crate::plugin_runtime::native::net_grant(&ctx.granted, &self.policy);
         // Only a tool of risk `process` may start processes, each judged when it asks.
@@ -900,7 +961,11 @@ impl Tool for JsTool {
                 code,
                 message,
                 retryable,
-            } => Err(ToolError::from_plugin(&code, message, retryable)),
+            } => Err(ToolError::from_plugin(
+                &code,
+                self.runtime.spec.place(&message),
+                retryable,
+            )),
         }
     }
 }

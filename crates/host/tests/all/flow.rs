@@ -32,12 +32,23 @@ impl ApprovalBroker for Person {
     }
 }
 
+/// Keeps every envelope the trace records.
+#[derive(Default)]
+struct Seen(Mutex<Vec<bosun_core::Envelope>>);
+
+impl bosun_host::trace::Observer for Seen {
+    fn observe(&self, envelope: &bosun_core::Envelope) {
+        self.0.lock().unwrap().push(envelope.clone());
+    }
+}
+
 struct Rig {
     _tmp: tempfile::TempDir,
     chokepoint: Chokepoint,
     person: Arc<Person>,
     session: Arc<Session>,
     trace: Trace,
+    seen: Arc<Seen>,
 }
 
 fn rig(config: &str, answer: ApprovalAnswer) -> Rig {
@@ -72,6 +83,7 @@ fn rig(config: &str, answer: ApprovalAnswer) -> Rig {
         .flow(Arc::new(Flow::new(&config)))
         .build()
         .unwrap();
+    let seen = Arc::new(Seen::default());
     Rig {
         _tmp: tmp,
         chokepoint,
@@ -80,7 +92,9 @@ fn rig(config: &str, answer: ApprovalAnswer) -> Rig {
         trace: Trace::in_memory(
             "run".into(),
             Arc::new(Redactor::new(Vec::<(String, String)>::new())),
-        ),
+        )
+        .observe(seen.clone()),
+        seen,
     }
 }
 
@@ -197,6 +211,48 @@ async fn restricted_data_cannot_be_written_to_a_path_labelled_lower() {
         .call("create_file", json!({"path": "draft.md", "content": "x"}))
         .await;
     assert!(result.error().is_none(), "{result:?}");
+}
+
+#[tokio::test]
+async fn the_rendered_trace_shows_the_labels_over_time_and_the_decisions_they_caused() {
+    let rig = rig(SECRETS, ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "notes.txt"})).await;
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    rig.call("read_file", json!({"path": "downloads/page.html"}))
+        .await;
+    rig.call("run_command", fetch("example.com")).await;
+    let text = bosun_host::trace::render(&rig.seen.0.lock().unwrap());
+    let labels = text
+        .split_once("labels (")
+        .map(|(_, l)| l)
+        .unwrap_or_else(|| panic!("no labels section: {text}"));
+    let lines: Vec<&str> = labels.lines().skip(1).collect();
+    assert_eq!(lines.len(), 4, "{labels}");
+    assert!(
+        lines[0].contains("read_file: level PUBLIC → RESTRICTED  (session: RESTRICTED)"),
+        "{labels}"
+    );
+    assert!(
+        lines[1].contains("untrusted input from the file downloads/page.html")
+            && lines[1].contains("(session: RESTRICTED, untrusted)"),
+        "{labels}"
+    );
+    // The fetch that followed: asked because of both, each reason on its own line.
+    assert!(
+        lines[2..].iter().all(|l| l.contains("run_command: ask")),
+        "{labels}"
+    );
+    assert!(labels.contains("write-down"), "{labels}");
+    // A clean session's trace has no such section.
+    let clean = rig_clean_trace().await;
+    assert!(!clean.contains("labels ("), "{clean}");
+}
+
+async fn rig_clean_trace() -> String {
+    let rig = rig(SECRETS, ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "notes.txt"})).await;
+    bosun_host::trace::render(&rig.seen.0.lock().unwrap())
 }
 
 #[tokio::test]

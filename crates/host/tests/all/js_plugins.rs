@@ -65,6 +65,8 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         static_manifest: None,
         code_from_strings: false,
         env: Default::default(),
+        untrusted_output: None,
+        positions: Default::default(),
     }
 }
 
