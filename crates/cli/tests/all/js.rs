@@ -282,3 +282,43 @@ fn a_plugin_sees_only_the_variables_its_entry_names_and_starts_processes_through
         "{message}"
     );
 }
+
+#[test]
+fn a_triggerfish_plugin_is_a_sink_at_its_level_and_a_session_holding_more_cannot_feed_it() {
+    let env = Env::new();
+    let dir = env.dir.path().join("word-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), MOD_TS).unwrap();
+    std::fs::create_dir_all(env.ws().join("secrets")).unwrap();
+    std::fs::write(env.ws().join("secrets/key.pem"), "PRIVATE").unwrap();
+    let (_runtime, server) = serve([
+        // An INTERNAL plugin may take what an INTERNAL session holds...
+        Step::call(TOOL, json!({"text": "one two"})),
+        Step::call("read_file", json!({"path": "secrets/key.pem"})),
+        // ...but not once the session holds RESTRICTED data.
+        Step::call(TOOL, json!({"text": "PRIVATE"})),
+        Step::text("Done."),
+    ]);
+    env.user_config(&format!(
+        "default_model = \"scripted\"\n[models.scripted]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n\n[[classification.paths]]\nglob = \"secrets/**\"\nlevel = \"RESTRICTED\"\n",
+        server.base_url()
+    ));
+    // Installed after the config is written: installing adds the plugin's entry to it.
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["run", "--json", "Count the words of the key."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let calls: Vec<Value> = tool_events(&out.stdout)
+        .into_iter()
+        .filter(|e| e["tool"] == TOOL)
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0]["type"], "tool.completed", "{calls:?}");
+    assert_eq!(calls[1]["type"], "tool.failed", "{calls:?}");
+    assert_eq!(calls[1]["error"]["code"], "needs_approval", "{calls:?}");
+    let trace = String::from_utf8_lossy(&env.bosun(&["inspect", "last"]).stdout).into_owned();
+    assert!(
+        trace.contains("write-down: the session holds RESTRICTED data"),
+        "{trace}"
+    );
+}

@@ -316,21 +316,26 @@ fn a_broken_mcp_entry_is_a_config_error_naming_the_key() {
     assert!(stderr(&out).contains("shell"), "{}", stderr(&out));
 }
 
-/// The Python server over Streamable HTTP on a free loopback port, stopped on drop.
+/// A server over Streamable HTTP on a free loopback port, stopped on drop.
 struct HttpPeer {
     child: std::process::Child,
     port: u16,
 }
 
 impl HttpPeer {
+    /// The Python SDK's server.
     fn start() -> Self {
+        Self::start_with(std::process::Command::new(python()).arg(server_script()))
+    }
+
+    /// `command http PORT`, waited for until it listens.
+    fn start_with(command: &mut std::process::Command) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = std::process::Command::new(python())
-            .arg(server_script())
+        let child = command
             .args(["http", &port.to_string()])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -374,6 +379,40 @@ fn a_streamable_http_server_is_called_under_policy_for_its_host() {
     assert_eq!(
         (rc, out["error"]["code"].as_str()),
         (3, Some("denied")),
+        "{out}"
+    );
+}
+
+/// The TypeScript SDK's server over Streamable HTTP (its own session management, SSE or JSON
+/// answers as the SDK chooses) under Bosun's client: approved, called, and an error result kept.
+#[test]
+fn a_typescript_sdk_server_over_streamable_http_is_approved_and_called() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_server.mjs");
+    let peer = HttpPeer::start_with(
+        std::process::Command::new("node")
+            .arg(script)
+            .env("BOSUN_MCP_NODE_MODULES", super::serve::node_modules()),
+    );
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp.tsweb]
+url = \"http://127.0.0.1:{}/mcp\"\n\n[[policy.rules]]\naction = \"mcp.tsweb.tool.*\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n",
+        peer.port
+    ));
+    let out = env.bosun(&["mcp", "trust", "tsweb", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = String::from_utf8_lossy(&env.bosun(&["tools", "list"]).stdout).into_owned();
+    assert!(listed.contains("mcp__tsweb__add"), "{listed}");
+    let (rc, out) = call(&env, "mcp__tsweb__add", r#"{"a": 20, "b": 22}"#, &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["content"][0]["text"], "42", "{out}");
+    let (rc, out) = call(&env, "mcp__tsweb__fail", "{}", &[]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the quota is spent"),
         "{out}"
     );
 }

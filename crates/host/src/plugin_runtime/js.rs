@@ -911,6 +911,15 @@ impl Tool for JsTool {
         self.runtime.spec.untrusted_output.clone()
     }
 
+    /// A Triggerfish plugin is a sink at its manifest's level (Triggerfish's integration
+    /// write-down): a session holding data above it cannot hand the plugin that data without a
+    /// person. Forge has no levels: its plugins reach nothing but the hosts policy grants, each
+    /// a sink of its own.
+    fn sink_level(&self) -> Option<Classification> {
+        (self.runtime.spec.format == Format::Triggerfish)
+            .then_some(self.runtime.spec.classification)
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let net = crate::plugin_runtime::native::net_grant(&ctx.granted, &self.policy);
         // Only a tool of risk `process` may start processes, each judged when it asks.
