@@ -1,18 +1,30 @@
 //! Approvals for `bosun serve`: a call policy would `ask` about is put to the client's user as
 //! an MCP form elicitation ("Allow <tool>?", with one checkbox to allow it for the rest of the
-//! session). Accepting allows the call; declining, cancelling, a timeout, a client that cannot
-//! elicit, or a protocol revision that forbids server-to-client requests (2026-07-28) all refuse
-//! it — the chokepoint then answers `needs_approval` with how to pre-approve the call.
+//! session). Accepting allows the call; declining, cancelling, a timeout or a client that cannot
+//! elicit refuse it — the chokepoint then answers `needs_approval` with how to pre-approve the
+//! call.
+//!
+//! The 2026-07-28 revision forbids requests back to the client during a call. There the question
+//! ends the call with an `input_required` result carrying the elicitation, and the client's retry
+//! of the same call carries the answer ([`RoundTrip`], multi-round-trip requests): the call runs
+//! again from the start with that question answered. Answers from earlier rounds travel in the
+//! request state, bound to the call (tool and arguments) they were given for.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::ApprovalAnswer;
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
 use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputResponses,
+};
 use rmcp::service::Peer;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// How long the client's user has to answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -50,20 +62,28 @@ pub(crate) fn question(request: &ApprovalRequest) -> String {
     text
 }
 
+/// The form asking `request`: its question and, when the answer can last for a session, the
+/// checkbox that widens it.
+fn form(request: &ApprovalRequest, session_box: bool) -> Option<ElicitRequestParams> {
+    let builder = ElicitationSchema::builder();
+    let builder = if session_box {
+        builder.optional_bool(FOR_SESSION, false)
+    } else {
+        builder
+    };
+    let schema = builder.description("Allow this tool call?").build().ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question(request),
+        requested_schema: schema,
+    })
+}
+
 #[async_trait]
 impl ApprovalBroker for ElicitingBroker {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        let Ok(schema) = ElicitationSchema::builder()
-            .optional_bool(FOR_SESSION, false)
-            .description("Allow this tool call?")
-            .build()
-        else {
+        let Some(params) = form(request, true) else {
             return ApprovalAnswer::Unavailable;
-        };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question(request),
-            requested_schema: schema,
         };
         match self
             .peer
@@ -97,21 +117,143 @@ impl ApprovalBroker for ElicitingBroker {
     }
 }
 
-/// The broker of 2026-07-28 requests: that revision allows no request back to the client
-/// during a call, so nobody can be asked.
-pub struct Unaskable;
+/// The broker of 2026-07-28 requests. That revision allows no request back to the client during
+/// a call: a question the call in progress ([`ROUND`]) has no answer for is noted and refused
+/// for now, and the server ends the call with `input_required` so that the client's user can
+/// answer it in a retry. Outside a round, or for a client that cannot elicit, nobody can be
+/// asked.
+pub struct RoundTrip;
+
+tokio::task_local! {
+    /// The round of the 2026-07-28 call being made.
+    pub(crate) static ROUND: Arc<Round>;
+}
+
+/// One attempt of a 2026-07-28 call: the answers it carries and the questions it raised.
+#[derive(Debug, Default)]
+pub(crate) struct Round {
+    /// Whether the client can answer a form elicitation.
+    can_elicit: bool,
+    /// What binds answers to this call: the tool and its arguments.
+    call: String,
+    /// Answers given in earlier rounds, by question.
+    answers: BTreeMap<String, bool>,
+    /// Questions this attempt raised without an answer: key and form.
+    asked: Mutex<Vec<(String, ElicitRequestParams)>>,
+}
+
+/// The request state a retry echoes: the call it is bound to, the answers so far and the
+/// questions of the last round. Not sealed: it holds nothing the client could not say in an
+/// answer anyway (the client's user is who answers), and a state for another call is ignored.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct State {
+    call: String,
+    answers: BTreeMap<String, bool>,
+    asked: Vec<String>,
+}
+
+/// A key naming one question: the same question (tool, action, input, reason, capabilities)
+/// always has the same key, another question never.
+fn question_key(request: &ApprovalRequest) -> String {
+    let digest = Sha256::digest(question(request).as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Round {
+    /// The round of a call of `tool` with `arguments`, from what the client sent: its
+    /// capability to elicit, and the state and answers of a retry (both ignored unless the
+    /// state is this call's).
+    pub(crate) fn new(
+        can_elicit: bool,
+        tool: &str,
+        arguments: &serde_json::Value,
+        state: Option<&str>,
+        responses: Option<&InputResponses>,
+    ) -> Round {
+        let call = {
+            let digest = Sha256::digest(format!("{tool}\n{arguments}").as_bytes());
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let mut answers = BTreeMap::new();
+        if let Some(state) = state.and_then(|s| serde_json::from_str::<State>(s).ok())
+            && state.call == call
+        {
+            answers = state.answers;
+            for key in state.asked {
+                let accepted = responses
+                    .and_then(|r| r.get(&key))
+                    .and_then(|answer| answer.get("action"))
+                    .and_then(Value::as_str)
+                    .map(|action| action == "accept");
+                // A question left unanswered stays open; declined or cancelled is a refusal.
+                if let Some(accepted) = accepted {
+                    answers.insert(key, accepted);
+                }
+            }
+        }
+        Round {
+            can_elicit,
+            call,
+            answers,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The `input_required` answer when this attempt raised questions: the forms to show and
+    /// the state to echo.
+    pub(crate) fn input_required(&self) -> Option<(InputRequests, String)> {
+        let asked = self.asked.lock().map(|a| a.clone()).unwrap_or_default();
+        if asked.is_empty() {
+            return None;
+        }
+        let state = State {
+            call: self.call.clone(),
+            answers: self.answers.clone(),
+            asked: asked.iter().map(|(key, _)| key.clone()).collect(),
+        };
+        let requests = asked
+            .into_iter()
+            .map(|(key, form)| (key, InputRequest::Elicitation(ElicitRequest::new(form))))
+            .collect();
+        Some((requests, serde_json::to_string(&state).ok()?))
+    }
+}
 
 #[async_trait]
-impl ApprovalBroker for Unaskable {
-    async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
-        ApprovalAnswer::Unavailable
+impl ApprovalBroker for RoundTrip {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        let key = question_key(request);
+        ROUND
+            .try_with(|round| {
+                if !round.can_elicit {
+                    return ApprovalAnswer::Unavailable;
+                }
+                match round.answers.get(&key) {
+                    // Once only: 2026-07-28 has no sessions, so an answer cannot outlive the call.
+                    Some(true) => ApprovalAnswer::AllowOnce,
+                    Some(false) => ApprovalAnswer::Deny,
+                    None => {
+                        if let (Some(form), Ok(mut asked)) =
+                            (form(request, false), round.asked.lock())
+                            && !asked.iter().any(|(k, _)| *k == key)
+                        {
+                            asked.push((key, form));
+                        }
+                        ApprovalAnswer::Unavailable
+                    }
+                }
+            })
+            .unwrap_or(ApprovalAnswer::Unavailable)
     }
 
     fn unanswered_hint(&self) -> &str {
-        "MCP 2026-07-28 cannot ask your user during a call (connect with 2025-11-25 and elicitation to be asked), or"
+        "answer when your MCP client asks (it needs elicitation: form elicitation under 2025-11-25, input requests under 2026-07-28), or"
     }
 
     fn has_person(&self) -> bool {
-        false
+        ROUND.try_with(|round| round.can_elicit).unwrap_or(false)
     }
 }

@@ -32,15 +32,16 @@ use bosun_host::trace::{self, Trace};
 use bosun_host::{Chokepoint, Host, Session};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, Role,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+    GetPromptResponse, GetPromptResult, Implementation, InputRequiredResult, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ProtocolVersion, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::approval::{ElicitingBroker, Unaskable};
+use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip};
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -222,8 +223,9 @@ impl ToolServer {
     /// The chokepoint, session and trace of this call. A session of the handshake revisions
     /// gets its own, made at its first call, whose broker can ask this client's user. The
     /// 2026-07-28 revision has no sessions (over HTTP every request stands alone) and no
-    /// server-to-client requests, so its calls share one of the server's, which cannot ask:
-    /// one trace for them all rather than one per request.
+    /// server-to-client requests, so its calls share one of the server's, whose broker asks
+    /// by ending the call with `input_required` ([`RoundTrip`]): one trace for them all rather
+    /// than one per request.
     fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
         let modern = context
             .protocol_version()
@@ -231,7 +233,7 @@ impl ToolServer {
         if modern {
             let served = &self.served;
             return slot_or_make(&served.stateless, || {
-                served.make_live(&served.stateless_run_id, Arc::new(Unaskable))
+                served.make_live(&served.stateless_run_id, Arc::new(RoundTrip))
             });
         }
         slot_or_make(&self.state, || {
@@ -401,12 +403,33 @@ impl ServerHandler for ToolServer {
                 .arguments
                 .map_or_else(|| Value::Object(Map::new()), Value::Object),
         };
+        // Under 2026-07-28 a question ends the call; the retry carries the answers.
+        let can_elicit = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let round = Arc::new(Round::new(
+            can_elicit,
+            &call.name,
+            &call.input,
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+        ));
         let generation = self.served.host.tools_generation();
-        let outcome = live
-            .chokepoint
-            .call(call, &live.session, &live.trace, &context.ct)
+        let outcome = ROUND
+            .scope(
+                round.clone(),
+                live.chokepoint
+                    .call(call, &live.session, &live.trace, &context.ct),
+            )
             .await;
         live.trace.flush();
+        // A question nobody could answer yet — before the call, or while it ran (a plugin
+        // starting a program) — goes to the client's user; this attempt's result is dropped and
+        // the retry runs the call again from the start.
+        if let Some((requests, state)) = round.input_required() {
+            return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+        }
         if self.served.host.tools_generation() != generation {
             // A client that cannot take the notification still sees the new set when it lists.
             // Handshake revisions get it unasked; 2026-07-28 clients on the streams they opened.

@@ -353,18 +353,47 @@ fn ask_becomes_an_elicitation_the_client_user_answers() {
     );
     assert!(env.ws().join("a.txt").exists() && env.ws().join("b.txt").exists());
 
-    // Under 2026-07-28 a server may not ask mid-call: refused, never allowed silently.
-    let modern = peer(&stdio_plan(
-        &env,
-        "auto",
-        Some("accept"),
-        json!([{"name": "run_command", "arguments": {"program": "touch", "args": ["c.txt"]}}]),
-    ));
+    // Under 2026-07-28 a server may not ask mid-call: the question ends the call as
+    // `input_required`, and the client's retry carries its user's answer.
+    let touch = |file: &str| json!([{"name": "run_command", "arguments": {"program": "touch", "args": [file]}}]);
+    let declined = peer(&stdio_plan(&env, "auto", Some("decline"), touch("c.txt")));
+    assert_eq!(declined["protocol"], "2026-07-28", "{declined}");
+    assert_eq!(
+        declined["elicited"].as_array().unwrap().len(),
+        1,
+        "{declined}"
+    );
     assert!(
-        text_of(&modern["calls"][0]).starts_with("needs_approval: "),
-        "{modern}"
+        text_of(&declined["calls"][0]).starts_with("denied: "),
+        "{declined}"
     );
     assert!(!env.ws().join("c.txt").exists());
+    let accepted = peer(&stdio_plan(&env, "auto", Some("accept"), touch("c.txt")));
+    let question = accepted["elicited"][0].as_str().unwrap_or_default();
+    assert!(
+        question.contains("touch") && question.contains("c.txt"),
+        "{accepted}"
+    );
+    assert!(!is_error(&accepted["calls"][0]), "{accepted}");
+    assert!(env.ws().join("c.txt").exists());
+    // No answer lasts beyond its call (the revision has no sessions): the next call asks again.
+    let twice = json!([
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["d.txt"]}},
+        {"name": "run_command", "arguments": {"program": "touch", "args": ["e.txt"]}},
+    ]);
+    let session = peer(&stdio_plan(&env, "auto", Some("accept_session"), twice));
+    assert_eq!(
+        session["elicited"].as_array().unwrap().len(),
+        2,
+        "{session}"
+    );
+    // A client that cannot elicit is never asked, and nothing runs.
+    let mute = peer(&stdio_plan(&env, "auto", None, touch("f.txt")));
+    assert!(
+        text_of(&mute["calls"][0]).starts_with("needs_approval: "),
+        "{mute}"
+    );
+    assert!(!env.ws().join("f.txt").exists());
 }
 
 /// `bosun serve --http` on a free loopback port, stopped on drop.
