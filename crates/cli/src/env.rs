@@ -95,6 +95,11 @@ impl Env {
         Ok(Host::catalog_for(&self.workspace, &self.config)?)
     }
 
+    /// The catalog to show a person, never to load from (see [`Host::catalog_for_listing`]).
+    pub fn listing(&self) -> Result<bosun_plugins::Catalog> {
+        Ok(Host::catalog_for_listing(&self.workspace, &self.config)?.1)
+    }
+
     /// The risk of every tool action known from metadata: built-ins and enabled plugins' tools.
     pub fn known_risks(&self) -> Result<Vec<(String, bosun_core::Risk)>> {
         let (_, catalog) = self.catalog()?;

@@ -57,7 +57,7 @@ fn short(hash: &str) -> &str {
 
 pub fn list(json: bool) -> Result<u8> {
     let env = load()?;
-    let (_, catalog) = env.catalog()?;
+    let catalog = env.listing()?;
     if json {
         print_json(
             &json!({"plugins": catalog.entries(), "warnings": catalog.warnings().iter().map(ToString::to_string).collect::<Vec<_>>()}),

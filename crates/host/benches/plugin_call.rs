@@ -83,6 +83,7 @@ fn fixture(format: Format) -> Fixture {
         workspace: None,
         trust: &trust,
         builtins: &["read_file"],
+        digests: None,
     });
     let entry = &first.entries()[0];
     trust.record(
@@ -96,6 +97,7 @@ fn fixture(format: Format) -> Fixture {
         workspace: None,
         trust: &trust,
         builtins: &["read_file"],
+        digests: None,
     });
     assert!(catalog.enabled().next().is_some(), "hello is not enabled");
     let sandbox = Sandbox::new(SandboxConfig {

@@ -249,13 +249,34 @@ impl Host {
         workspace: &Workspace,
         config: &LoadedConfig,
     ) -> Result<(TrustStore, Catalog), HostError> {
-        Self::catalog_with(workspace, config, &builtin_names(&builtin::tools()))
+        Self::catalog_with(workspace, config, &builtin_names(&builtin::tools()), None)
+    }
+
+    /// The catalog for showing a person, never for loading: a component unchanged since it was
+    /// last read (same file, size and times) is shown from the digest and metadata kept in
+    /// `$BOSUN_HOME/cache/plugin-digests.json`, and no entry holds bytes to run.
+    ///
+    /// # Errors
+    /// The trust store cannot be read.
+    pub fn catalog_for_listing(
+        workspace: &Workspace,
+        config: &LoadedConfig,
+    ) -> Result<(TrustStore, Catalog), HostError> {
+        let digests =
+            bosun_plugins::digests::Digests::load(config.home.join("cache/plugin-digests.json"));
+        Self::catalog_with(
+            workspace,
+            config,
+            &builtin_names(&builtin::tools()),
+            Some(&digests),
+        )
     }
 
     fn catalog_with(
         workspace: &Workspace,
         config: &LoadedConfig,
         names: &[String],
+        digests: Option<&bosun_plugins::digests::Digests>,
     ) -> Result<(TrustStore, Catalog), HostError> {
         let trust = TrustStore::load(TrustStore::default_path(&config.home))?;
         let builtins: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -265,6 +286,7 @@ impl Host {
             workspace: Some(workspace.root()),
             trust: &trust,
             builtins: &builtins,
+            digests,
         });
         Ok((trust, catalog))
     }
@@ -275,7 +297,8 @@ impl Host {
         plugins: bool,
     ) -> Result<Self, HostError> {
         let builtins = builtin::tools();
-        let (_, catalog) = Self::catalog_with(&workspace, &config, &builtin_names(&builtins))?;
+        let (_, catalog) =
+            Self::catalog_with(&workspace, &config, &builtin_names(&builtins), None)?;
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
@@ -307,22 +330,36 @@ impl Host {
             return Ok(host);
         }
         warnings.extend(host.catalog.warnings().iter().map(ToString::to_string));
-        let sandbox = Sandbox::new(SandboxConfig {
+        let sandbox_config = SandboxConfig {
             cache_dir: Some(host.config.home.join("cache")),
             ..Default::default()
-        })?;
+        };
         let mut reserved = builtin_names(&builtins);
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
 
-        let native_tools = native::plugin_tools(
-            host.catalog.enabled(),
-            &sandbox,
-            &host.policy,
-            host.workspace.root(),
-        );
-        host.register_plugin_tools(native_tools, &mut warnings);
-        let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
-        host.register_plugin_tools(chock_tools, &mut warnings);
+        // The wasmtime engine (its instance pool and epoch thread) is built only for a host
+        // with a WebAssembly plugin enabled, or when JavaScript first runs.
+        let wasm_enabled = host.catalog.enabled().any(|entry| {
+            matches!(
+                entry.format,
+                bosun_plugins::PluginFormat::Native | bosun_plugins::PluginFormat::Chock
+            )
+        });
+        let engine = if wasm_enabled {
+            let sandbox = Sandbox::new(sandbox_config)?;
+            let native_tools = native::plugin_tools(
+                host.catalog.enabled(),
+                &sandbox,
+                &host.policy,
+                host.workspace.root(),
+            );
+            host.register_plugin_tools(native_tools, &mut warnings);
+            let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
+            host.register_plugin_tools(chock_tools, &mut warnings);
+            JsEngine::new(sandbox, bosun_js::ENGINE)
+        } else {
+            JsEngine::lazy(sandbox_config, bosun_js::ENGINE)
+        };
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {
             let why = match &entry.state {
@@ -349,7 +386,6 @@ impl Host {
         warnings.extend(spec_warnings);
         let mut listed: Vec<ListedPlugin> = Vec::new();
         // Loaded only when a plugin runs: listing what was kept needs no engine.
-        let engine = JsEngine::new(sandbox, bosun_js::ENGINE);
         if !specs.is_empty() {
             let policy = host.policy.clone();
             let cache = DescriptorCache::new(host.config.home.join("cache").join("js-plugins"));

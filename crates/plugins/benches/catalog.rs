@@ -30,6 +30,7 @@ fn bench(c: &mut Criterion) {
             workspace: Some(&root),
             trust,
             builtins: BUILTINS,
+            digests: None,
         })
     };
     let first = build(&trust);

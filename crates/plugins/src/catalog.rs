@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use crate::PluginError;
 use crate::chock::{ChockModule, RefusedTool};
+use crate::digests::{Digests, Identity};
 use crate::discovery::{
     Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, TRIGGERFISH_ENTRY,
     discover_project, discover_user,
@@ -52,6 +53,9 @@ pub struct CatalogInput<'a> {
     pub trust: &'a TrustStore,
     /// Names of the host's built-in tools, which no plugin may shadow.
     pub builtins: &'a [&'a str],
+    /// For a listing only: components unchanged since they were last read are shown from
+    /// what was kept, and their bytes are not kept for loading ([`Digests`]).
+    pub digests: Option<&'a Digests>,
 }
 
 /// What differs between a plugin and its trust record.
@@ -443,6 +447,9 @@ impl Catalog {
             warnings.extend(project_warnings.into_iter().map(CatalogWarning::Discovery));
         }
         let entries = judge_all(found, &input);
+        if let Some(digests) = input.digests {
+            digests.save();
+        }
         for entry in &entries {
             warnings.extend(entry.refused_tools.iter().map(|refused| {
                 CatalogWarning::ToolRefused {
@@ -528,6 +535,11 @@ enum Content {
     Native(Vec<u8>),
     Chock(Vec<u8>),
     Js(SourceSnapshot),
+    /// A component a listing saw unchanged: its digest and metadata section as kept.
+    Listed {
+        sha256: String,
+        metadata: String,
+    },
 }
 
 /// Reads one plugin and decides its state. Precedence: invalid, disabled, untrusted, changed,
@@ -566,18 +578,32 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         });
         return entry;
     }
+    // The identity of the component file read, for a listing to keep.
+    let mut read_identity: Option<Identity> = None;
     let content = match entry.format {
         // `plugin.wasm` holds a component (native) or a core module (Chock): the header tells.
         PluginFormat::Native | PluginFormat::Chock => {
-            read_component(&entry.wasm, &entry.local_name).map(|bytes| {
-                if crate::chock::is_core_module(&bytes) {
-                    entry.format = PluginFormat::Chock;
-                    Content::Chock(bytes)
-                } else {
+            match input.digests.and_then(|d| d.lookup(&entry.wasm)) {
+                Some(known) => {
                     entry.format = PluginFormat::Native;
-                    Content::Native(bytes)
+                    Ok(Content::Listed {
+                        sha256: known.sha256,
+                        metadata: known.metadata,
+                    })
                 }
-            })
+                None => {
+                    read_component_file(&entry.wasm, &entry.local_name).map(|(bytes, identity)| {
+                        read_identity = identity;
+                        if crate::chock::is_core_module(&bytes) {
+                            entry.format = PluginFormat::Chock;
+                            Content::Chock(bytes)
+                        } else {
+                            entry.format = PluginFormat::Native;
+                            Content::Native(bytes)
+                        }
+                    })
+                }
+            }
         }
         PluginFormat::Forge | PluginFormat::Triggerfish => {
             SourceSnapshot::read(&entry.dir).map(Content::Js)
@@ -593,7 +619,14 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
     let sha256 = match &content {
         Content::Native(bytes) | Content::Chock(bytes) => sha256_hex(bytes),
         Content::Js(snapshot) => snapshot.sha256().to_owned(),
+        Content::Listed { sha256, .. } => sha256.clone(),
     };
+    if let (Some(digests), Some(identity), Content::Native(bytes)) =
+        (input.digests, read_identity, &content)
+        && let Ok(section) = crate::metadata::metadata_section(bytes)
+    {
+        digests.learn(&entry.wasm, identity, &sha256, section);
+    }
     entry.sha256 = Some(sha256.clone());
     let declared = match &content {
         Content::Native(bytes) => Manifest::from_component(bytes, input.builtins)
@@ -609,6 +642,12 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
             entry.js = Some(js);
             declared
         }),
+        // Checked again from the kept section, exactly as from the component's.
+        Content::Listed { metadata, .. } => {
+            crate::metadata::PluginMetadata::from_json(metadata.as_bytes())
+                .and_then(|meta| Manifest::from_metadata(meta, input.builtins))
+                .map(|manifest| entry.set_manifest(manifest))
+        }
     };
     let declared = match declared {
         Ok(declared) => declared,
@@ -628,10 +667,12 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
             },
         }
     };
-    if entry.state == PluginState::Enabled {
+    // A listing loads nothing: only a host keeps what it will run.
+    if entry.state == PluginState::Enabled && input.digests.is_none() {
         match content {
             Content::Native(bytes) | Content::Chock(bytes) => entry.bytes = Some(Arc::from(bytes)),
             Content::Js(snapshot) => entry.source = Some(Arc::new(snapshot)),
+            Content::Listed { .. } => {}
         }
     }
     entry
@@ -668,6 +709,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Reads `plugin.wasm` once: not through a symbolic link (checked by the open itself, so a
 /// link swapped in after discovery is refused too), a regular file, at most 64 MiB.
 pub fn read_component(path: &Path, local_name: &str) -> Result<Vec<u8>, PluginError> {
+    read_component_file(path, local_name).map(|(bytes, _)| bytes)
+}
+
+/// As [`read_component`], with the identity of the file read (taken from the open file before
+/// reading).
+fn read_component_file(
+    path: &Path,
+    local_name: &str,
+) -> Result<(Vec<u8>, Option<Identity>), PluginError> {
     let read_error = |source| PluginError::Read {
         path: path.to_owned(),
         source,
@@ -719,5 +769,5 @@ pub fn read_component(path: &Path, local_name: &str) -> Result<Vec<u8>, PluginEr
     if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err(too_large());
     }
-    Ok(bytes)
+    Ok((bytes, Identity::of(&meta)))
 }

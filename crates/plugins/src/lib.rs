@@ -71,6 +71,7 @@
 
 pub mod catalog;
 pub mod chock;
+pub mod digests;
 pub mod discovery;
 mod error;
 pub mod forge;

@@ -185,7 +185,7 @@ pub(crate) fn skills(env: &Env) -> String {
 
 /// `/plugins`: the listing of `bosun plugins list`, and the catalog's warnings.
 pub(crate) fn plugins(env: &Env) -> Result<String> {
-    let (_, catalog) = env.catalog()?;
+    let catalog = env.listing()?;
     let mut text = crate::plugins::list_lines(&catalog).join("\n");
     for warning in catalog.warnings() {
         let _ = write!(text, "\nwarning: {warning}");

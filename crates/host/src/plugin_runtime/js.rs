@@ -45,7 +45,7 @@ use bosun_js::{
 use bosun_policy::{HookVerdict, Policy};
 use bosun_sandbox::{
     CallErrorKind, CallOptions, Grants, JsEngineImage, JsGrants, JsProcesses, JsSession, Loaded,
-    Sandbox, SandboxError, SpawnRequest, Spawned, StartFuture,
+    Sandbox, SandboxConfig, SandboxError, SpawnRequest, Spawned, StartFuture,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, OnceCell};
@@ -363,7 +363,9 @@ impl JsSession for SessionTaint {
 /// Bosun's JavaScript engine for one host, loaded when a plugin first needs it and then shared
 /// by every JavaScript plugin (and the plugin manager's tools).
 pub struct JsEngine {
-    sandbox: Sandbox,
+    /// The sandbox it loads into: given, or built at first load from `config`.
+    sandbox: std::sync::OnceLock<Sandbox>,
+    config: Option<SandboxConfig>,
     image: JsEngineImage<'static>,
     loaded: OnceCell<Loaded>,
 }
@@ -380,10 +382,32 @@ impl JsEngine {
     /// The engine `image` in `sandbox`, not loaded yet.
     pub fn new(sandbox: Sandbox, image: JsEngineImage<'static>) -> Arc<Self> {
         Arc::new(Self {
-            sandbox,
+            sandbox: std::sync::OnceLock::from(sandbox),
+            config: None,
             image,
             loaded: OnceCell::new(),
         })
+    }
+
+    /// The engine `image` in a sandbox built from `config` when it is first loaded: a host
+    /// that never runs JavaScript (nor any other plugin) never builds a wasmtime engine.
+    pub fn lazy(config: SandboxConfig, image: JsEngineImage<'static>) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox: std::sync::OnceLock::new(),
+            config: Some(config),
+            image,
+            loaded: OnceCell::new(),
+        })
+    }
+
+    fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
+        if let Some(sandbox) = self.sandbox.get() {
+            return Ok(sandbox);
+        }
+        let config = self.config.clone().unwrap_or_default();
+        let built = Sandbox::new(config)?;
+        // Two first loads at once: the one set first is used, the other dropped.
+        Ok(self.sandbox.get_or_init(|| built))
     }
 
     /// The loaded engine, loading it (from the artefact cache, or compiling it) on first use.
@@ -392,7 +416,7 @@ impl JsEngine {
     /// The engine could not be compiled or linked.
     pub async fn get(&self) -> Result<&Loaded, SandboxError> {
         self.loaded
-            .get_or_try_init(|| self.sandbox.load_js_engine(&self.image))
+            .get_or_try_init(|| async { self.sandbox()?.load_js_engine(&self.image).await })
             .await
     }
 

@@ -67,6 +67,21 @@ impl Fixture {
             workspace: Some(&root),
             trust: &self.trust,
             builtins: BUILTINS,
+            digests: None,
+        })
+    }
+
+    /// A listing's catalog, keeping digests in `<home>/digests.json`.
+    fn listing(&self) -> Catalog {
+        let root = self.root();
+        let digests = bosun_plugins::digests::Digests::load(self.home.path().join("digests.json"));
+        Catalog::build(CatalogInput {
+            home: self.home.path(),
+            user_plugins: &self.config,
+            workspace: Some(&root),
+            trust: &self.trust,
+            builtins: BUILTINS,
+            digests: Some(&digests),
         })
     }
 
@@ -396,4 +411,74 @@ fn entries_serialise_for_json_listings() {
     assert_eq!(value["manifest"]["name"], "web-tools");
     assert_eq!(value["offers"][0]["action"], "plugin.web.tool.web_fetch");
     assert!(value.get("bytes").is_none());
+}
+
+#[test]
+fn a_listing_reuses_what_it_read_only_while_the_file_is_unchanged_and_never_loads() {
+    let mut fx = Fixture::new();
+    let bytes = fx.user_plugin("fmt", &valid_metadata());
+    fx.trust_all();
+    let sha = sha256_hex(&bytes);
+    let listed = fx.listing();
+    let fmt = entry(&listed, "fmt");
+    assert_eq!(fmt.state, PluginState::Enabled);
+    assert_eq!(fmt.sha256.as_deref(), Some(sha.as_str()));
+    // A listing holds nothing to run.
+    assert!(fmt.bytes().is_none());
+    let kept_path = fx.home.path().join("digests.json");
+    let kept = std::fs::read_to_string(&kept_path).unwrap();
+    assert!(kept.contains(&sha), "{kept}");
+
+    // What was kept is what the next listing shows while the file is the same file: a
+    // digest forged into the cache shows — proof nothing was read — as a changed plugin...
+    let forged = "f".repeat(64);
+    std::fs::write(&kept_path, kept.replace(&sha, &forged)).unwrap();
+    assert_eq!(
+        entry(&fx.listing(), "fmt").sha256.as_deref(),
+        Some(forged.as_str())
+    );
+    assert!(matches!(
+        state(&fx.listing(), "fmt"),
+        PluginState::Changed { .. }
+    ));
+    // ...while what loads is always read and hashed: the host's catalog is not fooled.
+    let loaded = fx.catalog();
+    assert_eq!(entry(&loaded, "fmt").sha256.as_deref(), Some(sha.as_str()));
+    assert_eq!(state(&loaded, "fmt"), PluginState::Enabled);
+    assert!(entry(&loaded, "fmt").bytes().is_some());
+
+    // Rewritten in place with its size and modification time restored, the file is read
+    // again: its status-change time moved.
+    std::fs::write(&kept_path, kept.replace(&sha, &forged)).unwrap();
+    let wasm = fx.home.path().join("plugins/fmt/plugin.wasm");
+    let modified = std::fs::metadata(&wasm).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&wasm, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&wasm)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    assert_eq!(
+        entry(&fx.listing(), "fmt").sha256.as_deref(),
+        Some(sha.as_str())
+    );
+
+    // A cache that is not JSON is not used.
+    std::fs::write(&kept_path, "{{{ not json").unwrap();
+    assert_eq!(state(&fx.listing(), "fmt"), PluginState::Enabled);
+    // Metadata kept is checked again like the component's own: a kept section that breaks a
+    // rule makes the plugin invalid in the listing, never trusted.
+    let kept = std::fs::read_to_string(&kept_path).unwrap();
+    let tampered: serde_json::Value = serde_json::from_str(&kept).unwrap();
+    let mut tampered = tampered;
+    for (_, known) in tampered.as_object_mut().unwrap() {
+        known["metadata"] = Value::String("{\"metadata_version\": 99}".to_owned());
+    }
+    std::fs::write(&kept_path, tampered.to_string()).unwrap();
+    assert!(matches!(
+        state(&fx.listing(), "fmt"),
+        PluginState::Invalid { .. }
+    ));
 }

@@ -59,6 +59,7 @@ fn user_plugins_are_the_configured_ones_then_the_other_directories_sorted_and_di
         workspace: None,
         trust: &trust,
         builtins: BUILTINS,
+        digests: None,
     });
     let states: Vec<(&str, String)> = catalog
         .entries()
@@ -135,6 +136,7 @@ fn plugin_symlinked_wasm_is_refused() {
         workspace: None,
         trust: &trust,
         builtins: BUILTINS,
+        digests: None,
     });
     let entry = &catalog.entries()[0];
     match &entry.state {
@@ -165,6 +167,7 @@ fn a_fifo_named_plugin_wasm_does_not_hang_discovery() {
         workspace: None,
         trust: &trust,
         builtins: BUILTINS,
+        digests: None,
     });
     match &catalog.entries()[0].state {
         PluginState::Invalid { reason } => {
@@ -188,6 +191,7 @@ fn a_missing_enabled_plugin_is_invalid_with_what_to_do() {
         workspace: None,
         trust: &trust,
         builtins: BUILTINS,
+        digests: None,
     });
     for entry in catalog.entries() {
         let expected = match entry.local_name.as_str() {

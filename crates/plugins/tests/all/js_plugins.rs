@@ -93,6 +93,7 @@ impl Fixture {
             workspace: Some(&root),
             trust: &self.trust,
             builtins: BUILTINS,
+            digests: None,
         })
     }
 

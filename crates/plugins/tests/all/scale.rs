@@ -21,6 +21,7 @@ fn a_hundred_plugins_are_catalogued_from_metadata() {
             workspace: Some(&root),
             trust,
             builtins: BUILTINS,
+            digests: None,
         })
     };
     let first = input(&trust);
