@@ -197,7 +197,7 @@ pub fn policy_check(
                 CapabilityRequest::parse(cap).map_err(|e| anyhow::anyhow!("capability {cap}: {e}"))
             })
             .collect::<Result<Vec<_>>>()?;
-        let flow = bosun_host::flow::Flow::of(&env.config);
+        let flow = env.config.flow();
         for check in flow.checks(&requests, None, &session) {
             bosun_host::flow::tighten(&mut explanation, check);
         }

@@ -222,6 +222,16 @@ fn parse<T: serde::de::DeserializeOwned>(file: &ConfigFile) -> Result<T, ConfigE
 }
 
 impl LoadedConfig {
+    /// The information-flow rules of this configuration: the user's `[classification]`, with
+    /// the project's path labels as sources.
+    pub fn flow(&self) -> crate::flow::Flow {
+        let flow = crate::flow::Flow::new(&self.user.classification);
+        match &self.project {
+            Some((project, _)) => flow.with_project_sources(&project.classification.paths),
+            None => flow,
+        }
+    }
+
     /// Reads the user's and the project's config for `workspace`.
     pub fn load(home: &Path, workspace: &Workspace) -> Result<Self, ConfigError> {
         let user_file = read_optional(&home.join("config.toml"))?;

@@ -202,16 +202,6 @@ impl Flow {
             .unwrap_or(Classification::Public)
     }
 
-    /// The rules of a loaded configuration: the user's `[classification]`, with the project's
-    /// path labels as sources.
-    pub fn of(config: &crate::config::LoadedConfig) -> Flow {
-        let flow = Flow::new(&config.user.classification);
-        match &config.project {
-            Some((project, _)) => flow.with_project_sources(&project.classification.paths),
-            None => flow,
-        }
-    }
-
     fn trusted_host(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.trusted_hosts.contains(&host)

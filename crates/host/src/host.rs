@@ -521,7 +521,7 @@ impl Host {
     /// The information-flow rules of the user's `[classification]`, with the project's path
     /// labels as sources.
     pub fn flow(&self) -> Arc<crate::flow::Flow> {
-        Arc::new(crate::flow::Flow::of(&self.config))
+        Arc::new(self.config.flow())
     }
 
     /// The launcher every child process starts through: `run_command`'s, and MCP servers'.
