@@ -187,6 +187,17 @@ enum McpCommand {
         /// The server.
         name: String,
     },
+    /// Sign in to a URL server that requires OAuth: prints the address to open in a browser
+    /// and waits for it to come back; the tokens are kept for later connections.
+    Login {
+        /// The server.
+        name: String,
+    },
+    /// Forget a server's OAuth sign-in.
+    Logout {
+        /// The server.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -458,6 +469,8 @@ fn main() -> ExitCode {
         Command::Mcp(McpCommand::List { json }) => mcp::list(json),
         Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),
         Command::Mcp(McpCommand::Untrust { name }) => mcp::untrust(&name),
+        Command::Mcp(McpCommand::Login { name }) => mcp::login(&name),
+        Command::Mcp(McpCommand::Logout { name }) => mcp::logout(&name),
         Command::Sandbox(SandboxCommand::Status { json }) => commands::sandbox_status(json),
         Command::Skills(SkillsCommand::List { json }) => commands::skills_list(json),
         Command::Serve {

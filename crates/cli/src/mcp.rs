@@ -133,7 +133,13 @@ pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
             .private(&env.config.home)
             .cache_in(env.config.home.join("cache")),
     );
-    let server = Server::new(name, config.clone(), env.workspace.root(), launcher);
+    let server = Server::new(
+        name,
+        config.clone(),
+        env.workspace.root(),
+        &env.config.home,
+        launcher,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -266,5 +272,48 @@ pub fn trust(name: &str, yes: bool) -> Result<u8> {
 pub fn untrust(name: &str) -> Result<u8> {
     let env = load()?;
     outln!("{}", remove(&env, name)?);
+    Ok(exit::OK)
+}
+
+/// `bosun mcp login NAME`: signs in to a URL server that requires OAuth, printing the address
+/// to open and waiting for the browser to come back.
+pub fn login(name: &str) -> Result<u8> {
+    let env = load()?;
+    let Some(config) = env.config.user.mcp.get(name) else {
+        bail!(
+            "no MCP server `{name}` in {}: add it as [mcp.{name}] first",
+            crate::env::config_path(&env)
+        );
+    };
+    let Some(url) = &config.url else {
+        bail!("MCP server `{name}` is a command, not a URL: only URL servers sign in with OAuth");
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime
+        .block_on(bosun_mcp::oauth::login(&env.config.home, name, url, |address| {
+            crate::term::errln!(
+                "Open this address in a browser to let Bosun use `{name}` (waiting up to {} s):",
+                bosun_mcp::oauth::LOGIN_TIMEOUT.as_secs()
+            );
+            crate::term::errln!("{}", sanitize_for_terminal(address));
+        }))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    outln!(
+        "signed in to {name}; its tokens are kept in {}",
+        bosun_mcp::oauth::credentials_path(&env.config.home, name).display()
+    );
+    Ok(exit::OK)
+}
+
+/// `bosun mcp logout NAME`: forgets the tokens of a sign-in.
+pub fn logout(name: &str) -> Result<u8> {
+    let env = load()?;
+    match bosun_mcp::oauth::logout(&env.config.home, name).map_err(|e| anyhow::anyhow!("{e}"))? {
+        true => outln!("signed out of {name}"),
+        false => outln!("{name} was not signed in"),
+    }
     Ok(exit::OK)
 }

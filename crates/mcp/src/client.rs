@@ -161,6 +161,8 @@ pub struct Server {
     name: String,
     config: McpServerConfig,
     workspace_root: PathBuf,
+    /// `$BOSUN_HOME`, where an OAuth sign-in's tokens are kept.
+    home: PathBuf,
     launcher: Arc<Launcher>,
     timeout: Duration,
     state: tokio::sync::Mutex<State>,
@@ -180,11 +182,13 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A server not started yet; a command server will start through `launcher`.
+    /// A server not started yet; a command server will start through `launcher`, a URL
+    /// server with the OAuth sign-in kept in `home` if there is one.
     pub fn new(
         name: &str,
         config: McpServerConfig,
         workspace_root: &Path,
+        home: &Path,
         launcher: Arc<Launcher>,
     ) -> Arc<Self> {
         let timeout = Duration::from_millis(config.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS));
@@ -192,6 +196,7 @@ impl Server {
             name: name.to_owned(),
             config,
             workspace_root: workspace_root.to_owned(),
+            home: home.to_owned(),
             launcher,
             timeout,
             state: tokio::sync::Mutex::new(State {
@@ -302,11 +307,30 @@ impl Server {
                 Ok((client, jail))
             }
             (None, Some(url)) => {
-                let transport = crate::http_client::transport(url, &self.config)?;
-                let client = info
-                    .serve_with_lifecycle(transport, lifecycle)
-                    .await
-                    .map_err(|e| format!("the handshake with {url} failed: {e}"))?;
+                let signed_in = crate::oauth::signed_in(&self.home, &self.name, url);
+                let connected = if signed_in {
+                    let (http, settings) = crate::http_client::parts(url, &self.config)?;
+                    let transport = crate::oauth::authorized_transport(
+                        &self.home, &self.name, url, http, settings,
+                    )
+                    .await?;
+                    info.serve_with_lifecycle(transport, lifecycle).await
+                } else {
+                    let transport = crate::http_client::transport(url, &self.config)?;
+                    info.serve_with_lifecycle(transport, lifecycle).await
+                };
+                let client = connected.map_err(|e| {
+                    if e.is_authorization_required() {
+                        let name = &self.name;
+                        if signed_in {
+                            format!("{url} refused the sign-in kept for `{name}`; sign in again with `bosun mcp login {name}`")
+                        } else {
+                            format!("{url} needs you to sign in: run `bosun mcp login {name}`")
+                        }
+                    } else {
+                        format!("the handshake with {url} failed: {e}")
+                    }
+                })?;
                 Ok((client, Jail::default()))
             }
             (None, None) => Err("the entry names neither a command nor a url".to_owned()),
@@ -767,6 +791,7 @@ pub fn attach(host: &Host) -> Result<Vec<String>, crate::pins::PinError> {
             name,
             server_config.clone(),
             host.workspace().root(),
+            &config.home,
             host.launcher().clone(),
         );
         register(host, &server, pin, &mut warnings);

@@ -1,6 +1,7 @@
 //! The Streamable HTTP transport to a `[mcp.<name>] url = ...` server: reqwest with the same
 //! TLS as the model providers (rustls, ring, the system's trust store), a bearer token and
-//! headers whose values come from named environment variables.
+//! headers whose values come from named environment variables — or the tokens of an OAuth
+//! sign-in (`crate::oauth`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -14,11 +15,12 @@ fn env_value(var: &str, what: &str) -> Result<String, String> {
     std::env::var(var).map_err(|_| format!("{what} comes from ${var}, which is not set"))
 }
 
-/// A transport to `url` as `config` describes it.
-pub(crate) fn transport(
+/// The HTTP client and transport settings for `url` as `config` describes it (headers, a
+/// bearer token from the environment).
+pub(crate) fn parts(
     url: &str,
     config: &McpServerConfig,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), String> {
     let tls = bosun_models::tls_config().map_err(|e| format!("TLS setup failed: {e}"))?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
@@ -36,5 +38,14 @@ pub(crate) fn transport(
             .map_err(|_| format!("the value of ${var} cannot be sent in an HTTP header"))?;
         settings.custom_headers.insert(header, value);
     }
+    Ok((client, settings))
+}
+
+/// A transport to `url` as `config` describes it.
+pub(crate) fn transport(
+    url: &str,
+    config: &McpServerConfig,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let (client, settings) = parts(url, config)?;
     Ok(StreamableHttpClientTransport::with_client(client, settings))
 }

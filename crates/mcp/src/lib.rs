@@ -12,6 +12,7 @@ pub mod approval;
 pub mod client;
 pub mod http;
 mod http_client;
+pub mod oauth;
 pub mod pins;
 pub mod server;
 

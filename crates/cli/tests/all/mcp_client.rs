@@ -4,6 +4,7 @@
 //! withheld, and the environment a server gets.
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Instant;
 
 use pretty_assertions::assert_eq;
@@ -596,4 +597,116 @@ fn a_server_changing_its_tools_mid_session_is_judged_by_what_it_offers_now() {
         assert!(offered.contains("mcp__peer__drifting"), "{offered}");
         assert!(!offered.contains("newcomer"), "{offered}");
     }
+}
+
+/// A server that requires OAuth (the Python SDK's, with its own authorization server routes and
+/// a provider that approves at once): unreachable until `bosun mcp login`, whose address a
+/// browser would open — here Python's `urllib` follows it and the redirect back to Bosun's
+/// loopback port; then approved, called, its short-lived token refreshed, never traced, and
+/// forgotten by `bosun mcp logout`.
+#[test]
+fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_oauth_server.py");
+    let peer = HttpPeer::start_with(
+        std::process::Command::new(python())
+            .arg(script)
+            .env("BOSUN_TOKEN_SECONDS", "2"),
+    );
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp.authweb]\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+        peer.port
+    ));
+    // Not signed in: the way to sign in is named.
+    let out = env.bosun(&["mcp", "trust", "authweb", "--yes"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("needs you to sign in: run `bosun mcp login authweb`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let mut login = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["mcp", "login", "authweb"])
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(login.stderr.take().unwrap()));
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("bosun mcp login printed no address")
+            .unwrap();
+        said.push_str(&line);
+        if line.starts_with("http://127.0.0.1") {
+            break line;
+        }
+    };
+    assert!(said.contains("Open this address in a browser"), "{said}");
+    assert!(address.contains("code_challenge_method=S256"), "{address}");
+    // The browser: open the address, follow the redirect back to Bosun.
+    let browser = Command::new(python())
+        .args([
+            "-c",
+            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())",
+            &address,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&browser.stdout).contains("Bosun is signed in"),
+        "{}",
+        String::from_utf8_lossy(&browser.stderr)
+    );
+    let done = login.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stdout)
+    );
+    let kept = env.home().join("mcp-credentials/authweb.json");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "the tokens are readable by others: {mode:o}"
+        );
+    }
+    let token_of = || -> String {
+        let kept: Value = serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
+        kept["credentials"]["token_response"]["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = token_of();
+
+    trust_named(&env, "authweb");
+    let (rc, out) = call(&env, "mcp__authweb__add", r#"{"a": 40, "b": 2}"#, &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["structuredContent"]["result"], 42, "{out}");
+    // The token lasts two seconds: the next call refreshes it and goes through.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (rc, out) = call(&env, "mcp__authweb__add", r#"{"a": 1, "b": 1}"#, &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_ne!(token_of(), first, "the token was not refreshed");
+    // No token reaches a trace.
+    for entry in std::fs::read_dir(env.home().join("runs")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        assert!(!text.contains(&first) && !text.contains(&token_of()));
+    }
+
+    let out = env.bosun(&["mcp", "logout", "authweb"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!kept.exists());
+    let (rc, out) = call(&env, "mcp__authweb__add", r#"{"a": 1, "b": 1}"#, &[]);
+    assert_ne!(rc, 0, "{out}");
+    assert!(out.to_string().contains("bosun mcp login authweb"), "{out}");
 }

@@ -1,0 +1,471 @@
+//! Signing in to an MCP server over Streamable HTTP that requires OAuth (the MCP authorization
+//! specification: protected resource and authorization server metadata, dynamic client
+//! registration, the authorization code flow with PKCE, refresh), with rmcp's authorization
+//! manager doing the protocol.
+//!
+//! `bosun mcp login NAME` ([`login`]) registers Bosun as a client of the server's authorization
+//! server, prints the address to open in a browser, and waits on a loopback port for the
+//! redirect that carries the code; the tokens land in `$BOSUN_HOME/mcp-credentials/NAME.json`
+//! (mode 0600, written whole), bound to the server's URL. Connecting to the server later
+//! ([`authorized_transport`]) sends the access token and refreshes it when it runs out; a URL
+//! that changed since the sign-in uses no stored token. `bosun mcp logout NAME` forgets them.
+//!
+//! Every OAuth request goes through Bosun's own HTTP client (the providers' TLS), and only to
+//! `https://` addresses or to loopback ones: a server's metadata cannot send the token request
+//! in the clear to another machine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
+    OAuthHttpClient, OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRedirectPolicy,
+    OAuthHttpRequest, StoredCredentials,
+};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{AuthClient, StreamableHttpClientTransport};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long a sign-in waits for the browser's redirect.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The largest OAuth response read.
+const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Where the tokens of server `name` are kept.
+pub fn credentials_path(home: &Path, name: &str) -> PathBuf {
+    home.join("mcp-credentials").join(format!("{name}.json"))
+}
+
+/// The tokens of one server, and the URL they were given for.
+#[derive(Clone, Serialize, Deserialize)]
+struct Kept {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+/// rmcp's credential store over one file, for one URL: what is kept for another URL is not
+/// loaded.
+#[derive(Clone)]
+struct FileStore {
+    path: PathBuf,
+    url: String,
+}
+
+#[async_trait]
+impl CredentialStore for FileStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(AuthError::CredentialStoreError(e.to_string())),
+        };
+        let kept: Kept = serde_json::from_slice(&bytes).map_err(|e| {
+            AuthError::CredentialStoreError(format!("{} does not parse: {e}", self.path.display()))
+        })?;
+        Ok((kept.url == self.url).then_some(kept.credentials))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let kept = Kept {
+            url: self.url.clone(),
+            credentials,
+        };
+        let json = serde_json::to_vec(&kept)
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        bosun_host::write_atomic(&self.path, &json)
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(AuthError::CredentialStoreError(e.to_string())),
+        }
+    }
+}
+
+/// OAuth's HTTP requests through Bosun's HTTP client: redirects followed only when the step
+/// allows them, bodies bounded, and nothing but `https://` or loopback addresses.
+struct Http {
+    follow: reqwest::Client,
+    stop: reqwest::Client,
+}
+
+impl Http {
+    fn new() -> Result<Http, String> {
+        let build = |redirect: reqwest::redirect::Policy| {
+            let tls = bosun_models::tls_config().map_err(|e| format!("TLS setup failed: {e}"))?;
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(30))
+                .tls_backend_preconfigured(tls)
+                .redirect(redirect)
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        };
+        let follow = reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.previous().len() >= 5 {
+                attempt.error("too many redirects")
+            } else if !allowed(attempt.url()) {
+                attempt.error("a redirect to an address that is neither https nor loopback")
+            } else {
+                attempt.follow()
+            }
+        });
+        Ok(Http {
+            follow: build(follow)?,
+            stop: build(reqwest::redirect::Policy::none())?,
+        })
+    }
+}
+
+/// Whether OAuth may talk to `url`: TLS, or this machine.
+fn allowed(url: &url::Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+impl OAuthHttpClient for Http {
+    fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
+        Box::pin(async move {
+            let OAuthHttpRequest {
+                request,
+                redirect_policy,
+                ..
+            } = request;
+            let client = match redirect_policy {
+                OAuthHttpRedirectPolicy::Follow => &self.follow,
+                _ => &self.stop,
+            };
+            let request = reqwest::Request::try_from(request)
+                .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
+            if !allowed(request.url()) {
+                return Err(format!(
+                    "OAuth request to {} refused: only https:// or loopback addresses",
+                    request.url()
+                )
+                .into());
+            }
+            let mut response = client
+                .execute(request)
+                .await
+                .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
+            let mut builder = http::Response::builder().status(response.status());
+            for (name, value) in response.headers() {
+                builder = builder.header(name, value);
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| Box::new(e) as OAuthHttpClientError)?
+            {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return Err("the OAuth response is over 1 MiB".into());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            builder
+                .body(body)
+                .map_err(|e| Box::new(e) as OAuthHttpClientError)
+        })
+    }
+}
+
+/// rmcp's authorization manager for `url`, keeping tokens in `store`.
+async fn manager(url: &str, store: FileStore) -> Result<AuthorizationManager, String> {
+    let http = Arc::new(Http::new()?);
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(url, http)
+        .await
+        .map_err(|e| format!("OAuth setup for {url} failed: {e}"))?;
+    manager.set_credential_store(store);
+    Ok(manager)
+}
+
+/// Signs in to the server `name` at `url`: registers Bosun, hands `show` the address the
+/// person opens, and waits (at most [`LOGIN_TIMEOUT`]) for the redirect on a loopback port.
+///
+/// # Errors
+/// Discovery, registration or the exchange failed, the person refused, or nobody came back in
+/// time — each said in words.
+pub async fn login(
+    home: &Path,
+    name: &str,
+    url: &str,
+    show: impl FnOnce(&str),
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen on a loopback port for the sign-in: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the loopback port: {e}"))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let store = FileStore {
+        path: credentials_path(home, name),
+        url: url.to_owned(),
+    };
+    let mut manager = manager(url, store).await?;
+    let metadata = manager
+        .resolve_metadata()
+        .await
+        .map_err(|e| format!("{name} ({url}) publishes no usable OAuth metadata: {e}"))?;
+    manager.set_metadata(metadata.metadata);
+    let request = AuthorizationRequest::new(redirect).with_client_name("Bosun");
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| format!("{name} ({url}) cannot be signed in to: {e}"))?;
+    show(&session.auth_url);
+    let (code, state) = tokio::time::timeout(LOGIN_TIMEOUT, callback(&listener))
+        .await
+        .map_err(|_| {
+            format!(
+                "no sign-in came back within {} s; run `bosun mcp login {name}` again",
+                LOGIN_TIMEOUT.as_secs()
+            )
+        })??;
+    session
+        .handle_callback(&code, &state)
+        .await
+        .map_err(|e| format!("signing in to {name} failed: {e}"))?;
+    Ok(())
+}
+
+/// Waits for the browser's redirect: `GET /callback?code=…&state=…`, answering it with a page
+/// that says what happened. Other requests (a favicon) are answered 404 and waited past.
+async fn callback(listener: &tokio::net::TcpListener) -> Result<(String, String), String> {
+    loop {
+        let (mut stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("the sign-in listener failed: {e}"))?;
+        let mut head = Vec::new();
+        let mut buffer = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+            let n = match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+                .await
+            {
+                Ok(Ok(n)) if n > 0 => n,
+                _ => break,
+            };
+            head.extend_from_slice(&buffer[..n]);
+        }
+        let text = String::from_utf8_lossy(&head);
+        let target = text
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("GET "))
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_default()
+            .to_owned();
+        let Ok(parsed) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
+            let _ = respond(&mut stream, "404 Not Found", "Not found.").await;
+            continue;
+        };
+        if parsed.path() != "/callback" {
+            let _ = respond(&mut stream, "404 Not Found", "Not found.").await;
+            continue;
+        }
+        let query = |key: &str| {
+            parsed
+                .query_pairs()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.into_owned())
+        };
+        if let Some(error) = query("error") {
+            let _ = respond(
+                &mut stream,
+                "200 OK",
+                "Bosun was not signed in. You can close this window.",
+            )
+            .await;
+            let why = query("error_description").unwrap_or_default();
+            return Err(format!(
+                "the authorization server refused: {} {}",
+                bosun_core::escape_hidden(&error),
+                bosun_core::escape_hidden(&why)
+            ));
+        }
+        match (query("code"), query("state")) {
+            (Some(code), Some(state)) => {
+                let _ = respond(
+                    &mut stream,
+                    "200 OK",
+                    "Bosun is signed in. You can close this window.",
+                )
+                .await;
+                return Ok((code, state));
+            }
+            _ => {
+                let _ = respond(
+                    &mut stream,
+                    "400 Bad Request",
+                    "The sign-in carried no code.",
+                )
+                .await;
+            }
+        }
+    }
+}
+
+async fn respond(
+    stream: &mut tokio::net::TcpStream,
+    status: &str,
+    text: &str,
+) -> std::io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// Whether tokens are kept for server `name` at `url`.
+pub fn signed_in(home: &Path, name: &str, url: &str) -> bool {
+    std::fs::read(credentials_path(home, name))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Kept>(&bytes).ok())
+        .is_some_and(|kept| kept.url == url)
+}
+
+/// Forgets the tokens of server `name`; true when there were any.
+///
+/// # Errors
+/// The file exists and cannot be removed.
+pub fn logout(home: &Path, name: &str) -> Result<bool, String> {
+    let path = credentials_path(home, name);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+    }
+}
+
+/// A transport to `url` that sends the tokens kept for `name` (refreshing them when they run
+/// out), with `settings`' headers.
+pub(crate) async fn authorized_transport(
+    home: &Path,
+    name: &str,
+    url: &str,
+    client: reqwest::Client,
+    settings: StreamableHttpClientTransportConfig,
+) -> Result<StreamableHttpClientTransport<AuthClient<reqwest::Client>>, String> {
+    let store = FileStore {
+        path: credentials_path(home, name),
+        url: url.to_owned(),
+    };
+    let mut manager = manager(url, store).await?;
+    manager.initialize_from_store().await.map_err(|e| {
+        format!("the sign-in kept for {name} cannot be used: {e}; run `bosun mcp login {name}`")
+    })?;
+    Ok(StreamableHttpClientTransport::with_client(
+        AuthClient::new(client, manager),
+        settings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oauth_talks_only_to_tls_or_this_machine() {
+        for ok in [
+            "https://auth.example.com/token",
+            "http://127.0.0.1:8080/token",
+            "http://[::1]/token",
+            "http://localhost:9/token",
+        ] {
+            assert!(allowed(&url::Url::parse(ok).unwrap()), "{ok}");
+        }
+        for refused in [
+            "http://auth.example.com/token",
+            "http://10.0.0.1/token",
+            "http://169.254.169.254/latest",
+            "ftp://127.0.0.1/x",
+            "file:///etc/passwd",
+        ] {
+            assert!(!allowed(&url::Url::parse(refused).unwrap()), "{refused}");
+        }
+    }
+
+    #[test]
+    fn tokens_kept_for_one_url_are_not_used_for_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = credentials_path(dir.path(), "web");
+        let kept = r#"{"url": "https://a.example/mcp", "credentials": {"client_id": "c", "token_response": null}}"#;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, kept).unwrap();
+        assert!(signed_in(dir.path(), "web", "https://a.example/mcp"));
+        assert!(!signed_in(dir.path(), "web", "https://b.example/mcp"));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let other = FileStore {
+            path: path.clone(),
+            url: "https://b.example/mcp".to_owned(),
+        };
+        assert!(runtime.block_on(other.load()).unwrap().is_none());
+        // A file that does not parse is an error that names it, not an empty sign-in.
+        std::fs::write(&path, "not json").unwrap();
+        let error = runtime.block_on(other.load()).err().unwrap().to_string();
+        assert!(error.contains("does not parse"), "{error}");
+        assert!(logout(dir.path(), "web").unwrap());
+        assert!(!logout(dir.path(), "web").unwrap());
+    }
+
+    #[test]
+    fn the_callback_waits_past_other_requests_and_a_refusal_is_an_error() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let browser = tokio::spawn(async move {
+                let mut replies = Vec::new();
+                for target in [
+                    "/favicon.ico",
+                    "/callback?state=s",
+                    "/callback?error=access_denied&error_description=%1b%5b31mno",
+                ] {
+                    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .unwrap();
+                    stream
+                        .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+                        .await
+                        .unwrap();
+                    let mut reply = String::new();
+                    stream.read_to_string(&mut reply).await.unwrap();
+                    replies.push(reply);
+                }
+                replies
+            });
+            let error = callback(&listener).await.err().unwrap();
+            assert!(error.contains("refused: access_denied"), "{error}");
+            // What the server wrote is shown escaped, never as a terminal sequence.
+            assert!(!error.contains('\u{1b}'), "{error:?}");
+            let replies = browser.await.unwrap();
+            assert!(replies[0].starts_with("HTTP/1.1 404"), "{}", replies[0]);
+            assert!(replies[1].starts_with("HTTP/1.1 400"), "{}", replies[1]);
+            assert!(replies[2].contains("not signed in"), "{}", replies[2]);
+        });
+    }
+}
