@@ -7,6 +7,10 @@
 - rmcp's own minimal server (`crates/mcp/examples/mcp_echo_server.rs`): no policy, no sandbox;
 - a server on the official Python SDK (`mcp`, `MCPServer`), from target/mcp-peers (scripts/mcp-peers).
 
+Then Bosun's own MCP client (`crates/mcp/examples/mcp_client_bench.rs`: a host with the rmcp
+server approved as `[mcp.echo]`, each call through the chokepoint as a model's goes) next to the
+rmcp client above calling the same rmcp server: the difference is what Bosun's client adds.
+
 Then `bosun serve --http` under load: 32 concurrent rmcp clients (each its own session) make
 100,000 calls of the same tool (`crates/mcp/examples/mcp_http_load.rs`), with the server's
 resident memory sampled after each tenth of the calls.
@@ -45,7 +49,8 @@ def main():
     # Two commands: naming examples would leave the `bosun` binary unbuilt.
     run(["cargo", "build", "--quiet", "--release", "-p", "bosun-cli"], cwd=ROOT)
     run(["cargo", "build", "--quiet", "--release", "-p", "bosun-mcp",
-         "--example", "mcp_echo_server", "--example", "mcp_call_bench", "--example", "mcp_http_load"], cwd=ROOT)
+         "--example", "mcp_echo_server", "--example", "mcp_call_bench", "--example", "mcp_http_load",
+         "--example", "mcp_client_bench"], cwd=ROOT)
     run([str(ROOT / "scripts" / "mcp-peers")])
     release = TARGET / "release"
     bosun, echo, client = release / "bosun", release / "examples" / "mcp_echo_server", release / "examples" / "mcp_call_bench"
@@ -74,6 +79,7 @@ def main():
         out = run([str(client), "greet", '{"name": "Ada"}', str(CALLS), "--", *command],
                   cwd=ws, env=env, capture_output=True).stdout
         results.append((label, json.loads(out.strip().splitlines()[-1])))
+    client_row = bench_client(bosun, release / "examples" / "mcp_client_bench", echo, scratch)
     load = bench_http(bosun, release / "examples" / "mcp_http_load", ws, env)
     shutil.rmtree(scratch, ignore_errors=True)
 
@@ -82,6 +88,12 @@ def main():
     print(f"{'server':<66} {'p50 µs':>9} {'p90 µs':>9} {'p99 µs':>9} {'vs rmcp p50':>12}")
     for label, r in results:
         print(f"{label:<66} {r['p50_us']:>9.1f} {r['p90_us']:>9.1f} {r['p99_us']:>9.1f} {r['p50_us'] / rmcp_p50:>11.2f}x")
+    print()
+    print(f"Bosun's MCP client calling the rmcp server (through the chokepoint), {CALLS} calls after 200 warm-up calls")
+    print(f"{'client':<66} {'p50 µs':>9} {'p90 µs':>9} {'p99 µs':>9} {'added p50':>12}")
+    print(f"{'rmcp 3.11 client (above)':<66} {rmcp_p50:>9.1f} {results[1][1]['p90_us']:>9.1f} {results[1][1]['p99_us']:>9.1f} {'':>12}")
+    print(f"{'Bosun (host, chokepoint, pin check, rmcp client inside)':<66} {client_row['p50_us']:>9.1f} "
+          f"{client_row['p90_us']:>9.1f} {client_row['p99_us']:>9.1f} {client_row['p50_us'] - rmcp_p50:>10.1f}µs")
     print()
     print(f"bosun serve --http, {HTTP_CLIENTS} concurrent clients, {load['calls']} calls: "
           f"{load['per_second']:.0f} calls/s, p50 {load['p50_ms']:.2f} ms, p99 {load['p99_ms']:.2f} ms, "
@@ -92,6 +104,19 @@ def main():
 
 HTTP_CLIENTS = 32
 HTTP_CALLS = 100_000
+
+
+def bench_client(bosun, bench, echo, scratch):
+    """Bosun's client: a fresh home whose `[mcp.echo]` is the rmcp server, approved."""
+    home, ws = scratch / "client-home", scratch / "client-ws"
+    home.mkdir()
+    (ws / ".git").mkdir(parents=True)
+    (home / "config.toml").write_text(
+        f'[mcp.echo]\ncommand = "{echo}"\n\n[[policy.rules]]\naction = "mcp.echo.tool.*"\ndecision = "allow"\n')
+    env = dict(os.environ, BOSUN_HOME=str(home))
+    run([str(bosun), "mcp", "trust", "echo", "--yes"], cwd=ws, env=env, capture_output=True)
+    out = run([str(bench), "echo", "greet", '{"name": "Ada"}', str(CALLS)], cwd=ws, env=env, capture_output=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def bench_http(bosun, load, ws, env):

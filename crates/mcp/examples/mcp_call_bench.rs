@@ -5,12 +5,15 @@
 //!
 //! Usage: mcp_call_bench TOOL INPUT_JSON CALLS -- COMMAND [ARGS...]
 
+#[path = "support/timings.rs"]
+mod timings;
+
 use std::time::Instant;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -54,12 +57,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         client.peer().call_tool(request()).await?;
         times.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
-    let mean = times.iter().sum::<f64>() / times.len() as f64;
     println!(
         "{}",
-        json!({"p50_us": at(0.5), "p90_us": at(0.9), "p99_us": at(0.99), "mean_us": mean, "calls": calls, "protocol": protocol})
+        timings::summary(
+            times,
+            Map::from_iter([("protocol".to_owned(), Value::String(protocol))])
+        )
     );
     let _ = client.cancel().await;
     Ok(())
