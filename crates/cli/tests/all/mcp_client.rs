@@ -703,6 +703,21 @@ fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
         assert!(!text.contains(&first) && !text.contains(&token_of()));
     }
 
+    // Tokens the server no longer honours (revoked, or from another server): a clear error that
+    // says to sign in again, never a silent call without them.
+    let forged = std::fs::read_to_string(&kept)
+        .unwrap()
+        .replace(&token_of(), "not-a-token-the-server-issued");
+    let refresh: Value = serde_json::from_str(&forged).unwrap();
+    let refresh = refresh["credentials"]["token_response"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&kept, forged.replace(&refresh, "not-a-refresh-token")).unwrap();
+    let (rc, out) = call(&env, "mcp__authweb__add", r#"{"a": 1, "b": 1}"#, &[]);
+    assert_ne!(rc, 0, "{out}");
+    assert!(out.to_string().contains("bosun mcp login authweb"), "{out}");
+
     let out = env.bosun(&["mcp", "logout", "authweb"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!kept.exists());
