@@ -257,3 +257,91 @@ impl ApprovalBroker for RoundTrip {
         ROUND.try_with(|round| round.can_elicit).unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun_core::Decision;
+    use serde_json::json;
+
+    fn request(program: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "mcp-1".to_owned(),
+            tool: "run_command".to_owned(),
+            action: "builtin.tool.run_command".to_owned(),
+            summary: format!("run {program}"),
+            preview: None,
+            capabilities: Vec::new(),
+            decision: Decision::Ask,
+            reason: "mode rule".to_owned(),
+        }
+    }
+
+    fn ask(round: Round, program: &str) -> (ApprovalAnswer, Arc<Round>) {
+        let round = Arc::new(round);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let answer = runtime.block_on(ROUND.scope(round.clone(), async {
+            RoundTrip.ask(&request(program)).await
+        }));
+        (answer, round)
+    }
+
+    /// The state and an accepting answer a client would send back after `first`.
+    fn answered(first: &Round) -> (String, InputResponses) {
+        let (requests, state) = first.input_required().unwrap();
+        let responses = requests
+            .keys()
+            .map(|key| (key.clone(), json!({"action": "accept", "content": {}})))
+            .collect();
+        (state, responses)
+    }
+
+    #[test]
+    fn an_answer_allows_only_the_call_and_the_question_it_was_given_for() {
+        let args = json!({"program": "touch"});
+        let (answer, first) = ask(Round::new(true, "run_command", &args, None, None), "touch");
+        assert_eq!(answer, ApprovalAnswer::Unavailable);
+        let (state, responses) = answered(&first);
+
+        // The retry of the same call with the answer: allowed, once.
+        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&responses));
+        assert_eq!(ask(retry, "touch").0, ApprovalAnswer::AllowOnce);
+
+        // The same state and answers sent with other arguments: nothing carries over.
+        let other = json!({"program": "rm"});
+        let replayed = Round::new(true, "run_command", &other, Some(&state), Some(&responses));
+        assert_eq!(ask(replayed, "rm").0, ApprovalAnswer::Unavailable);
+
+        // Within the same call, an answer settles only its own question.
+        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&responses));
+        assert_eq!(ask(retry, "something else").0, ApprovalAnswer::Unavailable);
+
+        // Answers without the state are not taken; a declined question is a refusal.
+        let bare = Round::new(true, "run_command", &args, None, Some(&responses));
+        assert_eq!(ask(bare, "touch").0, ApprovalAnswer::Unavailable);
+        let declined: InputResponses = responses
+            .keys()
+            .map(|key| (key.clone(), json!({"action": "decline"})))
+            .collect();
+        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&declined));
+        assert_eq!(ask(retry, "touch").0, ApprovalAnswer::Deny);
+    }
+
+    #[test]
+    fn a_client_that_cannot_elicit_is_never_asked() {
+        let args = json!({});
+        let (answer, round) = ask(Round::new(false, "run_command", &args, None, None), "touch");
+        assert_eq!(answer, ApprovalAnswer::Unavailable);
+        assert!(round.input_required().is_none());
+        // Outside a round (no call being made) nobody is asked either.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(
+            runtime.block_on(RoundTrip.ask(&request("touch"))),
+            ApprovalAnswer::Unavailable
+        );
+    }
+}

@@ -140,48 +140,51 @@ fn allowed(url: &url::Url) -> bool {
 
 impl OAuthHttpClient for Http {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
-        Box::pin(async move {
-            let OAuthHttpRequest {
-                request,
-                redirect_policy,
-                ..
-            } = request;
-            let client = match redirect_policy {
-                OAuthHttpRedirectPolicy::Follow => &self.follow,
-                _ => &self.stop,
-            };
-            let request = reqwest::Request::try_from(request)
-                .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
-            if !allowed(request.url()) {
-                return Err(format!(
-                    "OAuth request to {} refused: only https:// or loopback addresses",
-                    request.url()
-                )
-                .into());
+        let follow = matches!(request.redirect_policy, OAuthHttpRedirectPolicy::Follow);
+        Box::pin(self.send(request.request, follow))
+    }
+}
+
+impl Http {
+    /// Sends one OAuth request, following redirects when `follow`, refusing any address that is
+    /// neither https nor loopback before connecting, and reading at most 1 MiB back.
+    async fn send(
+        &self,
+        request: http::Request<Vec<u8>>,
+        follow: bool,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        let client = if follow { &self.follow } else { &self.stop };
+        let request =
+            reqwest::Request::try_from(request).map_err(|e| Box::new(e) as OAuthHttpClientError)?;
+        if !allowed(request.url()) {
+            return Err(format!(
+                "OAuth request to {} refused: only https:// or loopback addresses",
+                request.url()
+            )
+            .into());
+        }
+        let mut response = client
+            .execute(request)
+            .await
+            .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
+        let mut builder = http::Response::builder().status(response.status());
+        for (name, value) in response.headers() {
+            builder = builder.header(name, value);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Box::new(e) as OAuthHttpClientError)?
+        {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err("the OAuth response is over 1 MiB".into());
             }
-            let mut response = client
-                .execute(request)
-                .await
-                .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
-            let mut builder = http::Response::builder().status(response.status());
-            for (name, value) in response.headers() {
-                builder = builder.header(name, value);
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|e| Box::new(e) as OAuthHttpClientError)?
-            {
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                    return Err("the OAuth response is over 1 MiB".into());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            builder
-                .body(body)
-                .map_err(|e| Box::new(e) as OAuthHttpClientError)
-        })
+            body.extend_from_slice(&chunk);
+        }
+        builder
+            .body(body)
+            .map_err(|e| Box::new(e) as OAuthHttpClientError)
     }
 }
 
@@ -401,6 +404,34 @@ mod tests {
             "file:///etc/passwd",
         ] {
             assert!(!allowed(&url::Url::parse(refused).unwrap()), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_oauth_client_refuses_a_plain_http_address_elsewhere_before_connecting() {
+        let http = Http::new().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for url in [
+            "http://auth.example.invalid/token",
+            "http://10.255.255.1/token",
+        ] {
+            let request = http::Request::builder()
+                .method("POST")
+                .uri(url)
+                .body(b"grant_type=authorization_code".to_vec())
+                .unwrap();
+            let error = runtime
+                .block_on(http.send(request, false))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                error.contains("only https:// or loopback"),
+                "{url}: {error}"
+            );
         }
     }
 

@@ -227,10 +227,7 @@ impl ToolServer {
     /// by ending the call with `input_required` ([`RoundTrip`]): one trace for them all rather
     /// than one per request.
     fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if modern {
+        if is_modern(context) {
             let served = &self.served;
             return slot_or_make(&served.stateless, || {
                 served.make_live(&served.stateless_run_id, Arc::new(RoundTrip))
@@ -403,31 +400,34 @@ impl ServerHandler for ToolServer {
                 .arguments
                 .map_or_else(|| Value::Object(Map::new()), Value::Object),
         };
-        // Under 2026-07-28 a question ends the call; the retry carries the answers.
-        let can_elicit = context
-            .client_capabilities()
-            .and_then(|c| c.elicitation)
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        let round = Arc::new(Round::new(
-            can_elicit,
-            &call.name,
-            &call.input,
-            request.request_state.as_deref(),
-            request.input_responses.as_ref(),
-        ));
+        // Under 2026-07-28 a question ends the call; the retry carries the answers. The
+        // handshake revisions ask during the call instead, and need no round.
+        let round = is_modern(&context).then(|| {
+            let can_elicit = context
+                .client_capabilities()
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
+            Arc::new(Round::new(
+                can_elicit,
+                &call.name,
+                &call.input,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+            ))
+        });
         let generation = self.served.host.tools_generation();
-        let outcome = ROUND
-            .scope(
-                round.clone(),
-                live.chokepoint
-                    .call(call, &live.session, &live.trace, &context.ct),
-            )
-            .await;
+        let calling = live
+            .chokepoint
+            .call(call, &live.session, &live.trace, &context.ct);
+        let outcome = match &round {
+            Some(round) => ROUND.scope(round.clone(), calling).await,
+            None => calling.await,
+        };
         live.trace.flush();
         // A question nobody could answer yet — before the call, or while it ran (a plugin
         // starting a program) — goes to the client's user; this attempt's result is dropped and
         // the retry runs the call again from the start.
-        if let Some((requests, state)) = round.input_required() {
+        if let Some((requests, state)) = round.and_then(|round| round.input_required()) {
             return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
         }
         if self.served.host.tools_generation() != generation {
@@ -438,6 +438,14 @@ impl ServerHandler for ToolServer {
         }
         Ok(call_result(outcome.result).into())
     }
+}
+
+/// Whether `context`'s request speaks 2026-07-28 or later: no sessions, no requests back to the
+/// client during a call.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// A tool as MCP lists it. The annotations are hints derived from the risk Bosun judges the tool

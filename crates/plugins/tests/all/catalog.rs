@@ -60,28 +60,24 @@ impl Fixture {
     }
 
     fn catalog(&self) -> Catalog {
-        let root = self.root();
-        Catalog::build(CatalogInput {
-            home: self.home.path(),
-            user_plugins: &self.config,
-            workspace: Some(&root),
-            trust: &self.trust,
-            builtins: BUILTINS,
-            digests: None,
-        })
+        self.build(None)
     }
 
     /// A listing's catalog, keeping digests in `<home>/digests.json`.
     fn listing(&self) -> Catalog {
-        let root = self.root();
         let digests = bosun_plugins::digests::Digests::load(self.home.path().join("digests.json"));
+        self.build(Some(&digests))
+    }
+
+    fn build(&self, digests: Option<&bosun_plugins::digests::Digests>) -> Catalog {
+        let root = self.root();
         Catalog::build(CatalogInput {
             home: self.home.path(),
             user_plugins: &self.config,
             workspace: Some(&root),
             trust: &self.trust,
             builtins: BUILTINS,
-            digests: Some(&digests),
+            digests,
         })
     }
 
