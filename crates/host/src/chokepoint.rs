@@ -25,7 +25,7 @@ use crate::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
 use crate::flow::Flow;
 use crate::review::{ReviewContext, ReviewRequest, Reviewer, Verdict};
 use crate::session::Session;
-use crate::trace::Trace;
+use crate::trace::{CallEvent, Trace};
 use crate::{Tool, ToolContext, Workspace};
 
 /// How long a tool gets to clean up (kill its children, remove temp files) after its deadline
@@ -506,10 +506,10 @@ impl Chokepoint {
         cancel: &CancellationToken,
     ) -> CallOutcome {
         let started = Instant::now();
-        trace.record(Event::ToolProposed {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: call.input.clone(),
+        trace.record_call(CallEvent::Proposed {
+            call_id: &call.id,
+            tool: &call.name,
+            input: &call.input,
         });
         let (result, explanation) = match self
             .decide_and_run(&call, session, trace, cancel, started)
@@ -520,23 +520,23 @@ impl Chokepoint {
         };
         let result = bound_result(result, self.limits.max_output_bytes);
         let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        trace.record(match &result {
+        match &result {
             ToolResult::Ok {
                 output, truncated, ..
-            } => Event::ToolCompleted {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                output: output.clone(),
+            } => trace.record_call(CallEvent::Completed {
+                call_id: &call.id,
+                tool: &call.name,
+                output,
                 truncated: *truncated,
                 duration_us,
-            },
-            ToolResult::Err { error, .. } => Event::ToolFailed {
+            }),
+            ToolResult::Err { error, .. } => trace.record(Event::ToolFailed {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 error: error.clone(),
                 duration_us,
-            },
-        });
+            }),
+        }
         trace.flush();
         CallOutcome {
             result,
@@ -630,12 +630,12 @@ impl Chokepoint {
         for check in self.flow.checks(&capabilities, tool.sink_level(), session) {
             crate::flow::tighten(&mut explanation, check);
         }
-        trace.record(Event::ToolDecided {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            action: tool.action().to_owned(),
-            capabilities: capabilities.clone(),
-            explanation: explanation.clone(),
+        trace.record_call(CallEvent::Decided {
+            call_id: &call.id,
+            tool: &call.name,
+            action: tool.action(),
+            capabilities: &capabilities,
+            explanation: &explanation,
         });
 
         // 5. Deny stops here; ask and review go to a person.
@@ -729,9 +729,9 @@ impl Chokepoint {
         }
 
         // 6. Execute under the deadline and cancellation.
-        trace.record(Event::ToolStarted {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
+        trace.record_call(CallEvent::Started {
+            call_id: &call.id,
+            tool: &call.name,
         });
         let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
         let remaining = deadline.saturating_sub(started.elapsed());

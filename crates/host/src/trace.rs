@@ -4,6 +4,12 @@
 //!
 //! Lines are buffered and flushed at the end of every tool call and of the run, so a trace costs
 //! one write per call; a crash loses at most the call in flight.
+//!
+//! Recording is on every call's path, so a line is serialised from borrowed fields into a
+//! buffer the trace keeps, with the time formatted from a per-second prefix; the four events of
+//! every call ([`Trace::record_call`]) are borrowed from the call itself. An owned [`Envelope`]
+//! is built only for observers or when a line holds a secret. Whichever way, the line is the
+//! one serialising the envelope writes (tested).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -59,6 +65,199 @@ struct Writer {
     file: Option<BufWriter<File>>,
     sequence: u64,
     error: Option<std::io::Error>,
+    /// The line being written, kept between events so recording allocates no buffer.
+    line: Vec<u8>,
+    clock: Clock,
+}
+
+impl Writer {
+    fn new(file: Option<BufWriter<File>>) -> Self {
+        Self {
+            file,
+            sequence: 0,
+            error: None,
+            line: Vec::with_capacity(1024),
+            clock: Clock::default(),
+        }
+    }
+}
+
+/// One trace line as written: [`Envelope`]'s fields, in its order and with its names, borrowed.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    schema_version: u32,
+    run_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_run_id: Option<&'a str>,
+    sequence: u64,
+    timestamp: &'a str,
+    event: &'a Recorded<'a>,
+}
+
+/// An event to record: owned, or one of a call's own events borrowed from the call.
+enum Recorded<'a> {
+    Owned(Event),
+    Call(CallEvent<'a>),
+}
+
+impl Recorded<'_> {
+    fn into_event(self) -> Event {
+        match self {
+            Recorded::Owned(event) => event,
+            Recorded::Call(event) => event.to_event(),
+        }
+    }
+}
+
+impl serde::Serialize for Recorded<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Recorded::Owned(event) => event.serialize(serializer),
+            Recorded::Call(event) => event.serialize(serializer),
+        }
+    }
+}
+
+/// The four events of every tool call, borrowed: the same tags, fields and order as their
+/// [`Event`] variants, so a line is the same whichever records it (tested).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[serde(tag = "type")]
+pub(crate) enum CallEvent<'a> {
+    #[serde(rename = "tool.proposed")]
+    Proposed {
+        call_id: &'a str,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+    },
+    #[serde(rename = "tool.decided")]
+    Decided {
+        call_id: &'a str,
+        tool: &'a str,
+        action: &'a str,
+        capabilities: &'a [bosun_core::CapabilityRequest],
+        explanation: &'a bosun_core::Explanation,
+    },
+    #[serde(rename = "tool.started")]
+    Started { call_id: &'a str, tool: &'a str },
+    #[serde(rename = "tool.completed")]
+    Completed {
+        call_id: &'a str,
+        tool: &'a str,
+        output: &'a serde_json::Value,
+        truncated: bool,
+        duration_us: u64,
+    },
+}
+
+impl CallEvent<'_> {
+    fn to_event(self) -> Event {
+        match self {
+            CallEvent::Proposed {
+                call_id,
+                tool,
+                input,
+            } => Event::ToolProposed {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                input: input.clone(),
+            },
+            CallEvent::Decided {
+                call_id,
+                tool,
+                action,
+                capabilities,
+                explanation,
+            } => Event::ToolDecided {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                action: action.to_owned(),
+                capabilities: capabilities.to_vec(),
+                explanation: explanation.clone(),
+            },
+            CallEvent::Started { call_id, tool } => Event::ToolStarted {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+            },
+            CallEvent::Completed {
+                call_id,
+                tool,
+                output,
+                truncated,
+                duration_us,
+            } => Event::ToolCompleted {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                output: output.clone(),
+                truncated,
+                duration_us,
+            },
+        }
+    }
+}
+
+/// A moment read from the system clock, as whole seconds since 1970 and nanoseconds.
+#[derive(Debug, Clone, Copy)]
+struct Timestamp {
+    secs: i64,
+    nanos: u32,
+}
+
+impl Timestamp {
+    fn now() -> Self {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Self {
+            secs: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+            nanos: since.subsec_nanos(),
+        }
+    }
+
+    fn utc(self) -> chrono::DateTime<Utc> {
+        chrono::DateTime::from_timestamp(self.secs, self.nanos).unwrap_or_default()
+    }
+}
+
+/// Formats timestamps exactly as serialising a `chrono::DateTime<Utc>` does (RFC 3339, `Z`,
+/// no fraction or 3, 6 or 9 digits, whichever is shortest and exact), computing the calendar
+/// part once per second.
+#[derive(Default)]
+struct Clock {
+    second: Option<i64>,
+    text: String,
+}
+
+impl Clock {
+    fn format(&mut self, at: Timestamp) -> &str {
+        if self.second != Some(at.secs) {
+            self.text = at.utc().format("%Y-%m-%dT%H:%M:%S").to_string();
+            self.second = Some(at.secs);
+        }
+        self.text.truncate(19);
+        let nanos = at.nanos;
+        let (value, digits) = if nanos == 0 {
+            (0, 0)
+        } else if nanos.is_multiple_of(1_000_000) {
+            (nanos / 1_000_000, 3)
+        } else if nanos.is_multiple_of(1_000) {
+            (nanos / 1_000, 6)
+        } else {
+            (nanos, 9)
+        };
+        if digits > 0 {
+            let mut fraction = [b'0'; 9];
+            let mut rest = value;
+            for slot in fraction[..digits].iter_mut().rev() {
+                *slot = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            self.text.push('.');
+            self.text
+                .push_str(std::str::from_utf8(&fraction[..digits]).unwrap_or_default());
+        }
+        self.text.push('Z');
+        &self.text
+    }
 }
 
 /// The trace of one run.
@@ -140,11 +339,7 @@ impl Trace {
             path: Some(path),
             redactor,
             observers: Vec::new(),
-            writer: Mutex::new(Writer {
-                file: Some(BufWriter::with_capacity(64 * 1024, file)),
-                sequence: 0,
-                error: None,
-            }),
+            writer: Mutex::new(Writer::new(Some(BufWriter::with_capacity(64 * 1024, file)))),
         })
     }
 
@@ -162,11 +357,7 @@ impl Trace {
             path: None,
             redactor,
             observers: Vec::new(),
-            writer: Mutex::new(Writer {
-                file: None,
-                sequence: 0,
-                error: None,
-            }),
+            writer: Mutex::new(Writer::new(None)),
         }
     }
 
@@ -210,54 +401,90 @@ impl Trace {
     /// Records one event: redacts it, numbers it, buffers the line and tells observers. A live
     /// event ([`Event::is_live`]) is redacted and handed to observers only; it carries the
     /// sequence number the next recorded event will have.
+    ///
+    /// The line is serialised from borrowed fields into a buffer the trace keeps, with the time
+    /// formatted from a per-second prefix: an owned [`Envelope`] is built only when someone
+    /// observes the run or the line holds a secret. The line is exactly what serialising the
+    /// envelope writes (tested).
     pub fn record(&self, event: Event) {
         let live = event.is_live();
+        self.write(Recorded::Owned(event), live);
+    }
+
+    /// Records one of the events every tool call writes, from the call's own data: nothing is
+    /// copied unless someone observes the run or the line holds a secret. The line is the one
+    /// [`Trace::record`] writes for the same event.
+    pub(crate) fn record_call(&self, event: CallEvent<'_>) {
+        self.write(Recorded::Call(event), false);
+    }
+
+    fn write(&self, event: Recorded<'_>, live: bool) {
         if live && self.observers.is_empty() {
             return;
         }
-        let Ok(mut writer) = self.writer.lock() else {
+        let Ok(mut guard) = self.writer.lock() else {
             return;
         };
-        let mut envelope = Envelope {
-            schema_version: TRACE_SCHEMA_VERSION,
-            run_id: self.run_id.clone(),
-            parent_run_id: self.parent_run_id.clone(),
-            sequence: writer.sequence,
-            timestamp: Utc::now(),
-            event,
-        };
+        let writer = &mut *guard;
+        let now = Timestamp::now();
+        let sequence = writer.sequence;
         if !live {
             writer.sequence += 1;
         }
-        let line = match serde_json::to_string(&envelope) {
-            Ok(line) => line,
-            Err(e) => {
-                writer.error.get_or_insert(std::io::Error::other(e));
-                return;
-            }
+        writer.line.clear();
+        let written = serde_json::to_writer(
+            &mut writer.line,
+            &Line {
+                schema_version: TRACE_SCHEMA_VERSION,
+                run_id: &self.run_id,
+                parent_run_id: self.parent_run_id.as_deref(),
+                sequence,
+                timestamp: writer.clock.format(now),
+                event: &event,
+            },
+        );
+        if let Err(e) = written {
+            writer.error.get_or_insert(std::io::Error::other(e));
+            return;
+        }
+        let envelope = |event: Recorded<'_>| Envelope {
+            schema_version: TRACE_SCHEMA_VERSION,
+            run_id: self.run_id.clone(),
+            parent_run_id: self.parent_run_id.clone(),
+            sequence,
+            timestamp: now.utc(),
+            event: event.into_event(),
         };
         // The common case has no secret in it: one scan. Otherwise redact every string of the
         // value (never the raw line, where a replacement could break the JSON) and rebuild.
-        let line = if self.redactor.finds(&line) {
-            match redacted(&self.redactor, &envelope) {
+        let finds = match std::str::from_utf8(&writer.line) {
+            Ok(line) => self.redactor.finds(line),
+            Err(_) => true,
+        };
+        let observed = if finds {
+            match redacted(&self.redactor, &envelope(event)) {
                 Some((redacted_envelope, line)) => {
-                    envelope = redacted_envelope;
-                    line
+                    writer.line.clear();
+                    writer.line.extend_from_slice(line.as_bytes());
+                    Some(redacted_envelope)
                 }
                 None => return,
             }
+        } else if self.observers.is_empty() {
+            None
         } else {
-            line
+            Some(envelope(event))
         };
-        if !live
-            && let Some(file) = writer.file.as_mut()
-            && let Err(e) = file
-                .write_all(line.as_bytes())
-                .and_then(|()| file.write_all(b"\n"))
-        {
-            writer.error.get_or_insert(e);
+        if !live && let Some(file) = writer.file.as_mut() {
+            writer.line.push(b'\n');
+            if let Err(e) = file.write_all(&writer.line) {
+                writer.error.get_or_insert(e);
+            }
         }
-        drop(writer);
+        drop(guard);
+        let Some(envelope) = observed else {
+            return;
+        };
         for observer in &self.observers {
             observer.observe(&envelope);
         }
@@ -801,4 +1028,124 @@ fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>)
         return String::new();
     }
     format!("labels (the session's level and integrity, and what they decided):\n{lines}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-second clock writes what chrono's own serialisation writes, for every kind of
+    /// fraction and across second, day, month and year boundaries.
+    #[test]
+    fn the_fast_clock_writes_what_chrono_writes() {
+        let mut clock = Clock::default();
+        let seconds = [
+            0_i64,
+            59,
+            60,
+            86_399,
+            86_400,
+            951_782_399,
+            1_798_761_599,
+            1_798_761_600,
+        ];
+        let nanos = [
+            0_u32,
+            1,
+            7,
+            1_000,
+            120_000,
+            5_000_000,
+            999_000_000,
+            123_456_789,
+            999_999_999,
+        ];
+        for secs in seconds {
+            for nanos in nanos {
+                let at = Timestamp { secs, nanos };
+                let chrono = serde_json::to_string(&at.utc()).unwrap();
+                assert_eq!(
+                    format!("\"{}\"", clock.format(at)),
+                    chrono,
+                    "{secs}.{nanos}"
+                );
+            }
+        }
+    }
+
+    /// A line written from borrowed fields is byte for byte the serialised envelope, with and
+    /// without a parent run, for an owned event and for each of a call's borrowed events.
+    #[test]
+    fn a_line_is_the_serialised_envelope() {
+        use bosun_core::{CapabilityRequest, Decision, Explanation, Layer, MatchedRule};
+        let input = serde_json::json!({"path": "src/läs.rs", "n": 1.5, "nested": [null, true]});
+        let capabilities = vec![
+            CapabilityRequest::parse("fs.read:src/läs.rs").unwrap(),
+            CapabilityRequest::parse("net.http:example.com").unwrap(),
+        ];
+        let explanation = Explanation {
+            decision: Decision::Allow,
+            deciding: 0,
+            checks: vec![MatchedRule {
+                subject: "builtin.tool.read_file".into(),
+                layer: Layer::User,
+                rule: "action = \"builtin.tool.*\" decision = \"allow\"".into(),
+                source: Some("config.toml:3".into()),
+                decision: Decision::Allow,
+            }],
+        };
+        let call_events = [
+            CallEvent::Proposed {
+                call_id: "c1",
+                tool: "read_file",
+                input: &input,
+            },
+            CallEvent::Decided {
+                call_id: "c1",
+                tool: "read_file",
+                action: "builtin.tool.read_file",
+                capabilities: &capabilities,
+                explanation: &explanation,
+            },
+            CallEvent::Started {
+                call_id: "c1",
+                tool: "read_file",
+            },
+            CallEvent::Completed {
+                call_id: "c1",
+                tool: "read_file",
+                output: &input,
+                truncated: true,
+                duration_us: 17,
+            },
+        ];
+        let mut clock = Clock::default();
+        for parent in [None, Some("parent-run".to_owned())] {
+            let owned = call_events.iter().map(|e| Recorded::Owned(e.to_event()));
+            let borrowed = call_events.iter().map(|e| Recorded::Call(*e));
+            for recorded in owned.chain(borrowed) {
+                let at = Timestamp::now();
+                let line = serde_json::to_string(&Line {
+                    schema_version: TRACE_SCHEMA_VERSION,
+                    run_id: "run \"quoted\"",
+                    parent_run_id: parent.as_deref(),
+                    sequence: 7,
+                    timestamp: clock.format(at),
+                    event: &recorded,
+                })
+                .unwrap();
+                let envelope = Envelope {
+                    schema_version: TRACE_SCHEMA_VERSION,
+                    run_id: "run \"quoted\"".into(),
+                    parent_run_id: parent.clone(),
+                    sequence: 7,
+                    timestamp: at.utc(),
+                    event: recorded.into_event(),
+                };
+                assert_eq!(line, serde_json::to_string(&envelope).unwrap());
+                let back: Envelope = serde_json::from_str(&line).unwrap();
+                assert_eq!(back, envelope);
+            }
+        }
+    }
 }

@@ -116,3 +116,61 @@ async fn full_instance_pool_is_reported_and_frees_up() {
     drop(first);
     assert!(loaded.instantiate(Grants::default()).await.is_ok());
 }
+
+/// A cached artefact is run from a sealed copy taken while it was hashed: rewriting the file on
+/// disk in place (same inode) after loading changes nothing that runs, and the loaded copy
+/// cannot be written by anyone — not even through `/proc`, the way another process of the
+/// same user would reach it.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_artefact_is_a_sealed_copy_that_nothing_can_rewrite() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = wat_plugin();
+    sandbox_with(&dir, None).load(wasm).unwrap();
+    let sandbox = sandbox_with(&dir, None);
+    let loaded = sandbox.load(wasm).unwrap();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Hit);
+
+    // The file on disk, rewritten in place: every byte after the header inverted.
+    let path = sandbox.artefact_path(wasm).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in &mut bytes[72..] {
+        *b ^= 0xff;
+    }
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all(&bytes).unwrap();
+    file.sync_all().unwrap();
+
+    // The sealed copies this process holds refuse every write.
+    let mut sealed = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if !target.to_string_lossy().contains("memfd:bosun-artefact") {
+            continue;
+        }
+        sealed += 1;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .open(entry.path())
+            .and_then(|mut f| f.write_all(b"\0\0\0\0"));
+        assert!(written.is_err(), "{} could be written", target.display());
+    }
+    assert!(sealed > 0, "no sealed artefact copy is open");
+
+    let mut instance = loaded.instantiate(Grants::default()).await.unwrap();
+    assert_eq!(
+        call(&mut instance, "echo", "[2]")
+            .await
+            .unwrap()
+            .output_json,
+        "[2]"
+    );
+    // And the damaged file is noticed by the next load, which compiles again.
+    assert_eq!(
+        sandbox_with(&dir, None).load(wasm).unwrap().cache_outcome(),
+        CacheOutcome::Replaced
+    );
+}
