@@ -119,6 +119,13 @@ impl ArtefactCache {
                 "could not write the plugin artefact cache: {e}"
             );
         }
+        // The same artefact in the first layout (`<hash>-<fingerprint>.cwasm`, SHA-256) is never
+        // read again: do not leave megabytes behind for every component compiled before.
+        let _ = fs::remove_file(self.dir.join(format!(
+            "{}-{}.cwasm",
+            hex(component_hash),
+            self.fingerprint
+        )));
         let outcome = if existed {
             CacheOutcome::Replaced
         } else {

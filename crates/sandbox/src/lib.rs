@@ -183,8 +183,19 @@ impl Sandbox {
     /// [`SandboxError::InvalidComponent`] if the bytes do not compile,
     /// [`SandboxError::Contract`] if the component does not fit the plugin world.
     pub fn load(&self, wasm: &[u8]) -> Result<Loaded, SandboxError> {
+        self.load_hashed(wasm, sha256(wasm))
+    }
+
+    /// [`Sandbox::load`] for bytes whose SHA-256 the caller has computed already: the plugin
+    /// catalog hashes exactly the bytes it read to check them against trust, and the host hands
+    /// those same bytes here, so a first call need not hash them twice. `sha256` keys the
+    /// artefact cache, so it must be the digest of `wasm`; debug builds check that it is.
+    ///
+    /// # Errors
+    /// As [`Sandbox::load`].
+    pub fn load_hashed(&self, wasm: &[u8], content_hash: [u8; 32]) -> Result<Loaded, SandboxError> {
+        debug_assert_eq!(content_hash, sha256(wasm), "load_hashed: not the bytes' digest");
         let inner = &self.inner;
-        let content_hash = sha256(wasm);
         let invalid = |e: wasmtime::Error| SandboxError::InvalidComponent {
             plugin: None,
             reason: format!("{e:#}"),

@@ -36,6 +36,8 @@ pub const DEFAULT_MEMORY_MIB: u64 = 256;
 struct PluginRuntime {
     local_name: String,
     bytes: Arc<[u8]>,
+    /// The SHA-256 the catalog computed over `bytes` when it checked them against trust.
+    sha256: Option<[u8; 32]>,
     sandbox: Sandbox,
     grants: Grants,
     loaded: tokio::sync::OnceCell<Loaded>,
@@ -63,8 +65,13 @@ impl PluginRuntime {
                 let label = self.local_name.clone();
                 // Compiling (or reading the cached artefact) is CPU work: keep it off the
                 // async workers.
+                let sha256 = self.sha256;
                 tokio::task::spawn_blocking(move || {
-                    sandbox.load(&bytes).map(|l| l.with_label(label))
+                    match sha256 {
+                        Some(sha256) => sandbox.load_hashed(&bytes, sha256),
+                        None => sandbox.load(&bytes),
+                    }
+                    .map(|l| l.with_label(label))
                 })
                 .await
                 .map_err(|e| plugin_error(&self.local_name, format!("loading failed: {e}")))?
@@ -162,6 +169,18 @@ pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
             retryable: kind.retryable(),
         },
     }
+}
+
+/// A 32-byte digest from its lowercase hex form, as the catalog writes it.
+fn digest_from_hex(hex: &str) -> Option<[u8; 32]> {
+    let mut digest = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (byte, pair) in digest.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(digest)
 }
 
 fn plugin_error(plugin: &str, message: String) -> ToolError {
@@ -421,6 +440,7 @@ pub fn plugin_tools(
         let runtime = Arc::new(PluginRuntime {
             local_name: entry.local_name.clone(),
             bytes: bytes.clone(),
+            sha256: entry.sha256.as_deref().and_then(digest_from_hex),
             sandbox: sandbox.clone(),
             grants,
             loaded: tokio::sync::OnceCell::new(),
@@ -607,9 +627,20 @@ pub(crate) fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &s
 
 #[cfg(test)]
 mod tests {
-    use super::{net_grant, pattern_can_lie_within};
+    use super::{digest_from_hex, net_grant, pattern_can_lie_within};
     use bosun_core::{Authority, Capability, CapabilityRequest, Scope};
     use bosun_policy::{Mode, Policy, PolicyFile, Source};
+
+    /// The catalog's hex digest reads back to its bytes; anything else is no digest at all (the
+    /// sandbox then hashes the bytes itself).
+    #[test]
+    fn a_hex_digest_reads_back_and_anything_else_is_none() {
+        let digest: [u8; 32] = std::array::from_fn(|i| (i * 9) as u8);
+        assert_eq!(digest_from_hex(&bosun_core::text::hex(&digest)), Some(digest));
+        for bad in ["", "00", &"g".repeat(64), &"0".repeat(63), &"é".repeat(32)] {
+            assert_eq!(digest_from_hex(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn the_http_grant_is_exactly_the_judged_authorities() {

@@ -174,3 +174,22 @@ async fn a_loaded_artefact_is_a_sealed_copy_that_nothing_can_rewrite() {
         CacheOutcome::Replaced
     );
 }
+
+/// Compiling a component again after an upgrade removes its artefact in the first layout
+/// (`….cwasm`, which is never read again), and leaves other files alone.
+#[test]
+fn an_artefact_in_the_old_layout_is_removed_when_its_component_is_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = wat_plugin();
+    let sandbox = sandbox_with(&dir, None);
+    let path = sandbox.artefact_path(wasm).unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let old = path.with_file_name(name.replace(".c2.cwasm", ".cwasm"));
+    assert_ne!(old, path);
+    let other = path.with_file_name("another-component.cwasm");
+    std::fs::write(&old, b"BOSUNC01 stale").unwrap();
+    std::fs::write(&other, b"kept").unwrap();
+    assert_eq!(sandbox.load(wasm).unwrap().cache_outcome(), CacheOutcome::Miss);
+    assert!(!old.exists(), "{} was left behind", old.display());
+    assert!(other.exists() && path.exists());
+}
