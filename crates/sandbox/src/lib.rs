@@ -194,7 +194,11 @@ impl Sandbox {
     /// # Errors
     /// As [`Sandbox::load`].
     pub fn load_hashed(&self, wasm: &[u8], content_hash: [u8; 32]) -> Result<Loaded, SandboxError> {
-        debug_assert_eq!(content_hash, sha256(wasm), "load_hashed: not the bytes' digest");
+        debug_assert_eq!(
+            content_hash,
+            sha256(wasm),
+            "load_hashed: not the bytes' digest"
+        );
         let inner = &self.inner;
         let invalid = |e: wasmtime::Error| SandboxError::InvalidComponent {
             plugin: None,

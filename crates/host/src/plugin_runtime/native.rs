@@ -636,7 +636,10 @@ mod tests {
     #[test]
     fn a_hex_digest_reads_back_and_anything_else_is_none() {
         let digest: [u8; 32] = std::array::from_fn(|i| (i * 9) as u8);
-        assert_eq!(digest_from_hex(&bosun_core::text::hex(&digest)), Some(digest));
+        assert_eq!(
+            digest_from_hex(&bosun_core::text::hex(&digest)),
+            Some(digest)
+        );
         for bad in ["", "00", &"g".repeat(64), &"0".repeat(63), &"é".repeat(32)] {
             assert_eq!(digest_from_hex(bad), None, "{bad}");
         }

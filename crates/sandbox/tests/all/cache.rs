@@ -189,7 +189,10 @@ fn an_artefact_in_the_old_layout_is_removed_when_its_component_is_compiled_again
     let other = path.with_file_name("another-component.cwasm");
     std::fs::write(&old, b"BOSUNC01 stale").unwrap();
     std::fs::write(&other, b"kept").unwrap();
-    assert_eq!(sandbox.load(wasm).unwrap().cache_outcome(), CacheOutcome::Miss);
+    assert_eq!(
+        sandbox.load(wasm).unwrap().cache_outcome(),
+        CacheOutcome::Miss
+    );
     assert!(!old.exists(), "{} was left behind", old.display());
     assert!(other.exists() && path.exists());
 }
