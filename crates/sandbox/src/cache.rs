@@ -5,8 +5,9 @@
 //! it accepts precompiled code, and `c2` the file's layout. Each file starts with a header
 //! holding the SHA-256 of the component it came from and the BLAKE3 digest of the artefact
 //! (BLAKE3 because the JavaScript engine's 7 MB are hashed at every start that runs JavaScript:
-//! about three times faster than SHA-256 here, with the same 256-bit strength); a file that is short, fails its digest, names another
-//! component or is refused by wasmtime is recompiled and rewritten. Writes go to a temporary
+//! about three times faster than SHA-256 here, with the same 256-bit strength); a file that is
+//! short, fails its digest, names another component or is refused by wasmtime is recompiled and
+//! rewritten. Writes go to a temporary
 //! file in the same directory and are renamed into place, so readers never see half a file.
 //!
 //! This module never decides what to load: callers hand it bytes; it only makes them faster to
@@ -80,7 +81,10 @@ impl ArtefactCache {
             Ok(Some(artefact)) => artefact,
             Ok(None) => return None,
             Err(reason) => {
-                tracing::warn!(path = %path.display(), "cached plugin artefact {reason}, recompiling");
+                tracing::warn!(
+                    path = %path.display(),
+                    "cached plugin artefact {reason}, recompiling"
+                );
                 return None;
             }
         };
@@ -194,35 +198,46 @@ fn read_artefact(path: &Path, component_hash: &[u8; 32]) -> Result<Option<Artefa
 }
 
 /// Copies the rest of `file` into a sealed memory file (Linux) or a vector, hashing it on the
-/// way.
+/// way. Where a memory file cannot be made or sealed, the bytes are read into memory instead.
 fn copy_hashed(file: &mut fs::File) -> std::io::Result<(Artefact, [u8; 32])> {
-    use std::io::Read;
+    use std::io::{Read, Seek, SeekFrom};
     #[cfg(target_os = "linux")]
-    if let Ok(memfd) = sealable_memory_file() {
-        let mut memfd = fs::File::from(memfd);
-        let mut hasher = blake3::Hasher::new();
-        let mut chunk = vec![0u8; 256 << 10];
-        loop {
-            let n = match file.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            hasher.update(&chunk[..n]);
-            memfd.write_all(&chunk[..n])?;
+    match copy_sealed(file) {
+        Ok(copied) => return Ok(copied),
+        Err(e) => {
+            tracing::debug!("no sealed copy of the artefact ({e}); reading it into memory");
+            file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
         }
-        use rustix::fs::SealFlags;
-        rustix::fs::fcntl_add_seals(
-            &memfd,
-            SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
-        )?;
-        return Ok((Artefact::Sealed(memfd), hasher.finalize().into()));
     }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     let digest = blake3::hash(&bytes).into();
     Ok((Artefact::Bytes(bytes), digest))
+}
+
+/// The rest of `file`, hashed while copied into a memory file that is then sealed.
+#[cfg(target_os = "linux")]
+fn copy_sealed(file: &mut fs::File) -> std::io::Result<(Artefact, [u8; 32])> {
+    use rustix::fs::SealFlags;
+    use std::io::Read;
+    let mut memfd = fs::File::from(sealable_memory_file()?);
+    let mut hasher = blake3::Hasher::new();
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&chunk[..n]);
+        memfd.write_all(&chunk[..n])?;
+    }
+    rustix::fs::fcntl_add_seals(
+        &memfd,
+        SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
+    )?;
+    Ok((Artefact::Sealed(memfd), hasher.finalize().into()))
 }
 
 /// An anonymous memory file that can be sealed.
@@ -272,10 +287,11 @@ pub(crate) trait Compiled: Sized {
 // `write_artefact`), and a stored artefact is accepted only if: it was read from our cache
 // directory, which we create with mode 0700 so other users cannot write it; its file name is
 // the SHA-256 of the wasm bytes plus this engine's fingerprint; and its header repeats that
-// hash and holds the BLAKE3 digest of the artefact, which `read_artefact` recomputed over the exact
-// bytes passed here (read into memory first, or into a memory file sealed against writes
-// before the digest was compared, so the file on disk changing afterwards cannot affect them). A truncated, corrupted or swapped file fails those checks and is recompiled instead;
-// an artefact of the other kind (component vs module) is refused by wasmtime and recompiled.
+// hash and holds the BLAKE3 digest of the artefact, which `read_artefact` recomputed over the
+// exact bytes passed here (read into memory first, or into a memory file sealed against writes
+// before the digest was compared, so the file on disk changing afterwards cannot affect them).
+// A truncated, corrupted or swapped file fails those checks and is recompiled instead; an
+// artefact of the other kind (component vs module) is refused by wasmtime and recompiled.
 impl Compiled for Component {
     fn precompile(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
         engine.precompile_component(wasm)
