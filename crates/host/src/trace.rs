@@ -225,15 +225,22 @@ impl Timestamp {
 struct Clock {
     second: Option<i64>,
     text: String,
+    /// Length of the whole-second part of `text`.
+    prefix: usize,
 }
 
 impl Clock {
     fn format(&mut self, at: Timestamp) -> &str {
         if self.second != Some(at.secs) {
-            self.text = at.utc().format("%Y-%m-%dT%H:%M:%S").to_string();
+            // chrono's own RFC 3339 writer for the whole second (whatever the year's width),
+            // without its `Z`.
+            let whole = Timestamp { nanos: 0, ..at }.utc();
+            self.text = whole.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            self.text.pop();
+            self.prefix = self.text.len();
             self.second = Some(at.secs);
         }
-        self.text.truncate(19);
+        self.text.truncate(self.prefix);
         let nanos = at.nanos;
         let (value, digits) = if nanos == 0 {
             (0, 0)
@@ -1048,6 +1055,9 @@ mod tests {
             951_782_399,
             1_798_761_599,
             1_798_761_600,
+            // Years of five digits are written with a sign.
+            253_402_300_799,
+            253_402_300_800,
         ];
         let nanos = [
             0_u32,
