@@ -151,7 +151,6 @@ enum Artefact {
     #[cfg(target_os = "linux")]
     Sealed(fs::File),
     /// In this process's memory.
-    #[cfg_attr(target_os = "linux", allow(dead_code))]
     Bytes(Vec<u8>),
 }
 
@@ -310,11 +309,11 @@ impl Compiled for Component {
         // Components are mapped from a path only: the sealed file's own entry in /proc (the
         // same file, not a copy of it). Without /proc, its bytes are copied instead.
         let path = format!("/proc/self/fd/{}", sealed.as_raw_fd());
-        // SAFETY: see above; the file is sealed, so the bytes mapped are the bytes hashed.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => Ok(component),
-            Err(_) => Self::deserialize_verified(engine, &read_sealed(sealed)?),
+        if fs::metadata(&path).is_err() {
+            return Self::deserialize_verified(engine, &read_sealed(sealed)?);
         }
+        // SAFETY: see above; the file is sealed, so the bytes mapped are the bytes hashed.
+        unsafe { Component::deserialize_file(engine, &path) }
     }
 }
 

@@ -762,3 +762,21 @@ fn code_from_strings_needs_the_manifests_opt_in_and_a_trust_that_saw_it() {
         .clone();
     assert_eq!(evaluator["state"], "invalid", "{evaluator}");
 }
+
+/// The binary stays position-independent (its address is randomised at every start) however
+/// its relocations are packed: an ELF of type `ET_DYN` with the `PIE` flag, never `ET_EXEC`.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_binary_is_position_independent() {
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_bosun")).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([bytes[16], bytes[17]]);
+    assert_eq!(e_type, 3, "ELF type {e_type}: not position-independent");
+    let out = std::process::Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_bosun")])
+        .output();
+    if let Ok(out) = out {
+        let dynamic = String::from_utf8_lossy(&out.stdout);
+        assert!(dynamic.contains("PIE"), "{dynamic}");
+    }
+}
