@@ -8,7 +8,9 @@
 //!   warm on-disk cache, as a new host process does for its first JavaScript plugin.
 //! - `js_warm_call`: `count_text` on an activated instance (sandbox call, JSON in and out, the
 //!   layer's zod parse and result check).
-//! - the linear memory an idle instance has grown to after activation, for a few fixtures.
+//! - the linear memory an idle instance has grown to after activation, for a few fixtures, and
+//!   the private memory an idle instance costs the process (the snapshot is shared
+//!   copy-on-write, so only the pages an instance wrote are its own).
 //!
 //! `cargo bench -p bosun-js --bench js_plugin` prints criterion's estimates and then
 //! distributions (p50/p90/p99) timed one by one.
@@ -118,6 +120,13 @@ async fn count(plugin: &mut JsPlugin) {
     );
 }
 
+/// The process's private dirty memory in KiB, from `/proc/self/smaps_rollup` (Linux).
+fn private_dirty_kib() -> Option<u64> {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = rollup.lines().find(|l| l.starts_with("Private_Dirty:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn percentiles(label: &str, mut samples: Vec<u64>, unit: &str) {
     samples.sort_unstable();
     let divisor = if unit == "ms" { 1e6 } else { 1e3 };
@@ -161,6 +170,33 @@ fn bench(c: &mut Criterion) {
             plugin.memory_bytes() as f64 / (1 << 20) as f64
         );
     }
+    // What an idle instance costs the host process in private memory: the instance starts from
+    // the engine's snapshot, mapped copy-on-write, so only the pages it wrote are its own. The
+    // figure is the growth of the whole process's private dirty memory (`smaps_rollup`) over
+    // 20 instances, each activated and called once, divided by 20: it includes the host side
+    // (store, stacks, tables) as well as the guest's written pages.
+    for name in ["count-text", "weather"] {
+        let plugin = fixture(name);
+        drop(runtime.block_on(activate(&engine, &plugin)));
+        let before = private_dirty_kib();
+        let mut idle = Vec::new();
+        for _ in 0..20 {
+            let mut instance = runtime.block_on(activate(&engine, &plugin));
+            if name == "count-text" {
+                runtime.block_on(count(&mut instance));
+            }
+            idle.push(instance);
+        }
+        match (before, private_dirty_kib()) {
+            (Some(before), Some(after)) => println!(
+                "idle instance of {name}: {:.2} MiB of private memory each (20 instances: {:.1} MiB)",
+                after.saturating_sub(before) as f64 / 20.0 / 1024.0,
+                after.saturating_sub(before) as f64 / 1024.0,
+            ),
+            _ => println!("idle instance of {name}: private memory not measurable here (no /proc/self/smaps_rollup)"),
+        }
+    }
+
     let mut called = runtime.block_on(activate(&engine, &count_text));
     runtime.block_on(count(&mut called));
     println!(

@@ -40,6 +40,7 @@ async function call(toolName, inputJson) {
   } catch (error) {
     result = failure("plugin_error", `The engine failed while calling ${String(toolName)}: ${describeThrown(error)}`);
   }
+  if (result instanceof SerialisedOutput) return result.answer();
   try {
     return JSONStringify(result);
   } catch (error) {

@@ -63,6 +63,19 @@ class PluginError extends Error {
 // Small helpers
 // -----------------------------------------------------------------------------------------
 
+/** A successful tool result whose output is already JSON text (`call` embeds it unchanged). */
+class SerialisedOutput {
+  constructor(outputJson, truncated) {
+    this.outputJson = outputJson;
+    this.truncated = truncated;
+  }
+
+  /** The answer `call` returns: what `JSON.stringify({ok, output, truncated})` would write. */
+  answer() {
+    return `{"ok":true,"output":${this.outputJson},"truncated":${this.truncated ? "true" : "false"}}`;
+  }
+}
+
 function failure(code, message, retryable = false) {
   return { ok: false, error: { code, message, retryable } };
 }

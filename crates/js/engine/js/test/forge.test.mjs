@@ -113,6 +113,81 @@ test("zod transforms and defaults apply to the input the tool receives", async (
   assert.deepEqual((await engine.call("echo", { query: "  padded  " })).output, { query: "padded", limit: 5, mode: "a" });
 });
 
+test("an input schema with async parts is parsed asynchronously; its sync checks run twice only on the first call", async () => {
+  const { engine, activation } = await inline(`
+    let checks = 0;
+    export default function activate(api) {
+      const z = api.z;
+      api.registerTool({
+        name: "claim", description: "Claim an id.", risk: "read",
+        inputSchema: z.object({
+          name: z.string().refine((v) => { checks += 1; return v.length > 0; }),
+          id: z.string().refine(async (v) => v !== "taken", { message: "id is taken" }).transform(async (v) => v.toUpperCase()),
+        }),
+        execute: async (input) => ({ ok: true, output: { input, checks }, truncated: false }),
+      });
+    }
+  `);
+  await activation;
+  // The first call tries zod's synchronous parse, which stops at the async refinement.
+  assert.deepEqual((await engine.call("claim", { name: "a", id: "x" })).output, { input: { name: "a", id: "X" }, checks: 2 });
+  assert.deepEqual((await engine.call("claim", { name: "b", id: "y" })).output, { input: { name: "b", id: "Y" }, checks: 3 });
+  const refused = await engine.call("claim", { name: "c", id: "taken" });
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.code, "invalid_input");
+  assert.match(refused.error.message, /id is taken/);
+});
+
+test("a sync input schema that throws is a plugin error, as before, on every call", async () => {
+  const { engine, activation } = await inline(`
+    export default function activate(api) {
+      const z = api.z;
+      api.registerTool({
+        name: "boom", description: "Throws in its schema.", risk: "read",
+        inputSchema: z.object({ n: z.number().refine(() => { throw new TypeError("refinement broke"); }) }),
+        execute: async () => ({ ok: true, output: null, truncated: false }),
+      });
+    }
+  `);
+  await activation;
+  for (let i = 0; i < 2; i += 1) {
+    const result = await engine.call("boom", { n: 1 });
+    assert.equal(result.error.code, "plugin_error");
+    assert.match(result.error.message, /refinement broke/);
+  }
+});
+
+test("a tool's answer is exactly the JSON of {ok, output, truncated} with the output serialised once", async () => {
+  const output = {
+    when: new Date(0),
+    text: "quote \" backslash \\ line\u2028sep \ud800 lone",
+    nested: [1, -0, 1e21, null, { gone: undefined, kept: true }],
+    custom: { toJSON() { return "custom"; } },
+  };
+  const { engine, activation } = await inline(`
+    export default function activate(api) {
+      api.registerTool({
+        name: "shapes", description: "Odd outputs.", risk: "read", inputSchema: api.z.object({}),
+        execute: async () => ({
+          ok: true,
+          truncated: true,
+          output: JSON.parse(${JSON.stringify(JSON.stringify({ ...output, custom: undefined }))}, (k, v) => v),
+        }),
+      });
+      api.registerTool({
+        name: "dated", description: "A toJSON in the output.", risk: "read", inputSchema: api.z.object({}),
+        execute: async () => ({ ok: true, truncated: false, output: { when: new Date(0), custom: { toJSON() { return "custom"; } } } }),
+      });
+    }
+  `);
+  await activation;
+  const raw = await engine.settle(engine.engine.call("shapes", "{}"));
+  const expected = JSON.stringify({ ok: true, output: JSON.parse(JSON.stringify({ ...output, custom: undefined })), truncated: true });
+  assert.equal(raw, expected);
+  const dated = await engine.settle(engine.engine.call("dated", "{}"));
+  assert.equal(dated, '{"ok":true,"output":{"when":"1970-01-01T00:00:00.000Z","custom":"custom"},"truncated":false}');
+});
+
 test("todo-style plugin: module state, a discriminated union and a prompt contribution", async () => {
   const engine = await createEngine({ files: loadFixture("task-list") });
   const descriptor = await engine.activate(forgeRequest({
