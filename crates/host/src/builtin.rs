@@ -64,7 +64,8 @@ pub fn try_tools() -> Result<Vec<Arc<dyn Tool>>, SpecError> {
     ])
 }
 
-/// Builds and checks a built-in's spec.
+/// Builds and checks a built-in's spec (its schema's compilation is checked by the tests:
+/// `every_builtin_schema_is_a_valid_json_schema`).
 fn spec(
     name: &str,
     description: &str,
@@ -76,7 +77,7 @@ fn spec(
         .risk(risk)
         .capability(capability)
         .input_schema(input_schema)
-        .build()
+        .build_builtin()
 }
 
 /// Parses a tool's input into its typed form; the chokepoint has already checked the schema, so
@@ -405,6 +406,21 @@ mod tests {
         ];
         assert_eq!(names[..forge.len()], forge);
         assert_eq!(tools().len(), built.len());
+    }
+
+    /// Built-ins skip compiling their schemas at start-up (`build_builtin`); this is where each
+    /// is checked as a plugin's would be: the meta-schema accepts it and it compiles.
+    #[test]
+    fn every_builtin_schema_is_a_valid_json_schema() {
+        for tool in try_tools().unwrap() {
+            let spec = tool.spec();
+            if let Err(e) = bosun_core::check_schema(&spec.input_schema) {
+                panic!("the built-in {}'s input schema is refused: {e}", spec.name);
+            }
+        }
+        let invalid = ToolSpec::builder(ToolName::new("broken").unwrap(), "A broken schema.")
+            .input_schema(serde_json::json!({"type": "object", "properties": {"a": {"type": 7}}}));
+        assert!(invalid.build().is_err(), "a plugin's invalid schema must be refused");
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl RestrictSelf {
             "required": ["action", "decision"],
             "additionalProperties": false
         }))
-        .build()?;
+        .build_builtin()?;
         Ok(Self { spec })
     }
 }
