@@ -420,7 +420,10 @@ mod tests {
         }
         let invalid = ToolSpec::builder(ToolName::new("broken").unwrap(), "A broken schema.")
             .input_schema(serde_json::json!({"type": "object", "properties": {"a": {"type": 7}}}));
-        assert!(invalid.build().is_err(), "a plugin's invalid schema must be refused");
+        assert!(
+            invalid.build().is_err(),
+            "a plugin's invalid schema must be refused"
+        );
     }
 
     #[test]

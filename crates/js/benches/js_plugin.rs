@@ -193,7 +193,9 @@ fn bench(c: &mut Criterion) {
                 after.saturating_sub(before) as f64 / 20.0 / 1024.0,
                 after.saturating_sub(before) as f64 / 1024.0,
             ),
-            _ => println!("idle instance of {name}: private memory not measurable here (no /proc/self/smaps_rollup)"),
+            _ => println!(
+                "idle instance of {name}: private memory not measurable here (no /proc/self/smaps_rollup)"
+            ),
         }
     }
 
