@@ -40,7 +40,8 @@ async function call(toolName, inputJson) {
   } catch (error) {
     result = failure("plugin_error", `The engine failed while calling ${String(toolName)}: ${describeThrown(error)}`);
   }
-  if (result instanceof SerialisedOutput) return result.answer();
+  // A Forge tool's success is already its answer (`successAnswer`).
+  if (typeof result === "string") return result;
   try {
     return JSONStringify(result);
   } catch (error) {

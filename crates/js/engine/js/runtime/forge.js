@@ -266,8 +266,8 @@ function normaliseForgeResult(result, toolName, pluginName) {
         return invalid(`its output is not JSON-serialisable (${describeThrown(error, 200)})`);
       }
       if (text === undefined) return invalid("its output is not JSON-serialisable");
-      // Serialised once: `call` writes the text into its answer as it is.
-      return new SerialisedOutput(text, truncated);
+      // Serialised once: `call` returns this answer as it is.
+      return successAnswer(text, truncated);
     }
     if (ok === false) {
       const error = result.error;
@@ -301,9 +301,13 @@ async function parseToolInput(state, tool, input) {
     } catch {
       result = undefined;
     }
-    if (result !== null && typeof result === "object" && typeof result.then !== "function") return result;
+    if (result !== null && typeof result === "object") {
+      if (typeof result.then !== "function") return result;
+      state.asyncInputs.add(tool.name);
+      return await result;
+    }
+    // It threw (zod's async error, or a check that throws again below) or gave no result.
     state.asyncInputs.add(tool.name);
-    if (result !== undefined) return await result;
   }
   return await schema.safeParseAsync(input);
 }

@@ -63,17 +63,13 @@ class PluginError extends Error {
 // Small helpers
 // -----------------------------------------------------------------------------------------
 
-/** A successful tool result whose output is already JSON text (`call` embeds it unchanged). */
-class SerialisedOutput {
-  constructor(outputJson, truncated) {
-    this.outputJson = outputJson;
-    this.truncated = truncated;
-  }
-
-  /** The answer `call` returns: what `JSON.stringify({ok, output, truncated})` would write. */
-  answer() {
-    return `{"ok":true,"output":${this.outputJson},"truncated":${this.truncated ? "true" : "false"}}`;
-  }
+/**
+ * A successful tool result as the answer `call` returns, from output that is already JSON text:
+ * what `JSON.stringify({ok: true, output, truncated})` would write. A string, so nothing a
+ * plugin did to `Object.prototype` can reach it on its way out.
+ */
+function successAnswer(outputJson, truncated) {
+  return `{"ok":true,"output":${outputJson},"truncated":${truncated ? "true" : "false"}}`;
 }
 
 function failure(code, message, retryable = false) {
