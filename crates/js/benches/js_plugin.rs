@@ -173,8 +173,8 @@ fn bench(c: &mut Criterion) {
     // What an idle instance costs the host process in private memory: the instance starts from
     // the engine's snapshot, mapped copy-on-write, so only the pages it wrote are its own. The
     // figure is the growth of the whole process's private dirty memory (`smaps_rollup`) over
-    // 20 instances, each activated and called once, divided by 20: it includes the host side
-    // (store, stacks, tables) as well as the guest's written pages.
+    // 20 instances, each activated (count-text's also called once), divided by 20: it includes
+    // the host side (store, stacks, tables) as well as the guest's written pages.
     for name in ["count-text", "weather"] {
         let plugin = fixture(name);
         drop(runtime.block_on(activate(&engine, &plugin)));
