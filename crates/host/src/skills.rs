@@ -442,7 +442,8 @@ impl LoadSkill {
             "required": ["id"],
             "additionalProperties": false
         }))
-        .build()?;
+        // A constant of the source, compiled by the skills tests (`load_skill_schema_compiles`).
+        .build_builtin()?;
         Ok(LoadSkill {
             spec,
             skills,

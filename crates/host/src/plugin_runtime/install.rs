@@ -429,7 +429,30 @@ impl Op {
         if matches!(self, Op::Scan | Op::Install | Op::Reload) {
             builder = builder.capability(Capability::FsRead);
         }
-        builder.build()
+        // A constant of the source, compiled by `every_manager_schema_is_a_valid_json_schema`.
+        builder.build_builtin()
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::Op;
+
+    /// The manager's tools skip compiling their schemas at start-up (`build_builtin`); this is
+    /// where each is checked as a plugin's would be.
+    #[test]
+    fn every_manager_schema_is_a_valid_json_schema() {
+        for op in [Op::Scan, Op::Install, Op::Reload, Op::List] {
+            let spec = op
+                .spec()
+                .expect("a manager tool's spec is within every bound");
+            if let Err(e) = bosun_core::check_schema(&spec.input_schema) {
+                panic!(
+                    "the manager tool {}'s input schema is refused: {e}",
+                    spec.name
+                );
+            }
+        }
     }
 }
 

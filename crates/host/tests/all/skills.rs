@@ -321,3 +321,15 @@ fn the_built_in_skill_teaches_plugin_writing() {
         skills.diagnostics()
     );
 }
+
+/// `load_skill` skips compiling its schema at start-up (`build_builtin`); this is where it is
+/// checked as a plugin's schema would be.
+#[test]
+fn load_skill_schema_compiles() {
+    let r = roots();
+    let skills = Arc::new(Skills::discover(&r.home, &r.ws, false));
+    let tool = LoadSkill::new(skills, Vec::new()).unwrap();
+    if let Err(e) = bosun_core::check_schema(&tool.spec().input_schema) {
+        panic!("load_skill's input schema is refused: {e}");
+    }
+}
