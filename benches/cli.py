@@ -116,7 +116,9 @@ def main():
     if head is None:
         subprocess.run(["cargo", "build", "--quiet", "--release", "--locked", "-p", "bosun-cli"], cwd=ROOT, check=True)
         head = str(TARGET / "release" / "bosun")
-    binaries = [("this tree", head)] + [(f"base {Path(b).name}", b) for b in args.base]
+    # Each binary runs in its own prepared workspace: a relative path is taken from here.
+    head = str(Path(head).resolve())
+    binaries = [("this tree", head)] + [(f"base {Path(b).name}", str(Path(b).resolve())) for b in args.base]
     node = shutil.which("node")
     peers = [("peer /bin/true", ["/bin/true"])] + ([("peer node -e 0", [node, "-e", "0"])] if node else [])
     print(f"{os.uname().nodename}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}, {args.runs} runs each")

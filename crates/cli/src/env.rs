@@ -36,10 +36,18 @@ impl Env {
     /// The host for this workspace and configuration, leaving its warnings for the caller to
     /// show (the terminal UI cannot print on stderr).
     pub fn build_host(&self) -> Result<Host> {
-        let mut host = Host::builder()
+        self.build_host_noting(None)
+    }
+
+    /// As [`Env::build_host`]; `notice` is told just before the JavaScript engine is compiled.
+    fn build_host_noting(&self, notice: Option<bosun_host::EngineNotice>) -> Result<Host> {
+        let mut builder = Host::builder()
             .workspace(self.workspace.clone())
-            .config(self.config.clone())
-            .build()?;
+            .config(self.config.clone());
+        if let Some(notice) = notice {
+            builder = builder.on_js_engine_compile(notice);
+        }
+        let mut host = builder.build()?;
         // The approved tools of the configured MCP servers (no server starts here).
         let warnings = bosun_mcp::attach(&host)?;
         host.add_warnings(warnings);
@@ -61,9 +69,8 @@ impl Env {
                 bosun_plugins::PluginFormat::Forge | bosun_plugins::PluginFormat::Triggerfish
             )
         });
-        (js && !bosun_host::js_engine_ready(&self.config.home)).then(|| {
-            "preparing Bosun's JavaScript engine for this machine (once; a few seconds)…".to_owned()
-        })
+        (js && !bosun_host::js_engine_ready(&self.config.home))
+            .then(|| bosun_host::JS_ENGINE_NOTICE.to_owned())
     }
 
     /// Compiles the JavaScript engine now if an enabled JavaScript plugin will need it, saying
@@ -80,10 +87,11 @@ impl Env {
 
     /// The host, with its warnings printed on stderr.
     pub fn host(&self) -> Result<Host> {
-        if let Some(notice) = self.js_engine_notice() {
+        // Said when the engine is really compiled, by the sandbox that compiles it: asking
+        // beforehand cost a second catalog and a second wasmtime engine on every command.
+        let host = self.build_host_noting(Some(Arc::new(|notice: &str| {
             crate::term::errln!("{notice}");
-        }
-        let host = self.build_host()?;
+        })))?;
         for warning in host.warnings() {
             crate::term::errln!("warning: {warning}");
         }

@@ -20,7 +20,7 @@ use crate::chokepoint::{Chokepoint, PolicyHook, ToolRegistry};
 use crate::config::{ConfigError, LoadedConfig, bosun_home};
 use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
 use crate::plugin_runtime::js::{
-    self, DescriptorCache, JsEngine, JsObserver, JsPlugins, JsRuntime,
+    self, DescriptorCache, EngineNotice, JsEngine, JsObserver, JsPlugins, JsRuntime,
 };
 use crate::plugin_runtime::{chock, native};
 use crate::tool::Tool;
@@ -59,13 +59,26 @@ pub enum HostError {
 pub type Prompts = (Vec<(String, String)>, Vec<String>);
 
 /// Builds a [`Host`]: where it runs and what it loads. Start with [`Host::builder`].
-#[derive(Debug)]
 pub struct HostBuilder {
     cwd: Option<PathBuf>,
     home: Option<PathBuf>,
     workspace: Option<Arc<Workspace>>,
     config: Option<Arc<LoadedConfig>>,
     plugins: bool,
+    notice: Option<EngineNotice>,
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder")
+            .field("cwd", &self.cwd)
+            .field("home", &self.home)
+            .field("workspace", &self.workspace)
+            .field("config", &self.config)
+            .field("plugins", &self.plugins)
+            .field("notice", &self.notice.is_some())
+            .finish()
+    }
 }
 
 impl HostBuilder {
@@ -90,6 +103,13 @@ impl HostBuilder {
     /// Configuration already loaded (its home wins over [`home`](Self::home)).
     pub fn config(mut self, config: Arc<LoadedConfig>) -> Self {
         self.config = Some(config);
+        self
+    }
+
+    /// Calls `notice` with what to tell a person just before Bosun's JavaScript engine is
+    /// compiled for this machine (it takes seconds, once); loading it from the cache says nothing.
+    pub fn on_js_engine_compile(mut self, notice: EngineNotice) -> Self {
+        self.notice = Some(notice);
         self
     }
 
@@ -131,7 +151,7 @@ impl HostBuilder {
                 Arc::new(LoadedConfig::load(&home, &workspace)?)
             }
         };
-        Host::assemble(workspace, config, self.plugins)
+        Host::assemble(workspace, config, self.plugins, self.notice)
     }
 }
 
@@ -237,6 +257,7 @@ impl Host {
             workspace: None,
             config: None,
             plugins: true,
+            notice: None,
         }
     }
 
@@ -295,6 +316,7 @@ impl Host {
         workspace: Arc<Workspace>,
         config: Arc<LoadedConfig>,
         plugins: bool,
+        notice: Option<EngineNotice>,
     ) -> Result<Self, HostError> {
         let builtins = builtin::tools();
         let (_, catalog) =
@@ -359,7 +381,8 @@ impl Host {
             JsEngine::new(sandbox, bosun_js::ENGINE)
         } else {
             JsEngine::lazy(sandbox_config, bosun_js::ENGINE)
-        };
+        }
+        .with_notice(notice);
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {
             let why = match &entry.state {

@@ -53,6 +53,7 @@ pub use chokepoint::{
 };
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostBuilder, HostError, Prompts, js_engine_ready, prepare_js_engine};
+pub use plugin_runtime::js::{EngineNotice, JS_ENGINE_NOTICE};
 pub use session::Session;
 pub use tool::{Tool, ToolContext};
 pub use trace::{Trace, TraceError};

@@ -686,6 +686,35 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
     let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
+
+    // The compiled engine is gone (a cleared cache, a new machine): the call that compiles it
+    // again says so first, exactly once, and the next call says nothing.
+    let mut removed = 0;
+    for entry in std::fs::read_dir(env.home().join("cache")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "cwasm") {
+            std::fs::remove_file(&path).unwrap();
+            removed += 1;
+        }
+    }
+    assert_eq!(
+        removed, 1,
+        "the engine's artefact is the only one in the cache"
+    );
+    let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("Hello, Ada!"), "{said}");
+    assert_eq!(
+        stderr(&out)
+            .matches("preparing Bosun's JavaScript engine")
+            .count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
+    assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
 }
 
 #[test]

@@ -368,7 +368,17 @@ pub struct JsEngine {
     config: Option<SandboxConfig>,
     image: JsEngineImage<'static>,
     loaded: OnceCell<Loaded>,
+    /// Told [`JS_ENGINE_NOTICE`] just before the engine is compiled (not when it is loaded
+    /// from the artefact cache).
+    notice: Option<EngineNotice>,
 }
+
+/// What a person is told before Bosun's JavaScript engine is compiled for this machine.
+pub const JS_ENGINE_NOTICE: &str =
+    "preparing Bosun's JavaScript engine for this machine (once; a few seconds)…";
+
+/// Called with [`JS_ENGINE_NOTICE`] when the engine is about to be compiled.
+pub type EngineNotice = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for JsEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -386,6 +396,7 @@ impl JsEngine {
             config: None,
             image,
             loaded: OnceCell::new(),
+            notice: None,
         })
     }
 
@@ -397,7 +408,18 @@ impl JsEngine {
             config: Some(config),
             image,
             loaded: OnceCell::new(),
+            notice: None,
         })
+    }
+
+    /// The same engine, saying `notice` before it is compiled (once per machine; seconds).
+    #[must_use]
+    pub fn with_notice(mut self: Arc<Self>, notice: Option<EngineNotice>) -> Arc<Self> {
+        match Arc::get_mut(&mut self) {
+            Some(engine) => engine.notice = notice,
+            None => debug_assert!(false, "with_notice on a shared engine"),
+        }
+        self
     }
 
     fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
@@ -416,7 +438,15 @@ impl JsEngine {
     /// The engine could not be compiled or linked.
     pub async fn get(&self) -> Result<&Loaded, SandboxError> {
         self.loaded
-            .get_or_try_init(|| async { self.sandbox()?.load_js_engine(&self.image).await })
+            .get_or_try_init(|| async {
+                let sandbox = self.sandbox()?;
+                if let Some(notice) = &self.notice
+                    && !sandbox.js_engine_cached(&self.image)
+                {
+                    notice(JS_ENGINE_NOTICE);
+                }
+                sandbox.load_js_engine(&self.image).await
+            })
             .await
     }
 
