@@ -434,28 +434,6 @@ impl Op {
     }
 }
 
-#[cfg(test)]
-mod spec_tests {
-    use super::Op;
-
-    /// The manager's tools skip compiling their schemas at start-up (`build_builtin`); this is
-    /// where each is checked as a plugin's would be.
-    #[test]
-    fn every_manager_schema_is_a_valid_json_schema() {
-        for op in [Op::Scan, Op::Install, Op::Reload, Op::List] {
-            let spec = op
-                .spec()
-                .expect("a manager tool's spec is within every bound");
-            if let Err(e) = bosun_core::check_schema(&spec.input_schema) {
-                panic!(
-                    "the manager tool {}'s input schema is refused: {e}",
-                    spec.name
-                );
-            }
-        }
-    }
-}
-
 /// One of the four tools.
 struct ManagerTool {
     manager: Arc<PluginManager>,
@@ -545,5 +523,27 @@ impl Tool for ManagerTool {
             Op::List => self.manager.list().await,
         };
         Ok(ToolOutput::new(value))
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::Op;
+
+    /// The manager's tools skip compiling their schemas at start-up (`build_builtin`); this is
+    /// where each is checked as a plugin's would be.
+    #[test]
+    fn every_manager_schema_is_a_valid_json_schema() {
+        for op in [Op::Scan, Op::Install, Op::Reload, Op::List] {
+            let spec = op
+                .spec()
+                .expect("a manager tool's spec is within every bound");
+            if let Err(e) = bosun_core::check_schema(&spec.input_schema) {
+                panic!(
+                    "the manager tool {}'s input schema is refused: {e}",
+                    spec.name
+                );
+            }
+        }
     }
 }
