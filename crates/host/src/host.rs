@@ -378,11 +378,10 @@ impl Host {
             host.register_plugin_tools(native_tools, &mut warnings);
             let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
             host.register_plugin_tools(chock_tools, &mut warnings);
-            JsEngine::new(sandbox, bosun_js::ENGINE)
+            JsEngine::new_noting(sandbox, bosun_js::ENGINE, notice)
         } else {
-            JsEngine::lazy(sandbox_config, bosun_js::ENGINE)
-        }
-        .with_notice(notice);
+            JsEngine::lazy_noting(sandbox_config, bosun_js::ENGINE, notice)
+        };
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {
             let why = match &entry.state {

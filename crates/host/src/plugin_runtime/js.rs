@@ -391,35 +391,45 @@ impl std::fmt::Debug for JsEngine {
 impl JsEngine {
     /// The engine `image` in `sandbox`, not loaded yet.
     pub fn new(sandbox: Sandbox, image: JsEngineImage<'static>) -> Arc<Self> {
-        Arc::new(Self {
-            sandbox: std::sync::OnceLock::from(sandbox),
-            config: None,
-            image,
-            loaded: OnceCell::new(),
-            notice: None,
-        })
+        Self::new_noting(sandbox, image, None)
     }
 
     /// The engine `image` in a sandbox built from `config` when it is first loaded: a host
     /// that never runs JavaScript (nor any other plugin) never builds a wasmtime engine.
     pub fn lazy(config: SandboxConfig, image: JsEngineImage<'static>) -> Arc<Self> {
+        Self::lazy_noting(config, image, None)
+    }
+
+    /// The engine `image` in a sandbox built from `config` at first load (as [`JsEngine::lazy`]),
+    /// telling `notice` just before it is compiled (once per machine; seconds) rather than
+    /// loaded from the artefact cache.
+    pub fn lazy_noting(
+        config: SandboxConfig,
+        image: JsEngineImage<'static>,
+        notice: Option<EngineNotice>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             sandbox: std::sync::OnceLock::new(),
             config: Some(config),
             image,
             loaded: OnceCell::new(),
-            notice: None,
+            notice,
         })
     }
 
-    /// The same engine, saying `notice` before it is compiled (once per machine; seconds).
-    #[must_use]
-    pub fn with_notice(mut self: Arc<Self>, notice: Option<EngineNotice>) -> Arc<Self> {
-        match Arc::get_mut(&mut self) {
-            Some(engine) => engine.notice = notice,
-            None => debug_assert!(false, "with_notice on a shared engine"),
-        }
-        self
+    /// As [`JsEngine::new`], telling `notice` as [`JsEngine::lazy_noting`] does.
+    pub fn new_noting(
+        sandbox: Sandbox,
+        image: JsEngineImage<'static>,
+        notice: Option<EngineNotice>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox: std::sync::OnceLock::from(sandbox),
+            config: None,
+            image,
+            loaded: OnceCell::new(),
+            notice,
+        })
     }
 
     fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
