@@ -34,13 +34,9 @@ pub fn load_in(cwd: &Path, home: &Path) -> Result<Env> {
 
 impl Env {
     /// The host for this workspace and configuration, leaving its warnings for the caller to
-    /// show (the terminal UI cannot print on stderr).
-    pub fn build_host(&self) -> Result<Host> {
-        self.build_host_noting(None)
-    }
-
-    /// As [`Env::build_host`]; `notice` is told just before the JavaScript engine is compiled.
-    fn build_host_noting(&self, notice: Option<bosun_host::EngineNotice>) -> Result<Host> {
+    /// show (the terminal UI cannot print on stderr); `notice` is told just before Bosun's
+    /// JavaScript engine is compiled for this machine (seconds, once).
+    pub(crate) fn build_host(&self, notice: Option<bosun_host::EngineNotice>) -> Result<Host> {
         let mut builder = Host::builder()
             .workspace(self.workspace.clone())
             .config(self.config.clone());
@@ -89,7 +85,7 @@ impl Env {
     pub fn host(&self) -> Result<Host> {
         // Said when the engine is really compiled, by the sandbox that compiles it: asking
         // beforehand cost a second catalog and a second wasmtime engine on every command.
-        let host = self.build_host_noting(Some(Arc::new(|notice: &str| {
+        let host = self.build_host(Some(Arc::new(|notice: &str| {
             crate::term::errln!("{notice}");
         })))?;
         for warning in host.warnings() {

@@ -377,6 +377,8 @@ pub(crate) fn open_model(env: &Env, name: &str) -> Result<ConfiguredModel> {
 pub(crate) struct TurnIo {
     pub broker: Arc<dyn ApprovalBroker>,
     pub observer: Option<Arc<dyn Observer>>,
+    /// Told just before Bosun's JavaScript engine is compiled for this machine (seconds, once).
+    pub notice: Option<bosun_host::EngineNotice>,
 }
 
 /// One run of the agent in an open session, built and ready: the agent over a fresh
@@ -411,7 +413,7 @@ pub(crate) fn prepare_turn(
     task: &str,
 ) -> Result<Turn> {
     let configured = open_model(env, &open.stored.model)?;
-    let host = env.build_host()?;
+    let host = env.build_host(io.notice)?;
     let chokepoint = host.chokepoint_reviewed(io.broker, reviewer(env)?)?;
     let (contributions, mut warnings) = host.prompts_blocking(task)?;
     let (prompt, prompt_warnings) =
@@ -619,15 +621,13 @@ pub fn run(
         Some(_) => format!("run --resume {}", open.stored.id),
         None => "run".to_owned(),
     };
-    if let Some(notice) = env.js_engine_notice() {
-        errln!("{notice}");
-    }
     let turn = prepare_turn(
         &env,
         &open,
         TurnIo {
             broker: crate::env::broker(yes),
             observer: Some(observer),
+            notice: Some(Arc::new(|notice: &str| errln!("{notice}"))),
         },
         command,
         &task,

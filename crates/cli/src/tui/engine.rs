@@ -69,13 +69,14 @@ async fn turn(
         // A UI that is gone drops the request, which the broker reads as nobody to ask.
         let _ = approvals.send(AppEvent::Approval(pending));
     });
+    let notices = events.clone();
     let io = TurnIo {
         broker: Arc::new(broker),
         observer: Some(forward),
+        notice: Some(Arc::new(move |notice: &str| {
+            let _ = notices.send(AppEvent::Notice(notice.to_owned()));
+        })),
     };
-    if let Some(notice) = env.js_engine_notice() {
-        let _ = events.send(AppEvent::Notice(notice));
-    }
     let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
     let turn = match prepared {
         Ok(turn) => turn,

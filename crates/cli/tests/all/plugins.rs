@@ -689,18 +689,7 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
 
     // The compiled engine is gone (a cleared cache, a new machine): the call that compiles it
     // again says so first, exactly once, and the next call says nothing.
-    let mut removed = 0;
-    for entry in std::fs::read_dir(env.home().join("cache")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "cwasm") {
-            std::fs::remove_file(&path).unwrap();
-            removed += 1;
-        }
-    }
-    assert_eq!(
-        removed, 1,
-        "the engine's artefact is the only one in the cache"
-    );
+    clear_engine(&env);
     let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);
@@ -715,6 +704,47 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
     );
     let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
     assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
+
+    // `bosun run` says it the same way, from the engine that compiles when the model first
+    // calls the plugin's tool.
+    let (_runtime, server) = super::run::serve([
+        bosun_agent::scripted::Step::call("greet", serde_json::json!({"name": "Ada"})),
+        bosun_agent::scripted::Step::text("Done."),
+    ]);
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap_or_default();
+    env.user_config(&format!(
+        "{}\n{config}",
+        super::run::model_config(&server, "")
+    ));
+    clear_engine(&env);
+    let out = env.bosun(&["run", "Say hello.", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sent = serde_json::to_string(&server.requests()).unwrap();
+    assert!(sent.contains("Hello, Ada!"), "{sent}");
+    assert_eq!(
+        stderr(&out)
+            .matches("preparing Bosun's JavaScript engine")
+            .count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Removes the compiled JavaScript engine from `env`'s cache (the only artefact there).
+fn clear_engine(env: &Env) {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(env.home().join("cache")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "cwasm") {
+            std::fs::remove_file(&path).unwrap();
+            removed += 1;
+        }
+    }
+    assert_eq!(
+        removed, 1,
+        "the engine's artefact is the only one in the cache"
+    );
 }
 
 #[test]
