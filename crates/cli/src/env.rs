@@ -36,14 +36,12 @@ impl Env {
     /// The host for this workspace and configuration, leaving its warnings for the caller to
     /// show (the terminal UI cannot print on stderr); `notice` is told just before Bosun's
     /// JavaScript engine is compiled for this machine (seconds, once).
-    pub(crate) fn build_host(&self, notice: Option<bosun_host::EngineNotice>) -> Result<Host> {
-        let mut builder = Host::builder()
+    pub(crate) fn build_host(&self, notice: bosun_host::EngineNotice) -> Result<Host> {
+        let mut host = Host::builder()
             .workspace(self.workspace.clone())
-            .config(self.config.clone());
-        if let Some(notice) = notice {
-            builder = builder.on_js_engine_compile(notice);
-        }
-        let mut host = builder.build()?;
+            .config(self.config.clone())
+            .on_js_engine_compile(notice)
+            .build()?;
         // The approved tools of the configured MCP servers (no server starts here).
         let warnings = bosun_mcp::attach(&host)?;
         host.add_warnings(warnings);
@@ -85,9 +83,9 @@ impl Env {
     pub fn host(&self) -> Result<Host> {
         // Said when the engine is really compiled, by the sandbox that compiles it: asking
         // beforehand cost a second catalog and a second wasmtime engine on every command.
-        let host = self.build_host(Some(Arc::new(|notice: &str| {
+        let host = self.build_host(Arc::new(|notice: &str| {
             crate::term::errln!("{notice}");
-        })))?;
+        }))?;
         for warning in host.warnings() {
             crate::term::errln!("warning: {warning}");
         }

@@ -378,7 +378,7 @@ pub(crate) struct TurnIo {
     pub broker: Arc<dyn ApprovalBroker>,
     pub observer: Option<Arc<dyn Observer>>,
     /// Told just before Bosun's JavaScript engine is compiled for this machine (seconds, once).
-    pub notice: Option<bosun_host::EngineNotice>,
+    pub notice: bosun_host::EngineNotice,
 }
 
 /// One run of the agent in an open session, built and ready: the agent over a fresh
@@ -627,7 +627,7 @@ pub fn run(
         TurnIo {
             broker: crate::env::broker(yes),
             observer: Some(observer),
-            notice: Some(Arc::new(|notice: &str| errln!("{notice}"))),
+            notice: Arc::new(|notice: &str| errln!("{notice}")),
         },
         command,
         &task,

@@ -378,9 +378,9 @@ impl Host {
             host.register_plugin_tools(native_tools, &mut warnings);
             let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
             host.register_plugin_tools(chock_tools, &mut warnings);
-            JsEngine::new_noting(sandbox, bosun_js::ENGINE, notice)
+            JsEngine::new(sandbox, bosun_js::ENGINE, notice)
         } else {
-            JsEngine::lazy_noting(sandbox_config, bosun_js::ENGINE, notice)
+            JsEngine::lazy(sandbox_config, bosun_js::ENGINE, notice)
         };
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {

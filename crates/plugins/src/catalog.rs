@@ -400,14 +400,15 @@ pub struct Catalog {
 /// Judges plugins on every available core, keeping load order. Reading, hashing and parsing
 /// are independent per plugin and dominate listing time.
 fn judge_all(found: Vec<Discovered>, input: &CatalogInput<'_>) -> Vec<PluginEntry> {
-    // Few plugins are judged here: asking for the core count reads cgroup files, which costs
-    // more than judging them (most commands have none).
-    if found.len() < 4 {
-        return found.into_iter().map(|d| judge(d, input)).collect();
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(8);
+    // Under four plugins the count of cores is not asked for: that reads cgroup files, which
+    // costs more than judging them (most commands have none).
+    let workers = if found.len() < 4 {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(8)
+    };
     if workers <= 1 {
         return found.into_iter().map(|d| judge(d, input)).collect();
     }

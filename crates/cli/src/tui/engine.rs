@@ -73,9 +73,9 @@ async fn turn(
     let io = TurnIo {
         broker: Arc::new(broker),
         observer: Some(forward),
-        notice: Some(Arc::new(move |notice: &str| {
+        notice: Arc::new(move |notice: &str| {
             let _ = notices.send(AppEvent::Notice(notice.to_owned()));
-        })),
+        }),
     };
     let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
     let turn = match prepared {

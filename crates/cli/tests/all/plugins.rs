@@ -694,14 +694,7 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("Hello, Ada!"), "{said}");
-    assert_eq!(
-        stderr(&out)
-            .matches("preparing Bosun's JavaScript engine")
-            .count(),
-        1,
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(engine_notices(&out), 1, "{}", stderr(&out));
     let out = env.bosun(&["tools", "call", "greet", r#"{"name": "Ada"}"#, "--yes"]);
     assert!(!stderr(&out).contains("preparing"), "{}", stderr(&out));
 
@@ -721,14 +714,14 @@ fn enabling_a_javascript_plugin_prepares_the_engine_then_and_says_so() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let sent = serde_json::to_string(&server.requests()).unwrap();
     assert!(sent.contains("Hello, Ada!"), "{sent}");
-    assert_eq!(
-        stderr(&out)
-            .matches("preparing Bosun's JavaScript engine")
-            .count(),
-        1,
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(engine_notices(&out), 1, "{}", stderr(&out));
+}
+
+/// How many times a command said it was compiling the JavaScript engine.
+fn engine_notices(out: &std::process::Output) -> usize {
+    stderr(out)
+        .matches("preparing Bosun's JavaScript engine")
+        .count()
 }
 
 /// Removes the compiled JavaScript engine from `env`'s cache (the only artefact there).

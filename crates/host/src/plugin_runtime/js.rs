@@ -389,36 +389,9 @@ impl std::fmt::Debug for JsEngine {
 }
 
 impl JsEngine {
-    /// The engine `image` in `sandbox`, not loaded yet.
-    pub fn new(sandbox: Sandbox, image: JsEngineImage<'static>) -> Arc<Self> {
-        Self::new_noting(sandbox, image, None)
-    }
-
-    /// The engine `image` in a sandbox built from `config` when it is first loaded: a host
-    /// that never runs JavaScript (nor any other plugin) never builds a wasmtime engine.
-    pub fn lazy(config: SandboxConfig, image: JsEngineImage<'static>) -> Arc<Self> {
-        Self::lazy_noting(config, image, None)
-    }
-
-    /// The engine `image` in a sandbox built from `config` at first load (as [`JsEngine::lazy`]),
-    /// telling `notice` just before it is compiled (once per machine; seconds) rather than
-    /// loaded from the artefact cache.
-    pub fn lazy_noting(
-        config: SandboxConfig,
-        image: JsEngineImage<'static>,
-        notice: Option<EngineNotice>,
-    ) -> Arc<Self> {
-        Arc::new(Self {
-            sandbox: std::sync::OnceLock::new(),
-            config: Some(config),
-            image,
-            loaded: OnceCell::new(),
-            notice,
-        })
-    }
-
-    /// As [`JsEngine::new`], telling `notice` as [`JsEngine::lazy_noting`] does.
-    pub fn new_noting(
+    /// The engine `image` in `sandbox`, not loaded yet; `notice` is told just before it is
+    /// compiled (once per machine; seconds), never when it is loaded from the artefact cache.
+    pub fn new(
         sandbox: Sandbox,
         image: JsEngineImage<'static>,
         notice: Option<EngineNotice>,
@@ -426,6 +399,22 @@ impl JsEngine {
         Arc::new(Self {
             sandbox: std::sync::OnceLock::from(sandbox),
             config: None,
+            image,
+            loaded: OnceCell::new(),
+            notice,
+        })
+    }
+
+    /// As [`JsEngine::new`], in a sandbox built from `config` when it is first loaded: a host
+    /// that never runs JavaScript (nor any other plugin) never builds a wasmtime engine.
+    pub fn lazy(
+        config: SandboxConfig,
+        image: JsEngineImage<'static>,
+        notice: Option<EngineNotice>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox: std::sync::OnceLock::new(),
+            config: Some(config),
             image,
             loaded: OnceCell::new(),
             notice,

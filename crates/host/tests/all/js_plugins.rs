@@ -24,7 +24,7 @@ async fn engine() -> &'static Arc<JsEngine> {
             ..SandboxConfig::default()
         })
         .unwrap();
-        JsEngine::new(sandbox, ENGINE)
+        JsEngine::new(sandbox, ENGINE, None)
     })
 }
 
