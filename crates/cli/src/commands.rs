@@ -128,7 +128,10 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
                 ctrl_c.cancel();
             }
         });
-        chokepoint.call(call, &session, &trace, &cancel).await
+        let outcome = chokepoint.call(call, &session, &trace, &cancel).await;
+        // Nothing the call started (a stdio MCP server) outlives the command.
+        host.shutdown().await;
+        outcome
     });
     trace.record(Event::RunFinished {
         outcome: run_outcome(&outcome.result),

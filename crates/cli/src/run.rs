@@ -385,6 +385,8 @@ pub(crate) struct TurnIo {
 /// chokepoint (plugins and trust are read again for every turn) and the run's trace.
 pub(crate) struct Turn {
     agent: Agent,
+    /// The host the turn's tools come from: its servers are ended when the turn is.
+    host: bosun_host::Host,
     trace: Trace,
     pub run_id: String,
     /// What the plugin catalog and the instructions files warned about.
@@ -503,6 +505,7 @@ pub(crate) fn prepare_turn(
     .command(command);
     Ok(Turn {
         agent: builder.build(),
+        host,
         trace,
         run_id,
         warnings,
@@ -523,6 +526,8 @@ impl Turn {
             .agent
             .run(conversation, task, &open.grants, &self.trace, cancel)
             .await;
+        // Nothing the turn started (a stdio MCP server) outlives it.
+        self.host.shutdown().await;
         let mut warnings = Vec::new();
         if let Err(e) = self.trace.finish() {
             warnings.push(e.to_string());

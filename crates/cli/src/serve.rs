@@ -51,7 +51,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         Some(addr) => format!("serve --http {addr}"),
         None => "serve --stdio".to_owned(),
     };
-    let served = Served::new(host, command);
+    let served = Served::new(host.clone(), command);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -89,6 +89,8 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
                 .await?;
             }
         }
+        // Nothing a served call started (a stdio MCP server) outlives `bosun serve`.
+        host.shutdown().await;
         anyhow::Ok(())
     })?;
     Ok(exit::OK)

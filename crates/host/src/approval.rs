@@ -282,6 +282,9 @@ type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 /// the person) and writes the prompt to stderr.
 pub struct TerminalBroker {
     io: Mutex<Option<Io>>,
+    /// The terminal answers are read from, when it is one: what waits in its input when a
+    /// prompt is shown was not typed in answer to it, and is thrown away.
+    tty: Option<std::fs::File>,
     /// What the person said with each denial (`d <reason>`), by call.
     feedback: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -300,16 +303,34 @@ impl TerminalBroker {
             return None;
         }
         let tty = std::fs::File::open("/dev/tty").ok()?;
-        Some(Self::with_io(
+        let flush = tty.try_clone().ok()?;
+        let mut broker = Self::with_io(
             Box::new(std::io::BufReader::new(tty)),
             Box::new(std::io::stderr()),
-        ))
+        );
+        broker.tty = Some(flush);
+        Some(broker)
+    }
+
+    /// Throws away input that waits in the terminal: keys typed — or pushed by a program —
+    /// before the prompt was shown are never an answer to it.
+    fn discard_pending_input(&self) {
+        use std::os::fd::AsRawFd;
+        if let Some(tty) = &self.tty {
+            // SAFETY: tcflush takes a descriptor this broker owns and a constant; it touches no
+            // memory of this process.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
+            }
+        }
     }
 
     /// A broker on the given reader and writer (tests, embedding).
     pub fn with_io(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> Self {
         Self {
             io: Mutex::new(Some((input, output))),
+            tty: None,
             feedback: Mutex::default(),
         }
     }
@@ -326,6 +347,7 @@ impl TerminalBroker {
                 .write_all(text.as_bytes())
                 .and_then(|()| output.flush())
                 .ok()?;
+            self.discard_pending_input();
             let mut line = String::new();
             match input.read_line(&mut line) {
                 Ok(0) | Err(_) => None,

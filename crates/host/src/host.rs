@@ -644,6 +644,15 @@ impl Host {
         self.registry.tools()
     }
 
+    /// Ends every process the host's tools keep between calls (stdio MCP servers): each gets
+    /// a moment to leave once its input is closed, then what is left of it is killed and its
+    /// private `TMPDIR` removed. Call it before the program that built the host returns.
+    pub async fn shutdown(&self) {
+        for tool in self.registry.tools() {
+            tool.shutdown().await;
+        }
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> &Arc<Policy> {
         &self.policy

@@ -258,4 +258,9 @@ pub trait Tool: Send + Sync {
     /// Runs the tool. Must honour `ctx.cancel` for work that can take long, and should bound its
     /// own output to `ctx.limits.max_output_bytes` (the chokepoint bounds it again regardless).
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Ends whatever the tool keeps running between calls (an MCP server's process), so that
+    /// nothing it started outlives the command that started it. Called by [`crate::Host::shutdown`];
+    /// must be harmless to call twice and for tools that share what they keep.
+    async fn shutdown(&self) {}
 }

@@ -250,37 +250,41 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The workspace's protected paths (`.git`, `.bosun`, …) that exist, at its root and up to
-/// three levels below it (nested repositories), within a bounded walk.
+/// Entries the walk for protected paths reads before it gives up and protects the whole
+/// workspace instead (about a second of directory reading on a local disk).
+pub const PROTECTED_WALK_LIMIT: usize = 1_000_000;
+
+/// Every protected path (`.git`, `.bosun`, `AGENTS.md`, … — names compared without case) that
+/// exists anywhere under `root`, for the OS sandbox to keep read-only. The walk is whole: no
+/// directory is skipped (`node_modules`, `target` and `.venv` included) and there is no depth
+/// bound; symbolic links are not followed. Protection never depends on the walk finishing:
+/// past [`PROTECTED_WALK_LIMIT`] entries the answer is `root` itself, so a child may write
+/// nothing of the workspace rather than something unprotected.
 pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
-    const MAX_DEPTH: usize = 3;
-    const MAX_ENTRIES: usize = 4096;
+    protected_paths_within(root, PROTECTED_WALK_LIMIT)
+}
+
+fn protected_paths_within(root: &Path, limit: usize) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut seen = 0usize;
-    let mut dirs = vec![(root.to_path_buf(), 0usize)];
-    while let Some((dir, depth)) = dirs.pop() {
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.filter_map(Result::ok) {
             seen += 1;
-            if seen > MAX_ENTRIES {
-                return found;
+            if seen > limit {
+                return vec![root.to_path_buf()];
             }
             let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if bosun_policy::PROTECTED_DIRS.contains(&name)
-                || bosun_policy::PROTECTED_FILES.contains(&name)
+            let lower = name.to_string_lossy().to_ascii_lowercase();
+            if bosun_policy::PROTECTED_DIRS.contains(&lower.as_str())
+                || bosun_policy::PROTECTED_FILES.contains(&lower.as_str())
             {
                 found.push(entry.path());
-            } else if kind.is_dir()
-                && depth < MAX_DEPTH
-                && !matches!(name, "target" | "node_modules" | ".venv")
-            {
-                dirs.push((entry.path(), depth + 1));
+            } else if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                dirs.push(entry.path());
             }
         }
     }
@@ -290,6 +294,35 @@ pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_protected_path_is_found_however_deep_or_hidden() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        let make = |relative: &str| {
+            let path = root.join(relative);
+            std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{e}"));
+            path
+        };
+        let deep = (0..40).map(|i| format!("d{i}")).collect::<Vec<_>>().join("/");
+        let expected = [
+            make(".git"),
+            make("node_modules/a/.git"),
+            make("target/b/.bosun"),
+            make(".venv/c/.agents"),
+            make(&format!("{deep}/.git")),
+            make("x/.GIT"),
+        ];
+        std::fs::write(root.join("AGENTS.md"), "").unwrap_or_else(|e| panic!("{e}"));
+        let found = protected_paths(root);
+        for path in expected.iter().chain([&root.join("AGENTS.md")]) {
+            assert!(found.contains(path), "{} not in {found:?}", path.display());
+        }
+        // Nothing inside a protected directory is walked or listed twice.
+        assert_eq!(found.len(), expected.len() + 1, "{found:?}");
+        // A walk that cannot finish protects the whole workspace.
+        assert_eq!(protected_paths_within(root, 10), vec![root.to_path_buf()]);
+    }
 
     #[test]
     fn normalize_resolves_dots_lexically() {

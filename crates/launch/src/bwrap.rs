@@ -106,15 +106,18 @@ pub(crate) fn arguments(
     read: &[PathBuf],
     write: &[PathBuf],
     protected: &[PathBuf],
+    masks: &[(PathBuf, bool)],
     network: &Network,
     seccomp_fds: &[RawFd],
     program: &OsStr,
     args: &[OsString],
 ) -> Vec<OsString> {
-    // No --die-with-parent: its parent-death signal follows the thread that spawned `bwrap`,
-    // and a runtime's worker may end long before the child should. The caller's process-group
-    // kill and the jail's cgroup end the tree instead, as for the Landlock backend.
+    // --die-with-parent: `bwrap` is started from the launcher's spawner thread, which lives as
+    // long as Bosun, so the parent-death signal (which follows the thread that forked) means
+    // Bosun is gone. --new-session: no controlling terminal inside either.
     let mut out: Vec<OsString> = [
+        "--die-with-parent",
+        "--new-session",
         "--unshare-all",
         "--dev",
         "/dev",
@@ -177,6 +180,19 @@ pub(crate) fn arguments(
         out.push(flag.into());
         out.push(path.clone().into_os_string());
         out.push(path.into_os_string());
+    }
+    // Credentials a grant took in: an empty read-only file or directory in their place.
+    for (path, dir) in masks {
+        if *dir {
+            out.push("--tmpfs".into());
+            out.push(path.clone().into_os_string());
+            out.push("--remount-ro".into());
+            out.push(path.clone().into_os_string());
+        } else {
+            out.push("--ro-bind".into());
+            out.push("/dev/null".into());
+            out.push(path.clone().into_os_string());
+        }
     }
     for fd in seccomp_fds {
         out.push("--add-seccomp-fd".into());
@@ -261,6 +277,7 @@ mod tests {
             &[inner.clone(), dir.path().join("missing")],
             std::slice::from_ref(&ws),
             std::slice::from_ref(&git),
+            &[],
             &Network::Off,
             &[7],
             OsStr::new("sh"),

@@ -15,6 +15,13 @@
 //!   group the caller kills.
 //! - **processes**: a pids cgroup per child (or `RLIMIT_NPROC`), and rlimits on file size, CPU
 //!   time and core dumps.
+//! - **credentials** ([`CREDENTIALS`]): never granted; where a grant would take one in, masked in
+//!   the child's mount namespace.
+//! - **Bosun's own things**, confined or not: the child starts in a session of its own with no
+//!   controlling terminal (it cannot open `/dev/tty` or push keystrokes with `TIOCSTI`), no
+//!   descriptor of Bosun's but 0–2 reaches it, and — started with [`Launcher::spawn`] — the
+//!   kernel kills it if Bosun dies; dropping its [`Jail`] kills its process group and cgroup and
+//!   removes its `TMPDIR`.
 //!
 //! [`Launcher::status`] probes once what this machine enforces; a missing layer is reported,
 //! never silently skipped, and `[sandbox] require = true` refuses to start children without
@@ -28,8 +35,8 @@
 //! let mut command = tokio::process::Command::new("cargo");
 //! command.arg("test").current_dir("/work/project");
 //! let confinement = Confinement::new("/work/project".into(), Network::Off);
-//! let jail = launcher.confine(&mut command, &confinement)?;
-//! let status = command.status().await?;
+//! let (mut child, jail) = launcher.spawn(command, &confinement)?;
+//! let status = child.wait().await?;
 //! drop(jail); // kills what is left of the tree, removes its TMPDIR and cgroup
 //! # let _ = status; Ok(()) }
 //! ```
@@ -37,6 +44,7 @@
 mod bwrap;
 mod config;
 mod rules;
+mod spawner;
 mod status;
 mod sys;
 
@@ -47,6 +55,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use config::{
     Backend, ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, SandboxConfig,
 };
+pub use rules::CREDENTIALS;
 pub use status::{Layer, LayerState, Status};
 
 /// The network a child may use.
@@ -118,6 +127,9 @@ pub enum LaunchError {
     /// Preparing a layer failed.
     #[error("could not prepare the sandbox: {0}; run `bosun sandbox status`")]
     Setup(String),
+    /// The program could not be started.
+    #[error("{0}")]
+    Spawn(std::io::Error),
 }
 
 /// Starts children confined; one per host.
@@ -146,6 +158,17 @@ impl Launcher {
             home,
             cache: None,
         }
+    }
+
+    /// Takes `home` as the user's home rather than `$HOME` (an embedding program, a test):
+    /// toolchain grants and credentials are found under it, and it is the first private place.
+    /// Call it before [`Launcher::private`].
+    #[must_use]
+    pub fn with_home(mut self, home: impl Into<PathBuf>) -> Launcher {
+        let home = home.into();
+        self.private = vec![std::fs::canonicalize(&home).unwrap_or_else(|_| home.clone())];
+        self.home = Some(home);
+        self
     }
 
     /// Keeps what the machine enforces in `dir` for the rest of this boot, so that a command
@@ -200,8 +223,15 @@ impl Launcher {
         command: &mut tokio::process::Command,
         confinement: &Confinement,
     ) -> Result<Jail, LaunchError> {
+        remove_stale_tmp_dirs();
         let status = self.status();
         if !status.enabled {
+            let plan = sys::ChildPlan::detach_only();
+            // SAFETY: as in `confine`: only async-signal-safe system calls in the child.
+            #[allow(unsafe_code)]
+            unsafe {
+                command.pre_exec(move || plan.apply());
+            }
             return Ok(Jail::default());
         }
         if self.config.require && !status.is_full() {
@@ -212,6 +242,61 @@ impl Launcher {
         }
         confine(self, status, command, confinement)
     }
+
+    /// Confines `command` ([`Launcher::confine`]) and starts it from the one thread that starts
+    /// every child, so that the kernel's parent-death signal (which follows the thread that
+    /// forked) fires only when Bosun itself ends. Must be called within a Tokio runtime. The
+    /// [`Jail`] knows the child's process group and kills it when dropped.
+    ///
+    /// # Errors
+    /// As [`Launcher::confine`]; [`LaunchError::Spawn`] with the system's error when the
+    /// program cannot be started (`NotFound`, `PermissionDenied`, …).
+    pub fn spawn(
+        &self,
+        mut command: tokio::process::Command,
+        confinement: &Confinement,
+    ) -> Result<(tokio::process::Child, Jail), LaunchError> {
+        let mut jail = self.confine(&mut command, confinement)?;
+        let child = spawner::spawn(command).map_err(LaunchError::Spawn)?;
+        // The child made its own session, so its pid is its process group's id.
+        jail.group = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
+        Ok((child, jail))
+    }
+}
+
+/// The prefix of every child's private `TMPDIR`, followed by Bosun's pid and a dash.
+const TMP_PREFIX: &str = "bosun-run-";
+
+/// Removes the private `TMPDIR`s that Bosun processes killed before they could clean up left
+/// behind (`bosun-run-<pid>-…` whose pid no longer runs), once per process.
+fn remove_stale_tmp_dirs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok).take(100_000) {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(TMP_PREFIX))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
+                continue;
+            }
+            // Only directories this user owns (the temp directory is shared).
+            if entry
+                .metadata()
+                .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == sys::ids().0)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
 }
 
 fn probe(config: &SandboxConfig) -> Status {
@@ -259,13 +344,17 @@ fn cached_probe(config: &SandboxConfig, dir: &Path) -> Status {
     status
 }
 
-/// A confined child's resources: its private `TMPDIR` and its cgroup.
+/// A confined child's resources: its private `TMPDIR`, its cgroup and its process group.
 #[derive(Debug, Default)]
 pub struct Jail {
     tmp: Option<tempfile::TempDir>,
     cgroup: Option<PathBuf>,
+    /// The child's process group (its own session), killed on drop.
+    group: Option<libc::pid_t>,
     /// The seccomp programs handed to `bwrap`, open until the child has started.
     seccomp_files: Vec<std::os::fd::OwnedFd>,
+    /// The child itself, when its owner gave it to the jail to keep ([`Jail::keep`]).
+    child: Option<tokio::process::Child>,
 }
 
 impl Jail {
@@ -274,9 +363,30 @@ impl Jail {
         self.tmp.as_ref().map(tempfile::TempDir::path)
     }
 
-    /// Kills every process still in the child's cgroup (those that left its process group
-    /// included). A no-op without a cgroup.
+    /// Keeps `child` (started with `kill_on_drop`) for as long as the jail: a process whose
+    /// owner only talks to its pipes ends with the jail like the rest of its tree.
+    pub fn keep(&mut self, child: tokio::process::Child) {
+        self.child = Some(child);
+    }
+
+    /// Gives a kept child up to `grace` to end by itself (its input closed first by its
+    /// owner), then ends the jail: kills what is left and removes the `TMPDIR` and cgroup.
+    pub async fn end(mut self, grace: std::time::Duration) {
+        if let Some(child) = &mut self.child {
+            let _ = tokio::time::timeout(grace, child.wait()).await;
+        }
+    }
+
+    /// Kills every process still in the child's process group (when it was started with
+    /// [`Launcher::spawn`]) and in its cgroup (those that left the group included).
     pub fn kill_all(&self) {
+        if let Some(group) = self.group.filter(|g| *g > 1) {
+            // SAFETY: kill(2) takes two integers and touches no memory; ESRCH is ignored.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
         if let Some(dir) = &self.cgroup {
             for _ in 0..50 {
                 sys::kill_cgroup(dir);
@@ -356,6 +466,37 @@ fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
     reads
 }
 
+/// The credentials ([`CREDENTIALS`]) under `home` that exist and that a grant — read, write or
+/// the workspace — would take in, canonical, each with whether it is a directory.
+fn credential_masks(home: Option<&Path>, paths: &rules::Paths, workspace: &Path) -> Vec<(PathBuf, bool)> {
+    let Some(home) = home else {
+        return Vec::new();
+    };
+    let granted: Vec<PathBuf> = paths
+        .read
+        .iter()
+        .chain(&paths.write)
+        .chain(std::iter::once(&workspace.to_path_buf()))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let mut masks = Vec::new();
+    for (relative, _) in CREDENTIALS {
+        let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/'))) else {
+            continue;
+        };
+        if !granted.iter().any(|g| path.starts_with(g)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        masks.push((path, meta.is_dir()));
+    }
+    masks.sort();
+    masks.dedup();
+    masks
+}
+
 fn confine(
     launcher: &Launcher,
     status: &Status,
@@ -367,7 +508,7 @@ fn confine(
 
     let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
     let tmp = tempfile::Builder::new()
-        .prefix("bosun-run-")
+        .prefix(&format!("{TMP_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(|e| setup("making the private TMPDIR", e))?;
     command
@@ -387,6 +528,8 @@ fn confine(
     paths.write.push(tmp.path().to_path_buf());
     paths.write.extend(launcher.config.write_paths(home));
     paths.write.extend(confinement.write.iter().cloned());
+
+    let masks = credential_masks(home, &paths, &confinement.workspace);
 
     let landlock = match (status.landlock_abi, &status.bwrap) {
         (..=0, _) => None,
@@ -422,6 +565,7 @@ fn confine(
                 &read,
                 &paths.write,
                 &confinement.protected,
+                &masks,
                 &confinement.network,
                 &fds,
                 std.get_program(),
@@ -448,6 +592,19 @@ fn confine(
 
     let namespaces = if status.user_namespaces && status.bwrap.is_none() {
         let maps = sys::IdMaps::for_self().map_err(|e| setup("user namespace ids", e))?;
+        let c_path = |p: &Path| {
+            CString::new(p.as_os_str().as_bytes()).map_err(|e| LaunchError::Setup(e.to_string()))
+        };
+        let masks = masks
+            .iter()
+            .map(|(path, dir)| {
+                Ok(if *dir {
+                    sys::Mask::Dir(c_path(path)?)
+                } else {
+                    sys::Mask::File(c_path(path)?)
+                })
+            })
+            .collect::<Result<Vec<_>, LaunchError>>()?;
         let mut read_only = Vec::new();
         for path in &confinement.protected {
             // Only real directories and files: a symlink is not followed out of the workspace.
@@ -462,7 +619,11 @@ fn confine(
                     .map_err(|e| LaunchError::Setup(e.to_string()))?,
             );
         }
-        Some((maps, read_only))
+        Some(sys::Mounts {
+            maps,
+            read_only,
+            masks,
+        })
     } else {
         None
     };
@@ -482,6 +643,7 @@ fn confine(
     }
 
     let plan = sys::ChildPlan {
+        parent: sys::parent_pid(),
         rlimits,
         cgroup_procs,
         namespaces,

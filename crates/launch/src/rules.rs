@@ -24,17 +24,45 @@ const SYSTEM_READ: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
     "/sys", "/run",
 ];
-/// Device files a program may read and write.
+/// Device files a program may read and write. Never `/dev/tty`, `/dev/pts` or `/dev/ptmx` (a
+/// terminal is the person's: a child that could open one could write past Bosun's escaping or
+/// push keystrokes into it) and never `/dev/shm` (a directory every process shares: a way to
+/// pass data between calls or keep it after one).
 const DEVICES_WRITE: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
+];
+
+/// Credential files and directories under the user's home, each with what keeps it. No grant
+/// of Bosun's ever names one; where a `[sandbox]` grant or the workspace would take one in, it is
+/// masked in the child's mount namespace (an empty read-only file or directory takes its place).
+/// A directory ends in `/`.
+pub const CREDENTIALS: &[(&str, &str)] = &[
+    (".git-credentials", "git's credential store"),
+    (".config/git/credentials", "git's credential store (XDG)"),
+    (".netrc", "logins for curl, git over HTTP, ftp"),
+    ("_netrc", "logins for curl, git over HTTP (another spelling)"),
+    (".docker/config.json", "Docker registry logins"),
+    (".npmrc", "npm registry tokens"),
+    (".yarnrc.yml", "Yarn registry tokens"),
+    (".pypirc", "PyPI upload tokens"),
+    (".cargo/credentials.toml", "cargo registry tokens"),
+    (".cargo/credentials", "cargo registry tokens (old name)"),
+    (".gem/credentials", "RubyGems API keys"),
+    (".m2/settings.xml", "Maven repository passwords"),
+    (".aws/", "AWS CLI credentials and SSO tokens"),
+    (".config/gcloud/", "Google Cloud CLI credentials"),
+    (".azure/", "Azure CLI tokens"),
+    (".kube/", "Kubernetes cluster credentials"),
+    (".config/gh/", "GitHub CLI tokens"),
+    (".terraform.d/", "Terraform Cloud tokens"),
+    (".ssh/", "SSH keys"),
+    (".gnupg/", "GnuPG keys"),
+    (".password-store/", "pass's passwords"),
+    (".local/share/keyrings/", "the desktop keyring"),
 ];
 
 /// What the child may read and what it may write.
@@ -45,7 +73,8 @@ pub(crate) struct Paths {
 }
 
 /// Read-only parts of the user's home every toolchain needs (never credentials): rustup's
-/// toolchains, cargo's binaries, registry and config, and git's config.
+/// toolchains, cargo's binaries, registry and config, and git's config files — named one by
+/// one, so that `~/.config/git/credentials` beside them is not taken in.
 pub(crate) fn toolchain_reads(home: Option<&Path>) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     let env_dir = |name: &str| std::env::var_os(name).map(PathBuf::from);
@@ -59,7 +88,9 @@ pub(crate) fn toolchain_reads(home: Option<&Path>) -> Vec<PathBuf> {
     paths.extend(rustup);
     if let Some(home) = home {
         paths.push(home.join(".gitconfig"));
-        paths.push(home.join(".config/git"));
+        for file in ["config", "ignore", "attributes"] {
+            paths.push(home.join(".config/git").join(file));
+        }
     }
     paths
 }
@@ -204,6 +235,25 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
         );
     }
     refused.insert(libc::SYS_clone, clone_rules);
+    // Terminal input injection: `TIOCSTI` pushes keystrokes into a terminal's input (an answer
+    // to Bosun's next approval prompt), `TIOCLINUX` can paste the console's selection. The
+    // kernel reads the request as 32 bits, so only those are compared.
+    let mut ioctl_rules = Vec::new();
+    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
+        ioctl_rules.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    u64::from(request),
+                )
+                .map_err(fail)?,
+            ])
+            .map_err(fail)?,
+        );
+    }
+    refused.insert(libc::SYS_ioctl, ioctl_rules);
     // Socket families: Unix always; the internet (and netlink, which resolvers use) only with
     // a grant.
     let allowed: &[libc::c_int] = match network {

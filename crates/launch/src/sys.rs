@@ -167,15 +167,43 @@ impl IdMaps {
     }
 }
 
+/// A credential masked in the child's mount namespace.
+#[derive(Debug)]
+pub(crate) enum Mask {
+    /// A file: `/dev/null` bound over it, read-only.
+    File(CString),
+    /// A directory: an empty read-only tmpfs mounted over it.
+    Dir(CString),
+}
+
+/// The child's own mount namespace: its identity maps, the paths bound read-only and the
+/// credentials masked.
+#[derive(Debug)]
+pub(crate) struct Mounts {
+    pub(crate) maps: IdMaps,
+    pub(crate) read_only: Vec<CString>,
+    pub(crate) masks: Vec<Mask>,
+}
+
+thread_local! {
+    /// Set on the one thread that spawns every child [`crate::Launcher::spawn`] starts. The
+    /// kernel's parent-death signal follows the *thread* that forked, so it is only asked for
+    /// on this thread, which lives as long as the process.
+    pub(crate) static ON_SPAWNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Everything the forked child does before `exec`, prepared in the parent.
 #[derive(Debug)]
 pub(crate) struct ChildPlan {
+    /// The pid of the process that forks (Bosun), to check after asking for the parent-death
+    /// signal that it has not already gone.
+    pub(crate) parent: libc::pid_t,
     /// `(resource, limit)` pairs set as both soft and hard limits.
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     /// The child's cgroup's `cgroup.procs`, which it joins first.
     pub(crate) cgroup_procs: Option<CString>,
-    /// User and mount namespaces, and the paths to bind read-only inside them.
-    pub(crate) namespaces: Option<(IdMaps, Vec<CString>)>,
+    /// User and mount namespaces, the paths to bind read-only and the credentials to mask.
+    pub(crate) namespaces: Option<Mounts>,
     /// The Landlock ruleset to restrict to.
     pub(crate) landlock: Option<OwnedFd>,
     /// seccomp programs, installed in order.
@@ -219,6 +247,51 @@ impl Exec {
 }
 
 impl ChildPlan {
+    /// A plan that only detaches the child ([`ChildPlan::detach`]): for a launcher that
+    /// confines nothing.
+    pub(crate) fn detach_only() -> ChildPlan {
+        ChildPlan {
+            parent: parent_pid(),
+            rlimits: Vec::new(),
+            cgroup_procs: None,
+            namespaces: None,
+            landlock: None,
+            seccomp: Vec::new(),
+            exec: None,
+        }
+    }
+
+    /// Detaches the child from everything of Bosun's it should not keep, confined or not: its
+    /// own session without a controlling terminal (so `/dev/tty` cannot be opened and
+    /// `TIOCSTI` has no terminal to push into), every descriptor but 0–2 closed at `exec`, and
+    /// — when spawned from the spawner thread — killed by the kernel if Bosun dies.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    unsafe fn detach(&self) -> io::Result<()> {
+        // SAFETY: raw system calls on integers; the thread-local read allocates nothing.
+        unsafe {
+            // Fails only for a process-group leader: spawn without `process_group`, the new
+            // session is the child's own group.
+            check(libc::setsid())?;
+            close_from(3);
+            if ON_SPAWNER.with(std::cell::Cell::get) {
+                check(libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ))?;
+                // Bosun may have died between the fork and the request.
+                if libc::getppid() != self.parent {
+                    libc::_exit(137);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Confines the calling process. Runs in the child between `fork` and `exec`.
     ///
     /// # Safety
@@ -228,6 +301,7 @@ impl ChildPlan {
         // SAFETY (whole body): each call below is a raw system call on memory owned by `self`,
         // which outlives the call; none allocates or locks.
         unsafe {
+            self.detach()?;
             for (resource, limit) in &self.rlimits {
                 let value = libc::rlimit {
                     rlim_cur: *limit,
@@ -238,8 +312,8 @@ impl ChildPlan {
             if let Some(procs) = &self.cgroup_procs {
                 write_file(procs, b"0")?;
             }
-            if let Some((maps, read_only)) = &self.namespaces {
-                enter_namespaces(maps)?;
+            if let Some(mounts) = &self.namespaces {
+                enter_namespaces(&mounts.maps)?;
                 check(libc::mount(
                     c"none".as_ptr(),
                     c"/".as_ptr(),
@@ -247,8 +321,20 @@ impl ChildPlan {
                     libc::MS_REC | libc::MS_PRIVATE,
                     std::ptr::null(),
                 ))?;
-                for path in read_only {
-                    bind_read_only(path)?;
+                for path in &mounts.read_only {
+                    bind_read_only(path, path)?;
+                }
+                for mask in &mounts.masks {
+                    match mask {
+                        Mask::File(path) => bind_read_only(c"/dev/null", path)?,
+                        Mask::Dir(path) => check(libc::mount(
+                            c"tmpfs".as_ptr(),
+                            path.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                            c"size=4k,mode=0500".as_ptr().cast(),
+                        ))?,
+                    }
                 }
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
@@ -306,11 +392,55 @@ unsafe fn enter_namespaces(maps: &IdMaps) -> io::Result<()> {
     Ok(())
 }
 
-/// Binds `path` onto itself and makes the bind (and every mount below it) read-only.
+/// The pid of this process, which forks the children.
+pub(crate) fn parent_pid() -> libc::pid_t {
+    // SAFETY: getpid cannot fail and touches no memory.
+    unsafe { libc::getpid() }
+}
+
+/// Marks every descriptor from `first` up close-on-exec: `close_range(2)`, or one `fcntl` per
+/// descriptor below the open-files limit on kernels before 5.11.
+///
+/// # Safety
+/// Async-signal-safe; callable in a forked child.
+unsafe fn close_from(first: libc::c_uint) {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: raw system calls on integers and a stack value.
+    unsafe {
+        let done = libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        );
+        if done == 0 {
+            return;
+        }
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20)
+        } else {
+            1 << 16
+        };
+        let mut fd = libc::c_int::try_from(first).unwrap_or(3);
+        while libc::rlim_t::try_from(fd).is_ok_and(|f| f < top) {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+            fd += 1;
+        }
+    }
+}
+
+/// Binds `source` onto `path` and makes the bind (and every mount below it) read-only.
 ///
 /// # Safety
 /// As [`ChildPlan::apply`].
-unsafe fn bind_read_only(path: &CString) -> io::Result<()> {
+unsafe fn bind_read_only(source: &std::ffi::CStr, path: &std::ffi::CStr) -> io::Result<()> {
     /// `struct mount_attr` of mount_setattr(2).
     #[repr(C)]
     struct MountAttr {
@@ -324,7 +454,7 @@ unsafe fn bind_read_only(path: &CString) -> io::Result<()> {
     // SAFETY: raw system calls on `path` and a stack value that outlives them.
     unsafe {
         check(libc::mount(
-            path.as_ptr(),
+            source.as_ptr(),
             path.as_ptr(),
             std::ptr::null(),
             libc::MS_BIND | libc::MS_REC,

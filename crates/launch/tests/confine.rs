@@ -541,7 +541,197 @@ async fn a_child_past_its_cpu_seconds_is_stopped_by_the_kernel(backend: Backend)
     assert!(matches!(signal, Some(24 | 9)), "{status:?}");
 }
 
+/// Every entry of the credentials table, made under a home whose whole is granted to the child:
+/// the toolchain files beside them stay readable, the credentials read as empty (masked).
+async fn credentials_are_never_readable_even_under_a_grant(backend: Backend) {
+    let rig = rig();
+    let home = rig.root.join("home");
+    for (relative, _) in bosun_launch::CREDENTIALS {
+        let path = home.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let is_dir = relative.ends_with('/');
+        if is_dir {
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("secret"), format!("SECRET {relative}")).unwrap();
+        } else {
+            std::fs::write(&path, format!("SECRET {relative}")).unwrap();
+        }
+    }
+    std::fs::write(home.join(".gitconfig"), "GITCONFIG-OK\n").unwrap();
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/config"), "XDG-GITCONFIG-OK\n").unwrap();
+    let script = format!(
+        "for p in {}; do if [ -d \"$p\" ]; then cat \"$p\"/* 2>&1; else cat \"$p\" 2>&1; fi; done; \
+         cat .gitconfig .config/git/config",
+        bosun_launch::CREDENTIALS
+            .iter()
+            .map(|(relative, _)| format!("'{relative}'"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let run = |launcher: Option<Launcher>| {
+        let script = script.clone();
+        let home = home.clone();
+        let confinement = rig.confinement(Network::Off);
+        async move {
+            let mut command = tokio::process::Command::new("/bin/sh");
+            command
+                .args(["-c", &script])
+                .current_dir(&home)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin");
+            let jail = launcher
+                .as_ref()
+                .map(|l| l.confine(&mut command, &confinement).unwrap());
+            let output = command.output().await.unwrap();
+            drop(jail);
+            text(&output)
+        }
+    };
+    // Unconfined, every one is there to read.
+    let control = run(None).await;
+    for (relative, _) in bosun_launch::CREDENTIALS {
+        assert!(control.contains(&format!("SECRET {relative}")), "{control}");
+    }
+    // The whole home granted: still none, and the toolchain's files are read.
+    let granting = full_launcher(
+        backend,
+        SandboxConfig {
+            read: vec![home.display().to_string()],
+            ..SandboxConfig::default()
+        },
+    )
+    .with_home(&home);
+    let seen = run(Some(granting)).await;
+    for (relative, what) in bosun_launch::CREDENTIALS {
+        assert!(
+            !seen.contains(&format!("SECRET {relative}")),
+            "{relative} ({what}) was read: {seen}"
+        );
+    }
+    assert!(seen.contains("GITCONFIG-OK") && seen.contains("XDG-GITCONFIG-OK"), "{seen}");
+    // Nothing granted but the toolchains: git's config is read, its credentials are not.
+    let plain = full_launcher(backend, SandboxConfig::default()).with_home(&home);
+    let seen = run(Some(plain)).await;
+    assert!(seen.contains("XDG-GITCONFIG-OK"), "{seen}");
+    assert!(!seen.contains("SECRET"), "{seen}");
+}
+
+/// `/dev/shm` is shared by every process of the machine: a child can neither leave anything
+/// there nor read what another left.
+async fn shared_memory_is_not_shared(backend: Backend) {
+    let rig = rig();
+    let name = format!("bosun-probe-{}", std::process::id());
+    let left = Path::new("/dev/shm").join(&name);
+    let script = format!("echo left > /dev/shm/{name}; cat /dev/shm/{name}-host; true");
+    std::fs::write(Path::new("/dev/shm").join(format!("{name}-host")), "HOST-DATA").unwrap();
+    let control = rig.sh(None, Network::Off, &script).await;
+    assert!(left.exists() && text(&control).contains("HOST-DATA"), "{}", text(&control));
+    std::fs::remove_file(&left).unwrap();
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    let output = rig.sh(Some(&launcher), Network::Off, &script).await;
+    let _ = std::fs::remove_file(Path::new("/dev/shm").join(format!("{name}-host")));
+    assert!(!left.exists(), "{}", text(&output));
+    assert!(!text(&output).contains("HOST-DATA"), "{}", text(&output));
+}
+
+/// A descriptor this process holds without close-on-exec (inherited, or left open) never
+/// reaches the child: not by its number, not through `/proc/self/fd`.
+async fn descriptors_of_the_parent_never_reach_the_child(backend: Backend) {
+    use std::os::fd::AsRawFd;
+    let rig = rig();
+    let secret = rig.root.join("held.txt");
+    std::fs::write(&secret, "HELD-SECRET").unwrap();
+    let file = std::fs::File::open(&secret).unwrap();
+    let fd = file.as_raw_fd();
+    #[allow(unsafe_code)]
+    // SAFETY: clears close-on-exec on a descriptor this test owns.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
+    let script = format!("cat /proc/self/fd/{fd}; cat <&{fd}; true");
+    let control = rig.sh(None, Network::Off, &script).await;
+    assert!(text(&control).contains("HELD-SECRET"), "{}", text(&control));
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    let output = rig.sh(Some(&launcher), Network::Off, &script).await;
+    assert!(!text(&output).contains("HELD-SECRET"), "{}", text(&output));
+    // And the same with the sandbox off: closing descriptors is not a confinement layer.
+    let output = rig.sh(Some(&Launcher::unconfined()), Network::Off, &script).await;
+    assert!(!text(&output).contains("HELD-SECRET"), "{}", text(&output));
+    drop(file);
+}
+
+/// Run inside a terminal of its own (`script`), so that this process has a controlling
+/// terminal for a child to inherit: unconfined, a child writes to `/dev/tty` and pushes a
+/// keystroke into the terminal's input with `TIOCSTI`; confined (and with the sandbox off)
+/// it can do neither.
+async fn a_child_cannot_reach_the_terminal(backend: Backend) {
+    let exe = std::env::current_exe().unwrap();
+    let name = match backend {
+        Backend::Landlock => "landlock",
+        Backend::Bubblewrap => "bubblewrap",
+    };
+    let line = format!(
+        "'{}' terminal_probe --exact --ignored --nocapture --test-threads 1",
+        exe.display()
+    );
+    let output = tokio::process::Command::new("/usr/bin/script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("BOSUN_TERMINAL_PROBE", name)
+        .stdin(std::process::Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    let seen = text(&output);
+    assert!(seen.contains("probe ran"), "{seen}");
+    // The attacks work without the launcher: the layers are what stop them.
+    assert!(seen.contains("unconfined: TTY-OPEN"), "{seen}");
+    assert!(seen.contains("unconfined: STI-OK"), "{seen}");
+    for how in ["confined", "off"] {
+        assert!(!seen.contains(&format!("{how}: TTY-OPEN")), "{seen}");
+        assert!(!seen.contains(&format!("{how}: STI-OK")), "{seen}");
+        assert!(seen.contains(&format!("{how}: STI-REFUSED")), "{seen}");
+    }
+}
+
+/// The half of [`a_child_cannot_reach_the_terminal`] that runs inside the terminal.
+#[tokio::test]
+#[ignore = "run by a_child_cannot_reach_the_terminal inside a terminal of its own"]
+async fn terminal_probe() {
+    let Ok(backend) = std::env::var("BOSUN_TERMINAL_PROBE") else {
+        return;
+    };
+    let backend = if backend == "bubblewrap" { Backend::Bubblewrap } else { Backend::Landlock };
+    let rig = rig();
+    let script = "import fcntl, termios\n\
+                  try:\n    open('/dev/tty', 'w').write(''); print(WHO + ': TTY-OPEN')\n\
+                  except OSError as e: print(WHO + ': tty refused', e)\n\
+                  try:\n    fcntl.ioctl(0, termios.TIOCSTI, b' '); print(WHO + ': STI-OK')\n\
+                  except OSError as e: print(WHO + ': STI-REFUSED', e)\n";
+    let confined = full_launcher(backend, SandboxConfig::default());
+    let off = Launcher::unconfined();
+    for (who, launcher) in [("unconfined", None), ("confined", Some(&confined)), ("off", Some(&off))] {
+        let mut command = tokio::process::Command::new(python());
+        command
+            .args(["-c", &format!("WHO = '{who}'\n{script}")])
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .stdin(std::process::Stdio::inherit())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let jail = launcher.map(|l| l.confine(&mut command, &rig.confinement(Network::Off)).unwrap());
+        let output = command.output().await.unwrap();
+        drop(jail);
+        println!("{}", text(&output));
+    }
+    println!("probe ran");
+}
+
 per_backend!(
+    credentials_are_never_readable_even_under_a_grant,
+    shared_memory_is_not_shared,
+    descriptors_of_the_parent_never_reach_the_child,
+    a_child_cannot_reach_the_terminal,
     writes_land_in_the_workspace_and_tmpdir_only,
     the_private_tmpdir_is_removed_with_the_jail,
     protected_paths_stay_read_only_inside_a_writable_workspace,

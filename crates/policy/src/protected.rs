@@ -2,15 +2,22 @@
 //! `core.hooksPath`, aliases and hooks from `.git/`; Bosun reads its own policy and plugins from
 //! `.bosun/`; agents read skills from `.agents/`; editors and shells run tasks and hooks from
 //! `.vscode/`, `.idea/`, `.husky/`, `.envrc` and `.pre-commit-config.yaml`; `.gitmodules` names
-//! what git fetches. Writing one of them is asked about in every mode but `full`, whoever writes
+//! what git fetches; `AGENTS.md` and `CLAUDE.md` are instructions every later prompt carries. Writing one of them is asked about in every mode but `full`, whoever writes
 //! (a built-in, a plugin, a command's declared writes), unless a user rule names the path.
 //! Reads stay as the mode and rules say.
 
 /// Directories protected wherever they appear in a path (a nested repository's `.git` too).
 pub const PROTECTED_DIRS: [&str; 6] = [".git", ".bosun", ".agents", ".husky", ".vscode", ".idea"];
 
-/// File names protected wherever they appear.
-pub const PROTECTED_FILES: [&str; 3] = [".envrc", ".gitmodules", ".pre-commit-config.yaml"];
+/// File names protected wherever they appear (lower case; compared without case).
+/// `AGENTS.md` and `CLAUDE.md` are instruction files: they feed every later system prompt.
+pub const PROTECTED_FILES: [&str; 5] = [
+    ".envrc",
+    ".gitmodules",
+    ".pre-commit-config.yaml",
+    "agents.md",
+    "claude.md",
+];
 
 /// Whether writing the workspace-relative, normalised `path` is protected. Case is ignored, so
 /// that `.GIT/config` on a case-insensitive filesystem is the same file.
@@ -50,6 +57,10 @@ mod tests {
             "sub/.envrc",
             ".gitmodules",
             ".pre-commit-config.yaml",
+            "AGENTS.md",
+            "docs/agents.md",
+            "CLAUDE.md",
+            "sub/Claude.md",
         ] {
             assert!(is_protected(path), "{path}");
         }
@@ -61,6 +72,8 @@ mod tests {
             ".gitignore",
             "docs/.git-notes.md",
             "bosun/config.toml",
+            "AGENTS.md.bak",
+            "docs/agents/readme.md",
         ] {
             assert!(!is_protected(path), "{path}");
         }

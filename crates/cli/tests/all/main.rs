@@ -659,6 +659,7 @@ mod hardening;
 mod js;
 mod mcp_client;
 mod plugins;
+mod processes;
 mod review;
 mod run;
 mod serve;

@@ -404,22 +404,20 @@ fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    let jail = ctx
-        .launcher
-        .confine(&mut command, &{
-            let mut confinement = crate::process::confinement(
-                ctx.workspace.root(),
-                &ctx.granted,
-                timeout_ms.div_ceil(1000) + 1,
-            );
-            // The files the approved command line names are its to read.
-            confinement.name_arguments(std::iter::once(&input.program).chain(&input.args));
-            confinement
-        })
-        .map_err(|e| ToolError::new(ErrorCode::ProcessError, e.to_string()))?;
-    let child = command.spawn().map_err(|err| {
+    let mut confinement = crate::process::confinement(
+        ctx.workspace.root(),
+        &ctx.granted,
+        timeout_ms.div_ceil(1000) + 1,
+    );
+    // The files the approved command line names are its to read.
+    confinement.name_arguments(std::iter::once(&input.program).chain(&input.args));
+    // The launcher starts it in a session (and so a process group) of its own.
+    ctx.launcher.spawn(command, &confinement).map_err(|err| {
+        let err = match err {
+            bosun_launch::LaunchError::Spawn(err) => err,
+            other => return ToolError::new(ErrorCode::ProcessError, other.to_string()),
+        };
         let program = &input.program;
         let message = match err.kind() {
             io::ErrorKind::NotFound => format!(
@@ -547,7 +545,7 @@ fn signal_group(pgid: Option<u32>, signal: libc::c_int) {
         return;
     }
     // SAFETY: kill(2) takes two integers and reads or writes no memory of this process. The
-    // child was spawned with process_group(0), so its pid is its group's id and `-pgid`
+    // child was started in a session of its own (the launcher's `setsid`), so its pid is its group's id and `-pgid`
     // addresses that group only. The result is ignored: ESRCH means the group is already gone.
     unsafe {
         libc::kill(-pgid, signal);

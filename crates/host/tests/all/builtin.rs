@@ -1788,6 +1788,49 @@ async fn run_command_writes_only_inside_the_workspace_and_never_protected_paths(
     assert!(stderr.contains("Read-only file system"), "{stderr}");
 }
 
+/// Protection does not depend on where a `.git` is: deep, inside directories a walk would
+/// skip (`node_modules`, `target`, `.venv`), behind thousands of entries, or spelled in
+/// capitals, each stays read-only for a command, and so do instruction files.
+#[tokio::test]
+async fn run_command_cannot_write_protected_paths_at_any_depth_or_breadth() {
+    let f = Fixture::new();
+    let mut targets = vec![
+        "node_modules/pkg/.git/config".to_owned(),
+        "target/debug/build/x/.git/config".to_owned(),
+        ".venv/lib/site/.git/config".to_owned(),
+        format!("{}/.git/config", (0..12).map(|i| format!("d{i}")).collect::<Vec<_>>().join("/")),
+        "wide/zzzz/.git/config".to_owned(),
+        "sub/.GIT/config".to_owned(),
+        "sub/.bosun/config.toml".to_owned(),
+        "lib/.agents/skills/x/SKILL.md".to_owned(),
+        "AGENTS.md".to_owned(),
+        "docs/CLAUDE.md".to_owned(),
+    ];
+    // Breadth: five thousand entries before the last repository.
+    for i in 0..5000 {
+        f.write(&format!("wide/a{i:05}"), "");
+    }
+    for target in &targets {
+        f.write(target, "original\n");
+    }
+    let script: String = targets
+        .iter()
+        .map(|t| format!("echo planted >> '{t}'; "))
+        .chain(std::iter::once("echo x > free.txt; true".to_owned()))
+        .collect();
+    let out = f
+        .ok("run_command", json!({"program": "sh", "args": ["-c", script]}))
+        .await;
+    assert!(f.root.join("free.txt").exists(), "{out}");
+    for target in targets.drain(..) {
+        assert_eq!(
+            fs::read_to_string(f.root.join(&target)).unwrap(),
+            "original\n",
+            "{target} was written: {out}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn run_command_cannot_read_outside_or_the_hosts_environment() {
     let f = Fixture::new();
