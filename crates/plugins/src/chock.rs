@@ -892,6 +892,14 @@ impl<'a> Cursor<'a> {
 fn parse_body(abi: ChockAbi, body: &[u8]) -> Result<ChockModule, PluginError> {
     let mut c = Cursor { bytes: body, at: 0 };
     let name = c.name()?;
+    // The author's name is shown (list, info, trust review) though policy never uses it, so it
+    // passes the one name check every format applies; Chock's own naming is otherwise kept.
+    crate::metadata::check_name_characters(&name).map_err(|problem| {
+        refuse(format!(
+            "the plugin's own name `{}` in its metadata {problem} (rebuild the plugin with a plain name)",
+            crate::metadata::escape_name(&name)
+        ))
+    })?;
     let version = c.version()?;
     let _min = c.version()?;
     let _rec = c.opt_version()?;

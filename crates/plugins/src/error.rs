@@ -97,6 +97,14 @@ pub enum PluginError {
         /// What is wrong and what to do.
         problem: String,
     },
+    /// A plugin name with a control or hidden character.
+    #[error("the plugin's name `{name}` {problem}")]
+    PluginNameCharacters {
+        /// The name, escaped.
+        name: String,
+        /// Which character, where, and what to do.
+        problem: String,
+    },
     /// A bad plugin name.
     #[error(
         "invalid plugin name `{0}`: use 1-64 characters a-z, 0-9 and -, starting with a letter"

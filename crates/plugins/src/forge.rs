@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::PluginError;
 use crate::discovery::FORGE_MANIFEST;
-use crate::metadata::is_plugin_name;
+use crate::metadata::{check_name_characters, is_plugin_name};
 use crate::source::SourceSnapshot;
 
 /// The `schemaVersion` this host reads.
@@ -226,6 +226,12 @@ fn api_version<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
 
 fn name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let name = String::deserialize(d)?;
+    if let Err(problem) = check_name_characters(&name) {
+        return Err(de::Error::custom(format!(
+            "plugin name `{}` {problem}",
+            crate::metadata::escape_name(&name)
+        )));
+    }
     if !is_plugin_name(&name) {
         return Err(de::Error::custom(format!(
             "invalid plugin name {name:?}: use 1-64 characters a-z, 0-9 and -, starting with a letter"
@@ -406,6 +412,20 @@ mod tests {
         match parse(value) {
             Ok(m) => panic!("accepted: {m:?}"),
             Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_forge_plugin_name_with_terminal_controls_is_refused_naming_the_character() {
+        for (name, code) in crate::metadata::HOSTILE_NAMES {
+            let message = refusal(&with("name", json!(name)));
+            assert!(message.contains(code), "{name:?}: {message}");
+            assert!(
+                !message
+                    .chars()
+                    .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
+                "{name:?}: the refusal shows the name escaped: {message:?}"
+            );
         }
     }
 

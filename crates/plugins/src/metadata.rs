@@ -333,6 +333,10 @@ impl Manifest {
             return Err(PluginError::MetadataVersion(meta.metadata_version));
         }
         let api_version = check_api_version(&meta.api_version)?;
+        check_name_characters(&meta.name).map_err(|problem| PluginError::PluginNameCharacters {
+            name: escape_name(&meta.name),
+            problem,
+        })?;
         if !is_plugin_name(&meta.name) {
             return Err(PluginError::BadPluginName(escape_hidden(&meta.name)));
         }
@@ -467,6 +471,40 @@ pub fn metadata_section(bytes: &[u8]) -> Result<&[u8], PluginError> {
         (None, _) => Err(PluginError::NoMetadata),
         (Some(_), n) => Err(PluginError::DuplicateMetadata(n)),
     }
+}
+
+/// The one check every format (native, Forge, Triggerfish, Chock) applies to a plugin's own
+/// name before anything shows it: a character that drives a terminal or hides text — C0 and C1
+/// controls (tab and newline included), DEL, bidi overrides and isolates, zero-width
+/// characters — is refused and named, so the refusal says what to remove. Formats with a
+/// stricter name pattern check it after this one.
+pub fn check_name_characters(name: &str) -> Result<(), String> {
+    let Some((at, c)) = name
+        .chars()
+        .enumerate()
+        .find(|&(_, c)| c.is_control() || bosun_core::is_hidden_char(c))
+    else {
+        return Ok(());
+    };
+    let what = bosun_core::hidden::hidden_name(c).unwrap_or("CONTROL CHARACTER");
+    Err(format!(
+        "holds U+{:04X} ({what}) at character {at}, which would drive or hide text on a terminal: remove it",
+        c as u32
+    ))
+}
+
+/// A plugin's own name as a refusal shows it: on one line, every control or hidden character
+/// (newline included) as a visible `\u{…}` escape.
+pub fn escape_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() || bosun_core::is_hidden_char(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `^[a-z][a-z0-9-]{0,63}$`.
@@ -606,4 +644,51 @@ fn check_property_names(schema: &Value, at: &str, tool: &str) -> Result<(), Plug
 
 fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Plugin names that carry a character driving or hiding text on a terminal, each with the
+/// code point the refusal must name: every format's name test runs all of them.
+#[cfg(test)]
+pub(crate) const HOSTILE_NAMES: [(&str, &str); 10] = [
+    ("web\u{1b}[2Jtools", "U+001B"),
+    ("web\u{7}", "U+0007"),
+    ("web\u{9b}31m", "U+009B"),
+    ("web\u{85}", "U+0085"),
+    ("web\u{7f}", "U+007F"),
+    ("web\ntools", "U+000A"),
+    ("web\ttools", "U+0009"),
+    ("web\u{202e}sloot", "U+202E"),
+    ("web\u{2066}x\u{2069}", "U+2066"),
+    ("web\u{200b}tools", "U+200B"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_native_plugin_name_with_terminal_controls_is_refused_naming_the_character() {
+        for (name, code) in HOSTILE_NAMES {
+            let meta: PluginMetadata = serde_json::from_value(serde_json::json!({
+                "metadata_version": 1,
+                "api_version": "1.0.0",
+                "name": name,
+                "version": "0.1.0",
+                "tools": [],
+            }))
+            .expect("the document parses");
+            let message = match Manifest::from_metadata(meta, &[]) {
+                Ok(m) => panic!("{name:?} accepted: {m:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(message.contains(code), "{name:?}: {message}");
+            assert!(message.contains("remove it"), "{name:?}: {message}");
+            assert!(
+                !message
+                    .chars()
+                    .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
+                "{name:?}: the refusal shows the name escaped: {message:?}"
+            );
+        }
+    }
 }

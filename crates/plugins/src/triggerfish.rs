@@ -163,6 +163,12 @@ impl TriggerfishManifest {
             }
         };
         let name = string("name")?;
+        if let Err(problem) = crate::metadata::check_name_characters(name) {
+            return Err(invalid(format!(
+                "manifest `name` `{}` {problem}",
+                crate::metadata::escape_name(name)
+            )));
+        }
         if !is_triggerfish_name(name) {
             return Err(invalid(format!(
                 "manifest `name` {name:?} is not a valid Triggerfish plugin name: use 1-{MAX_TRIGGERFISH_NAME} characters a-z, 0-9 and -, starting with a letter"
@@ -312,12 +318,10 @@ impl TriggerfishManifest {
     }
 }
 
-/// `^[a-z][a-z0-9-]*$`, at most [`MAX_TRIGGERFISH_NAME`] characters.
+/// `^[a-z][a-z0-9-]*$`, at most [`MAX_TRIGGERFISH_NAME`] characters: the pattern every
+/// format's plugin name follows.
 pub fn is_triggerfish_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    name.len() <= MAX_TRIGGERFISH_NAME
-        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    crate::metadata::is_plugin_name(name)
 }
 
 fn check_visible(key: &str, text: &str) -> Result<(), String> {
@@ -803,6 +807,20 @@ export function createExecutor(context) {
         match check(value) {
             Ok(m) => panic!("accepted: {m:?}"),
             Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_triggerfish_plugin_name_with_terminal_controls_is_refused_naming_the_character() {
+        for (name, code) in crate::metadata::HOSTILE_NAMES {
+            let message = refusal(&with("name", json!(name)));
+            assert!(message.contains(code), "{name:?}: {message}");
+            assert!(
+                !message
+                    .chars()
+                    .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
+                "{name:?}: the refusal shows the name escaped: {message:?}"
+            );
         }
     }
 

@@ -165,6 +165,33 @@ fn every_broken_module_is_refused_with_its_reason() {
 }
 
 #[test]
+fn a_chock_plugin_name_with_terminal_controls_is_refused_naming_the_character() {
+    let named = |name: &str| {
+        let tools = hello_tools();
+        let count = i32::try_from(tools.len()).unwrap();
+        let fixture =
+            ChockFixture::with_blob(2, blob(2, name, "Bosun", "Says hello", &tools), count);
+        module(&fixture)
+    };
+    for (name, code) in crate::metadata::HOSTILE_NAMES {
+        let message = refusal(&named(name));
+        assert!(message.contains(code), "{name:?}: {message}");
+        assert!(message.contains("remove it"), "{name:?}: {message}");
+        assert!(
+            !message
+                .chars()
+                .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
+            "{name:?}: the refusal shows the name escaped: {message:?}"
+        );
+    }
+    // Chock's naming is otherwise the author's: plain names of any case still load.
+    for name in ["hello", "Hello World", "chock_plugin_hello", "héllo"] {
+        let m = ChockModule::read(&named(name)).unwrap();
+        assert_eq!(m.name, name);
+    }
+}
+
+#[test]
 fn a_blob_with_bytes_left_over_is_refused() {
     let mut blob_bytes = ChockFixture::hello(false).blob;
     blob_bytes.extend_from_slice(&[0, 0, 0, 0]);
