@@ -127,7 +127,7 @@ impl Digests {
             return;
         }
         if let Ok(json) = serde_json::to_vec(&*used) {
-            let _ = crate::trust::write_atomic(&self.file, &json);
+            let _ = crate::atomic::write_atomic(&self.file, &json);
         }
     }
 }

@@ -69,6 +69,7 @@
 //! assert_eq!(manifest.tools[0].spec.name.as_str(), "greet");
 //! ```
 
+pub mod atomic;
 pub mod catalog;
 pub mod chock;
 pub mod digests;
@@ -83,6 +84,7 @@ pub mod triggerfish;
 pub mod trust;
 pub mod typescript;
 
+pub use atomic::{sweep_stale_temporaries, write_atomic};
 pub use catalog::{
     Catalog, CatalogInput, CatalogWarning, Change, JsManifest, PluginEntry, PluginState,
     ResolvedTool, ToolOffer, tool_action,
@@ -94,6 +96,6 @@ pub use metadata::{CapabilityDecl, Manifest, PluginMetadata, PluginTool, ToolMet
 pub use scaffold::scaffold;
 pub use source::{SourceFile, SourceSnapshot};
 pub use triggerfish::{ManifestTrust, TriggerfishManifest};
-pub use trust::{Declared, TrustRecord, TrustStore, write_atomic};
+pub use trust::{Declared, TrustRecord, TrustStore};
 
 pub(crate) use bosun_core::text::line_col;

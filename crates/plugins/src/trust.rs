@@ -28,12 +28,12 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::atomic::write_atomic;
 use crate::discovery::{PluginScope, is_local_name};
 use crate::metadata::Manifest;
 use crate::{PluginError, line_col};
@@ -243,53 +243,5 @@ fn check_file(file: &TrustFile, path: &Path) -> Result<(), PluginError> {
             }
         }
     }
-    Ok(())
-}
-
-/// Creates a directory (and parents) readable only by the owner.
-pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// Replaces `path` with `contents` so that a reader sees the old file or the new one, never a
-/// mix, and a crash or error leaves the old file: a temporary file (mode 0600) in the same
-/// directory is written and synced, renamed over `path`, and the directory is synced. The
-/// directory is created (mode 0700) if missing. Bosun's one way to write a file of its own
-/// (trust store, sessions, user config).
-///
-/// # Errors
-/// Any I/O failure; the old file is then untouched.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    create_private_dir(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // tempfile creates the file with mode 0600 and removes it if anything below fails.
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }

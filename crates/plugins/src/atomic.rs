@@ -1,0 +1,278 @@
+//! Bosun's one way to write a file of its own (trust store, sessions, user config, caches), and
+//! the sweep at start that removes what a killed writer left behind.
+//!
+//! A write goes to a temporary file `.<name>.<random>.tmp` beside the target, which the writer
+//! holds an exclusive lock on until it is renamed into place. A process killed mid-write (even
+//! by `SIGKILL`) leaves that file, but the kernel drops its lock. The sweep removes only files
+//! that are provably abandoned: named as Bosun's writers name them, regular files, untouched for
+//! [`STALE_AFTER`] and not locked by anyone. It never follows a symbolic link and never enters
+//! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// How long a temporary file must be untouched before the sweep may remove it. The lock is the
+/// proof for [`write_atomic`]'s files; the age covers writers that take no lock (the compile
+/// cache's and the sandbox probe's, which finish in seconds) and the instant between a file's
+/// creation and its lock.
+pub const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
+
+/// Most directory entries one sweep looks at, so a huge home never slows a start.
+const MAX_SWEEP_ENTRIES: usize = 20_000;
+
+/// Deepest directory under the home the sweep enters (`cache/js/…` is depth 2).
+const MAX_SWEEP_DEPTH: usize = 4;
+
+/// Creates a directory (and parents) readable only by the owner.
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Replaces `path` with `contents` so that a reader sees the old file or the new one, never a
+/// mix, and a crash or error leaves the old file: a temporary file (mode 0600, locked while it
+/// exists under its temporary name) in the same directory is written and synced, renamed over
+/// `path`, and the directory is synced. The directory is created (mode 0700) if missing.
+///
+/// # Errors
+/// Any I/O failure; the old file is then untouched.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    create_private_dir(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // tempfile creates the file with mode 0600 and removes it if anything below fails.
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    // The lock tells the sweep of another Bosun that this file is in flight. A file system
+    // without locks only leaves the age to tell, which no real write comes near.
+    let _ = temp.as_file().try_lock();
+    temp.write_all(contents)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Whether `name` is a temporary name one of Bosun's writers gives: [`write_atomic`]'s
+/// `.<name>.<random>.tmp`, the compile cache's `.tmp-<random>.cwasm` and the sandbox probe
+/// cache's `.tmp<random>`, `<random>` being tempfile's six letters and digits.
+pub fn is_temporary_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let random = |s: &str| s.len() == 6 && s.chars().all(|c| c.is_ascii_alphanumeric());
+    if let Some(stem) = rest.strip_suffix(".tmp") {
+        // `<name>.<random>`, where `<name>` is not empty.
+        return stem
+            .rsplit_once('.')
+            .is_some_and(|(target, r)| !target.is_empty() && random(r));
+    }
+    if let Some(r) = rest
+        .strip_prefix("tmp-")
+        .and_then(|r| r.strip_suffix(".cwasm"))
+    {
+        return random(r);
+    }
+    rest.strip_prefix("tmp").is_some_and(random)
+}
+
+/// Removes the temporary files a killed Bosun left in `home` (see the module doc for which
+/// ones) and returns how many. Best effort: a file that cannot be read, locked or removed is
+/// left as it is.
+pub fn sweep_stale_temporaries(home: &Path) -> usize {
+    let now = SystemTime::now();
+    let mut budget = MAX_SWEEP_ENTRIES;
+    let mut removed = 0;
+    let mut pending = vec![(home.to_owned(), 0usize)];
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if budget == 0 {
+                return removed;
+            }
+            budget -= 1;
+            // The entry's own type: a symbolic link is neither entered nor removed.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            if kind.is_dir() {
+                let user_plugins = depth == 0 && name == "plugins";
+                if depth < MAX_SWEEP_DEPTH && !user_plugins {
+                    pending.push((entry.path(), depth + 1));
+                }
+                continue;
+            }
+            if kind.is_file()
+                && name.to_str().is_some_and(is_temporary_name)
+                && remove_if_abandoned(&entry.path(), now)
+            {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Removes `path` when it has been untouched for [`STALE_AFTER`] and nobody holds its lock
+/// (a writer never opens an existing temporary name again, so a free lock on an old file means
+/// its writer is gone).
+fn remove_if_abandoned(path: &Path, now: SystemTime) -> bool {
+    let Ok(file) = open_no_follow(path) else {
+        return false;
+    };
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    let untouched = meta
+        .modified()
+        .ok()
+        .and_then(|m| now.duration_since(m).ok())
+        .is_some_and(|age| age >= STALE_AFTER);
+    if !meta.is_file() || !untouched || file.try_lock().is_err() {
+        return false;
+    }
+    std::fs::remove_file(path).is_ok()
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+
+    use super::*;
+
+    /// Writes `path` and dates it `age` ago.
+    fn leftover(path: &Path, age: Duration) -> File {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let file = File::create(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+        file
+    }
+
+    const OLD: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn temporary_names_are_the_writers_names_only() {
+        for name in [
+            ".config.toml.a1B2c3.tmp",
+            ".trust.toml.Zz9yX8.tmp",
+            ".0190ab.json.abcdef.tmp",
+            ".tmp-q1w2e3.cwasm",
+            ".tmpQ1w2E3",
+        ] {
+            assert!(is_temporary_name(name), "{name}");
+        }
+        for name in [
+            "config.toml",
+            "config.toml.a1b2c3.tmp",
+            "..a1b2c3.tmp",
+            ".config.toml.tmp",
+            ".config.toml.a1b2.tmp",
+            ".config.toml.a1-b2c.tmp",
+            ".tmpfiles",
+            ".tmp-abc.cwasm",
+            ".config.toml.bak",
+            ".tmp",
+        ] {
+            assert!(!is_temporary_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn sweep_removes_only_abandoned_temporaries() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let abandoned = [
+            h.join(".config.toml.a1b2c3.tmp"),
+            h.join(".trust.toml.d4e5f6.tmp"),
+            h.join("sessions/.0190ab.json.g7h8i9.tmp"),
+            h.join("cache/.tmp-j1k2l3.cwasm"),
+            h.join("cache/.tmpm4n5o6"),
+            h.join("mcp-credentials/.srv.json.p7q8r9.tmp"),
+        ];
+        for path in &abandoned {
+            leftover(path, OLD);
+        }
+        // In flight: locked by a live writer however old, or written a moment ago.
+        let locked = h.join(".config.toml.s1t2u3.tmp");
+        let held = leftover(&locked, OLD);
+        held.try_lock().unwrap();
+        let fresh = h.join(".trust.toml.v4w5x6.tmp");
+        leftover(&fresh, Duration::ZERO);
+        // Not Bosun's: the authors' plugin files, other names, and links.
+        let authors = h.join("plugins/web/.notes.a1b2c3.tmp");
+        leftover(&authors, OLD);
+        let other = h.join(".config.toml.bak");
+        leftover(&other, OLD);
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join(".config.toml.y7z8a9.tmp");
+        leftover(&target, OLD);
+        std::os::unix::fs::symlink(&target, h.join(".trust.toml.b1c2d3.tmp")).unwrap();
+
+        assert_eq!(sweep_stale_temporaries(h), abandoned.len());
+        for path in &abandoned {
+            assert!(!path.exists(), "{} was left", path.display());
+        }
+        for path in [&locked, &fresh, &authors, &other, &target] {
+            assert!(path.exists(), "{} was removed", path.display());
+        }
+        assert!(h.join(".trust.toml.b1c2d3.tmp").symlink_metadata().is_ok());
+        drop(held);
+        // The writer is gone: its lock with it.
+        assert_eq!(sweep_stale_temporaries(h), 1);
+        assert!(!locked.exists());
+    }
+
+    #[test]
+    fn a_write_in_flight_holds_its_lock_and_leaves_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("config.toml");
+        write_atomic(&path, b"a = 1\n").unwrap();
+        write_atomic(&path, b"a = 2\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a = 2\n");
+        let names: Vec<_> = std::fs::read_dir(home.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["config.toml"]);
+    }
+}
