@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bosun_core::{
     ApprovalAnswer, Capability, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Limits,
-    ToolError, ToolResult, ToolSpec, bound_result,
+    Risk, ToolError, ToolResult, ToolSpec, bound_result,
 };
 use bosun_launch::{Launcher, SandboxConfig};
 use bosun_policy::{HookVerdict, Policy, Subject};
@@ -627,7 +627,21 @@ impl Chokepoint {
         let mut explanation = self.explain_with(tool.as_ref(), &capabilities, session, &verdicts);
         // 4b. Information flow, after policy: write-downs and what untrusted input may not do
         //     without a person. It can only tighten.
-        for check in self.flow.checks(&capabilities, tool.sink_level(), session) {
+        //     A tool is judged by what it can do, not only by what it declares: one of risk
+        //     `process` runs a program of its own (a stdio MCP server's tool), unless it names
+        //     each program it starts (`process.spawn`, now or judged mid-call).
+        let own_process = tool.spec().risk == Risk::Process
+            && !tool.judges_mid_call()
+            && !capabilities
+                .iter()
+                .any(|r| r.capability == Capability::ProcessSpawn);
+        let reach = crate::flow::Reach {
+            capabilities: &capabilities,
+            sink: tool.sink_level(),
+            own_process,
+            root: Some(self.workspace.root()),
+        };
+        for check in self.flow.judge(&reach, session) {
             crate::flow::tighten(&mut explanation, check);
         }
         trace.record_call(CallEvent::Decided {
@@ -813,19 +827,42 @@ impl Chokepoint {
                     });
                 }
                 // 8. Raise the session's taint to the result's level (the highest of the
-                //    tool's, the result's, the hooks' and the labels of the paths it read); it
-                //    never falls. Mark the session when the result is untrusted input.
-                let (read_level, read_untrusted) = self.flow.read_levels(&ctx.granted);
-                let level = output
+                //    tool's, the result's, the hooks' and the labels of the paths it read —
+                //    and of every file they share an inode with); it never falls. A program
+                //    could read the whole workspace: what it returns carries the highest label
+                //    of the workspace's labelled files. Mark the session when the result is
+                //    untrusted input.
+                let root = self.workspace.root();
+                let (read_level, read_untrusted) = self.flow.read_levels(Some(root), &ctx.granted);
+                let mut level = output
                     .classification
                     .unwrap_or(tool.spec().classification)
                     .max(tool.spec().classification)
                     .max(read_level.unwrap_or_default())
                     .max(effect.level.unwrap_or_default());
+                let ran_program = tool.spec().risk == Risk::Process
+                    || ctx
+                        .granted
+                        .iter()
+                        .any(|r| r.capability == Capability::ProcessSpawn);
+                let mut readable = None;
+                if ran_program
+                    && let Some((at, path)) =
+                        self.flow.workspace_level(root, level.max(session.taint()))
+                {
+                    level = level.max(at);
+                    readable = Some(path);
+                }
                 let before = session.taint();
                 let after = session.raise_taint(level);
                 if after > before {
-                    session.set_taint_source(format!("{} ({})", call.name, call.id));
+                    session.set_taint_source(match readable {
+                        Some(path) => format!(
+                            "{} ({}), a program that could read {path}",
+                            call.name, call.id
+                        ),
+                        None => format!("{} ({})", call.name, call.id),
+                    });
                     trace.record(Event::TaintRaised {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
@@ -924,10 +961,13 @@ impl Chokepoint {
         let subjects = [Subject::capability(&request)];
         let mut explanation =
             session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]));
-        for check in self
-            .flow
-            .checks(std::slice::from_ref(&request), None, session)
-        {
+        let reach = crate::flow::Reach {
+            capabilities: std::slice::from_ref(&request),
+            sink: None,
+            own_process: false,
+            root: Some(self.workspace.root()),
+        };
+        for check in self.flow.judge(&reach, session) {
             crate::flow::tighten(&mut explanation, check);
         }
         trace.record(Event::CapabilityDecided {

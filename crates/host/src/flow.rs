@@ -9,6 +9,18 @@
 //! does (`ask`, the default, or `deny`), and names the hosts trusted enough that untrusted input
 //! alone does not make a call to them ask. Labels are parsed strictly: an unknown one is an
 //! error, never a lower level.
+//!
+//! A path's label covers everything beneath it, and follows the bytes: a file that shares its
+//! inode with a labelled file (a hard link, made by Bosun or not) carries that file's label as
+//! a source and as a sink. A program is judged by what it can do rather than by what it names:
+//! it reads the whole workspace, so its output carries the highest label of the workspace's
+//! labelled files, and it writes wherever the sandbox lets it (the workspace's unlabelled paths
+//! are `PUBLIC`), so starting one while it could hold data above `PUBLIC` is a write-down.
+//! This module only reads the file system (metadata and listings, never a file's content).
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use bosun_core::{
     Capability, CapabilityRequest, Classification, Decision, Explanation, Layer, MatchedRule,
@@ -97,40 +109,122 @@ impl ClassificationConfig {
     }
 }
 
-fn compile_paths(labels: &[PathLabel]) -> Vec<(GlobSet, Option<Classification>, bool)> {
+/// Most entries one survey of the workspace's labelled paths looks at. A survey cut short
+/// answers with the highest configured level (fail closed), never with "nothing found".
+pub const MAX_SURVEY_ENTRIES: usize = 50_000;
+
+/// One compiled `[[classification.paths]]` entry.
+#[derive(Debug, Clone)]
+struct Label {
+    set: GlobSet,
+    level: Option<Classification>,
+    untrusted: bool,
+    /// The leading components of the glob that hold no glob syntax: every path it matches
+    /// lies at or beneath this one (`secrets/**` → `secrets`; `**/*.pem` → the root, ``).
+    prefix: String,
+}
+
+fn compile_paths(labels: &[PathLabel]) -> Vec<Label> {
     labels
         .iter()
         .filter_map(|label| {
             let mut set = GlobSetBuilder::new();
             set.add(Glob::new(&label.glob).ok()?);
-            Some((set.build().ok()?, label.level, label.untrusted))
+            Some(Label {
+                set: set.build().ok()?,
+                level: label.level,
+                untrusted: label.untrusted,
+                prefix: literal_prefix(&label.glob),
+            })
         })
         .collect()
 }
 
-fn label_of(
-    paths: &[(GlobSet, Option<Classification>, bool)],
-    path: &str,
-) -> (Option<Classification>, bool) {
+/// The directory every match of `glob` lies at or beneath (see [`Label::prefix`]).
+fn literal_prefix(glob: &str) -> String {
+    let mut components: Vec<&str> = glob.split('/').collect();
+    // The last component names the entries themselves, not a directory that holds them.
+    components.pop();
+    components
+        .into_iter()
+        .take_while(|c| {
+            !c.is_empty() && *c != "." && *c != ".." && !c.contains(['*', '?', '[', '{', '\\'])
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The label of `path` under `labels`: the highest level of the globs that match it or any
+/// directory above it (a label on `secrets` covers `secrets/key.pem`), and whether any of
+/// them marks it untrusted.
+fn label_of(labels: &[Label], path: &str) -> (Option<Classification>, bool) {
     let mut level = None;
     let mut untrusted = false;
-    for (set, label, marks) in paths {
-        if set.is_match(path) {
-            level = level.max(*label);
-            untrusted |= *marks;
+    let mut at = path;
+    loop {
+        for label in labels {
+            if label.set.is_match(at) {
+                level = level.max(label.level);
+                untrusted |= label.untrusted;
+            }
+        }
+        match at.rsplit_once('/') {
+            Some((parent, _)) if !parent.is_empty() => at = parent,
+            _ => break,
         }
     }
     (level, untrusted)
+}
+
+/// A labelled file as its inode carries it to every other name it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inode {
+    /// The highest source label among its labelled names.
+    source: Option<Classification>,
+    /// Whether one of them is labelled untrusted.
+    untrusted: bool,
+    /// The lowest sink label (the user's labels) among its labelled names.
+    sink: Option<Classification>,
+    /// One labelled name, for the explanation.
+    path: String,
+}
+
+/// What one walk of the workspace's labelled paths found.
+#[derive(Debug, Default)]
+struct Survey {
+    /// The highest source level of a labelled regular file that exists, with its path.
+    present: Option<(Classification, String)>,
+    /// Every labelled regular file, by `(device, inode)`.
+    inodes: HashMap<(u64, u64), Inode>,
+    /// False when the walk stopped at [`MAX_SURVEY_ENTRIES`] or met a directory it could not
+    /// list: what it did not see may be labelled.
+    complete: bool,
+}
+
+/// What the flow checks of one call look at.
+#[derive(Debug, Clone, Copy)]
+pub struct Reach<'a> {
+    /// The call's capabilities, scoped.
+    pub capabilities: &'a [CapabilityRequest],
+    /// The level of where the tool itself sends its input (an MCP server, a Triggerfish
+    /// plugin), if it does.
+    pub sink: Option<Classification>,
+    /// The tool runs a program of its own that no `process.spawn` of the call stands for (a
+    /// stdio MCP server's tool, any tool of risk `process`): judged as starting one.
+    pub own_process: bool,
+    /// The workspace root, to look at labelled files (their inodes, whether any exists);
+    /// `None` judges by paths alone.
+    pub root: Option<&'a Path>,
 }
 
 /// The compiled rules.
 #[derive(Debug, Clone)]
 pub struct Flow {
     write_down: Decision,
-    paths: Vec<(GlobSet, Option<Classification>, bool)>,
+    paths: Vec<Label>,
     /// A project's labels: they raise what is read and mark it untrusted, and are never sinks
     /// (a project raising a path's sink level would let more data be written there).
-    source_paths: Vec<(GlobSet, Option<Classification>, bool)>,
+    source_paths: Vec<Label>,
     hosts: Vec<(String, Classification)>,
     trusted_hosts: Vec<String>,
 }
@@ -207,20 +301,200 @@ impl Flow {
         self.trusted_hosts.contains(&host)
     }
 
-    /// The flow checks of a call about to run: one entry per capability that breaks a rule.
-    /// `sink` is the level of where the tool itself sends its input (an MCP server), if it
-    /// does.
+    /// The highest level any source label (the user's or the project's) gives.
+    fn highest_configured(&self) -> Option<Classification> {
+        self.paths
+            .iter()
+            .chain(&self.source_paths)
+            .filter_map(|label| label.level)
+            .max()
+    }
+
+    /// Walks every labelled path of the workspace at `root` (each label's literal prefix, once),
+    /// never following a symbolic link (its target is surveyed under its own name, or lies
+    /// outside the workspace and is labelled nowhere). With `stop_at`, stops at the first
+    /// labelled file of at least that level.
+    fn survey(&self, root: &Path, stop_at: Option<Classification>) -> Survey {
+        let mut starts: Vec<&str> = self
+            .paths
+            .iter()
+            .chain(&self.source_paths)
+            .map(|label| label.prefix.as_str())
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let mut stack: Vec<String> = starts
+            .iter()
+            .filter(|start| {
+                !starts.iter().any(|other| {
+                    other != *start && (other.is_empty() || start.starts_with(&format!("{other}/")))
+                })
+            })
+            .map(|start| (*start).to_owned())
+            .collect();
+        let mut survey = Survey {
+            complete: true,
+            ..Survey::default()
+        };
+        let mut seen = 0usize;
+        while let Some(rel) = stack.pop() {
+            if seen == MAX_SURVEY_ENTRIES {
+                survey.complete = false;
+                break;
+            }
+            seen += 1;
+            let abs = if rel.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(&rel)
+            };
+            let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+                continue;
+            };
+            if meta.is_dir() {
+                match std::fs::read_dir(&abs) {
+                    Ok(entries) => stack.extend(entries.flatten().map(|entry| {
+                        let name = entry.file_name();
+                        let name = name.to_string_lossy();
+                        if rel.is_empty() {
+                            name.into_owned()
+                        } else {
+                            format!("{rel}/{name}")
+                        }
+                    })),
+                    Err(_) => survey.complete = false,
+                }
+                continue;
+            }
+            if !meta.is_file() {
+                continue;
+            }
+            let (source, untrusted) = self.source_label(&rel);
+            let (sink, _) = self.path_label(&rel);
+            if source.is_none() && !untrusted && sink.is_none() {
+                continue;
+            }
+            if let Some(level) = source
+                && survey.present.as_ref().is_none_or(|(at, _)| level > *at)
+            {
+                survey.present = Some((level, rel.clone()));
+            }
+            let inode = survey
+                .inodes
+                .entry((meta.dev(), meta.ino()))
+                .or_insert_with(|| Inode {
+                    source: None,
+                    untrusted: false,
+                    sink,
+                    path: rel.clone(),
+                });
+            inode.source = inode.source.max(source);
+            inode.untrusted |= untrusted;
+            inode.sink = match (inode.sink, sink) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if stop_at.is_some_and(|stop| source >= Some(stop)) {
+                break;
+            }
+        }
+        survey
+    }
+
+    /// The highest level a program started in the workspace at `root` could read there, when
+    /// it is above `above`: that of the labelled files that exist, with one of them named, or
+    /// — when the workspace is too large to survey or a directory cannot be listed — the
+    /// highest level configured.
+    pub fn workspace_level(
+        &self,
+        root: &Path,
+        above: Classification,
+    ) -> Option<(Classification, String)> {
+        let highest = self.highest_configured().filter(|level| *level > above)?;
+        let survey = self.survey(root, Some(highest));
+        match survey.present {
+            Some((level, path)) if level > above => Some((level, path)),
+            _ if !survey.complete => Some((
+                highest,
+                format!(
+                    "a workspace Bosun could not survey whole (over {MAX_SURVEY_ENTRIES} entries under labelled paths, or a directory it cannot list)"
+                ),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The labels the file at `path` (workspace-relative) gets from the other names of its
+    /// inode, when it has more than one: a hard link carries the labelled file's label. A file
+    /// with several names none of which a complete survey found labelled gets nothing; when the
+    /// survey was cut short it gets the highest configured level (fail closed).
+    fn shared_inode(&self, root: &Path, path: &str) -> Option<Inode> {
+        let meta = std::fs::symlink_metadata(root.join(path)).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        let survey = self.survey(root, None);
+        match survey.inodes.get(&(meta.dev(), meta.ino())) {
+            Some(inode) => Some(inode.clone()),
+            None if !survey.complete => Some(Inode {
+                source: self.highest_configured(),
+                untrusted: false,
+                sink: None,
+                path: "a labelled file Bosun could not survey".to_owned(),
+            }),
+            None => None,
+        }
+    }
+
+    /// The sink label of `path` for a write: its own (the user's labels), lowered by that of
+    /// every labelled name it shares its inode with (writing one name writes them all).
+    fn sink_label(&self, root: Option<&Path>, path: &str) -> Option<Classification> {
+        let (own, _) = self.path_label(path);
+        let shared = root
+            .and_then(|root| self.shared_inode(root, path))
+            .and_then(|inode| inode.sink);
+        match (own, shared) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The flow checks of a call about to run, judged by paths alone (see [`Flow::judge`]).
     pub fn checks(
         &self,
         capabilities: &[CapabilityRequest],
         sink: Option<Classification>,
         session: &Session,
     ) -> Vec<MatchedRule> {
+        self.judge(
+            &Reach {
+                capabilities,
+                sink,
+                own_process: false,
+                root: None,
+            },
+            session,
+        )
+    }
+
+    /// The flow checks of a call about to run: one entry per capability that breaks a rule.
+    pub fn judge(&self, reach: &Reach<'_>, session: &Session) -> Vec<MatchedRule> {
         let level = session.taint();
         let secret = level > Classification::Public;
+        let starts_process = reach.own_process
+            || reach
+                .capabilities
+                .iter()
+                .any(|r| r.capability == Capability::ProcessSpawn);
+        // What a program could read in the workspace beyond what the session holds.
+        let readable = match reach.root {
+            Some(root) if starts_process => self.workspace_level(root, level),
+            _ => None,
+        };
         // The common case costs two uncontended locks and nothing else: a session that has
-        // seen neither data above PUBLIC nor untrusted input breaks no flow rule.
-        if !secret && !session.is_untrusted() {
+        // seen neither data above PUBLIC nor untrusted input, and starts no program that could
+        // read more, breaks no flow rule.
+        if !secret && !session.is_untrusted() && readable.is_none() {
             return Vec::new();
         }
         let untrusted = session.untrusted_source();
@@ -238,12 +512,48 @@ impl Flow {
             source: Some("[classification]".to_owned()),
             decision: self.write_down,
         };
-        if let Some(to) = sink
+        // A program reads the workspace and writes wherever the sandbox lets it: the
+        // workspace's unlabelled paths (PUBLIC), its private TMPDIR, `[sandbox] write`, the
+        // hosts granted. What it could hold is the session's data and the workspace's.
+        let process_down = |subject: String| {
+            let holds = match &readable {
+                Some((at, path)) if *at > level => format!(
+                    "a program started here can read {at} data ({path}{})",
+                    if secret {
+                        format!("; the session holds {level} data{origin}")
+                    } else {
+                        String::new()
+                    }
+                ),
+                _ => format!("the session holds {level} data{origin}"),
+            };
+            MatchedRule {
+                subject,
+                layer: Layer::Flow,
+                rule: format!(
+                    "write-down: {holds}, and a program can write it anywhere the sandbox lets it — the workspace's unlabelled paths are PUBLIC, and Bosun cannot see what it writes"
+                ),
+                source: Some("[classification]".to_owned()),
+                decision: self.write_down,
+            }
+        };
+        if let Some(to) = reach.sink
             && to < level
         {
             checks.push(write_down("the tool's server".to_owned(), to));
         }
-        for request in capabilities {
+        if reach.own_process {
+            let subject = "the tool's own program".to_owned();
+            // A tool that sends to a labelled sink (an MCP server) is judged at that sink's
+            // level: the user labelled where its program may put data.
+            if reach.sink.is_none() && (secret || readable.is_some()) {
+                checks.push(process_down(subject.clone()));
+            }
+            if let Some(source) = &untrusted {
+                checks.push(untrusted_rule(subject, source));
+            }
+        }
+        for request in reach.capabilities {
             let subject = subject_of(request);
             match request.capability {
                 Capability::NetHttp => {
@@ -273,7 +583,8 @@ impl Flow {
                 }
                 Capability::FsWrite => {
                     let path = request.scope.path.as_deref().unwrap_or(".");
-                    if let (Some(to), _) = self.path_label(path)
+                    if secret
+                        && let Some(to) = self.sink_label(reach.root, path)
                         && to < level
                     {
                         checks.push(write_down(subject.clone(), to));
@@ -285,6 +596,9 @@ impl Flow {
                     }
                 }
                 Capability::ProcessSpawn => {
+                    if secret || readable.is_some() {
+                        checks.push(process_down(subject.clone()));
+                    }
                     if let Some(source) = &untrusted {
                         checks.push(untrusted_rule(subject.clone(), source));
                     }
@@ -296,9 +610,11 @@ impl Flow {
     }
 
     /// What a finished call brought into the session: the level of the data it read (the
-    /// highest path label of its `fs.read` capabilities) and whether that was untrusted.
+    /// highest label of its `fs.read` paths, and of every labelled name each shares its inode
+    /// with when `root` is given) and whether that was untrusted.
     pub fn read_levels(
         &self,
+        root: Option<&Path>,
         capabilities: &[CapabilityRequest],
     ) -> (Option<Classification>, Option<String>) {
         let mut level = None;
@@ -312,6 +628,12 @@ impl Flow {
             level = level.max(label);
             if marks && untrusted.is_none() {
                 untrusted = Some(format!("the file {path}"));
+            }
+            if let Some(inode) = root.and_then(|root| self.shared_inode(root, path)) {
+                level = level.max(inode.source);
+                if inode.untrusted && untrusted.is_none() {
+                    untrusted = Some(format!("the file {path}, a hard link of {}", inode.path));
+                }
             }
         }
         (level, untrusted)

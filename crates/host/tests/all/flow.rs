@@ -154,7 +154,9 @@ level = "PUBLIC"
 #[tokio::test]
 async fn restricted_data_cannot_go_to_a_public_host_without_a_person() {
     let rig = rig(SECRETS, ApprovalAnswer::Deny);
-    // Before any secret: the fetch runs, nobody is asked.
+    // Before any secret (and with none in the workspace a program could read): the fetch
+    // runs, nobody is asked.
+    without_key(&rig);
     let (result, _) = rig.call("run_command", fetch("example.com")).await;
     assert!(result.error().is_none(), "{result:?}");
     assert_eq!(rig.asked(), 0);
@@ -179,9 +181,23 @@ async fn restricted_data_cannot_go_to_a_public_host_without_a_person() {
     );
     let explanation = explanation.unwrap();
     assert_eq!(explanation.deciding_rule().unwrap().layer, Layer::Flow);
-    // A host labelled RESTRICTED may receive it.
-    let (result, _) = rig.call("run_command", fetch("vault.internal")).await;
-    assert!(result.error().is_none(), "{result:?}");
+    // A host labelled RESTRICTED may receive it: what still asks is the program itself, which
+    // can write the data anywhere in the workspace.
+    let (_, explanation) = rig.call("run_command", fetch("vault.internal")).await;
+    let flow: Vec<String> = explanation
+        .unwrap()
+        .checks
+        .iter()
+        .filter(|c| c.layer == Layer::Flow)
+        .map(|c| c.subject.clone())
+        .collect();
+    assert_eq!(flow, ["process.spawn:true"]);
+}
+
+/// Removes the rig's RESTRICTED key from the workspace: a program started there can then read
+/// nothing labelled, so only what the session holds decides.
+fn without_key(rig: &Rig) {
+    std::fs::remove_file(rig._tmp.path().join("secrets/key.pem")).unwrap();
 }
 
 /// The same rig as [`rig`], for a second scenario in one test.
@@ -228,7 +244,9 @@ async fn the_rendered_trace_shows_the_labels_over_time_and_the_decisions_they_ca
         .map(|(_, l)| l)
         .unwrap_or_else(|| panic!("no labels section: {text}"));
     let lines: Vec<&str> = labels.lines().skip(1).collect();
-    assert_eq!(lines.len(), 4, "{labels}");
+    // Two labels, then the fetch's three reasons: the program's write-down, its start after
+    // untrusted input, the host's write-down.
+    assert_eq!(lines.len(), 5, "{labels}");
     assert!(
         lines[0].contains("read_file: level PUBLIC → RESTRICTED  (session: RESTRICTED)"),
         "{labels}"
@@ -244,6 +262,7 @@ async fn the_rendered_trace_shows_the_labels_over_time_and_the_decisions_they_ca
         "{labels}"
     );
     assert!(labels.contains("write-down"), "{labels}");
+    assert!(labels.contains("a program can write it"), "{labels}");
     // A clean session's trace has no such section.
     let clean = rig_clean_trace().await;
     assert!(!clean.contains("labels ("), "{clean}");
@@ -275,6 +294,7 @@ async fn write_down_deny_refuses_without_asking() {
 async fn untrusted_input_makes_acting_in_the_world_ask_and_names_its_source() {
     let config = format!("trusted_hosts = [\"api.github.com\"]\n{SECRETS}");
     let rig = rig(&config, ApprovalAnswer::Deny);
+    without_key(&rig);
     // Clean: a program runs without asking.
     let (result, _) = rig.call("run_command", json!({"program": "true"})).await;
     assert!(result.error().is_none(), "{result:?}");
@@ -321,8 +341,10 @@ async fn untrusted_input_makes_acting_in_the_world_ask_and_names_its_source() {
 #[tokio::test]
 async fn results_from_the_network_are_untrusted_input() {
     let rig = rig(SECRETS, ApprovalAnswer::AllowOnce);
+    without_key(&rig);
     let (result, _) = rig.call("run_command", fetch("example.com")).await;
     assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.asked(), 0);
     assert!(
         rig.session
             .untrusted_source()
@@ -633,4 +655,393 @@ async fn a_projects_labels_raise_what_is_read_but_never_open_a_sink() {
     rig.call("read_file", json!({"path": "secrets/key.pem"}))
         .await;
     assert_eq!(rig.session.taint(), Classification::Public);
+}
+
+// Processes and links: a program reads the whole workspace and writes wherever the sandbox lets
+// it, and a label follows the bytes to every name of their inode.
+
+/// The rig's secrets and a `public/` directory labelled PUBLIC.
+fn with_public(config: &str, answer: ApprovalAnswer) -> (Rig, std::path::PathBuf) {
+    let rig = rig(config, answer);
+    let root = rig._tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("public")).unwrap();
+    (rig, root)
+}
+
+fn cat(path: &str) -> Value {
+    json!({"program": "cat", "args": [path]})
+}
+
+#[tokio::test]
+async fn a_programs_output_carries_the_highest_label_it_could_read() {
+    // The first program of a clean session reads a RESTRICTED file (a person allows it: it
+    // could write the key anywhere), and what it returns raises the session.
+    let (rig, _) = with_public(SECRETS, ApprovalAnswer::AllowOnce);
+    let (result, _) = rig.call("run_command", cat("secrets/key.pem")).await;
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(text.contains("PRIVATE"), "{text}");
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+    let source = rig.session.taint_source().unwrap();
+    assert!(
+        source.contains("run_command") && source.contains("secrets/key.pem"),
+        "{source}"
+    );
+
+    // Any program, whatever it names: `true` could have read the key too.
+    let (rig, _) = with_public(SECRETS, ApprovalAnswer::AllowOnce);
+    rig.call("run_command", json!({"program": "true"})).await;
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+
+    // A label on a directory covers every file beneath it, at any depth.
+    let config = "[[paths]]\nglob = \"vault\"\nlevel = \"CONFIDENTIAL\"\n";
+    let (rig, root) = with_public(config, ApprovalAnswer::AllowOnce);
+    std::fs::create_dir_all(root.join("vault/deep/er")).unwrap();
+    std::fs::write(root.join("vault/deep/er/token"), "t").unwrap();
+    rig.call("run_command", json!({"program": "true"})).await;
+    assert_eq!(rig.session.taint(), Classification::Confidential);
+    let (rig, root) = with_public(config, ApprovalAnswer::Deny);
+    std::fs::create_dir_all(root.join("vault/deep/er")).unwrap();
+    std::fs::write(root.join("vault/deep/er/token"), "t").unwrap();
+    rig.call("read_file", json!({"path": "vault/deep/er/token"}))
+        .await;
+    assert_eq!(rig.session.taint(), Classification::Confidential);
+
+    // Labels that match no file that exists raise nothing: the label alone is not data.
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    std::fs::remove_file(root.join("secrets/key.pem")).unwrap();
+    let (result, _) = rig.call("run_command", json!({"program": "true"})).await;
+    assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.session.taint(), Classification::Public);
+    assert_eq!(rig.asked(), 0);
+}
+
+#[tokio::test]
+async fn a_program_that_could_read_restricted_data_cannot_copy_or_link_it_without_a_person() {
+    for (program, args) in [
+        ("cp", ["secrets/key.pem", "public/copy.pem"]),
+        ("ln", ["secrets/key.pem", "public/copy.pem"]),
+        ("ln", ["-s", "../secrets/key.pem"]),
+    ] {
+        let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+        let mut args: Vec<&str> = args.to_vec();
+        if args[0] == "-s" {
+            args.push("public/copy.pem");
+        }
+        let (result, explanation) = rig
+            .call("run_command", json!({"program": program, "args": args}))
+            .await;
+        assert_eq!(
+            result.error().map(|e| e.code),
+            Some(ErrorCode::Denied),
+            "{program} {args:?}: {result:?}"
+        );
+        assert!(
+            !root.join("public/copy.pem").exists()
+                && root.join("public/copy.pem").symlink_metadata().is_err(),
+            "{program} ran"
+        );
+        let explanation = explanation.unwrap();
+        assert_eq!(explanation.deciding_rule().unwrap().layer, Layer::Flow);
+        let reasons = rig.reasons();
+        assert!(
+            reasons.contains("write-down")
+                && reasons.contains("secrets/key.pem")
+                && reasons.contains("RESTRICTED"),
+            "names why: {reasons}"
+        );
+    }
+
+    // Once the session holds RESTRICTED data, a program asks even where the workspace holds
+    // none (the key was read, then removed): the session's data can be written out.
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    std::fs::remove_file(root.join("secrets/key.pem")).unwrap();
+    let (result, _) = rig.call("run_command", json!({"program": "true"})).await;
+    assert_eq!(result.error().map(|e| e.code), Some(ErrorCode::Denied));
+    assert!(
+        rig.reasons()
+            .contains("the session holds RESTRICTED data (from read_file"),
+        "{}",
+        rig.reasons()
+    );
+
+    // write_down = "deny" refuses without asking.
+    let config = format!("write_down = \"deny\"\n{SECRETS}");
+    let (rig, root) = with_public(&config, ApprovalAnswer::AllowOnce);
+    let (result, explanation) = rig
+        .call(
+            "run_command",
+            json!({"program": "cp", "args": ["secrets/key.pem", "public/copy.pem"]}),
+        )
+        .await;
+    assert_eq!(result.error().map(|e| e.code), Some(ErrorCode::Denied));
+    assert_eq!(explanation.unwrap().decision, Decision::Deny);
+    assert_eq!(rig.asked(), 0);
+    assert!(!root.join("public/copy.pem").exists());
+
+    // A person who allows it lets it run (the check asks; it does not forbid).
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::AllowOnce);
+    let (result, _) = rig
+        .call(
+            "run_command",
+            json!({"program": "cp", "args": ["secrets/key.pem", "public/copy.pem"]}),
+        )
+        .await;
+    assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.asked(), 1);
+    assert!(root.join("public/copy.pem").exists());
+}
+
+#[tokio::test]
+async fn with_nobody_to_ask_a_program_that_could_read_restricted_data_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("secrets/key.pem"), "PRIVATE").unwrap();
+    let config: ClassificationConfig = toml::from_str(SECRETS).unwrap();
+    let chokepoint = Chokepoint::builder(
+        Arc::new(Policy::builder(Mode::Full).build()),
+        Arc::new(Workspace::new(&root, &root).unwrap()),
+    )
+    .tools(builtin::tools())
+    .flow(Arc::new(Flow::new(&config)))
+    .build()
+    .unwrap();
+    let outcome = chokepoint
+        .call(
+            ToolCall {
+                id: "c1".into(),
+                name: "run_command".into(),
+                input: json!({"program": "cp", "args": ["secrets/key.pem", "leak.pem"]}),
+            },
+            &Arc::new(Session::new("s")),
+            &Trace::in_memory(
+                "run".into(),
+                Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+            ),
+            &CancellationToken::new(),
+        )
+        .await;
+    let error = outcome.result.error().unwrap();
+    assert_eq!(error.code, ErrorCode::NeedsApproval, "{error:?}");
+    assert!(error.message.contains("write-down"), "{}", error.message);
+    assert!(!root.join("leak.pem").exists());
+}
+
+#[tokio::test]
+async fn a_hard_link_made_outside_bosun_carries_the_label_of_the_file_it_shares() {
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    // An unlabelled name and a name labelled PUBLIC for the same bytes as the key.
+    std::fs::hard_link(root.join("secrets/key.pem"), root.join("innocent.txt")).unwrap();
+    std::fs::create_dir_all(root.join("public/deep")).unwrap();
+    std::fs::hard_link(
+        root.join("secrets/key.pem"),
+        root.join("public/deep/readme.txt"),
+    )
+    .unwrap();
+    for path in [
+        "innocent.txt",
+        "public/deep/readme.txt",
+        "./public/../innocent.txt",
+    ] {
+        let rig = rig_fresh_at(&rig, &root);
+        let (result, _) = rig.call("read_file", json!({"path": path})).await;
+        assert!(result.error().is_none(), "{result:?}");
+        assert_eq!(rig.session.taint(), Classification::Restricted, "{path}");
+    }
+
+    // A file with several names none of which is labelled carries nothing.
+    std::fs::hard_link(root.join("notes.txt"), root.join("notes-again.txt")).unwrap();
+    let fresh = rig_fresh_at(&rig, &root);
+    fresh
+        .call("read_file", json!({"path": "notes-again.txt"}))
+        .await;
+    assert_eq!(fresh.session.taint(), Classification::Public);
+
+    // Writing a name of a PUBLIC file writes the PUBLIC file: a write-down once the session
+    // holds RESTRICTED data, though the name written is unlabelled.
+    std::fs::write(root.join("public/hello.md"), "hello\n").unwrap();
+    std::fs::hard_link(root.join("public/hello.md"), root.join("hello.md")).unwrap();
+    let fresh = rig_fresh_at(&rig, &root);
+    fresh
+        .call("read_file", json!({"path": "secrets/key.pem"}))
+        .await;
+    let (result, _) = fresh
+        .call(
+            "apply_patch",
+            json!({"path": "hello.md", "edits": [{"oldText": "hello", "newText": "PRIVATE"}]}),
+        )
+        .await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "{result:?}"
+    );
+    assert!(
+        fresh.reasons().contains("write-down"),
+        "{}",
+        fresh.reasons()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("public/hello.md")).unwrap(),
+        "hello\n"
+    );
+}
+
+/// A second session and chokepoint over the workspace of `rig` (same labels, same person).
+fn rig_fresh_at(rig: &Rig, root: &std::path::Path) -> Rig {
+    let config: ClassificationConfig = toml::from_str(SECRETS).unwrap();
+    Rig {
+        _tmp: tempfile::tempdir().unwrap(),
+        chokepoint: Chokepoint::builder(
+            Arc::new(Policy::builder(Mode::Full).build()),
+            Arc::new(Workspace::new(root, root).unwrap()),
+        )
+        .tools(builtin::tools())
+        .broker(rig.person.clone())
+        .flow(Arc::new(Flow::new(&config)))
+        .build()
+        .unwrap(),
+        person: rig.person.clone(),
+        session: Arc::new(Session::new("s2")),
+        trace: Trace::in_memory(
+            "run".into(),
+            Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+        ),
+        seen: Arc::default(),
+    }
+}
+
+#[tokio::test]
+async fn symlinks_and_dotdot_spellings_of_a_labelled_file_carry_its_label() {
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    std::os::unix::fs::symlink("../secrets/key.pem", root.join("public/link.pem")).unwrap();
+    std::os::unix::fs::symlink("secrets", root.join("hidden")).unwrap();
+    for path in [
+        "public/link.pem",
+        "hidden/key.pem",
+        "public/../secrets/key.pem",
+        "./secrets/./key.pem",
+        "secrets//key.pem",
+    ] {
+        let fresh = rig_fresh_at(&rig, &root);
+        let (result, _) = fresh.call("read_file", json!({"path": path})).await;
+        assert!(result.error().is_none(), "{path}: {result:?}");
+        assert_eq!(fresh.session.taint(), Classification::Restricted, "{path}");
+    }
+}
+
+/// A tool that runs a program of its own and declares no capability, like a stdio MCP
+/// server's tool: only its risk says what it can do.
+struct OwnProgram {
+    spec: ToolSpec,
+    sink: Option<Classification>,
+}
+
+#[async_trait]
+impl Tool for OwnProgram {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self) -> &str {
+        "test.tool.own_program"
+    }
+
+    fn sink_level(&self) -> Option<Classification> {
+        self.sink
+    }
+
+    async fn call(
+        &self,
+        _input: Value,
+        _ctx: &bosun_host::ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(json!("done")))
+    }
+}
+
+fn with_own_program(
+    config: &str,
+    risk: Risk,
+    sink: Option<Classification>,
+    answer: ApprovalAnswer,
+) -> Rig {
+    let rig = rig(config, answer);
+    let spec = ToolSpec::builder(
+        ToolName::new("own_program").unwrap(),
+        "Runs a program of its own.",
+    )
+    .risk(risk)
+    .input_schema(json!({"type": "object"}))
+    .build()
+    .unwrap();
+    assert!(spec.capabilities.is_empty());
+    rig.chokepoint
+        .registry()
+        .register(Arc::new(OwnProgram { spec, sink }))
+        .unwrap();
+    rig
+}
+
+#[tokio::test]
+async fn after_untrusted_input_a_tool_that_runs_its_own_program_asks() {
+    // Labels without a file above PUBLIC: only integrity can stop the call.
+    let config = "[[paths]]\nglob = \"downloads/**\"\nuntrusted = true\n";
+    // A stdio MCP server's tool (a sink at PUBLIC) and a process tool without a sink.
+    for sink in [Some(Classification::Public), None] {
+        let rig = with_own_program(config, Risk::Process, sink, ApprovalAnswer::Deny);
+        // Clean: it runs.
+        let (result, _) = rig.call("own_program", json!({})).await;
+        assert!(result.error().is_none(), "{result:?}");
+        rig.call("read_file", json!({"path": "downloads/page.html"}))
+            .await;
+        let (result, explanation) = rig.call("own_program", json!({})).await;
+        assert_eq!(
+            result.error().map(|e| e.code),
+            Some(ErrorCode::Denied),
+            "{sink:?}: {result:?}"
+        );
+        assert_eq!(
+            explanation.unwrap().deciding_rule().unwrap().layer,
+            Layer::Flow
+        );
+        assert!(
+            rig.reasons().contains("downloads/page.html")
+                && rig.reasons().contains("the tool's own program"),
+            "{}",
+            rig.reasons()
+        );
+    }
+    // A tool that only reads is not held back by untrusted input.
+    let rig = with_own_program(config, Risk::Read, None, ApprovalAnswer::Deny);
+    rig.call("read_file", json!({"path": "downloads/page.html"}))
+        .await;
+    let (result, _) = rig.call("own_program", json!({})).await;
+    assert!(result.error().is_none(), "{result:?}");
+}
+
+#[tokio::test]
+async fn a_tool_that_runs_its_own_program_is_a_process_for_confidentiality_too() {
+    // Without a sink of its own: it could read the key and write it anywhere, so it asks, and
+    // its result carries the key's label.
+    let rig = with_own_program(SECRETS, Risk::Process, None, ApprovalAnswer::Deny);
+    let (result, _) = rig.call("own_program", json!({})).await;
+    assert_eq!(result.error().map(|e| e.code), Some(ErrorCode::Denied));
+    assert!(rig.reasons().contains("write-down"), "{}", rig.reasons());
+    let rig = with_own_program(SECRETS, Risk::Process, None, ApprovalAnswer::AllowOnce);
+    rig.call("own_program", json!({})).await;
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+    // A server labelled RESTRICTED is where its program may put RESTRICTED data: no ask, but
+    // what it returns is still labelled.
+    let rig = with_own_program(
+        SECRETS,
+        Risk::Process,
+        Some(Classification::Restricted),
+        ApprovalAnswer::Deny,
+    );
+    let (result, _) = rig.call("own_program", json!({})).await;
+    assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.session.taint(), Classification::Restricted);
 }
