@@ -52,6 +52,7 @@ mod message;
 pub mod openai_chat;
 pub mod openai_responses;
 mod provider;
+pub mod redirect;
 mod retry;
 pub mod sse;
 mod stream;
@@ -72,6 +73,9 @@ pub use message::{
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 pub use provider::{ModelStream, Provider};
+pub use redirect::{
+    RedirectRefused, RefusedNote, same_origin_redirects, same_origin_redirects_noting,
+};
 pub use retry::{RetryNotice, RetryPolicy, notify_retries};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{ApiKey, Connection, Timeouts, tls_config};

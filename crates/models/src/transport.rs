@@ -169,6 +169,7 @@ impl Transport {
         let client = reqwest::Client::builder()
             .connect_timeout(connection.timeouts.connect)
             .tls_backend_preconfigured(tls)
+            .redirect(crate::redirect::same_origin_redirects())
             .build()
             .map_err(|e| request_error(error_chain(&e)))?;
         Ok(Self {
@@ -258,6 +259,14 @@ impl Transport {
                     "no response within {}s",
                     self.idle.as_secs()
                 ))));
+            }
+            Ok(Err(e)) if e.is_redirect() => {
+                // Not worth retrying: the server will point elsewhere again.
+                let message = match crate::redirect::RedirectRefused::find(&e) {
+                    Some(refused) => format!("{refused} (the model entry's `base_url`)"),
+                    None => error_chain(&e),
+                };
+                return Err(Failure::fatal(connect_error(message)));
             }
             Ok(Err(e)) if e.is_builder() => {
                 return Err(Failure::fatal(ModelError::Request {

@@ -6,5 +6,6 @@ mod anthropic;
 mod config;
 mod openai_chat;
 mod openai_responses;
+mod redirect;
 mod server;
 mod support;
