@@ -304,7 +304,10 @@ mod tests {
             std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{e}"));
             path
         };
-        let deep = (0..40).map(|i| format!("d{i}")).collect::<Vec<_>>().join("/");
+        let deep = (0..40)
+            .map(|i| format!("d{i}"))
+            .collect::<Vec<_>>()
+            .join("/");
         let expected = [
             make(".git"),
             make("node_modules/a/.git"),

@@ -226,7 +226,11 @@ impl Launcher {
         remove_stale_tmp_dirs();
         let status = self.status();
         if !status.enabled {
-            let plan = sys::ChildPlan::detach_only();
+            let plan = sys::ChildPlan::detach_only(if sys::seccomp_available() {
+                rules::terminal_filter()?
+            } else {
+                Vec::new()
+            });
             // SAFETY: as in `confine`: only async-signal-safe system calls in the child.
             #[allow(unsafe_code)]
             unsafe {
@@ -289,10 +293,9 @@ fn remove_stale_tmp_dirs() {
                 continue;
             }
             // Only directories this user owns (the temp directory is shared).
-            if entry
-                .metadata()
-                .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == sys::ids().0)
-            {
+            if entry.metadata().is_ok_and(|m| {
+                m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == sys::ids().0
+            }) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }
@@ -468,7 +471,11 @@ fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The credentials ([`CREDENTIALS`]) under `home` that exist and that a grant — read, write or
 /// the workspace — would take in, canonical, each with whether it is a directory.
-fn credential_masks(home: Option<&Path>, paths: &rules::Paths, workspace: &Path) -> Vec<(PathBuf, bool)> {
+fn credential_masks(
+    home: Option<&Path>,
+    paths: &rules::Paths,
+    workspace: &Path,
+) -> Vec<(PathBuf, bool)> {
     let Some(home) = home else {
         return Vec::new();
     };
@@ -644,6 +651,7 @@ fn confine(
 
     let plan = sys::ChildPlan {
         parent: sys::parent_pid(),
+        terminal: Vec::new(),
         rlimits,
         cgroup_procs,
         namespaces,

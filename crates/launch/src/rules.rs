@@ -44,7 +44,10 @@ pub const CREDENTIALS: &[(&str, &str)] = &[
     (".git-credentials", "git's credential store"),
     (".config/git/credentials", "git's credential store (XDG)"),
     (".netrc", "logins for curl, git over HTTP, ftp"),
-    ("_netrc", "logins for curl, git over HTTP (another spelling)"),
+    (
+        "_netrc",
+        "logins for curl, git over HTTP (another spelling)",
+    ),
     (".docker/config.json", "Docker registry logins"),
     (".npmrc", "npm registry tokens"),
     (".yarnrc.yml", "Yarn registry tokens"),
@@ -235,25 +238,7 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
         );
     }
     refused.insert(libc::SYS_clone, clone_rules);
-    // Terminal input injection: `TIOCSTI` pushes keystrokes into a terminal's input (an answer
-    // to Bosun's next approval prompt), `TIOCLINUX` can paste the console's selection. The
-    // kernel reads the request as 32 bits, so only those are compared.
-    let mut ioctl_rules = Vec::new();
-    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
-        ioctl_rules.push(
-            SeccompRule::new(vec![
-                SeccompCondition::new(
-                    1,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    u64::from(request),
-                )
-                .map_err(fail)?,
-            ])
-            .map_err(fail)?,
-        );
-    }
-    refused.insert(libc::SYS_ioctl, ioctl_rules);
+    refused.insert(libc::SYS_ioctl, terminal_injection_rules()?);
     // Socket families: Unix always; the internet (and netlink, which resolvers use) only with
     // a grant.
     let allowed: &[libc::c_int] = match network {
@@ -313,6 +298,55 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
         );
     }
     Ok(programs)
+}
+
+/// The `ioctl` requests that inject input into a terminal: `TIOCSTI` pushes keystrokes into its
+/// input (an answer to Bosun's next approval prompt), `TIOCLINUX` can paste the console's
+/// selection. The kernel reads the request as 32 bits, so only those are compared.
+fn terminal_injection_rules() -> Result<Vec<SeccompRule>, LaunchError> {
+    let fail = |e: seccompiler::BackendError| LaunchError::Setup(format!("seccomp: {e}"));
+    let mut rules = Vec::new();
+    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
+        rules.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    u64::from(request),
+                )
+                .map_err(fail)?,
+            ])
+            .map_err(fail)?,
+        );
+    }
+    Ok(rules)
+}
+
+/// A program that refuses only terminal input injection, for every child — the unconfined
+/// ones too (`[sandbox] enabled = false`): a process that may use `TIOCSTI` on a terminal that
+/// is not its own (one with `CAP_SYS_ADMIN`) could otherwise still answer Bosun's prompts.
+pub(crate) fn terminal_filter() -> Result<Vec<libc::sock_filter>, LaunchError> {
+    let fail = |e: seccompiler::BackendError| LaunchError::Setup(format!("seccomp: {e}"));
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| LaunchError::Setup(format!("seccomp: {e}")))?;
+    let filter = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_ioctl, terminal_injection_rules()?)]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM.cast_unsigned()),
+        arch,
+    )
+    .map_err(fail)?;
+    let program: seccompiler::BpfProgram = filter.try_into().map_err(fail)?;
+    Ok(program
+        .into_iter()
+        .map(|f| libc::sock_filter {
+            code: f.code,
+            jt: f.jt,
+            jf: f.jf,
+            k: f.k,
+        })
+        .collect())
 }
 
 /// A program refusing (EPERM) every system call whose number has the x32 bit (`0x40000000`).

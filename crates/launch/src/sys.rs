@@ -198,6 +198,9 @@ pub(crate) struct ChildPlan {
     /// The pid of the process that forks (Bosun), to check after asking for the parent-death
     /// signal that it has not already gone.
     pub(crate) parent: libc::pid_t,
+    /// A seccomp program refusing terminal input injection, tried without `no_new_privs`
+    /// for every child (it only installs for a process that could inject anyway).
+    pub(crate) terminal: Vec<libc::sock_filter>,
     /// `(resource, limit)` pairs set as both soft and hard limits.
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     /// The child's cgroup's `cgroup.procs`, which it joins first.
@@ -249,9 +252,10 @@ impl Exec {
 impl ChildPlan {
     /// A plan that only detaches the child ([`ChildPlan::detach`]): for a launcher that
     /// confines nothing.
-    pub(crate) fn detach_only() -> ChildPlan {
+    pub(crate) fn detach_only(terminal: Vec<libc::sock_filter>) -> ChildPlan {
         ChildPlan {
             parent: parent_pid(),
+            terminal,
             rlimits: Vec::new(),
             cgroup_procs: None,
             namespaces: None,
@@ -275,6 +279,23 @@ impl ChildPlan {
             // session is the child's own group.
             check(libc::setsid())?;
             close_from(3);
+            if !self.terminal.is_empty()
+                && let Ok(len) = u16::try_from(self.terminal.len())
+            {
+                let prog = libc::sock_fprog {
+                    len,
+                    filter: self.terminal.as_ptr().cast_mut(),
+                };
+                // Without `no_new_privs` this installs only for a process with
+                // `CAP_SYS_ADMIN` — the only kind that can inject into a terminal not its own
+                // once it has none (EACCES otherwise, and nothing to refuse).
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0 as libc::c_uint,
+                    &raw const prog,
+                );
+            }
             if ON_SPAWNER.with(std::cell::Cell::get) {
                 check(libc::prctl(
                     libc::PR_SET_PDEATHSIG,

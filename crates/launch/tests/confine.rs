@@ -609,7 +609,10 @@ async fn credentials_are_never_readable_even_under_a_grant(backend: Backend) {
             "{relative} ({what}) was read: {seen}"
         );
     }
-    assert!(seen.contains("GITCONFIG-OK") && seen.contains("XDG-GITCONFIG-OK"), "{seen}");
+    assert!(
+        seen.contains("GITCONFIG-OK") && seen.contains("XDG-GITCONFIG-OK"),
+        "{seen}"
+    );
     // Nothing granted but the toolchains: git's config is read, its credentials are not.
     let plain = full_launcher(backend, SandboxConfig::default()).with_home(&home);
     let seen = run(Some(plain)).await;
@@ -624,9 +627,17 @@ async fn shared_memory_is_not_shared(backend: Backend) {
     let name = format!("bosun-probe-{}", std::process::id());
     let left = Path::new("/dev/shm").join(&name);
     let script = format!("echo left > /dev/shm/{name}; cat /dev/shm/{name}-host; true");
-    std::fs::write(Path::new("/dev/shm").join(format!("{name}-host")), "HOST-DATA").unwrap();
+    std::fs::write(
+        Path::new("/dev/shm").join(format!("{name}-host")),
+        "HOST-DATA",
+    )
+    .unwrap();
     let control = rig.sh(None, Network::Off, &script).await;
-    assert!(left.exists() && text(&control).contains("HOST-DATA"), "{}", text(&control));
+    assert!(
+        left.exists() && text(&control).contains("HOST-DATA"),
+        "{}",
+        text(&control)
+    );
     std::fs::remove_file(&left).unwrap();
     let launcher = full_launcher(backend, SandboxConfig::default());
     let output = rig.sh(Some(&launcher), Network::Off, &script).await;
@@ -656,7 +667,9 @@ async fn descriptors_of_the_parent_never_reach_the_child(backend: Backend) {
     let output = rig.sh(Some(&launcher), Network::Off, &script).await;
     assert!(!text(&output).contains("HELD-SECRET"), "{}", text(&output));
     // And the same with the sandbox off: closing descriptors is not a confinement layer.
-    let output = rig.sh(Some(&Launcher::unconfined()), Network::Off, &script).await;
+    let output = rig
+        .sh(Some(&Launcher::unconfined()), Network::Off, &script)
+        .await;
     assert!(!text(&output).contains("HELD-SECRET"), "{}", text(&output));
     drop(file);
 }
@@ -685,9 +698,9 @@ async fn a_child_cannot_reach_the_terminal(backend: Backend) {
     let seen = text(&output);
     assert!(seen.contains("probe ran"), "{seen}");
     // The attacks work without the launcher: the layers are what stop them.
-    assert!(seen.contains("unconfined: TTY-OPEN"), "{seen}");
-    assert!(seen.contains("unconfined: STI-OK"), "{seen}");
-    for how in ["confined", "off"] {
+    assert!(seen.contains("free: TTY-OPEN"), "{seen}");
+    assert!(seen.contains("free: STI-OK"), "{seen}");
+    for how in ["jailed", "off"] {
         assert!(!seen.contains(&format!("{how}: TTY-OPEN")), "{seen}");
         assert!(!seen.contains(&format!("{how}: STI-OK")), "{seen}");
         assert!(seen.contains(&format!("{how}: STI-REFUSED")), "{seen}");
@@ -701,7 +714,11 @@ async fn terminal_probe() {
     let Ok(backend) = std::env::var("BOSUN_TERMINAL_PROBE") else {
         return;
     };
-    let backend = if backend == "bubblewrap" { Backend::Bubblewrap } else { Backend::Landlock };
+    let backend = if backend == "bubblewrap" {
+        Backend::Bubblewrap
+    } else {
+        Backend::Landlock
+    };
     let rig = rig();
     let script = "import fcntl, termios\n\
                   try:\n    open('/dev/tty', 'w').write(''); print(WHO + ': TTY-OPEN')\n\
@@ -710,7 +727,11 @@ async fn terminal_probe() {
                   except OSError as e: print(WHO + ': STI-REFUSED', e)\n";
     let confined = full_launcher(backend, SandboxConfig::default());
     let off = Launcher::unconfined();
-    for (who, launcher) in [("unconfined", None), ("confined", Some(&confined)), ("off", Some(&off))] {
+    for (who, launcher) in [
+        ("free", None),
+        ("jailed", Some(&confined)),
+        ("off", Some(&off)),
+    ] {
         let mut command = tokio::process::Command::new(python());
         command
             .args(["-c", &format!("WHO = '{who}'\n{script}")])
@@ -719,7 +740,10 @@ async fn terminal_probe() {
             .stdin(std::process::Stdio::inherit())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let jail = launcher.map(|l| l.confine(&mut command, &rig.confinement(Network::Off)).unwrap());
+        let jail = launcher.map(|l| {
+            l.confine(&mut command, &rig.confinement(Network::Off))
+                .unwrap()
+        });
         let output = command.output().await.unwrap();
         drop(jail);
         println!("{}", text(&output));

@@ -391,7 +391,7 @@ fn kill_group(pgid: Option<i32>, signal: i32) {
         return;
     };
     // SAFETY: kill(2) takes two integers and touches no memory of this process. The host
-    // starts every plugin process in its own group (`process_group(0)`), so `-pgid` addresses
+    // starts every plugin process in a session (and group) of its own, so `-pgid` addresses
     // that group only; ESRCH (already gone) is ignored.
     #[allow(unsafe_code)]
     unsafe {

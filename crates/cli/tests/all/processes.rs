@@ -45,15 +45,29 @@ fn a_stdio_server_and_what_it_leaves_end_with_the_command() {
     let workspace = env.dir.path().join("ws");
     // Reviewing it started it once: that process is gone too.
     for (pid, _) in noted(&workspace) {
-        assert!(!running(pid), "the server `mcp trust` started still runs: {pid}");
+        assert!(
+            !running(pid),
+            "the server `mcp trust` started still runs: {pid}"
+        );
     }
     std::fs::remove_file(workspace.join("lingering.txt")).unwrap_or_else(|e| panic!("{e}"));
 
-    let out = env.bosun(&["tools", "call", "mcp__linger__ping", "{}", "--json", "--yes"]);
+    let out = env.bosun(&[
+        "tools",
+        "call",
+        "mcp__linger__ping",
+        "{}",
+        "--json",
+        "--yes",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(json(&out).to_string().contains("pong"), "{}", json(&out));
     let noted = noted(&workspace);
-    assert_eq!(noted.len(), 2, "the server and its grandchild say who they are: {noted:?}");
+    assert_eq!(
+        noted.len(),
+        2,
+        "the server and its grandchild say who they are: {noted:?}"
+    );
     for (pid, tmp) in &noted {
         assert!(!running(*pid), "process {pid} outlived `bosun tools call`");
         assert!(
@@ -70,5 +84,8 @@ fn a_stdio_server_and_what_it_leaves_end_with_the_command() {
     let before: Vec<_> = noted.iter().map(|(pid, _)| beats(*pid)).collect();
     std::thread::sleep(std::time::Duration::from_millis(400));
     let after: Vec<_> = noted.iter().map(|(pid, _)| beats(*pid)).collect();
-    assert_eq!(before, after, "a heartbeat went on after the command returned");
+    assert_eq!(
+        before, after,
+        "a heartbeat went on after the command returned"
+    );
 }

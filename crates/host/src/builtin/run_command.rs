@@ -433,8 +433,7 @@ fn spawn(
             _ => format!("could not start `{program}`: {err}"),
         };
         ToolError::new(ErrorCode::ProcessError, message)
-    })?;
-    Ok((child, jail))
+    })
 }
 
 /// Output kept from both pipes, within one shared budget.

@@ -1798,7 +1798,13 @@ async fn run_command_cannot_write_protected_paths_at_any_depth_or_breadth() {
         "node_modules/pkg/.git/config".to_owned(),
         "target/debug/build/x/.git/config".to_owned(),
         ".venv/lib/site/.git/config".to_owned(),
-        format!("{}/.git/config", (0..12).map(|i| format!("d{i}")).collect::<Vec<_>>().join("/")),
+        format!(
+            "{}/.git/config",
+            (0..12)
+                .map(|i| format!("d{i}"))
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
         "wide/zzzz/.git/config".to_owned(),
         "sub/.GIT/config".to_owned(),
         "sub/.bosun/config.toml".to_owned(),
@@ -1819,7 +1825,10 @@ async fn run_command_cannot_write_protected_paths_at_any_depth_or_breadth() {
         .chain(std::iter::once("echo x > free.txt; true".to_owned()))
         .collect();
     let out = f
-        .ok("run_command", json!({"program": "sh", "args": ["-c", script]}))
+        .ok(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", script]}),
+        )
         .await;
     assert!(f.root.join("free.txt").exists(), "{out}");
     for target in targets.drain(..) {
