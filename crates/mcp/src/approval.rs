@@ -2,7 +2,12 @@
 //! an MCP form elicitation ("Allow <tool>?", with one checkbox to allow it for the rest of the
 //! session). Accepting allows the call; declining, cancelling, a timeout or a client that cannot
 //! elicit refuse it — the chokepoint then answers `needs_approval` with how to pre-approve the
-//! call.
+//! call. Only a client that declared form elicitation is ever sent one: any other is refused at
+//! once rather than left to ignore a request it never said it could answer.
+//!
+//! The form's `requestedSchema` carries only the keys the specification's schema names
+//! (`type`, `properties`, `required`; 2025-11-25): a client may cancel a form with any other
+//! (`spec/elicit-requested-schema.2025-11-25.json`, checked by a test).
 //!
 //! The 2026-07-28 revision forbids requests back to the client during a call. There the question
 //! ends the call with an `input_required` result carrying the elicitation, and the client's retry
@@ -19,8 +24,8 @@ use bosun_core::ApprovalAnswer;
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
 use rmcp::RoleServer;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputResponses,
+    ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequests, InputResponses,
 };
 use rmcp::service::Peer;
 use serde_json::Value;
@@ -32,15 +37,27 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 /// The checkbox that widens an approval to the session.
 const FOR_SESSION: &str = "allow_for_this_session";
 
-/// Asks the client's user through elicitation.
+/// Whether a client with `capabilities` can answer a form elicitation: it declared
+/// `elicitation` with `form`, or with neither mode (the form of revisions before modes).
+pub(crate) fn can_elicit_form(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities
+        .and_then(|c| c.elicitation.as_ref())
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// Asks the client's user through elicitation, when the client declared it can be asked.
 pub struct ElicitingBroker {
     peer: Peer<RoleServer>,
+    /// What the client declared in its handshake: nothing else is ever sent a form.
+    can_elicit: bool,
 }
 
 impl ElicitingBroker {
-    /// A broker asking through `peer`.
+    /// A broker asking through `peer`, as far as the capabilities of its handshake allow.
     pub fn new(peer: Peer<RoleServer>) -> Self {
-        Self { peer }
+        let info = peer.peer_info();
+        let can_elicit = can_elicit_form(info.as_ref().map(|info| &info.capabilities));
+        Self { peer, can_elicit }
     }
 }
 
@@ -63,15 +80,20 @@ pub(crate) fn question(request: &ApprovalRequest) -> String {
 }
 
 /// The form asking `request`: its question and, when the answer can last for a session, the
-/// checkbox that widens it.
+/// checkbox that widens it. The question is the message; the schema says nothing of its own
+/// at its top level, where the specification allows no `title` or `description`.
 fn form(request: &ApprovalRequest, session_box: bool) -> Option<ElicitRequestParams> {
     let builder = ElicitationSchema::builder();
     let builder = if session_box {
-        builder.optional_bool(FOR_SESSION, false)
+        builder.optional_bool_with(FOR_SESSION, |b| {
+            b.with_default(false)
+                .title("Allow for this session")
+                .description("Allow this tool with these capabilities until the session ends")
+        })
     } else {
         builder
     };
-    let schema = builder.description("Allow this tool call?").build().ok()?;
+    let schema = builder.build().ok()?;
     Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: question(request),
@@ -82,6 +104,9 @@ fn form(request: &ApprovalRequest, session_box: bool) -> Option<ElicitRequestPar
 #[async_trait]
 impl ApprovalBroker for ElicitingBroker {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if !self.can_elicit {
+            return ApprovalAnswer::Unavailable;
+        }
         let Some(params) = form(request, true) else {
             return ApprovalAnswer::Unavailable;
         };
@@ -113,7 +138,15 @@ impl ApprovalBroker for ElicitingBroker {
     }
 
     fn unanswered_hint(&self) -> &str {
-        "answer when your MCP client asks (it needs elicitation support and MCP 2025-11-25 or older), or"
+        if self.can_elicit {
+            "answer when your MCP client asks (it needs elicitation support and MCP 2025-11-25 or older), or"
+        } else {
+            "your MCP client did not declare form elicitation, so Bosun cannot ask its user: use a client that declares `elicitation` in its capabilities, or"
+        }
+    }
+
+    fn has_person(&self) -> bool {
+        self.can_elicit
     }
 }
 
@@ -327,6 +360,72 @@ mod tests {
             .collect();
         let retry = Round::new(true, "run_command", &args, Some(&state), Some(&declined));
         assert_eq!(ask(retry, "touch").0, ApprovalAnswer::Deny);
+    }
+
+    /// The specification's schema for a form's `requestedSchema` (a committed fragment of the
+    /// spec's `schema.json`), closed: every object it describes takes only the keys it names.
+    fn spec_requested_schema() -> jsonschema::Validator {
+        fn close(schema: &mut Value) {
+            match schema {
+                Value::Object(map) => {
+                    if map.get("type") == Some(&json!("object"))
+                        && map.contains_key("properties")
+                        && !map.contains_key("additionalProperties")
+                    {
+                        map.insert("additionalProperties".to_owned(), json!(false));
+                    }
+                    map.values_mut().for_each(close);
+                }
+                Value::Array(items) => items.iter_mut().for_each(close),
+                _ => {}
+            }
+        }
+        let mut schema: Value = serde_json::from_str(include_str!(
+            "../spec/elicit-requested-schema.2025-11-25.json"
+        ))
+        .unwrap_or_else(|e| panic!("the spec fixture is JSON: {e}"));
+        close(&mut schema);
+        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("the spec fixture: {e}"))
+    }
+
+    fn requested_schema(params: &ElicitRequestParams) -> Value {
+        let wire = serde_json::to_value(params).unwrap_or_else(|e| panic!("{e}"));
+        wire["requestedSchema"].clone()
+    }
+
+    #[test]
+    fn every_approval_form_carries_only_what_the_spec_schema_allows() {
+        let spec = spec_requested_schema();
+        // Both forms: with the session checkbox (handshake revisions) and without (2026-07-28).
+        for session_box in [true, false] {
+            let params =
+                form(&request("touch"), session_box).unwrap_or_else(|| panic!("the form builds"));
+            let schema = requested_schema(&params);
+            let errors: Vec<String> = spec.iter_errors(&schema).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{schema}: {errors:?}");
+        }
+        // The check is not vacuous: each key a client may refuse fails it, at the top level
+        // and in the checkbox.
+        let good = requested_schema(
+            &form(&request("touch"), true).unwrap_or_else(|| panic!("the form builds")),
+        );
+        for (pointer, key) in [
+            ("", "description"),
+            ("", "title"),
+            ("", "additionalProperties"),
+            ("/properties/allow_for_this_session", "enumNames"),
+            ("/properties/allow_for_this_session", "const"),
+        ] {
+            let mut bad = good.clone();
+            if let Some(Value::Object(map)) = bad.pointer_mut(pointer) {
+                map.insert(key.to_owned(), json!("x"));
+            }
+            assert!(!spec.is_valid(&bad), "{pointer}/{key} must fail: {bad}");
+        }
+        let mut nested = good.clone();
+        nested["properties"]["allow_for_this_session"] =
+            json!({"type": "object", "properties": {}});
+        assert!(!spec.is_valid(&nested), "a nested object must fail");
     }
 
     #[test]

@@ -14,18 +14,22 @@
 //! - `tools/call`: the chokepoint's result. Success is the output as text (JSON unless it is a
 //!   string) and, when it is an object, as `structuredContent`; an error is `isError: true` with
 //!   `code: message`, so a denied call, a call that needs approval and a plugin's failure all
-//!   reach the client's model as readable text. Cancelling the request cancels the call.
-//! - A call policy would `ask` about is put to the client's user when the client can elicit
-//!   ([`crate::server`]'s approval broker); otherwise it fails with `needs_approval` and says how
-//!   to pre-approve it. Never a silent allow.
+//!   reach the client's model as readable text. Cancelling the request cancels the call. A name
+//!   that is no tool is the specification's JSON-RPC error instead (-32602, "Unknown tool").
+//! - A call policy would `ask` about is put to the client's user when the client declared
+//!   elicitation ([`crate::approval`]); otherwise it fails at once with `needs_approval` and says
+//!   how to pre-approve it. Never a silent allow.
+//! - A connection's revision is the connection's, never a request's claim: every request of a
+//!   session opened with `initialize` runs in that session (its labels, its approvals, its
+//!   trace), whatever revision its `_meta` names.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bosun_core::{
-    Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec, escape_hidden,
+    ErrorCode, Event, Redactor, Risk, RunOutcome, ToolCall, ToolResult, ToolSpec, escape_hidden,
 };
 use bosun_host::approval::ApprovalBroker;
 use bosun_host::trace::{self, Trace};
@@ -41,7 +45,7 @@ use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip};
+use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, can_elicit_form};
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +120,7 @@ impl Served {
             served: self.clone(),
             run_id: trace::new_run_id(),
             state: Mutex::new(None),
+            modern: OnceLock::new(),
         }
     }
 }
@@ -134,6 +139,9 @@ pub struct ToolServer {
     served: Arc<Served>,
     run_id: String,
     state: Slot,
+    /// Whether this connection speaks 2026-07-28, fixed at its first call when it had no
+    /// handshake ([`ToolServer::is_modern`]).
+    modern: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for ToolServer {
@@ -226,8 +234,12 @@ impl ToolServer {
     /// server-to-client requests, so its calls share one of the server's, whose broker asks
     /// by ending the call with `input_required` ([`RoundTrip`]): one trace for them all rather
     /// than one per request.
-    fn live(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Live>, String> {
-        if is_modern(context) {
+    fn live(
+        &self,
+        modern: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Live>, String> {
+        if modern {
             let served = &self.served;
             return slot_or_make(&served.stateless, || {
                 served.make_live(&served.stateless_run_id, Arc::new(RoundTrip))
@@ -238,6 +250,24 @@ impl ToolServer {
                 &self.run_id,
                 Arc::new(ElicitingBroker::new(context.peer.clone())),
             )
+        })
+    }
+}
+
+impl ToolServer {
+    /// Whether this connection speaks 2026-07-28 (no sessions, no requests back to the client
+    /// during a call). The connection decides, not the request: a session opened with
+    /// `initialize` is a session for every request in it, so a request whose `_meta` claims
+    /// 2026-07-28 still runs with the session's labels and approvals; a connection without a
+    /// handshake keeps the revision of its first call.
+    fn is_modern(&self, context: &RequestContext<RoleServer>) -> bool {
+        if context.peer.peer_info().is_some() {
+            return false;
+        }
+        *self.modern.get_or_init(|| {
+            context
+                .protocol_version()
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
         })
     }
 }
@@ -386,7 +416,8 @@ impl ServerHandler for ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let live = match self.live(&context) {
+        let modern = self.is_modern(&context);
+        let live = match self.live(modern, &context) {
             Ok(live) => live,
             Err(message) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
@@ -402,11 +433,8 @@ impl ServerHandler for ToolServer {
         };
         // Under 2026-07-28 a question ends the call; the retry carries the answers. The
         // handshake revisions ask during the call instead, and need no round.
-        let round = is_modern(&context).then(|| {
-            let can_elicit = context
-                .client_capabilities()
-                .and_then(|c| c.elicitation)
-                .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let round = modern.then(|| {
+            let can_elicit = can_elicit_form(context.client_capabilities().as_ref());
             Arc::new(Round::new(
                 can_elicit,
                 &call.name,
@@ -436,16 +464,18 @@ impl ServerHandler for ToolServer {
             let _ = context.peer.notify_tool_list_changed().await;
             self.served.tools_changed().await;
         }
+        // A name that is no tool is a protocol error in the specification ("Unknown tool",
+        // -32602), not a tool's failed result; the chokepoint has judged and traced it first.
+        if let ToolResult::Err { error, .. } = &outcome.result
+            && error.code == ErrorCode::UnknownTool
+        {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {}", error.message),
+                None,
+            ));
+        }
         Ok(call_result(outcome.result).into())
     }
-}
-
-/// Whether `context`'s request speaks 2026-07-28 or later: no sessions, no requests back to the
-/// client during a call.
-fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// A tool as MCP lists it. The annotations are hints derived from the risk Bosun judges the tool

@@ -227,11 +227,9 @@ fn stdio_client_lists_and_calls_builtins_and_a_plugin_through_policy() {
         calls[3]
     );
     assert!(!env.ws().join("made.txt").exists());
-    assert!(
-        text_of(&calls[4]).starts_with("unknown_tool: "),
-        "{}",
-        calls[4]
-    );
+    // A name that is no tool: the specification's JSON-RPC error, not a tool result.
+    let raised = calls[4]["raised"].as_str().unwrap_or_default();
+    assert!(raised.contains("Unknown tool"), "{}", calls[4]);
     assert!(
         text_of(&calls[5]).starts_with("outside_workspace: "),
         "{}",
@@ -707,4 +705,314 @@ fn a_listening_client_of_the_newest_revision_hears_the_tool_set_change() {
             .any(|n| n == "plugin_word-tools_count_words"),
         "{out}"
     );
+}
+
+/// `bosun serve --stdio` driven by hand, one JSON-RPC line at a time: for what an SDK client
+/// will not send (a request claiming another revision inside a session) and to see exactly what
+/// the server sends (a request the client never declared it could answer).
+struct RawSession {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+    next: u64,
+    /// Requests the server sent, by method.
+    asked: Vec<Value>,
+    /// How this client answers `elicitation/create`; `None` ignores it, as a client that never
+    /// declared elicitation would.
+    elicit: Option<Value>,
+}
+
+impl RawSession {
+    /// A session opened with `initialize` (2025-11-25) declaring `capabilities`.
+    fn open(env: &Env, capabilities: Value, elicit: Option<Value>) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(["serve", "--stdio"])
+            .current_dir(env.ws())
+            .env("BOSUN_HOME", env.home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(message) = serde_json::from_str::<Value>(&line)
+                    && send.send(message).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let mut session = Self {
+            child,
+            stdin,
+            lines,
+            next: 0,
+            asked: Vec::new(),
+            elicit,
+        };
+        let opened = session.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "clientInfo": {"name": "raw", "version": "1.0.0"},
+            }),
+        );
+        assert_eq!(
+            opened["result"]["protocolVersion"], "2025-11-25",
+            "{opened}"
+        );
+        session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends `method` and waits for its answer, noting (and answering, if told how) every
+    /// request the server sends meanwhile.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "no answer to `{method}` within 30 s; the server asked meanwhile: {:?}",
+                        self.asked
+                    )
+                });
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+            if let Some(asked) = message
+                .get("method")
+                .filter(|_| message.get("id").is_some())
+            {
+                self.asked.push(message.clone());
+                if asked == "elicitation/create"
+                    && let Some(answer) = self.elicit.clone()
+                {
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": answer});
+                    self.send(&reply);
+                }
+            }
+        }
+    }
+
+    /// Calls `tool`; `meta` goes in the request's `_meta` as sent.
+    fn call(&mut self, tool: &str, arguments: Value, meta: Option<Value>) -> Value {
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        self.request("tools/call", params)
+    }
+}
+
+impl Drop for RawSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_unknown_tool_is_the_specs_invalid_params_error() {
+    let env = Env::new();
+    let mut session = RawSession::open(&env, json!({}), None);
+    // Never guessed: another case, a prefix, a name with a hidden character, a withheld MCP name.
+    for name in [
+        "no_such_tool",
+        "READ_FILE",
+        "read_fil",
+        "read_file\u{200b}",
+        "mcp__nowhere__tool",
+    ] {
+        let answer = session.call(name, json!({"path": "src/lib.rs"}), None);
+        assert_eq!(answer["error"]["code"], -32602, "{name}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("Unknown tool: "), "{name}: {answer}");
+        assert!(answer.get("result").is_none(), "{name}: {answer}");
+    }
+    // A real tool's failure stays a result the client's model can read.
+    let failed = session.call("read_file", json!({"path": "missing.txt"}), None);
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+}
+
+#[test]
+fn only_a_client_that_declared_elicitation_is_sent_one() {
+    let env = Env::new();
+    let touch = |file: &str| json!({"program": "touch", "args": [file]});
+    // No elicitation declared, or only the URL mode: refused at once, never asked — a client
+    // that ignores a request it never said it could answer would otherwise hold the call.
+    for (capabilities, file) in [
+        (json!({}), "a.txt"),
+        (json!({"elicitation": {"url": {}}}), "b.txt"),
+        (json!({"roots": {"listChanged": true}}), "c.txt"),
+    ] {
+        let mut session = RawSession::open(&env, capabilities.clone(), None);
+        let started = std::time::Instant::now();
+        let answer = session.call("run_command", touch(file), None);
+        let text = text_of(&answer["result"]);
+        assert!(
+            text.starts_with("needs_approval: "),
+            "{capabilities}: {answer}"
+        );
+        assert!(
+            text.contains("did not declare form elicitation"),
+            "{capabilities}: {text}"
+        );
+        assert_eq!(session.asked, Vec::<Value>::new(), "{capabilities}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{capabilities}"
+        );
+        assert!(!env.ws().join(file).exists(), "{capabilities}");
+    }
+    // Declared (form, or the modeless form of earlier revisions): asked, and the answer holds.
+    for (capabilities, answer, file, made) in [
+        (
+            json!({"elicitation": {}}),
+            json!({"action": "decline"}),
+            "d.txt",
+            false,
+        ),
+        (
+            json!({"elicitation": {"form": {}}}),
+            json!({"action": "accept", "content": {}}),
+            "e.txt",
+            true,
+        ),
+    ] {
+        let mut session = RawSession::open(&env, capabilities.clone(), Some(answer));
+        session.call("run_command", touch(file), None);
+        let asked: Vec<&Value> = session.asked.iter().map(|m| &m["method"]).collect();
+        assert_eq!(asked, vec!["elicitation/create"], "{capabilities}");
+        assert_eq!(env.ws().join(file).exists(), made, "{capabilities}");
+    }
+}
+
+#[test]
+fn a_request_claiming_the_newest_revision_inside_a_session_keeps_the_sessions_labels() {
+    let env = Env::new();
+    env.user_config(
+        r#"
+[classification]
+write_down = "deny"
+
+[[classification.paths]]
+glob = "secrets/**"
+level = "RESTRICTED"
+
+[[classification.paths]]
+glob = "public/**"
+level = "PUBLIC"
+
+[[classification.paths]]
+glob = "downloads/**"
+untrusted = true
+
+[[policy.rules]]
+action = "builtin.tool.create_file"
+decision = "allow"
+
+[[policy.rules]]
+action = "builtin.tool.run_command"
+decision = "allow"
+
+[[policy.rules]]
+action = "process.spawn"
+program = "touch"
+decision = "allow"
+"#,
+    );
+    for dir in ["secrets", "public", "downloads"] {
+        std::fs::create_dir_all(env.ws().join(dir)).unwrap();
+    }
+    std::fs::write(env.ws().join("secrets/key.txt"), "hunter2\n").unwrap();
+    std::fs::write(env.ws().join("downloads/page.txt"), "run this\n").unwrap();
+    // A claim the SDK accepts carries the revision's whole envelope (a bare protocolVersion is
+    // refused by rmcp before Bosun sees it).
+    let claims = [
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "other", "version": "9"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }),
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "other", "version": "9"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }),
+    ];
+    for (n, claim) in claims.iter().enumerate() {
+        let leak = format!("public/leak{n}.txt");
+        let ran = format!("ran{n}.txt");
+
+        // The control: a fresh session's write to public/ and its command are allowed.
+        let mut fresh = RawSession::open(&env, json!({}), None);
+        let control = format!("public/control{n}.txt");
+        let answer = fresh.call(
+            "create_file",
+            json!({"path": control, "content": "x"}),
+            Some(claim.clone()),
+        );
+        assert!(
+            answer.get("result").is_some() && answer["result"]["isError"] != true,
+            "{answer}"
+        );
+        assert!(env.ws().join(&control).exists(), "{answer}");
+        let control_ran = format!("control{n}.txt");
+        let answer = fresh.call(
+            "run_command",
+            json!({"program": "touch", "args": [control_ran]}),
+            Some(claim.clone()),
+        );
+        assert!(
+            answer.get("result").is_some() && answer["result"]["isError"] != true,
+            "{answer}"
+        );
+        assert!(env.ws().join(&control_ran).exists(), "{answer}");
+
+        // Confidentiality: after a RESTRICTED read, writing down is denied in the session,
+        // whatever revision the writing request claims.
+        let mut session = RawSession::open(&env, json!({}), None);
+        let read = session.call("read_file", json!({"path": "secrets/key.txt"}), None);
+        assert!(text_of(&read["result"]).contains("hunter2"), "{read}");
+        let answer = session.call(
+            "create_file",
+            json!({"path": leak, "content": "hunter2"}),
+            Some(claim.clone()),
+        );
+        let text = text_of(&answer["result"]);
+        assert!(text.starts_with("denied: "), "{claim}: {answer}");
+        assert!(text.contains("RESTRICTED"), "{text}");
+        assert!(!env.ws().join(&leak).exists(), "{claim}");
+
+        // Integrity: after untrusted input, starting a program asks — here nobody can answer.
+        let mut session = RawSession::open(&env, json!({}), None);
+        session.call("read_file", json!({"path": "downloads/page.txt"}), None);
+        let answer = session.call(
+            "run_command",
+            json!({"program": "touch", "args": [ran]}),
+            Some(claim.clone()),
+        );
+        assert!(
+            text_of(&answer["result"]).starts_with("needs_approval: "),
+            "{claim}: {answer}"
+        );
+        assert!(!env.ws().join(&ran).exists(), "{claim}");
+        assert_eq!(session.asked, Vec::<Value>::new(), "{claim}");
+    }
 }
