@@ -1,6 +1,7 @@
 //! `bosun mcp list|trust|untrust`: the MCP servers of `[mcp.<name>]` and what the user approved
 //! of each. Trusting starts the server once, lists its tools, shows them (and what changed
-//! since the last approval) and pins exactly what was shown.
+//! since the last approval) and pins exactly what was shown: each tool's review is rendered
+//! from the pin it would record ([`PinnedTool::review`]), every line of it, with its digest.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -104,15 +105,10 @@ pub(crate) fn list_lines(env: &crate::env::Env) -> Result<Vec<String>> {
         .collect())
 }
 
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    let cut: String = line.chars().take(100).collect();
-    sanitize_for_terminal(&cut)
-}
-
 /// What approving a server would pin, and the review a person reads first.
 pub(crate) struct Review {
-    /// The review, one line per tool (changes marked), as text.
+    /// The review as text: for each tool a head line (changes marked, the review's digest)
+    /// and everything the model will be given of it.
     pub text: String,
     /// How many tools would be offered.
     pub count: usize,
@@ -160,7 +156,6 @@ pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
             Some(pinned) if pinned.hash == tool.hash => "unchanged",
             Some(_) => "CHANGED",
         };
-        let description = tool.raw["description"].as_str().unwrap_or_default();
         match &tool.refused {
             Some(reason) => lines.push(format!(
                 "  ✗ {} — not offered: {}",
@@ -168,33 +163,43 @@ pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
                 sanitize_for_terminal(reason)
             )),
             None => {
+                let offered_as = model_name(name, &tool.name);
+                let pinned = PinnedTool::approve(&offered_as, tool.hash.clone(), &tool.raw);
+                let digest = pinned.reviewed.clone().unwrap_or_default();
                 lines.push(format!(
-                    "  {} {} {}— {}",
+                    "  {} {offered_as} {}(review {})",
                     if change == "CHANGED" { "!" } else { "•" },
-                    model_name(name, &tool.name),
                     if change.is_empty() {
                         String::new()
                     } else {
                         format!("[{change}] ")
                     },
-                    first_line(description)
+                    digest.get(..16).unwrap_or(&digest)
                 ));
+                lines.push(pinned.review());
                 if change == "CHANGED"
                     && let Some(old) = previous.and_then(|p| p.tools.get(&tool.name))
-                    && old.description != description
                 {
-                    lines.push(format!("      was: {}", first_line(&old.description)));
+                    if old.description != pinned.description {
+                        lines.extend(
+                            old.description
+                                .split('\n')
+                                .filter(|line| !line.trim().is_empty())
+                                .map(|line| format!("      was: {}", sanitize_for_terminal(line))),
+                        );
+                    }
+                    if (&old.input_schema, &old.annotations, &old.output_schema)
+                        != (
+                            &pinned.input_schema,
+                            &pinned.annotations,
+                            &pinned.output_schema,
+                        )
+                    {
+                        lines.push("    as approved before:".to_owned());
+                        lines.push(old.review());
+                    }
                 }
-                offered.insert(
-                    tool.name.clone(),
-                    PinnedTool {
-                        hash: tool.hash.clone(),
-                        description: description.to_owned(),
-                        input_schema: tool.raw["inputSchema"].clone(),
-                        annotations: tool.raw.get("annotations").cloned(),
-                        output_schema: tool.raw.get("outputSchema").cloned(),
-                    },
-                );
+                offered.insert(tool.name.clone(), pinned);
             }
         }
     }

@@ -801,7 +801,9 @@ pub fn attach(host: &Host) -> Result<Vec<String>, crate::pins::PinError> {
 
 fn register(host: &Host, server: &Arc<Server>, pin: &Pin, warnings: &mut Vec<String>) {
     for (tool, pinned) in &pin.tools {
-        let registered = McpTool::new(server, tool, pinned)
+        let registered = pinned
+            .check_reviewed(&model_name(&server.name, tool), &server.name)
+            .and_then(|()| McpTool::new(server, tool, pinned))
             .map_err(|e| e.to_string())
             .and_then(|t| host.register_tool(Arc::new(t)).map_err(|e| e.message));
         if let Err(message) = registered {

@@ -33,6 +33,8 @@ use crate::run::OpenSession;
 
 /// How long a modal must have been on screen before a key answers it.
 pub(crate) const ARM_DELAY: Duration = Duration::from_millis(400);
+/// Rows a page key scrolls a long confirmation.
+const CONFIRM_PAGE: usize = 10;
 /// Lines moved by PageUp and PageDown.
 const SCROLL_STEP: usize = 10;
 /// Characters of a tool's input or output shown in the conversation.
@@ -116,6 +118,27 @@ pub(crate) struct Confirm {
     pub question: String,
     action: PluginAction,
     pub shown: Instant,
+    /// Rows of a long question scrolled past (Up/Down, PgUp/PgDn, Home/End, the wheel).
+    pub scroll: usize,
+    /// The most rows the question can scroll, as last drawn.
+    pub max_scroll: std::cell::Cell<usize>,
+    /// Whether, as last drawn, the question's end was still below the box: `y` then waits
+    /// until the person has scrolled to it — a review is approved only once all of it was on
+    /// screen.
+    pub end_unseen: std::cell::Cell<bool>,
+}
+
+impl Confirm {
+    fn new(question: String, action: PluginAction) -> Self {
+        Self {
+            question,
+            action,
+            shown: Instant::now(),
+            scroll: 0,
+            max_scroll: std::cell::Cell::new(0),
+            end_unseen: std::cell::Cell::new(false),
+        }
+    }
 }
 
 enum PluginAction {
@@ -282,6 +305,19 @@ impl App {
     /// never past its top or bottom.
     fn wheel(&mut self, lines: i32) {
         let step = usize::try_from(lines.unsigned_abs()).unwrap_or(usize::MAX);
+        if self.approvals.is_empty()
+            && let Some(confirm) = &mut self.confirm
+        {
+            confirm.scroll = if lines > 0 {
+                confirm.scroll.saturating_sub(step)
+            } else {
+                confirm
+                    .scroll
+                    .saturating_add(step)
+                    .min(confirm.max_scroll.get())
+            };
+            return;
+        }
         if let Some(asked) = self.approvals.front_mut() {
             asked.scroll = if lines > 0 {
                 asked.scroll.saturating_sub(step)
@@ -452,12 +488,31 @@ impl App {
             }
             return;
         }
-        if let Some(confirm) = &self.confirm {
+        if let Some(confirm) = &mut self.confirm {
+            // Scrolling needs no arming: it answers nothing.
+            let most = confirm.max_scroll.get();
+            let scrolled = match key.code {
+                KeyCode::Up => Some(confirm.scroll.saturating_sub(1)),
+                KeyCode::Down => Some(confirm.scroll.saturating_add(1).min(most)),
+                KeyCode::PageUp => Some(confirm.scroll.saturating_sub(CONFIRM_PAGE)),
+                KeyCode::PageDown => Some(confirm.scroll.saturating_add(CONFIRM_PAGE).min(most)),
+                KeyCode::Home => Some(0),
+                KeyCode::End => Some(most),
+                _ => None,
+            };
+            if let Some(scroll) = scrolled {
+                confirm.scroll = scroll;
+                return;
+            }
             if at < confirm.shown + ARM_DELAY {
                 return;
             }
             match key.code {
                 KeyCode::Char('y' | 'Y') => {
+                    // Part of the question was never on screen: not an answer yet.
+                    if confirm.end_unseen.get() {
+                        return;
+                    }
                     if let Some(confirm) = self.confirm.take() {
                         self.confirmed(confirm.action);
                     }
@@ -659,13 +714,12 @@ impl App {
             Slash::Mcp => crate::mcp::list_lines(&env).map(|lines| lines.join("\n")),
             Slash::McpTrust(name) => self.ask_mcp_trust(&name).map(|()| String::new()),
             Slash::McpUntrust(name) => {
-                self.confirm = Some(Confirm {
-                    question: format!(
+                self.confirm = Some(Confirm::new(
+                    format!(
                         "Forget the approval of MCP server `{name}`? Its tools will not be offered until it is approved again."
                     ),
-                    action: PluginAction::McpUntrust(name),
-                    shown: Instant::now(),
-                });
+                    PluginAction::McpUntrust(name),
+                ));
                 Ok(String::new())
             }
             Slash::Clear => self.clear(),
@@ -861,40 +915,37 @@ impl App {
         let Some(review) = crate::plugins::review_trust(&catalog, Some(name))? else {
             return Ok(());
         };
-        self.confirm = Some(Confirm {
-            question: format!(
+        self.confirm = Some(Confirm::new(
+            format!(
                 "{}Trust `{name}` exactly as it is?",
                 sanitize_for_terminal_lines(&review.text)
             ),
-            action: PluginAction::Trust(review),
-            shown: Instant::now(),
-        });
+            PluginAction::Trust(review),
+        ));
         Ok(())
     }
 
     fn ask_untrust(&mut self, name: &str) -> Result<()> {
         self.project_plugin(name)?;
-        self.confirm = Some(Confirm {
-            question: format!(
+        self.confirm = Some(Confirm::new(
+            format!(
                 "Forget the trust of `{name}`? Its code will not load until it is trusted again."
             ),
-            action: PluginAction::Untrust(name.to_owned()),
-            shown: Instant::now(),
-        });
+            PluginAction::Untrust(name.to_owned()),
+        ));
         Ok(())
     }
 
     /// `/mcp trust NAME`: starts the server, shows what it offers and asks before pinning.
     fn ask_mcp_trust(&mut self, name: &str) -> Result<()> {
         let review = crate::mcp::review(&self.env, name)?;
-        self.confirm = Some(Confirm {
-            question: format!(
+        self.confirm = Some(Confirm::new(
+            format!(
                 "MCP server `{name}` offers:\n{}\nApprove these {} tool(s) exactly as shown?",
                 review.text, review.count
             ),
-            action: PluginAction::McpTrust(name.to_owned(), review),
-            shown: Instant::now(),
-        });
+            PluginAction::McpTrust(name.to_owned(), review),
+        ));
         Ok(())
     }
 

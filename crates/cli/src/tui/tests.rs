@@ -429,6 +429,39 @@ fn plugin_state(h: &Harness, name: &str) -> String {
 }
 
 #[test]
+fn a_confirmation_taller_than_the_screen_scrolls_and_is_answered_only_once_all_was_shown() {
+    let mut h = harness_with(vec![], "", install_project_hello);
+    h.terminal = Terminal::new(TestBackend::new(80, 10)).unwrap();
+    h.submit("/plugins trust hello");
+    let screen = h.screen();
+    assert!(screen.contains("scroll to the end to answer"), "{screen}");
+    assert!(!screen.contains("Trust `hello` exactly"), "{screen}");
+    // `y` before the end was on screen answers nothing.
+    h.press(KeyCode::Char('y'));
+    assert_eq!(plugin_state(&h, "hello"), "untrusted");
+    assert!(h.app.confirm.is_some());
+    // Scrolling one row at a time reaches the end, as End does.
+    for _ in 0..200 {
+        if h.screen().contains("Trust `hello` exactly") {
+            break;
+        }
+        h.press(KeyCode::Down);
+    }
+    let screen = h.screen();
+    assert!(screen.contains("Trust `hello` exactly"), "{screen}");
+    assert!(!screen.contains("scroll to the end"), "{screen}");
+    // Back up: the end is off screen again, and `y` waits again.
+    h.press(KeyCode::Home);
+    h.screen();
+    h.press(KeyCode::Char('y'));
+    assert_eq!(plugin_state(&h, "hello"), "untrusted");
+    h.press(KeyCode::End);
+    h.screen();
+    h.press(KeyCode::Char('y'));
+    assert_eq!(plugin_state(&h, "hello"), "enabled");
+}
+
+#[test]
 fn plugins_are_listed_and_trusted_only_after_a_yes() {
     let mut h = harness_with(vec![], "", install_project_hello);
     h.submit("/plugins");

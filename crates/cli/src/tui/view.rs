@@ -43,19 +43,55 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
         modal(frame, body, " Approval ", lines);
     } else if let Some(confirm) = &app.confirm {
         let width = modal_width(body) as usize;
-        let mut lines: Vec<Line> = confirm
+        let rows: Vec<String> = confirm
             .question
             .lines()
             .flat_map(|line| wrap(line, width, "", "  "))
-            .map(Line::raw)
             .collect();
+        // A question taller than the box (a long review) scrolls inside it, and says where it
+        // is; until its last row has been on screen, `y` is not offered.
+        let inner = usize::from(body.height.saturating_sub(2));
+        let keys = 2;
+        let mut lines: Vec<Line> = Vec::new();
+        if rows.len() + keys <= inner {
+            confirm.max_scroll.set(0);
+            confirm.end_unseen.set(false);
+            lines.extend(rows.into_iter().map(Line::raw));
+        } else {
+            let shown = inner.saturating_sub(keys + 1).max(1);
+            let most = rows.len().saturating_sub(shown);
+            let at = confirm.scroll.min(most);
+            confirm.max_scroll.set(most);
+            confirm.end_unseen.set(at < most);
+            let total = rows.len();
+            lines.extend(rows.into_iter().skip(at).take(shown).map(Line::raw));
+            lines.push(Line::raw(format!(
+                "↑↓ PgUp PgDn Home End: rows {}–{} of {total}",
+                at + 1,
+                (at + shown).min(total)
+            )));
+        }
         lines.push(Line::raw(""));
-        lines.push(Line::from(vec![
-            key_span("y"),
-            Span::raw(" yes   "),
-            key_span("n"),
-            Span::raw(" no (Esc)"),
-        ]));
+        if confirm.end_unseen.get() {
+            lines.push(Line::from(vec![
+                Span::raw("scroll to the end to answer ("),
+                key_span("↓"),
+                Span::raw(" "),
+                key_span("PgDn"),
+                Span::raw(" "),
+                key_span("End"),
+                Span::raw(")   "),
+                key_span("n"),
+                Span::raw(" no (Esc)"),
+            ]));
+        } else {
+            lines.push(Line::from(vec![
+                key_span("y"),
+                Span::raw(" yes   "),
+                key_span("n"),
+                Span::raw(" no (Esc)"),
+            ]));
+        }
         modal(frame, body, " Confirm ", lines);
     }
 }

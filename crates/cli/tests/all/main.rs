@@ -658,6 +658,7 @@ mod chock;
 mod hardening;
 mod js;
 mod mcp_client;
+mod mcp_trust;
 mod plugins;
 mod processes;
 mod review;
