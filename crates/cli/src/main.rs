@@ -268,7 +268,8 @@ enum PluginsCommand {
     Enable {
         /// The local name; policy actions are `plugin.<name>.tool.<tool>`.
         name: String,
-        /// The plugin directory: under $BOSUN_HOME/plugins, or absolute (default: NAME).
+        /// The plugin directory or module file: under $BOSUN_HOME/plugins, or absolute
+        /// (default: the path already configured for NAME, else NAME).
         #[arg(long)]
         path: Option<std::path::PathBuf>,
         /// Trust without asking.
@@ -421,6 +422,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // What a killed Bosun left half-written in its home is removed before anything starts.
+    if let Ok(home) = bosun_host::config::bosun_home() {
+        bosun_plugins::sweep_stale_temporaries(&home);
+    }
     let Some(command) = cli.command else {
         return finish(tui::interactive(
             cli.resume.as_deref(),

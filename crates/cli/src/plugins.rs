@@ -405,9 +405,6 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
         bail!("`{name}` is not a valid local name: use a-z, 0-9, - and _, starting with a letter");
     }
     let home = bosun_home()?;
-    let path: PathBuf = path
-        .map(Path::to_owned)
-        .unwrap_or_else(|| PathBuf::from(name));
     // Put back as it was if enabling fails at any step: a failed enable changes nothing.
     let config_path = home.join("config.toml");
     let before = match std::fs::read(&config_path) {
@@ -425,7 +422,7 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
         }
         .with_context(|| format!("restoring {}", config_path.display()))
     };
-    let outcome = enable_and_trust(&home, name, &path, yes);
+    let outcome = enable_and_trust(&home, name, path, yes);
     match outcome {
         Ok(code) if code == exit::OK => Ok(code),
         Ok(code) => {
@@ -442,7 +439,11 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
     }
 }
 
-fn enable_and_trust(home: &Path, name: &str, path: &Path, yes: bool) -> Result<u8> {
+/// Sets `[plugins.NAME] enabled = true` with `path` when one is given; without one the path
+/// already configured is kept (a Chock module file, a directory elsewhere), and only a plugin
+/// with none gets `NAME` (its directory under `$BOSUN_HOME/plugins`).
+fn enable_and_trust(home: &Path, name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
+    let mut shown = PathBuf::from(name);
     edit_user_config(home, |doc| {
         let plugins = doc.entry("plugins").or_insert(toml_edit::table());
         let Some(plugins) = plugins.as_table_mut() else {
@@ -453,10 +454,22 @@ fn enable_and_trust(home: &Path, name: &str, path: &Path, yes: bool) -> Result<u
         let Some(entry) = entry.as_table_mut() else {
             bail!("`plugins.{name}` in config.toml is not a table");
         };
-        entry["path"] = toml_edit::value(path.display().to_string());
+        match (path, entry.get("path")) {
+            (Some(path), _) => entry["path"] = toml_edit::value(path.display().to_string()),
+            (None, Some(configured)) => match configured.as_str() {
+                Some(configured) => shown = PathBuf::from(configured),
+                None => bail!(
+                    "`plugins.{name}.path` in config.toml is not a string: write the plugin's directory or module file as a string"
+                ),
+            },
+            (None, None) => entry["path"] = toml_edit::value(name),
+        }
         entry["enabled"] = toml_edit::value(true);
         Ok(())
     })?;
+    if let Some(path) = path {
+        shown = path.to_owned();
+    }
     // Enabling is the trust decision for a user plugin: review and record its hash now. A
     // plugin that cannot be loaded (missing, invalid manifest) fails here, before trust.
     let env = load()?;
@@ -464,7 +477,7 @@ fn enable_and_trust(home: &Path, name: &str, path: &Path, yes: bool) -> Result<u
     if let Some(entry) = catalog.entries().iter().find(|e| e.local_name == name)
         && let PluginState::Invalid { reason } = &entry.state
     {
-        bail!("the plugin at {} cannot be used: {reason}", path.display());
+        bail!("the plugin at {} cannot be used: {reason}", shown.display());
     }
     trust(Some(name), yes)
 }

@@ -279,3 +279,78 @@ fn chock_capabilities_and_actions_are_judged_by_policy() {
     let out = env.bosun(&["tools", "list", "--json"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("\"priced\""));
 }
+
+/// Chock's documented form names the module file itself; disabling and enabling again by name
+/// must keep that path rather than look in `$BOSUN_HOME/plugins/NAME`.
+#[test]
+fn enable_by_name_keeps_the_configured_module_file_path() {
+    let env = Env::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let module = elsewhere.path().join("chock-plugin-hello.wasm");
+    let wasm = wat::parse_str(ChockFixture::hello(false).module_wat()).unwrap();
+    std::fs::write(&module, wasm).unwrap();
+    let config = env.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+    text.push_str(&format!(
+        "\n[plugins.hello]\npath = {:?}\ntimeout_ms = 5000\n",
+        module.display().to_string()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let out = env.bosun(&["plugins", "trust", "hello", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = env.bosun(&["plugins", "disable", "hello"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (status, _) = call(&env, "hello", "{}");
+    assert_ne!(status, 0, "a disabled plugin's tool must not be offered");
+
+    let out = env.bosun(&["plugins", "enable", "hello", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let written: toml_edit::DocumentMut =
+        std::fs::read_to_string(&config).unwrap().parse().unwrap();
+    let entry = &written["plugins"]["hello"];
+    assert_eq!(entry["path"].as_str(), Some(module.to_str().unwrap()));
+    assert_eq!(entry["enabled"].as_bool(), Some(true));
+    assert_eq!(entry["timeout_ms"].as_integer(), Some(5000));
+    let (status, result) = call(&env, "hello", "{}");
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"], "Hello, world!");
+
+    // A path given on the command line still replaces the configured one.
+    let out = env.bosun(&["plugins", "disable", "hello"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let missing = elsewhere.path().join("gone.wasm");
+    let out = env.bosun(&[
+        "plugins",
+        "enable",
+        "hello",
+        "--path",
+        missing.to_str().unwrap(),
+        "--yes",
+    ]);
+    assert_ne!(code(&out), 0, "a missing module must not be enabled");
+    let after: toml_edit::DocumentMut = std::fs::read_to_string(&config).unwrap().parse().unwrap();
+    assert_eq!(
+        after["plugins"]["hello"]["path"].as_str(),
+        Some(module.to_str().unwrap()),
+        "a failed enable leaves config.toml as it was"
+    );
+}
+
+/// A plugin enabled by name with no path configured still defaults to its directory under
+/// `$BOSUN_HOME/plugins`.
+#[test]
+fn enable_by_name_without_a_configured_path_uses_the_home_plugins_directory() {
+    let env = Env::new();
+    let target = env.home().join("plugins").join("hello");
+    std::fs::create_dir_all(&target).unwrap();
+    let wasm = wat::parse_str(ChockFixture::hello(false).module_wat()).unwrap();
+    std::fs::write(target.join("plugin.wasm"), wasm).unwrap();
+    let out = env.bosun(&["plugins", "enable", "hello", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    let written: toml_edit::DocumentMut = config.parse().unwrap();
+    assert_eq!(written["plugins"]["hello"]["path"].as_str(), Some("hello"));
+    let (status, result) = call(&env, "hello", "{}");
+    assert_eq!(status, 0, "{result}");
+}
