@@ -64,7 +64,8 @@ pub struct McpSandbox {
     /// Absolute paths it may read (its own installation, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<PathBuf>,
-    /// Absolute paths it may write.
+    /// Absolute paths it may write; never a protected path ([`bosun_policy::is_protected`]):
+    /// such a grant is a config error, as it could do nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write: Vec<PathBuf>,
     /// Hosts it may reach, `host` or `host:port` (ports 80 and 443 when none is given); none
@@ -169,6 +170,19 @@ pub fn check_mcp_configs(
                 ));
             }
         }
+        // The launcher keeps every protected path read-only for the child whatever it is
+        // granted, so such a grant would be accepted and do nothing: say so now.
+        for path in &server.sandbox.write {
+            if bosun_policy::is_protected(&path.to_string_lossy()) {
+                return Err((
+                    format!("{key}.sandbox.write"),
+                    format!(
+                        "`{}` is a protected path (.git, .bosun, .agents, AGENTS.md and the like, anywhere): no process Bosun starts may write it, so this grant would do nothing; remove it (change such files yourself)",
+                        path.display()
+                    ),
+                ));
+            }
+        }
         for host in &server.sandbox.network {
             if let Err(e) = bosun_core::Authority::parse(host) {
                 return Err((
@@ -195,4 +209,59 @@ pub fn check_mcp_configs(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command_server(write: &[&str]) -> BTreeMap<String, McpServerConfig> {
+        let toml = format!(
+            "command = \"srv\"\n[sandbox]\nwrite = {:?}\n",
+            write.iter().map(|w| w.to_string()).collect::<Vec<_>>()
+        );
+        let config: McpServerConfig = toml::from_str(&toml).unwrap();
+        BTreeMap::from([("peer".to_owned(), config)])
+    }
+
+    /// Enforcement: the protected-path check in `check_mcp_configs`. Every spelling of a
+    /// protected directory or file, at any depth, is refused naming the key and the path.
+    #[test]
+    fn a_sandbox_write_grant_to_a_protected_path_is_refused_at_load() {
+        for path in [
+            "/home/me/project/.git",
+            "/home/me/project/.git/hooks",
+            "/srv/vendor/lib/.GIT/config",
+            "/home/me/.bosun",
+            "/home/me/project/.agents/skills",
+            "/home/me/project/.husky",
+            "/home/me/project/.vscode/tasks.json",
+            "/home/me/project/.idea",
+            "/home/me/project/.envrc",
+            "/home/me/project/.gitmodules",
+            "/home/me/project/.pre-commit-config.yaml",
+            "/home/me/project/AGENTS.md",
+        ] {
+            let (key, message) =
+                check_mcp_configs(&command_server(&["/tmp/out", path])).expect_err(path);
+            assert_eq!(key, "mcp.peer.sandbox.write", "{path}");
+            assert!(
+                message.contains(path) && message.contains("remove it"),
+                "{path}: {message}"
+            );
+        }
+        // Near misses are ordinary grants.
+        for path in [
+            "/tmp/out",
+            "/home/me/project/.github",
+            "/home/me/gitdir",
+            "/srv/agents",
+        ] {
+            assert_eq!(
+                check_mcp_configs(&command_server(&[path])),
+                Ok(()),
+                "{path}"
+            );
+        }
+    }
 }

@@ -39,7 +39,6 @@ use rmcp::model::{
     SubscriptionFilter,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
@@ -52,6 +51,8 @@ const STDERR_TAIL: usize = 4096;
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many times a server that died is started again in one process.
 const RESTARTS: u32 = 1;
+/// How long a server is given to leave once its session is closed, before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 /// Variables every stdio server gets, when set.
 const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
@@ -139,9 +140,9 @@ struct Up {
     client: RunningService<RoleClient, Handler>,
     /// The current hash of each tool it lists.
     hashes: HashMap<String, String>,
-    /// The sandbox of a command server's process: dropped last, it kills what is left of the
-    /// process tree and removes its TMPDIR.
-    _jail: Box<Jail>,
+    /// The sandbox of a command server's process, which keeps the process: dropped last, it
+    /// kills what is left of the process tree and removes its TMPDIR.
+    jail: Box<Jail>,
 }
 
 enum Conn {
@@ -171,6 +172,8 @@ pub struct Server {
     stderr_closed: Arc<tokio::sync::Notify>,
     /// Raised when the server says its tools changed.
     stale: Arc<AtomicBool>,
+    /// A redirect its HTTP client refused, to name in the error.
+    redirects: bosun_models::RefusedNote,
 }
 
 impl std::fmt::Debug for Server {
@@ -206,6 +209,7 @@ impl Server {
             stderr: Arc::default(),
             stderr_closed: Arc::default(),
             stale: Arc::default(),
+            redirects: Arc::default(),
         })
     }
 
@@ -224,9 +228,9 @@ impl Server {
         }
     }
 
-    /// Confines a command server's process: the workspace (its protected paths read-only),
+    /// Starts a command server's process confined: the workspace (its protected paths read-only),
     /// its `[mcp.<name>.sandbox]` paths, and network only to the hosts named there.
-    fn confine(&self, cmd: &mut tokio::process::Command) -> Result<Jail, String> {
+    fn spawn(&self, cmd: tokio::process::Command) -> Result<(tokio::process::Child, Jail), String> {
         let sandbox = &self.config.sandbox;
         let network = if sandbox.network.is_empty() {
             Network::Off
@@ -239,8 +243,9 @@ impl Server {
         confinement.protected = bosun_host::protected_paths(&self.workspace_root);
         // The files its approved command line names are its to read (its script, say).
         confinement.name_arguments(self.config.command.iter().chain(&self.config.args));
+        // A session of its own, killed with Bosun by the kernel if Bosun dies first.
         self.launcher
-            .confine(cmd, &confinement)
+            .spawn(cmd, &confinement)
             .map_err(|e| format!("cannot start it: {e}"))
     }
 
@@ -252,9 +257,12 @@ impl Server {
             ),
             stale: self.stale.clone(),
         };
+        // `server/discover` first; a server that does not know it gets `initialize` with the
+        // newest revision that has that handshake (left `None`, rmcp would send the client's
+        // own, 2026-07-28, which has none).
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: None,
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         };
         match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
@@ -274,12 +282,20 @@ impl Server {
                     Some(dir) => self.workspace_root.join(dir),
                     None => self.workspace_root.clone(),
                 };
-                cmd.current_dir(cwd);
-                let jail = self.confine(&mut cmd)?;
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                cmd.current_dir(cwd)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
-                    .spawn()
+                    .kill_on_drop(true);
+                let (mut child, mut jail) = self
+                    .spawn(cmd)
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(format!("cannot start `{command}`: its pipes were not made"));
+                };
+                let stderr = child.stderr.take();
+                jail.keep(child);
+                let transport = (stdout, stdin);
                 if let Some(mut stderr) = stderr {
                     let tail = self.stderr.clone();
                     let closed = self.stderr_closed.clone();
@@ -309,14 +325,16 @@ impl Server {
             (None, Some(url)) => {
                 let signed_in = crate::oauth::signed_in(&self.home, &self.name, url);
                 let connected = if signed_in {
-                    let (http, settings) = crate::http_client::parts(url, &self.config)?;
+                    let (http, settings) =
+                        crate::http_client::parts(url, &self.config, &self.redirects)?;
                     let transport = crate::oauth::authorized_transport(
                         &self.home, &self.name, url, http, settings,
                     )
                     .await?;
                     info.serve_with_lifecycle(transport, lifecycle).await
                 } else {
-                    let transport = crate::http_client::transport(url, &self.config)?;
+                    let transport =
+                        crate::http_client::transport(url, &self.config, &self.redirects)?;
                     info.serve_with_lifecycle(transport, lifecycle).await
                 };
                 let client = connected.map_err(|e| {
@@ -327,6 +345,10 @@ impl Server {
                         } else {
                             format!("{url} needs you to sign in: run `bosun mcp login {name}`")
                         }
+                    } else if let Some(message) =
+                        crate::http_client::redirect_refused(&self.name, &e, &self.redirects)
+                    {
+                        message
                     } else {
                         format!("the handshake with {url} failed: {e}")
                     }
@@ -345,7 +367,7 @@ impl Server {
         Ok(Up {
             client,
             hashes,
-            _jail: Box::new(jail),
+            jail: Box::new(jail),
         })
     }
 
@@ -469,17 +491,28 @@ impl Server {
         }
     }
 
+    /// Ends the server if it runs: its session is closed, its process gets [`SHUTDOWN_GRACE`]
+    /// to leave, then what is left of its tree is killed and its TMPDIR removed.
+    pub async fn shutdown(&self) {
+        let conn = std::mem::replace(&mut self.state.lock().await.conn, Conn::Down);
+        if let Conn::Up(Up { client, jail, .. }) = conn {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, client.cancel()).await;
+            jail.end(SHUTDOWN_GRACE).await;
+        }
+    }
+
     /// Lists the server's tools now (for `bosun mcp trust`), starting it if needed.
     ///
     /// # Errors
     /// Why the server could not be started or listed, with its stderr tail.
     pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
-        let (client, _jail) = self
+        let (client, jail) = self
             .connect_bounded()
             .await
             .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
         let tools = self.tools(&client).await;
-        let _ = client.cancel().await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, client.cancel()).await;
+        jail.end(SHUTDOWN_GRACE).await;
         Ok(tools?
             .into_iter()
             .map(|raw| ListedTool {
@@ -590,6 +623,10 @@ impl Tool for McpTool {
         &self.spec
     }
 
+    async fn shutdown(&self) {
+        self.server.shutdown().await;
+    }
+
     fn sink_level(&self) -> Option<bosun_core::Classification> {
         Some(self.server.config.classification.unwrap_or_default())
     }
@@ -648,7 +685,7 @@ impl Tool for McpTool {
         };
         let mut params = CallToolRequestParams::new(self.tool.clone());
         params.arguments = Some(arguments);
-        let call = peer.call_tool(params);
+        let call = call_in_rounds(&peer, params);
         let result = tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => {
@@ -667,13 +704,21 @@ impl Tool for McpTool {
                 )
                 .retryable());
             }
-            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+            Ok(Err(Round::Unanswered(why))) => {
+                return Err(server_error(server, format!("`{}` {why}", self.tool)));
+            }
+            Ok(Err(Round::Failed(rmcp::ServiceError::McpError(e)))) => {
                 return Err(server_error(
                     server,
                     format!("it refused the call: {}", e.message),
                 ));
             }
-            Ok(Err(e)) => {
+            Ok(Err(Round::Failed(e))) => {
+                if let Some(message) =
+                    crate::http_client::redirect_refused(server, &e, &self.server.redirects)
+                {
+                    return Err(server_error(server, message));
+                }
                 self.server.stopped().await;
                 // A server that died has usually said why on stderr: give the reader a moment
                 // to reach the end of it.
@@ -728,6 +773,95 @@ impl Tool for McpTool {
         }
         Ok(ToolOutput::new(output))
     }
+}
+
+/// How many `input_required` rounds that carry only `requestState` one call may take.
+const STATE_ROUNDS: u32 = 8;
+
+/// Why a call ended without a result.
+enum Round {
+    /// The server is fine but the call cannot go on: it asked for what Bosun does not give.
+    Unanswered(String),
+    /// The request failed (the server refused it, or the connection broke).
+    Failed(rmcp::ServiceError),
+}
+
+/// Calls a tool the way the 2026-07-28 revision allows a server to answer: `input_required`
+/// with only `requestState` is a request to call again with it (retried, up to
+/// [`STATE_ROUNDS`], with a short pause as rmcp's own helper does); `input_required` that asks
+/// for input (an elicitation, sampling, roots) ends the call as a tool error naming what was
+/// asked — Bosun's client declares none of those, so nobody would answer. Neither is a broken
+/// connection.
+async fn call_in_rounds(
+    peer: &rmcp::service::Peer<RoleClient>,
+    mut params: CallToolRequestParams,
+) -> Result<rmcp::model::CallToolResult, Round> {
+    use rmcp::model::CallToolResponse;
+    for round in 0..STATE_ROUNDS {
+        match peer
+            .call_tool_once(params.clone())
+            .await
+            .map_err(Round::Failed)?
+        {
+            CallToolResponse::Complete(result) => return Ok(result),
+            CallToolResponse::InputRequired(asked) => {
+                let requests = asked.input_requests.unwrap_or_default();
+                if !requests.is_empty() {
+                    return Err(Round::Unanswered(format!(
+                        "asks for input Bosun's MCP client does not give ({}); Bosun declares no elicitation, sampling or roots, so use a tool that works without them",
+                        describe_input_requests(&requests)
+                    )));
+                }
+                let Some(state) = asked.request_state else {
+                    return Err(Round::Unanswered(
+                        "answered `input_required` with neither input requests nor request state"
+                            .to_owned(),
+                    ));
+                };
+                params.request_state = Some(state);
+                params.input_responses = None;
+                tokio::time::sleep(Duration::from_millis(50 << round.min(2))).await;
+            }
+            // A task (SEP-2663), or a shape of a later revision: not asked for.
+            _ => {
+                return Err(Round::Unanswered(
+                    "answered with a task, which Bosun's client does not declare support for"
+                        .to_owned(),
+                ));
+            }
+        }
+    }
+    Err(Round::Unanswered(format!(
+        "asked to be called again more than {STATE_ROUNDS} times (`input_required`)"
+    )))
+}
+
+/// What a server asked for, in words a person can read: each request's method and message,
+/// shown escaped and bounded.
+fn describe_input_requests(requests: &rmcp::model::InputRequests) -> String {
+    requests
+        .values()
+        .map(|request| {
+            let raw = serde_json::to_value(request).unwrap_or(Value::Null);
+            let method = raw["method"].as_str().unwrap_or("an unknown request");
+            let message: String = raw["params"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            if message.is_empty() {
+                format!("`{}`", bosun_core::escape_hidden(method))
+            } else {
+                format!(
+                    "`{}`: \"{}\"",
+                    bosun_core::escape_hidden(method),
+                    bosun_core::escape_hidden(&message)
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The state of a configured server, for `bosun mcp list`.
@@ -812,5 +946,85 @@ fn register(host: &Host, server: &Arc<Server>, pin: &Pin, warnings: &mut Vec<Str
                 server.name
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::loopback::{Answer, Loopback};
+
+    /// A server of 2025-11-25 and older over Streamable HTTP, strict as some are: it knows no
+    /// `server/discover` (method not found), and refuses an `initialize` naming a revision
+    /// it does not know.
+    async fn legacy_server() -> Loopback {
+        Loopback::start(|seen, _| {
+            let message: Value = serde_json::from_str(&seen.body).unwrap_or_default();
+            let id = message["id"].clone();
+            let reply = |body: Value| Answer::json(body).header("mcp-session-id", "legacy-session");
+            match (seen.method.as_str(), message["method"].as_str()) {
+                ("POST", Some("server/discover")) => reply(json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": "Method not found"},
+                })),
+                ("POST", Some("initialize")) => {
+                    let asked = message["params"]["protocolVersion"]
+                        .as_str()
+                        .unwrap_or_default();
+                    if ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"].contains(&asked) {
+                        reply(json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": asked,
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "legacy", "version": "1"},
+                        }}))
+                    } else {
+                        reply(json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32602,
+                            "message": format!("Unsupported protocol version: {asked}"),
+                        }}))
+                    }
+                }
+                ("POST", Some("tools/list")) => {
+                    reply(json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+                    }}))
+                }
+                ("POST", _) => Answer::new(202),
+                ("DELETE", _) => Answer::new(200),
+                _ => Answer::new(405),
+            }
+        })
+        .await
+    }
+
+    /// Enforcement: `legacy_version` in `Server::connect`'s lifecycle. Left `None`, rmcp's
+    /// fallback `initialize` names 2026-07-28 — a revision without that handshake — and a
+    /// strict server refuses it.
+    #[tokio::test]
+    async fn the_fallback_handshake_names_a_revision_that_has_one() {
+        let server = legacy_server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config: McpServerConfig =
+            toml::from_str(&format!("url = \"{}/mcp\"\n", server.base())).unwrap();
+        let client = Server::new(
+            "legacy",
+            config,
+            dir.path(),
+            dir.path(),
+            Arc::new(Launcher::unconfined()),
+        );
+        let tools = client.list().await.unwrap();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].name, "echo");
+        let asked: Vec<String> = server
+            .seen()
+            .iter()
+            .filter_map(|seen| serde_json::from_str::<Value>(&seen.body).ok())
+            .filter(|message| message["method"] == "initialize")
+            .map(|message| message["params"]["protocolVersion"].to_string())
+            .collect();
+        assert_eq!(asked, vec!["\"2025-11-25\"".to_owned()]);
     }
 }

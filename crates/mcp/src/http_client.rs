@@ -2,6 +2,11 @@
 //! TLS as the model providers (rustls, ring, the system's trust store), a bearer token and
 //! headers whose values come from named environment variables — or the tokens of an OAuth
 //! sign-in (`crate::oauth`).
+//!
+//! Redirects: only a 307/308 within the URL's own origin is followed
+//! ([`bosun_models::same_origin_redirects`], shared with the model providers and OAuth); any
+//! other ends the connection before the headers or tokens reach an address the user never
+//! configured and policy never judged ([`redirect_refused`] says what to do).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,21 +15,31 @@ use bosun_host::mcp_config::McpServerConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-/// The value of the environment variable `var`, saying which setting needs it when unset.
-fn env_value(var: &str, what: &str) -> Result<String, String> {
-    std::env::var(var).map_err(|_| format!("{what} comes from ${var}, which is not set"))
-}
-
 /// The HTTP client and transport settings for `url` as `config` describes it (headers, a
 /// bearer token from the environment).
 pub(crate) fn parts(
     url: &str,
     config: &McpServerConfig,
+    refused: &bosun_models::RefusedNote,
 ) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), String> {
+    parts_from(url, config, refused, |var| std::env::var(var).ok())
+}
+
+/// [`parts`] with the environment as `env` gives it.
+fn parts_from(
+    url: &str,
+    config: &McpServerConfig,
+    refused: &bosun_models::RefusedNote,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), String> {
+    let env_value = |var: &str, what: &str| {
+        env(var).ok_or_else(|| format!("{what} comes from ${var}, which is not set"))
+    };
     let tls = bosun_models::tls_config().map_err(|e| format!("TLS setup failed: {e}"))?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .tls_backend_preconfigured(tls)
+        .redirect(bosun_models::same_origin_redirects_noting(refused.clone()))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
@@ -45,7 +60,133 @@ pub(crate) fn parts(
 pub(crate) fn transport(
     url: &str,
     config: &McpServerConfig,
+    refused: &bosun_models::RefusedNote,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    let (client, settings) = parts(url, config)?;
+    let (client, settings) = parts(url, config, refused)?;
     Ok(StreamableHttpClientTransport::with_client(client, settings))
+}
+
+/// What to tell the user when `error` ended on a redirect the client refused: where it went and
+/// how to point server `name` there if that is its new address.
+/// rmcp's transport keeps only the message of what failed, so the refusal is also read from
+/// `noted`, where the client's policy put it.
+pub(crate) fn redirect_refused(
+    name: &str,
+    error: &(dyn std::error::Error + 'static),
+    noted: &bosun_models::RefusedNote,
+) -> Option<String> {
+    let noted = noted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let refused = bosun_models::RedirectRefused::find(error)
+        .cloned()
+        .or(noted)?;
+    Some(format!(
+        "{refused}: its headers and tokens were not sent there. If {to} is the server's address, set `url = \"{to}\"` in [mcp.{name}] and approve it again with `bosun mcp trust {name}`",
+        to = refused.to
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+
+    use super::*;
+    use crate::loopback::{Answer, Loopback};
+
+    const KEY: &str = "the-api-key-of-this-server";
+
+    /// `[mcp.web]` at `url` sending `X-Api-Key` and a bearer token, both `KEY`.
+    fn transport_to(
+        url: &str,
+        refused: &bosun_models::RefusedNote,
+    ) -> StreamableHttpClientTransport<reqwest::Client> {
+        let config: McpServerConfig = toml::from_str(&format!(
+            "url = {url:?}\nbearer_token_env = \"TOKEN\"\nheaders = {{ X-Api-Key = \"KEY\" }}\n"
+        ))
+        .unwrap();
+        let (client, settings) =
+            parts_from(url, &config, refused, |_| Some(KEY.to_owned())).unwrap();
+        StreamableHttpClientTransport::with_client(client, settings)
+    }
+
+    /// Connects as Bosun does and returns what the user would read.
+    async fn handshake_error(url: &str) -> String {
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let refused = bosun_models::RefusedNote::default();
+        let error =
+            ().serve_with_lifecycle(transport_to(url, &refused), lifecycle)
+                .await
+                .err()
+                .unwrap();
+        redirect_refused("web", &error, &refused)
+            .unwrap_or_else(|| format!("not a refusal: {error}"))
+    }
+
+    /// Enforcement: `bosun_models::same_origin_redirects` on the MCP transport's client.
+    /// Without it reqwest follows every one of these and sends `X-Api-Key` to the other
+    /// server (another port, or the same port under another host name, is another origin).
+    #[tokio::test]
+    async fn a_redirect_to_another_origin_never_carries_the_servers_headers() {
+        let elsewhere = Loopback::start(|_, _| Answer::new(500)).await;
+        for status in [301, 302, 303, 307, 308] {
+            for to in [
+                format!("{}/capture", elsewhere.base()),
+                "http://localhost:{port}/capture".to_owned(),
+            ] {
+                let to_here = to.clone();
+                let server = Loopback::start(move |_, port| {
+                    Answer::new(status)
+                        .header("location", &to_here.replace("{port}", &port.to_string()))
+                })
+                .await;
+                let to = to.replace("{port}", &server.port.to_string());
+                let error = handshake_error(&format!("{}/mcp", server.base())).await;
+                assert!(
+                    error.contains(&format!("HTTP {status} redirecting to {to}"))
+                        && error.contains(&format!("set `url = \"{to}\"` in [mcp.web]"))
+                        && error.contains("bosun mcp trust web"),
+                    "{status} {to}: {error}"
+                );
+                assert_eq!(server.seen().len(), 1, "{status} {to}");
+                assert_eq!(server.seen()[0].headers["x-api-key"], KEY);
+            }
+        }
+        assert!(
+            elsewhere.seen().is_empty(),
+            "the other origin was reached: {:?}",
+            elsewhere.seen()
+        );
+    }
+
+    /// A 307/308 within the origin keeps the POST, its body and its headers: followed. A
+    /// 302 within the origin would turn it into a bodyless GET: refused.
+    #[tokio::test]
+    async fn a_body_keeping_redirect_within_the_origin_is_followed() {
+        for status in [307, 308] {
+            let server = Loopback::start(move |seen, _| {
+                if seen.target == "/mcp" {
+                    Answer::new(status).header("location", "/moved")
+                } else {
+                    Answer::new(500)
+                }
+            })
+            .await;
+            let _ = handshake_error(&format!("{}/mcp", server.base())).await;
+            let seen = server.seen();
+            assert_eq!(seen[1].method, "POST", "{status}");
+            assert_eq!(seen[1].target, "/moved", "{status}");
+            assert_eq!(seen[1].headers["x-api-key"], KEY, "{status}");
+            assert_eq!(seen[1].body, seen[0].body, "{status}");
+        }
+        let server = Loopback::start(|_, _| Answer::new(302).header("location", "/moved")).await;
+        let error = handshake_error(&format!("{}/mcp", server.base())).await;
+        assert!(error.contains("HTTP 302 redirecting to"), "{error}");
+        assert_eq!(server.seen().len(), 1);
+    }
 }

@@ -12,6 +12,8 @@ pub mod approval;
 pub mod client;
 pub mod http;
 mod http_client;
+#[cfg(test)]
+mod loopback;
 pub mod oauth;
 pub mod pins;
 pub mod server;

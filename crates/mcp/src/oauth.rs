@@ -90,7 +90,8 @@ impl CredentialStore for FileStore {
 }
 
 /// OAuth's HTTP requests through Bosun's HTTP client: redirects followed only when the step
-/// allows them, bodies bounded, and nothing but `https://` or loopback addresses.
+/// allows them and then only within the origin ([`bosun_models::same_origin_redirects`]),
+/// bodies bounded, and nothing but `https://` or loopback addresses.
 struct Http {
     follow: reqwest::Client,
     stop: reqwest::Client,
@@ -108,17 +109,9 @@ impl Http {
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))
         };
-        let follow = reqwest::redirect::Policy::custom(|attempt| {
-            if attempt.previous().len() >= 5 {
-                attempt.error("too many redirects")
-            } else if !allowed(attempt.url()) {
-                attempt.error("a redirect to an address that is neither https nor loopback")
-            } else {
-                attempt.follow()
-            }
-        });
         Ok(Http {
-            follow: build(follow)?,
+            // Each hop stays on the first request's origin, which `send` checked.
+            follow: build(bosun_models::same_origin_redirects())?,
             stop: build(reqwest::redirect::Policy::none())?,
         })
     }
@@ -163,10 +156,13 @@ impl Http {
             )
             .into());
         }
-        let mut response = client
-            .execute(request)
-            .await
-            .map_err(|e| Box::new(e) as OAuthHttpClientError)?;
+        let mut response = client.execute(request).await.map_err(|e| {
+            // The refusal's words, not reqwest's "error following redirect".
+            match bosun_models::RedirectRefused::find(&e) {
+                Some(refused) => Box::new(refused.clone()) as OAuthHttpClientError,
+                None => Box::new(e) as OAuthHttpClientError,
+            }
+        })?;
         let mut builder = http::Response::builder().status(response.status());
         for (name, value) in response.headers() {
             builder = builder.header(name, value);
@@ -190,7 +186,14 @@ impl Http {
 
 /// rmcp's authorization manager for `url`, keeping tokens in `store`.
 async fn manager(url: &str, store: FileStore) -> Result<AuthorizationManager, String> {
-    let http = Arc::new(Http::new()?);
+    manager_with(url, store, Arc::new(Http::new()?)).await
+}
+
+async fn manager_with(
+    url: &str,
+    store: FileStore,
+    http: Arc<Http>,
+) -> Result<AuthorizationManager, String> {
     let mut manager = AuthorizationManager::new_with_oauth_http_client(url, http)
         .await
         .map_err(|e| format!("OAuth setup for {url} failed: {e}"))?;
@@ -222,18 +225,34 @@ pub async fn login(
         path: credentials_path(home, name),
         url: url.to_owned(),
     };
-    let mut manager = manager(url, store).await?;
+    let http = Arc::new(Http::new()?);
+    // The server's own 401 names its protected resource metadata and the scope it wants
+    // (RFC 9728 §5.1): ask it first, and fall back to the well-known addresses without it.
+    let challenge = http.challenge(url).await;
+    let mut manager = manager_with(url, store, http).await?;
     let metadata = manager
-        .resolve_metadata()
+        .resolve_metadata_from_challenge(challenge.as_deref())
         .await
         .map_err(|e| format!("{name} ({url}) publishes no usable OAuth metadata: {e}"))?;
+    let offered = metadata
+        .metadata
+        .scopes_supported
+        .clone()
+        .unwrap_or_default();
     manager.set_metadata(metadata.metadata);
-    let request = AuthorizationRequest::new(redirect).with_client_name("Bosun");
+    // The challenged scope, else the resource's `scopes_supported`, else the authorization
+    // server's (the MCP specification's order for a first sign-in).
+    let offered: Vec<&str> = offered.iter().map(String::as_str).collect();
+    let scopes = manager.select_initial_scopes(&offered).await;
+    let mut request = AuthorizationRequest::new(redirect).with_client_name("Bosun");
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes);
+    }
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, e)| format!("{name} ({url}) cannot be signed in to: {e}"))?;
     show(&session.auth_url);
-    let (code, state) = tokio::time::timeout(LOGIN_TIMEOUT, callback(&listener))
+    let back = tokio::time::timeout(LOGIN_TIMEOUT, callback(&listener))
         .await
         .map_err(|_| {
             format!(
@@ -241,16 +260,76 @@ pub async fn login(
                 LOGIN_TIMEOUT.as_secs()
             )
         })??;
+    // The redirect's `iss` (RFC 9207) is checked against the server the request went to: a
+    // code from another authorization server (a mix-up) is never exchanged.
     session
-        .handle_callback(&code, &state)
+        .handle_callback_with_issuer(&back.code, &back.state, back.issuer.as_deref())
         .await
-        .map_err(|e| format!("signing in to {name} failed: {e}"))?;
+        .map_err(|e| match e {
+            AuthError::AuthorizationServerMismatch {
+                expected_issuer,
+                received_issuer,
+            } => format!(
+                "signing in to {name} refused: the sign-in came back naming the authorization server {}, but Bosun asked {}; nothing was exchanged. Run `bosun mcp login {name}` again, and if this repeats, something between you and {url} is answering for another server",
+                bosun_core::escape_hidden(&received_issuer),
+                bosun_core::escape_hidden(&expected_issuer)
+            ),
+            AuthError::AuthorizationServerMissingIssuer { expected_issuer } => format!(
+                "signing in to {name} refused: {} says it names itself in every sign-in redirect (`iss`, RFC 9207), and this one did not; nothing was exchanged. Run `bosun mcp login {name}` again, and if this repeats, tell the server's operator",
+                bosun_core::escape_hidden(&expected_issuer)
+            ),
+            other => format!("signing in to {name} failed: {other}"),
+        })?;
     Ok(())
 }
 
-/// Waits for the browser's redirect: `GET /callback?code=…&state=…`, answering it with a page
+/// What the browser's redirect carried back.
+#[derive(Debug, PartialEq, Eq)]
+struct Callback {
+    code: String,
+    state: String,
+    /// The authorization server's name for itself (RFC 9207), when it gave one.
+    issuer: Option<String>,
+}
+
+impl Http {
+    /// The `WWW-Authenticate` challenge `url` answers an unauthenticated MCP request with, if it
+    /// answers 401 with one. Sends no credentials and follows no redirect; any failure is `None`
+    /// (discovery then tries the well-known addresses).
+    async fn challenge(&self, url: &str) -> Option<String> {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE,
+                "capabilities": {},
+                "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")},
+            },
+        });
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(serde_json::to_vec(&body).ok()?)
+            .ok()?;
+        let response = self.send(request, false).await.ok()?;
+        if response.status() != http::StatusCode::UNAUTHORIZED {
+            return None;
+        }
+        response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)?
+            .to_str()
+            .ok()
+            .map(str::to_owned)
+    }
+}
+
+/// Waits for the browser's redirect: `GET /callback?code=…&state=…[&iss=…]`, answering it with a page
 /// that says what happened. Other requests (a favicon) are answered 404 and waited past.
-async fn callback(listener: &tokio::net::TcpListener) -> Result<(String, String), String> {
+async fn callback(listener: &tokio::net::TcpListener) -> Result<Callback, String> {
     loop {
         let (mut stream, _) = listener
             .accept()
@@ -311,7 +390,11 @@ async fn callback(listener: &tokio::net::TcpListener) -> Result<(String, String)
                     "Bosun is signed in. You can close this window.",
                 )
                 .await;
-                return Ok((code, state));
+                return Ok(Callback {
+                    code,
+                    state,
+                    issuer: query("iss"),
+                });
             }
             _ => {
                 let _ = respond(
@@ -498,5 +581,157 @@ mod tests {
             assert!(replies[1].starts_with("HTTP/1.1 400"), "{}", replies[1]);
             assert!(replies[2].contains("not signed in"), "{}", replies[2]);
         });
+    }
+
+    /// What the authorization server puts in the sign-in redirect's `iss`.
+    #[derive(Clone, Copy, Debug)]
+    enum Iss {
+        Right,
+        Wrong,
+        Missing,
+    }
+
+    /// One loopback server playing an MCP resource that requires OAuth and its authorization
+    /// server. Its 401 names protected resource metadata at an address no well-known lookup
+    /// finds (`/meta/prm`) and the scope `files:read files:write`; its metadata says it names
+    /// itself in every sign-in redirect (RFC 9207), and the redirect's `iss` is as `iss` says.
+    async fn authority(iss: Iss) -> crate::loopback::Loopback {
+        use crate::loopback::Answer;
+        crate::loopback::Loopback::start(move |seen, port| {
+            let base = format!("http://127.0.0.1:{port}");
+            let (path, query) = seen.target.split_once('?').unwrap_or((&seen.target, ""));
+            let param = |key: &str| {
+                url::form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default()
+            };
+            match (seen.method.as_str(), path) {
+                ("POST", "/mcp") => Answer::new(401).header(
+                    "www-authenticate",
+                    &format!(
+                        r#"Bearer resource_metadata="{base}/meta/prm", scope="files:read files:write""#
+                    ),
+                ),
+                ("GET", "/meta/prm") => Answer::json(serde_json::json!({
+                    "resource": format!("{base}/mcp"),
+                    "authorization_servers": [base],
+                    "scopes_supported": ["everything"],
+                })),
+                ("GET", "/.well-known/oauth-authorization-server") => {
+                    Answer::json(serde_json::json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "registration_endpoint": format!("{base}/register"),
+                        "response_types_supported": ["code"],
+                        "grant_types_supported": ["authorization_code", "refresh_token"],
+                        "code_challenge_methods_supported": ["S256"],
+                        "token_endpoint_auth_methods_supported": ["none"],
+                        "authorization_response_iss_parameter_supported": true,
+                    }))
+                }
+                ("POST", "/register") => {
+                    let mut client: serde_json::Value =
+                        serde_json::from_str(&seen.body).unwrap_or_default();
+                    client["client_id"] = "bosun-test".into();
+                    client["token_endpoint_auth_method"] = "none".into();
+                    let mut answer = Answer::json(client);
+                    answer.status = 201;
+                    answer
+                }
+                ("GET", "/authorize") => {
+                    let mut back = url::Url::parse(&param("redirect_uri")).unwrap();
+                    back.query_pairs_mut()
+                        .append_pair("code", "the-code")
+                        .append_pair("state", &param("state"));
+                    match iss {
+                        Iss::Right => {
+                            back.query_pairs_mut().append_pair("iss", &base);
+                        }
+                        Iss::Wrong => {
+                            back.query_pairs_mut()
+                                .append_pair("iss", "https://attacker.example");
+                        }
+                        Iss::Missing => {}
+                    }
+                    Answer::new(302).header("location", back.as_str())
+                }
+                ("POST", "/token") => Answer::json(serde_json::json!({
+                    "access_token": "the-access-token",
+                    "token_type": "Bearer",
+                    "expires_in": 3600,
+                    "refresh_token": "the-refresh-token",
+                })),
+                _ => Answer::new(404),
+            }
+        })
+        .await
+    }
+
+    /// Signs in to the authority as `bosun mcp login web` does, a browser following the
+    /// address; returns the outcome and every request the authority saw.
+    async fn sign_in(iss: Iss) -> (Result<(), String>, Vec<crate::loopback::Seen>, bool) {
+        let server = authority(iss).await;
+        let home = tempfile::tempdir().unwrap();
+        let url = format!("{}/mcp", server.base());
+        let outcome = login(home.path(), "web", &url, |address| {
+            let address = address.to_owned();
+            // The browser: follows the authorization server's redirect back to Bosun.
+            let browser = reqwest::Client::builder()
+                .tls_backend_preconfigured(bosun_models::tls_config().unwrap())
+                .build()
+                .unwrap();
+            tokio::spawn(async move { browser.get(address).send().await });
+        })
+        .await;
+        (outcome, server.seen(), signed_in(home.path(), "web", &url))
+    }
+
+    fn asked(seen: &[crate::loopback::Seen], method: &str, path: &str) -> bool {
+        seen.iter()
+            .any(|s| s.method == method && s.target.split('?').next() == Some(path))
+    }
+
+    /// Enforcement: `login` passes the redirect's `iss` to rmcp's check
+    /// (`handle_callback_with_issuer`), and discovery starts from the server's own challenge
+    /// (`resolve_metadata_from_challenge`) with the challenged scope requested.
+    #[tokio::test]
+    async fn a_sign_in_is_bound_to_the_issuer_and_found_through_the_challenge() {
+        let (outcome, seen, kept) = sign_in(Iss::Right).await;
+        assert_eq!(outcome, Ok(()), "{seen:#?}");
+        assert!(kept);
+        // The metadata was only reachable through the challenge.
+        assert!(asked(&seen, "GET", "/meta/prm"), "{seen:#?}");
+        // The scope the server challenged with is the scope asked for.
+        let authorize = seen
+            .iter()
+            .find(|s| s.target.starts_with("/authorize?"))
+            .unwrap();
+        let scope =
+            url::form_urlencoded::parse(authorize.target.split_once('?').unwrap().1.as_bytes())
+                .find(|(k, _)| k == "scope")
+                .map(|(_, v)| v.into_owned());
+        assert_eq!(scope.as_deref(), Some("files:read files:write"));
+
+        let (outcome, seen, kept) = sign_in(Iss::Wrong).await;
+        let error = outcome.err().unwrap();
+        assert!(
+            error.contains("https://attacker.example")
+                && error.contains("refused")
+                && error.contains("bosun mcp login web"),
+            "{error}"
+        );
+        assert!(!asked(&seen, "POST", "/token"), "the code was exchanged");
+        assert!(!kept);
+
+        let (outcome, seen, kept) = sign_in(Iss::Missing).await;
+        let error = outcome.err().unwrap();
+        assert!(
+            error.contains("`iss`") && error.contains("bosun mcp login web"),
+            "{error}"
+        );
+        assert!(!asked(&seen, "POST", "/token"), "the code was exchanged");
+        assert!(!kept);
     }
 }
