@@ -51,6 +51,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             reserved_tool_names: vec!["read_file".into()],
             code_from_strings: false,
             env: Default::default(),
+            directory: Default::default(),
         }
     } else {
         ActivationRequest {
@@ -64,6 +65,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             reserved_tool_names: Vec::new(),
             code_from_strings: false,
             env: Default::default(),
+            directory: Default::default(),
         }
     };
     (files, request)

@@ -75,6 +75,11 @@ pub struct ActivationRequest {
     /// `process.env`, or a trusted Triggerfish plugin's `Deno.env`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub env: std::collections::BTreeMap<String, String>,
+    /// The plugin's own directory for `node:fs` to read: every file of the snapshot the trust
+    /// review hashed, plugin-relative path → its bytes in standard base64. Nothing else of any
+    /// file system reaches the engine.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub directory: std::collections::BTreeMap<String, String>,
 }
 
 /// One tool a plugin registered.

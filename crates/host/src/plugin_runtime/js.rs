@@ -72,6 +72,9 @@ pub struct JsPluginSpec {
     pub entry: String,
     /// The plugin's JavaScript files (TypeScript already stripped): relative path, source.
     pub files: Vec<(String, String)>,
+    /// Every file of the plugin's directory as the trust review hashed it, relative path →
+    /// standard base64: what `node:fs` reads (read-only; nothing of the host's file system).
+    pub directory: BTreeMap<String, String>,
     /// Forge capabilities as declared (`tools:register`, `network:access`, ...).
     pub capabilities: Vec<String>,
     /// Triggerfish `declaredEndpoints` as authorities (`host` or `host:port`).
@@ -170,8 +173,13 @@ impl JsPluginSpec {
     ) -> Result<Self, String> {
         let mut files = Vec::new();
         let mut positions = BTreeMap::new();
+        let mut directory = BTreeMap::new();
         for file in snapshot.files() {
             let path = file.path.as_str();
+            directory.insert(
+                path.to_owned(),
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &file.bytes),
+            );
             let is_ts = [".ts", ".mts", ".cts"].iter().any(|e| path.ends_with(e))
                 && !path.ends_with(".d.ts");
             let is_js = [".js", ".mjs", ".cjs"].iter().any(|e| path.ends_with(e));
@@ -198,6 +206,7 @@ impl JsPluginSpec {
                 name: m.name.clone(),
                 entry: m.entry.clone(),
                 files,
+                directory,
                 capabilities: m.capabilities.clone(),
                 endpoints: Vec::new(),
                 classification: Classification::Public,
@@ -219,6 +228,7 @@ impl JsPluginSpec {
                 name: m.name.clone(),
                 entry: "mod.ts".to_owned(),
                 files,
+                directory,
                 capabilities: Vec::new(),
                 endpoints: m.endpoint_authorities.clone(),
                 classification: m.classification,
@@ -331,6 +341,7 @@ impl JsPluginSpec {
             reserved_tool_names: self.reserved.clone(),
             code_from_strings: self.code_from_strings,
             env: self.env.clone(),
+            directory: self.directory.clone(),
         }
     }
 

@@ -65,6 +65,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         static_manifest: None,
         code_from_strings: false,
         env: Default::default(),
+        directory: Default::default(),
         untrusted_output: None,
         positions: Default::default(),
     }

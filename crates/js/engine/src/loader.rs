@@ -4,9 +4,10 @@
 //!   plugin's file set, which the host handed over in `activate`; a path that climbs out of the
 //!   plugin directory or names a file that is not there is an import error. Nothing is read from
 //!   any filesystem: the only code the engine can run is code the host hashed.
-//! - `zod` and the small Node surface (`node:net`, `node:dns`, `node:dns/promises`,
-//!   `node:child_process`, `node:buffer`, `node:url`, `node:timers/promises`, with or without
-//!   the `node:` prefix) resolve to modules built into the engine.
+//! - `zod` and the small Node surface ([`NODE_MODULES`], with or without the `node:` prefix;
+//!   `node:fs` reads only the plugin's own files, from the bytes the host handed over) resolve
+//!   to modules built into the engine. A plugin file's `import.meta.url` is
+//!   `file:///plugin/<path>`.
 //! - `bosun:internal` (the layer's private registry of host functions) resolves only for the
 //!   engine's own modules, never for plugin code.
 //! - Anything else (a package name, an `https:` or `npm:` specifier, an absolute path) fails
@@ -42,6 +43,38 @@ pub fn plugin_module(path: &str) -> String {
     format!("{PLUGIN_PREFIX}{path}")
 }
 
+/// The `node:` modules the engine provides, as a plugin names them (with or without the
+/// prefix), each with its source: one list for the loader and for the import error.
+const NODE_MODULES: [(&str, &str); 11] = [
+    ("node:buffer", include_str!("../js/modules/buffer.js")),
+    (
+        "node:child_process",
+        include_str!("../js/modules/child_process.js"),
+    ),
+    ("node:dns", include_str!("../js/modules/dns.js")),
+    (
+        "node:dns/promises",
+        include_str!("../js/modules/dns_promises.js"),
+    ),
+    ("node:fs", include_str!("../js/modules/fs.js")),
+    (
+        "node:fs/promises",
+        include_str!("../js/modules/fs_promises.js"),
+    ),
+    ("node:net", include_str!("../js/modules/net.js")),
+    ("node:path", include_str!("../js/modules/path.js")),
+    (
+        "node:timers/promises",
+        include_str!("../js/modules/timers_promises.js"),
+    ),
+    ("node:url", include_str!("../js/modules/url.js")),
+    ("node:path/posix", include_str!("../js/modules/path.js")),
+];
+
+/// Where a plugin sees its own directory (`import.meta.url` is `file:///plugin/<file>`;
+/// `js/modules/plugin_dir.js` serves reads beneath it).
+const PLUGIN_DIR: &str = "/plugin";
+
 /// Built-in modules: name → source.
 fn builtin(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -55,31 +88,33 @@ fn builtin(name: &str) -> Option<&'static str> {
             include_str!("../js/runtime/engine.js"),
         ),
         "bosun:internal" => include_str!("../js/modules/internal.js"),
-        "node:net" => include_str!("../js/modules/net.js"),
-        "node:dns" => include_str!("../js/modules/dns.js"),
-        "node:dns/promises" => include_str!("../js/modules/dns_promises.js"),
-        "node:child_process" => include_str!("../js/modules/child_process.js"),
-        "node:buffer" => include_str!("../js/modules/buffer.js"),
-        "node:url" => include_str!("../js/modules/url.js"),
-        "node:timers/promises" => include_str!("../js/modules/timers_promises.js"),
-        _ => return None,
+        "bosun:plugin-dir" => include_str!("../js/modules/plugin_dir.js"),
+        _ => {
+            return NODE_MODULES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, s)| *s);
+        }
     })
 }
 
 /// The canonical built-in name for a specifier, if it names one.
 fn builtin_name(specifier: &str) -> Option<&'static str> {
+    if specifier == "zod" {
+        return Some("zod");
+    }
     let bare = specifier.strip_prefix("node:").unwrap_or(specifier);
-    Some(match bare {
-        "zod" if !specifier.starts_with("node:") => "zod",
-        "net" => "node:net",
-        "dns" => "node:dns",
-        "dns/promises" => "node:dns/promises",
-        "child_process" => "node:child_process",
-        "buffer" => "node:buffer",
-        "url" => "node:url",
-        "timers/promises" => "node:timers/promises",
-        _ => return None,
-    })
+    NODE_MODULES
+        .iter()
+        .map(|(name, _)| *name)
+        .find(|name| name.strip_prefix("node:") == Some(bare))
+}
+
+/// Every `node:` module a plugin can import, for the import error.
+fn node_module_list() -> String {
+    let mut names: Vec<&str> = NODE_MODULES.iter().map(|(n, _)| *n).collect();
+    names.sort_unstable();
+    names.join(", ")
 }
 
 /// Joins `relative` onto the directory of `base` (both plugin-relative), refusing to climb out.
@@ -150,7 +185,8 @@ impl Resolver for PluginResolver {
         }
         let shown = base.strip_prefix(PLUGIN_PREFIX).unwrap_or(base);
         refuse(format!(
-            "cannot import \"{name}\" from {shown}: a plugin may import its own files (with a relative path), \"zod\" and node:net, node:dns, node:buffer, node:url, node:timers/promises; bundle other dependencies into the plugin directory"
+            "cannot import \"{name}\" from {shown}: a plugin may import its own files (with a relative path), \"zod\" and the node: modules {}; bundle other dependencies into the plugin directory",
+            node_module_list()
         ))
     }
 }
@@ -167,6 +203,19 @@ fn commonjs_module(source: &str) -> String {
     )
 }
 
+/// A path as the path of a `file:` URL: bytes outside the unreserved set and `/` percent-encoded.
+fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// Loads plugin files and built-in modules.
 pub struct PluginLoader;
 
@@ -179,13 +228,25 @@ impl Loader for PluginLoader {
     ) -> Result<Module<'js, Declared>> {
         if let Some(path) = name.strip_prefix(PLUGIN_PREFIX) {
             let source = FILES.with(|f| f.borrow().get(path).cloned());
-            return match source {
+            let module = match source {
                 Some(source) if path.ends_with(".cjs") => {
-                    Module::declare(ctx.clone(), name, commonjs_module(&source))
+                    Module::declare(ctx.clone(), name, commonjs_module(&source))?
                 }
-                Some(source) => Module::declare(ctx.clone(), name, source),
-                None => Err(Error::new_loading(name)),
+                Some(source) => Module::declare(ctx.clone(), name, source)?,
+                None => return Err(Error::new_loading(name)),
             };
+            // Node's `import.meta` of a file: what `new URL("./settings.json", import.meta.url)`
+            // and `node:fs` need to find the plugin's own files.
+            let meta = module.meta()?;
+            let filename = format!("{PLUGIN_DIR}/{path}");
+            let dirname = filename
+                .rsplit_once('/')
+                .map_or(PLUGIN_DIR, |(dir, _)| dir)
+                .to_owned();
+            meta.set("url", format!("file://{}", encode_path(&filename)))?;
+            meta.set("filename", filename)?;
+            meta.set("dirname", dirname)?;
+            return Ok(module);
         }
         match builtin(name) {
             Some(source) => Module::declare(ctx.clone(), name, source),

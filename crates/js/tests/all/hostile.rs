@@ -50,6 +50,28 @@ fn attack(body: &str) -> PluginSource {
     )
 }
 
+/// Every `node:` module that loads, as the import error lists them.
+const NODE_MODULES: &str = "node:buffer, node:child_process, node:dns, node:dns/promises, node:fs, node:fs/promises, node:net, node:path, node:path/posix, node:timers/promises, node:url";
+
+/// `attack` with its own directory holding `files` (what the host hands over for `node:fs`).
+fn attack_with_directory(body: &str, files: &[(&str, &str)]) -> PluginSource {
+    use base64::Engine as _;
+    let mut source = attack(body);
+    for (path, text) in source
+        .files
+        .clone()
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .chain(files.iter().copied())
+    {
+        source.request.directory.insert(
+            path.to_owned(),
+            base64::engine::general_purpose::STANDARD.encode(text),
+        );
+    }
+    source
+}
+
 /// Runs `attack` under the watchdog and returns how the call ended.
 async fn run_attack(plugin: &mut JsPlugin) -> Result<ToolOutcome, CallError> {
     tokio::time::timeout(
@@ -364,11 +386,11 @@ async fn ordinary_deep_recursion_fits_the_stack() {
 /// exist, absolute paths and relative paths that climb out are refused. With no fs grant there
 /// is no directory either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plugin_cannot_import_files_or_node_fs() {
+async fn plugin_cannot_import_files_or_modules_outside_the_list() {
     let mut plugin = attack(
         r#"
       const tried = {};
-      for (const specifier of ["node:fs", "fs", "node:fs/promises", "node:child_process",
+      for (const specifier of ["node:os", "os", "node:http", "node:child_process",
                                "/etc/passwd", "file:///etc/passwd", "../../x.js", "./../index.mjs",
                                "https://example.com/x.js", "npm:left-pad"]) {
         try {
@@ -388,7 +410,7 @@ async fn plugin_cannot_import_files_or_node_fs() {
     };
     let refused = |specifier: &str| {
         format!(
-            "Error: cannot import \"{specifier}\" from index.mjs: a plugin may import its own files (with a relative path), \"zod\" and node:net, node:dns, node:buffer, node:url, node:timers/promises; bundle other dependencies into the plugin directory"
+            "Error: cannot import \"{specifier}\" from index.mjs: a plugin may import its own files (with a relative path), \"zod\" and the node: modules {NODE_MODULES}; bundle other dependencies into the plugin directory"
         )
     };
     let climbs = |specifier: &str| {
@@ -400,9 +422,9 @@ async fn plugin_cannot_import_files_or_node_fs() {
     assert_eq!(
         output,
         json!({
-            "node:fs": refused("node:fs"),
-            "fs": refused("fs"),
-            "node:fs/promises": refused("node:fs/promises"),
+            "node:os": refused("node:os"),
+            "os": refused("os"),
+            "node:http": refused("node:http"),
             // Importable; without the host's leave nothing starts (below).
             "node:child_process": child_process,
             "/etc/passwd": refused("/etc/passwd"),
@@ -863,7 +885,7 @@ async fn engine_internals_are_unreachable_from_plugin_code() {
             "__bosunInternal": hidden,
             "__bosunPrelude": hidden,
             "bosun:internal": "Error: cannot import \"bosun:internal\" from plugin:index.mjs: it is internal to the engine",
-            "bosun:runtime": "Error: cannot import \"bosun:runtime\" from index.mjs: a plugin may import its own files (with a relative path), \"zod\" and node:net, node:dns, node:buffer, node:url, node:timers/promises; bundle other dependencies into the plugin directory",
+            "bosun:runtime": format!("Error: cannot import \"bosun:runtime\" from index.mjs: a plugin may import its own files (with a relative path), \"zod\" and the node: modules {NODE_MODULES}; bundle other dependencies into the plugin directory"),
         }))
     );
 }
@@ -1019,4 +1041,92 @@ async fn thrown_by(body: &str) -> (String, String) {
         Ok(ToolOutcome::Err { code, message, .. }) => (code, message),
         other => panic!("`{body}` was not a tool error: {other:?}"),
     }
+}
+
+/// Enforcement: `node:fs` reads the plugin's own directory — the bytes the host handed over —
+/// and nothing else: `..`, absolute paths elsewhere, `file:` URLs of other paths or hosts and
+/// encoded slashes are refused, and every write is EROFS. Each attack here would read a host
+/// file or write if resolution or the read-only rule were removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_fs_reads_only_the_plugins_own_directory() {
+    let mut plugin = attack_with_directory(
+        r#"
+      const fs = await import("node:fs");
+      const { readFile } = await import("node:fs/promises");
+      const own = JSON.parse(await readFile(new URL("./settings.json", import.meta.url), "utf8"));
+      const tried = {};
+      for (const p of ["../../../etc/passwd", "/etc/passwd", "/plugin/../etc/passwd", "data/../../x",
+                       "file:///etc/passwd", "file://host.example/plugin/settings.json",
+                       "file:///plugin/..%2F..%2Fetc%2Fpasswd", "/workspace/index.mjs", "/proc/self/environ"]) {
+        try { fs.readFileSync(p); tried[p] = "read"; } catch (error) { tried[p] = error.code; }
+      }
+      const writes = {};
+      for (const name of ["writeFileSync", "appendFileSync", "mkdirSync", "rmSync", "renameSync", "symlinkSync"]) {
+        try { fs[name]("settings.json", "x"); writes[name] = "wrote"; } catch (error) { writes[name] = error.code; }
+      }
+      return { ok: true, output: {
+        own, tried, writes, url: import.meta.url, listed: fs.readdirSync(".").sort(),
+        after: fs.readFileSync("settings.json", "utf8"),
+      }, truncated: false };
+    "#,
+        &[
+            ("plugin.json", "{}"),
+            ("settings.json", r#"{"maxResults":3}"#),
+            ("data/words.txt", "alpha"),
+        ],
+    )
+    .start()
+    .await;
+    let ToolOutcome::Ok { output, .. } = run_attack(&mut plugin).await.unwrap() else {
+        panic!("the plugin did not answer");
+    };
+    assert_eq!(
+        output,
+        json!({
+            "own": {"maxResults": 3},
+            "tried": {
+                "../../../etc/passwd": "EACCES",
+                "/etc/passwd": "EACCES",
+                "/plugin/../etc/passwd": "EACCES",
+                "data/../../x": "EACCES",
+                "file:///etc/passwd": "EACCES",
+                "file://host.example/plugin/settings.json": "ERR_INVALID_FILE_URL_HOST",
+                "file:///plugin/..%2F..%2Fetc%2Fpasswd": "ERR_INVALID_FILE_URL_PATH",
+                "/workspace/index.mjs": "EACCES",
+                "/proc/self/environ": "EACCES",
+            },
+            "writes": {
+                "writeFileSync": "EROFS", "appendFileSync": "EROFS", "mkdirSync": "EROFS",
+                "rmSync": "EROFS", "renameSync": "EROFS", "symlinkSync": "EROFS",
+            },
+            "url": "file:///plugin/index.mjs",
+            "listed": ["data", "index.mjs", "plugin.json", "settings.json"],
+            "after": r#"{"maxResults":3}"#,
+        })
+    );
+}
+
+/// A CommonJS entry whose `module.exports` is an object with `activate` loads as the ES form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commonjs_entry_exporting_an_object_with_activate_loads() {
+    let mut source = PluginSource::forge(
+        "hostile",
+        &["tools:register"],
+        "export default function activate() {}",
+    );
+    source.files = vec![(
+        "index.cjs".to_owned(),
+        r#"module.exports = { activate(api) {
+  api.registerTool({ name: "attack", description: "Answers.", risk: "read",
+    inputSchema: api.z.object({}).passthrough(),
+    execute: async () => ({ ok: true, output: "from commonjs", truncated: false }) });
+} };"#
+            .to_owned(),
+    )];
+    source.request.entry = "index.cjs".to_owned();
+    let mut plugin = source.start().await;
+    assert_eq!(
+        run_attack(&mut plugin).await.unwrap(),
+        ok(json!("from commonjs"))
+    );
 }

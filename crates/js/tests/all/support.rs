@@ -131,6 +131,7 @@ fn request(
         reserved_tool_names: BUILTINS.iter().map(|s| (*s).to_owned()).collect(),
         code_from_strings: false,
         env: Default::default(),
+        directory: Default::default(),
     }
 }
 

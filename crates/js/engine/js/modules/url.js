@@ -1,22 +1,28 @@
 // Bosun JS engine: `node:url`, the WHATWG `URL` and `URLSearchParams` of the prelude.
 //
-// `fileURLToPath` and `pathToFileURL` refuse: plugins have no file system in Bosun's engine, and
-// a plugin's `import.meta.url` is not a `file:` URL. The legacy `url.parse`/`url.format`/
+// `fileURLToPath` and `pathToFileURL` convert as Node's do (a plugin's `import.meta.url` is
+// `file:///plugin/<file>`, and `node:fs` reads the plugin's own directory). The legacy `url.parse`/`url.format`/
 // `url.resolve` API is not provided.
 import internal from "bosun:internal";
+import dir from "bosun:plugin-dir";
 
 export const URL = internal.web.URL;
 export const URLSearchParams = internal.web.URLSearchParams;
 
-function noFiles(name) {
-  return function refused() {
-    const error = new Error(`url.${name} is not available in Bosun's engine: plugins have no file system`);
-    error.code = "ERR_ACCESS_DENIED";
-    throw error;
-  };
+export function fileURLToPath(url) {
+  const href = typeof url === "string" ? url : String(url?.href ?? url);
+  return dir.fileUrlPath(href, "fileURLToPath");
 }
 
-export const fileURLToPath = noFiles("fileURLToPath");
-export const pathToFileURL = noFiles("pathToFileURL");
+export function pathToFileURL(path) {
+  if (typeof path !== "string") {
+    const error = new TypeError(`The "path" argument must be of type string. Received ${path === null ? "null" : typeof path}`);
+    error.code = "ERR_INVALID_ARG_TYPE";
+    throw error;
+  }
+  const absolute = path.startsWith("/") ? path : `/workspace/${path}`;
+  const encoded = absolute.split("/").map((part) => encodeURIComponent(part)).join("/");
+  return new URL(`file://${encoded}`);
+}
 
 export default { URL, URLSearchParams, fileURLToPath, pathToFileURL };

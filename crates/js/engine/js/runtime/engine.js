@@ -18,6 +18,8 @@ async function activate(requestJson) {
   }
   attempted = true;
   const request = parseRequest(requestJson);
+  // The plugin's own files, the bytes the trust review hashed, for `node:fs` to read.
+  pluginDir.setFiles(request.directory);
   // Before any of the plugin's code is evaluated: only a manifest that asked for it, shown to
   // the person who trusted the plugin, lets it build code from strings.
   if (request.codeFromStrings === true) internal.codeFromStrings.allow();

@@ -197,7 +197,14 @@ function createForgeApi(state) {
 
 async function activateForge(state) {
   const module = await importEntry(state);
-  const activateFunction = module.activate ?? module.default;
+  let activateFunction = module.activate ?? module.default;
+  // A CommonJS entry's `module.exports` is its default export; Node also offers the object's
+  // `activate` as a named export, so `module.exports = { activate }` loads like the ES form.
+  const exported = module.default;
+  if (typeof activateFunction !== "function" && exported !== null && typeof exported === "object"
+    && typeof exported.activate === "function" && state.entry.endsWith(".cjs")) {
+    activateFunction = exported.activate;
+  }
   if (typeof activateFunction !== "function") {
     throw new PluginError(`Plugin "${state.name}" must export an activate function (a named export "activate" or a default export).`);
   }

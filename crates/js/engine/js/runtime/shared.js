@@ -28,6 +28,7 @@
 // result becomes a tool error. `activate` and `hook` reject (with a `PluginError` whose message is
 // complete and safe to show) only when the plugin broke its contract.
 import internal from "bosun:internal";
+import pluginDir from "bosun:plugin-dir";
 import { z } from "zod";
 import { spawn as spawnChild } from "node:child_process";
 
@@ -199,7 +200,12 @@ function parseRequest(requestJson) {
   if (!isPlainObject(env) || !ObjectValues(env).every((v) => typeof v === "string")) {
     throw new PluginError("The activation request's env must be an object of strings.");
   }
+  const directory = request.directory ?? {};
+  if (!isPlainObject(directory) || !ObjectValues(directory).every((v) => typeof v === "string")) {
+    throw new PluginError("The activation request's directory must be an object of base64 strings.");
+  }
   return {
+    directory,
     env: ObjectFreeze({ ...env }),
     format,
     name,

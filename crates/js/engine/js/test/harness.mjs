@@ -43,15 +43,20 @@ const BUILTINS = {
   zod: "zod.js",
   "bosun:runtime": includedFiles("loader.rs", /"bosun:runtime" => concat!\(([\s\S]*?)\n\s*\),/),
   "bosun:internal": "modules/internal.js",
-  "node:net": "modules/net.js",
+  "bosun:plugin-dir": "modules/plugin_dir.js",
+  "node:buffer": "modules/buffer.js",
+  "node:child_process": "modules/child_process.js",
   "node:dns": "modules/dns.js",
   "node:dns/promises": "modules/dns_promises.js",
-  "node:child_process": "modules/child_process.js",
-  "node:buffer": "modules/buffer.js",
-  "node:url": "modules/url.js",
+  "node:fs": "modules/fs.js",
+  "node:fs/promises": "modules/fs_promises.js",
+  "node:net": "modules/net.js",
+  "node:path": "modules/path.js",
+  "node:path/posix": "modules/path.js",
   "node:timers/promises": "modules/timers_promises.js",
+  "node:url": "modules/url.js",
 };
-const NODE_MODULES = ["net", "dns", "dns/promises", "child_process", "buffer", "url", "timers/promises"];
+const NODE_MODULES = Object.keys(BUILTINS).filter((n) => n.startsWith("node:")).map((n) => n.slice(5));
 const PLUGIN_PREFIX = "plugin:";
 
 const sourceCache = new Map();
@@ -322,7 +327,7 @@ export async function createEngine(options = {}) {
       return PLUGIN_PREFIX + file;
     }
     const shown = base.startsWith(PLUGIN_PREFIX) ? base.slice(PLUGIN_PREFIX.length) : base;
-    throw new realm.Error(`cannot import "${specifier}" from ${shown}: a plugin may import its own files (with a relative path), "zod" and the node: built-ins`);
+    throw new realm.Error(`cannot import "${specifier}" from ${shown}: a plugin may import its own files (with a relative path), "zod" and the node: modules ${NODE_MODULES.map((m) => `node:${m}`).sort().join(", ")}; bundle other dependencies into the plugin directory`);
   }
 
   function moduleFor(name) {
@@ -345,7 +350,15 @@ export async function createEngine(options = {}) {
       identifier: name,
       context,
       initializeImportMeta(meta) {
-        meta.url = name;
+        // As loader.rs: a plugin file is seen at /plugin/<path>.
+        if (name.startsWith(PLUGIN_PREFIX)) {
+          const filename = `/plugin/${name.slice(PLUGIN_PREFIX.length)}`;
+          meta.url = new URL(`file://${filename}`).href;
+          meta.filename = filename;
+          meta.dirname = filename.slice(0, filename.lastIndexOf("/"));
+        } else {
+          meta.url = name;
+        }
       },
       importModuleDynamically: (specifier) => dynamicImport(specifier, name),
     });
