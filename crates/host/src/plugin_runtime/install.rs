@@ -106,14 +106,6 @@ fn failed(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorCode::PluginError, message)
 }
 
-/// A plugin name as both formats allow it: `^[a-z][a-z0-9-]{0,63}$`.
-fn is_plugin_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    name.len() <= 64
-        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
 impl PluginManager {
     /// A manager that registers tools into `registry` (the chokepoint's), judged by `policy`.
     /// `reserved` are names no plugin tool may take; `configured` lists the plugins loaded from
@@ -223,7 +215,7 @@ impl PluginManager {
         path: Option<&str>,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
-        if !is_plugin_name(name) {
+        if !bosun_plugins::metadata::is_plugin_name(name) {
             return Err(invalid(format!(
                 "\"{name}\" is not a plugin name: use 1-64 characters a-z, 0-9 and -, starting with a letter"
             )));
