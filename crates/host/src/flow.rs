@@ -142,11 +142,9 @@ fn compile_paths(labels: &[PathLabel]) -> Vec<Label> {
 
 /// The directory every match of `glob` lies at or beneath (see [`Label::prefix`]).
 fn literal_prefix(glob: &str) -> String {
-    let mut components: Vec<&str> = glob.split('/').collect();
-    // The last component names the entries themselves, not a directory that holds them.
-    components.pop();
-    components
-        .into_iter()
+    // A label covers what lies beneath what it matches, so a literal last component (`secrets`,
+    // `config/key.pem`) is a prefix too.
+    glob.split('/')
         .take_while(|c| {
             !c.is_empty() && *c != "." && *c != ".." && !c.contains(['*', '?', '[', '{', '\\'])
         })
@@ -227,6 +225,8 @@ pub struct Flow {
     source_paths: Vec<Label>,
     hosts: Vec<(String, Classification)>,
     trusted_hosts: Vec<String>,
+    /// Most entries a survey looks at ([`MAX_SURVEY_ENTRIES`]; smaller in tests).
+    survey_limit: usize,
 }
 
 impl Default for Flow {
@@ -237,6 +237,7 @@ impl Default for Flow {
             source_paths: Vec::new(),
             hosts: Vec::new(),
             trusted_hosts: Vec::new(),
+            survey_limit: MAX_SURVEY_ENTRIES,
         }
     }
 }
@@ -263,6 +264,7 @@ impl Flow {
                 .iter()
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
+            survey_limit: MAX_SURVEY_ENTRIES,
         }
     }
 
@@ -338,7 +340,7 @@ impl Flow {
         };
         let mut seen = 0usize;
         while let Some(rel) = stack.pop() {
-            if seen == MAX_SURVEY_ENTRIES {
+            if seen == self.survey_limit {
                 survey.complete = false;
                 break;
             }
@@ -673,5 +675,98 @@ pub fn tighten(explanation: &mut Explanation, check: MatchedRule) {
     if decision > explanation.decision {
         explanation.decision = decision;
         explanation.deciding = explanation.checks.len() - 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_labels_prefix_is_its_leading_literal_components() {
+        for (glob, prefix) in [
+            ("secrets/**", "secrets"),
+            ("secrets", "secrets"),
+            ("config/prod/key.pem", "config/prod/key.pem"),
+            ("a/b*/c", "a"),
+            ("**/*.pem", ""),
+            ("*.pem", ""),
+            ("{a,b}/x", ""),
+            ("./secrets/**", ""),
+            ("../x/**", ""),
+            ("/abs/**", ""),
+            ("a/[bc]/x", "a"),
+        ] {
+            assert_eq!(literal_prefix(glob), prefix, "{glob}");
+        }
+    }
+
+    fn flow(labels: &str) -> Flow {
+        let config: ClassificationConfig = toml::from_str(labels).unwrap();
+        config.check().unwrap();
+        Flow::new(&config)
+    }
+
+    #[test]
+    fn a_survey_cut_short_answers_with_the_highest_configured_level() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        // Labels that can match anywhere: the whole workspace is walked.
+        let mut flow = flow("[[paths]]\nglob = \"**/*.pem\"\nlevel = \"CONFIDENTIAL\"\n");
+        for i in 0..40 {
+            std::fs::write(root.join(format!("junk{i}.txt")), "x").unwrap();
+        }
+        assert_eq!(flow.workspace_level(root, Classification::Public), None);
+        flow.survey_limit = 10;
+        let (level, why) = flow.workspace_level(root, Classification::Public).unwrap();
+        assert_eq!(level, Classification::Confidential);
+        assert!(why.contains("could not survey"), "{why}");
+        // A hard link whose labelled name the survey could not reach: fail closed as well.
+        std::fs::write(root.join("a.txt"), "x").unwrap();
+        std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
+        let (level, _) = flow.read_levels(
+            Some(root),
+            &[CapabilityRequest {
+                capability: Capability::FsRead,
+                scope: bosun_core::Scope {
+                    path: Some("a.txt".into()),
+                    ..bosun_core::Scope::default()
+                },
+            }],
+        );
+        assert_eq!(level, Some(Classification::Confidential));
+        flow.survey_limit = MAX_SURVEY_ENTRIES;
+        let (level, _) = flow.read_levels(
+            Some(root),
+            &[CapabilityRequest {
+                capability: Capability::FsRead,
+                scope: bosun_core::Scope {
+                    path: Some("a.txt".into()),
+                    ..bosun_core::Scope::default()
+                },
+            }],
+        );
+        assert_eq!(level, None);
+    }
+
+    #[test]
+    fn a_survey_does_not_follow_links_and_finds_labelled_files_at_depth() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let flow = flow("[[paths]]\nglob = \"vault\"\nlevel = \"RESTRICTED\"\n");
+        // A link named like the label, pointing at nothing labelled, is not data.
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        std::fs::write(root.join("elsewhere/x"), "x").unwrap();
+        std::os::unix::fs::symlink("elsewhere", root.join("vault")).unwrap();
+        assert_eq!(flow.workspace_level(root, Classification::Public), None);
+        std::fs::remove_file(root.join("vault")).unwrap();
+        std::fs::create_dir_all(root.join("vault/a/b/c/d")).unwrap();
+        assert_eq!(flow.workspace_level(root, Classification::Public), None);
+        std::fs::write(root.join("vault/a/b/c/d/key"), "k").unwrap();
+        let (level, path) = flow.workspace_level(root, Classification::Public).unwrap();
+        assert_eq!(level, Classification::Restricted);
+        assert_eq!(path, "vault/a/b/c/d/key");
+        // Nothing above what the session already holds.
+        assert_eq!(flow.workspace_level(root, Classification::Restricted), None);
     }
 }
