@@ -313,7 +313,7 @@ fn terminal_injection_rules() -> Result<Vec<SeccompRule>, LaunchError> {
                     1,
                     SeccompCmpArgLen::Dword,
                     SeccompCmpOp::Eq,
-                    u64::from(request),
+                    request,
                 )
                 .map_err(fail)?,
             ])
