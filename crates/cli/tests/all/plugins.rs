@@ -897,3 +897,104 @@ fn an_error_in_a_typescript_plugin_names_the_line_its_author_wrote() {
     // Line 26 of mod.ts, where the author wrote the throw — not the erased JavaScript's line.
     assert!(said.contains("(at mod.ts:26:"), "{said}");
 }
+
+/// A Bosun killed mid-write (config, trust, sessions, caches) leaves its temporary files; the
+/// next command removes the abandoned ones and keeps the one another live process is writing.
+#[test]
+fn a_killed_writers_temporaries_are_swept_at_start_and_in_flight_ones_kept() {
+    use std::time::{Duration, SystemTime};
+    let env = Env::new();
+    let home = env.home();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let leftover = |relative: &str| {
+        let path = home.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_modified(hour_ago).unwrap();
+        (path, file)
+    };
+    let abandoned: Vec<_> = [
+        ".config.toml.Ab12Cd.tmp",
+        ".trust.toml.x9Y8z7.tmp",
+        "sessions/.0190ab.json.q1w2e3.tmp",
+        "approvals/.0a1b.toml.r4t5y6.tmp",
+        "cache/.tmp-u7i8o9.cwasm",
+    ]
+    .into_iter()
+    .map(|name| leftover(name).0)
+    .collect();
+    // In flight in a live process (this test): locked, however old its date.
+    let (in_flight, held) = leftover(".trust.toml.p0o9i8.tmp");
+    held.try_lock().unwrap();
+    // Just created by a writer that has not locked it yet: too young to judge.
+    let (fresh, fresh_file) = leftover(".config.toml.l1k2j3.tmp");
+    fresh_file.set_modified(SystemTime::now()).unwrap();
+    // The author's files in a plugin directory are not Bosun's to remove.
+    let (authors, _) = leftover("plugins/web/.cache.m4n5b6.tmp");
+
+    let out = env.bosun(&["plugins", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for path in &abandoned {
+        assert!(!path.exists(), "{} was left", path.display());
+    }
+    for path in [&in_flight, &fresh, &authors] {
+        assert!(path.exists(), "{} was removed", path.display());
+    }
+    drop(held);
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!in_flight.exists(), "an unlocked, old temporary is removed");
+}
+
+/// A Forge plugin reads its own `settings.json` with `node:fs/promises` (as web-tools 1.1 does),
+/// through the host: the bytes come from the snapshot trust pinned, and a read outside is EACCES.
+#[test]
+fn a_forge_plugin_reads_its_own_settings_and_nothing_outside() {
+    let env = Env::new();
+    let dir = env.dir.path().join("web-settings");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        r#"{"schemaVersion": 1, "apiVersion": "1", "name": "web-settings", "version": "1.1.0",
+            "entry": "./index.mjs", "capabilities": ["tools:register"]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("settings.json"), r#"{"maxResults": 7}"#).unwrap();
+    std::fs::write(
+        dir.join("index.mjs"),
+        r#"import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+export async function activate(api) {
+  const settings = JSON.parse(await readFile(new URL("./settings.json", import.meta.url), "utf8"));
+  api.registerTool({ name: "settings_probe", description: "Shows its settings.", risk: "read",
+    inputSchema: api.z.object({ path: api.z.string() }),
+    execute: async ({ path }) => {
+      let outside;
+      try { readFileSync(path, "utf8"); outside = "read"; } catch (e) { outside = e.code; }
+      return { ok: true, output: { maxResults: settings.maxResults, outside }, truncated: false };
+    } });
+}
+"#,
+    )
+    .unwrap();
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let secret = env.home().join("secret.txt");
+    std::fs::write(&secret, "the user's secret\n").unwrap();
+    for path in [secret.to_str().unwrap(), "../../secret.txt", "/etc/passwd"] {
+        let input = serde_json::json!({ "path": path }).to_string();
+        let (rc, out) = call(&env, "settings_probe", &input);
+        assert_eq!(rc, 0, "{out}");
+        assert_eq!(out["output"]["maxResults"], 7, "{out}");
+        assert_eq!(out["output"]["outside"], "EACCES", "{path}: {out}");
+    }
+    // A link out of the installed directory never becomes something the plugin reads: the
+    // plugin is no longer loaded at all.
+    let installed = env.home().join("plugins/web-settings/settings.json");
+    std::fs::remove_file(&installed).unwrap();
+    std::os::unix::fs::symlink(&secret, &installed).unwrap();
+    let input = serde_json::json!({ "path": "settings.json" }).to_string();
+    let (rc, out) = call(&env, "settings_probe", &input);
+    assert_ne!(rc, 0, "{out}");
+    assert!(!out.to_string().contains("the user's secret"), "{out}");
+}
