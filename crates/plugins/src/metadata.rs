@@ -662,13 +662,31 @@ pub(crate) const HOSTILE_NAMES: [(&str, &str); 10] = [
     ("web\u{200b}tools", "U+200B"),
 ];
 
+/// Runs `refusal` (a format's reading of a plugin named so, returning its error text) on every
+/// one of [`HOSTILE_NAMES`]: each must be refused naming the code point, saying to remove it,
+/// and showing no control or hidden character itself.
+#[cfg(test)]
+pub(crate) fn assert_refuses_hostile_names(refusal: impl Fn(&str) -> String) {
+    for (name, code) in HOSTILE_NAMES {
+        let message = refusal(name);
+        assert!(message.contains(code), "{name:?}: {message}");
+        assert!(message.contains("remove it"), "{name:?}: {message}");
+        assert!(
+            !message
+                .chars()
+                .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
+            "{name:?}: the refusal shows the name escaped: {message:?}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_native_plugin_name_with_terminal_controls_is_refused_naming_the_character() {
-        for (name, code) in HOSTILE_NAMES {
+        assert_refuses_hostile_names(|name| {
             let meta: PluginMetadata = serde_json::from_value(serde_json::json!({
                 "metadata_version": 1,
                 "api_version": "1.0.0",
@@ -677,18 +695,10 @@ mod tests {
                 "tools": [],
             }))
             .expect("the document parses");
-            let message = match Manifest::from_metadata(meta, &[]) {
+            match Manifest::from_metadata(meta, &[]) {
                 Ok(m) => panic!("{name:?} accepted: {m:?}"),
                 Err(e) => e.to_string(),
-            };
-            assert!(message.contains(code), "{name:?}: {message}");
-            assert!(message.contains("remove it"), "{name:?}: {message}");
-            assert!(
-                !message
-                    .chars()
-                    .any(|c| c.is_control() || bosun_core::is_hidden_char(c)),
-                "{name:?}: the refusal shows the name escaped: {message:?}"
-            );
-        }
+            }
+        });
     }
 }
