@@ -725,3 +725,76 @@ fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
     assert_ne!(rc, 0, "{out}");
     assert!(out.to_string().contains("bosun mcp login authweb"), "{out}");
 }
+
+/// A server of the 2026-07-28 revision (the Python SDK's) that answers `tools/call` with
+/// `input_required`: a result carrying only `requestState` is called back with it until the
+/// tool completes; one asking for an elicitation Bosun's client does not give is a tool error
+/// that names the question — never a broken connection, and the server stays in use.
+#[test]
+fn an_input_required_result_is_a_round_not_a_broken_connection() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_rounds_server.py");
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp.rounds]\ncommand = {:?}\nargs = [{:?}]\n{}",
+        python().display().to_string(),
+        script.display().to_string(),
+        peer_sandbox("rounds")
+    ));
+    trust_named(&env, "rounds");
+    for n in [1, 3] {
+        let (rc, out) = call(
+            &env,
+            "mcp__rounds__rounds",
+            &format!(r#"{{"n": {n}}}"#),
+            &[],
+        );
+        assert_eq!(rc, 0, "{out}");
+        assert_eq!(
+            out["output"]["content"][0]["text"],
+            format!("done after {n} rounds"),
+            "{out}"
+        );
+    }
+    let (rc, out) = call(&env, "mcp__rounds__ask", "{}", &[]);
+    assert_eq!(rc, 1, "{out}");
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Which branch?") && message.contains("elicitation"),
+        "{out}"
+    );
+    assert!(!message.contains("connection failed"), "{out}");
+    // The revision negotiated is the one that has these results.
+    let (rc, out) = call(&env, "mcp__rounds__version", "{}", &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["content"][0]["text"], "2026-07-28", "{out}");
+}
+
+/// A `[mcp.<name>.sandbox] write` naming a protected path could never be used (the launcher
+/// keeps those read-only for every child): the config is refused, naming the file, the key and
+/// the path, rather than accepted to do nothing.
+#[test]
+fn a_sandbox_write_to_a_protected_path_is_a_config_error() {
+    let env = Env::new();
+    for path in [
+        env.ws().join(".git"),
+        env.ws().join("sub/.git/hooks"),
+        env.ws().join(".bosun"),
+        env.ws().join("AGENTS.md"),
+        PathBuf::from("/srv/other/.vscode"),
+    ] {
+        env.user_config(&format!(
+            "[mcp.peer]\ncommand = \"x\"\n\n[mcp.peer.sandbox]\nwrite = [{:?}]\n",
+            path.display().to_string()
+        ));
+        let out = env.bosun(&["tools", "list"]);
+        assert_eq!(code(&out), 2, "{}", path.display());
+        let said = stderr(&out);
+        assert!(
+            said.contains("config.toml")
+                && said.contains("mcp.peer.sandbox.write")
+                && said.contains(&path.display().to_string())
+                && said.contains("remove it"),
+            "{said}"
+        );
+    }
+}
