@@ -45,14 +45,10 @@ export function existsSync(path) {
   }
 }
 
-class Dirent {
+/** What `Dirent` and `Stats` answer about kind: a file or a directory, never anything else. */
+class EntryKind {
   #kind;
-  constructor(name, parentPath, kind) {
-    this.name = name;
-    this.parentPath = parentPath;
-    this.path = parentPath;
-    this.#kind = kind;
-  }
+  constructor(kind) { this.#kind = kind; }
   isFile() { return this.#kind === "file"; }
   isDirectory() { return this.#kind === "directory"; }
   isSymbolicLink() { return false; }
@@ -60,6 +56,15 @@ class Dirent {
   isCharacterDevice() { return false; }
   isFIFO() { return false; }
   isSocket() { return false; }
+}
+
+class Dirent extends EntryKind {
+  constructor(name, parentPath, kind) {
+    super(kind);
+    this.name = name;
+    this.parentPath = parentPath;
+    this.path = parentPath;
+  }
 }
 
 export function readdirSync(path, options) {
@@ -80,10 +85,9 @@ export function readdirSync(path, options) {
   return out;
 }
 
-class Stats {
-  #kind;
+class Stats extends EntryKind {
   constructor(kind, size) {
-    this.#kind = kind;
+    super(kind);
     const epoch = new Date(0);
     Object.assign(this, {
       dev: 0, ino: 0, mode: kind === "directory" ? 0o40555 : 0o100444, nlink: 1, uid: 0, gid: 0,
@@ -91,13 +95,6 @@ class Stats {
       ctimeMs: 0, birthtimeMs: 0, atime: epoch, mtime: epoch, ctime: epoch, birthtime: epoch,
     });
   }
-  isFile() { return this.#kind === "file"; }
-  isDirectory() { return this.#kind === "directory"; }
-  isSymbolicLink() { return false; }
-  isBlockDevice() { return false; }
-  isCharacterDevice() { return false; }
-  isFIFO() { return false; }
-  isSocket() { return false; }
 }
 
 export function statSync(path, options) {
