@@ -1111,7 +1111,6 @@ impl JsProcesses for HostProcesses {
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .process_group(0)
                 .kill_on_drop(true);
             let mut confinement = crate::process::confinement(
                 self.workspace.root(),
@@ -1120,16 +1119,21 @@ impl JsProcesses for HostProcesses {
             );
             // The files the approved command line names are its to read.
             confinement.name_arguments(std::iter::once(program).chain(&request.args));
-            let jail = self
+            // The launcher starts it in a session (and so a process group) of its own.
+            let (child, jail) = self
                 .launcher
-                .confine(&mut command, &confinement)
-                .map_err(|e| e.to_string())?;
-            let child = command.spawn().map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    format!("no such program `{program}` on PATH or at that path")
-                }
-                _ => format!("could not start `{program}`: {e}"),
-            })?;
+                .spawn(command, &confinement)
+                .map_err(|e| match e {
+                    bosun_launch::LaunchError::Spawn(e)
+                        if e.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        format!("no such program `{program}` on PATH or at that path")
+                    }
+                    bosun_launch::LaunchError::Spawn(e) => {
+                        format!("could not start `{program}`: {e}")
+                    }
+                    other => other.to_string(),
+                })?;
             Ok(Spawned {
                 child,
                 guard: Box::new(jail),
