@@ -52,6 +52,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             code_from_strings: false,
             env: Default::default(),
             directory: Default::default(),
+            commonjs: Default::default(),
         }
     } else {
         ActivationRequest {
@@ -66,6 +67,7 @@ fn fixture(name: &str) -> (Vec<(String, String)>, ActivationRequest) {
             code_from_strings: false,
             env: Default::default(),
             directory: Default::default(),
+            commonjs: Default::default(),
         }
     };
     (files, request)

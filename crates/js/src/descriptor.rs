@@ -80,6 +80,10 @@ pub struct ActivationRequest {
     /// file system reaches the engine.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub directory: std::collections::BTreeMap<String, String>,
+    /// The plugin's `.js` files that are CommonJS, as Node decides (package.json `type`, else
+    /// the file's own syntax); `.cjs` files are CommonJS by name and need no entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commonjs: Vec<String>,
 }
 
 /// One tool a plugin registered.

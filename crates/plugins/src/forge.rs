@@ -352,6 +352,72 @@ fn syntax(path: &Path, e: &serde_json::Error) -> PluginError {
     }
 }
 
+/// The plugin's `.js` files that are CommonJS, as Node decides: the nearest `package.json`
+/// inside the plugin (`dir/package.json`, then its parents) says so with its `"type"`
+/// (`"commonjs"` or `"module"`); without one, or when it has no `"type"`, the file's own syntax
+/// does (Node 22's detection: no `import`/`export`, `import.meta` or top-level `await` means
+/// CommonJS). A file that does not parse is left as an ES module, where the engine reports its
+/// error. `.cjs` files are CommonJS by name and are not listed; `.mjs` files never are.
+pub fn commonjs_files(snapshot: &SourceSnapshot) -> Vec<String> {
+    snapshot
+        .files()
+        .iter()
+        .filter(|file| file.path.ends_with(".js"))
+        .filter(|file| match package_type(snapshot, &file.path) {
+            Some(PackageType::CommonJs) => true,
+            Some(PackageType::Module) => false,
+            None => std::str::from_utf8(&file.bytes).is_ok_and(|text| !has_module_syntax(text)),
+        })
+        .map(|file| file.path.clone())
+        .collect()
+}
+
+enum PackageType {
+    CommonJs,
+    Module,
+}
+
+/// The `"type"` of the nearest `package.json` above `path` (within the plugin), if it has one.
+fn package_type(snapshot: &SourceSnapshot, path: &str) -> Option<PackageType> {
+    let mut dir = path.rsplit_once('/').map(|(dir, _)| dir);
+    loop {
+        let manifest = dir.map_or_else(
+            || "package.json".to_owned(),
+            |d| format!("{d}/package.json"),
+        );
+        if let Some(file) = snapshot.get(&manifest) {
+            return declared_type(&file.bytes);
+        }
+        dir = dir?.rsplit_once('/').map(|(parent, _)| parent);
+    }
+}
+
+/// A `package.json`'s `"type"`, when it is one Node knows.
+fn declared_type(bytes: &[u8]) -> Option<PackageType> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    match value.get("type")?.as_str()? {
+        "commonjs" => Some(PackageType::CommonJs),
+        "module" => Some(PackageType::Module),
+        _ => None,
+    }
+}
+
+/// Whether JavaScript `text` has ES module syntax, parsed as Node's detection does. Text that
+/// cannot be parsed (too large, too deep, a syntax error) counts as a module.
+fn has_module_syntax(text: &str) -> bool {
+    if text.len() > crate::typescript::MAX_SOURCE_BYTES {
+        return true;
+    }
+    crate::typescript::on_parser_stack(text, || {
+        let allocator = oxc::allocator::Allocator::default();
+        let parsed =
+            oxc::parser::Parser::new(&allocator, text, oxc::span::SourceType::unambiguous())
+                .parse();
+        parsed.panicked || !parsed.diagnostics.is_empty() || parsed.program.source_type.is_module()
+    })
+    .unwrap_or(true)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -413,6 +479,50 @@ mod tests {
             Ok(m) => panic!("accepted: {m:?}"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn js_files_are_commonjs_as_node_decides() {
+        let snap = |files: &[(&str, &str)]| {
+            SourceSnapshot::from_files(
+                files
+                    .iter()
+                    .map(|(path, text)| SourceFile {
+                        path: (*path).to_owned(),
+                        bytes: Arc::from(text.as_bytes()),
+                    })
+                    .collect(),
+            )
+            .unwrap()
+        };
+        let cjs = "module.exports = { activate(api) {} };";
+        let esm = "export function activate(api) {}";
+        // No package.json: the file's own syntax, as Node 22 detects it.
+        let plain = snap(&[
+            ("index.js", cjs),
+            ("lib/esm.js", esm),
+            ("lib/meta.js", "const here = import.meta.url;"),
+            ("lib/await.js", "await Promise.resolve(1);"),
+            ("lib/broken.js", "module.exports = {"),
+            ("lib/a.cjs", cjs),
+            ("lib/b.mjs", cjs),
+        ]);
+        assert_eq!(commonjs_files(&plain), ["index.js"]);
+        // The nearest package.json with a type decides, whatever the syntax.
+        let typed = snap(&[
+            ("package.json", r#"{"type": "module"}"#),
+            ("index.js", cjs),
+            ("legacy/package.json", r#"{"type": "commonjs"}"#),
+            ("legacy/deep/x.js", esm),
+            ("untyped/package.json", r#"{"name": "untyped"}"#),
+            ("untyped/y.js", cjs),
+        ]);
+        assert_eq!(commonjs_files(&typed), ["legacy/deep/x.js", "untyped/y.js"]);
+        let commonjs_root = snap(&[
+            ("package.json", r#"{"type": "commonjs"}"#),
+            ("index.js", esm),
+        ]);
+        assert_eq!(commonjs_files(&commonjs_root), ["index.js"]);
     }
 
     #[test]

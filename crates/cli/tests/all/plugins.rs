@@ -998,3 +998,36 @@ export async function activate(api) {
     assert_ne!(rc, 0, "{out}");
     assert!(!out.to_string().contains("the user's secret"), "{out}");
 }
+
+/// A Forge entry `index.js` written as CommonJS (no package.json, no ES syntax: CommonJS to
+/// Node) loads like the ES form, its `module.exports = { activate }` found.
+#[test]
+fn a_commonjs_index_js_entry_loads_like_the_es_form() {
+    let env = Env::new();
+    let dir = env.dir.path().join("cjs-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        r#"{"schemaVersion": 1, "apiVersion": "1", "name": "cjs-tools", "version": "1.0.0",
+            "entry": "./index.js", "capabilities": ["tools:register"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("index.js"),
+        r#"const greeting = require === undefined ? "?" : "Hello";
+module.exports = {
+  activate(api) {
+    api.registerTool({ name: "cjs_hello", description: "Says hello.", risk: "read",
+      inputSchema: api.z.object({}),
+      execute: async () => ({ ok: true, output: greeting + " from CommonJS", truncated: false }) });
+  },
+};
+"#,
+    )
+    .unwrap();
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (rc, out) = call(&env, "cjs_hello", "{}");
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"], "Hello from CommonJS", "{out}");
+}

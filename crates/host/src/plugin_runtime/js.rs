@@ -75,6 +75,8 @@ pub struct JsPluginSpec {
     /// Every file of the plugin's directory as the trust review hashed it, relative path →
     /// standard base64: what `node:fs` reads (read-only; nothing of the host's file system).
     pub directory: BTreeMap<String, String>,
+    /// The `.js` files that are CommonJS, as Node decides (`forge::commonjs_files`).
+    pub commonjs: Vec<String>,
     /// Forge capabilities as declared (`tools:register`, `network:access`, ...).
     pub capabilities: Vec<String>,
     /// Triggerfish `declaredEndpoints` as authorities (`host` or `host:port`).
@@ -207,6 +209,7 @@ impl JsPluginSpec {
                 entry: m.entry.clone(),
                 files,
                 directory,
+                commonjs: bosun_plugins::forge::commonjs_files(snapshot),
                 capabilities: m.capabilities.clone(),
                 endpoints: Vec::new(),
                 classification: Classification::Public,
@@ -229,6 +232,7 @@ impl JsPluginSpec {
                 entry: "mod.ts".to_owned(),
                 files,
                 directory,
+                commonjs: Vec::new(),
                 capabilities: Vec::new(),
                 endpoints: m.endpoint_authorities.clone(),
                 classification: m.classification,
@@ -342,6 +346,7 @@ impl JsPluginSpec {
             code_from_strings: self.code_from_strings,
             env: self.env.clone(),
             directory: self.directory.clone(),
+            commonjs: self.commonjs.clone(),
         }
     }
 

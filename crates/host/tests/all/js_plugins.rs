@@ -66,6 +66,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         code_from_strings: false,
         env: Default::default(),
         directory: Default::default(),
+        commonjs: Default::default(),
         untrusted_output: None,
         positions: Default::default(),
     }

@@ -201,10 +201,24 @@ pub fn plugin_config() -> String {
 /// Loads the plugin's files and runs the layer's `activate`.
 pub fn activate(files: BTreeMap<String, String>, request: &str) -> Result<String, Failure> {
     init();
-    let config = serde_json::from_str::<serde_json::Value>(request)
-        .ok()
+    let parsed = serde_json::from_str::<serde_json::Value>(request).ok();
+    let config = parsed
+        .as_ref()
         .and_then(|r| r.get("config").map(ToString::to_string))
         .unwrap_or_else(|| "{}".to_owned());
+    // The `.js` files the host found to be CommonJS (Node's rule: package.json `type`, else
+    // the file's own syntax); `.cjs` files are CommonJS by name.
+    let commonjs = parsed
+        .as_ref()
+        .and_then(|r| r.get("commonjs"))
+        .and_then(serde_json::Value::as_array)
+        .map(|files| {
+            files
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     with_engine(|engine| {
         if engine.activated {
             return Err(Failure::new(
@@ -215,7 +229,7 @@ pub fn activate(files: BTreeMap<String, String>, request: &str) -> Result<String
         engine.config = config;
         Ok(())
     })?;
-    loader::set_files(files);
+    loader::set_files(files, commonjs);
     let descriptor = invoke("activate", &[request])?;
     with_engine(|engine| {
         engine.activated = true;

@@ -14,7 +14,7 @@
 //!   with a message that says what to do.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
@@ -26,11 +26,21 @@ const PLUGIN_PREFIX: &str = "plugin:";
 thread_local! {
     /// The plugin's files, path relative to the plugin directory → JavaScript source.
     static FILES: RefCell<BTreeMap<String, String>> = const { RefCell::new(BTreeMap::new()) };
+    /// The `.js` files among them that are CommonJS (the host decides, as Node does).
+    static COMMONJS: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
 }
 
-/// Replaces the plugin's file set (once per instance, in `activate`).
-pub fn set_files(files: BTreeMap<String, String>) {
+/// Replaces the plugin's file set and which `.js` files are CommonJS (once per instance, in
+/// `activate`).
+pub fn set_files(files: BTreeMap<String, String>, commonjs: BTreeSet<String>) {
     FILES.with(|f| *f.borrow_mut() = files);
+    COMMONJS.with(|c| *c.borrow_mut() = commonjs);
+}
+
+/// Whether a plugin file loads as CommonJS: every `.cjs` file, and the `.js` files the host
+/// named.
+fn is_commonjs(path: &str) -> bool {
+    path.ends_with(".cjs") || COMMONJS.with(|c| c.borrow().contains(path))
 }
 
 /// Whether `path` is one of the plugin's files.
@@ -191,9 +201,9 @@ impl Resolver for PluginResolver {
     }
 }
 
-/// A CommonJS file (`.cjs`) as Node's `import()` presents it: its `module.exports` is the
-/// default export. `require` is not available (the plugin's dependencies must be bundled or
-/// imported as modules), and says so when called.
+/// A CommonJS file (`.cjs`, or a `.js` file the host found to be CommonJS) as Node's `import()`
+/// presents it: its `module.exports` is the default export. `require` is not available (the
+/// plugin's dependencies must be bundled or imported as modules), and says so when called.
 fn commonjs_module(source: &str) -> String {
     format!(
         "const module = {{ exports: {{}} }};\n\
@@ -229,7 +239,7 @@ impl Loader for PluginLoader {
         if let Some(path) = name.strip_prefix(PLUGIN_PREFIX) {
             let source = FILES.with(|f| f.borrow().get(path).cloned());
             let module = match source {
-                Some(source) if path.ends_with(".cjs") => {
+                Some(source) if is_commonjs(path) => {
                     Module::declare(ctx.clone(), name, commonjs_module(&source))?
                 }
                 Some(source) => Module::declare(ctx.clone(), name, source)?,

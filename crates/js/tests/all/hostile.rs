@@ -1129,4 +1129,14 @@ async fn a_commonjs_entry_exporting_an_object_with_activate_loads() {
         run_attack(&mut plugin).await.unwrap(),
         ok(json!("from commonjs"))
     );
+    // The same source as a `.js` entry the host names CommonJS.
+    let (_, text) = source.files[0].clone();
+    source.files = vec![("index.js".to_owned(), text)];
+    source.request.entry = "index.js".to_owned();
+    source.request.commonjs = vec!["index.js".to_owned()];
+    let mut plugin = source.start().await;
+    assert_eq!(
+        run_attack(&mut plugin).await.unwrap(),
+        ok(json!("from commonjs"))
+    );
 }

@@ -132,6 +132,7 @@ fn request(
         code_from_strings: false,
         env: Default::default(),
         directory: Default::default(),
+        commonjs: Default::default(),
     }
 }
 

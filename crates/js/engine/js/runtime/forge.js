@@ -202,7 +202,8 @@ async function activateForge(state) {
   // `activate` as a named export, so `module.exports = { activate }` loads like the ES form.
   const exported = module.default;
   if (typeof activateFunction !== "function" && exported !== null && typeof exported === "object"
-    && typeof exported.activate === "function" && state.entry.endsWith(".cjs")) {
+    && typeof exported.activate === "function"
+    && (state.entry.endsWith(".cjs") || state.commonjs.has(state.entry))) {
     activateFunction = exported.activate;
   }
   if (typeof activateFunction !== "function") {

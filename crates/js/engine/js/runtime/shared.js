@@ -200,11 +200,16 @@ function parseRequest(requestJson) {
   if (!isPlainObject(env) || !ObjectValues(env).every((v) => typeof v === "string")) {
     throw new PluginError("The activation request's env must be an object of strings.");
   }
+  const commonjs = request.commonjs ?? [];
+  if (!ArrayIsArray(commonjs) || !commonjs.every((c) => typeof c === "string")) {
+    throw new PluginError("The activation request's commonjs must be an array of strings.");
+  }
   const directory = request.directory ?? {};
   if (!isPlainObject(directory) || !ObjectValues(directory).every((v) => typeof v === "string")) {
     throw new PluginError("The activation request's directory must be an object of base64 strings.");
   }
   return {
+    commonjs: new Set(commonjs),
     directory,
     env: ObjectFreeze({ ...env }),
     format,

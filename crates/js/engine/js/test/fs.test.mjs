@@ -156,7 +156,7 @@ test("a plugin without a directory in its request reads nothing", async () => {
   assert.deepEqual(result.output, [false, "ENOENT"]);
 });
 
-test("a CommonJS entry whose module.exports is an object with activate loads like the ES form", async () => {
+test("a CommonJS entry (.cjs, or .js the host names) whose module.exports is an object with activate loads like the ES form", async () => {
   for (const source of [
     "module.exports = { activate(api) { api.registerTool(tool(api)); } };",
     "exports.activate = function (api) { api.registerTool(tool(api)); };",
@@ -172,6 +172,18 @@ test("a CommonJS entry whose module.exports is an object with activate loads lik
     assert.deepEqual(descriptor.tools.map((t) => t.name), ["hello"], source);
     assert.equal((await engine.call("hello", {})).output, "hello", source);
   }
+  // A `.js` entry the host found to be CommonJS (no package.json type, no ES syntax) too.
+  const js = await createEngine({
+    files: {
+      "index.js": `module.exports = { activate(api) { api.registerTool({ name: "hello", description: "Says hello.", risk: "read",
+        inputSchema: api.z.object({}), execute: async () => ({ ok: true, output: typeof require, truncated: false }) }); } };`,
+    },
+  });
+  await js.activate(forgeRequest({ entry: "index.js", commonjs: ["index.js"] }));
+  assert.equal((await js.call("hello", {})).output, "function");
+  // Without the host's word a `.js` file is an ES module, where `module` does not exist.
+  const esm = await createEngine({ files: { "index.js": "module.exports = { activate() {} };" } });
+  await assert.rejects(esm.activate(forgeRequest({ entry: "index.js" })), { message: /module is not defined/ });
   // An object without a callable activate is still refused with the reason.
   const engine = await createEngine({ files: { "index.cjs": "module.exports = { activate: 42 };" } });
   await assert.rejects(engine.activate(forgeRequest({ entry: "index.cjs" })), { message: /must export an activate function/ });

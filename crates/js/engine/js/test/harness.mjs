@@ -304,6 +304,7 @@ export async function createEngine(options = {}) {
 
   // ----- modules -------------------------------------------------------------------------
   const modules = new Map();
+  const commonjs = new Set();
   const isEngineModule = (base) => base.startsWith("bosun:") || base.startsWith("node:");
 
   function resolve(specifier, base) {
@@ -338,7 +339,7 @@ export async function createEngine(options = {}) {
     else if (name.startsWith(PLUGIN_PREFIX)) {
       source = files[name.slice(PLUGIN_PREFIX.length)];
       // The core wraps CommonJS files the same way (loader.rs, `commonjs_module`).
-      if (source !== undefined && name.endsWith(".cjs")) {
+      if (source !== undefined && (name.endsWith(".cjs") || commonjs.has(name.slice(PLUGIN_PREFIX.length)))) {
         source = "const module = { exports: {} };\n" +
           "const require = (id) => { throw new Error(`require(${JSON.stringify(String(id))}) is not available in Bosun's sandbox: bundle the dependency into the plugin, or use an ES module entry with import`); };\n" +
           `(function (module, exports, require) {\n${source}\n}).call(module.exports, module, module.exports, require);\n` +
@@ -414,6 +415,8 @@ export async function createEngine(options = {}) {
     settle,
     /** Activates with a request object; resolves to the parsed descriptor. */
     async activate(request) {
+      // As engine.rs: the `.js` files the host found to be CommonJS load as `.cjs` files do.
+      for (const file of request.commonjs ?? []) commonjs.add(file);
       return JSON.parse(await settle(engine.activate(JSON.stringify(request))));
     },
     /** Calls a tool; resolves to the parsed tool result. */
