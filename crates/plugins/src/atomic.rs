@@ -6,7 +6,8 @@
 //! by `SIGKILL`) leaves that file, but the kernel drops its lock. The sweep removes only files
 //! that are provably abandoned: named as Bosun's writers name them, regular files, untouched for
 //! [`STALE_AFTER`] and not locked by anyone. It never follows a symbolic link and never enters
-//! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's.
+//! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's — except to remove the
+//! staging directory (`.install-<name>-<pid>`) of an install whose process is gone.
 
 use std::io::Write;
 use std::path::Path;
@@ -120,8 +121,9 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
             };
             let name = entry.file_name();
             if kind.is_dir() {
-                let user_plugins = depth == 0 && name == "plugins";
-                if depth < MAX_SWEEP_DEPTH && !user_plugins {
+                if depth == 0 && name == "plugins" {
+                    removed += sweep_install_staging(&entry.path(), now);
+                } else if depth < MAX_SWEEP_DEPTH {
                     pending.push((entry.path(), depth + 1));
                 }
                 continue;
@@ -135,6 +137,51 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
         }
     }
     removed
+}
+
+/// Removes the staging directories `bosun plugins install` leaves in `plugins` when killed
+/// (`.install-<name>-<pid>`): only one whose process is gone and that has been untouched for
+/// [`STALE_AFTER`] (a pid seen from another PID namespace may look gone). Nothing else of the
+/// authors' directory is looked at.
+fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
+    let Ok(entries) = std::fs::read_dir(plugins) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten().take(MAX_SWEEP_ENTRIES) {
+        let pid = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix(".install-"))
+            .and_then(|rest| rest.rsplit_once('-'))
+            .and_then(|(_, pid)| pid.parse::<i32>().ok());
+        let Some(pid) = pid.filter(|&pid| pid > 0) else {
+            continue;
+        };
+        let untouched = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        let is_link_or_file = entry.file_type().map_or(true, |k| !k.is_dir());
+        if untouched
+            && !is_link_or_file
+            && !process_is_alive(pid)
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether a process with this id exists, as `/proc` shows it; without `/proc` every process
+/// counts as alive, so nothing is removed.
+fn process_is_alive(pid: i32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 /// Removes `path` when it has been untouched for [`STALE_AFTER`] and nobody holds its lock
@@ -260,6 +307,33 @@ mod tests {
         // The writer is gone: its lock with it.
         assert_eq!(sweep_stale_temporaries(h), 1);
         assert!(!locked.exists());
+    }
+
+    #[test]
+    fn an_installs_staging_is_removed_only_when_its_process_is_gone() {
+        let home = tempfile::tempdir().unwrap();
+        let plugins = home.path().join("plugins");
+        let staging = |name: &str, age: Duration| {
+            let dir = plugins.join(name);
+            std::fs::create_dir_all(dir.join("lib")).unwrap();
+            std::fs::write(dir.join("lib/index.mjs"), "x").unwrap();
+            File::open(&dir)
+                .unwrap()
+                .set_modified(SystemTime::now() - age)
+                .unwrap();
+            dir
+        };
+        // A pid above the kernel's largest (4194304) is never alive.
+        let dead = staging(".install-web-99999999", OLD);
+        let alive = staging(&format!(".install-web-{}", std::process::id()), OLD);
+        let fresh = staging(".install-fresh-99999999", Duration::ZERO);
+        let authors = staging("web", OLD);
+        let odd = staging(".install-web-notapid", OLD);
+        assert_eq!(sweep_stale_temporaries(home.path()), 1);
+        assert!(!dead.exists());
+        for kept in [&alive, &fresh, &authors, &odd] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
     }
 
     #[test]

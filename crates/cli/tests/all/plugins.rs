@@ -932,12 +932,26 @@ fn a_killed_writers_temporaries_are_swept_at_start_and_in_flight_ones_kept() {
     // The author's files in a plugin directory are not Bosun's to remove.
     let (authors, _) = leftover("plugins/web/.cache.m4n5b6.tmp");
 
+    // An install killed while staging its copy, and one still staging in a live process.
+    let staging = |name: String| {
+        let dir = home.join("plugins").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("data.txt"), "half copied").unwrap();
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        dir
+    };
+    let killed_install = staging(".install-web-99999999".to_owned());
+    let live_install = staging(format!(".install-web-{}", std::process::id()));
+
     let out = env.bosun(&["plugins", "list", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    for path in &abandoned {
+    for path in abandoned.iter().chain([&killed_install]) {
         assert!(!path.exists(), "{} was left", path.display());
     }
-    for path in [&in_flight, &fresh, &authors] {
+    for path in [&in_flight, &fresh, &authors, &live_install] {
         assert!(path.exists(), "{} was removed", path.display());
     }
     drop(held);
