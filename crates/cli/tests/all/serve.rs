@@ -960,6 +960,12 @@ decision = "allow"
         let leak = format!("public/leak{n}.txt");
         let ran = format!("ran{n}.txt");
 
+        // A workspace holding RESTRICTED data makes every program a write-down (denied here),
+        // so the parts about programs run while the secret is elsewhere.
+        let secret = env.ws().join("secrets/key.txt");
+        let aside = env.dir.path().join("key.txt");
+        std::fs::rename(&secret, &aside).unwrap();
+
         // The control: a fresh session's write to public/ and its command are allowed.
         let mut fresh = RawSession::open(&env, json!({}), None);
         let control = format!("public/control{n}.txt");
@@ -987,6 +993,7 @@ decision = "allow"
 
         // Confidentiality: after a RESTRICTED read, writing down is denied in the session,
         // whatever revision the writing request claims.
+        std::fs::rename(&aside, &secret).unwrap();
         let mut session = RawSession::open(&env, json!({}), None);
         let read = session.call("read_file", json!({"path": "secrets/key.txt"}), None);
         assert!(text_of(&read["result"]).contains("hunter2"), "{read}");
@@ -1001,6 +1008,7 @@ decision = "allow"
         assert!(!env.ws().join(&leak).exists(), "{claim}");
 
         // Integrity: after untrusted input, starting a program asks — here nobody can answer.
+        std::fs::rename(&secret, &aside).unwrap();
         let mut session = RawSession::open(&env, json!({}), None);
         session.call("read_file", json!({"path": "downloads/page.txt"}), None);
         let answer = session.call(
@@ -1014,5 +1022,6 @@ decision = "allow"
         );
         assert!(!env.ws().join(&ran).exists(), "{claim}");
         assert_eq!(session.asked, Vec::<Value>::new(), "{claim}");
+        std::fs::rename(&aside, &secret).unwrap();
     }
 }
