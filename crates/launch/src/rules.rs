@@ -309,13 +309,8 @@ fn terminal_injection_rules() -> Result<Vec<SeccompRule>, LaunchError> {
     for request in [libc::TIOCSTI, libc::TIOCLINUX] {
         rules.push(
             SeccompRule::new(vec![
-                SeccompCondition::new(
-                    1,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    request,
-                )
-                .map_err(fail)?,
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                    .map_err(fail)?,
             ])
             .map_err(fail)?,
         );

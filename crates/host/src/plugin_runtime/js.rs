@@ -1125,20 +1125,20 @@ impl JsProcesses for HostProcesses {
             // The files the approved command line names are its to read.
             confinement.name_arguments(std::iter::once(program).chain(&request.args));
             // The launcher starts it in a session (and so a process group) of its own.
-            let (child, jail) = self
-                .launcher
-                .spawn(command, &confinement)
-                .map_err(|e| match e {
-                    bosun_launch::LaunchError::Spawn(e)
-                        if e.kind() == std::io::ErrorKind::NotFound =>
-                    {
-                        format!("no such program `{program}` on PATH or at that path")
-                    }
-                    bosun_launch::LaunchError::Spawn(e) => {
-                        format!("could not start `{program}`: {e}")
-                    }
-                    other => other.to_string(),
-                })?;
+            let (child, jail) =
+                self.launcher
+                    .spawn(command, &confinement)
+                    .map_err(|e| match e {
+                        bosun_launch::LaunchError::Spawn(e)
+                            if e.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            format!("no such program `{program}` on PATH or at that path")
+                        }
+                        bosun_launch::LaunchError::Spawn(e) => {
+                            format!("could not start `{program}`: {e}")
+                        }
+                        other => other.to_string(),
+                    })?;
             Ok(Spawned {
                 child,
                 guard: Box::new(jail),
