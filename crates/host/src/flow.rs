@@ -724,28 +724,17 @@ mod tests {
         // A hard link whose labelled name the survey could not reach: fail closed as well.
         std::fs::write(root.join("a.txt"), "x").unwrap();
         std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
-        let (level, _) = flow.read_levels(
-            Some(root),
-            &[CapabilityRequest {
-                capability: Capability::FsRead,
-                scope: bosun_core::Scope {
-                    path: Some("a.txt".into()),
-                    ..bosun_core::Scope::default()
-                },
-            }],
-        );
+        let read_a = [CapabilityRequest {
+            capability: Capability::FsRead,
+            scope: bosun_core::Scope {
+                path: Some("a.txt".into()),
+                ..bosun_core::Scope::default()
+            },
+        }];
+        let (level, _) = flow.read_levels(Some(root), &read_a);
         assert_eq!(level, Some(Classification::Confidential));
         flow.survey_limit = MAX_SURVEY_ENTRIES;
-        let (level, _) = flow.read_levels(
-            Some(root),
-            &[CapabilityRequest {
-                capability: Capability::FsRead,
-                scope: bosun_core::Scope {
-                    path: Some("a.txt".into()),
-                    ..bosun_core::Scope::default()
-                },
-            }],
-        );
+        let (level, _) = flow.read_levels(Some(root), &read_a);
         assert_eq!(level, None);
     }
 

@@ -282,20 +282,7 @@ pub(crate) fn seccomp(network: &Network) -> Result<Vec<Vec<libc::sock_filter>>, 
     #[cfg(target_arch = "x86_64")]
     programs.push(refuse_x32());
     for filter in [main, clone3] {
-        let program: seccompiler::BpfProgram = filter
-            .try_into()
-            .map_err(|e: seccompiler::BackendError| fail(e))?;
-        programs.push(
-            program
-                .into_iter()
-                .map(|f| libc::sock_filter {
-                    code: f.code,
-                    jt: f.jt,
-                    jf: f.jf,
-                    k: f.k,
-                })
-                .collect(),
-        );
+        programs.push(compile(filter)?);
     }
     Ok(programs)
 }
@@ -332,7 +319,14 @@ pub(crate) fn terminal_filter() -> Result<Vec<libc::sock_filter>, LaunchError> {
         arch,
     )
     .map_err(fail)?;
-    let program: seccompiler::BpfProgram = filter.try_into().map_err(fail)?;
+    compile(filter)
+}
+
+/// A filter as the kernel's `struct sock_filter` array.
+fn compile(filter: SeccompFilter) -> Result<Vec<libc::sock_filter>, LaunchError> {
+    let program: seccompiler::BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| LaunchError::Setup(format!("seccomp: {e}")))?;
     Ok(program
         .into_iter()
         .map(|f| libc::sock_filter {
