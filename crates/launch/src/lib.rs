@@ -318,7 +318,7 @@ fn cached_probe(config: &SandboxConfig, dir: &Path) -> Status {
     let own_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (
-        "bosun-sandbox-status-v1",
+        "bosun-sandbox-status-v2",
         boot.trim(),
         sys::ids(),
         own_cgroup,

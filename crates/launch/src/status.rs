@@ -272,7 +272,8 @@ fn syscalls(seccomp: bool) -> LayerState {
     if seccomp {
         LayerState::Enforced(
             "ptrace, process_vm_*, io_uring, mount, new namespaces, bpf, perf, keyrings, \
-             modules, setsid and setpgid refused; no_new_privs"
+             modules, setsid and setpgid, terminal input injection (TIOCSTI, TIOCLINUX) \
+             refused; no_new_privs"
                 .to_owned(),
         )
     } else {
@@ -300,8 +301,9 @@ fn parent_isolation(abi: i32) -> LayerState {
 fn protected_paths(user_namespaces: bool) -> LayerState {
     if user_namespaces {
         LayerState::Enforced(
-            "existing protected paths of the workspace (.git, .bosun, …) bind-mounted \
-             read-only in a private mount namespace"
+            "existing protected paths anywhere in the workspace (.git, .bosun, AGENTS.md, …) \
+             bind-mounted read-only in a private mount namespace; credential files under a \
+             grant masked"
                 .to_owned(),
         )
     } else {
@@ -380,8 +382,9 @@ mod bwrap_layers {
 
     pub(super) fn protected_paths() -> LayerState {
         LayerState::Enforced(
-            "existing protected paths of the workspace (.git, .bosun, …) bound read-only over \
-             the writable workspace"
+            "existing protected paths anywhere in the workspace (.git, .bosun, AGENTS.md, …) \
+             bound read-only over the writable workspace; credential files under a grant \
+             masked"
                 .to_owned(),
         )
     }
