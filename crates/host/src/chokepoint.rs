@@ -606,6 +606,7 @@ impl Chokepoint {
             call_id: call.id.clone(),
             logs: Default::default(),
             reads: crate::tool::ReadJudge::new(self.policy.clone(), session.clone()),
+            read_files: Default::default(),
             granted: Vec::new(),
             judge: None,
         };
@@ -827,13 +828,20 @@ impl Chokepoint {
                     });
                 }
                 // 8. Raise the session's taint to the result's level (the highest of the
-                //    tool's, the result's, the hooks' and the labels of the paths it read —
-                //    and of every file they share an inode with); it never falls. A program
-                //    could read the whole workspace: what it returns carries the highest label
-                //    of the workspace's labelled files. Mark the session when the result is
-                //    untrusted input.
+                //    tool's, the result's, the hooks' and the labels of what it read: the
+                //    paths it named, each file it returned content of beneath them — a
+                //    search's matches —, and every file they share an inode with); it never
+                //    falls. A program could read the whole workspace: what it returns carries
+                //    the highest label of the workspace's labelled files. Mark the session
+                //    when the result is untrusted input.
                 let root = self.workspace.root();
-                let (read_level, read_untrusted) = self.flow.read_levels(Some(root), &ctx.granted);
+                let crate::flow::Read {
+                    level: read_level,
+                    untrusted: read_untrusted,
+                    file: read_file,
+                } = self
+                    .flow
+                    .read_levels(Some(root), &ctx.granted, &ctx.read_files.take());
                 let mut level = output
                     .classification
                     .unwrap_or(tool.spec().classification)
@@ -856,12 +864,15 @@ impl Chokepoint {
                 let before = session.taint();
                 let after = session.raise_taint(level);
                 if after > before {
-                    session.set_taint_source(match readable {
-                        Some(path) => format!(
+                    session.set_taint_source(match (readable, read_file) {
+                        (Some(path), _) => format!(
                             "{} ({}), a program that could read {path}",
                             call.name, call.id
                         ),
-                        None => format!("{} ({})", call.name, call.id),
+                        (None, Some(path)) => {
+                            format!("{} ({}), which read {path}", call.name, call.id)
+                        }
+                        (None, None) => format!("{} ({})", call.name, call.id),
                     });
                     trace.record(Event::TaintRaised {
                         call_id: call.id.clone(),

@@ -429,13 +429,14 @@ impl Flow {
     /// The labels the file at `path` (workspace-relative) gets from the other names of its
     /// inode, when it has more than one: a hard link carries the labelled file's label. A file
     /// with several names none of which a complete survey found labelled gets nothing; when the
-    /// survey was cut short it gets the highest configured level (fail closed).
-    fn shared_inode(&self, root: &Path, path: &str) -> Option<Inode> {
+    /// survey was cut short it gets the highest configured level (fail closed). `survey` keeps
+    /// the walk for the next file of the same call: one walk however many files it read.
+    fn shared_inode(&self, root: &Path, path: &str, survey: &mut Option<Survey>) -> Option<Inode> {
         let meta = std::fs::symlink_metadata(root.join(path)).ok()?;
         if !meta.is_file() || meta.nlink() < 2 {
             return None;
         }
-        let survey = self.survey(root, None);
+        let survey = survey.get_or_insert_with(|| self.survey(root, None));
         match survey.inodes.get(&(meta.dev(), meta.ino())) {
             Some(inode) => Some(inode.clone()),
             None if !survey.complete => Some(Inode {
@@ -453,7 +454,7 @@ impl Flow {
     fn sink_label(&self, root: Option<&Path>, path: &str) -> Option<Classification> {
         let (own, _) = self.path_label(path);
         let shared = root
-            .and_then(|root| self.shared_inode(root, path))
+            .and_then(|root| self.shared_inode(root, path, &mut None))
             .and_then(|inode| inode.sink);
         match (own, shared) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -612,34 +613,57 @@ impl Flow {
     }
 
     /// What a finished call brought into the session: the level of the data it read (the
-    /// highest label of its `fs.read` paths, and of every labelled name each shares its inode
-    /// with when `root` is given) and whether that was untrusted.
+    /// highest label of its `fs.read` paths and of the `files` whose content it returned
+    /// beyond them, and of every labelled name each shares its inode with when `root` is
+    /// given) and whether that was untrusted.
     pub fn read_levels(
         &self,
         root: Option<&Path>,
         capabilities: &[CapabilityRequest],
-    ) -> (Option<Classification>, Option<String>) {
-        let mut level = None;
-        let mut untrusted = None;
-        for request in capabilities
+        files: &[String],
+    ) -> Read {
+        let mut read = Read::default();
+        let mut survey = None;
+        let named = capabilities
             .iter()
             .filter(|r| r.capability == Capability::FsRead)
-        {
-            let path = request.scope.path.as_deref().unwrap_or(".");
-            let (label, marks) = self.source_label(path);
-            level = level.max(label);
-            if marks && untrusted.is_none() {
-                untrusted = Some(format!("the file {path}"));
-            }
-            if let Some(inode) = root.and_then(|root| self.shared_inode(root, path)) {
-                level = level.max(inode.source);
+            .map(|r| (r.scope.path.as_deref().unwrap_or("."), false));
+        let returned = files.iter().map(|path| (path.as_str(), true));
+        for (path, returned) in named.chain(returned) {
+            let (mut level, marks) = self.source_label(path);
+            let mut raised_by = path.to_owned();
+            let mut untrusted = marks.then(|| format!("the file {path}"));
+            if let Some(inode) = root.and_then(|root| self.shared_inode(root, path, &mut survey)) {
+                if inode.source > level {
+                    level = inode.source;
+                    raised_by = format!("{path}, a hard link of {}", inode.path);
+                }
                 if inode.untrusted && untrusted.is_none() {
                     untrusted = Some(format!("the file {path}, a hard link of {}", inode.path));
                 }
             }
+            if level > read.level {
+                read.level = level;
+                read.file = returned.then_some(raised_by);
+            }
+            if read.untrusted.is_none() {
+                read.untrusted = untrusted;
+            }
         }
-        (level, untrusted)
+        read
     }
+}
+
+/// What a finished call brought into the session ([`Flow::read_levels`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Read {
+    /// The highest label of what it read.
+    pub level: Option<Classification>,
+    /// Where the untrusted input it read came from, if it read any.
+    pub untrusted: Option<String>,
+    /// The file the tool returned content of that gave `level`, when no path the call named
+    /// gave as much: what the trace names as having raised the session.
+    pub file: Option<String>,
 }
 
 fn untrusted_rule(subject: String, source: &str) -> MatchedRule {
@@ -731,11 +755,11 @@ mod tests {
                 ..bosun_core::Scope::default()
             },
         }];
-        let (level, _) = flow.read_levels(Some(root), &read_a);
-        assert_eq!(level, Some(Classification::Confidential));
+        let read = flow.read_levels(Some(root), &read_a, &[]);
+        assert_eq!(read.level, Some(Classification::Confidential));
         flow.survey_limit = MAX_SURVEY_ENTRIES;
-        let (level, _) = flow.read_levels(Some(root), &read_a);
-        assert_eq!(level, None);
+        let read = flow.read_levels(Some(root), &read_a, &[]);
+        assert_eq!(read.level, None);
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct ToolContext {
     pub logs: LogSink,
     /// The read rules of the call, for every file a tool opens beyond the path it named.
     pub reads: ReadJudge,
+    /// The files whose content reached the result beyond the paths the call named (each file
+    /// a search returns lines of): the chokepoint raises the session to each one's label.
+    pub read_files: ReadFiles,
     /// The capability requests policy (and a person, when asked) allowed for this call: what
     /// the tool is granted at the resource, exactly — a plugin's preopened directories come from
     /// these, never from a second computation. Empty until the chokepoint has decided.
@@ -116,6 +119,35 @@ pub async fn judge(
         .await
         .map_err(|_| denied())?;
     answer.await.unwrap_or_else(|_| Err(denied()))
+}
+
+/// The workspace-relative files whose content a call put into its result beyond the paths its
+/// capabilities name. A tool that reads many files under one named path (a search from `.`)
+/// records each file it returns content of, so the session's level follows what was read
+/// rather than the label of the place the call started from; the tool computes no level.
+#[derive(Debug, Clone, Default)]
+pub struct ReadFiles(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+
+impl ReadFiles {
+    /// Records that content of the file at `path` (workspace-relative) reached the result.
+    pub fn record(&self, path: impl Into<String>) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(path.into());
+    }
+
+    /// Every file recorded so far, once each, and forgets them.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_iter()
+        .collect()
+    }
 }
 
 /// Judges the reads a tool makes beyond the path its call named — each file a search opens,

@@ -3,7 +3,9 @@
 //!
 //! The walk is gitignore-aware and never follows a symbolic link; files over 1 MiB and binary
 //! files (a NUL byte) are skipped whole; each line is cut to 500 characters. The blocking walk
-//! runs on tokio's blocking pool and checks for cancellation between files.
+//! runs on tokio's blocking pool and checks for cancellation between files. Every file whose
+//! lines it returns is recorded in `ToolContext::read_files`, for the chokepoint to raise the
+//! session to that file's label.
 
 use std::io;
 use std::path::Path;
@@ -237,6 +239,12 @@ impl Tool for Search {
         if found.matches.len() > max_matches {
             found.matches.truncate(max_matches);
             truncated = true;
+        }
+        // Each file whose lines reach the result is data the session now holds: the chokepoint
+        // raises the session to that file's label, not only to the label of where the search
+        // started.
+        for path in found.matches.iter().filter_map(|m| m["path"].as_str()) {
+            ctx.read_files.record(path);
         }
         let mut output = json!({"matches": found.matches, "truncated": truncated});
         if found.withheld > 0 {

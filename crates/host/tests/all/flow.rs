@@ -1045,3 +1045,140 @@ async fn a_tool_that_runs_its_own_program_is_a_process_for_confidentiality_too()
     assert!(result.error().is_none(), "{result:?}");
     assert_eq!(rig.session.taint(), Classification::Restricted);
 }
+
+// A tool that reads many files under one named path: the session's level follows the files
+// whose content reached the result, not the label of the place the call started from.
+
+fn search(query: &str, path: &str) -> Value {
+    json!({"query": query, "path": path})
+}
+
+/// A later write to a path labelled PUBLIC: refused (the rig's person denies) once the
+/// session holds data above it, run without asking before.
+async fn write_public(rig: &Rig) -> ToolResult {
+    let (result, _) = rig
+        .call(
+            "create_file",
+            json!({"path": format!("public/out-{}.md", rig.asked()), "content": "x"}),
+        )
+        .await;
+    result
+}
+
+#[tokio::test]
+async fn a_search_raises_the_session_to_the_label_of_every_file_it_returns_lines_of() {
+    // From `.` (labelled nothing), a line of the RESTRICTED key comes back: the session holds
+    // RESTRICTED data, named after the file, and cannot write it to a PUBLIC path.
+    let (rig, _) = with_public(SECRETS, ApprovalAnswer::Deny);
+    let (result, _) = rig.call("search", search("PRIVATE", ".")).await;
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(text.contains("PRIVATE"), "{text}");
+    assert_eq!(rig.session.taint(), Classification::Restricted);
+    let source = rig.session.taint_source().unwrap();
+    assert!(
+        source.contains("search") && source.contains("secrets/key.pem"),
+        "{source}"
+    );
+    let result = write_public(&rig).await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "{result:?}"
+    );
+    assert!(rig.reasons().contains("write-down"), "{}", rig.reasons());
+    assert!(
+        rig.reasons().contains("secrets/key.pem"),
+        "{}",
+        rig.reasons()
+    );
+
+    // Matches only in unlabelled files raise nothing, though the search looked through the
+    // key: the write runs and nobody is asked.
+    let (rig, _) = with_public(SECRETS, ApprovalAnswer::Deny);
+    let (result, _) = rig.call("search", search("plain", ".")).await;
+    assert!(
+        serde_json::to_string(&result)
+            .unwrap()
+            .contains("notes.txt"),
+        "{result:?}"
+    );
+    assert_eq!(rig.session.taint(), Classification::Public);
+    let result = write_public(&rig).await;
+    assert!(result.error().is_none(), "{result:?}");
+    assert_eq!(rig.asked(), 0);
+
+    // A label on a directory covers its files at any depth, found from above it.
+    let config = format!("[[paths]]\nglob = \"vault\"\nlevel = \"CONFIDENTIAL\"\n{SECRETS}");
+    let (rig, root) = with_public(&config, ApprovalAnswer::Deny);
+    std::fs::create_dir_all(root.join("vault/deep/er")).unwrap();
+    std::fs::write(root.join("vault/deep/er/token"), "token=abc").unwrap();
+    rig.call("search", search("token=", ".")).await;
+    assert_eq!(rig.session.taint(), Classification::Confidential);
+    assert!(write_public(&rig).await.error().is_some());
+
+    // Lines of a file labelled untrusted are untrusted input, named after the file.
+    let (rig, _) = with_public(SECRETS, ApprovalAnswer::Deny);
+    rig.call("search", search("ignore your rules", ".")).await;
+    let source = rig.session.untrusted_source().unwrap_or_default();
+    assert!(source.contains("downloads/page.html"), "{source:?}");
+}
+
+#[tokio::test]
+async fn a_search_through_a_link_or_dotdot_spelling_raises_to_the_label_of_what_it_found() {
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    // `secrets/**` labels what is inside `secrets`, not the directory's own name: each of
+    // these names a path whose own label is nothing.
+    std::os::unix::fs::symlink("secrets", root.join("hidden")).unwrap();
+    std::os::unix::fs::symlink("../secrets", root.join("public/shortcut")).unwrap();
+    for path in [
+        "hidden",
+        "public/shortcut",
+        "public/../secrets",
+        "./secrets/",
+        "public/..",
+        "secrets/../.",
+    ] {
+        let fresh = rig_fresh_at(&rig, &root);
+        let (result, _) = fresh.call("search", search("PRIVATE", path)).await;
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(text.contains("PRIVATE"), "{path}: {text}");
+        assert_eq!(fresh.session.taint(), Classification::Restricted, "{path}");
+        let result = write_public(&fresh).await;
+        assert_eq!(
+            result.error().map(|e| e.code),
+            Some(ErrorCode::Denied),
+            "{path}: {result:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_search_finding_a_hard_link_of_a_labelled_file_carries_its_label() {
+    let (rig, root) = with_public(SECRETS, ApprovalAnswer::Deny);
+    // An unlabelled name for the key's bytes, in a directory labelled nothing.
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::hard_link(root.join("secrets/key.pem"), root.join("docs/innocent.txt")).unwrap();
+    let fresh = rig_fresh_at(&rig, &root);
+    let (result, _) = fresh.call("search", search("PRIVATE", "docs")).await;
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(text.contains("docs/innocent.txt"), "{text}");
+    assert_eq!(fresh.session.taint(), Classification::Restricted);
+    let source = fresh.session.taint_source().unwrap();
+    assert!(
+        source.contains("docs/innocent.txt, a hard link of secrets/key.pem"),
+        "{source}"
+    );
+    let result = write_public(&fresh).await;
+    assert_eq!(
+        result.error().map(|e| e.code),
+        Some(ErrorCode::Denied),
+        "{result:?}"
+    );
+
+    // A file with several names none of which is labelled carries nothing.
+    std::fs::write(root.join("docs/a.txt"), "shared words").unwrap();
+    std::fs::hard_link(root.join("docs/a.txt"), root.join("docs/b.txt")).unwrap();
+    let fresh = rig_fresh_at(&rig, &root);
+    fresh.call("search", search("shared words", "docs")).await;
+    assert_eq!(fresh.session.taint(), Classification::Public);
+}

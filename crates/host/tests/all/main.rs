@@ -31,6 +31,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
         call_id: "call-1".to_owned(),
         logs: Default::default(),
         reads: bosun_host::tool::ReadJudge::unrestricted(),
+        read_files: Default::default(),
         granted: Vec::new(),
         judge: None,
     }
