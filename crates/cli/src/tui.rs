@@ -87,7 +87,17 @@ fn event_loop(
     inbox: &Receiver<AppEvent>,
 ) -> Result<()> {
     let mut mouse = app.wants_mouse();
+    let mut modal = app.modal_shown();
     loop {
+        if app.modal_shown() != modal {
+            modal = app.modal_shown();
+            if modal.is_some() {
+                // A new question is about to be drawn: what waits unread in the terminal was
+                // typed before it and is no answer. Keys the reader thread already took carry
+                // an earlier time, and the modal ignores them (`app::ARM_DELAY`).
+                bosun_host::approval::discard_pending_input(std::io::stdin());
+            }
+        }
         if app.wants_mouse() != mouse {
             mouse = app.wants_mouse();
             report_mouse(mouse);

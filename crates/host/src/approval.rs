@@ -278,6 +278,19 @@ pub fn parse_answer(line: &str) -> ApprovalAnswer {
 
 type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 
+/// Throws away input that waits unread in the terminal `tty`: what was typed — or pushed by a
+/// program — before a question was shown is never an answer to it. Does nothing when `tty` is
+/// not a terminal. The line prompt and the terminal UI both call it when they ask.
+pub fn discard_pending_input(tty: impl std::os::fd::AsFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: tcflush takes a descriptor the caller keeps open for the call and a constant; it
+    // touches no memory of this process.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::tcflush(tty.as_fd().as_raw_fd(), libc::TCIFLUSH);
+    }
+}
+
 /// Asks a person at a terminal. Reads answers from `/dev/tty` (so piped stdin cannot answer for
 /// the person) and writes the prompt to stderr.
 pub struct TerminalBroker {
@@ -315,14 +328,8 @@ impl TerminalBroker {
     /// Throws away input that waits in the terminal: keys typed — or pushed by a program —
     /// before the prompt was shown are never an answer to it.
     fn discard_pending_input(&self) {
-        use std::os::fd::AsRawFd;
         if let Some(tty) = &self.tty {
-            // SAFETY: tcflush takes a descriptor this broker owns and a constant; it touches no
-            // memory of this process.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
-            }
+            discard_pending_input(tty);
         }
     }
 

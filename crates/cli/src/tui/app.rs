@@ -5,7 +5,9 @@
 //!
 //! An approval or a confirmation is a modal: while one is open, keys answer it and nothing else,
 //! and keys read before it was on screen for [`ARM_DELAY`] never do, so a person typing ahead
-//! cannot approve a call by accident.
+//! cannot approve a call by accident. The next approval in line is armed only once it shows;
+//! [`App::modal_shown`] tells the event loop when a new one does, which then throws away what
+//! waits unread in the terminal (the state machine itself makes no system call).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -416,7 +418,7 @@ impl App {
                     }
                     _ => return,
                 }
-                if let Some(asked) = self.approvals.pop_front() {
+                if let Some(asked) = self.answered(at) {
                     asked.pending.answer(ApprovalAnswer::AllowAlways);
                 }
                 return;
@@ -426,7 +428,7 @@ impl App {
                 match key.code {
                     KeyCode::Enter => {
                         let text = text.trim().to_owned();
-                        if let Some(asked) = self.approvals.pop_front() {
+                        if let Some(asked) = self.answered(at) {
                             if text.is_empty() {
                                 asked.pending.answer(ApprovalAnswer::Deny);
                             } else {
@@ -483,7 +485,7 @@ impl App {
                 KeyCode::Char('d' | 'D') | KeyCode::Esc => ApprovalAnswer::Deny,
                 _ => return,
             };
-            if let Some(asked) = self.approvals.pop_front() {
+            if let Some(asked) = self.answered(at) {
                 asked.pending.answer(answer);
             }
             return;
@@ -616,6 +618,30 @@ impl App {
                 }
                 _ => self.leave_armed = Some(at),
             },
+        }
+    }
+
+    /// Takes the approval on screen off it, answered by a key read at `at`. What shows next —
+    /// the next approval in line or a confirmation behind it — is armed from `at`: it was asked
+    /// earlier but is on screen only now, and a second press of the key that answered this one
+    /// must not answer it too.
+    fn answered(&mut self, at: Instant) -> Option<Asked> {
+        let asked = self.approvals.pop_front();
+        if let Some(next) = self.approvals.front_mut() {
+            next.shown = next.shown.max(at);
+        } else if let Some(confirm) = &mut self.confirm {
+            confirm.shown = confirm.shown.max(at);
+        }
+        asked
+    }
+
+    /// When the modal on screen (the first approval in line, else a confirmation) was armed;
+    /// `None` when there is none. A new value means a new question: the caller throws away
+    /// the terminal's unread input then, as keys typed before it are no answer.
+    pub(crate) fn modal_shown(&self) -> Option<Instant> {
+        match self.approvals.front() {
+            Some(asked) => Some(asked.shown),
+            None => self.confirm.as_ref().map(|confirm| confirm.shown),
         }
     }
 

@@ -374,6 +374,55 @@ fn keys_typed_ahead_never_answer_an_approval() {
     assert_eq!(h.tool("run_command").answer, Some(ApprovalAnswer::Deny));
 }
 
+/// Two approvals in line: the second is on screen only once the first is answered, and is armed
+/// from then — a key pressed twice answers the first and not the second.
+#[test]
+fn a_second_press_of_the_answer_key_never_answers_the_next_approval_in_line() {
+    use bosun_host::approval::{ApprovalBroker as _, ChannelBroker};
+    let mut h = harness(vec![
+        run_command("echo", &["hello"]),
+        Step::text("It printed hello."),
+    ]);
+    h.submit("Say hello.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    // A second request, asked while the first is still on screen (as parallel subagents do).
+    let request = h.app.approvals.front().unwrap().pending.request.clone();
+    let (deliver, delivered) = mpsc::channel();
+    let broker = ChannelBroker::new(Default::default(), move |pending| {
+        let _ = deliver.send(pending);
+    });
+    let second = h
+        ._model_runtime
+        .spawn(async move { broker.ask(&request).await });
+    let pending = delivered.recv_timeout(PATIENCE).unwrap();
+    h.app.handle(AppEvent::Approval(pending));
+    assert_eq!(h.app.approvals.len(), 2);
+
+    let first_press = h.app.approvals.back().unwrap().shown + ARM_DELAY;
+    let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    h.app.handle(AppEvent::Key(key('y'), first_press));
+    assert_eq!(h.app.approvals.len(), 1, "the first approval was answered");
+    // The same key again, right after: the second approval has just appeared.
+    h.app
+        .handle(AppEvent::Key(key('y'), first_press + ARM_DELAY / 4));
+    assert_eq!(
+        h.app.approvals.len(),
+        1,
+        "a double press answered the next approval"
+    );
+    // Once it has been on screen long enough, a key answers it.
+    h.app
+        .handle(AppEvent::Key(key('d'), first_press + ARM_DELAY));
+    assert!(h.app.approvals.is_empty());
+    let answer = h._model_runtime.block_on(second).unwrap();
+    assert_eq!(answer, ApprovalAnswer::Deny);
+    h.pump_until_idle();
+    assert_eq!(
+        h.tool("run_command").answer,
+        Some(ApprovalAnswer::AllowOnce)
+    );
+}
+
 #[test]
 fn a_denied_call_and_the_model_reacting() {
     let mut h = harness(vec![

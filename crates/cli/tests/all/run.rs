@@ -422,6 +422,41 @@ fn json_runs_show_each_steps_text_stream_on_request_and_errors_as_json() {
     }
 }
 
+/// Answer keys typed into the real terminal while the model still streams, and up to the moment
+/// the approval box is drawn, never answer it: the call waits for a key pressed once the box
+/// has been on screen, here `d`.
+#[test]
+fn keys_typed_before_the_approval_box_never_approve_the_call() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step {
+            text: Some("Let me run that command for you, one moment.".into()),
+            delay_ms: 150,
+            ..Step::call("run_command", json!({"program": "echo", "args": ["hi"]}))
+        },
+        Step::text("It printed hi.").or_on_tool_error(Step::text("Declined.")),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_session.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .arg("typeahead")
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let reply = requests[1].to_string();
+    assert!(reply.contains("denied"), "{reply}");
+    assert!(!shown.contains("It printed hi."), "{shown}");
+}
+
 /// The real binary in a pseudo-terminal (`tests/peers/pty_session.py`): a pasted and typed
 /// task, an approval answered with a key, the answer on screen, Ctrl-C twice to leave — and the
 /// conversation left in the terminal's scrollback.
