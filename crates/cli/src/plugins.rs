@@ -811,7 +811,8 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result
     }
     std::fs::create_dir_all(&plugins).with_context(|| format!("creating {}", plugins.display()))?;
     // Copied aside, then moved in whole: never a half-copied plugin under its name.
-    let staging = plugins.join(format!(".install-{name}-{}", std::process::id()));
+    let staging =
+        bosun_plugins::discovery::install_staging_dir(&plugins, &name, std::process::id());
     let _ = std::fs::remove_dir_all(&staging);
     let copied = match &source {
         Source::Dir(dir) => copy_plugin_dir(dir, &staging),

@@ -152,7 +152,7 @@ fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
         let pid = entry
             .file_name()
             .to_str()
-            .and_then(|n| n.strip_prefix(".install-"))
+            .and_then(|n| n.strip_prefix(crate::discovery::INSTALL_STAGING_PREFIX))
             .and_then(|rest| rest.rsplit_once('-'))
             .and_then(|(_, pid)| pid.parse::<i32>().ok());
         let Some(pid) = pid.filter(|&pid| pid > 0) else {

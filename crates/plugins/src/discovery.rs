@@ -319,6 +319,21 @@ pub fn user_plugins_dir(home: &Path) -> PathBuf {
     home.join("plugins")
 }
 
+/// How the directory `bosun plugins install` stages its copy in, in `$BOSUN_HOME/plugins`,
+/// begins (`.install-<name>-<pid>`): it is Bosun's, not a plugin, until it is renamed to the
+/// plugin's name, and discovery never lists it.
+pub const INSTALL_STAGING_PREFIX: &str = ".install-";
+
+/// The directory in `plugins` where process `pid` stages its install of `name`.
+pub fn install_staging_dir(plugins: &Path, name: &str, pid: u32) -> PathBuf {
+    plugins.join(format!("{INSTALL_STAGING_PREFIX}{name}-{pid}"))
+}
+
+/// Whether `name`, a directory of `$BOSUN_HOME/plugins`, is an install's staging copy.
+pub fn is_install_staging(name: &str) -> bool {
+    name.starts_with(INSTALL_STAGING_PREFIX)
+}
+
 /// `<workspace>/.bosun/plugins`.
 pub fn project_plugins_dir(workspace: &Path) -> PathBuf {
     workspace.join(".bosun").join("plugins")
@@ -326,7 +341,8 @@ pub fn project_plugins_dir(workspace: &Path) -> PathBuf {
 
 /// The user's plugins: every `[plugins.<local>]` entry (sorted by local name), then every real
 /// directory of `$BOSUN_HOME/plugins` holding a plugin (`plugin.wasm`, `plugin.json` or
-/// `mod.ts`) that no entry points at (sorted, not wanted).
+/// `mod.ts`) that no entry points at (sorted, not wanted). An install's staging copy
+/// ([`INSTALL_STAGING_PREFIX`]) is not a plugin, whatever it holds so far.
 pub fn discover_user(
     home: &Path,
     plugins: &BTreeMap<String, PluginConfig>,
@@ -382,6 +398,9 @@ pub fn discover_user(
     }
     let (dirs, warnings) = plugin_dirs(&root);
     for (name, dir, format) in dirs {
+        if is_install_staging(&name) {
+            continue;
+        }
         let is_claimed = dir
             .canonicalize()
             .is_ok_and(|canonical| claimed.contains(&canonical));

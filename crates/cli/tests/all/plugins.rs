@@ -945,9 +945,13 @@ fn a_killed_writers_temporaries_are_swept_at_start_and_in_flight_ones_kept() {
     };
     let killed_install = staging(".install-web-99999999".to_owned());
     let live_install = staging(format!(".install-web-{}", std::process::id()));
+    // The live one has copied the plugin's file already: still no plugin of the list.
+    std::fs::write(live_install.join("plugin.wasm"), "half copied").unwrap();
 
     let out = env.bosun(&["plugins", "list", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(!listed.contains(".install-"), "{listed}");
     for path in abandoned.iter().chain([&killed_install]) {
         assert!(!path.exists(), "{} was left", path.display());
     }

@@ -79,6 +79,38 @@ fn user_plugins_are_the_configured_ones_then_the_other_directories_sorted_and_di
     assert!(catalog.entries()[0].manifest.is_some());
 }
 
+/// `bosun plugins install` copies a plugin to `.install-<name>-<pid>` before renaming it into
+/// place: while it copies, that directory already holds the plugin's file, and is no plugin.
+#[test]
+fn an_install_still_staging_its_copy_is_not_discovered_as_a_plugin() {
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join("plugins");
+    install(&plugins, "web", &bytes("p"));
+    let staging = bosun_plugins::discovery::install_staging_dir(&plugins, "web-2", 4242);
+    assert_eq!(staging, plugins.join(".install-web-2-4242"));
+    install(&plugins, ".install-web-2-4242", &bytes("p"));
+    std::fs::write(staging.join("plugin.json"), b"{").unwrap();
+
+    let (found, warnings) = discover_user(home.path(), &BTreeMap::new());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(names(&found), vec![("web", false)]);
+    let trust = TrustStore::empty(home.path().join("trust.toml"));
+    let catalog = Catalog::build(CatalogInput {
+        home: home.path(),
+        user_plugins: &BTreeMap::new(),
+        workspace: None,
+        trust: &trust,
+        builtins: BUILTINS,
+        digests: None,
+    });
+    let listed: Vec<&str> = catalog
+        .entries()
+        .iter()
+        .map(|e| e.local_name.as_str())
+        .collect();
+    assert_eq!(listed, vec!["web"]);
+}
+
 #[test]
 fn symlinked_plugin_directories_are_skipped() {
     let home = tempfile::tempdir().unwrap();
