@@ -252,7 +252,7 @@ pub async fn login(
         .await
         .map_err(|(_, e)| format!("{name} ({url}) cannot be signed in to: {e}"))?;
     show(&session.auth_url);
-    let back = tokio::time::timeout(LOGIN_TIMEOUT, callback(&listener))
+    let (back, mut browser) = tokio::time::timeout(LOGIN_TIMEOUT, callback(&listener))
         .await
         .map_err(|_| {
             format!(
@@ -262,7 +262,7 @@ pub async fn login(
         })??;
     // The redirect's `iss` (RFC 9207) is checked against the server the request went to: a
     // code from another authorization server (a mix-up) is never exchanged.
-    session
+    let exchanged = session
         .handle_callback_with_issuer(&back.code, &back.state, back.issuer.as_deref())
         .await
         .map_err(|e| match e {
@@ -279,9 +279,22 @@ pub async fn login(
                 bosun_core::escape_hidden(&expected_issuer)
             ),
             other => format!("signing in to {name} failed: {other}"),
-        })?;
-    Ok(())
+        })
+        .map(|_| ());
+    // The browser waited for this: its page says what the terminal says.
+    let page = match &exchanged {
+        Ok(()) => SIGNED_IN_PAGE,
+        Err(_) => NOT_SIGNED_IN_PAGE,
+    };
+    let _ = respond(&mut browser, "200 OK", page).await;
+    exchanged
 }
+
+/// The browser's page once the code was checked and exchanged and the tokens kept.
+const SIGNED_IN_PAGE: &str = "Bosun is signed in. You can close this window.";
+/// The browser's page when the authorization server refused, or Bosun refused what came back.
+const NOT_SIGNED_IN_PAGE: &str =
+    "Bosun was not signed in: the terminal says why. You can close this window.";
 
 /// What the browser's redirect carried back.
 #[derive(Debug, PartialEq, Eq)]
@@ -327,9 +340,13 @@ impl Http {
     }
 }
 
-/// Waits for the browser's redirect: `GET /callback?code=…&state=…[&iss=…]`, answering it with a page
-/// that says what happened. Other requests (a favicon) are answered 404 and waited past.
-async fn callback(listener: &tokio::net::TcpListener) -> Result<Callback, String> {
+/// Waits for the browser's redirect: `GET /callback?code=…&state=…[&iss=…]`. A redirect with a
+/// code is returned with its connection, unanswered: only once the code is checked and
+/// exchanged can the page say whether Bosun is signed in. A refusal is answered at once; other
+/// requests (a favicon) are answered 404 and waited past.
+async fn callback(
+    listener: &tokio::net::TcpListener,
+) -> Result<(Callback, tokio::net::TcpStream), String> {
     loop {
         let (mut stream, _) = listener
             .accept()
@@ -369,12 +386,7 @@ async fn callback(listener: &tokio::net::TcpListener) -> Result<Callback, String
                 .map(|(_, v)| v.into_owned())
         };
         if let Some(error) = query("error") {
-            let _ = respond(
-                &mut stream,
-                "200 OK",
-                "Bosun was not signed in. You can close this window.",
-            )
-            .await;
+            let _ = respond(&mut stream, "200 OK", NOT_SIGNED_IN_PAGE).await;
             let why = query("error_description").unwrap_or_default();
             return Err(format!(
                 "the authorization server refused: {} {}",
@@ -384,17 +396,12 @@ async fn callback(listener: &tokio::net::TcpListener) -> Result<Callback, String
         }
         match (query("code"), query("state")) {
             (Some(code), Some(state)) => {
-                let _ = respond(
-                    &mut stream,
-                    "200 OK",
-                    "Bosun is signed in. You can close this window.",
-                )
-                .await;
-                return Ok(Callback {
+                let back = Callback {
                     code,
                     state,
                     issuer: query("iss"),
-                });
+                };
+                return Ok((back, stream));
             }
             _ => {
                 let _ = respond(
@@ -669,12 +676,22 @@ mod tests {
         .await
     }
 
+    /// How a sign-in went: its outcome, every request the authority saw, whether tokens are
+    /// kept, and the page the browser was shown at the end.
+    struct SignIn {
+        outcome: Result<(), String>,
+        seen: Vec<crate::loopback::Seen>,
+        kept: bool,
+        page: String,
+    }
+
     /// Signs in to the authority as `bosun mcp login web` does, a browser following the
-    /// address; returns the outcome and every request the authority saw.
-    async fn sign_in(iss: Iss) -> (Result<(), String>, Vec<crate::loopback::Seen>, bool) {
+    /// address.
+    async fn sign_in(iss: Iss) -> SignIn {
         let server = authority(iss).await;
         let home = tempfile::tempdir().unwrap();
         let url = format!("{}/mcp", server.base());
+        let mut browsing = None;
         let outcome = login(home.path(), "web", &url, |address| {
             let address = address.to_owned();
             // The browser: follows the authorization server's redirect back to Bosun.
@@ -682,10 +699,18 @@ mod tests {
                 .tls_backend_preconfigured(bosun_models::tls_config().unwrap())
                 .build()
                 .unwrap();
-            tokio::spawn(async move { browser.get(address).send().await });
+            browsing = Some(tokio::spawn(async move {
+                browser.get(address).send().await?.text().await
+            }));
         })
         .await;
-        (outcome, server.seen(), signed_in(home.path(), "web", &url))
+        let page = browsing.unwrap().await.unwrap().unwrap();
+        SignIn {
+            outcome,
+            seen: server.seen(),
+            kept: signed_in(home.path(), "web", &url),
+            page,
+        }
     }
 
     fn asked(seen: &[crate::loopback::Seen], method: &str, path: &str) -> bool {
@@ -698,9 +723,15 @@ mod tests {
     /// (`resolve_metadata_from_challenge`) with the challenged scope requested.
     #[tokio::test]
     async fn a_sign_in_is_bound_to_the_issuer_and_found_through_the_challenge() {
-        let (outcome, seen, kept) = sign_in(Iss::Right).await;
+        let SignIn {
+            outcome,
+            seen,
+            kept,
+            page,
+        } = sign_in(Iss::Right).await;
         assert_eq!(outcome, Ok(()), "{seen:#?}");
         assert!(kept);
+        assert_eq!(page, SIGNED_IN_PAGE);
         // The metadata was only reachable through the challenge.
         assert!(asked(&seen, "GET", "/meta/prm"), "{seen:#?}");
         // The scope the server challenged with is the scope asked for.
@@ -714,7 +745,12 @@ mod tests {
                 .map(|(_, v)| v.into_owned());
         assert_eq!(scope.as_deref(), Some("files:read files:write"));
 
-        let (outcome, seen, kept) = sign_in(Iss::Wrong).await;
+        let SignIn {
+            outcome,
+            seen,
+            kept,
+            page,
+        } = sign_in(Iss::Wrong).await;
         let error = outcome.err().unwrap();
         assert!(
             error.contains("https://attacker.example")
@@ -724,8 +760,15 @@ mod tests {
         );
         assert!(!asked(&seen, "POST", "/token"), "the code was exchanged");
         assert!(!kept);
+        // The browser is told the truth too, not that Bosun is signed in.
+        assert_eq!(page, NOT_SIGNED_IN_PAGE);
 
-        let (outcome, seen, kept) = sign_in(Iss::Missing).await;
+        let SignIn {
+            outcome,
+            seen,
+            kept,
+            page,
+        } = sign_in(Iss::Missing).await;
         let error = outcome.err().unwrap();
         assert!(
             error.contains("`iss`") && error.contains("bosun mcp login web"),
@@ -733,5 +776,6 @@ mod tests {
         );
         assert!(!asked(&seen, "POST", "/token"), "the code was exchanged");
         assert!(!kept);
+        assert_eq!(page, NOT_SIGNED_IN_PAGE);
     }
 }

@@ -626,42 +626,17 @@ fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
         stderr(&out)
     );
 
-    let mut login = Command::new(env!("CARGO_BIN_EXE_bosun"))
-        .args(["mcp", "login", "authweb"])
-        .current_dir(env.ws())
-        .env("BOSUN_HOME", env.home())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(login.stderr.take().unwrap()));
-    let address = loop {
-        let line = lines
-            .next()
-            .expect("bosun mcp login printed no address")
-            .unwrap();
-        said.push_str(&line);
-        if line.starts_with("http://127.0.0.1") {
-            break line;
-        }
-    };
+    let (login, _rest, said, address) = start_login(&env);
     assert!(said.contains("Open this address in a browser"), "{said}");
     assert!(address.contains("code_challenge_method=S256"), "{address}");
-    // The browser: open the address, follow the redirect back to Bosun.
-    let browser = Command::new(python())
-        .args([
-            "-c",
-            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())",
-            &address,
-        ])
-        .output()
-        .unwrap();
+    // The browser: open the address, follow the redirect back to Bosun. Its page comes once the
+    // code is exchanged and the tokens kept, so it can say so.
+    let page = browse(&address, None);
+    assert!(page.contains("Bosun is signed in"), "{page}");
+    let kept = env.home().join("mcp-credentials/authweb.json");
     assert!(
-        String::from_utf8_lossy(&browser.stdout).contains("Bosun is signed in"),
-        "{}",
-        String::from_utf8_lossy(&browser.stderr)
+        kept.exists(),
+        "the page said signed in before the tokens were kept"
     );
     let done = login.wait_with_output().unwrap();
     assert!(
@@ -669,7 +644,6 @@ fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
         "{}",
         String::from_utf8_lossy(&done.stdout)
     );
-    let kept = env.home().join("mcp-credentials/authweb.json");
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
@@ -724,6 +698,93 @@ fn an_oauth_server_is_signed_in_to_called_refreshed_and_signed_out_of() {
     let (rc, out) = call(&env, "mcp__authweb__add", r#"{"a": 1, "b": 1}"#, &[]);
     assert_ne!(rc, 0, "{out}");
     assert!(out.to_string().contains("bosun mcp login authweb"), "{out}");
+}
+
+/// What `bosun mcp login` writes to stderr, line by line.
+type Said = std::io::Lines<std::io::BufReader<std::process::ChildStderr>>;
+
+/// Starts `bosun mcp login authweb`: the process, the rest of its stderr, what it said up to
+/// the address to open, and the address.
+fn start_login(env: &Env) -> (std::process::Child, Said, String, String) {
+    let mut login = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["mcp", "login", "authweb"])
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(login.stderr.take().unwrap()));
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("bosun mcp login printed no address")
+            .unwrap();
+        said.push_str(&line);
+        if line.starts_with("http://127.0.0.1") {
+            break line;
+        }
+    };
+    (login, lines, said, address)
+}
+
+/// A browser opening `address` and following the authorization server's redirect back to
+/// Bosun, with `iss` added to that redirect when given (as a server mixed up with another
+/// would send it); returns the page it was shown.
+fn browse(address: &str, iss: Option<&str>) -> String {
+    const BROWSER: &str = r#"
+import sys, urllib.error, urllib.parse, urllib.request
+address, iss = sys.argv[1], sys.argv[2]
+class Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+try:
+    urllib.request.build_opener(Stay).open(address, timeout=30)
+    sys.exit("the authorization server did not redirect back")
+except urllib.error.HTTPError as redirect:
+    back = redirect.headers["Location"]
+if iss:
+    back += "&iss=" + urllib.parse.quote(iss, safe="")
+print(urllib.request.urlopen(back, timeout=30).read().decode())
+"#;
+    let browser = Command::new(python())
+        .args(["-c", BROWSER, address, iss.unwrap_or_default()])
+        .output()
+        .unwrap();
+    assert!(
+        browser.status.success(),
+        "{}",
+        String::from_utf8_lossy(&browser.stderr)
+    );
+    String::from_utf8_lossy(&browser.stdout).into_owned()
+}
+
+/// A sign-in Bosun refuses — the redirect names another authorization server (RFC 9207) —
+/// shows the browser a page that says it was not signed in, as the terminal does; no token is
+/// kept.
+#[test]
+fn a_refused_oauth_sign_in_never_tells_the_browser_it_is_signed_in() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_oauth_server.py");
+    let peer = HttpPeer::start_with(std::process::Command::new(python()).arg(script));
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp.authweb]\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+        peer.port
+    ));
+    let (login, rest, _, address) = start_login(&env);
+    let page = browse(&address, Some("https://attacker.example"));
+    assert!(page.contains("not signed in"), "{page}");
+    assert!(!page.contains("Bosun is signed in"), "{page}");
+    let said: String = rest.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+    let done = login.wait_with_output().unwrap();
+    assert_ne!(done.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("refused") && said.contains("https://attacker.example"),
+        "{said}"
+    );
+    assert!(!env.home().join("mcp-credentials/authweb.json").exists());
 }
 
 /// A server of the 2026-07-28 revision (the Python SDK's) that answers `tools/call` with
