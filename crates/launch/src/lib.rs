@@ -275,31 +275,25 @@ const TMP_PREFIX: &str = "bosun-run-";
 /// behind (`bosun-run-<pid>-…` whose pid no longer runs), once per process.
 fn remove_stale_tmp_dirs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-            return;
-        };
-        for entry in entries.filter_map(Result::ok).take(100_000) {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(TMP_PREFIX))
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|pid| pid.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
-                continue;
-            }
-            // Only directories this user owns (the temp directory is shared).
-            if entry.metadata().is_ok_and(|m| {
-                m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == sys::ids().0
-            }) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+    ONCE.call_once(|| remove_stale_tmp_dirs_in(&std::env::temp_dir()));
+}
+
+fn remove_stale_tmp_dirs_in(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok).take(100_000) {
+        if !sys::left_by_a_dead_process(&entry.file_name(), TMP_PREFIX) {
+            continue;
         }
-    });
+        // Only directories this user owns (the temp directory is shared).
+        if entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == sys::ids().0)
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn probe(config: &SandboxConfig) -> Status {
@@ -758,6 +752,27 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    #[test]
+    fn private_tmpdirs_of_dead_processes_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // A pid that ran and is gone.
+        let mut gone = std::process::Command::new("/bin/true")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _ = gone.wait();
+        let dead = dir.path().join(format!("{TMP_PREFIX}{}-abc", gone.id()));
+        let live = dir
+            .path()
+            .join(format!("{TMP_PREFIX}{}-def", std::process::id()));
+        let other = dir.path().join("bosun-runner-1-x");
+        for path in [&dead, &live, &other] {
+            std::fs::create_dir_all(path.join("inner")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        remove_stale_tmp_dirs_in(dir.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
     }
 
     #[test]

@@ -113,22 +113,25 @@ fn remove_stale_cgroups(base: &Path) {
         return;
     };
     for entry in entries.filter_map(Result::ok).take(4096) {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("bosun-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if Path::new("/proc").join(pid.to_string()).exists() {
+        if !left_by_a_dead_process(&entry.file_name(), "bosun-") {
             continue;
         }
         let dir = entry.path();
         kill_cgroup(&dir);
         let _ = std::fs::remove_dir(&dir);
     }
+}
+
+/// Whether `name` is `<prefix><pid>-…` of a process that no longer runs: something an earlier
+/// Bosun process made and was killed before it could remove.
+pub(crate) fn left_by_a_dead_process(name: &std::ffi::OsStr, prefix: &str) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .is_some_and(|pid| {
+            pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists()
+        })
 }
 
 /// Signals every process listed in a cgroup's `cgroup.procs`.
