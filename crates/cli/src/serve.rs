@@ -57,41 +57,46 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        match args.http {
-            None => bosun_mcp::serve_stdio(served).await?,
-            Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("listening on {addr}"))?;
-                let local = listener
-                    .local_addr()
-                    .context("reading the listening address")?;
-                errln!(
-                    "bosun serve: MCP over Streamable HTTP at http://{local}{}",
-                    bosun_mcp::http::PATH
-                );
-                let cancel = CancellationToken::new();
-                let stop = cancel.clone();
-                tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        stop.cancel();
-                    }
-                });
-                bosun_mcp::serve_http(
-                    served,
-                    listener,
-                    HttpOptions {
-                        token,
-                        allowed_origins: args.allowed_origins,
-                        cancel,
-                    },
-                )
-                .await?;
+        let outcome = async {
+            match args.http {
+                None => bosun_mcp::serve_stdio(served).await?,
+                Some(addr) => {
+                    let listener = tokio::net::TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("listening on {addr}"))?;
+                    let local = listener
+                        .local_addr()
+                        .context("reading the listening address")?;
+                    errln!(
+                        "bosun serve: MCP over Streamable HTTP at http://{local}{}",
+                        bosun_mcp::http::PATH
+                    );
+                    let cancel = CancellationToken::new();
+                    let stop = cancel.clone();
+                    tokio::spawn(async move {
+                        if tokio::signal::ctrl_c().await.is_ok() {
+                            stop.cancel();
+                        }
+                    });
+                    bosun_mcp::serve_http(
+                        served,
+                        listener,
+                        HttpOptions {
+                            token,
+                            allowed_origins: args.allowed_origins,
+                            cancel,
+                        },
+                    )
+                    .await?;
+                }
             }
+            anyhow::Ok(())
         }
-        // Nothing a served call started (a stdio MCP server) outlives `bosun serve`.
+        .await;
+        // Nothing a served call started (a stdio MCP server) outlives `bosun serve`, whether it
+        // ended well or not.
         host.shutdown().await;
-        anyhow::Ok(())
+        outcome
     })?;
     Ok(exit::OK)
 }

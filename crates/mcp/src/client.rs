@@ -109,6 +109,13 @@ fn refusal(server: &str, raw: &Value) -> Option<String> {
         .map(|e| format!("its input schema cannot be used: {e}"))
 }
 
+/// Ends a session: closed within [`SHUTDOWN_GRACE`], then its process given as long again to
+/// leave before what is left of its tree is killed and its TMPDIR removed.
+async fn end(client: RunningService<RoleClient, Handler>, jail: Jail) {
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, client.cancel()).await;
+    jail.end(SHUTDOWN_GRACE).await;
+}
+
 /// Why a server could not be reached or used.
 fn server_error(server: &str, message: impl std::fmt::Display) -> ToolError {
     ToolError::new(
@@ -250,6 +257,11 @@ impl Server {
     }
 
     async fn connect(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), String> {
+        // A refusal noted by an earlier connection (its listening stream, say) is not this one's.
+        *self
+            .redirects
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let info = Handler {
             config: ClientConfig::new(
                 Default::default(),
@@ -496,8 +508,7 @@ impl Server {
     pub async fn shutdown(&self) {
         let conn = std::mem::replace(&mut self.state.lock().await.conn, Conn::Down);
         if let Conn::Up(Up { client, jail, .. }) = conn {
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, client.cancel()).await;
-            jail.end(SHUTDOWN_GRACE).await;
+            end(client, *jail).await;
         }
     }
 
@@ -511,8 +522,7 @@ impl Server {
             .await
             .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
         let tools = self.tools(&client).await;
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, client.cancel()).await;
-        jail.end(SHUTDOWN_GRACE).await;
+        end(client, jail).await;
         Ok(tools?
             .into_iter()
             .map(|raw| ListedTool {

@@ -165,12 +165,8 @@ fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
             .and_then(|m| m.modified().ok())
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age >= STALE_AFTER);
-        let is_link_or_file = entry.file_type().map_or(true, |k| !k.is_dir());
-        if untouched
-            && !is_link_or_file
-            && !process_is_alive(pid)
-            && std::fs::remove_dir_all(entry.path()).is_ok()
-        {
+        // `DirEntry::metadata` does not follow links: only a real directory is untouched.
+        if untouched && !process_is_alive(pid) && std::fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }
     }

@@ -169,7 +169,7 @@ impl TriggerfishManifest {
                 crate::metadata::escape_name(name)
             )));
         }
-        if !is_triggerfish_name(name) {
+        if !crate::metadata::is_plugin_name(name) {
             return Err(invalid(format!(
                 "manifest `name` {name:?} is not a valid Triggerfish plugin name: use 1-{MAX_TRIGGERFISH_NAME} characters a-z, 0-9 and -, starting with a letter"
             )));
@@ -316,12 +316,6 @@ impl TriggerfishManifest {
         }
         Ok(())
     }
-}
-
-/// `^[a-z][a-z0-9-]*$`, at most [`MAX_TRIGGERFISH_NAME`] characters: the pattern every
-/// format's plugin name follows.
-pub fn is_triggerfish_name(name: &str) -> bool {
-    crate::metadata::is_plugin_name(name)
 }
 
 fn check_visible(key: &str, text: &str) -> Result<(), String> {
@@ -1009,7 +1003,10 @@ export { manifest, other };"#,
             let text = refusal(&with("name", json!(bad)));
             assert!(text.contains("manifest `name`"), "{bad}: {text}");
         }
-        assert!(is_triggerfish_name(&format!("w{}", "e".repeat(63))));
+        assert!(crate::metadata::is_plugin_name(&format!(
+            "w{}",
+            "e".repeat(63)
+        )));
     }
 
     #[test]
