@@ -282,13 +282,8 @@ type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 /// program — before a question was shown is never an answer to it. Does nothing when `tty` is
 /// not a terminal. The line prompt and the terminal UI both call it when they ask.
 pub fn discard_pending_input(tty: impl std::os::fd::AsFd) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: tcflush takes a descriptor the caller keeps open for the call and a constant; it
-    // touches no memory of this process.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::tcflush(tty.as_fd().as_raw_fd(), libc::TCIFLUSH);
-    }
+    // ENOTTY (not a terminal) and the like leave nothing to throw away.
+    let _ = rustix::termios::tcflush(tty, rustix::termios::QueueSelector::IFlush);
 }
 
 /// Asks a person at a terminal. Reads answers from `/dev/tty` (so piped stdin cannot answer for
@@ -325,14 +320,6 @@ impl TerminalBroker {
         Some(broker)
     }
 
-    /// Throws away input that waits in the terminal: keys typed — or pushed by a program —
-    /// before the prompt was shown are never an answer to it.
-    fn discard_pending_input(&self) {
-        if let Some(tty) = &self.tty {
-            discard_pending_input(tty);
-        }
-    }
-
     /// A broker on the given reader and writer (tests, embedding).
     pub fn with_io(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> Self {
         Self {
@@ -354,7 +341,9 @@ impl TerminalBroker {
                 .write_all(text.as_bytes())
                 .and_then(|()| output.flush())
                 .ok()?;
-            self.discard_pending_input();
+            if let Some(tty) = &self.tty {
+                discard_pending_input(tty);
+            }
             let mut line = String::new();
             match input.read_line(&mut line) {
                 Ok(0) | Err(_) => None,
