@@ -15,6 +15,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use bosun_agent::conversation::Conversation;
 use bosun_agent::run::{Budget, Budgets, RunEnd};
 use bosun_core::{ApprovalAnswer, Envelope, Event};
 use bosun_host::approval::{PendingApproval, sanitize_for_terminal};
@@ -31,7 +32,6 @@ use super::slash::{self, Slash};
 pub(crate) use super::transcript::{Entry, ToolEntry, ToolState};
 use crate::env::Env;
 use crate::plugins::TrustReview;
-use crate::run::OpenSession;
 
 /// How long a modal must have been on screen before a key answers it.
 pub(crate) const ARM_DELAY: Duration = Duration::from_millis(400);
@@ -169,7 +169,7 @@ pub(crate) struct App {
     pub(super) env: Arc<Env>,
     engine: Engine,
     /// The session between turns; a running turn holds it.
-    session: Option<OpenSession>,
+    session: Option<Conversation>,
     pub(super) session_id: String,
     /// The model entry of the next turn.
     pub(super) model: String,
@@ -233,7 +233,7 @@ impl App {
     }
 
     /// The UI for `open`, starting its turns on a runtime of its own; they report on `events`.
-    pub(crate) fn new(env: Arc<Env>, open: OpenSession, events: Sender<AppEvent>) -> Result<Self> {
+    pub(crate) fn new(env: Arc<Env>, open: Conversation, events: Sender<AppEvent>) -> Result<Self> {
         let engine = Engine::new(events)?;
         let workspace = env
             .workspace
@@ -732,10 +732,12 @@ impl App {
                 .reload_env()
                 .map(|env| slash::models(&env, &self.model)),
             Slash::Model(Some(name)) => self.reload_env().and_then(|env| {
-                crate::run::open_model(&env, &name).map(|_| {
-                    self.model = name.clone();
-                    format!("model: {name} from the next turn")
-                })
+                bosun_agent::assembly::open_model(&env.config, &name)
+                    .map_err(anyhow::Error::from)
+                    .map(|_| {
+                        self.model = name.clone();
+                        format!("model: {name} from the next turn")
+                    })
             }),
             Slash::Mcp => crate::mcp::list_lines(&env).map(|lines| lines.join("\n")),
             Slash::McpTrust(name) => self.ask_mcp_trust(&name).map(|()| String::new()),
@@ -1345,7 +1347,11 @@ only.";
 
 impl App {
     /// After a `/compact` turn: the conversation becomes the summary alone, stored.
-    fn compacted(&mut self, open: &mut OpenSession, result: &Result<crate::run::TurnDone, String>) {
+    fn compacted(
+        &mut self,
+        open: &mut Conversation,
+        result: &Result<bosun_agent::turn::TurnDone, String>,
+    ) {
         let Ok(done) = result else { return };
         if done.report.end != RunEnd::Completed || done.report.text.trim().is_empty() {
             self.entries.push(Entry::Warning(
