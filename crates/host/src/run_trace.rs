@@ -58,11 +58,6 @@ impl TraceBuilder {
         self
     }
 
-    /// The run's id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
     /// Opens the trace: its file when a directory was named, else in memory.
     pub fn open(self) -> Result<Trace, TraceError> {
         let trace = match &self.runs_dir {
