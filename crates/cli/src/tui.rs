@@ -10,6 +10,7 @@
 
 mod actions;
 mod app;
+mod calls;
 mod engine;
 mod events;
 mod follow;

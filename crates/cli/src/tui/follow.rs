@@ -10,7 +10,7 @@ use bosun_host::approval::sanitize_for_terminal;
 
 use super::app::{App, child_event};
 use super::events::TurnEnd;
-use super::transcript::{Entry, ToolEntry, ToolState, short, tool_entry};
+use super::transcript::{Entry, ToolEntry, ToolState, tool_entry};
 
 impl App {
     pub(super) fn trace(&mut self, envelope: &Envelope) {
@@ -78,7 +78,9 @@ impl App {
                 self.entries.push(Entry::Tool(ToolEntry {
                     call_id: call_id.clone(),
                     tool: sanitize_for_terminal(tool),
-                    input: short(&input.to_string()),
+                    input: super::calls::headline(tool, input),
+                    json: super::calls::input_json(input),
+                    outcome: None,
                     decision: None,
                     detail: Vec::new(),
                     answer: None,
@@ -91,7 +93,8 @@ impl App {
                 ..
             } => {
                 if let Some(entry) = tool(&mut self.entries, call_id) {
-                    entry.decision = Some(sanitize_for_terminal(&explanation.summary()));
+                    entry.decision = worth_a_line(explanation)
+                        .then(|| sanitize_for_terminal(&explanation.summary()));
                 }
             }
             Event::ApprovalAsked { call_id, .. } => {
@@ -119,6 +122,7 @@ impl App {
             } => {
                 if let Some(entry) = tool(&mut self.entries, call_id) {
                     let (summary, detail) = super::results::summarize(&entry.tool, output);
+                    entry.outcome = super::calls::outcome(&entry.tool, output);
                     entry.state = ToolState::Done(summary);
                     entry.detail = detail;
                 }
@@ -196,4 +200,14 @@ impl App {
             self.submit(next);
         }
     }
+}
+
+/// Whether a decision earns a line under its call: not a plain allow by the permission mode's
+/// defaults (every read in the default mode), but an ask, a deny, or an allow by a rule someone
+/// wrote or granted (a config rule, a session grant, a hook).
+pub(super) fn worth_a_line(explanation: &bosun_core::Explanation) -> bool {
+    explanation.decision != bosun_core::Decision::Allow
+        || explanation
+            .deciding_rule()
+            .is_some_and(|rule| rule.layer != bosun_core::Layer::Mode)
 }

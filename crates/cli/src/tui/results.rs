@@ -43,6 +43,19 @@ fn lines(text: &str, kind: Kind, out: &mut Vec<Detail>) {
     }
 }
 
+/// How a line of a diff is drawn: a file or hunk header, an added or a removed line.
+pub(crate) fn diff_kind(line: &str) -> Kind {
+    if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@") {
+        Kind::Hunk
+    } else if line.starts_with('+') {
+        Kind::Added
+    } else if line.starts_with('-') {
+        Kind::Removed
+    } else {
+        Kind::Plain
+    }
+}
+
 fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
@@ -75,20 +88,9 @@ pub(crate) fn summarize(tool: &str, output: &Value) -> (String, Vec<Detail>) {
                 if detail.len() >= MAX_DETAIL {
                     break;
                 }
-                let kind =
-                    if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@")
-                    {
-                        Kind::Hunk
-                    } else if line.starts_with('+') {
-                        Kind::Added
-                    } else if line.starts_with('-') {
-                        Kind::Removed
-                    } else {
-                        Kind::Plain
-                    };
                 detail.push(Detail {
                     text: sanitize_for_terminal(line),
-                    kind,
+                    kind: diff_kind(line),
                 });
             }
             let added = detail.iter().filter(|d| d.kind == Kind::Added).count();

@@ -1345,3 +1345,70 @@ fn the_models_reasoning_is_shown_dim_and_short_until_expanded_and_urls_obey_the_
     assert!(!screen.contains("https://example.com"), "{screen}");
     assert!(screen.contains("‹URL withheld›"), "{screen}");
 }
+
+#[test]
+fn calls_read_as_sentences_with_their_json_behind_ctrl_o() {
+    let mut h = harness_with(
+        vec![
+            Step::call("read_file", json!({"path": "src/lib.rs"})),
+            run_command("echo", &["hi"]),
+            Step::text("done"),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+        |_| {},
+    );
+    h.submit("Read, then say hi.");
+    h.pump_until_idle();
+    let screen = h.screen();
+    assert!(screen.contains("✓ Read src/lib.rs (1 line)"), "{screen}");
+    assert!(screen.contains("✓ Run echo hi"), "{screen}");
+    // A read allowed by the mode's defaults needs no policy line; an allow by a config rule
+    // says which rule.
+    assert_eq!(h.tool("read_file").decision, None);
+    assert!(
+        h.tool("run_command")
+            .decision
+            .is_some_and(|d| d.contains("user config")),
+        "{:?}",
+        h.tool("run_command")
+    );
+    assert!(!screen.contains("\"path\""), "{screen}");
+    h.ctrl('o');
+    let screen = h.screen();
+    assert!(screen.contains("\"path\": \"src/lib.rs\""), "{screen}");
+    assert!(screen.contains("\"program\": \"echo\""), "{screen}");
+    h.ctrl('o');
+    assert!(!h.screen().contains("\"path\""));
+}
+
+#[test]
+fn the_approval_box_colours_the_change_as_a_diff() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            Step::text("done"),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.apply_patch\"\ndecision = \"ask\"\n",
+        |_| {},
+    );
+    h.submit("Bump it.");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    let screen = h.screen();
+    let buffer = h.terminal.backend().buffer().clone();
+    let colour_of = |text: &str| {
+        let (y, line) = screen
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(text))
+            .unwrap_or_else(|| panic!("no {text} in\n{screen}"));
+        let column = line[..line.find(text).unwrap()].chars().count();
+        buffer[(u16::try_from(column).unwrap(), u16::try_from(y).unwrap())].fg
+    };
+    assert_eq!(colour_of("+43"), ratatui::style::Color::Green);
+    assert_eq!(colour_of("-42"), ratatui::style::Color::Red);
+    h.press(KeyCode::Char('d'));
+    h.pump_until_idle();
+}

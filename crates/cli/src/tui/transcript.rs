@@ -6,9 +6,6 @@ use bosun_host::approval::sanitize_for_terminal;
 use bosun_models::{AssistantPart, Message};
 use serde_json::Value;
 
-/// Characters of a tool's input or output shown in the conversation.
-pub(crate) const SHORT_CHARS: usize = 120;
-
 /// One item of the conversation on screen.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Entry {
@@ -35,9 +32,14 @@ pub(crate) enum Entry {
 pub(crate) struct ToolEntry {
     pub call_id: String,
     pub tool: String,
-    /// The input, short and sanitised.
+    /// What the call does, as a person reads it (`Read src/main.rs`), sanitised.
     pub input: String,
-    /// Policy's decision, one line.
+    /// The input's JSON, one sanitised row per line, shown with Ctrl-O.
+    pub json: Vec<String>,
+    /// What the result adds to the headline (`(+2 −1)`, `(12 matches)`).
+    pub outcome: Option<String>,
+    /// Policy's decision, one line — only when it is worth a line: an ask, a deny, or an allow
+    /// by a rule other than the permission mode's defaults.
     pub decision: Option<String>,
     /// The lines under the result's summary: output, a diff, matches.
     pub detail: Vec<super::results::Detail>,
@@ -71,15 +73,6 @@ pub(crate) fn tool_entry<'a>(entries: &'a mut [Entry], id: &str) -> Option<&'a m
     })
 }
 
-/// At most [`SHORT_CHARS`] characters of `text`, sanitised.
-pub(crate) fn short(text: &str) -> String {
-    let mut cut: String = text.chars().take(SHORT_CHARS).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    sanitize_for_terminal(&cut)
-}
-
 /// Sanitises each line of `text`, keeping the line breaks.
 pub(crate) fn sanitize_for_terminal_lines(text: &str) -> String {
     text.split_inclusive('\n')
@@ -105,7 +98,9 @@ pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
                         AssistantPart::ToolCall(call) => entries.push(Entry::Tool(ToolEntry {
                             call_id: call.id.clone(),
                             tool: sanitize_for_terminal(&call.name),
-                            input: short(&call.input.to_string()),
+                            input: super::calls::headline(&call.name, &call.input),
+                            json: super::calls::input_json(&call.input),
+                            outcome: None,
                             decision: None,
                             detail: Vec::new(),
                             answer: None,
@@ -117,9 +112,10 @@ pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
             }
             Message::Tool(result) => {
                 if let Some(tool) = tool_entry(&mut entries, &result.call_id) {
-                    let (state, detail) = earlier_result(&tool.tool, &result.content);
+                    let (state, detail, outcome) = earlier_result(&tool.tool, &result.content);
                     tool.state = state;
                     tool.detail = detail;
+                    tool.outcome = outcome;
                 }
             }
         }
@@ -128,9 +124,12 @@ pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
 }
 
 /// A stored tool result (Bosun's result JSON) as a state and its detail lines.
-fn earlier_result(tool: &str, content: &str) -> (ToolState, Vec<super::results::Detail>) {
+fn earlier_result(
+    tool: &str,
+    content: &str,
+) -> (ToolState, Vec<super::results::Detail>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(content) else {
-        return (ToolState::Earlier, Vec::new());
+        return (ToolState::Earlier, Vec::new(), None);
     };
     if value.get("ok") == Some(&Value::Bool(false)) {
         let error = value.get("error");
@@ -147,13 +146,18 @@ fn earlier_result(tool: &str, content: &str) -> (ToolState, Vec<super::results::
                 message: sanitize_for_terminal(&field("message")),
             },
             Vec::new(),
+            None,
         );
     }
     match value.get("output") {
         Some(output) => {
             let (summary, detail) = super::results::summarize(tool, output);
-            (ToolState::Done(summary), detail)
+            (
+                ToolState::Done(summary),
+                detail,
+                super::calls::outcome(tool, output),
+            )
         }
-        None => (ToolState::Earlier, Vec::new()),
+        None => (ToolState::Earlier, Vec::new(), None),
     }
 }

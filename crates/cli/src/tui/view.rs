@@ -112,7 +112,9 @@ fn approval_lines(app: &App, asked: &super::app::Asked, area: Rect) -> Vec<Line<
 struct ApprovalLayout {
     head: Vec<Line<'static>>,
     tool: Vec<String>,
-    input: Vec<String>,
+    /// The input's rows and the change's, each with its colour (a diff's added lines green,
+    /// removed red).
+    input: Vec<(String, Style)>,
     rest: Vec<String>,
     tail: Vec<Line<'static>>,
     /// Rows taken by everything but the input.
@@ -122,27 +124,34 @@ struct ApprovalLayout {
 impl ApprovalLayout {
     fn fit(self, scroll: usize, inner: usize) -> Vec<Line<'static>> {
         let room = inner.saturating_sub(self.fixed).max(1);
-        let input: Vec<String> = if self.input.len() <= room {
+        let input: Vec<(String, Style)> = if self.input.len() <= room {
             self.input
         } else {
             // One row says where in the input the box is, when there is a row for it.
             let shown = if room > 1 { room - 1 } else { 1 };
             let at = scroll.min(self.input.len() - shown);
-            let mut rows: Vec<String> = self.input[at..at + shown].to_vec();
+            let mut rows: Vec<(String, Style)> = self.input[at..at + shown].to_vec();
             if room > 1 {
-                rows.push(format!(
-                    "       ↑↓ rows {}–{} of {}",
-                    at + 1,
-                    at + shown,
-                    self.input.len()
+                rows.push((
+                    format!(
+                        "       ↑↓ rows {}–{} of {}",
+                        at + 1,
+                        at + shown,
+                        self.input.len()
+                    ),
+                    Style::new(),
                 ));
             }
             rows
         };
         let mut lines = self.head;
-        for row in self.tool.into_iter().chain(input).chain(self.rest) {
-            lines.push(Line::raw(row));
-        }
+        lines.extend(self.tool.into_iter().map(Line::raw));
+        lines.extend(
+            input
+                .into_iter()
+                .map(|(row, style)| Line::styled(row, style)),
+        );
+        lines.extend(self.rest.into_iter().map(Line::raw));
         lines.extend(self.tail);
         // On a screen too small for even this, the keys are what must stay: drop from the top.
         if lines.len() > inner && inner > 0 {
@@ -194,17 +203,26 @@ fn approval_layout(
         ),
         if tight { 2 } else { 3 },
     ));
-    let mut input = wrap(
+    let mut input: Vec<(String, Style)> = wrap(
         &sanitize_for_terminal(&request.summary),
         width,
         "input  ",
         "       ",
-    );
-    // The change the call would make, before it is made: it scrolls with the input.
+    )
+    .into_iter()
+    .map(|row| (row, Style::new()))
+    .collect();
+    // The change the call would make, before it is made, coloured as a diff: it scrolls with
+    // the input.
     if let Some(preview) = &request.preview {
         for (i, line) in preview.lines().enumerate() {
             let lead = if i == 0 { "change " } else { "       " };
-            input.extend(wrap(&sanitize_for_terminal(line), width, lead, "        "));
+            let style = detail_style(super::results::diff_kind(line));
+            input.extend(
+                wrap(&sanitize_for_terminal(line), width, lead, "        ")
+                    .into_iter()
+                    .map(|row| (row, style)),
+            );
         }
     }
     let mut tail: Vec<Line<'static>> = Vec::new();
@@ -493,10 +511,23 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
         }
     };
     let dim = Style::new().fg(Color::DarkGray);
-    push(
-        format!("→ {} {}", tool.tool, tool.input),
-        Style::new().fg(Color::Yellow),
-    );
+    // The call as a sentence, marked with where it is; what the result adds goes after it.
+    let (mark, style) = match &tool.state {
+        ToolState::Done(_) => ("✓", Style::new().fg(Color::Green)),
+        ToolState::Failed { .. } => ("✗", Style::new().fg(Color::Red)),
+        _ => ("→", Style::new().fg(Color::Yellow)),
+    };
+    let outcome = tool
+        .outcome
+        .as_deref()
+        .map(|o| format!(" {o}"))
+        .unwrap_or_default();
+    push(format!("{mark} {}{outcome}", tool.input), style);
+    if expanded {
+        for row in &tool.json {
+            push(format!("  {row}"), dim);
+        }
+    }
     if let Some(decision) = &tool.decision {
         push(format!("  policy: {decision}"), dim);
     }
@@ -518,43 +549,64 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
     match &tool.state {
         ToolState::Proposed | ToolState::Earlier => {}
         ToolState::Asking => push("  waiting for your answer".to_owned(), dim),
-        ToolState::Running => push("  running…".to_owned(), dim),
+        ToolState::Running => {
+            push("  running…".to_owned(), dim);
+            detail_lines(&tool.detail, width, expanded, out);
+        }
         ToolState::Done(output) => {
-            push(format!("  ✓ {output}"), Style::new().fg(Color::Green));
-            let shown = if expanded {
-                tool.detail.len()
-            } else {
-                tool.detail.len().min(COLLAPSED_DETAIL)
-            };
-            for line in &tool.detail[..shown] {
-                use super::results::Kind;
-                let style = match line.kind {
-                    Kind::Plain => Style::new(),
-                    Kind::Stderr => Style::new().fg(Color::Yellow),
-                    Kind::Added => Style::new().fg(Color::Green),
-                    Kind::Removed => Style::new().fg(Color::Red),
-                    Kind::Hunk => Style::new().fg(Color::Cyan),
-                };
-                for wrapped in wrap(&line.text, width, "      ", "      ") {
-                    out.push(Line::styled(wrapped, style));
-                }
+            // The summary says what the headline does not (a command's exit, a plugin's
+            // result); a read's or an edit's count is on the headline already.
+            if tool.outcome.is_none() {
+                push(format!("  {output}"), Style::new().fg(Color::Green));
             }
-            if shown < tool.detail.len() {
-                out.push(Line::styled(
-                    format!(
-                        "      … {} more lines (Ctrl-O shows all)",
-                        tool.detail.len() - shown
-                    ),
-                    Style::new().fg(Color::DarkGray),
-                ));
-            }
+            detail_lines(&tool.detail, width, expanded, out);
         }
         ToolState::Failed { code, message } => {
             push(
                 format!("  ✗ {code}: {message}"),
                 Style::new().fg(Color::Red),
             );
+            detail_lines(&tool.detail, width, expanded, out);
         }
+    }
+}
+
+/// A result's lines (output, a diff, matches), the first few until Ctrl-O expands them.
+fn detail_lines(
+    detail: &[super::results::Detail],
+    width: usize,
+    expanded: bool,
+    out: &mut Vec<Line<'static>>,
+) {
+    let shown = if expanded {
+        detail.len()
+    } else {
+        detail.len().min(COLLAPSED_DETAIL)
+    };
+    for line in &detail[..shown] {
+        for wrapped in wrap(&line.text, width, "      ", "      ") {
+            out.push(Line::styled(wrapped, detail_style(line.kind)));
+        }
+    }
+    if shown < detail.len() {
+        out.push(Line::styled(
+            format!(
+                "      … {} more lines (Ctrl-O shows all)",
+                detail.len() - shown
+            ),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+}
+
+fn detail_style(kind: super::results::Kind) -> Style {
+    use super::results::Kind;
+    match kind {
+        Kind::Plain => Style::new(),
+        Kind::Stderr => Style::new().fg(Color::Yellow),
+        Kind::Added => Style::new().fg(Color::Green),
+        Kind::Removed => Style::new().fg(Color::Red),
+        Kind::Hunk => Style::new().fg(Color::Cyan),
     }
 }
 
