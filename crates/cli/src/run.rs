@@ -86,6 +86,8 @@ fn read_task(task: Option<&str>) -> Result<String> {
 struct Terminal {
     /// Whether the cursor is at the start of a line.
     mid_line: Mutex<bool>,
+    /// Whether a running command's output is shown as it comes (stderr is a terminal).
+    live: bool,
 }
 
 impl Terminal {
@@ -152,6 +154,13 @@ impl Observer for Terminal {
                     sanitize_for_terminal(tool),
                     sanitize_for_terminal(&shown)
                 ));
+            }
+            // A running command's output, as it comes, under its call: on a terminal only,
+            // and only the run's own (a subagent's calls are its own business).
+            Event::ToolOutput { text, .. } if self.live && envelope.parent_run_id.is_none() => {
+                for line in text.lines() {
+                    self.line(&format!("  │ {}", sanitize_for_terminal(line)));
+                }
             }
             Event::ToolFailed { error, .. } => self.line(&format!(
                 "  ✗ {}: {}",
@@ -302,7 +311,10 @@ pub fn run(
     let mut open = open_session(&env, resume, model)?;
     let name = open.stored.model.clone();
 
-    let terminal = Arc::new(Terminal::default());
+    let terminal = Arc::new(Terminal {
+        live: std::io::stderr().is_terminal(),
+        ..Terminal::default()
+    });
     let json_lines = json.then(|| {
         Arc::new(JsonLines {
             stream,

@@ -314,6 +314,18 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// A piece of a running call's output (a command's stdout or stderr) as it comes, whole
+    /// lines where it can. Live only: the call's result holds the output the trace keeps.
+    /// Bounded by the call's output budget and redacted like every event.
+    #[serde(rename = "tool.output")]
+    ToolOutput {
+        /// Call id.
+        call_id: String,
+        /// Which of the call's streams it came on.
+        stream: OutputStream,
+        /// The text.
+        text: String,
+    },
     /// What the model says of its reasoning: an OpenAI reasoning summary or Anthropic thinking
     /// text, as the provider returned it (opaque or encrypted reasoning is not shown). Bounded
     /// to [`MAX_REASONING_CHARS`].
@@ -454,6 +466,7 @@ impl Event {
             Self::ModelFailed { .. } => "model.failed",
             Self::ModelRetrying { .. } => "model.retrying",
             Self::ModelText { .. } => "model.text",
+            Self::ToolOutput { .. } => "tool.output",
             Self::ModelReasoning { .. } => "model.reasoning",
             Self::ContextElided { .. } => "context.elided",
             Self::BudgetExhausted { .. } => "budget.exhausted",
@@ -470,8 +483,18 @@ impl Event {
 
     /// Whether the event goes to observers only and is not written to the trace.
     pub fn is_live(&self) -> bool {
-        matches!(self, Self::ModelText { .. })
+        matches!(self, Self::ModelText { .. } | Self::ToolOutput { .. })
     }
+}
+
+/// Which of a running call's output streams a piece came on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
 }
 
 /// What kind of source a part of the system prompt came from.

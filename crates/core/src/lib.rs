@@ -34,8 +34,8 @@ pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
 pub use classification::{Classification, ClassificationError};
 pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};
 pub use event::{
-    ApprovalAnswer, Budget, Envelope, Event, FinishReason, MAX_REASONING_CHARS, PromptKind,
-    PromptPart, RunOutcome, TRACE_SCHEMA_VERSION, TokenUsage, ToolCall,
+    ApprovalAnswer, Budget, Envelope, Event, FinishReason, MAX_REASONING_CHARS, OutputStream,
+    PromptKind, PromptPart, RunOutcome, TRACE_SCHEMA_VERSION, TokenUsage, ToolCall,
 };
 pub use hidden::{escape_hidden, find_hidden, is_hidden_char};
 pub use limits::Limits;

@@ -283,12 +283,50 @@ pub struct Trace {
 pub struct RunInfo {
     /// The run.
     pub run_id: String,
+    /// The run that started it, for a subagent's.
+    pub parent_run_id: Option<String>,
     /// Where its trace is written, if anywhere.
     pub runs_dir: Option<PathBuf>,
     /// Its redaction.
     pub redactor: Arc<Redactor>,
     /// Who watches the run's events.
     pub observers: Vec<Arc<dyn Observer>>,
+}
+
+impl RunInfo {
+    /// Whether anyone watches the run: a call with no observer skips its live events.
+    pub fn observed(&self) -> bool {
+        !self.observers.is_empty()
+    }
+
+    /// Hands a live event ([`Event::is_live`]: a running call's output) to the run's observers,
+    /// redacted as every event is; the trace never gets it. Nothing happens (nothing is copied
+    /// or scanned) when nobody observes the run.
+    pub fn live(&self, event: Event) {
+        if self.observers.is_empty() || !event.is_live() {
+            return;
+        }
+        let envelope = Envelope {
+            schema_version: TRACE_SCHEMA_VERSION,
+            run_id: self.run_id.clone(),
+            parent_run_id: self.parent_run_id.clone(),
+            // Live events are not numbered in the trace; observers order them by arrival.
+            sequence: 0,
+            timestamp: Timestamp::now().utc(),
+            event,
+        };
+        let envelope = match serde_json::to_string(&envelope.event) {
+            Ok(line) if !self.redactor.finds(&line) => envelope,
+            Ok(_) => match redacted(&self.redactor, &envelope) {
+                Some((envelope, _)) => envelope,
+                None => return,
+            },
+            Err(_) => return,
+        };
+        for observer in &self.observers {
+            observer.observe(&envelope);
+        }
+    }
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -335,6 +373,7 @@ impl Trace {
         let file = options.open(&path).map_err(err)?;
         let info = Arc::new(RunInfo {
             run_id: run_id.clone(),
+            parent_run_id: parent_run_id.clone(),
             runs_dir: Some(runs_dir.to_path_buf()),
             redactor: redactor.clone(),
             observers: Vec::new(),
@@ -355,6 +394,7 @@ impl Trace {
         Self {
             info: Arc::new(RunInfo {
                 run_id: run_id.clone(),
+                parent_run_id: None,
                 runs_dir: None,
                 redactor: redactor.clone(),
                 observers: Vec::new(),
@@ -373,6 +413,7 @@ impl Trace {
         self.observers.push(observer);
         self.info = Arc::new(RunInfo {
             run_id: self.info.run_id.clone(),
+            parent_run_id: self.info.parent_run_id.clone(),
             runs_dir: self.info.runs_dir.clone(),
             redactor: self.info.redactor.clone(),
             observers: self.observers.clone(),
@@ -847,6 +888,15 @@ pub fn render(envelopes: &[Envelope]) -> String {
             Event::ModelText { step, text } => writeln!(
                 out,
                 "  [{at:>5} ms] model step {step} text: {}",
+                short(&serde_json::Value::String(text.clone()), 120)
+            ),
+            Event::ToolOutput {
+                call_id,
+                stream,
+                text,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] tool {call_id} {stream:?} output: {}",
                 short(&serde_json::Value::String(text.clone()), 120)
             ),
             Event::ContextElided {

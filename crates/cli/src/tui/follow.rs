@@ -117,6 +117,21 @@ impl App {
                     entry.state = ToolState::Running;
                 }
             }
+            Event::ToolOutput {
+                call_id,
+                stream,
+                text,
+            } => {
+                if let Some(entry) = tool(&mut self.entries, call_id)
+                    && entry.state == ToolState::Running
+                {
+                    super::results::push_output(
+                        &mut entry.detail,
+                        text,
+                        *stream == bosun_core::OutputStream::Stderr,
+                    );
+                }
+            }
             Event::ToolCompleted {
                 call_id, output, ..
             } => {

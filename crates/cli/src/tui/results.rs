@@ -56,6 +56,13 @@ pub(crate) fn diff_kind(line: &str) -> Kind {
     }
 }
 
+/// A running call's output as it comes (`tool.output`), added under its entry within the same
+/// bound as a finished result's lines.
+pub(crate) fn push_output(detail: &mut Vec<Detail>, text: &str, stderr: bool) {
+    let kind = if stderr { Kind::Stderr } else { Kind::Plain };
+    lines(text, kind, detail);
+}
+
 fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }

@@ -1412,3 +1412,35 @@ fn the_approval_box_colours_the_change_as_a_diff() {
     h.press(KeyCode::Char('d'));
     h.pump_until_idle();
 }
+
+#[test]
+fn a_commands_output_shows_while_it_runs_and_stays_when_cancelled() {
+    let mut h = harness_with(
+        vec![
+            run_command("sh", &["-c", "echo first; echo oops >&2; sleep 34.0424"]),
+            Step::text("never"),
+        ],
+        "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+        |_| {},
+    );
+    h.submit("Run it.");
+    h.pump_until("live output", |app| {
+        app.entries.iter().any(
+            |e| matches!(e, Entry::Tool(t) if t.state == ToolState::Running && t.detail.len() >= 2),
+        )
+    });
+    let screen = h.screen();
+    assert!(screen.contains("running…"), "{screen}");
+    assert!(screen.contains("      first"), "{screen}");
+    assert!(screen.contains("      oops"), "{screen}");
+    h.ctrl_c();
+    h.pump_until_idle();
+    let tool = h.tool("run_command");
+    assert!(
+        matches!(&tool.state, ToolState::Failed { code, .. } if code == "cancelled"),
+        "{tool:?}"
+    );
+    let texts: Vec<&str> = tool.detail.iter().map(|d| d.text.as_str()).collect();
+    assert_eq!(texts, ["first", "oops"]);
+    assert!(h.screen().contains("      first"));
+}

@@ -551,7 +551,7 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
         ToolState::Asking => push("  waiting for your answer".to_owned(), dim),
         ToolState::Running => {
             push("  running…".to_owned(), dim);
-            detail_lines(&tool.detail, width, expanded, out);
+            detail_lines(&tool.detail, width, expanded, true, out);
         }
         ToolState::Done(output) => {
             // The summary says what the headline does not (a command's exit, a plugin's
@@ -559,23 +559,25 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
             if tool.outcome.is_none() {
                 push(format!("  {output}"), Style::new().fg(Color::Green));
             }
-            detail_lines(&tool.detail, width, expanded, out);
+            detail_lines(&tool.detail, width, expanded, false, out);
         }
         ToolState::Failed { code, message } => {
             push(
                 format!("  ✗ {code}: {message}"),
                 Style::new().fg(Color::Red),
             );
-            detail_lines(&tool.detail, width, expanded, out);
+            detail_lines(&tool.detail, width, expanded, false, out);
         }
     }
 }
 
-/// A result's lines (output, a diff, matches), the first few until Ctrl-O expands them.
+/// A result's lines (output, a diff, matches), the first few until Ctrl-O expands them; of a
+/// running command's output, the newest few (`latest`).
 fn detail_lines(
     detail: &[super::results::Detail],
     width: usize,
     expanded: bool,
+    latest: bool,
     out: &mut Vec<Line<'static>>,
 ) {
     let shown = if expanded {
@@ -583,19 +585,28 @@ fn detail_lines(
     } else {
         detail.len().min(COLLAPSED_DETAIL)
     };
-    for line in &detail[..shown] {
+    let hidden = detail.len() - shown;
+    let rows = if latest {
+        &detail[hidden..]
+    } else {
+        &detail[..shown]
+    };
+    let more = |out: &mut Vec<Line<'static>>, place: &str| {
+        out.push(Line::styled(
+            format!("      … {hidden} {place} lines (Ctrl-O shows all)"),
+            Style::new().fg(Color::DarkGray),
+        ));
+    };
+    if latest && hidden > 0 {
+        more(out, "earlier");
+    }
+    for line in rows {
         for wrapped in wrap(&line.text, width, "      ", "      ") {
             out.push(Line::styled(wrapped, detail_style(line.kind)));
         }
     }
-    if shown < detail.len() {
-        out.push(Line::styled(
-            format!(
-                "      … {} more lines (Ctrl-O shows all)",
-                detail.len() - shown
-            ),
-            Style::new().fg(Color::DarkGray),
-        ));
+    if !latest && hidden > 0 {
+        more(out, "more");
     }
 }
 

@@ -307,9 +307,25 @@ impl Tool for RunCommand {
         let (mut child, _jail) = spawn(&input, &dir, ctx, timeout_ms)?;
         let pgid = child.id();
         let captured = Arc::new(Mutex::new(Captured::new(ctx.limits.max_output_bytes)));
+        // Someone watches the run (the terminal): the output goes to them as it comes.
+        let live = |stream| {
+            ctx.run
+                .observed()
+                .then(|| LiveOutput::new(ctx.run.clone(), ctx.call_id.clone(), stream))
+        };
         let mut drains = [
-            tokio::spawn(drain(child.stdout.take(), captured.clone(), Stream::Stdout)),
-            tokio::spawn(drain(child.stderr.take(), captured.clone(), Stream::Stderr)),
+            tokio::spawn(drain(
+                child.stdout.take(),
+                captured.clone(),
+                Stream::Stdout,
+                live(Stream::Stdout),
+            )),
+            tokio::spawn(drain(
+                child.stderr.take(),
+                captured.clone(),
+                Stream::Stderr,
+                live(Stream::Stderr),
+            )),
         ];
         // If this future is dropped mid-run (by a caller's own deadline, say), the group dies
         // and the readers stop too.
@@ -460,30 +476,95 @@ enum Stream {
     Stderr,
 }
 
-/// Reads a pipe to its end, keeping what fits the shared budget and dropping the rest.
+/// Reads a pipe to its end, keeping what fits the shared budget and dropping the rest; what
+/// is kept also goes to `live`, when someone watches.
 async fn drain(
     pipe: Option<impl AsyncRead + Unpin>,
     captured: Arc<Mutex<Captured>>,
     stream: Stream,
+    mut live: Option<LiveOutput>,
 ) {
     let Some(mut pipe) = pipe else { return };
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
         let n = match pipe.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let mut captured = captured.lock().unwrap_or_else(PoisonError::into_inner);
-        let keep = n.min(captured.left);
-        captured.left -= keep;
-        if keep < n {
-            captured.dropped = true;
-        }
-        let sink = match stream {
-            Stream::Stdout => &mut captured.stdout,
-            Stream::Stderr => &mut captured.stderr,
+        let keep = {
+            let mut captured = captured.lock().unwrap_or_else(PoisonError::into_inner);
+            let keep = n.min(captured.left);
+            captured.left -= keep;
+            if keep < n {
+                captured.dropped = true;
+            }
+            let sink = match stream {
+                Stream::Stdout => &mut captured.stdout,
+                Stream::Stderr => &mut captured.stderr,
+            };
+            sink.extend_from_slice(&chunk[..keep]);
+            keep
         };
-        sink.extend_from_slice(&chunk[..keep]);
+        if let Some(live) = &mut live {
+            live.push(&chunk[..keep]);
+        }
+    }
+    if let Some(live) = &mut live {
+        live.flush();
+    }
+}
+
+/// A stream's output on its way to the run's observers: whole lines, so that redaction sees
+/// a secret whole, and a long line in pieces of at most [`LIVE_PIECE`] bytes.
+struct LiveOutput {
+    run: Arc<crate::trace::RunInfo>,
+    call_id: String,
+    stream: bosun_core::OutputStream,
+    pending: Vec<u8>,
+}
+
+/// Most bytes held back waiting for the end of a line.
+const LIVE_PIECE: usize = 8 * 1024;
+
+impl LiveOutput {
+    fn new(run: Arc<crate::trace::RunInfo>, call_id: String, stream: Stream) -> Self {
+        Self {
+            run,
+            call_id,
+            stream: match stream {
+                Stream::Stdout => bosun_core::OutputStream::Stdout,
+                Stream::Stderr => bosun_core::OutputStream::Stderr,
+            },
+            pending: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let end = match self.pending.iter().rposition(|b| *b == b'\n') {
+            Some(at) => at + 1,
+            None if self.pending.len() >= LIVE_PIECE => trim_partial_utf8(&self.pending).len(),
+            None => return,
+        };
+        let rest = self.pending.split_off(end);
+        let piece = std::mem::replace(&mut self.pending, rest);
+        self.send(&piece);
+    }
+
+    fn flush(&mut self) {
+        let piece = std::mem::take(&mut self.pending);
+        self.send(&piece);
+    }
+
+    fn send(&self, piece: &[u8]) {
+        if piece.is_empty() {
+            return;
+        }
+        self.run.live(bosun_core::Event::ToolOutput {
+            call_id: self.call_id.clone(),
+            stream: self.stream,
+            text: String::from_utf8_lossy(piece).into_owned(),
+        });
     }
 }
 

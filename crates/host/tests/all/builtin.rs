@@ -1923,3 +1923,80 @@ async fn run_command_network_entries_are_checked() {
     assert_eq!(err.code, ErrorCode::InvalidInput, "{err}");
     assert!(err.message.contains("not a host or host:port"), "{err}");
 }
+
+/// Collects a run's live events, saying on `first` when the first piece of output arrives.
+struct Watcher {
+    pieces: std::sync::Mutex<Vec<(bosun_core::OutputStream, String)>>,
+    first: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl bosun_host::trace::Observer for Watcher {
+    fn observe(&self, envelope: &bosun_core::Envelope) {
+        if let bosun_core::Event::ToolOutput {
+            call_id,
+            stream,
+            text,
+        } = &envelope.event
+        {
+            assert_eq!(call_id, "call-1");
+            self.pieces.lock().unwrap().push((*stream, text.clone()));
+            if let Some(first) = self.first.lock().unwrap().take() {
+                let _ = first.send(());
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn run_command_output_arrives_in_pieces_before_it_ends_and_is_redacted() {
+    let mut f = Fixture::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let watcher = Arc::new(Watcher {
+        pieces: Default::default(),
+        first: std::sync::Mutex::new(Some(tx)),
+    });
+    let secret = "sk-live-0123456789abcdef";
+    f.ctx.run = Arc::new(bosun_host::trace::RunInfo {
+        run_id: "run-1".to_owned(),
+        parent_run_id: None,
+        runs_dir: None,
+        redactor: Arc::new(bosun_core::Redactor::new([(
+            "API_KEY".to_owned(),
+            secret.to_owned(),
+        )])),
+        observers: vec![watcher.clone()],
+    });
+    let marker = "34.0423";
+    let script = format!("echo one; echo {secret} >&2; sleep {marker}; echo never");
+    let cancel = f.ctx.cancel.clone();
+    let ctx = f.ctx.clone();
+    let call = tokio::spawn(async move {
+        tool("run_command")
+            .call(json!({"program": "sh", "args": ["-c", script]}), &ctx)
+            .await
+    });
+    // The first line comes while the command still runs (it sleeps for half a minute).
+    tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .expect("no output while the command ran")
+        .unwrap();
+    assert!(!call.is_finished());
+    // Both streams, each whole line, the secret redacted.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while watcher.pieces.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pieces = watcher.pieces.lock().unwrap().clone();
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    assert!(pieces.contains(&(bosun_core::OutputStream::Stdout, "one\n".to_owned())));
+    let (stream, err) = pieces
+        .iter()
+        .find(|(s, _)| *s == bosun_core::OutputStream::Stderr)
+        .unwrap();
+    assert_eq!(*stream, bosun_core::OutputStream::Stderr);
+    assert!(!err.contains(secret), "{err}");
+    cancel.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert_code(&err, ErrorCode::Cancelled);
+    assert_no_process_with(marker).await;
+}

@@ -23,6 +23,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
         broker: bosun_host::tool::Broker(Arc::new(bosun_host::NonInteractive)),
         run: Arc::new(bosun_host::trace::RunInfo {
             run_id: "run-1".to_owned(),
+            parent_run_id: None,
             runs_dir: None,
             redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
             observers: Vec::new(),
