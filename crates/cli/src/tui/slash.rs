@@ -163,7 +163,7 @@ pub(crate) fn help() -> String {
          Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); Tab \
          completes @path from the workspace; Up/Down move between lines, then through this \
          workspace's history; PageUp/PageDown or the mouse wheel scroll (Shift-drag selects text; \
-         /mouse leaves the mouse to the terminal), End returns; Ctrl-O shows all of each result.\n\
+         /mouse leaves the mouse to the terminal), End returns; Ctrl-O shows all of each result and each call's JSON input (again: hides them).\n\
          Approvals: o or y allow once, s allow for this session, w always here, d or Esc deny, f deny with a reason.\n\
          Ctrl-C cancels a run (again: leave now); at the prompt it clears the line, and twice \
          leaves. Ctrl-D on an empty prompt leaves.",
