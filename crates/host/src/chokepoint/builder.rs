@@ -138,9 +138,6 @@ impl ChokepointBuilder {
 
     /// Registers every tool; a duplicate name is refused with the tool named. Schemas are
     /// compiled at each tool's first call (see [`ToolRegistry::register`]).
-
-    /// Registers every tool; a duplicate name is refused with the tool named. Schemas are
-    /// compiled at each tool's first call (see [`ToolRegistry::register`]).
     pub fn build(self) -> Result<Chokepoint, ToolError> {
         let registry = self.registry.unwrap_or_default();
         registry.add_built(self.tools)?;
