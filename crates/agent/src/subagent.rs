@@ -20,7 +20,6 @@
 //! The result is Forge's: `{subagent, runId, tracePersisted, status, finalText, modelSteps,
 //! toolCalls, message?}`, bounded by shrinking `finalText`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -545,64 +544,32 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let rest = text
-        .strip_prefix("---\n")
-        .ok_or("it must start with a `---` front-matter line")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("its front matter has no closing `---`")?;
-    let (front, body) = (&rest[..end], &rest[end + 4..]);
-    let mut fields: BTreeMap<String, String> = BTreeMap::new();
-    let mut list: Option<String> = None;
-    for line in front.lines() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if let (Some(key), Some(item)) = (&list, trimmed.strip_prefix("- ")) {
-            let entry = fields.entry(key.clone()).or_default();
-            if !entry.is_empty() {
-                entry.push(',');
-            }
-            entry.push_str(unquote(item));
-            continue;
-        }
-        let (key, value) = trimmed
-            .split_once(':')
-            .ok_or_else(|| format!("front matter line `{trimmed}` is not `key: value`"))?;
-        let (key, value) = (key.trim().to_owned(), value.trim());
-        list = value.is_empty().then(|| key.clone());
-        let value = value.trim_start_matches('[').trim_end_matches(']');
-        fields.insert(key, unquote(value).to_owned());
-    }
+    let (front, body) = bosun_host::front_matter::parse(&text).map_err(|e| e.to_string())?;
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_owned();
-    let name = fields.get("name").cloned().unwrap_or_else(|| stem.clone());
+    let name = front
+        .text("name")
+        .map_or_else(|| stem.clone(), str::to_owned);
     let number = |key: &str, default: u32| -> Result<u32, String> {
-        fields.get(key).map_or(Ok(default), |v| {
+        front.text(key).map_or(Ok(default), |v| {
             v.parse()
                 .map_err(|_| format!("{key} `{v}` is not a whole number"))
         })
     };
     let spec = SubagentSpec {
         tool_name: format!("agent_{}", name.replace('-', "_")),
-        description: fields.get("description").cloned().unwrap_or_default(),
+        description: front.text("description").unwrap_or_default().to_owned(),
         instructions: body.trim().to_owned(),
-        tools: fields
-            .get("tools")
-            .map(|t| {
-                t.split(',')
-                    .map(|s| unquote(s.trim()).to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        tools: front.list("tools").unwrap_or_default(),
         max_steps: number("max_steps", DEFAULT_MODEL_STEPS)?,
         max_tool_calls: number("max_tool_calls", DEFAULT_TOOL_CALLS)?,
-        model: fields.get("model").cloned().filter(|m| !m.is_empty()),
+        model: front
+            .text("model")
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
         source: if project {
             SubagentSource::Project(path.to_path_buf())
         } else {
@@ -618,14 +585,6 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
     }
     spec.check()?;
     Ok(spec)
-}
-
-fn unquote(text: &str) -> &str {
-    let text = text.trim();
-    text.strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))
-        .unwrap_or(text)
 }
 
 /// Every subagent this host declares: its Forge plugins', the user's agent files and, in a
