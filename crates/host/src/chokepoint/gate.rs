@@ -243,7 +243,7 @@ impl Chokepoint {
                     .display()
                     .to_string(),
                 Vec::new(),
-                Some(e),
+                Some(e.to_string()),
             ),
             (Some(home), Ok(rules)) => {
                 let described = crate::remembered::describe(&rules);
@@ -254,7 +254,7 @@ impl Chokepoint {
                             .display()
                             .to_string(),
                         described,
-                        Some(e),
+                        Some(e.to_string()),
                     ),
                 }
             }
