@@ -619,8 +619,8 @@ fn register(host: &Host, server: &Arc<Server>, pin: &Pin, warnings: &mut Vec<Str
     for (tool, pinned) in &pin.tools {
         let registered = pinned
             .check_reviewed(&model_name(&server.name, tool), &server.name)
-            .and_then(|()| McpTool::new(server, tool, pinned))
             .map_err(|e| e.to_string())
+            .and_then(|()| McpTool::new(server, tool, pinned))
             .and_then(|t| host.register_tool(Arc::new(t)).map_err(|e| e.message));
         if let Err(message) = registered {
             warnings.push(format!(

@@ -96,7 +96,8 @@ fn a_pin_counts_only_for_the_name_it_was_reviewed_as() {
     assert_eq!(pinned.check_reviewed("mcp__dict__lookup", "dict"), Ok(()));
     let error = pinned
         .check_reviewed("mcp__other__lookup", "other")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("bosun mcp trust other"), "{error}");
     let mut unreviewed = pinned.clone();
     unreviewed.reviewed = None;
