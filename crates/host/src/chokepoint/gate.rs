@@ -12,7 +12,7 @@ use bosun_policy::Subject;
 use super::{Chokepoint, ToolCall};
 use crate::Tool;
 use crate::approval::ApprovalRequest;
-use crate::review::{ReviewContext, ReviewRequest, Verdict};
+use crate::review::{ReviewContext, ReviewError, ReviewRequest, Verdict};
 use crate::session::Session;
 use crate::trace::Trace;
 
@@ -150,11 +150,11 @@ impl Chokepoint {
         let limit = Duration::from_millis(self.limits.tool_timeout_ms.min(30_000));
         let answer = match tokio::time::timeout(limit, reviewer.review(&request)).await {
             Ok(answer) => answer,
-            Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+            Err(_) => Err(ReviewError::TimedOut(limit.as_millis())),
         };
         let (verdict, reason) = match &answer {
             Ok(review) => (review.verdict.as_str().to_owned(), review.reason.clone()),
-            Err(why) => ("failed".to_owned(), why.clone()),
+            Err(why) => ("failed".to_owned(), why.to_string()),
         };
         trace.record(Event::ReviewAnswered {
             call_id: call.id.clone(),
