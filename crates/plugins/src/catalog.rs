@@ -225,11 +225,43 @@ impl JsManifest {
     }
 }
 
+/// What was read and checked of a plugin, by format: each plugin runtime matches its own
+/// variant. The bytes or files to run are kept for enabled plugins only.
+#[derive(Debug, Clone)]
+pub enum PluginContent {
+    /// A WebAssembly component with Bosun's metadata section.
+    Native {
+        /// Its checked metadata.
+        manifest: Manifest,
+        /// The exact bytes that were hashed and checked.
+        bytes: Option<Arc<[u8]>>,
+    },
+    /// A Chock core module.
+    Chock {
+        /// Its tools as Bosun offers them.
+        manifest: Manifest,
+        /// The module's metadata as read from it.
+        module: ChockModule,
+        /// Tools that are not offered, with the reason (Chock refuses a tool it cannot use and
+        /// keeps the others).
+        refused_tools: Vec<RefusedTool>,
+        /// The exact bytes that were hashed and checked.
+        bytes: Option<Arc<[u8]>>,
+    },
+    /// A Forge or Triggerfish plugin, whose code names its tools when it runs.
+    Js {
+        /// Its checked manifest.
+        manifest: JsManifest,
+        /// The exact files that were hashed and checked; the engine loads these, never the
+        /// directory again.
+        source: Option<Arc<SourceSnapshot>>,
+    },
+}
+
 /// One plugin as the catalog sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PluginEntry {
     /// Its scope.
-    #[serde(flatten)]
     pub scope: PluginScope,
     /// Its local name (config key, or directory name).
     pub local_name: String,
@@ -241,50 +273,147 @@ pub struct PluginEntry {
     /// Its `plugin.wasm` (native plugins; the path is kept for every format).
     pub wasm: PathBuf,
     /// Its config entry, for user plugins named in config.
-    #[serde(skip)]
     pub config: Option<PluginConfig>,
     /// Its state.
-    #[serde(flatten)]
     pub state: PluginState,
     /// Lowercase hex SHA-256 of what was read, when it could be read: `plugin.wasm`'s bytes,
     /// or the source snapshot's hash.
     pub sha256: Option<String>,
-    /// A native plugin's checked metadata, when valid.
-    pub manifest: Option<Manifest>,
-    /// A Forge or Triggerfish plugin's checked manifest, when valid.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub js: Option<JsManifest>,
-    /// A Chock plugin's metadata as read from its module, when readable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chock: Option<ChockModule>,
-    /// Tools of a Chock plugin that are not offered, with the reason (Chock refuses a tool it
-    /// cannot use and keeps the others).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub refused_tools: Vec<RefusedTool>,
+    /// What was read and checked, by format; `None` when its metadata is unusable.
+    pub content: Option<PluginContent>,
     /// Naming of each tool, in the manifest's order (none for JavaScript plugins, whose tools
     /// are registered when they run).
     pub offers: Vec<ToolOffer>,
-    #[serde(skip)]
-    bytes: Option<Arc<[u8]>>,
-    #[serde(skip)]
-    source: Option<Arc<SourceSnapshot>>,
+}
+
+/// The entry as `bosun plugins list --json` and `info --json` print it: one key per format's
+/// part, as before the parts became one enum.
+#[derive(Serialize)]
+struct EntryJson<'a> {
+    #[serde(flatten)]
+    scope: &'a PluginScope,
+    local_name: &'a str,
+    dir: &'a Path,
+    format: PluginFormat,
+    wasm: &'a Path,
+    #[serde(flatten)]
+    state: &'a PluginState,
+    sha256: &'a Option<String>,
+    manifest: Option<&'a Manifest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    js: Option<&'a JsManifest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chock: Option<&'a ChockModule>,
+    #[serde(skip_serializing_if = "<[RefusedTool]>::is_empty")]
+    refused_tools: &'a [RefusedTool],
+    offers: &'a [ToolOffer],
+}
+
+impl Serialize for PluginEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        EntryJson {
+            scope: &self.scope,
+            local_name: &self.local_name,
+            dir: &self.dir,
+            format: self.format,
+            wasm: &self.wasm,
+            state: &self.state,
+            sha256: &self.sha256,
+            manifest: self.manifest(),
+            js: self.js(),
+            chock: self.chock(),
+            refused_tools: self.refused_tools(),
+            offers: &self.offers,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl PluginEntry {
-    /// A native plugin's exact bytes that were hashed and checked; kept for enabled plugins
-    /// only.
+    /// A WebAssembly plugin's exact bytes that were hashed and checked; kept for enabled
+    /// plugins only.
     pub fn bytes(&self) -> Option<&Arc<[u8]>> {
-        self.bytes.as_ref()
+        match &self.content {
+            Some(PluginContent::Native { bytes, .. } | PluginContent::Chock { bytes, .. }) => {
+                bytes.as_ref()
+            }
+            _ => None,
+        }
     }
 
     /// A JavaScript plugin's exact files that were hashed and checked; kept for enabled plugins
     /// only. The engine loads these, never the directory again.
     pub fn source(&self) -> Option<&Arc<SourceSnapshot>> {
-        self.source.as_ref()
+        match &self.content {
+            Some(PluginContent::Js { source, .. }) => source.as_ref(),
+            _ => None,
+        }
     }
 
-    /// Keeps a checked manifest (native or Chock) and names its tools; returns what trust pins.
-    fn set_manifest(&mut self, manifest: Manifest) -> Declared {
+    /// The checked metadata of a plugin whose tools are known without running it (native,
+    /// Chock).
+    pub fn manifest(&self) -> Option<&Manifest> {
+        match &self.content {
+            Some(
+                PluginContent::Native { manifest, .. } | PluginContent::Chock { manifest, .. },
+            ) => Some(manifest),
+            _ => None,
+        }
+    }
+
+    /// A Forge or Triggerfish plugin's checked manifest.
+    pub fn js(&self) -> Option<&JsManifest> {
+        match &self.content {
+            Some(PluginContent::Js { manifest, .. }) => Some(manifest),
+            _ => None,
+        }
+    }
+
+    /// A Chock plugin's metadata as read from its module.
+    pub fn chock(&self) -> Option<&ChockModule> {
+        match &self.content {
+            Some(PluginContent::Chock { module, .. }) => Some(module),
+            _ => None,
+        }
+    }
+
+    /// Tools of the plugin that are not offered, with the reason.
+    pub fn refused_tools(&self) -> &[RefusedTool] {
+        match &self.content {
+            Some(PluginContent::Chock { refused_tools, .. }) => refused_tools,
+            _ => &[],
+        }
+    }
+
+    /// Its version as declared, when its metadata could be read.
+    pub fn version(&self) -> Option<String> {
+        match &self.content {
+            Some(
+                PluginContent::Native { manifest, .. } | PluginContent::Chock { manifest, .. },
+            ) => Some(manifest.version.to_string()),
+            Some(PluginContent::Js { manifest, .. }) => Some(manifest.version().to_owned()),
+            None => None,
+        }
+    }
+
+    /// Where its code lies for a person to review: a JavaScript plugin's directory (every file
+    /// of it is hashed), a WebAssembly plugin's `plugin.wasm`.
+    pub fn reviewed_path(&self) -> &Path {
+        if self.format.is_js() {
+            &self.dir
+        } else {
+            &self.wasm
+        }
+    }
+
+    /// Whether running it needs Bosun's JavaScript engine.
+    pub fn needs_js_engine(&self) -> bool {
+        matches!(self.content, Some(PluginContent::Js { .. }))
+            || (self.content.is_none() && self.format.is_js())
+    }
+
+    /// Names the tools of a checked manifest (native or Chock); returns what trust pins.
+    fn name_tools(&mut self, manifest: &Manifest) -> Declared {
         self.offers = manifest
             .tools
             .iter()
@@ -294,14 +423,12 @@ impl PluginEntry {
                 model_name: None,
             })
             .collect();
-        let declared = Declared::from(&manifest);
-        self.manifest = Some(manifest);
-        declared
+        Declared::from(manifest)
     }
 
     /// What trust pins besides the hash, from whichever manifest the plugin has.
     pub fn declared(&self) -> Option<Declared> {
-        match (&self.manifest, &self.js) {
+        match (self.manifest(), self.js()) {
             (Some(manifest), _) => Some(Declared::from(manifest)),
             (None, Some(js)) => Some(js.declared()),
             (None, None) => None,
@@ -310,8 +437,8 @@ impl PluginEntry {
 
     /// Each tool with its offer.
     pub fn tools(&self) -> impl Iterator<Item = (&PluginTool, &ToolOffer)> {
-        self.manifest
-            .iter()
+        self.manifest()
+            .into_iter()
             .flat_map(|m| m.tools.iter())
             .zip(self.offers.iter())
     }
@@ -457,7 +584,7 @@ impl Catalog {
             digests.save();
         }
         for entry in &entries {
-            warnings.extend(entry.refused_tools.iter().map(|refused| {
+            warnings.extend(entry.refused_tools().iter().map(|refused| {
                 CatalogWarning::ToolRefused {
                     plugin: entry.local_name.clone(),
                     refused: refused.clone(),
@@ -529,7 +656,7 @@ impl Catalog {
         let entry = self.entries.get(i)?;
         Some(ResolvedTool {
             entry,
-            tool: entry.manifest.as_ref()?.tools.get(j)?,
+            tool: entry.manifest()?.tools.get(j)?,
             offer: entry.offers.get(j)?,
         })
     }
@@ -560,13 +687,8 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         config: found.config,
         state: PluginState::Disabled,
         sha256: None,
-        manifest: None,
-        js: None,
-        chock: None,
-        refused_tools: Vec::new(),
+        content: None,
         offers: Vec::new(),
-        bytes: None,
-        source: None,
     };
     // Reasons quote the plugin's own text; a person reads them, so nothing may stay hidden.
     let invalid = |e: PluginError| PluginState::Invalid {
@@ -634,27 +756,52 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         digests.learn(&entry.wasm, identity, &sha256, section);
     }
     entry.sha256 = Some(sha256.clone());
-    let declared = match &content {
-        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins)
-            .map(|manifest| entry.set_manifest(manifest)),
+    let read = match &content {
+        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins).map(|manifest| {
+            let declared = entry.name_tools(&manifest);
+            let content = PluginContent::Native {
+                manifest,
+                bytes: None,
+            };
+            (declared, content)
+        }),
         Content::Chock(bytes) => ChockModule::read(bytes).and_then(|module| {
-            let (manifest, refused) = module.manifest(input.builtins)?;
-            entry.chock = Some(module);
-            entry.refused_tools = refused;
-            Ok(entry.set_manifest(manifest))
+            let (manifest, refused_tools) = module.manifest(input.builtins)?;
+            let declared = entry.name_tools(&manifest);
+            let content = PluginContent::Chock {
+                manifest,
+                module,
+                refused_tools,
+                bytes: None,
+            };
+            Ok((declared, content))
         }),
         Content::Js(snapshot) => JsManifest::read(entry.format, snapshot, &entry.dir).map(|js| {
             let declared = js.declared();
-            entry.js = Some(js);
-            declared
+            let content = PluginContent::Js {
+                manifest: js,
+                source: None,
+            };
+            (declared, content)
         }),
         // Checked again from the kept section, exactly as from the component's.
         Content::Listed { metadata, .. } => {
             crate::metadata::PluginMetadata::from_json(metadata.as_bytes())
                 .and_then(|meta| Manifest::from_metadata(meta, input.builtins))
-                .map(|manifest| entry.set_manifest(manifest))
+                .map(|manifest| {
+                    let declared = entry.name_tools(&manifest);
+                    let content = PluginContent::Native {
+                        manifest,
+                        bytes: None,
+                    };
+                    (declared, content)
+                })
         }
     };
+    let declared = read.map(|(declared, read)| {
+        entry.content = Some(read);
+        declared
+    });
     let declared = match declared {
         Ok(declared) => declared,
         Err(e) => {
@@ -675,10 +822,15 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
     };
     // A listing loads nothing: only a host keeps what it will run.
     if entry.state == PluginState::Enabled && input.digests.is_none() {
-        match content {
-            Content::Native(bytes) | Content::Chock(bytes) => entry.bytes = Some(Arc::from(bytes)),
-            Content::Js(snapshot) => entry.source = Some(Arc::new(snapshot)),
-            Content::Listed { .. } => {}
+        match (content, &mut entry.content) {
+            (
+                Content::Native(read) | Content::Chock(read),
+                Some(PluginContent::Native { bytes, .. } | PluginContent::Chock { bytes, .. }),
+            ) => *bytes = Some(Arc::from(read)),
+            (Content::Js(snapshot), Some(PluginContent::Js { source, .. })) => {
+                *source = Some(Arc::new(snapshot));
+            }
+            _ => {}
         }
     }
     entry
