@@ -1,10 +1,10 @@
 //! What crosses into and out of a Chock tool call: the arguments as Chock's binary record, and
 //! the answer's text cleaned for the model.
 
-use crate::chock::{MAX_ARGUMENT_BYTES, Property, Shape};
 use bosun_core::{escape_hidden, find_hidden};
-use serde_json::Map;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::chock::{MAX_ARGUMENT_BYTES, Property, Shape};
 
 /// Chock's binary argument record for `input` (already validated against the tool's schema):
 /// one field per declared property in declaration order, `u8 present` then the value; a JSON

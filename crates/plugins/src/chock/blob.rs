@@ -1,13 +1,13 @@
 //! The metadata blob of a Chock module (ABI 1 and 2), read with every bound Chock's own reader
 //! has: nothing is allocated before its bound is checked, and unread bytes are refused.
 
+use semver::{BuildMetadata, Prerelease, Version};
+
 use crate::PluginError;
-use crate::chock::refuse;
 use crate::chock::{
     ChockAbi, ChockModule, ChockTool, DESCRIPTION_CUT, MAX_BLOB_CAPS, MAX_BLOB_TOOLS, MAX_DEPTH,
-    MAX_LOCALES, MAX_PROPERTIES, MAX_STRING_BYTES, Property, Shape,
+    MAX_LOCALES, MAX_PROPERTIES, MAX_STRING_BYTES, Property, Shape, refuse,
 };
-use semver::{BuildMetadata, Prerelease, Version};
 
 /// A bounded little-endian reader over the blob body.
 struct Cursor<'a> {
