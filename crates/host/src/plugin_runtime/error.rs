@@ -16,6 +16,60 @@ pub enum RuntimeError {
     Activation(String),
 }
 
+/// Why a plugin, or one of its tools, is left out of a host: said to a person as a warning,
+/// never a reason to stop the other plugins.
+#[derive(Debug, thiserror::Error)]
+pub enum LeftOut {
+    /// A JavaScript file of the plugin is not UTF-8.
+    #[error("{path} is not UTF-8 ({source}); save it as UTF-8")]
+    NotUtf8 {
+        /// The file, relative to the plugin's directory.
+        path: String,
+        /// Where the bytes stop being UTF-8.
+        source: std::str::Utf8Error,
+    },
+    /// A TypeScript file could not be stripped of its types.
+    #[error(transparent)]
+    TypeScript(#[from] bosun_plugins::typescript::TypeScriptError),
+    /// Bosun's JavaScript engine could not be loaded.
+    #[error("the JavaScript engine could not be loaded: {0}")]
+    Engine(SandboxError),
+    /// The plugin's activation failed (its own error, placed in the source its author wrote),
+    /// or the manifest its module exports differs from the one reviewed.
+    #[error("{0}")]
+    Activation(String),
+    /// A tool's name cannot be offered to a model.
+    #[error("tool `{tool}` cannot be offered: {reason}")]
+    ToolName {
+        /// The tool as the plugin registered it.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A tool would take the name of a built-in tool.
+    #[error("tool `{name}` would shadow a built-in tool and is not offered")]
+    Reserved {
+        /// The name it would be offered under.
+        name: String,
+    },
+    /// A tool declares a risk Bosun does not know.
+    #[error("tool `{tool}` has an unknown risk `{risk}`")]
+    UnknownRisk {
+        /// The tool.
+        tool: String,
+        /// The risk as written.
+        risk: String,
+    },
+    /// A tool's input schema or spec is unusable.
+    #[error("tool `{tool}`: {reason}")]
+    Spec {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// The tool error for a failed sandbox call: the plugin's own error with its code (kept when it
 /// is one of Bosun's stable codes that a plugin may report, else `plugin_error`: see
 /// [`ToolError::from_plugin`]) and message; any other failure (trap, deadline, memory, output),

@@ -9,7 +9,7 @@ use bosun_sandbox::{CallErrorKind, CallOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::plugin_runtime::error::{call_error, plugin_error};
+use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error};
 use crate::plugin_runtime::js::engine::{JsEngine, KeptAt};
 use crate::plugin_runtime::js::spec::JsPluginSpec;
 use crate::plugin_runtime::slot::InstanceSlot;
@@ -75,11 +75,8 @@ impl JsRuntime {
     ///
     /// # Errors
     /// Why activation failed, in words for a person.
-    pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, String> {
-        let loaded = engine
-            .get()
-            .await
-            .map_err(|e| format!("the JavaScript engine could not be loaded: {e}"))?;
+    pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, LeftOut> {
+        let loaded = engine.get().await.map_err(LeftOut::Engine)?;
         let plugin = JsPlugin::activate(
             loaded,
             spec.grants(),
@@ -88,13 +85,15 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| spec.place(&activation_failure(&spec.name, &e)))?;
+        .map_err(|e| LeftOut::Activation(spec.place(&activation_failure(&spec.name, &e))))?;
         let descriptor = plugin.descriptor().clone();
         if let Some(expected) = &spec.static_manifest {
             // What was reviewed is the manifest read without running code; a module that
             // exports something else is not the plugin that was reviewed.
             let exported = descriptor.manifest.clone().unwrap_or(Value::Null);
-            expected.check_runtime(&exported)?;
+            expected
+                .check_runtime(&exported)
+                .map_err(LeftOut::Activation)?;
         }
         Ok(Arc::new(Self {
             spec,

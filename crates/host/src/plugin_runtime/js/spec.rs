@@ -10,6 +10,7 @@ use bosun_plugins::PluginContent;
 use bosun_sandbox::{Grants, JsGrants};
 use serde_json::Value;
 
+use crate::plugin_runtime::error::LeftOut;
 use crate::plugin_runtime::granter;
 
 /// Everything needed to start one JavaScript plugin, independent of where it came from (the
@@ -125,7 +126,7 @@ impl JsPluginSpec {
         config_trusted: bool,
         bounds: JsBounds,
         reserved: Vec<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LeftOut> {
         let mut files = Vec::new();
         let mut positions = BTreeMap::new();
         let mut directory = BTreeMap::new();
@@ -141,12 +142,15 @@ impl JsPluginSpec {
             if !is_ts && !is_js {
                 continue;
             }
-            let text = std::str::from_utf8(&file.bytes)
-                .map_err(|e| format!("{path} is not UTF-8 ({e}); save it as UTF-8"))?;
+            let text = std::str::from_utf8(&file.bytes).map_err(|source| LeftOut::NotUtf8 {
+                path: path.to_owned(),
+                source,
+            })?;
             let text = if is_ts {
-                let stripped =
-                    bosun_plugins::typescript::strip_types_mapped(std::path::Path::new(path), text)
-                        .map_err(|e| e.to_string())?;
+                let stripped = bosun_plugins::typescript::strip_types_mapped(
+                    std::path::Path::new(path),
+                    text,
+                )?;
                 positions.insert(path.to_owned(), stripped.positions);
                 stripped.code
             } else {
@@ -304,12 +308,15 @@ impl JsPluginSpec {
     }
 
     /// The name the model calls `tool` by.
-    pub(super) fn model_name(&self, tool: &str) -> Result<ToolName, String> {
+    pub(super) fn model_name(&self, tool: &str) -> Result<ToolName, LeftOut> {
         let result = match self.format {
             Format::Forge => ToolName::new(tool),
             Format::Triggerfish => ToolName::namespaced(format!("plugin_{}_{tool}", self.name)),
         };
-        result.map_err(|e| format!("tool `{tool}` cannot be offered: {e}"))
+        result.map_err(|e| LeftOut::ToolName {
+            tool: tool.to_owned(),
+            reason: e.to_string(),
+        })
     }
 }
 

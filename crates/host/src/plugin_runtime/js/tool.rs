@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::chokepoint::{PolicyHook, ToolCall};
+use crate::plugin_runtime::error::LeftOut;
 use crate::plugin_runtime::granter;
 use crate::plugin_runtime::js::plugin::JsRuntime;
 use crate::plugin_runtime::js::processes::HostProcesses;
@@ -65,12 +66,12 @@ impl JsRuntime {
         self: &Arc<Self>,
         meta: &JsToolMeta,
         policy: &Arc<Policy>,
-    ) -> Result<Option<JsTool>, String> {
+    ) -> Result<Option<JsTool>, LeftOut> {
         let name = self.spec.model_name(&meta.name)?;
         if self.spec.reserved.iter().any(|r| r == name.as_str()) {
-            return Err(format!(
-                "tool `{name}` would shadow a built-in tool and is not offered"
-            ));
+            return Err(LeftOut::Reserved {
+                name: name.to_string(),
+            });
         }
         let risk = match meta.risk.as_str() {
             "read" => Risk::Read,
@@ -78,14 +79,17 @@ impl JsRuntime {
             "process" => Risk::Process,
             "network" => Risk::Network,
             other => {
-                return Err(format!(
-                    "tool `{}` has an unknown risk `{other}`",
-                    meta.name
-                ));
+                return Err(LeftOut::UnknownRisk {
+                    tool: meta.name.clone(),
+                    risk: other.to_owned(),
+                });
             }
         };
-        let schema = normalise_schema(&meta.input_schema)
-            .map_err(|e| format!("tool `{}`: {e}", meta.name))?;
+        let spec_error = |reason: String| LeftOut::Spec {
+            tool: meta.name.clone(),
+            reason,
+        };
+        let schema = normalise_schema(&meta.input_schema).map_err(spec_error)?;
         let mut builder = ToolSpec::builder(name, meta.description.clone())
             .input_schema(schema)
             .risk(risk)
@@ -93,9 +97,7 @@ impl JsRuntime {
         if risk == Risk::Network {
             builder = builder.capability(Capability::NetHttp);
         }
-        let spec = builder
-            .build()
-            .map_err(|e| format!("tool `{}`: {e}", meta.name))?;
+        let spec = builder.build().map_err(|e| spec_error(e.to_string()))?;
         let action = bosun_plugins::tool_action(&self.spec.local_name, &meta.name);
         if granter::withheld(policy, &action, risk, &spec.capabilities) {
             return Ok(None);
