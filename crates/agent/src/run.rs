@@ -280,12 +280,10 @@ impl Agent {
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> RunReport {
-        trace.record(Event::RunStarted {
-            command: self.command.clone(),
-            workspace: self.chokepoint.workspace().root().display().to_string(),
-            mode: self.chokepoint.policy().mode().to_string(),
-            sandbox: self.chokepoint.launcher().status().summary(),
-        });
+        trace.record(bosun_host::run_trace::run_started(
+            &self.chokepoint,
+            &self.command,
+        ));
         trace.record(Event::PromptAssembled {
             sources: self.system_prompt.sources.clone(),
         });

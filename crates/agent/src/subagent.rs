@@ -26,9 +26,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bosun_core::hidden::find_hidden;
 use bosun_core::{ErrorCode, Risk, ToolError, ToolName, ToolOutput, ToolSpec, escape_hidden};
+use bosun_host::TraceBuilder;
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
 use bosun_host::session::Session;
-use bosun_host::trace::Trace;
 use bosun_host::{ChildChokepoint, Host, Tool, ToolContext};
 use bosun_models::Provider;
 use serde_json::{Value, json};
@@ -348,30 +348,17 @@ impl SubagentTool {
         let run_id = bosun_host::trace::new_run_id();
         let session = Arc::new(Session::new(run_id.clone()));
         session.inherit(&ctx.session);
-        let (trace, persisted) = match &ctx.run.runs_dir {
-            Some(dir) => match Trace::create(
-                dir,
-                run_id.clone(),
-                Some(ctx.run.run_id.clone()),
-                ctx.run.redactor.clone(),
-            ) {
-                Ok(trace) => (trace, true),
-                Err(_) => (
-                    Trace::in_memory(run_id.clone(), ctx.run.redactor.clone()),
-                    false,
-                ),
-            },
-            None => (
-                Trace::in_memory(run_id.clone(), ctx.run.redactor.clone()),
-                false,
-            ),
-        };
+        let mut trace = TraceBuilder::new(run_id.clone(), ctx.run.redactor.clone());
+        if let Some(dir) = &ctx.run.runs_dir {
+            trace = trace.runs_dir(dir.clone()).parent(ctx.run.run_id.clone());
+        }
         // The parent's watchers (the terminal) see the child's events, marked by its parent run.
-        let trace = ctx
+        let (trace, persisted) = ctx
             .run
             .observers
             .iter()
-            .fold(trace, |trace, observer| trace.observe(observer.clone()));
+            .fold(trace, |trace, observer| trace.observe(observer.clone()))
+            .open_or_in_memory();
         let agent = Agent::builder(self.model.provider.clone(), &self.model.model, chokepoint)
             .system_prompt(self.prompt.clone())
             .budgets(budgets)

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use bosun_core::{CapabilityRequest, ErrorCode, Event, Explanation, RunOutcome, ToolResult};
 use bosun_host::approval::sanitize_for_terminal;
 use bosun_host::config::{ConfigError, bosun_home};
-use bosun_host::trace::{self, Trace};
-use bosun_host::{Session, ToolCall};
+use bosun_host::trace;
+use bosun_host::{Session, ToolCall, TraceBuilder};
 use bosun_policy::Subject;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -94,22 +94,13 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
     };
     let env = crate::env::load()?;
     let host = env.host()?;
-    let policy = host.policy().clone();
-    let chokepoint =
-        host.chokepoint_reviewed(crate::env::broker(yes), crate::run::reviewer(&env)?)?;
-    let run_id = trace::new_run_id();
-    let trace = Trace::create(
-        &env.config.runs_dir(),
-        run_id.clone(),
-        None,
-        Arc::new(env.config.redactor()),
+    let chokepoint = host.chokepoint_reviewed(
+        crate::env::broker(yes),
+        bosun_agent::assembly::reviewer(&env.config)?,
     )?;
-    trace.record(Event::RunStarted {
-        command: format!("tools call {tool}"),
-        workspace: env.workspace.root().display().to_string(),
-        mode: policy.mode().to_string(),
-        sandbox: host.launcher().status().summary(),
-    });
+    let trace =
+        TraceBuilder::for_config(&env.config).start(&chokepoint, &format!("tools call {tool}"))?;
+    let run_id = trace.run_id().to_owned();
     let session = Arc::new(Session::new(run_id.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -37,15 +37,16 @@ impl Env {
     /// show (the terminal UI cannot print on stderr); `notice` is told just before Bosun's
     /// JavaScript engine is compiled for this machine (seconds, once).
     pub(crate) fn build_host(&self, notice: bosun_host::EngineNotice) -> Result<Host> {
-        let mut host = Host::builder()
-            .workspace(self.workspace.clone())
-            .config(self.config.clone())
-            .on_js_engine_compile(notice)
-            .build()?;
-        // The approved tools of the configured MCP servers (no server starts here).
-        let warnings = bosun_mcp::attach(&host)?;
-        host.add_warnings(warnings);
-        Ok(host)
+        Ok(bosun_agent::assembly::open_host(
+            self.workspace.clone(),
+            self.config.clone(),
+            notice,
+        )?)
+    }
+
+    /// The next turn's builder for this workspace and configuration.
+    pub(crate) fn turn(&self) -> bosun_agent::turn::TurnBuilder {
+        bosun_agent::turn::TurnBuilder::new(self.workspace.clone(), self.config.clone())
     }
 
     /// When an enabled JavaScript plugin will need Bosun's JavaScript engine and the engine is
@@ -57,12 +58,9 @@ impl Env {
             return None;
         }
         let (_, catalog) = self.catalog().ok()?;
-        let js = catalog.enabled().any(|e| {
-            matches!(
-                e.format,
-                bosun_plugins::PluginFormat::Forge | bosun_plugins::PluginFormat::Triggerfish
-            )
-        });
+        let js = catalog
+            .enabled()
+            .any(bosun_plugins::PluginEntry::needs_js_engine);
         (js && !bosun_host::js_engine_ready(&self.config.home))
             .then(|| bosun_host::JS_ENGINE_NOTICE.to_owned())
     }
@@ -129,5 +127,5 @@ pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
 }
 
 pub(crate) fn config_path(env: &Env) -> String {
-    env.config.home.join("config.toml").display().to_string()
+    bosun_agent::assembly::config_path(&env.config)
 }

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use bosun_host::config::{LoadedConfig, bosun_home};
+use bosun_host::plugin_runtime::install::InstallSource;
+pub use bosun_plugins::scaffold::NewKind;
 use bosun_plugins::{
     Catalog, JsManifest, PluginEntry, PluginScope, PluginState, TrustRecord, TrustStore,
 };
@@ -84,19 +86,13 @@ pub fn list_lines(catalog: &Catalog) -> Vec<String> {
     let mut lines = Vec::new();
     for entry in catalog.entries() {
         let tools: Vec<&str> = entry.offers.iter().map(|o| o.tool.as_str()).collect();
-        let (version, summary) = match (&entry.manifest, &entry.js) {
-            (Some(m), _) => (
-                m.version.to_string(),
-                (!tools.is_empty()).then(|| tools.join(", ")),
-            ),
-            (None, Some(js)) => (
-                js.version().to_owned(),
-                Some(format!(
-                    "tools registered at activation; {}",
-                    js_capabilities(js)
-                )),
-            ),
-            (None, None) => ("-".to_owned(), None),
+        let version = entry.version().unwrap_or_else(|| "-".to_owned());
+        let summary = match entry.js() {
+            Some(js) => Some(format!(
+                "tools registered at activation; {}",
+                js_capabilities(js)
+            )),
+            None => (entry.manifest().is_some() && !tools.is_empty()).then(|| tools.join(", ")),
         };
         lines.push(format!(
             "{:<20} {:<8} {:<11} {:<10} {:<9} {}",
@@ -144,13 +140,9 @@ fn review(entry: &PluginEntry) -> String {
         entry.local_name,
         scope_label(&entry.scope),
         entry.format,
-        if entry.format.is_js() {
-            entry.dir.display()
-        } else {
-            entry.wasm.display()
-        }
+        entry.reviewed_path().display()
     );
-    if let Some(js) = &entry.js {
+    if let Some(js) = entry.js() {
         text.push_str(&format!(
             "  {}@{}  entry {}  sha256 {} (every file of the directory)\n",
             js.name(),
@@ -200,14 +192,14 @@ fn review(entry: &PluginEntry) -> String {
             "  processes: a tool of risk `process` may start programs, each judged as process.spawn (asked by default) and run in the OS sandbox\n",
         );
     }
-    if let Some(m) = &entry.manifest {
+    if let Some(m) = entry.manifest() {
         text.push_str(&format!(
             "  {}@{}  sha256 {}\n",
             m.name,
             m.version,
             entry.sha256.as_deref().unwrap_or("?")
         ));
-        if let Some(module) = &entry.chock {
+        if let Some(module) = entry.chock() {
             text.push_str(&format!(
                 "  Chock plugin ABI {}  author {}  imports nothing: its capabilities are judged on every call and give it nothing to reach\n",
                 module.abi.number(),
@@ -232,7 +224,7 @@ fn review(entry: &PluginEntry) -> String {
             ));
         }
     }
-    for refused in &entry.refused_tools {
+    for refused in entry.refused_tools() {
         text.push_str(&format!(
             "  tool {:<20} not offered: {}\n",
             refused.tool, refused.reason
@@ -250,7 +242,7 @@ pub fn info(name: &str, json: bool) -> Result<u8> {
         print_json(entry)?;
     } else {
         out!("{}", review(entry));
-        if let Some(prompt) = entry.manifest.as_ref().and_then(|m| m.prompt.as_ref()) {
+        if let Some(prompt) = entry.manifest().and_then(|m| m.prompt.as_ref()) {
             outln!("  prompt contribution: {} bytes", prompt.len());
         }
     }
@@ -499,137 +491,12 @@ pub fn disable(name: &str) -> Result<u8> {
     Ok(exit::OK)
 }
 
-const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "Cargo.toml",
-        include_str!("../../sdk/template/Cargo.toml.tmpl"),
-    ),
-    ("build.rs", include_str!("../../sdk/template/build.rs")),
-    (".gitignore", include_str!("../../sdk/template/gitignore")),
-    ("src/lib.rs", include_str!("../../sdk/template/src/lib.rs")),
-    (
-        "src/spec.rs",
-        include_str!("../../sdk/template/src/spec.rs"),
-    ),
-    (
-        "src/tests.rs",
-        include_str!("../../sdk/template/src/tests.rs"),
-    ),
-];
-
-/// The kind of plugin `bosun plugins new` makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NewKind {
-    /// A Rust crate built into a WebAssembly component.
-    Rust,
-    /// A Forge plugin: `plugin.json` and `index.mjs`.
-    Forge,
-    /// A Triggerfish plugin: `mod.ts`.
-    Triggerfish,
-}
-
-const FORGE_TEMPLATES: &[(&str, &str)] = &[
-    (
-        "plugin.json",
-        r#"{
-  "schemaVersion": 1,
-  "apiVersion": "1",
-  "name": "{{name}}",
-  "version": "0.1.0",
-  "entry": "./index.mjs",
-  "capabilities": ["tools:register"]
-}
-"#,
-    ),
-    (
-        "index.mjs",
-        r#"// A Forge plugin: `activate` registers its tools. Bosun runs it in a WebAssembly sandbox.
-export default function activate(api) {
-  const inputSchema = api.z
-    .object({ name: api.z.string().min(1).max(200).describe("Who to greet.") })
-    .strict();
-
-  api.registerTool({
-    name: "greet",
-    description: "Greets someone by name.",
-    risk: "read",
-    inputSchema,
-    execute: async (input) => {
-      const parsed = inputSchema.safeParse(input);
-      if (!parsed.success) {
-        return {
-          ok: false,
-          error: { code: "invalid_input", message: "Give a name to greet.", retryable: false },
-        };
-      }
-      return { ok: true, output: { greeting: `Hello, ${parsed.data.name}!` }, truncated: false };
-    },
-  });
-}
-"#,
-    ),
-];
-
-const TRIGGERFISH_TEMPLATES: &[(&str, &str)] = &[(
-    "mod.ts",
-    r#"// A Triggerfish plugin. Bosun strips the types and runs it in a WebAssembly sandbox.
-export const manifest = {
-  name: "{{name}}",
-  version: "0.1.0",
-  description: "Greets people.",
-  classification: "PUBLIC",
-  trust: "sandboxed",
-  declaredEndpoints: [],
-} as const;
-
-export const toolDefinitions = [
-  {
-    name: "greet",
-    description: "Greets someone by name.",
-    parameters: { name: { type: "string", description: "Who to greet.", required: true } },
-  },
-];
-
-export function createExecutor(_context: { pluginName: string }) {
-  return async (name: string, input: Record<string, unknown>): Promise<string | null> => {
-    if (name !== "greet") return null;
-    return JSON.stringify({ greeting: `Hello, ${String(input.name ?? "")}!` });
-  };
-}
-"#,
-)];
-
 /// `bosun plugins new NAME [--forge | --triggerfish] [--dir DIR] [--sdk-path PATH]`.
 pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path>) -> Result<u8> {
     let dir = dir
         .map(Path::to_owned)
         .unwrap_or_else(|| PathBuf::from(name));
-    let written = match kind {
-        NewKind::Forge => bosun_plugins::scaffold(&dir, name, FORGE_TEMPLATES)?,
-        NewKind::Triggerfish => bosun_plugins::scaffold(&dir, name, TRIGGERFISH_TEMPLATES)?,
-        NewKind::Rust => {
-            // The SDK goes with the crate (`vendor/bosun-sdk`), so it builds anywhere; or the
-            // user names a checkout of the SDK.
-            let mut templates: Vec<(&str, &str)> = TEMPLATES.to_vec();
-            let manifest = bosun_plugins::scaffold::vendored_sdk_manifest();
-            if sdk_path.is_none() {
-                templates.extend_from_slice(bosun_plugins::scaffold::VENDORED_SDK);
-                templates.push(("vendor/bosun-sdk/Cargo.toml", &manifest));
-            }
-            let written = bosun_plugins::scaffold(&dir, name, &templates)?;
-            let patch = match sdk_path {
-                Some(sdk) => bosun_plugins::scaffold::sdk_patch(&sdk.display().to_string()),
-                None => bosun_plugins::scaffold::sdk_patch("vendor/bosun-sdk"),
-            };
-            let cargo_toml = dir.join("Cargo.toml");
-            let mut text = std::fs::read_to_string(&cargo_toml)
-                .with_context(|| format!("reading {}", cargo_toml.display()))?;
-            text.push_str(&patch);
-            std::fs::write(&cargo_toml, text)
-                .with_context(|| format!("writing {}", cargo_toml.display()))?;
-            written
-        }
-    };
+    let written = bosun_plugins::scaffold::new_plugin(&dir, name, kind, sdk_path)?;
     for file in written
         .iter()
         .filter(|f| !f.to_string_lossy().contains("vendor/"))
@@ -660,132 +527,10 @@ pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path
     Ok(exit::OK)
 }
 
-/// Most bytes a plugin directory may hold to be installed.
-const MAX_INSTALL_BYTES: u64 = 64 << 20;
-/// Most files and directories a plugin directory may hold to be installed.
-const MAX_INSTALL_ENTRIES: usize = 10_000;
-
-/// What `bosun plugins install` was given.
-enum Source {
-    /// A directory Bosun loads as it is.
-    Dir(PathBuf),
-    /// A component to install as `plugin.wasm`.
-    Wasm(PathBuf),
-}
-
-/// The crate's `[package] name`, if `dir` is a Rust crate.
-fn crate_name(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-    let doc: toml_edit::DocumentMut = text.parse().ok()?;
-    doc.get("package")?.get("name")?.as_str().map(str::to_owned)
-}
-
-fn source_of(path: &Path) -> Result<(Source, String)> {
-    let path = path
-        .canonicalize()
-        .with_context(|| format!("{} cannot be read", path.display()))?;
-    let dir_name = || {
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    if path.is_file() {
-        if path.extension().is_some_and(|e| e == "wasm") {
-            let stem = path
-                .file_stem()
-                .map(|n| n.to_string_lossy().replace('_', "-"))
-                .unwrap_or_default();
-            return Ok((Source::Wasm(path), stem));
-        }
-        bail!(
-            "{} is a file but not a .wasm component: give a plugin's directory or its .wasm",
-            path.display()
-        );
-    }
-    if ["plugin.wasm", "plugin.json", "mod.ts"]
-        .iter()
-        .any(|f| path.join(f).is_file())
-    {
-        return Ok((Source::Dir(path.clone()), dir_name()));
-    }
-    if let Some(name) = crate_name(&path) {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| path.join("target"));
-        let wasm = target
-            .join("wasm32-wasip2/release")
-            .join(format!("{}.wasm", name.replace('-', "_")));
-        if !wasm.is_file() {
-            bail!(
-                "{} is a Rust crate that is not built yet: (cd {} && cargo build --target wasm32-wasip2 --release), then install again",
-                path.display(),
-                path.display()
-            );
-        }
-        return Ok((Source::Wasm(wasm), name));
-    }
-    bail!(
-        "{} holds no plugin: a plugin directory has plugin.wasm, plugin.json (Forge) or mod.ts (Triggerfish), or is a Rust crate",
-        path.display()
-    )
-}
-
-/// Copies the files of `from` into `to` (which must not exist), without `.git`, `target` or
-/// `node_modules`, refusing links and more than [`MAX_INSTALL_BYTES`].
-fn copy_plugin_dir(from: &Path, to: &Path) -> Result<()> {
-    let mut total = 0u64;
-    let mut entries = 0usize;
-    let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
-    std::fs::create_dir(to).with_context(|| format!("creating {}", to.display()))?;
-    while let Some((src, dst)) = pending.pop() {
-        for entry in
-            std::fs::read_dir(&src).with_context(|| format!("reading {}", src.display()))?
-        {
-            let entry = entry?;
-            let name = entry.file_name();
-            if [".git", "target", "node_modules"]
-                .iter()
-                .any(|skip| name == *skip)
-            {
-                continue;
-            }
-            entries += 1;
-            if entries > MAX_INSTALL_ENTRIES {
-                bail!(
-                    "{} holds more than {MAX_INSTALL_ENTRIES} files: that is not a plugin",
-                    from.display()
-                );
-            }
-            let kind = entry.file_type()?;
-            let (from_path, to_path) = (entry.path(), dst.join(&name));
-            if kind.is_symlink() {
-                bail!(
-                    "{} is a symbolic link: a plugin is installed as plain files (copy what it points to)",
-                    from_path.display()
-                );
-            } else if kind.is_dir() {
-                std::fs::create_dir(&to_path)?;
-                pending.push((from_path, to_path));
-            } else if kind.is_file() {
-                total += entry.metadata()?.len();
-                if total > MAX_INSTALL_BYTES {
-                    bail!(
-                        "{} holds more than {} MiB: that is not a plugin",
-                        from.display(),
-                        MAX_INSTALL_BYTES >> 20
-                    );
-                }
-                std::fs::copy(&from_path, &to_path)
-                    .with_context(|| format!("copying {}", from_path.display()))?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// `bosun plugins install PATH [--name NAME] [--link] [--yes]`.
 pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result<u8> {
-    let (source, derived) = source_of(path)?;
+    let cargo_target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
+    let (source, derived) = InstallSource::of(path, cargo_target.as_deref())?;
     let name = name.map_or(derived, str::to_owned);
     if !bosun_plugins::is_local_name(&name) {
         bail!(
@@ -794,7 +539,7 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result
     }
     let home = bosun_home()?;
     if link {
-        let Source::Dir(dir) = source else {
+        let InstallSource::Dir(dir) = source else {
             bail!(
                 "--link needs a directory Bosun loads as it is (with plugin.wasm, plugin.json or mod.ts); a crate or a .wasm file is installed as a copy"
             );
@@ -802,39 +547,15 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result
         return enable(&name, Some(&dir), yes);
     }
     let plugins = bosun_plugins::discovery::user_plugins_dir(&home);
-    let target = plugins.join(&name);
-    if target.symlink_metadata().is_ok() {
-        bail!(
-            "{} exists: a plugin `{name}` is installed already (choose another --name, or remove that directory)",
-            target.display()
-        );
-    }
-    std::fs::create_dir_all(&plugins).with_context(|| format!("creating {}", plugins.display()))?;
-    // Copied aside, then moved in whole: never a half-copied plugin under its name.
-    let staging =
-        bosun_plugins::discovery::install_staging_dir(&plugins, &name, std::process::id());
-    let _ = std::fs::remove_dir_all(&staging);
-    let copied = match &source {
-        Source::Dir(dir) => copy_plugin_dir(dir, &staging),
-        Source::Wasm(wasm) => std::fs::create_dir(&staging)
-            .and_then(|()| std::fs::copy(wasm, staging.join("plugin.wasm")).map(|_| ()))
-            .with_context(|| format!("copying {}", wasm.display())),
-    };
-    if let Err(e) = copied.and_then(|()| {
-        std::fs::rename(&staging, &target)
-            .with_context(|| format!("moving it to {}", target.display()))
-    }) {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
-    }
+    let installed = source.install_into(&plugins, &name)?;
     match enable(&name, Some(Path::new(&name)), yes) {
         Ok(code) if code == exit::OK => {
-            outln!("installed {name} in {}", target.display());
+            outln!("installed {name} in {}", installed.path.display());
             Ok(code)
         }
         other => {
             // Enabling failed or was declined: the copy goes too.
-            let _ = std::fs::remove_dir_all(&target);
+            installed.remove();
             other
         }
     }

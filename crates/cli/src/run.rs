@@ -1,6 +1,6 @@
 //! `bosun run`, `bosun sessions list`, `bosun models list` and the hidden
-//! `bosun demo-model serve`: load configuration, build the chokepoint and the model, hand them
-//! to the agent's run loop, store the session and print. No decision is made here.
+//! `bosun demo-model serve`: load configuration, build the turn (`bosun_agent::turn`), run it
+//! and print. No decision is made here.
 //!
 //! `bosun run` exit codes:
 //!
@@ -17,16 +17,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow, bail};
-use bosun_agent::run::{Agent, Budgets, ContextBudget, RunEnd, RunReport};
+use bosun_agent::assembly::TurnError;
+use bosun_agent::conversation::Conversation;
+use bosun_agent::run::RunEnd;
 use bosun_agent::scripted::{Script, ScriptedModel};
-use bosun_agent::session_store::{SessionStore, SessionSummary, StoredSession};
-use bosun_agent::subagent::ChildModel;
+use bosun_agent::session_store::{SessionStore, SessionSummary};
+use bosun_agent::turn::TurnDone;
 use bosun_core::{Envelope, Event};
-use bosun_host::Session;
-use bosun_host::approval::{ApprovalBroker, sanitize_for_terminal};
+use bosun_host::approval::sanitize_for_terminal;
 use bosun_host::config::bosun_home;
-use bosun_host::trace::{self, Observer, Trace};
-use bosun_models::{ConfiguredModel, KeyStatus, ModelsConfig, process_env};
+use bosun_host::trace::Observer;
+use bosun_models::{KeyStatus, process_env};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -41,53 +42,16 @@ pub const MODEL_ERROR: u8 = 6;
 /// Exit code: cancelled (128 + SIGINT, as shells report it).
 pub const CANCELLED: u8 = 130;
 
-/// A whole model entry in one line of TOML, for the "no model" hint.
-const MODEL_LINE: &str = r#"models.local = { provider = "openai-chat", base_url = "http://127.0.0.1:11434/v1", model = "qwen3:8b" }"#;
 /// Largest task read from stdin.
 const MAX_TASK_BYTES: u64 = 1024 * 1024;
 /// Largest scripted-model script.
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 
 fn no_model_message(env: &Env) -> String {
-    format!(
-        "no model configured: add one line to {}, for example (Ollama on this machine):\n  {MODEL_LINE}\nor see `bosun models list`",
-        config_path(env)
-    )
-}
-
-/// The model entry to use: `--model`, else the resumed session's, else `default_model`, else
-/// the only entry there is.
-fn choose_model(
-    env: &Env,
-    models: &ModelsConfig,
-    asked: Option<&str>,
-    session_model: Option<&str>,
-) -> Result<String> {
-    if let Some(name) = asked {
-        return Ok(name.to_owned());
+    TurnError::NoModel {
+        config: config_path(env),
     }
-    if let Some(name) = session_model {
-        if models.models.contains_key(name) {
-            return Ok(name.to_owned());
-        }
-        bail!(
-            "the session used the model `{name}`, which is no longer in {}; pass --model NAME to continue with another",
-            config_path(env)
-        );
-    }
-    if let Some(name) = &models.default_model {
-        return Ok(name.clone());
-    }
-    let mut names = models.models.keys();
-    match (names.next(), names.next()) {
-        (None, _) => bail!("{}", no_model_message(env)),
-        (Some(only), None) => Ok(only.clone()),
-        (Some(_), Some(_)) => bail!(
-            "several models are configured ({}) and none is the default: pass --model NAME or add default_model = \"NAME\" at the top of {}",
-            models.models.keys().cloned().collect::<Vec<_>>().join(", "),
-            config_path(env)
-        ),
-    }
+    .to_string()
 }
 
 fn read_task(task: Option<&str>) -> Result<String> {
@@ -278,292 +242,19 @@ impl Observer for JsonLines {
     }
 }
 
-/// A conversation to continue: the stored session (whose `model` is the entry its next run
-/// uses) and the approvals given "for this session", which live in memory only. `bosun run`
-/// opens one per process; the terminal UI keeps one across its turns.
-pub(crate) struct OpenSession {
-    pub store: SessionStore,
-    pub stored: StoredSession,
-    pub grants: Arc<Session>,
-}
-
-/// Opens the session to run in: `resume` (an id, a unique prefix or `last`) continues a stored
-/// one of this workspace, else a new one starts. The model is `model`, else the resumed
-/// session's, else `default_model`, else the only one configured; it is opened now so that a
-/// missing entry or key fails before anything runs.
+/// Opens the conversation to run in: `resume` (an id, a unique prefix or `last`) continues a
+/// stored one of this workspace, else a new one starts; `model` overrides its model entry.
 pub(crate) fn open_session(
     env: &Env,
     resume: Option<&str>,
     model: Option<&str>,
-) -> Result<OpenSession> {
-    let store = SessionStore::in_home(&env.config.home);
-    let stored = match resume {
-        Some(which) => {
-            // `last` is the last session of this workspace, not of any.
-            let which = if which == "last" {
-                latest_here(&store, env.workspace.root())?
-            } else {
-                which.to_owned()
-            };
-            let stored = store.load(&which)?;
-            stored.check_workspace(env.workspace.root())?;
-            Some(stored)
-        }
-        None => None,
-    };
-    let models = env.config.user.models_config();
-    let name = choose_model(
-        env,
-        &models,
-        model,
-        stored.as_ref().map(|s| s.model.as_str()),
-    )?;
-    open_model(env, &name)?;
-    let stored = match stored {
-        Some(mut stored) => {
-            name.clone_into(&mut stored.model);
-            stored
-        }
-        None => store.create(&name, env.workspace.root()),
-    };
-    let grants = Arc::new(Session::new(stored.id.clone()));
-    Ok(OpenSession {
-        store,
-        stored,
-        grants,
-    })
-}
-
-/// The id of the session of `root` used last.
-fn latest_here(store: &SessionStore, root: &Path) -> Result<String> {
-    let (sessions, _) = store.list()?;
-    sessions
-        .into_iter()
-        .find(|s| s.workspace == root)
-        .map(|s| s.id)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "no session in this workspace ({}) yet: `bosun run \"…\"` starts one, and \
-                 `bosun sessions list --all` shows every workspace's",
-                root.display()
-            )
-        })
-}
-
-/// Opens the model entry `name` of the user's config.
-/// The reviewer of `review` decisions, when `[policy] reviewer` names a configured model.
-pub(crate) fn reviewer(env: &Env) -> Result<Option<Arc<dyn bosun_host::review::Reviewer>>> {
-    let Some(name) = &env.config.user.policy.reviewer else {
-        return Ok(None);
-    };
-    let model = open_model(env, name).context("opening the reviewer ([policy] reviewer)")?;
-    Ok(Some(Arc::new(bosun_agent::review::ModelReviewer::new(
-        name,
-        model.provider,
-        &model.model,
-    ))))
-}
-
-pub(crate) fn open_model(env: &Env, name: &str) -> Result<ConfiguredModel> {
-    env.config
-        .user
-        .models_config()
-        .open(name, process_env)
-        .with_context(|| format!("opening the model `{name}` from {}", config_path(env)))
-}
-
-/// Who takes part in a turn besides the model: who answers approvals, and who watches the
-/// run's events (recorded and live).
-pub(crate) struct TurnIo {
-    pub broker: Arc<dyn ApprovalBroker>,
-    pub observer: Option<Arc<dyn Observer>>,
-    /// Told just before Bosun's JavaScript engine is compiled for this machine (seconds, once).
-    pub notice: bosun_host::EngineNotice,
-}
-
-/// One run of the agent in an open session, built and ready: the agent over a fresh
-/// chokepoint (plugins and trust are read again for every turn) and the run's trace.
-pub(crate) struct Turn {
-    agent: Agent,
-    /// The host the turn's tools come from: its servers are ended when the turn is.
-    host: bosun_host::Host,
-    trace: Trace,
-    pub run_id: String,
-    /// What the plugin catalog and the instructions files warned about.
-    pub warnings: Vec<String>,
-}
-
-/// What a finished turn did to the session.
-pub(crate) struct TurnDone {
-    pub report: RunReport,
-    /// Whether the session was stored.
-    pub saved: bool,
-    /// Whether it was left unstored on purpose (a new session whose model answered nothing).
-    pub discarded: bool,
-    /// Writing the trace or the session failed (the run itself is over).
-    pub warnings: Vec<String>,
-}
-
-/// Builds the next turn of `open`: its model entry, the host, the chokepoint with `io.broker`,
-/// the system prompt (with the plugins' contributions for `task`) and a new trace. `command` is
-/// what the trace says started the run.
-pub(crate) fn prepare_turn(
-    env: &Env,
-    open: &OpenSession,
-    io: TurnIo,
-    command: String,
-    task: &str,
-) -> Result<Turn> {
-    let configured = open_model(env, &open.stored.model)?;
-    let host = env.build_host(io.notice)?;
-    let chokepoint = host.chokepoint_reviewed(io.broker, reviewer(env)?)?;
-    let (contributions, mut warnings) = host.prompts_blocking(task)?;
-    let (prompt, prompt_warnings) =
-        bosun_agent::run::system_prompt(&env.config.home, env.workspace.root(), &contributions);
-    // Subagents (Forge plugins' and the agent files'): delegate tools over the same host, each
-    // child talking to this turn's model unless its file names another configured one.
-    let child_model = |configured: &bosun_models::ConfiguredModel| ChildModel {
-        provider: configured.provider.clone(),
-        model: configured.model.clone(),
-        context: ContextBudget {
-            context_window: configured.context_window,
-            max_output_tokens: configured.max_output_tokens,
-        },
-    };
-    let subagent_warnings =
-        bosun_agent::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
-            open_model(env, name)
-                .map(|m| child_model(&m))
-                .map_err(|e| format!("{e:#}"))
-        });
-    // Skills: the catalogue (and a person's `$name` selection) in the first request, bodies
-    // through `load_skill`. Children get neither.
-    let skills = Arc::new(bosun_host::skills::Skills::of(
+) -> Result<Conversation> {
+    Ok(Conversation::open(
         &env.config,
         env.workspace.root(),
-    ));
-    let mut prompt = prompt;
-    let mut skill_warnings: Vec<String> = skills
-        .diagnostics()
-        .iter()
-        .map(|d| format!("skill {}: {} ({})", d.path, d.message, d.kind))
-        .collect();
-    if !skills.all().is_empty() {
-        let selected = skills.selected(task);
-        let ids = selected.iter().map(|s| s.id.clone()).collect();
-        if let Some(selection) = bosun_host::skills::Skills::selection(&selected) {
-            prompt.append_section("Skills selected by the user", &selection);
-        }
-        if let Some(catalog) = skills.catalog() {
-            prompt.append_section("Skills", &catalog);
-        }
-        match bosun_host::skills::LoadSkill::new(skills.clone(), ids) {
-            Ok(tool) => {
-                if let Err(e) = host.register_tool(Arc::new(tool)) {
-                    skill_warnings.push(format!("load_skill is not offered: {}", e.message));
-                }
-            }
-            Err(e) => skill_warnings.push(format!("load_skill is not offered: {e}")),
-        }
-    }
-    warnings.splice(0..0, host.warnings().iter().cloned());
-    // A sandbox that is not full is said at the start of every run, not only in the trace.
-    warnings.splice(0..0, host.sandbox_warning());
-    warnings.extend(prompt_warnings);
-    warnings.extend(subagent_warnings);
-    warnings.extend(skill_warnings);
-
-    let run_id = trace::new_run_id();
-    let mut trace = Trace::create(
-        &env.config.runs_dir(),
-        run_id.clone(),
-        None,
-        Arc::new(env.config.redactor()),
-    )?;
-    if let Some(observer) = io.observer {
-        trace = trace.observe(observer);
-    }
-    // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
-    if let Some(observer) = host.js_observer() {
-        trace = trace.observe(observer);
-    }
-    let budgets = Budgets {
-        max_steps: env.config.user.agent.max_steps,
-        max_tool_calls: env.config.user.agent.max_tool_calls,
-    };
-    let builder = Agent::builder(
-        configured.provider.clone(),
-        configured.model.clone(),
-        Arc::new(chokepoint),
-    )
-    .system_prompt(prompt)
-    .budgets(budgets)
-    .context(ContextBudget {
-        context_window: configured.context_window,
-        max_output_tokens: configured.max_output_tokens,
-    })
-    .command(command);
-    Ok(Turn {
-        agent: builder.build(),
-        host,
-        trace,
-        run_id,
-        warnings,
-    })
-}
-
-impl Turn {
-    /// Runs `task` after the session's conversation, then stores the session with this run
-    /// added — whatever the ending, cancellation included, so it can be resumed.
-    pub(crate) async fn run(
-        &self,
-        open: &mut OpenSession,
-        task: &str,
-        cancel: &CancellationToken,
-    ) -> TurnDone {
-        let conversation = std::mem::take(&mut open.stored.messages);
-        let report = self
-            .agent
-            .run(conversation, task, &open.grants, &self.trace, cancel)
-            .await;
-        // Nothing the turn started (a stdio MCP server) outlives it.
-        self.host.shutdown().await;
-        let mut warnings = Vec::new();
-        if let Err(e) = self.trace.finish() {
-            warnings.push(e.to_string());
-        }
-        // A new session whose model failed before answering anything is not kept: there is
-        // nothing to resume, and an empty session would only clutter the list.
-        let nothing_answered = matches!(report.end, RunEnd::ModelFailed(_))
-            && open.stored.run_ids.is_empty()
-            && !report
-                .messages
-                .iter()
-                .any(|m| matches!(m, bosun_models::Message::Assistant { .. }));
-        if nothing_answered {
-            return TurnDone {
-                report,
-                saved: false,
-                discarded: true,
-                warnings,
-            };
-        }
-        open.stored.messages = report.messages.clone();
-        open.stored.run_ids.push(self.run_id.clone());
-        let saved = match open.store.save(&mut open.stored) {
-            Ok(_) => true,
-            Err(e) => {
-                warnings.push(e.to_string());
-                false
-            }
-        };
-        TurnDone {
-            report,
-            saved,
-            discarded: false,
-            warnings,
-        }
-    }
+        resume,
+        model,
+    )?)
 }
 
 /// Ctrl-C, listened for from the moment this is made: a signal that comes right after is
@@ -626,17 +317,13 @@ pub fn run(
         Some(_) => format!("run --resume {}", open.stored.id),
         None => "run".to_owned(),
     };
-    let turn = prepare_turn(
-        &env,
-        &open,
-        TurnIo {
-            broker: crate::env::broker(yes),
-            observer: Some(observer),
-            notice: Arc::new(|notice: &str| errln!("{notice}")),
-        },
-        command,
-        &task,
-    )?;
+    let turn = env
+        .turn()
+        .broker(crate::env::broker(yes))
+        .observe(observer)
+        .on_js_engine_compile(Arc::new(|notice: &str| errln!("{notice}")))
+        .command(command)
+        .build(&open, &task)?;
     for warning in &turn.warnings {
         errln!("warning: {warning}");
     }

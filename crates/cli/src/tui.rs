@@ -8,11 +8,15 @@
 //! ([`engine::Engine`]); this thread only waits on the event channel, handles and draws, and
 //! never waits on the agent. Nothing here decides what a tool may do.
 
+mod actions;
 mod app;
 mod engine;
 mod events;
+mod follow;
 mod highlight;
+mod history;
 mod input;
+mod keys;
 mod markdown;
 mod results;
 mod slash;

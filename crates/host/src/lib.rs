@@ -39,6 +39,7 @@ pub mod plugin_runtime;
 mod process;
 pub mod remembered;
 pub mod review;
+pub mod run_trace;
 pub mod session;
 pub mod skills;
 pub mod tool;
@@ -55,6 +56,7 @@ pub use chokepoint::{
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostBuilder, HostError, Prompts, js_engine_ready, prepare_js_engine};
 pub use plugin_runtime::js::{EngineNotice, JS_ENGINE_NOTICE};
+pub use run_trace::TraceBuilder;
 pub use session::Session;
 pub use tool::{Tool, ToolContext};
 pub use trace::{Trace, TraceError};

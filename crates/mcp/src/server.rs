@@ -33,7 +33,7 @@ use bosun_core::{
 };
 use bosun_host::approval::ApprovalBroker;
 use bosun_host::trace::{self, Trace};
-use bosun_host::{Chokepoint, Host, Session};
+use bosun_host::{Chokepoint, Host, Session, TraceBuilder};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InputRequiredResult, ListPromptsResult,
@@ -195,23 +195,14 @@ impl Served {
             .host
             .chokepoint(broker)
             .map_err(|e| format!("bosun cannot serve this call: {e}"))?;
-        let trace = Trace::create(
-            &self.runs_dir,
-            run_id.to_owned(),
-            None,
-            self.redactor.clone(),
-        )
-        .map_err(|e| e.to_string())?;
-        let trace = match self.host.js_observer() {
-            Some(observer) => trace.observe(observer),
-            None => trace,
-        };
-        trace.record(Event::RunStarted {
-            command: self.command.clone(),
-            workspace: self.host.workspace().root().display().to_string(),
-            mode: self.host.policy().mode().to_string(),
-            sandbox: self.host.launcher().status().summary(),
-        });
+        let mut trace =
+            TraceBuilder::new(run_id, self.redactor.clone()).runs_dir(self.runs_dir.clone());
+        if let Some(observer) = self.host.js_observer() {
+            trace = trace.observe(observer);
+        }
+        let trace = trace
+            .start(&chokepoint, &self.command)
+            .map_err(|e| e.to_string())?;
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),
             session: Arc::new(Session::new(run_id)),

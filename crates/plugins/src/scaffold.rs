@@ -1,5 +1,6 @@
-//! `bosun plugins new NAME`: writes a new plugin crate from template files, substituting the
-//! plugin's name. It creates one new directory and never touches an existing one.
+//! `bosun plugins new NAME`: writes a new plugin (a Rust crate, a Forge or a Triggerfish plugin)
+//! from template files, substituting the plugin's name. It creates one new directory and never
+//! touches an existing one.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -160,4 +161,146 @@ pub fn vendored_sdk_manifest() -> String {
 /// relative to the crate, or absolute).
 pub fn sdk_patch(sdk: &str) -> String {
     format!("\n[patch.crates-io]\nbosun-sdk = {{ path = {sdk:?} }}\n")
+}
+
+const RUST_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "Cargo.toml",
+        include_str!("../../sdk/template/Cargo.toml.tmpl"),
+    ),
+    ("build.rs", include_str!("../../sdk/template/build.rs")),
+    (".gitignore", include_str!("../../sdk/template/gitignore")),
+    ("src/lib.rs", include_str!("../../sdk/template/src/lib.rs")),
+    (
+        "src/spec.rs",
+        include_str!("../../sdk/template/src/spec.rs"),
+    ),
+    (
+        "src/tests.rs",
+        include_str!("../../sdk/template/src/tests.rs"),
+    ),
+];
+
+/// The kind of plugin `bosun plugins new` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewKind {
+    /// A Rust crate built into a WebAssembly component.
+    Rust,
+    /// A Forge plugin: `plugin.json` and `index.mjs`.
+    Forge,
+    /// A Triggerfish plugin: `mod.ts`.
+    Triggerfish,
+}
+
+const FORGE_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "plugin.json",
+        r#"{
+  "schemaVersion": 1,
+  "apiVersion": "1",
+  "name": "{{name}}",
+  "version": "0.1.0",
+  "entry": "./index.mjs",
+  "capabilities": ["tools:register"]
+}
+"#,
+    ),
+    (
+        "index.mjs",
+        r#"// A Forge plugin: `activate` registers its tools. Bosun runs it in a WebAssembly sandbox.
+export default function activate(api) {
+  const inputSchema = api.z
+    .object({ name: api.z.string().min(1).max(200).describe("Who to greet.") })
+    .strict();
+
+  api.registerTool({
+    name: "greet",
+    description: "Greets someone by name.",
+    risk: "read",
+    inputSchema,
+    execute: async (input) => {
+      const parsed = inputSchema.safeParse(input);
+      if (!parsed.success) {
+        return {
+          ok: false,
+          error: { code: "invalid_input", message: "Give a name to greet.", retryable: false },
+        };
+      }
+      return { ok: true, output: { greeting: `Hello, ${parsed.data.name}!` }, truncated: false };
+    },
+  });
+}
+"#,
+    ),
+];
+
+const TRIGGERFISH_TEMPLATES: &[(&str, &str)] = &[(
+    "mod.ts",
+    r#"// A Triggerfish plugin. Bosun strips the types and runs it in a WebAssembly sandbox.
+export const manifest = {
+  name: "{{name}}",
+  version: "0.1.0",
+  description: "Greets people.",
+  classification: "PUBLIC",
+  trust: "sandboxed",
+  declaredEndpoints: [],
+} as const;
+
+export const toolDefinitions = [
+  {
+    name: "greet",
+    description: "Greets someone by name.",
+    parameters: { name: { type: "string", description: "Who to greet.", required: true } },
+  },
+];
+
+export function createExecutor(_context: { pluginName: string }) {
+  return async (name: string, input: Record<string, unknown>): Promise<string | null> => {
+    if (name !== "greet") return null;
+    return JSON.stringify({ greeting: `Hello, ${String(input.name ?? "")}!` });
+  };
+}
+"#,
+)];
+
+/// Writes a new plugin of `kind` named `name` in the new directory `dir` (see [`scaffold`]): a
+/// Rust crate (with the SDK vendored at `vendor/bosun-sdk`, or patched to `sdk_path`), a Forge
+/// or a Triggerfish plugin. Returns the files written.
+pub fn new_plugin(
+    dir: &Path,
+    name: &str,
+    kind: NewKind,
+    sdk_path: Option<&Path>,
+) -> Result<Vec<PathBuf>, PluginError> {
+    match kind {
+        NewKind::Forge => scaffold(dir, name, FORGE_TEMPLATES),
+        NewKind::Triggerfish => scaffold(dir, name, TRIGGERFISH_TEMPLATES),
+        NewKind::Rust => {
+            // The SDK goes with the crate (`vendor/bosun-sdk`), so it builds anywhere; or the
+            // user names a checkout of the SDK.
+            let mut templates: Vec<(&str, &str)> = RUST_TEMPLATES.to_vec();
+            let manifest = vendored_sdk_manifest();
+            if sdk_path.is_none() {
+                templates.extend_from_slice(VENDORED_SDK);
+                templates.push(("vendor/bosun-sdk/Cargo.toml", &manifest));
+            }
+            let written = scaffold(dir, name, &templates)?;
+            let patch = match sdk_path {
+                Some(sdk) => sdk_patch(&sdk.display().to_string()),
+                None => sdk_patch("vendor/bosun-sdk"),
+            };
+            let cargo_toml = dir.join("Cargo.toml");
+            let mut text =
+                std::fs::read_to_string(&cargo_toml).map_err(|source| PluginError::Read {
+                    path: cargo_toml.clone(),
+                    source,
+                })?;
+            text.push_str(&patch);
+            std::fs::write(&cargo_toml, text).map_err(|source| PluginError::Write {
+                path: cargo_toml.clone(),
+                source,
+            })?;
+            Ok(written)
+        }
+    }
 }

@@ -6,3 +6,4 @@
 
 mod run;
 mod subagent;
+mod turn;

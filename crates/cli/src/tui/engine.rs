@@ -1,5 +1,5 @@
 //! Where the agent runs for the terminal UI: a tokio runtime of its own, on which each turn is
-//! a task that builds the turn exactly as `bosun run` does ([`crate::run::prepare_turn`]), runs
+//! a task that builds the turn exactly as `bosun run` does ([`bosun_agent::turn::TurnBuilder`]), runs
 //! it, stores the session, and sends back everything that happened as [`AppEvent`]s. Approvals
 //! travel the same channel ([`ChannelBroker`]). The UI thread never waits on this side.
 
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use anyhow::Result;
+use bosun_agent::conversation::Conversation;
 use bosun_core::Envelope;
 use bosun_host::approval::ChannelBroker;
 use bosun_host::trace::Observer;
@@ -14,7 +15,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{AppEvent, TurnEnd};
 use crate::env::Env;
-use crate::run::{OpenSession, TurnIo, prepare_turn};
 
 /// What the trace says started a run from here.
 const COMMAND: &str = "interactive";
@@ -42,7 +42,7 @@ impl Engine {
     pub(crate) fn start(
         &self,
         env: Arc<Env>,
-        open: OpenSession,
+        open: Conversation,
         task: String,
     ) -> CancellationToken {
         let cancel = CancellationToken::new();
@@ -58,7 +58,7 @@ impl Engine {
 
 async fn turn(
     env: &Env,
-    mut open: OpenSession,
+    mut open: Conversation,
     task: &str,
     events: &Sender<AppEvent>,
     cancel: &CancellationToken,
@@ -70,21 +70,22 @@ async fn turn(
         let _ = approvals.send(AppEvent::Approval(pending));
     });
     let notices = events.clone();
-    let io = TurnIo {
-        broker: Arc::new(broker),
-        observer: Some(forward),
-        notice: Arc::new(move |notice: &str| {
+    let prepared = env
+        .turn()
+        .broker(Arc::new(broker))
+        .observe(forward)
+        .on_js_engine_compile(Arc::new(move |notice: &str| {
             let _ = notices.send(AppEvent::Notice(notice.to_owned()));
-        }),
-    };
-    let prepared = prepare_turn(env, &open, io, COMMAND.to_owned(), task);
+        }))
+        .command(COMMAND)
+        .build(&open, task);
     let turn = match prepared {
         Ok(turn) => turn,
         Err(e) => {
             return TurnEnd {
                 open,
                 run_id: None,
-                result: Err(format!("{e:#}")),
+                result: Err(format!("{:#}", anyhow::Error::from(e))),
             };
         }
     };

@@ -3,11 +3,11 @@
 
 use std::time::Instant;
 
+use bosun_agent::conversation::Conversation;
+use bosun_agent::turn::TurnDone;
 use bosun_core::Envelope;
 use bosun_host::approval::PendingApproval;
 use ratatui::crossterm::event::KeyEvent;
-
-use crate::run::{OpenSession, TurnDone};
 
 /// Everything the UI reacts to.
 pub(crate) enum AppEvent {
@@ -40,7 +40,7 @@ impl AppEvent {
 
 /// A turn's end: the session back, and how it went.
 pub(crate) struct TurnEnd {
-    pub open: OpenSession,
+    pub open: Conversation,
     /// `None` when the turn could not start.
     pub run_id: Option<String>,
     /// Why the turn could not start, or what it did.

@@ -2,6 +2,12 @@
 //! call and what became of it, and Bosun's notices. The state machine writes it; the view reads it.
 
 use bosun_core::ApprovalAnswer;
+use bosun_host::approval::sanitize_for_terminal;
+use bosun_models::{AssistantPart, Message};
+use serde_json::Value;
+
+/// Characters of a tool's input or output shown in the conversation.
+pub(crate) const SHORT_CHARS: usize = 120;
 
 /// One item of the conversation on screen.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,4 +61,99 @@ pub(crate) enum ToolState {
     Failed { code: String, message: String },
     /// From an earlier run of a resumed session, result not kept.
     Earlier,
+}
+
+/// The latest entry of the call `id`.
+pub(crate) fn tool_entry<'a>(entries: &'a mut [Entry], id: &str) -> Option<&'a mut ToolEntry> {
+    entries.iter_mut().rev().find_map(|entry| match entry {
+        Entry::Tool(tool) if tool.call_id == id => Some(tool),
+        _ => None,
+    })
+}
+
+/// At most [`SHORT_CHARS`] characters of `text`, sanitised.
+pub(crate) fn short(text: &str) -> String {
+    let mut cut: String = text.chars().take(SHORT_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    sanitize_for_terminal(&cut)
+}
+
+/// Sanitises each line of `text`, keeping the line breaks.
+pub(crate) fn sanitize_for_terminal_lines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", sanitize_for_terminal(body)),
+            None => sanitize_for_terminal(line),
+        })
+        .collect()
+}
+
+/// The entries of a resumed session's conversation.
+pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for message in messages {
+        match message {
+            Message::User { text } => entries.push(Entry::User(text.clone())),
+            Message::Assistant { parts } => {
+                for part in parts {
+                    match part {
+                        AssistantPart::Text { text } if !text.trim().is_empty() => {
+                            entries.push(Entry::Assistant(text.replace('\t', "    ")));
+                        }
+                        AssistantPart::ToolCall(call) => entries.push(Entry::Tool(ToolEntry {
+                            call_id: call.id.clone(),
+                            tool: sanitize_for_terminal(&call.name),
+                            input: short(&call.input.to_string()),
+                            decision: None,
+                            detail: Vec::new(),
+                            answer: None,
+                            state: ToolState::Earlier,
+                        })),
+                        _ => {}
+                    }
+                }
+            }
+            Message::Tool(result) => {
+                if let Some(tool) = tool_entry(&mut entries, &result.call_id) {
+                    let (state, detail) = earlier_result(&tool.tool, &result.content);
+                    tool.state = state;
+                    tool.detail = detail;
+                }
+            }
+        }
+    }
+    entries
+}
+
+/// A stored tool result (Bosun's result JSON) as a state and its detail lines.
+fn earlier_result(tool: &str, content: &str) -> (ToolState, Vec<super::results::Detail>) {
+    let Ok(value) = serde_json::from_str::<Value>(content) else {
+        return (ToolState::Earlier, Vec::new());
+    };
+    if value.get("ok") == Some(&Value::Bool(false)) {
+        let error = value.get("error");
+        let field = |key: &str| {
+            error
+                .and_then(|e| e.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        return (
+            ToolState::Failed {
+                code: field("code"),
+                message: sanitize_for_terminal(&field("message")),
+            },
+            Vec::new(),
+        );
+    }
+    match value.get("output") {
+        Some(output) => {
+            let (summary, detail) = super::results::summarize(tool, output);
+            (ToolState::Done(summary), detail)
+        }
+        None => (ToolState::Earlier, Vec::new()),
+    }
 }

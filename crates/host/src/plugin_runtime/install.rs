@@ -18,6 +18,13 @@
 //!
 //! Plugins the model installs contribute tools only: their prompt contributions and policy hooks
 //! are not applied to the run already under way.
+//!
+//! A plugin a person installs (`bosun plugins install`) is copied into `$BOSUN_HOME/plugins` by
+//! [`directory`], under the same loader's bounds as the snapshot these tools read.
+
+pub mod directory;
+
+pub use directory::{InstallError, InstallSource, InstalledDir};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -198,7 +205,7 @@ impl PluginManager {
             JsBounds::default(),
             self.reserved.clone(),
         )
-        .map_err(invalid)?;
+        .map_err(|e| invalid(e.to_string()))?;
         // Nor does it build code from strings: no person reviewed its manifest's request.
         spec.code_from_strings = false;
         // And what it returns is untrusted input: the agent wrote its code.

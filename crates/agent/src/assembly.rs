@@ -1,0 +1,145 @@
+//! What a turn is assembled from, opened from the configuration: the host with the configured
+//! MCP servers' approved tools, the `[models.<name>]` entries and the reviewer of `review`
+//! decisions. Every face (`bosun run`, the terminal UI, `bosun serve`, `bosun tools call`) opens
+//! them here, so they are the same everywhere. Nothing here runs a model or prints.
+
+use std::error::Error;
+use std::sync::Arc;
+
+use bosun_host::config::LoadedConfig;
+use bosun_host::review::Reviewer;
+use bosun_host::{EngineNotice, Host, HostError, TraceError, Workspace};
+use bosun_models::{ConfiguredModel, process_env};
+
+use crate::session_store::SessionError;
+
+/// A whole model entry in one line of TOML, for the "no model" hint.
+pub const MODEL_LINE: &str = r#"models.local = { provider = "openai-chat", base_url = "http://127.0.0.1:11434/v1", model = "qwen3:8b" }"#;
+
+/// Why a turn could not be assembled. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// No `[models.<name>]` entry at all.
+    #[error(
+        "no model configured: add one line to {config}, for example (Ollama on this machine):\n  {MODEL_LINE}\nor see `bosun models list`"
+    )]
+    NoModel {
+        /// The user config file.
+        config: String,
+    },
+    /// A resumed session's model entry is gone.
+    #[error(
+        "the session used the model `{name}`, which is no longer in {config}; pass --model NAME to continue with another"
+    )]
+    ModelGone {
+        /// The entry the session used.
+        name: String,
+        /// The user config file.
+        config: String,
+    },
+    /// Several entries and no default.
+    #[error(
+        "several models are configured ({names}) and none is the default: pass --model NAME or add default_model = \"NAME\" at the top of {config}"
+    )]
+    NoDefaultModel {
+        /// The entries, comma-separated.
+        names: String,
+        /// The user config file.
+        config: String,
+    },
+    /// A model entry cannot be opened (unknown, or its key is missing).
+    #[error("opening the model `{name}` from {config}")]
+    Model {
+        /// The entry.
+        name: String,
+        /// The user config file.
+        config: String,
+        /// Why.
+        #[source]
+        source: bosun_models::ConfigError,
+    },
+    /// The reviewer's model entry cannot be opened.
+    #[error("opening the reviewer ([policy] reviewer)")]
+    Reviewer(#[source] Box<TurnError>),
+    /// `--resume last` in a workspace without a session.
+    #[error(
+        "no session in this workspace ({root}) yet: `bosun run \"…\"` starts one, and `bosun sessions list --all` shows every workspace's"
+    )]
+    NoSessionHere {
+        /// The workspace root.
+        root: String,
+    },
+    /// A stored session cannot be read or belongs elsewhere.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The host cannot be assembled.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The MCP servers' pins cannot be read.
+    #[error(transparent)]
+    Mcp(#[from] bosun_mcp::pins::PinError),
+    /// The run's trace cannot be created.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+/// The user config file, as messages name it.
+pub fn config_path(config: &LoadedConfig) -> String {
+    config.home.join("config.toml").display().to_string()
+}
+
+/// The host for `workspace` and `config`, with the approved tools of the configured MCP
+/// servers in its registry (no server starts here). Its warnings are left for the caller to
+/// show; `notice` is told just before Bosun's JavaScript engine is compiled for this machine.
+pub fn open_host(
+    workspace: Arc<Workspace>,
+    config: Arc<LoadedConfig>,
+    notice: EngineNotice,
+) -> Result<Host, TurnError> {
+    let mut host = Host::builder()
+        .workspace(workspace)
+        .config(config)
+        .on_js_engine_compile(notice)
+        .build()?;
+    let warnings = bosun_mcp::attach(&host)?;
+    host.add_warnings(warnings);
+    Ok(host)
+}
+
+/// Opens the model entry `name` of the user's config.
+pub fn open_model(config: &LoadedConfig, name: &str) -> Result<ConfiguredModel, TurnError> {
+    config
+        .user
+        .models_config()
+        .open(name, process_env)
+        .map_err(|source| TurnError::Model {
+            name: name.to_owned(),
+            config: config_path(config),
+            source,
+        })
+}
+
+/// The reviewer of `review` decisions, when `[policy] reviewer` names a configured model.
+pub fn reviewer(config: &LoadedConfig) -> Result<Option<Arc<dyn Reviewer>>, TurnError> {
+    let Some(name) = &config.user.policy.reviewer else {
+        return Ok(None);
+    };
+    let model = open_model(config, name).map_err(|e| TurnError::Reviewer(Box::new(e)))?;
+    Ok(Some(Arc::new(crate::review::ModelReviewer::new(
+        name,
+        model.provider,
+        &model.model,
+    ))))
+}
+
+/// `error` and its causes on one line, `outer: inner: …`.
+pub(crate) fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,158 @@
+//! A conversation to continue across turns: the stored session (whose `model` is the entry its
+//! next turn uses) and the approvals given "for this session", which live in memory only.
+//! `bosun run` opens one per process; the terminal UI keeps one across its turns. This module
+//! chooses and stores; it never runs a model.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bosun_host::Session;
+use bosun_host::config::LoadedConfig;
+
+use crate::assembly::{TurnError, config_path, open_model};
+use crate::run::{RunEnd, RunReport};
+use crate::session_store::{SessionStore, StoredSession};
+
+/// A stored session and its in-memory grants.
+pub struct Conversation {
+    /// Where it is stored.
+    pub store: SessionStore,
+    /// What is stored.
+    pub stored: StoredSession,
+    /// Approvals given "for this session".
+    pub grants: Arc<Session>,
+}
+
+/// What storing a finished turn did.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// Whether the session was stored.
+    pub saved: bool,
+    /// Whether it was left unstored on purpose (a new session whose model answered nothing).
+    pub discarded: bool,
+    /// Storing the session failed (the run itself is over).
+    pub warning: Option<String>,
+}
+
+impl Conversation {
+    /// Opens the conversation of the workspace at `root`: `resume` (an id, a unique prefix or
+    /// `last`) continues a stored one of this workspace, else a new one starts. The model is
+    /// `model`, else the resumed session's, else `default_model`, else the only one configured;
+    /// it is opened now so that a missing entry or key fails before anything runs.
+    pub fn open(
+        config: &LoadedConfig,
+        root: &Path,
+        resume: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<Self, TurnError> {
+        let store = SessionStore::in_home(&config.home);
+        let stored = match resume {
+            Some(which) => {
+                // `last` is the last session of this workspace, not of any.
+                let which = if which == "last" {
+                    latest_here(&store, root)?
+                } else {
+                    which.to_owned()
+                };
+                let stored = store.load(&which)?;
+                stored.check_workspace(root)?;
+                Some(stored)
+            }
+            None => None,
+        };
+        let name = choose_model(config, model, stored.as_ref().map(|s| s.model.as_str()))?;
+        open_model(config, &name)?;
+        let stored = match stored {
+            Some(mut stored) => {
+                name.clone_into(&mut stored.model);
+                stored
+            }
+            None => store.create(&name, root),
+        };
+        let grants = Arc::new(Session::new(stored.id.clone()));
+        Ok(Self {
+            store,
+            stored,
+            grants,
+        })
+    }
+
+    /// Stores the session with the run `run_id` that ended with `report` added — whatever the
+    /// ending, cancellation included, so it can be resumed.
+    pub fn keep(&mut self, report: &RunReport, run_id: &str) -> Kept {
+        // A new session whose model failed before answering anything is not kept: there is
+        // nothing to resume, and an empty session would only clutter the list.
+        let nothing_answered = matches!(report.end, RunEnd::ModelFailed(_))
+            && self.stored.run_ids.is_empty()
+            && !report
+                .messages
+                .iter()
+                .any(|m| matches!(m, bosun_models::Message::Assistant { .. }));
+        if nothing_answered {
+            return Kept {
+                discarded: true,
+                ..Kept::default()
+            };
+        }
+        self.stored.messages = report.messages.clone();
+        self.stored.run_ids.push(run_id.to_owned());
+        match self.store.save(&mut self.stored) {
+            Ok(_) => Kept {
+                saved: true,
+                ..Kept::default()
+            },
+            Err(e) => Kept {
+                warning: Some(e.to_string()),
+                ..Kept::default()
+            },
+        }
+    }
+}
+
+/// The model entry to use: `asked`, else the resumed session's, else `default_model`, else the
+/// only entry there is.
+fn choose_model(
+    config: &LoadedConfig,
+    asked: Option<&str>,
+    session_model: Option<&str>,
+) -> Result<String, TurnError> {
+    if let Some(name) = asked {
+        return Ok(name.to_owned());
+    }
+    let models = config.user.models_config();
+    if let Some(name) = session_model {
+        if models.models.contains_key(name) {
+            return Ok(name.to_owned());
+        }
+        return Err(TurnError::ModelGone {
+            name: name.to_owned(),
+            config: config_path(config),
+        });
+    }
+    if let Some(name) = &models.default_model {
+        return Ok(name.clone());
+    }
+    let mut names = models.models.keys();
+    match (names.next(), names.next()) {
+        (None, _) => Err(TurnError::NoModel {
+            config: config_path(config),
+        }),
+        (Some(only), None) => Ok(only.clone()),
+        (Some(_), Some(_)) => Err(TurnError::NoDefaultModel {
+            names: models.models.keys().cloned().collect::<Vec<_>>().join(", "),
+            config: config_path(config),
+        }),
+    }
+}
+
+/// The id of the session of `root` used last.
+fn latest_here(store: &SessionStore, root: &Path) -> Result<String, TurnError> {
+    let (sessions, _) = store.list()?;
+    sessions
+        .into_iter()
+        .find(|s| s.workspace == root)
+        .map(|s| s.id)
+        .ok_or_else(|| TurnError::NoSessionHere {
+            root: root.display().to_string(),
+        })
+}

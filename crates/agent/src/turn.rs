@@ -1,0 +1,244 @@
+//! A turn assembled once, for every face: [`TurnBuilder`] opens the conversation's model entry,
+//! the host (with MCP tools, [`crate::assembly::open_host`]), the chokepoint with its broker and
+//! reviewer, the system prompt (instructions files, plugins' contributions, skills and
+//! `load_skill`), the subagents' delegate tools, the run's trace with its watchers, and the
+//! budgets. `bosun run` and the terminal UI differ only in who answers approvals and who
+//! watches. Nothing here prints: what the parts warned about is returned.
+
+use std::sync::Arc;
+
+use bosun_host::approval::{ApprovalBroker, NonInteractive};
+use bosun_host::config::LoadedConfig;
+use bosun_host::skills::{LoadSkill, Skills};
+use bosun_host::trace::{Observer, Trace};
+use bosun_host::{EngineNotice, Host, TraceBuilder, Workspace};
+use bosun_models::ConfiguredModel;
+use tokio_util::sync::CancellationToken;
+
+use crate::assembly::{TurnError, chain, open_host, open_model, reviewer};
+use crate::context::ContextBudget;
+use crate::conversation::Conversation;
+use crate::instructions::SystemPrompt;
+use crate::run::{Agent, Budgets, RunReport, system_prompt};
+use crate::subagent::ChildModel;
+
+/// How the next turn of a conversation is built: where it runs, who answers approvals, who
+/// watches its events, and what the trace says started it.
+#[must_use]
+pub struct TurnBuilder {
+    workspace: Arc<Workspace>,
+    config: Arc<LoadedConfig>,
+    broker: Arc<dyn ApprovalBroker>,
+    observers: Vec<Arc<dyn Observer>>,
+    notice: EngineNotice,
+    command: String,
+}
+
+impl TurnBuilder {
+    /// A turn in `workspace` under `config`; nobody answers approvals until
+    /// [`TurnBuilder::broker`] says who does, and the trace says `run` started it.
+    pub fn new(workspace: Arc<Workspace>, config: Arc<LoadedConfig>) -> Self {
+        Self {
+            workspace,
+            config,
+            broker: Arc::new(NonInteractive),
+            observers: Vec::new(),
+            notice: Arc::new(|_: &str| {}),
+            command: "run".to_owned(),
+        }
+    }
+
+    /// Who answers what policy asks about.
+    pub fn broker(mut self, broker: Arc<dyn ApprovalBroker>) -> Self {
+        self.broker = broker;
+        self
+    }
+
+    /// Adds a watcher of the run's events, recorded and live (the terminal, the UI).
+    pub fn observe(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Told just before Bosun's JavaScript engine is compiled for this machine (seconds, once).
+    pub fn on_js_engine_compile(mut self, notice: EngineNotice) -> Self {
+        self.notice = notice;
+        self
+    }
+
+    /// What the trace says started the run.
+    pub fn command(mut self, command: impl Into<String>) -> Self {
+        self.command = command.into();
+        self
+    }
+
+    /// Builds the next turn of `conversation` for `task`: a fresh host (plugins and trust are
+    /// read again for every turn), its chokepoint, the system prompt with the plugins'
+    /// contributions for `task`, the subagents and skills, and a new trace.
+    pub fn build(self, conversation: &Conversation, task: &str) -> Result<Turn, TurnError> {
+        let config = &self.config;
+        let configured = open_model(config, &conversation.stored.model)?;
+        let host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
+        let chokepoint = host.chokepoint_reviewed(self.broker, reviewer(config)?)?;
+        let (contributions, mut warnings) = host.prompts_blocking(task)?;
+        let (prompt, prompt_warnings) =
+            system_prompt(&config.home, self.workspace.root(), &contributions);
+        // Subagents (Forge plugins' and the agent files'): delegate tools over the same host,
+        // each child talking to this turn's model unless its file names another configured one.
+        let subagent_warnings =
+            crate::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
+                open_model(config, name)
+                    .map(|m| child_model(&m))
+                    .map_err(|e| chain(&e))
+            });
+        let mut prompt = prompt;
+        let skill_warnings = attach_skills(&host, config, self.workspace.root(), task, &mut prompt);
+        warnings.splice(0..0, host.warnings().iter().cloned());
+        // A sandbox that is not full is said at the start of every run, not only in the trace.
+        warnings.splice(0..0, host.sandbox_warning());
+        warnings.extend(prompt_warnings);
+        warnings.extend(subagent_warnings);
+        warnings.extend(skill_warnings);
+
+        let mut trace = TraceBuilder::for_config(config);
+        for observer in self.observers {
+            trace = trace.observe(observer);
+        }
+        // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
+        if let Some(observer) = host.js_observer() {
+            trace = trace.observe(observer);
+        }
+        let trace = trace.open()?;
+        let budgets = Budgets {
+            max_steps: config.user.agent.max_steps,
+            max_tool_calls: config.user.agent.max_tool_calls,
+        };
+        let agent = Agent::builder(
+            configured.provider.clone(),
+            configured.model.clone(),
+            Arc::new(chokepoint),
+        )
+        .system_prompt(prompt)
+        .budgets(budgets)
+        .context(context_of(&configured))
+        .command(self.command)
+        .build();
+        Ok(Turn {
+            agent,
+            host,
+            run_id: trace.run_id().to_owned(),
+            trace,
+            warnings,
+        })
+    }
+}
+
+/// The size limits of a configured model.
+fn context_of(configured: &ConfiguredModel) -> ContextBudget {
+    ContextBudget {
+        context_window: configured.context_window,
+        max_output_tokens: configured.max_output_tokens,
+    }
+}
+
+/// A configured model as a subagent talks to it.
+fn child_model(configured: &ConfiguredModel) -> ChildModel {
+    ChildModel {
+        provider: configured.provider.clone(),
+        model: configured.model.clone(),
+        context: context_of(configured),
+    }
+}
+
+/// Skills: the catalogue (and a person's `$name` selection) in the first request, bodies
+/// through `load_skill`. Children get neither. Returns what was left out, and why.
+fn attach_skills(
+    host: &Host,
+    config: &LoadedConfig,
+    root: &std::path::Path,
+    task: &str,
+    prompt: &mut SystemPrompt,
+) -> Vec<String> {
+    let skills = Arc::new(Skills::of(config, root));
+    let mut warnings: Vec<String> = skills
+        .diagnostics()
+        .iter()
+        .map(|d| format!("skill {}: {} ({})", d.path, d.message, d.kind))
+        .collect();
+    if skills.all().is_empty() {
+        return warnings;
+    }
+    let selected = skills.selected(task);
+    let ids = selected.iter().map(|s| s.id.clone()).collect();
+    if let Some(selection) = Skills::selection(&selected) {
+        prompt.append_section("Skills selected by the user", &selection);
+    }
+    if let Some(catalog) = skills.catalog() {
+        prompt.append_section("Skills", &catalog);
+    }
+    match LoadSkill::new(skills.clone(), ids) {
+        Ok(tool) => {
+            if let Err(e) = host.register_tool(Arc::new(tool)) {
+                warnings.push(format!("load_skill is not offered: {}", e.message));
+            }
+        }
+        Err(e) => warnings.push(format!("load_skill is not offered: {e}")),
+    }
+    warnings
+}
+
+/// One run of the agent in a conversation, built and ready: the agent over a fresh chokepoint
+/// and the run's trace.
+pub struct Turn {
+    agent: Agent,
+    /// The host the turn's tools come from: its servers are ended when the turn is.
+    host: Host,
+    trace: Trace,
+    /// The run's id (`bosun inspect <run-id>`).
+    pub run_id: String,
+    /// What the plugin catalog, the instructions files, subagents and skills warned about.
+    pub warnings: Vec<String>,
+}
+
+/// What a finished turn did to the conversation.
+pub struct TurnDone {
+    /// How the run went.
+    pub report: RunReport,
+    /// Whether the session was stored.
+    pub saved: bool,
+    /// Whether it was left unstored on purpose (a new session whose model answered nothing).
+    pub discarded: bool,
+    /// Writing the trace or the session failed (the run itself is over).
+    pub warnings: Vec<String>,
+}
+
+impl Turn {
+    /// Runs `task` after the conversation so far, then stores the session with this run added
+    /// — whatever the ending, cancellation included, so it can be resumed.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        task: &str,
+        cancel: &CancellationToken,
+    ) -> TurnDone {
+        let messages = std::mem::take(&mut conversation.stored.messages);
+        let report = self
+            .agent
+            .run(messages, task, &conversation.grants, &self.trace, cancel)
+            .await;
+        // Nothing the turn started (a stdio MCP server) outlives it.
+        self.host.shutdown().await;
+        let mut warnings = Vec::new();
+        if let Err(e) = self.trace.finish() {
+            warnings.push(e.to_string());
+        }
+        let kept = conversation.keep(&report, &self.run_id);
+        warnings.extend(kept.warning);
+        TurnDone {
+            report,
+            saved: kept.saved,
+            discarded: kept.discarded,
+            warnings,
+        }
+    }
+}
