@@ -126,26 +126,6 @@ impl JsPlugins {
         }
         out
     }
-
-    /// Every plugin's prompt contributions for `task`, as (local name, text).
-    pub async fn prompts(&self, task: &str) -> (Vec<(String, String)>, Vec<String>) {
-        let mut prompts = Vec::new();
-        let mut warnings = Vec::new();
-        for runtime in &self.runtimes {
-            match runtime.prompts(task).await {
-                Ok(texts) => prompts.extend(
-                    texts
-                        .into_iter()
-                        .map(|t| (runtime.spec.local_name.clone(), t)),
-                ),
-                Err(e) => warnings.push(format!(
-                    "plugin `{}`: its prompt contribution failed and is left out: {}",
-                    runtime.spec.local_name, e.message
-                )),
-            }
-        }
-        (prompts, warnings)
-    }
 }
 
 /// The runtime of Forge and Triggerfish plugins: activates the enabled ones (or takes what an
