@@ -557,7 +557,7 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
             // The summary says what the headline does not (a command's exit, a plugin's
             // result); a read's or an edit's count is on the headline already.
             if tool.outcome.is_none() {
-                push(format!("  {output}"), Style::new().fg(Color::Green));
+                push(format!("  ✓ {output}"), Style::new().fg(Color::Green));
             }
             detail_lines(&tool.detail, width, expanded, false, out);
         }
