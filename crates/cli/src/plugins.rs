@@ -384,7 +384,7 @@ pub fn untrust(name: &str) -> Result<u8> {
 }
 
 /// Rewrites the user's config with `edit` applied, atomically and keeping comments.
-fn edit_user_config(
+pub(crate) fn edit_user_config(
     home: &Path,
     edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<()>,
 ) -> Result<()> {

@@ -298,7 +298,14 @@ pub fn run(
     yes: bool,
 ) -> Result<u8> {
     let task = read_task(task)?;
-    let env = load()?;
+    let mut env = load()?;
+    if env.config.user.models.is_empty() {
+        match crate::first_run::prepare_run(&env) {
+            Ok(Some(configured)) => env = configured,
+            Ok(None) => {}
+            Err(hint) => bail!("{}\n{hint:#}", no_model_message(&env)),
+        }
+    }
     let mut open = open_session(&env, resume, model)?;
     let name = open.stored.model.clone();
 
