@@ -275,11 +275,8 @@ fn add_model(home: &Path, candidate: &Candidate) -> Result<()> {
         if let Some(new) = added.get("models").and_then(|m| m.get(&candidate.name)) {
             models.insert(&candidate.name, new.clone());
         }
-        // `default_model` is a top-level key: it must come before the first table.
+        // A top-level key: toml_edit writes it with the others, before the first table.
         doc.insert("default_model", toml_edit::value(candidate.name.clone()));
-        doc.sort_values_by(|a, _, b, _| {
-            (a.get() != "default_model").cmp(&(b.get() != "default_model"))
-        });
         Ok(())
     })
 }
@@ -428,5 +425,29 @@ mod tests {
     fn the_demo_script_is_valid() {
         let script = Script::from_json(DEMO_SCRIPT).unwrap();
         assert!(script.each_task);
+    }
+
+    #[test]
+    fn a_model_is_added_to_an_existing_config_keeping_it() {
+        let home = tempfile::tempdir().unwrap();
+        let before = "# my settings\nmode = \"read-only\"\n\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"deny\"\n";
+        std::fs::write(home.path().join("config.toml"), before).unwrap();
+        let candidate = Candidate {
+            name: "claude".into(),
+            entry: entry(
+                ProviderKind::Anthropic,
+                None,
+                "claude-sonnet-4-5",
+                Some("ANTHROPIC_API_KEY"),
+            ),
+            found: "ANTHROPIC_API_KEY is set".into(),
+        };
+        add_model(home.path(), &candidate).unwrap();
+        let after = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        assert!(after.starts_with("# my settings\n"), "{after}");
+        let config: bosun_host::config::Config = toml::from_str(&after).unwrap();
+        assert_eq!(config.default_model.as_deref(), Some("claude"), "{after}");
+        assert_eq!(config.models["claude"], candidate.entry);
+        assert_eq!(config.policy.rules.len(), 1, "{after}");
     }
 }

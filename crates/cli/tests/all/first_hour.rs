@@ -299,3 +299,64 @@ fn a_script_for_each_task_never_runs_dry() {
         assert_eq!(stdout(&out), "It returns 42.\n");
     }
 }
+
+/// `bosun` with no model in a pseudo-terminal (`tests/peers/first_run_pty.py`), answering the
+/// first run's question with `answer` (`-`: no question expected) and waiting for `expected`.
+fn first_run_in_a_terminal(env: &Env, local: &str, answer: &str, expected: &str) -> String {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/first_run_pty.py");
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .arg(answer)
+        .arg(expected)
+        .env("BOSUN_HOME", env.home())
+        .env("BOSUN_LOCAL_SERVERS", local)
+        .stdin(Stdio::null());
+    for var in KEY_VARS {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    shown
+}
+
+#[test]
+fn the_first_run_without_anything_found_opens_on_the_demo_model() {
+    let env = Env::new();
+    let local = format!("ollama=http://{}/v1", closed_port());
+    let shown = first_run_in_a_terminal(&env, &local, "-", "That call was decided by policy");
+    assert!(shown.contains("scripted DEMO model"), "{shown}");
+    // Nothing was written: the demo model is for this process only.
+    assert!(!env.home().join("config.toml").exists());
+}
+
+#[test]
+fn the_first_run_writes_the_local_server_it_found_after_asking() {
+    let env = Env::new();
+    let (_runtime, server) = super::run::serve([Step::text("Hello from the local model.")]);
+    let local = format!("vllm={}", server.base_url());
+    first_run_in_a_terminal(&env, &local, "y", "Hello from the local model.");
+    let text = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    assert!(text.contains("default_model = \"vllm\""), "{text}");
+    assert!(text.contains("[models.vllm]"), "{text}");
+    let out = bosun(&env, &["config", "check"], &[], None);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn the_first_run_declined_opens_on_the_demo_model_and_writes_nothing() {
+    let env = Env::new();
+    // An existing config without models keeps every byte when the offer is declined.
+    env.user_config("# mine\nmode = \"workspace-write\"\n");
+    let (_runtime, server) = super::run::serve([Step::text("unused")]);
+    let local = format!("vllm={}", server.base_url());
+    first_run_in_a_terminal(&env, &local, "n", "That call was decided by policy");
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("config.toml")).unwrap(),
+        "# mine\nmode = \"workspace-write\"\n"
+    );
+    assert!(server.requests().is_empty());
+}
