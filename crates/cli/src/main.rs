@@ -381,7 +381,20 @@ enum PluginsCommand {
         /// asks for trust again (for a plugin you are writing).
         #[arg(long)]
         link: bool,
+        /// Replace an installed plugin of that name (a rebuilt one): the old copy stays if the new
+        /// one cannot be installed or is not trusted.
+        #[arg(long, conflicts_with = "link")]
+        force: bool,
         /// Trust it without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove a user plugin: its entry, its trust and its installed copy (a linked plugin's
+    /// directory is kept).
+    Remove {
+        /// The plugin's local name.
+        name: String,
+        /// Remove without asking.
         #[arg(long)]
         yes: bool,
     },
@@ -608,8 +621,10 @@ fn main() -> ExitCode {
                 path,
                 name,
                 link,
+                force,
                 yes,
-            } => plugins::install(&path, name.as_deref(), link, yes),
+            } => plugins::install(&path, name.as_deref(), link, force, yes),
+            PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
         },
     };
     finish(result)
