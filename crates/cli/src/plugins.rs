@@ -522,10 +522,13 @@ pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path
                 );
             }
             outln!(
-                "build it: (cd {} && cargo build --target wasm32-wasip2 --release)",
+                "build it: (cd {} && cargo build --target wasm32-wasip2 --release)   (once: rustup target add wasm32-wasip2)",
                 dir.display()
             );
-            outln!("then: bosun plugins install {}", dir.display());
+            outln!(
+                "then: bosun plugins install {} (after a rebuild: add --force)",
+                dir.display()
+            );
         }
         NewKind::Forge | NewKind::Triggerfish => {
             outln!(
