@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::env::Env;
 use crate::exit;
-use crate::term::outln;
+use crate::term::{Paint, outln, paint};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -61,13 +61,18 @@ pub fn doctor(json: bool) -> Result<u8> {
     if json {
         crate::env::print_json(&json!({"ok": !broken, "checks": checks}))?;
     } else {
+        let colour = crate::term::colour_on_stdout();
         for c in &checks {
             let word = match c.health {
-                Health::Ok => "ok    ",
-                Health::Warn => "warn  ",
-                Health::Broken => "BROKEN",
+                Health::Ok => paint("ok    ", Paint::Green, colour),
+                Health::Warn => paint("warn  ", Paint::Yellow, colour),
+                Health::Broken => paint("BROKEN", Paint::Red, colour),
             };
-            outln!("{word} {:<10} {}", c.area, c.detail);
+            // The word is painted by Bosun; everything else passes through the escape.
+            crate::term::write_stdout(&format!(
+                "{word} {}\n",
+                crate::term::escape(&format!("{:<10} {}", c.area, c.detail))
+            ));
             if let Some(fix) = &c.fix {
                 outln!("       {:<10} fix: {fix}", "");
             }

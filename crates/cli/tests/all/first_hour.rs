@@ -360,3 +360,46 @@ fn the_first_run_declined_opens_on_the_demo_model_and_writes_nothing() {
     );
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn doctor_is_coloured_on_a_terminal_unless_no_color_is_set() {
+    let env = Env::new();
+    // `script` (util-linux) gives the command a terminal, as the sandbox tests already rely on.
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut cmd = Command::new("script");
+        cmd.args(["-qec"])
+            .arg(format!("{} doctor", env!("CARGO_BIN_EXE_bosun")))
+            .arg("/dev/null")
+            .current_dir(env.ws())
+            .env("BOSUN_HOME", env.home())
+            .env(
+                "BOSUN_LOCAL_SERVERS",
+                format!("ollama=http://{}/v1", closed_port()),
+            )
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null());
+        for var in KEY_VARS {
+            cmd.env_remove(var);
+        }
+        if let Some(value) = no_color {
+            cmd.env("NO_COLOR", value);
+        }
+        stdout(&cmd.output().unwrap())
+    };
+    let coloured = on_a_terminal(None);
+    assert!(
+        coloured.contains("\u{1b}[1;31mBROKEN\u{1b}[0m"),
+        "{coloured:?}"
+    );
+    let plain = on_a_terminal(Some("1"));
+    assert!(
+        plain.contains("BROKEN") && !plain.contains('\u{1b}'),
+        "{plain:?}"
+    );
+    // Piped: never coloured.
+    let piped = stdout(&bosun(&env, &["doctor"], &[], None));
+    assert!(
+        piped.contains("BROKEN") && !piped.contains('\u{1b}'),
+        "{piped:?}"
+    );
+}
