@@ -45,20 +45,21 @@ pub mod exit {
     pub const NEEDS_APPROVAL: u8 = 4;
 }
 
-/// `bosun --version`: the crate's version, and the commit and date it was built from.
-const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("BOSUN_COMMIT"),
-    ", ",
-    env!("BOSUN_COMMIT_DATE"),
-    ")"
-);
+/// `bosun --version`: the crate's version, and the commit and date it was built from (set by
+/// `build.rs`; `unknown` when the build had neither git nor the packager's variables).
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (commit {}, {})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("BOSUN_COMMIT").unwrap_or("unknown"),
+        option_env!("BOSUN_COMMIT_DATE").unwrap_or("unknown")
+    )
+});
 
 #[derive(Debug, Parser)]
 #[command(
     name = "bosun",
-    version = VERSION,
+    version = VERSION.as_str(),
     about = "An agent host whose every tool call passes one chokepoint.",
     long_about = "An agent host whose every tool call passes one chokepoint.\n\nWithout a command, opens the interactive terminal UI (/help there lists its commands). With no model configured it offers to configure the OpenAI or Anthropic key or the local Ollama or vLLM it finds, else opens on a scripted demo model. `bosun doctor` checks the whole setup.",
     args_conflicts_with_subcommands = true
