@@ -282,7 +282,7 @@ impl Tool for JsTool {
             report
                 .logs
                 .iter()
-                .map(|l| (format!("{:?}", l.level).to_lowercase(), l.message.clone())),
+                .map(|l| (l.level.to_string(), l.message.clone())),
         );
         for refused in &report.refused_requests {
             ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
