@@ -332,7 +332,11 @@ impl Host {
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
-        let config_hooks = Arc::new(config.hooks().map_err(HostError::Tools)?);
+        let config_hooks = Arc::new(
+            config
+                .hooks()
+                .map_err(|e| HostError::Tools(e.to_string()))?,
+        );
         // Bosun's home is private to children: no command line opens it up.
         let launcher = Arc::new(
             bosun_launch::Launcher::new(config.user.sandbox.clone())
