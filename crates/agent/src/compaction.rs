@@ -235,7 +235,8 @@ fn transcript(messages: &[Message], limit: usize) -> String {
     }
     let mut total: usize = blocks.iter().map(String::len).sum();
     let mut first = 0;
-    while total > limit && first + 1 < blocks.len() {
+    // The note of what was left out takes at most 64 bytes.
+    while total + if first > 0 { 64 } else { 0 } > limit && first + 1 < blocks.len() {
         total -= blocks[first].len();
         first += 1;
     }
