@@ -350,13 +350,13 @@ mod tests {
     #[test]
     fn the_transcript_cuts_tool_outputs_and_its_oldest_part() {
         let messages = vec![
-            Message::user("first"),
+            Message::user("first".repeat(20)),
             Message::tool_result("c1", "x".repeat(5_000), false),
             Message::user("last"),
         ];
         let text = transcript(&messages, 100_000);
         assert!(text.contains("… [3000 more bytes]"), "{text}");
-        let short = transcript(&messages, 2_060);
+        let short = transcript(&messages, 2_150);
         assert!(short.starts_with("[1 older messages left out"), "{short}");
         assert!(short.ends_with("[person]\nlast\n\n"));
     }
