@@ -19,7 +19,7 @@
 //! **Context elision and compaction**: before each step the oldest tool outputs are elided to
 //! fit the model's context window (see [`crate::context`]); when that is not enough, or the
 //! provider answers that the request is over the window, the earlier turns are compacted into a
-//! summary (see [`crate::compaction`]). A cancelled step keeps the text the model had streamed.
+//! summary (see [`crate::compaction`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -234,8 +234,7 @@ fn error_content(error: ToolError) -> String {
 
 enum StepEnd {
     Answer(Answer),
-    /// Cancelled, with what had streamed so far.
-    Cancelled(Answer),
+    Cancelled,
     Failed(ModelError),
 }
 
@@ -383,17 +382,7 @@ impl Agent {
                 });
                 match self.model_step(step, &request, trace, cancel).await {
                     StepEnd::Answer(answer) => break answer,
-                    StepEnd::Cancelled(partial) => {
-                        // What the person already read stays in the conversation.
-                        let text = partial.text();
-                        if !text.trim().is_empty() {
-                            report.text.clone_from(&text);
-                            report.messages.push(Message::assistant(vec![
-                                bosun_models::AssistantPart::Text { text },
-                            ]));
-                        }
-                        return RunEnd::Cancelled;
-                    }
+                    StepEnd::Cancelled => return RunEnd::Cancelled,
                     StepEnd::Failed(error) => {
                         trace.record(Event::ModelFailed {
                             step,
@@ -603,7 +592,7 @@ impl Agent {
         let stream = loop {
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled(Answer::default()),
+                () = cancel.cancelled() => return StepEnd::Cancelled,
                 Some(notice) = retried.recv() => record(notice),
                 stream = &mut opening => break stream,
             }
@@ -613,7 +602,7 @@ impl Agent {
         }
         let mut stream = match stream {
             Ok(stream) => stream,
-            Err(ModelError::Cancelled) => return StepEnd::Cancelled(Answer::default()),
+            Err(ModelError::Cancelled) => return StepEnd::Cancelled,
             Err(error) => return StepEnd::Failed(error),
         };
         let mut answer = Answer::default();
@@ -622,7 +611,7 @@ impl Agent {
             // does not.
             let next = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled(answer),
+                () = cancel.cancelled() => return StepEnd::Cancelled,
                 next = stream.next() => next,
             };
             match next {
@@ -647,7 +636,7 @@ impl Agent {
                     }
                     answer.push(event);
                 }
-                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled(answer),
+                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled,
                 Some(Err(error)) => return StepEnd::Failed(error),
             }
         }

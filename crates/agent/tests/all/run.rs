@@ -822,37 +822,3 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
         error: None,
     }));
 }
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_cancelled_step_keeps_the_text_that_had_streamed() {
-    let mut h = Harness::new([Step {
-        hang: true,
-        ..Step::text("The first part.")
-    }])
-    .await;
-    let agent = h.agent(
-        Arc::new(AutoApprove),
-        Budgets::default(),
-        ContextBudget::default(),
-    );
-    let cancel = CancellationToken::new();
-    let stop = cancel.clone();
-    let observed = h.observed.clone();
-    tokio::spawn(async move {
-        while observed.text().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        stop.cancel();
-    });
-    let (report, _) = h
-        .run(&agent, Vec::new(), "Write.", &session(), &cancel)
-        .await;
-    assert_eq!(report.end, RunEnd::Cancelled);
-    let Some(Message::Assistant { parts }) = report.messages.last() else {
-        panic!("the partial answer is kept: {:?}", report.messages);
-    };
-    let [bosun_models::AssistantPart::Text { text }] = parts.as_slice() else {
-        panic!("{parts:?}");
-    };
-    assert!(!text.is_empty() && "The first part.".starts_with(text.as_str()));
-}
