@@ -61,7 +61,9 @@ pub enum CompactError {
     #[error("the summary request failed: {0}")]
     Model(#[source] ModelError),
     /// The model answered without text.
-    #[error("the model answered the summary request without a summary; the conversation is kept as it was, try /compact again")]
+    #[error(
+        "the model answered the summary request without a summary; the conversation is kept as it was, try /compact again"
+    )]
     EmptySummary,
     /// Cancelled.
     #[error("compaction was cancelled; the conversation is kept as it was")]
@@ -125,9 +127,7 @@ pub fn needs_compaction(
 /// Whether `error` is a provider saying the request is over the model's context window.
 pub fn is_overflow(error: &ModelError) -> bool {
     let message = match error {
-        ModelError::Http {
-            status: 413, ..
-        } => return true,
+        ModelError::Http { status: 413, .. } => return true,
         ModelError::Http { message, .. } => message,
         ModelError::Api { code, message, .. } => {
             if code.contains("context_length") {

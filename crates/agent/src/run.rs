@@ -33,11 +33,11 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{compact, is_overflow, needs_compaction};
 pub use crate::context::{
     BYTES_PER_TOKEN, ContextBudget, DEFAULT_OUTPUT_RESERVE, ELIDE_AT_PERCENT, ELIDE_TO_PERCENT,
     Elision, elide_to_fit, elision_marker, estimate_tokens,
 };
-use crate::compaction::{compact, is_overflow, needs_compaction};
 use crate::instructions::{SystemPrompt, SystemPromptBuilder, instruction_files};
 use bosun_host::chokepoint::Chokepoint;
 use bosun_host::session::{RunBudget, Session};

@@ -785,7 +785,10 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
     assert_eq!(asked.len(), 2, "a system prompt and one message: {asked:?}");
     let transcript = asked[1]["content"].as_str().unwrap();
     assert!(transcript.contains("task a: aaaa") && transcript.contains("done with b"));
-    assert!(!transcript.contains("task c"), "the kept turn is not summarised");
+    assert!(
+        !transcript.contains("task c"),
+        "the kept turn is not summarised"
+    );
     // The step after it: the summary, the last earlier turn and the task, with the tools.
     let step = &requests[1];
     assert!(!step["tools"].as_array().unwrap().is_empty());
