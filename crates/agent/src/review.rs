@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bosun_host::review::{Review, ReviewRequest, Reviewer, Verdict};
+use bosun_host::review::{Review, ReviewError, ReviewRequest, Reviewer, Verdict};
 use bosun_models::{Message, ModelEvent, ModelRequest, Provider};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -48,7 +48,7 @@ impl Reviewer for ModelReviewer {
         &self.name
     }
 
-    async fn review(&self, request: &ReviewRequest) -> Result<Review, String> {
+    async fn review(&self, request: &ReviewRequest) -> Result<Review, ReviewError> {
         let call = json!({
             "tool": request.tool,
             "action": request.action,
@@ -71,18 +71,18 @@ impl Reviewer for ModelReviewer {
             .provider
             .stream(&model_request, CancellationToken::new())
             .await
-            .map_err(|e| format!("the reviewer model failed: {e}"))?;
+            .map_err(|e| ReviewError::Model(e.to_string()))?;
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             match event {
                 Ok(ModelEvent::TextDelta(delta)) => {
                     if text.len() + delta.len() > MAX_ANSWER_BYTES {
-                        return Err("the reviewer's answer is too long".to_owned());
+                        return Err(ReviewError::TooLong);
                     }
                     text.push_str(&delta);
                 }
                 Ok(_) => {}
-                Err(e) => return Err(format!("the reviewer model failed: {e}")),
+                Err(e) => return Err(ReviewError::Model(e.to_string())),
             }
         }
         parse(&text)
@@ -91,27 +91,26 @@ impl Reviewer for ModelReviewer {
 
 /// The verdict in an answer: one JSON object, alone (surrounding whitespace and a code fence
 /// are tolerated), with a known decision and a reason.
-fn parse(text: &str) -> Result<Review, String> {
+fn parse(text: &str) -> Result<Review, ReviewError> {
     let trimmed = text
         .trim()
         .trim_start_matches("```json")
         .trim_start_matches("```")
         .trim_end_matches("```")
         .trim();
-    let value: Value = serde_json::from_str(trimmed)
-        .map_err(|_| "the reviewer did not answer with one JSON object".to_owned())?;
+    let value: Value = serde_json::from_str(trimmed).map_err(|_| ReviewError::NotJson)?;
     let verdict = match value.get("decision").and_then(Value::as_str) {
         Some("allow") => Verdict::Allow,
         Some("deny") => Verdict::Deny,
         Some("unsure") => Verdict::Unsure,
-        _ => return Err("the reviewer's decision is not allow, deny or unsure".to_owned()),
+        _ => return Err(ReviewError::UnknownDecision),
     };
     let reason = value
         .get("reason")
         .and_then(Value::as_str)
         .map(|r| r.chars().take(500).collect::<String>())
         .filter(|r| !r.trim().is_empty())
-        .ok_or("the reviewer gave no reason")?;
+        .ok_or(ReviewError::NoReason)?;
     Ok(Review { verdict, reason })
 }
 

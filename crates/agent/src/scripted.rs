@@ -147,15 +147,28 @@ impl Script {
     }
 
     /// Parses a script file's text.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let script: Self = serde_json::from_str(text).map_err(|e| {
-            format!("not a scripted-model script ({e}); expected {{\"steps\": [{{\"text\": \"…\"}}, …]}}")
-        })?;
+    ///
+    /// # Errors
+    /// A [`ScriptError`] saying what a script looks like.
+    pub fn from_json(text: &str) -> Result<Self, ScriptError> {
+        let script: Self =
+            serde_json::from_str(text).map_err(|e| ScriptError::NotAScript(e.to_string()))?;
         if script.steps.is_empty() {
-            return Err("the script has no steps; add at least {\"text\": \"…\"}".to_owned());
+            return Err(ScriptError::NoSteps);
         }
         Ok(script)
     }
+}
+
+/// Why a script file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// It is not a script's JSON.
+    #[error("not a scripted-model script ({0}); expected {{\"steps\": [{{\"text\": \"…\"}}, …]}}")]
+    NotAScript(String),
+    /// It has no steps.
+    #[error("the script has no steps; add at least {{\"text\": \"…\"}}")]
+    NoSteps,
 }
 
 struct State {

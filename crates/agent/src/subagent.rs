@@ -20,7 +20,6 @@
 //! The result is Forge's: `{subagent, runId, tracePersisted, status, finalText, modelSteps,
 //! toolCalls, message?}`, bounded by shrinking `finalText`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -108,7 +107,7 @@ impl SubagentSpec {
     ///
     /// # Errors
     /// What is wrong and how to fix it.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SubagentError> {
         let kebab = !self.name.is_empty()
             && self.name.len() <= 64
             && self.name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -119,10 +118,7 @@ impl SubagentSpec {
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             });
         if !kebab {
-            return Err(format!(
-                "subagent name `{}` must be kebab-case (a-z, 0-9, single dashes)",
-                escape_hidden(&self.name)
-            ));
+            return Err(SubagentError::Name(escape_hidden(&self.name)));
         }
         let snake = !self.tool_name.is_empty()
             && self.tool_name.len() <= 64
@@ -132,50 +128,100 @@ impl SubagentSpec {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
         if !snake {
-            return Err(format!(
-                "subagent `{}`: tool name `{}` must be lower snake case",
-                self.name,
-                escape_hidden(&self.tool_name)
-            ));
+            return Err(SubagentError::ToolName {
+                subagent: self.name.clone(),
+                tool_name: escape_hidden(&self.tool_name),
+            });
         }
         if self.instructions.trim().is_empty() {
-            return Err(format!("subagent `{}` has no instructions", self.name));
+            return Err(SubagentError::NoInstructions(self.name.clone()));
         }
         if self.instructions.len() > MAX_INSTRUCTIONS_BYTES {
-            return Err(format!(
-                "subagent `{}`: instructions are {} bytes; keep them within {MAX_INSTRUCTIONS_BYTES}",
-                self.name,
-                self.instructions.len()
-            ));
+            return Err(SubagentError::InstructionsTooLong {
+                subagent: self.name.clone(),
+                bytes: self.instructions.len(),
+            });
         }
         if self.tools.is_empty() || self.tools.len() > MAX_TOOLS {
-            return Err(format!(
-                "subagent `{}` declares {} tools: declare 1 to {MAX_TOOLS}",
-                self.name,
-                self.tools.len()
-            ));
+            return Err(SubagentError::ToolCount {
+                subagent: self.name.clone(),
+                count: self.tools.len(),
+            });
         }
         if !(1..=MAX_MODEL_STEPS).contains(&self.max_steps)
             || !(1..=MAX_TOOL_CALLS).contains(&self.max_tool_calls)
         {
-            return Err(format!(
-                "subagent `{}`: limits are at most {MAX_MODEL_STEPS} model steps and {MAX_TOOL_CALLS} tool calls",
-                self.name
-            ));
+            return Err(SubagentError::Limits(self.name.clone()));
         }
         for (what, text) in [
             ("description", &self.description),
             ("instructions", &self.instructions),
         ] {
             if let Some(found) = find_hidden(text) {
-                return Err(format!(
-                    "subagent `{}`: its {what} holds a hidden character ({found}); remove it",
-                    self.name
-                ));
+                return Err(SubagentError::Hidden {
+                    subagent: self.name.clone(),
+                    what,
+                    found: found.to_string(),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// Why a subagent cannot be offered; each says how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubagentError {
+    /// Its name is not kebab-case (shown escaped).
+    #[error("subagent name `{0}` must be kebab-case (a-z, 0-9, single dashes)")]
+    Name(String),
+    /// Its tool name is not lower snake case (shown escaped).
+    #[error("subagent `{subagent}`: tool name `{tool_name}` must be lower snake case")]
+    ToolName {
+        /// The subagent.
+        subagent: String,
+        /// Its tool name.
+        tool_name: String,
+    },
+    /// It has no instructions.
+    #[error("subagent `{0}` has no instructions")]
+    NoInstructions(String),
+    /// Its instructions are too long.
+    #[error(
+        "subagent `{subagent}`: instructions are {bytes} bytes; keep them within {MAX_INSTRUCTIONS_BYTES}"
+    )]
+    InstructionsTooLong {
+        /// The subagent.
+        subagent: String,
+        /// Their size.
+        bytes: usize,
+    },
+    /// It declares no tools, or too many.
+    #[error("subagent `{subagent}` declares {count} tools: declare 1 to {MAX_TOOLS}")]
+    ToolCount {
+        /// The subagent.
+        subagent: String,
+        /// How many it declares.
+        count: usize,
+    },
+    /// Its limits are out of range.
+    #[error(
+        "subagent `{0}`: limits are at most {MAX_MODEL_STEPS} model steps and {MAX_TOOL_CALLS} tool calls"
+    )]
+    Limits(String),
+    /// Its description or instructions hold a hidden character.
+    #[error("subagent `{subagent}`: its {what} holds a hidden character ({found}); remove it")]
+    Hidden {
+        /// The subagent.
+        subagent: String,
+        /// `description` or `instructions`.
+        what: &'static str,
+        /// The character, named.
+        found: String,
+    },
+    /// Its tool's spec cannot be built.
+    #[error("{0}")]
+    Spec(String),
 }
 
 /// The model a child talks to.
@@ -226,7 +272,7 @@ impl SubagentTool {
         chokepoint: ChildChokepoint,
         model: ChildModel,
         base: &SystemPrompt,
-    ) -> Result<SubagentTool, String> {
+    ) -> Result<SubagentTool, SubagentError> {
         subagent.check()?;
         let schema = json!({
             "type": "object",
@@ -241,7 +287,8 @@ impl SubagentTool {
             "required": ["task"],
             "additionalProperties": false
         });
-        let name = ToolName::new(&subagent.tool_name).map_err(|e| e.to_string())?;
+        let name =
+            ToolName::new(&subagent.tool_name).map_err(|e| SubagentError::Spec(e.to_string()))?;
         let description = if subagent.description.trim().is_empty() {
             format!("Delegate a task to the {} subagent.", subagent.name)
         } else {
@@ -251,7 +298,7 @@ impl SubagentTool {
             .risk(Risk::Model)
             .input_schema(schema)
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SubagentError::Spec(e.to_string()))?;
         let mut prompt = base.clone();
         prompt.append_section(
             &format!("Subagent instructions from {}:", subagent.source.label()),
@@ -532,64 +579,32 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let rest = text
-        .strip_prefix("---\n")
-        .ok_or("it must start with a `---` front-matter line")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("its front matter has no closing `---`")?;
-    let (front, body) = (&rest[..end], &rest[end + 4..]);
-    let mut fields: BTreeMap<String, String> = BTreeMap::new();
-    let mut list: Option<String> = None;
-    for line in front.lines() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if let (Some(key), Some(item)) = (&list, trimmed.strip_prefix("- ")) {
-            let entry = fields.entry(key.clone()).or_default();
-            if !entry.is_empty() {
-                entry.push(',');
-            }
-            entry.push_str(unquote(item));
-            continue;
-        }
-        let (key, value) = trimmed
-            .split_once(':')
-            .ok_or_else(|| format!("front matter line `{trimmed}` is not `key: value`"))?;
-        let (key, value) = (key.trim().to_owned(), value.trim());
-        list = value.is_empty().then(|| key.clone());
-        let value = value.trim_start_matches('[').trim_end_matches(']');
-        fields.insert(key, unquote(value).to_owned());
-    }
+    let (front, body) = bosun_host::front_matter::parse(&text).map_err(|e| e.to_string())?;
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_owned();
-    let name = fields.get("name").cloned().unwrap_or_else(|| stem.clone());
+    let name = front
+        .text("name")
+        .map_or_else(|| stem.clone(), str::to_owned);
     let number = |key: &str, default: u32| -> Result<u32, String> {
-        fields.get(key).map_or(Ok(default), |v| {
+        front.text(key).map_or(Ok(default), |v| {
             v.parse()
                 .map_err(|_| format!("{key} `{v}` is not a whole number"))
         })
     };
     let spec = SubagentSpec {
         tool_name: format!("agent_{}", name.replace('-', "_")),
-        description: fields.get("description").cloned().unwrap_or_default(),
+        description: front.text("description").unwrap_or_default().to_owned(),
         instructions: body.trim().to_owned(),
-        tools: fields
-            .get("tools")
-            .map(|t| {
-                t.split(',')
-                    .map(|s| unquote(s.trim()).to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        tools: front.list("tools").unwrap_or_default(),
         max_steps: number("max_steps", DEFAULT_MODEL_STEPS)?,
         max_tool_calls: number("max_tool_calls", DEFAULT_TOOL_CALLS)?,
-        model: fields.get("model").cloned().filter(|m| !m.is_empty()),
+        model: front
+            .text("model")
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
         source: if project {
             SubagentSource::Project(path.to_path_buf())
         } else {
@@ -603,16 +618,8 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
             escape_hidden(&spec.name)
         ));
     }
-    spec.check()?;
+    spec.check().map_err(|e| e.to_string())?;
     Ok(spec)
-}
-
-fn unquote(text: &str) -> &str {
-    let text = text.trim();
-    text.strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))
-        .unwrap_or(text)
 }
 
 /// Every subagent this host declares: its Forge plugins', the user's agent files and, in a
@@ -662,7 +669,7 @@ pub fn attach(
     for spec in specs {
         let name = spec.name.clone();
         let attached = (|| {
-            spec.check()?;
+            spec.check().map_err(|e| e.to_string())?;
             if let Some(tool) = spec.tools.iter().find(|t| subagent_tools.contains(t)) {
                 return Err(format!(
                     "it declares `{tool}`, another subagent: subagents do not nest"
@@ -673,7 +680,8 @@ pub fn attach(
                 Some(model) => model_for(model)?,
                 None => default.clone(),
             };
-            let tool = SubagentTool::new(spec, chokepoint, model, base)?;
+            let tool =
+                SubagentTool::new(spec, chokepoint, model, base).map_err(|e| e.to_string())?;
             host.register_tool(Arc::new(tool)).map_err(|e| e.message)
         })();
         if let Err(why) = attached {

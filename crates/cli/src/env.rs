@@ -58,12 +58,9 @@ impl Env {
             return None;
         }
         let (_, catalog) = self.catalog().ok()?;
-        let js = catalog.enabled().any(|e| {
-            matches!(
-                e.format,
-                bosun_plugins::PluginFormat::Forge | bosun_plugins::PluginFormat::Triggerfish
-            )
-        });
+        let js = catalog
+            .enabled()
+            .any(bosun_plugins::PluginEntry::needs_js_engine);
         (js && !bosun_host::js_engine_ready(&self.config.home))
             .then(|| bosun_host::JS_ENGINE_NOTICE.to_owned())
     }

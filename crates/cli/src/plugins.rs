@@ -86,19 +86,13 @@ pub fn list_lines(catalog: &Catalog) -> Vec<String> {
     let mut lines = Vec::new();
     for entry in catalog.entries() {
         let tools: Vec<&str> = entry.offers.iter().map(|o| o.tool.as_str()).collect();
-        let (version, summary) = match (&entry.manifest, &entry.js) {
-            (Some(m), _) => (
-                m.version.to_string(),
-                (!tools.is_empty()).then(|| tools.join(", ")),
-            ),
-            (None, Some(js)) => (
-                js.version().to_owned(),
-                Some(format!(
-                    "tools registered at activation; {}",
-                    js_capabilities(js)
-                )),
-            ),
-            (None, None) => ("-".to_owned(), None),
+        let version = entry.version().unwrap_or_else(|| "-".to_owned());
+        let summary = match entry.js() {
+            Some(js) => Some(format!(
+                "tools registered at activation; {}",
+                js_capabilities(js)
+            )),
+            None => (entry.manifest().is_some() && !tools.is_empty()).then(|| tools.join(", ")),
         };
         lines.push(format!(
             "{:<20} {:<8} {:<11} {:<10} {:<9} {}",
@@ -146,13 +140,9 @@ fn review(entry: &PluginEntry) -> String {
         entry.local_name,
         scope_label(&entry.scope),
         entry.format,
-        if entry.format.is_js() {
-            entry.dir.display()
-        } else {
-            entry.wasm.display()
-        }
+        entry.reviewed_path().display()
     );
-    if let Some(js) = &entry.js {
+    if let Some(js) = entry.js() {
         text.push_str(&format!(
             "  {}@{}  entry {}  sha256 {} (every file of the directory)\n",
             js.name(),
@@ -202,14 +192,14 @@ fn review(entry: &PluginEntry) -> String {
             "  processes: a tool of risk `process` may start programs, each judged as process.spawn (asked by default) and run in the OS sandbox\n",
         );
     }
-    if let Some(m) = &entry.manifest {
+    if let Some(m) = entry.manifest() {
         text.push_str(&format!(
             "  {}@{}  sha256 {}\n",
             m.name,
             m.version,
             entry.sha256.as_deref().unwrap_or("?")
         ));
-        if let Some(module) = &entry.chock {
+        if let Some(module) = entry.chock() {
             text.push_str(&format!(
                 "  Chock plugin ABI {}  author {}  imports nothing: its capabilities are judged on every call and give it nothing to reach\n",
                 module.abi.number(),
@@ -234,7 +224,7 @@ fn review(entry: &PluginEntry) -> String {
             ));
         }
     }
-    for refused in &entry.refused_tools {
+    for refused in entry.refused_tools() {
         text.push_str(&format!(
             "  tool {:<20} not offered: {}\n",
             refused.tool, refused.reason
@@ -252,7 +242,7 @@ pub fn info(name: &str, json: bool) -> Result<u8> {
         print_json(entry)?;
     } else {
         out!("{}", review(entry));
-        if let Some(prompt) = entry.manifest.as_ref().and_then(|m| m.prompt.as_ref()) {
+        if let Some(prompt) = entry.manifest().and_then(|m| m.prompt.as_ref()) {
             outln!("  prompt contribution: {} bytes", prompt.len());
         }
     }

@@ -6,6 +6,24 @@ use std::net::Ipv6Addr;
 
 use serde::{Deserialize, Serialize};
 
+/// Bosun's one rule for a host name, wherever one is checked (a plugin's declared hosts, the
+/// sandbox's outgoing requests): 1–253 bytes of dot-separated labels, each 1–63 bytes of
+/// lowercase ASCII letters, digits, `-` and `_`, not starting or ending with `-`. An IPv4
+/// address passes as labels of digits. Case is the caller's choice: lowercase a name from a URL
+/// first (DNS ignores case), or refuse one a person wrote in capitals so what policy judges is
+/// what is reached.
+pub fn is_host_name(host: &str) -> bool {
+    (1..=253).contains(&host.len())
+        && host.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        })
+}
+
 /// A host and, when one was written, a port. The host is lower-case, without brackets and
 /// without a trailing dot; an IPv6 address is written bare (`::1`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -133,6 +151,35 @@ impl<'de> Deserialize<'de> for Authority {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_host_name_rule() {
+        for good in [
+            "example.com",
+            "a-b.example",
+            "_dmarc.example.com",
+            "10.0.0.1",
+            "x",
+        ] {
+            assert!(super::is_host_name(good), "{good}");
+        }
+        let long = format!("{}.com", "a".repeat(64));
+        for bad in [
+            "",
+            "A.com",
+            "a..com",
+            "a.com.",
+            "-a.com",
+            "a-.com",
+            "a.com:80",
+            "a.com/x",
+            "https://a.com",
+            "a b",
+            long.as_str(),
+        ] {
+            assert!(!super::is_host_name(bad), "{bad}");
+        }
+    }
+
     use super::*;
 
     fn parsed(text: &str) -> (String, Option<u16>) {

@@ -29,7 +29,7 @@ mod result;
 pub mod text;
 mod tool;
 
-pub use authority::{Authority, AuthorityError};
+pub use authority::{Authority, AuthorityError, is_host_name};
 pub use capability::{Capability, CapabilityError, CapabilityRequest, Scope};
 pub use classification::{Classification, ClassificationError};
 pub use decision::{Decision, DecisionError, Explanation, Layer, MatchedRule};

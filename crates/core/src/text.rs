@@ -24,13 +24,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// assert_eq!(bosun_core::text::hex(&[0x00, 0xab, 0x7f]), "00ab7f");
 /// ```
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

@@ -375,7 +375,7 @@ impl TerminalBroker {
                 Err(why) => {
                     if ask(&format!(
                         "Cannot remember this call: {}\n(press Enter)",
-                        sanitize_for_terminal(&why)
+                        sanitize_for_terminal(&why.to_string())
                     ))
                     .is_none()
                     {

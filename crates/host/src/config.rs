@@ -260,7 +260,7 @@ impl LoadedConfig {
                 .map_err(|message| ConfigError::Invalid {
                     path: file.path.clone(),
                     key: "classification".to_owned(),
-                    message,
+                    message: message.to_string(),
                 })?;
             if user.policy.review_asks && user.policy.reviewer.is_none() {
                 return Err(ConfigError::Invalid {
@@ -274,7 +274,7 @@ impl LoadedConfig {
             user.hooks.check().map_err(|message| ConfigError::Invalid {
                 path: file.path.clone(),
                 key: "hooks".to_owned(),
-                message,
+                message: message.to_string(),
             })?;
             user.sandbox.validate().map_err(|e| ConfigError::Invalid {
                 path: file.path.clone(),
@@ -321,7 +321,7 @@ impl LoadedConfig {
                 labels.check().map_err(|message| ConfigError::Invalid {
                     path: file.path.clone(),
                     key: "classification".to_owned(),
-                    message,
+                    message: message.to_string(),
                 })?;
                 project
                     .hooks
@@ -329,7 +329,7 @@ impl LoadedConfig {
                     .map_err(|message| ConfigError::Invalid {
                         path: file.path.clone(),
                         key: "hooks".to_owned(),
-                        message,
+                        message: message.to_string(),
                     })?;
                 if project.policy.reviewer.is_some() || project.policy.review_asks {
                     return Err(ConfigError::Invalid {
@@ -362,7 +362,7 @@ impl LoadedConfig {
     ///
     /// # Errors
     /// A hook that does not compile (never after a successful load).
-    pub fn hooks(&self) -> Result<crate::hooks::Hooks, String> {
+    pub fn hooks(&self) -> Result<crate::hooks::Hooks, crate::hooks::HookError> {
         let user = crate::hooks::Hooks::compile(&self.user.hooks, "user")?;
         Ok(match &self.project {
             Some((project, _)) => {

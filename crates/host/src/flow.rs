@@ -78,21 +78,18 @@ impl ClassificationConfig {
     ///
     /// # Errors
     /// A bad glob, an unknown `write_down`, an empty host.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ClassificationError> {
         match self.write_down.as_deref() {
             None | Some("ask" | "deny") => {}
-            Some(other) => {
-                return Err(format!("write_down = \"{other}\": use \"ask\" or \"deny\""));
-            }
+            Some(other) => return Err(ClassificationError::WriteDown(other.to_owned())),
         }
         for label in &self.paths {
-            Glob::new(&label.glob)
-                .map_err(|e| format!("paths: `{}` is not a glob: {e}", label.glob))?;
+            Glob::new(&label.glob).map_err(|e| ClassificationError::Glob {
+                glob: label.glob.clone(),
+                message: e.to_string(),
+            })?;
             if label.level.is_none() && !label.untrusted {
-                return Err(format!(
-                    "paths: `{}` says nothing: give it a level, untrusted = true, or both",
-                    label.glob
-                ));
+                return Err(ClassificationError::SaysNothing(label.glob.clone()));
             }
         }
         for host in self
@@ -102,11 +99,33 @@ impl ClassificationConfig {
             .chain(&self.trusted_hosts)
         {
             if host.trim().is_empty() || host.contains(['/', ' ']) {
-                return Err(format!("`{host}` is not a host name"));
+                return Err(ClassificationError::Host(host.clone()));
             }
         }
         Ok(())
     }
+}
+
+/// Why a `[classification]` table cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClassificationError {
+    /// `write_down` is neither `ask` nor `deny`.
+    #[error("write_down = \"{0}\": use \"ask\" or \"deny\"")]
+    WriteDown(String),
+    /// A path glob that does not compile.
+    #[error("paths: `{glob}` is not a glob: {message}")]
+    Glob {
+        /// The glob.
+        glob: String,
+        /// Why it does not compile.
+        message: String,
+    },
+    /// A path label with neither a level nor `untrusted`.
+    #[error("paths: `{0}` says nothing: give it a level, untrusted = true, or both")]
+    SaysNothing(String),
+    /// A host entry that is not a host name.
+    #[error("`{0}` is not a host name")]
+    Host(String),
 }
 
 /// Most entries one survey of the workspace's labelled paths looks at. A survey cut short

@@ -114,7 +114,7 @@ impl HooksConfig {
     ///
     /// # Errors
     /// A bad glob or pattern, an unknown decision, a post hook that does nothing.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), HookError> {
         Hooks::compile(self, "").map(|_| ())
     }
 
@@ -175,12 +175,55 @@ pub struct PostEffect {
     pub untrusted: Option<String>,
 }
 
-fn glob(pattern: Option<&str>, name: &str) -> Result<Option<GlobMatcher>, String> {
+/// Why a `[hooks]` table cannot be used; each names the hook (`user hooks.pre_tool_call[0]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookError {
+    /// A pre-call hook's decision is neither `ask` nor `deny`.
+    #[error("{hook}: decision = \"{decision}\": use \"ask\" or \"deny\" (a hook can only tighten)")]
+    Decision {
+        /// The hook.
+        hook: String,
+        /// The decision it gave.
+        decision: String,
+    },
+    /// A `tool` glob that does not compile.
+    #[error("{hook}: tool = \"{pattern}\" is not a glob: {message}")]
+    Glob {
+        /// The hook.
+        hook: String,
+        /// The glob.
+        pattern: String,
+        /// Why it does not compile.
+        message: String,
+    },
+    /// A post-response hook with nothing to do.
+    #[error("{hook} does nothing: give it redact, level or untrusted = true")]
+    DoesNothing {
+        /// The hook.
+        hook: String,
+    },
+    /// A `redact` pattern that does not compile.
+    #[error("{hook}: redact `{pattern}` is not a pattern: {message}")]
+    Pattern {
+        /// The hook.
+        hook: String,
+        /// The pattern.
+        pattern: String,
+        /// Why it does not compile.
+        message: String,
+    },
+}
+
+fn glob(pattern: Option<&str>, name: &str) -> Result<Option<GlobMatcher>, HookError> {
     pattern
         .map(|p| {
             Glob::new(p)
                 .map(|g| g.compile_matcher())
-                .map_err(|e| format!("{name}: tool = \"{p}\" is not a glob: {e}"))
+                .map_err(|e| HookError::Glob {
+                    hook: name.to_owned(),
+                    pattern: p.to_owned(),
+                    message: e.to_string(),
+                })
         })
         .transpose()
 }
@@ -190,7 +233,7 @@ impl Hooks {
     ///
     /// # Errors
     /// As [`HooksConfig::check`].
-    pub fn compile(config: &HooksConfig, origin: &str) -> Result<Hooks, String> {
+    pub fn compile(config: &HooksConfig, origin: &str) -> Result<Hooks, HookError> {
         let prefix = if origin.is_empty() {
             String::new()
         } else {
@@ -203,10 +246,10 @@ impl Hooks {
                 "ask" => Decision::Ask,
                 "deny" => Decision::Deny,
                 other => {
-                    return Err(format!(
-                        "{name}: decision = \"{other}\": use \"ask\" or \"deny\" (a hook can only \
-                         tighten)"
-                    ));
+                    return Err(HookError::Decision {
+                        hook: name,
+                        decision: other.to_owned(),
+                    });
                 }
             };
             let reason = hook.reason.clone().unwrap_or_else(|| {
@@ -235,9 +278,7 @@ impl Hooks {
         for (i, hook) in config.post_tool_response.iter().enumerate() {
             let name = format!("{prefix}hooks.post_tool_response[{i}]");
             if hook.redact.is_empty() && hook.level.is_none() && !hook.untrusted {
-                return Err(format!(
-                    "{name} does nothing: give it redact, level or untrusted = true"
-                ));
+                return Err(HookError::DoesNothing { hook: name });
             }
             let redact = hook
                 .redact
@@ -246,7 +287,11 @@ impl Hooks {
                     regex::RegexBuilder::new(pattern)
                         .size_limit(1 << 20)
                         .build()
-                        .map_err(|e| format!("{name}: redact `{pattern}` is not a pattern: {e}"))
+                        .map_err(|e| HookError::Pattern {
+                            hook: name.clone(),
+                            pattern: pattern.clone(),
+                            message: e.to_string(),
+                        })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             hooks.post.push(Post {
@@ -364,7 +409,7 @@ mod tests {
 
     fn hooks(text: &str) -> Result<Hooks, String> {
         let config: HooksConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        Hooks::compile(&config, "user")
+        Hooks::compile(&config, "user").map_err(|e| e.to_string())
     }
 
     #[test]

@@ -19,11 +19,10 @@ use crate::builtin;
 use crate::chokepoint::{Chokepoint, PolicyHook, ToolRegistry};
 use crate::config::{ConfigError, LoadedConfig, bosun_home};
 use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
-use crate::plugin_runtime::js::{
-    self, DescriptorCache, EngineNotice, JsEngine, JsObserver, JsPlugins, JsRuntime,
-};
-use crate::plugin_runtime::{chock, native};
+use crate::plugin_runtime::js::{EngineNotice, JavaScriptRuntime, JsEngine, JsRuntime};
+use crate::plugin_runtime::{self, Assembly, LazySandbox, Runtime, RuntimeError};
 use crate::tool::Tool;
+use crate::trace::Observer;
 use crate::workspace::Workspace;
 
 /// Why a host could not be assembled. A plugin that fails is never one of these: it is left out
@@ -55,8 +54,17 @@ pub enum HostError {
     Activation(String),
 }
 
+impl From<RuntimeError> for HostError {
+    fn from(error: RuntimeError) -> Self {
+        match error {
+            RuntimeError::Sandbox(e) => Self::Sandbox(e),
+            RuntimeError::Activation(why) => Self::Activation(why),
+        }
+    }
+}
+
 /// Prompt contributions as `(plugin local name, text)`, and warnings about those left out.
-pub type Prompts = (Vec<(String, String)>, Vec<String>);
+pub type Prompts = plugin_runtime::Prompts;
 
 /// Builds a [`Host`]: where it runs and what it loads. Start with [`Host::builder`].
 pub struct HostBuilder {
@@ -168,7 +176,8 @@ pub struct Host {
     hooks: Vec<Arc<dyn PolicyHook>>,
     /// `[hooks]` of the user's and the project's config.
     config_hooks: Arc<crate::hooks::Hooks>,
-    js: Vec<Arc<JsRuntime>>,
+    /// Every format's runtime, with what it started.
+    runtimes: Vec<Box<dyn Runtime>>,
     /// Every child process starts through it.
     launcher: Arc<bosun_launch::Launcher>,
     warnings: Vec<String>,
@@ -180,6 +189,17 @@ impl std::fmt::Debug for Host {
             .field("workspace", &self.workspace.root())
             .field("registry", &self.registry)
             .finish_non_exhaustive()
+    }
+}
+
+/// Several runtimes' observers as one, each handed every event in turn.
+struct Observers(Vec<Arc<dyn Observer>>);
+
+impl Observer for Observers {
+    fn observe(&self, envelope: &bosun_core::Envelope) {
+        for observer in &self.0 {
+            observer.observe(envelope);
+        }
     }
 }
 
@@ -205,23 +225,11 @@ fn known_risks(builtins: &[Arc<dyn Tool>], catalog: &Catalog) -> Vec<(String, Ri
     risks
 }
 
-/// Runs `future` to completion on a runtime of its own, on a thread of its own, so it works
-/// whether or not the caller is inside a runtime.
+/// Runs `future` to completion on a runtime of its own, on a thread of its own.
 fn run_to_completion<T: Send>(
     future: impl std::future::Future<Output = T> + Send,
 ) -> Result<T, HostError> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| -> Result<T, HostError> {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| HostError::Activation(e.to_string()))?;
-                Ok(runtime.block_on(future))
-            })
-            .join()
-            .map_err(|_| HostError::Activation("the activating thread panicked".to_owned()))?
-    })
+    Ok(plugin_runtime::run_to_completion(future)?)
 }
 
 /// Whether Bosun's JavaScript engine is compiled for this machine in `home`'s cache (its first
@@ -324,7 +332,11 @@ impl Host {
         let policy = Arc::new(config.policy(known_risks(&builtins, &catalog))?);
         let registry = Arc::new(ToolRegistry::default());
         let mut warnings = Vec::new();
-        let config_hooks = Arc::new(config.hooks().map_err(HostError::Tools)?);
+        let config_hooks = Arc::new(
+            config
+                .hooks()
+                .map_err(|e| HostError::Tools(e.to_string()))?,
+        );
         // Bosun's home is private to children: no command line opens it up.
         let launcher = Arc::new(
             bosun_launch::Launcher::new(config.user.sandbox.clone())
@@ -344,7 +356,7 @@ impl Host {
             registry,
             hooks: Vec::new(),
             config_hooks,
-            js: Vec::new(),
+            runtimes: Vec::new(),
             launcher,
             warnings: Vec::new(),
         };
@@ -352,36 +364,40 @@ impl Host {
             return Ok(host);
         }
         warnings.extend(host.catalog.warnings().iter().map(ToString::to_string));
-        let sandbox_config = SandboxConfig {
+        // The wasmtime engine (its instance pool and epoch thread) is built only for a host
+        // with a WebAssembly plugin enabled, or when JavaScript first runs.
+        let sandbox = Arc::new(LazySandbox::new(SandboxConfig {
             cache_dir: Some(host.config.home.join("cache")),
             ..Default::default()
-        };
+        }));
+        let engine = JsEngine::in_sandbox(sandbox.clone(), bosun_js::ENGINE, notice);
         let mut reserved = builtin_names(&builtins);
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
 
-        // The wasmtime engine (its instance pool and epoch thread) is built only for a host
-        // with a WebAssembly plugin enabled, or when JavaScript first runs.
-        let wasm_enabled = host.catalog.enabled().any(|entry| {
-            matches!(
-                entry.format,
-                bosun_plugins::PluginFormat::Native | bosun_plugins::PluginFormat::Chock
-            )
-        });
-        let engine = if wasm_enabled {
-            let sandbox = Sandbox::new(sandbox_config)?;
-            let native_tools = native::plugin_tools(
-                host.catalog.enabled(),
-                &sandbox,
-                &host.policy,
-                host.workspace.root(),
-            );
-            host.register_plugin_tools(native_tools, &mut warnings);
-            let chock_tools = chock::plugin_tools(host.catalog.enabled(), &sandbox, &host.policy);
-            host.register_plugin_tools(chock_tools, &mut warnings);
-            JsEngine::new(sandbox, bosun_js::ENGINE, notice)
-        } else {
-            JsEngine::lazy(sandbox_config, bosun_js::ENGINE, notice)
-        };
+        let mut runtimes = plugin_runtime::runtimes(&engine);
+        let mut listed: Vec<ListedPlugin> = Vec::new();
+        for runtime in &mut runtimes {
+            let offer = runtime.offer(&Assembly {
+                catalog: &host.catalog,
+                policy: &host.policy,
+                workspace: host.workspace.root(),
+                sandbox: &sandbox,
+                reserved: &reserved,
+                home: &host.config.home,
+                limits: &host.config.user.limits,
+            })?;
+            warnings.extend(offer.warnings);
+            host.register_plugin_tools(offer.tools, &mut warnings);
+            host.hooks.extend(offer.hooks);
+            listed.extend(offer.listed.into_iter().map(|l| ListedPlugin {
+                name: l.name,
+                version: l.version,
+                format: l.format,
+                source: "configured".to_owned(),
+                tools: l.tools,
+            }));
+        }
+        host.runtimes = runtimes;
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {
             let why = match &entry.state {
@@ -401,43 +417,6 @@ impl Host {
                     host.registry.withhold(offer.tool.clone(), why.clone());
                 }
             }
-        }
-
-        let (specs, spec_warnings) =
-            js::specs_from_catalog(host.catalog.enabled(), &reserved, &host.config.user.limits);
-        warnings.extend(spec_warnings);
-        let mut listed: Vec<ListedPlugin> = Vec::new();
-        // Loaded only when a plugin runs: listing what was kept needs no engine.
-        if !specs.is_empty() {
-            let policy = host.policy.clone();
-            let cache = DescriptorCache::new(host.config.home.join("cache").join("js-plugins"));
-            let started =
-                run_to_completion(JsPlugins::start(specs, &engine, &policy, Some(&cache)))?;
-            for runtime in &started.runtimes {
-                let spec = runtime.spec();
-                let prefix = format!("plugin.{}.", spec.local_name);
-                listed.push(ListedPlugin {
-                    name: spec.local_name.clone(),
-                    version: host
-                        .catalog
-                        .enabled()
-                        .find(|e| e.local_name == spec.local_name)
-                        .and_then(|e| e.js.as_ref().map(|m| m.version().to_owned()))
-                        .unwrap_or_default(),
-                    format: format!("{:?}", spec.format).to_lowercase(),
-                    source: "configured".to_owned(),
-                    tools: started
-                        .tools
-                        .iter()
-                        .filter(|t| t.action().starts_with(&prefix))
-                        .map(|t| t.spec().name.to_string())
-                        .collect(),
-                });
-            }
-            warnings.extend(started.warnings);
-            host.register_plugin_tools(started.tools, &mut warnings);
-            host.hooks = started.hooks;
-            host.js = started.runtimes;
         }
         let manager = PluginManager::new(
             engine,
@@ -579,41 +558,17 @@ impl Host {
         self.registry.register(tool)
     }
 
-    /// The prompt contributions of the enabled plugins for `task`, as `(local name, text)`:
-    /// native plugins' manifest prompts, then what each JavaScript plugin contributes for this
-    /// task (run in its sandbox). A contribution that fails is left out with a warning.
+    /// The prompt contributions of the enabled plugins for `task`, as `(local name, text)`,
+    /// runtime by runtime: native plugins' manifest prompts, then what each JavaScript plugin
+    /// contributes for this task (run in its sandbox). A contribution that fails is left out
+    /// with a warning.
     pub async fn prompts(&self, task: &str) -> Prompts {
-        let mut prompts: Vec<(String, String)> = self
-            .catalog
-            .enabled()
-            .filter_map(|entry| {
-                let prompt = entry.manifest.as_ref()?.prompt.as_ref()?;
-                Some((entry.local_name.clone(), prompt.clone()))
-            })
-            .collect();
+        let mut prompts = Vec::new();
         let mut warnings = Vec::new();
-        for runtime in &self.js {
-            match runtime.prompts(task).await {
-                Ok(texts) => {
-                    for text in texts {
-                        // What reaches the model's system prompt passes the same hidden-character
-                        // check as every other string a plugin shows a model.
-                        if let Some(hidden) = bosun_core::find_hidden(&text) {
-                            warnings.push(format!(
-                                "plugin `{}`: its prompt contribution holds the hidden character {hidden} and is left out",
-                                runtime.spec().local_name
-                            ));
-                        } else {
-                            prompts.push((runtime.spec().local_name.clone(), text));
-                        }
-                    }
-                }
-                Err(e) => warnings.push(format!(
-                    "plugin `{}`: its prompt contribution failed and is left out: {}",
-                    runtime.spec().local_name,
-                    e.message
-                )),
-            }
+        for runtime in &self.runtimes {
+            let (texts, left_out) = runtime.prompts(task).await;
+            prompts.extend(texts);
+            warnings.extend(left_out);
         }
         (prompts, warnings)
     }
@@ -627,15 +582,29 @@ impl Host {
         run_to_completion(self.prompts(task))
     }
 
-    /// An observer that delivers redacted run events to the JavaScript plugins that asked for
-    /// them (`observeRunEvents`), off the run's path; `None` when no plugin asked.
-    pub fn js_observer(&self) -> Option<Arc<JsObserver>> {
-        JsObserver::for_runtimes(&self.js)
+    /// An observer that delivers redacted run events to the plugins that asked for them
+    /// (`observeRunEvents`), off the run's path; `None` when no plugin asked.
+    pub fn observer(&self) -> Option<Arc<dyn Observer>> {
+        let mut observers: Vec<Arc<dyn Observer>> =
+            self.runtimes.iter().filter_map(|r| r.observer()).collect();
+        match observers.len() {
+            0 => None,
+            1 => observers.pop(),
+            _ => Some(Arc::new(Observers(observers))),
+        }
     }
 
-    /// The activated JavaScript plugins (for their commands).
+    /// As [`observer`](Self::observer).
+    pub fn js_observer(&self) -> Option<Arc<dyn Observer>> {
+        self.observer()
+    }
+
+    /// The activated JavaScript plugins (for their commands and subagents).
     pub fn js_runtimes(&self) -> &[Arc<JsRuntime>] {
-        &self.js
+        self.runtimes
+            .iter()
+            .find_map(|r| r.as_any().downcast_ref::<JavaScriptRuntime>())
+            .map_or(&[], JavaScriptRuntime::plugins)
     }
 
     /// Every tool, in registration order: built-ins, configured plugins' tools, the

@@ -31,6 +31,7 @@ mod child;
 pub mod chokepoint;
 pub mod config;
 pub mod flow;
+pub mod front_matter;
 pub mod hooks;
 mod host;
 pub mod mcp_config;

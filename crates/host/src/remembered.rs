@@ -18,6 +18,40 @@ use bosun_policy::{PolicyFile, Rule};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+/// Why an approval cannot be remembered; the call runs once either way.
+#[derive(Debug, thiserror::Error)]
+pub enum RememberError {
+    /// A value would read as a glob, so no rule can name it exactly.
+    #[error("the {what} `{value}` contains a glob character, so no rule can name it exactly")]
+    NotExact {
+        /// What the value is (`action`, `program`, `path`, …).
+        what: String,
+        /// The value, with hidden characters escaped.
+        value: String,
+    },
+    /// The workspace's file is not a policy file.
+    #[error("{} is not a valid policy file ({message}); fix or delete it", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What the policy parser said.
+        message: String,
+    },
+    /// The rules could not be serialised.
+    #[error("cannot write the rules: {0}")]
+    Serialise(String),
+    /// Reading, creating or writing a file failed.
+    #[error("cannot {doing} {}: {source}", path.display())]
+    Io {
+        /// `read`, `create` or `write`.
+        doing: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
 /// The directory the remembered approvals live in.
 pub fn dir(home: &Path) -> PathBuf {
     home.join("approvals")
@@ -38,15 +72,15 @@ pub fn rules_for(
     action: &str,
     capabilities: &[CapabilityRequest],
     tool: &str,
-) -> Result<Vec<Rule>, String> {
+) -> Result<Vec<Rule>, RememberError> {
     let reason = format!("remembered: always allowed for {tool} in this workspace");
     let exact = |value: &str, what: &str| {
         // The matcher's own test, so a remembered value never reads as a wider pattern.
         if bosun_policy::is_glob(value) {
-            Err(format!(
-                "the {what} `{}` contains a glob character, so no rule can name it exactly",
-                bosun_core::escape_hidden(value)
-            ))
+            Err(RememberError::NotExact {
+                what: what.to_owned(),
+                value: bosun_core::escape_hidden(value),
+            })
         } else {
             Ok(value.to_owned())
         }
@@ -116,23 +150,27 @@ struct Section<'a> {
 /// Adds `rules` to the workspace's file (rules already there are kept once), atomically.
 ///
 /// # Errors
-/// A sentence naming the file and what went wrong.
-pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf, String> {
+/// A [`RememberError`] naming the file and what went wrong.
+pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf, RememberError> {
     let path = file_for(home, workspace);
     let mut all: Vec<Rule> = match std::fs::read_to_string(&path) {
         Ok(text) => PolicyFile::parse(&text)
-            .map_err(|e| {
-                format!(
-                    "{} is not a valid policy file ({e}); fix or delete it",
-                    path.display()
-                )
+            .map_err(|e| RememberError::Invalid {
+                path: path.clone(),
+                message: e.to_string(),
             })?
             .rules
             .into_iter()
             .map(toml::Spanned::into_inner)
             .collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => {
+            return Err(RememberError::Io {
+                doing: "read",
+                path,
+                source,
+            });
+        }
     };
     for rule in rules {
         if !all.contains(rule) {
@@ -142,15 +180,23 @@ pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf
     let body = toml::to_string(&Document {
         policy: Section { rules: &all },
     })
-    .map_err(|e| format!("cannot write the rules: {e}"))?;
+    .map_err(|e| RememberError::Serialise(e.to_string()))?;
     let text = format!(
         "# Approvals remembered for the workspace {}\n# (written when you answered \"always\"; delete a rule to take it back).\n\n{body}",
         workspace.display().to_string().replace('\n', " ")
     );
-    std::fs::create_dir_all(dir(home))
-        .map_err(|e| format!("cannot create {}: {e}", dir(home).display()))?;
-    crate::write_atomic(&path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::create_dir_all(dir(home)).map_err(|source| RememberError::Io {
+        doing: "create",
+        path: dir(home),
+        source,
+    })?;
+    if let Err(source) = crate::write_atomic(&path, text.as_bytes()) {
+        return Err(RememberError::Io {
+            doing: "write",
+            path,
+            source,
+        });
+    }
     Ok(path)
 }
 
@@ -203,7 +249,7 @@ mod tests {
         std::fs::write(&path, "not toml [").unwrap();
         let rules = rules_for("a.b", &[], "t").unwrap();
         let err = remember(home.path(), ws, &rules).unwrap_err();
-        assert!(err.contains("fix or delete it"), "{err}");
+        assert!(err.to_string().contains("fix or delete it"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "not toml [");
     }
 }

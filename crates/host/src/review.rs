@@ -74,5 +74,28 @@ pub trait Reviewer: Send + Sync {
     /// # Errors
     /// Why no verdict came (the model failed, its answer did not parse): the call then goes to a
     /// person.
-    async fn review(&self, request: &ReviewRequest) -> Result<Review, String>;
+    async fn review(&self, request: &ReviewRequest) -> Result<Review, ReviewError>;
+}
+
+/// Why no verdict came: the call then goes to a person.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReviewError {
+    /// The reviewer's model failed.
+    #[error("the reviewer model failed: {0}")]
+    Model(String),
+    /// Its answer passed the bound on an answer's size.
+    #[error("the reviewer's answer is too long")]
+    TooLong,
+    /// Its answer is not one JSON object.
+    #[error("the reviewer did not answer with one JSON object")]
+    NotJson,
+    /// Its decision is not one it may give.
+    #[error("the reviewer's decision is not allow, deny or unsure")]
+    UnknownDecision,
+    /// It gave no reason.
+    #[error("the reviewer gave no reason")]
+    NoReason,
+    /// No answer came within the call's deadline (at most 30 s), in milliseconds.
+    #[error("no answer within {0} ms")]
+    TimedOut(u128),
 }

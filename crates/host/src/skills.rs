@@ -28,12 +28,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::front_matter::FrontMatterError;
 use crate::tool::{Tool, ToolContext};
 
 /// The largest `SKILL.md` (and resource), in bytes.
 pub const MAX_SKILL_BYTES: u64 = 64 * 1024;
-/// The largest front-matter block, in bytes.
-const MAX_FRONT_MATTER_BYTES: usize = 8 * 1024;
 /// The longest description, in characters (the open format's bound).
 const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// Catalogue bounds: entries and bytes.
@@ -585,50 +584,30 @@ struct Front {
 
 /// The front matter and body of a `SKILL.md`.
 fn parse(text: &str) -> Result<(Front, &str), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("SKILL.md must start with a `---` front-matter line")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("the front matter has no closing `---`")?;
-    if end > MAX_FRONT_MATTER_BYTES {
+    let (front, body) = crate::front_matter::parse(text).map_err(|e| match e {
+        FrontMatterError::NoOpening => {
+            "SKILL.md must start with a `---` front-matter line".to_owned()
+        }
+        FrontMatterError::NoClosing => "the front matter has no closing `---`".to_owned(),
+        other => other.to_string(),
+    })?;
+    if let Some((key, found)) = front.hidden() {
         return Err(format!(
-            "the front matter is {end} bytes; keep it within {MAX_FRONT_MATTER_BYTES}"
+            "`{key}` holds a hidden character ({found}); remove it"
         ));
     }
-    let mut fields: BTreeMap<String, String> = BTreeMap::new();
-    for line in rest[..end].lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() || line.trim_start().starts_with('#') || line.starts_with(' ') {
-            continue;
-        }
-        // Lenient: everything after the first colon is the value, colons included.
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        fields.insert(key.trim().to_owned(), unquote(value.trim()).to_owned());
-    }
-    for (key, value) in &fields {
-        if let Some(found) = find_hidden(value) {
-            return Err(format!(
-                "`{key}` holds a hidden character ({found}); remove it"
-            ));
-        }
-    }
-    let description = fields
-        .get("description")
-        .cloned()
+    let description = front
+        .text("description")
         .filter(|d| !d.trim().is_empty())
-        .ok_or("the description is missing; say what the skill does and when to use it")?;
+        .ok_or("the description is missing; say what the skill does and when to use it")?
+        .to_owned();
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
         return Err(format!(
             "the description has {} characters; keep it within {MAX_DESCRIPTION_CHARS}",
             description.chars().count()
         ));
     }
-    let explicit_only = match fields.get("disable-model-invocation").map(String::as_str) {
+    let explicit_only = match front.text("disable-model-invocation") {
         None | Some("false") => false,
         Some("true") => true,
         Some(other) => {
@@ -637,7 +616,6 @@ fn parse(text: &str) -> Result<(Front, &str), String> {
             ));
         }
     };
-    let body = rest[end + 4..].trim_start_matches(['-', '\r', '\n']);
     if let Some(found) = find_hidden(body) {
         return Err(format!(
             "its body holds a hidden character ({found}); remove it"
@@ -645,19 +623,12 @@ fn parse(text: &str) -> Result<(Front, &str), String> {
     }
     Ok((
         Front {
-            name: fields.get("name").cloned(),
+            name: front.text("name").map(str::to_owned),
             description,
             explicit_only,
         },
         body,
     ))
-}
-
-fn unquote(text: &str) -> &str {
-    text.strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))
-        .unwrap_or(text)
 }
 
 fn valid_name(name: &str) -> bool {

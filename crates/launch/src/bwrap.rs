@@ -15,6 +15,39 @@ use std::path::{Path, PathBuf};
 
 use crate::{LaunchError, Network};
 
+/// Why no working `bwrap` was found.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BwrapError {
+    /// None on `PATH`, `/usr/bin` or `/bin`.
+    #[error(
+        "no `bwrap` on PATH: install bubblewrap (Debian: apt-get install bubblewrap) or set [sandbox] backend = \"landlock\""
+    )]
+    NotFound,
+    /// It could not be run (`what`: its `--version`, or a trial sandbox).
+    #[error("`{}{what}` {failed}: {source}", path.display())]
+    Run {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// What was run after the path (` --version`, or nothing).
+        what: &'static str,
+        /// How it failed, in words.
+        failed: &'static str,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// It ran, but could not make a sandbox.
+    #[error(
+        "`{}` cannot make a sandbox here ({stderr}): often user namespaces are blocked",
+        path.display()
+    )]
+    NoSandbox {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+}
+
 /// A `bwrap` that was tried on this machine and works.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Bwrap {
@@ -26,22 +59,23 @@ pub(crate) struct Bwrap {
 
 impl Bwrap {
     /// Finds `bwrap` on `PATH` and runs a trivial sandbox with it; why not, when it fails.
-    pub(crate) fn probe() -> Result<Bwrap, String> {
+    pub(crate) fn probe() -> Result<Bwrap, BwrapError> {
         let path = std::env::var_os("PATH")
             .iter()
             .flat_map(std::env::split_paths)
             .chain([PathBuf::from("/usr/bin"), PathBuf::from("/bin")])
             .map(|dir| dir.join("bwrap"))
             .find(|candidate| candidate.is_absolute() && candidate.is_file())
-            .ok_or_else(|| {
-                "no `bwrap` on PATH: install bubblewrap (Debian: apt-get install bubblewrap) \
-                 or set [sandbox] backend = \"landlock\""
-                    .to_owned()
-            })?;
+            .ok_or(BwrapError::NotFound)?;
         let version = std::process::Command::new(&path)
             .arg("--version")
             .output()
-            .map_err(|e| format!("`{} --version` failed: {e}", path.display()))?;
+            .map_err(|source| BwrapError::Run {
+                path: path.clone(),
+                what: " --version",
+                failed: "failed",
+                source,
+            })?;
         let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
         let trial = std::process::Command::new(&path)
             .args([
@@ -61,14 +95,17 @@ impl Bwrap {
             ])
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| format!("`{}` could not be started: {e}", path.display()))?;
+            .map_err(|source| BwrapError::Run {
+                path: path.clone(),
+                what: "",
+                failed: "could not be started",
+                source,
+            })?;
         if !trial.status.success() {
-            let stderr = String::from_utf8_lossy(&trial.stderr);
-            return Err(format!(
-                "`{}` cannot make a sandbox here ({}): often user namespaces are blocked",
-                path.display(),
-                stderr.trim()
-            ));
+            return Err(BwrapError::NoSandbox {
+                path,
+                stderr: String::from_utf8_lossy(&trial.stderr).trim().to_owned(),
+            });
         }
         Ok(Bwrap { path, version })
     }

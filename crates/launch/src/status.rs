@@ -101,7 +101,7 @@ impl Status {
             Backend::Landlock => (None, None),
             Backend::Bubblewrap => match Bwrap::probe() {
                 Ok(bwrap) => (Some(bwrap), None),
-                Err(why) => (None, Some(why)),
+                Err(why) => (None, Some(why.to_string())),
             },
         };
         let processes = (

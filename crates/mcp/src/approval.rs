@@ -189,7 +189,7 @@ struct State {
 /// always has the same key, another question never.
 fn question_key(request: &ApprovalRequest) -> String {
     let digest = Sha256::digest(question(request).as_bytes());
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    bosun_core::text::hex(&digest[..16])
 }
 
 impl Round {
@@ -205,10 +205,7 @@ impl Round {
     ) -> Round {
         let call = {
             let digest = Sha256::digest(format!("{tool}\n{arguments}").as_bytes());
-            digest
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+            bosun_core::text::hex(&digest)
         };
         let mut answers = BTreeMap::new();
         if let Some(state) = state.and_then(|s| serde_json::from_str::<State>(s).ok())

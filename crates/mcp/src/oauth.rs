@@ -35,6 +35,23 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 /// The largest OAuth response read.
 const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
+/// Why signing in to a server, or forgetting its tokens, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    /// A step of the sign-in failed (discovery, registration, the browser's answer, the
+    /// exchange); the message names the step and what to do.
+    #[error("{0}")]
+    SignIn(String),
+    /// The kept tokens could not be removed.
+    #[error("cannot remove {}: {source}", path.display())]
+    Forget {
+        /// The credentials file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+}
+
 /// Where the tokens of server `name` are kept.
 pub fn credentials_path(home: &Path, name: &str) -> PathBuf {
     home.join("mcp-credentials").join(format!("{name}.json"))
@@ -208,6 +225,18 @@ async fn manager_with(
 /// Discovery, registration or the exchange failed, the person refused, or nobody came back in
 /// time — each said in words.
 pub async fn login(
+    home: &Path,
+    name: &str,
+    url: &str,
+    show: impl FnOnce(&str),
+) -> Result<(), OAuthError> {
+    sign_in(home, name, url, show)
+        .await
+        .map_err(OAuthError::SignIn)
+}
+
+/// The steps of [`login`], each failure said in words.
+async fn sign_in(
     home: &Path,
     name: &str,
     url: &str,
@@ -440,12 +469,12 @@ pub fn signed_in(home: &Path, name: &str, url: &str) -> bool {
 ///
 /// # Errors
 /// The file exists and cannot be removed.
-pub fn logout(home: &Path, name: &str) -> Result<bool, String> {
+pub fn logout(home: &Path, name: &str) -> Result<bool, OAuthError> {
     let path = credentials_path(home, name);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+        Err(source) => Err(OAuthError::Forget { path, source }),
     }
 }
 
@@ -703,7 +732,8 @@ mod tests {
                 browser.get(address).send().await?.text().await
             }));
         })
-        .await;
+        .await
+        .map_err(|e| e.to_string());
         let page = browsing.unwrap().await.unwrap().unwrap();
         SignIn {
             outcome,

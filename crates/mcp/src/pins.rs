@@ -131,17 +131,35 @@ impl PinnedTool {
     ///
     /// # Errors
     /// Why not, naming the command that shows the review again.
-    pub fn check_reviewed(&self, model_name: &str, server: &str) -> Result<(), String> {
+    pub fn check_reviewed(&self, model_name: &str, server: &str) -> Result<(), ReviewError> {
+        let server = server.to_owned();
         match &self.reviewed {
             Some(reviewed) if *reviewed == self.review_digest(model_name) => Ok(()),
-            Some(_) => Err(format!(
-                "its pin no longer matches the review you approved; review it again with `bosun mcp trust {server}`"
-            )),
-            None => Err(format!(
-                "it was approved before Bosun showed every line of a tool's description and its whole schema; review it again with `bosun mcp trust {server}`"
-            )),
+            Some(_) => Err(ReviewError::Changed { server }),
+            None => Err(ReviewError::Unreviewed { server }),
         }
     }
+}
+
+/// Why an approved tool is not offered: what the person reviewed is not what it is now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReviewError {
+    /// The pin changed since the review it was approved with.
+    #[error(
+        "its pin no longer matches the review you approved; review it again with `bosun mcp trust {server}`"
+    )]
+    Changed {
+        /// The server's name.
+        server: String,
+    },
+    /// It was approved before reviews showed everything the model is given.
+    #[error(
+        "it was approved before Bosun showed every line of a tool's description and its whole schema; review it again with `bosun mcp trust {server}`"
+    )]
+    Unreviewed {
+        /// The server's name.
+        server: String,
+    },
 }
 
 /// What the user approved of one server.
@@ -431,7 +449,10 @@ mod tests {
         p.output_schema = None;
         changed.push(p);
         for p in changed {
-            let error = p.check_reviewed("mcp__s__lookup", "s").unwrap_err();
+            let error = p
+                .check_reviewed("mcp__s__lookup", "s")
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("bosun mcp trust s"), "{error}");
         }
         // The review is bound to the name the tool is offered under.
@@ -439,7 +460,10 @@ mod tests {
         // A pin approved before reviews showed everything is not offered until reviewed again.
         let mut old = pinned.clone();
         old.reviewed = None;
-        let error = old.check_reviewed("mcp__s__lookup", "s").unwrap_err();
+        let error = old
+            .check_reviewed("mcp__s__lookup", "s")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("review it again with `bosun mcp trust s`"),
             "{error}"

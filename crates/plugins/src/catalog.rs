@@ -16,26 +16,27 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use bosun_core::Classification;
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::PluginError;
 use crate::chock::{ChockModule, RefusedTool};
 use crate::digests::{Digests, Identity};
 use crate::discovery::{
-    Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, TRIGGERFISH_ENTRY,
-    discover_project, discover_user,
+    Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, discover_project,
+    discover_user,
 };
-use crate::forge::ForgeManifest;
 use crate::metadata::{Manifest, PluginTool};
 use crate::source::SourceSnapshot;
-use crate::triggerfish::TriggerfishManifest;
 use crate::trust::{Declared, TrustRecord, TrustStore};
+
+mod entry;
+
+pub use entry::{
+    Change, JsManifest, PluginContent, PluginEntry, PluginState, ToolOffer, tool_action,
+};
 
 /// Largest `plugin.wasm` read, in bytes (64 MiB).
 pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -56,281 +57,6 @@ pub struct CatalogInput<'a> {
     /// For a listing only: components unchanged since they were last read are shown from
     /// what was kept, and their bytes are not kept for loading ([`Digests`]).
     pub digests: Option<&'a Digests>,
-}
-
-/// What differs between a plugin and its trust record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
-    /// SHA-256 the user trusted.
-    pub old_sha256: String,
-    /// SHA-256 of the bytes on disk now.
-    pub new_sha256: String,
-    /// Version the user trusted.
-    pub old_version: String,
-    /// Version on disk now.
-    pub new_version: String,
-    /// Capabilities declared now but not trusted.
-    pub added_capabilities: Vec<String>,
-    /// Capabilities trusted but no longer declared.
-    pub removed_capabilities: Vec<String>,
-    /// Tools declared now but not trusted.
-    pub added_tools: Vec<String>,
-    /// Tools trusted but no longer declared.
-    pub removed_tools: Vec<String>,
-}
-
-/// Whether and why a plugin loads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum PluginState {
-    /// Wanted, valid and trusted exactly as it is: its tools are offered.
-    Enabled,
-    /// Not wanted: `enabled = false`, or a user plugin directory no config entry points at.
-    Disabled,
-    /// Wanted and valid, but never trusted: `bosun plugins trust` reviews and records it.
-    Untrusted,
-    /// Trusted once, but its bytes changed or it declares capabilities beyond the record.
-    Changed {
-        /// What changed, for the review.
-        what: Change,
-    },
-    /// Cannot be used.
-    Invalid {
-        /// Why, and what to do.
-        reason: String,
-    },
-}
-
-impl fmt::Display for PluginState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Enabled => f.write_str("enabled"),
-            Self::Disabled => f.write_str("disabled"),
-            Self::Untrusted => f.write_str("untrusted"),
-            Self::Changed { .. } => f.write_str("changed"),
-            Self::Invalid { .. } => f.write_str("invalid"),
-        }
-    }
-}
-
-/// How one tool of a plugin is offered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolOffer {
-    /// The tool's own name.
-    pub tool: String,
-    /// Its policy action, `plugin.<local-name>.tool.<tool>`.
-    pub action: String,
-    /// The name the model calls it by; `None` when the plugin is not enabled or an earlier
-    /// plugin already offers a tool of that name.
-    pub model_name: Option<String>,
-}
-
-/// A Forge or Triggerfish plugin's manifest, read without running the plugin.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JsManifest {
-    /// `plugin.json`.
-    Forge(ForgeManifest),
-    /// The `manifest` literal of `mod.ts`.
-    Triggerfish(TriggerfishManifest),
-}
-
-impl JsManifest {
-    /// Reads the manifest of a plugin of `format` (Forge or Triggerfish) from its snapshot;
-    /// `dir` is the plugin's directory, whose name the manifest must repeat.
-    pub fn read(
-        format: PluginFormat,
-        snapshot: &SourceSnapshot,
-        dir: &Path,
-    ) -> Result<Self, PluginError> {
-        match format {
-            PluginFormat::Forge => ForgeManifest::from_snapshot(snapshot, dir).map(Self::Forge),
-            PluginFormat::Triggerfish => {
-                TriggerfishManifest::from_snapshot(snapshot, dir).map(Self::Triggerfish)
-            }
-            PluginFormat::Native | PluginFormat::Chock => Err(PluginError::ManifestInvalid {
-                path: dir.to_owned(),
-                message: "is a WebAssembly plugin: its metadata is in plugin.wasm".to_owned(),
-            }),
-        }
-    }
-
-    /// Its format.
-    pub fn format(&self) -> PluginFormat {
-        match self {
-            Self::Forge(_) => PluginFormat::Forge,
-            Self::Triggerfish(_) => PluginFormat::Triggerfish,
-        }
-    }
-
-    /// The plugin's name (equal to its directory's).
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Forge(m) => &m.name,
-            Self::Triggerfish(m) => &m.name,
-        }
-    }
-
-    /// Its version as declared.
-    pub fn version(&self) -> &str {
-        match self {
-            Self::Forge(m) => &m.version,
-            Self::Triggerfish(m) => &m.version,
-        }
-    }
-
-    /// The module the engine loads, relative to the plugin directory: Forge's normalised
-    /// `entry`, or `mod.ts`.
-    pub fn entry(&self) -> &str {
-        match self {
-            Self::Forge(m) => &m.entry,
-            Self::Triggerfish(_) => TRIGGERFISH_ENTRY,
-        }
-    }
-
-    /// The capabilities trust records: Forge's prefixed `forge:` (`forge:network:access`);
-    /// Triggerfish's `net.http:<authority>` per endpoint and `triggerfish:trusted` when the
-    /// manifest asks for trust.
-    pub fn capabilities(&self) -> BTreeSet<String> {
-        match self {
-            Self::Forge(m) => m.trust_capabilities(),
-            Self::Triggerfish(m) => m.trust_capabilities(),
-        }
-    }
-
-    /// Whether the manifest asks to build code from strings (`eval`, `Function`).
-    pub fn code_from_strings(&self) -> bool {
-        match self {
-            Self::Forge(m) => m.code_from_strings,
-            Self::Triggerfish(m) => m.code_from_strings,
-        }
-    }
-
-    /// The classification the manifest gives its tools' results (Triggerfish); `None` for Forge,
-    /// whose manifest has none.
-    pub fn classification(&self) -> Option<Classification> {
-        match self {
-            Self::Forge(_) => None,
-            Self::Triggerfish(m) => Some(m.classification),
-        }
-    }
-
-    /// What trust pins besides the hash: the version and the capabilities; no tools.
-    pub fn declared(&self) -> Declared {
-        Declared {
-            version: self.version().to_owned(),
-            tools: BTreeSet::new(),
-            capabilities: self.capabilities(),
-        }
-    }
-}
-
-/// One plugin as the catalog sees it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PluginEntry {
-    /// Its scope.
-    #[serde(flatten)]
-    pub scope: PluginScope,
-    /// Its local name (config key, or directory name).
-    pub local_name: String,
-    /// Its directory.
-    pub dir: PathBuf,
-    /// Its format ([`PluginFormat::Native`] for a directory whose format cannot be told; it is
-    /// then invalid).
-    pub format: PluginFormat,
-    /// Its `plugin.wasm` (native plugins; the path is kept for every format).
-    pub wasm: PathBuf,
-    /// Its config entry, for user plugins named in config.
-    #[serde(skip)]
-    pub config: Option<PluginConfig>,
-    /// Its state.
-    #[serde(flatten)]
-    pub state: PluginState,
-    /// Lowercase hex SHA-256 of what was read, when it could be read: `plugin.wasm`'s bytes,
-    /// or the source snapshot's hash.
-    pub sha256: Option<String>,
-    /// A native plugin's checked metadata, when valid.
-    pub manifest: Option<Manifest>,
-    /// A Forge or Triggerfish plugin's checked manifest, when valid.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub js: Option<JsManifest>,
-    /// A Chock plugin's metadata as read from its module, when readable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chock: Option<ChockModule>,
-    /// Tools of a Chock plugin that are not offered, with the reason (Chock refuses a tool it
-    /// cannot use and keeps the others).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub refused_tools: Vec<RefusedTool>,
-    /// Naming of each tool, in the manifest's order (none for JavaScript plugins, whose tools
-    /// are registered when they run).
-    pub offers: Vec<ToolOffer>,
-    #[serde(skip)]
-    bytes: Option<Arc<[u8]>>,
-    #[serde(skip)]
-    source: Option<Arc<SourceSnapshot>>,
-}
-
-impl PluginEntry {
-    /// A native plugin's exact bytes that were hashed and checked; kept for enabled plugins
-    /// only.
-    pub fn bytes(&self) -> Option<&Arc<[u8]>> {
-        self.bytes.as_ref()
-    }
-
-    /// A JavaScript plugin's exact files that were hashed and checked; kept for enabled plugins
-    /// only. The engine loads these, never the directory again.
-    pub fn source(&self) -> Option<&Arc<SourceSnapshot>> {
-        self.source.as_ref()
-    }
-
-    /// Keeps a checked manifest (native or Chock) and names its tools; returns what trust pins.
-    fn set_manifest(&mut self, manifest: Manifest) -> Declared {
-        self.offers = manifest
-            .tools
-            .iter()
-            .map(|t| ToolOffer {
-                tool: t.spec.name.as_str().to_owned(),
-                action: tool_action(&self.local_name, t.spec.name.as_str()),
-                model_name: None,
-            })
-            .collect();
-        let declared = Declared::from(&manifest);
-        self.manifest = Some(manifest);
-        declared
-    }
-
-    /// What trust pins besides the hash, from whichever manifest the plugin has.
-    pub fn declared(&self) -> Option<Declared> {
-        match (&self.manifest, &self.js) {
-            (Some(manifest), _) => Some(Declared::from(manifest)),
-            (None, Some(js)) => Some(js.declared()),
-            (None, None) => None,
-        }
-    }
-
-    /// Each tool with its offer.
-    pub fn tools(&self) -> impl Iterator<Item = (&PluginTool, &ToolOffer)> {
-        self.manifest
-            .iter()
-            .flat_map(|m| m.tools.iter())
-            .zip(self.offers.iter())
-    }
-
-    /// The record that trusts this plugin exactly as read; `None` when it is invalid.
-    pub fn trust_record(&self, trusted_at: DateTime<Utc>) -> Option<TrustRecord> {
-        let (Some(sha256), Some(declared)) = (&self.sha256, self.declared()) else {
-            return None;
-        };
-        if matches!(self.state, PluginState::Invalid { .. }) {
-            return None;
-        }
-        Some(TrustRecord::of(sha256.clone(), &declared, trusted_at))
-    }
-}
-
-/// The policy action of a plugin tool.
-pub fn tool_action(local_name: &str, tool: &str) -> String {
-    format!("plugin.{local_name}.tool.{tool}")
 }
 
 /// Something the catalog wants a person to know; nothing it stops.
@@ -457,7 +183,7 @@ impl Catalog {
             digests.save();
         }
         for entry in &entries {
-            warnings.extend(entry.refused_tools.iter().map(|refused| {
+            warnings.extend(entry.refused_tools().iter().map(|refused| {
                 CatalogWarning::ToolRefused {
                     plugin: entry.local_name.clone(),
                     refused: refused.clone(),
@@ -529,7 +255,7 @@ impl Catalog {
         let entry = self.entries.get(i)?;
         Some(ResolvedTool {
             entry,
-            tool: entry.manifest.as_ref()?.tools.get(j)?,
+            tool: entry.manifest()?.tools.get(j)?,
             offer: entry.offers.get(j)?,
         })
     }
@@ -560,13 +286,8 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         config: found.config,
         state: PluginState::Disabled,
         sha256: None,
-        manifest: None,
-        js: None,
-        chock: None,
-        refused_tools: Vec::new(),
+        content: None,
         offers: Vec::new(),
-        bytes: None,
-        source: None,
     };
     // Reasons quote the plugin's own text; a person reads them, so nothing may stay hidden.
     let invalid = |e: PluginError| PluginState::Invalid {
@@ -634,27 +355,52 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
         digests.learn(&entry.wasm, identity, &sha256, section);
     }
     entry.sha256 = Some(sha256.clone());
-    let declared = match &content {
-        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins)
-            .map(|manifest| entry.set_manifest(manifest)),
+    let read = match &content {
+        Content::Native(bytes) => Manifest::from_component(bytes, input.builtins).map(|manifest| {
+            let declared = entry.name_tools(&manifest);
+            let content = PluginContent::Native {
+                manifest,
+                bytes: None,
+            };
+            (declared, content)
+        }),
         Content::Chock(bytes) => ChockModule::read(bytes).and_then(|module| {
-            let (manifest, refused) = module.manifest(input.builtins)?;
-            entry.chock = Some(module);
-            entry.refused_tools = refused;
-            Ok(entry.set_manifest(manifest))
+            let (manifest, refused_tools) = module.manifest(input.builtins)?;
+            let declared = entry.name_tools(&manifest);
+            let content = PluginContent::Chock {
+                manifest,
+                module,
+                refused_tools,
+                bytes: None,
+            };
+            Ok((declared, content))
         }),
         Content::Js(snapshot) => JsManifest::read(entry.format, snapshot, &entry.dir).map(|js| {
             let declared = js.declared();
-            entry.js = Some(js);
-            declared
+            let content = PluginContent::Js {
+                manifest: js,
+                source: None,
+            };
+            (declared, content)
         }),
         // Checked again from the kept section, exactly as from the component's.
         Content::Listed { metadata, .. } => {
             crate::metadata::PluginMetadata::from_json(metadata.as_bytes())
                 .and_then(|meta| Manifest::from_metadata(meta, input.builtins))
-                .map(|manifest| entry.set_manifest(manifest))
+                .map(|manifest| {
+                    let declared = entry.name_tools(&manifest);
+                    let content = PluginContent::Native {
+                        manifest,
+                        bytes: None,
+                    };
+                    (declared, content)
+                })
         }
     };
+    let declared = read.map(|(declared, read)| {
+        entry.content = Some(read);
+        declared
+    });
     let declared = match declared {
         Ok(declared) => declared,
         Err(e) => {
@@ -675,10 +421,15 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
     };
     // A listing loads nothing: only a host keeps what it will run.
     if entry.state == PluginState::Enabled && input.digests.is_none() {
-        match content {
-            Content::Native(bytes) | Content::Chock(bytes) => entry.bytes = Some(Arc::from(bytes)),
-            Content::Js(snapshot) => entry.source = Some(Arc::new(snapshot)),
-            Content::Listed { .. } => {}
+        match (content, &mut entry.content) {
+            (
+                Content::Native(read) | Content::Chock(read),
+                Some(PluginContent::Native { bytes, .. } | PluginContent::Chock { bytes, .. }),
+            ) => *bytes = Some(Arc::from(read)),
+            (Content::Js(snapshot), Some(PluginContent::Js { source, .. })) => {
+                *source = Some(Arc::new(snapshot));
+            }
+            _ => {}
         }
     }
     entry

@@ -86,8 +86,8 @@ pub mod typescript;
 
 pub use atomic::{sweep_stale_temporaries, write_atomic};
 pub use catalog::{
-    Catalog, CatalogInput, CatalogWarning, Change, JsManifest, PluginEntry, PluginState,
-    ResolvedTool, ToolOffer, tool_action,
+    Catalog, CatalogInput, CatalogWarning, Change, JsManifest, PluginContent, PluginEntry,
+    PluginState, ResolvedTool, ToolOffer, tool_action,
 };
 pub use discovery::{PluginConfig, PluginFormat, PluginScope, check_plugin_configs, is_local_name};
 pub use error::PluginError;

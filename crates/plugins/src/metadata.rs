@@ -236,16 +236,7 @@ impl CapabilityDecl {
 /// A host as a capability scope: a lowercase DNS name or IPv4 address, without scheme, port or
 /// path, so that what policy judges is what the sandbox connects to.
 fn check_host(host: &str) -> Result<(), &'static str> {
-    let labels_ok = host.split('.').all(|label| {
-        !label.is_empty()
-            && label.len() <= 63
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-            && label
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    });
-    if host.is_empty() || host.len() > 253 || !labels_ok {
+    if !bosun_core::is_host_name(host) {
         return Err(
             "is not a host name: write a lowercase DNS name or IPv4 address without scheme, port or path",
         );

@@ -232,14 +232,7 @@ pub(crate) fn parse_host(raw: &str) -> Result<Host, Refusal> {
             .map(|ip| Host::Ip(IpAddr::V4(ip)))
             .map_err(|()| invalid());
     }
-    let valid_label = |label: &str| {
-        !label.is_empty()
-            && label.len() <= 63
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    if host.split('.').all(valid_label) {
+    if bosun_core::is_host_name(host) {
         Ok(Host::Name(host.to_owned()))
     } else {
         Err(invalid())

@@ -97,3 +97,25 @@ async fn cancelling_the_parent_stops_its_child() {
     assert_eq!(last["type"], "run.finished", "{last}");
     assert_eq!(last["outcome"], "cancelled", "{last}");
 }
+
+/// An agent file is read by the same front-matter parser as a skill: a byte order mark and
+/// CRLF line ends are accepted (they were refused), and the keys of a nested map are not taken
+/// for top-level fields (an indented `model:` set the agent's model).
+#[test]
+fn an_agent_file_is_read_like_a_skill() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("reader.md"),
+        "\u{feff}---\r\nname: reader\r\ndescription: Reads.\r\ntools:\r\n  - read_file\r\n  - search\r\nmetadata:\r\n  model: other\r\n---\r\nRead.\r\n",
+    )
+    .unwrap();
+    let (specs, warnings) = bosun_agent::subagent::agent_files(tmp.path(), false);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(specs.len(), 1);
+    let spec = &specs[0];
+    assert_eq!(spec.name, "reader");
+    assert_eq!(spec.description, "Reads.");
+    assert_eq!(spec.tools, ["read_file", "search"]);
+    assert_eq!(spec.model, None);
+    assert_eq!(spec.instructions, "Read.");
+}

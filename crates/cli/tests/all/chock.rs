@@ -280,6 +280,26 @@ fn chock_capabilities_and_actions_are_judged_by_policy() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("\"priced\""));
 }
 
+/// One withholding rule for every format: a Chock tool whose declared capability policy denies
+/// outright (`net.http` for any host) is left out of the session, as a native tool is.
+#[test]
+fn a_chock_tool_is_withheld_when_its_capability_is_denied_outright() {
+    use bosun_plugins::chock::fixture::{BlobTool, blob};
+    let mut priced = BlobTool::new("priced", "Answers after its price is judged.");
+    priced.capabilities = vec!["net.connect.com.example.api.443".into()];
+    let fixture = ChockFixture::with_blob(2, blob(2, "priced", "Bosun", "Priced.", &[priced]), 1);
+    let env = Env::new();
+    install(&env, "priced", &fixture, "");
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    env.user_config(&format!(
+        "{config}\n[[policy.rules]]\naction = \"net.http\"\ndecision = \"deny\"\n"
+    ));
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"priced\""));
+    let (_, result) = call(&env, "priced", "{}");
+    assert_eq!(result["error"]["code"], "unknown_tool", "{result}");
+}
+
 /// Chock's documented form names the module file itself; disabling and enabling again by name
 /// must keep that path rather than look in `$BOSUN_HOME/plugins/NAME`.
 #[test]

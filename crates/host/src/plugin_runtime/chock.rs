@@ -15,32 +15,31 @@ use async_trait::async_trait;
 use bosun_core::ErrorCode;
 use bosun_core::{Capability, CapabilityRequest, Scope, ToolError, ToolOutput, ToolSpec};
 use bosun_plugins::chock::{ChockAbi, Property, encode_arguments, text_for_model};
-use bosun_plugins::{CapabilityDecl, PluginEntry, PluginFormat};
+use bosun_plugins::{CapabilityDecl, PluginContent, PluginEntry};
 use bosun_policy::Policy;
 use bosun_sandbox::{CallOptions, Grants, Instance, Loaded, Sandbox};
 use serde_json::Value;
-use tokio::sync::Mutex;
 
-use crate::plugin_runtime::native::{call_error, denied_outright, memory_bytes, timeout};
+use crate::plugin_runtime::contract::{Assembly, Offer, Runtime};
+use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error};
+use crate::plugin_runtime::granter;
+use crate::plugin_runtime::slot::InstanceSlot;
 use crate::tool::{Tool, ToolContext};
 
 /// One enabled Chock plugin: its bytes, limits and (once used) its compiled form and instance.
-struct ChockRuntime {
+struct ChockPlugin {
     local_name: String,
     bytes: Arc<[u8]>,
     tools: u32,
     sandbox: Sandbox,
     grants: Grants,
     loaded: tokio::sync::OnceCell<Loaded>,
-    instance: Mutex<Option<Instance>>,
+    instance: InstanceSlot<Instance>,
 }
 
-impl ChockRuntime {
+impl ChockPlugin {
     fn error(&self, message: impl std::fmt::Display) -> ToolError {
-        ToolError::new(
-            ErrorCode::PluginError,
-            format!("plugin `{}`: {message}", self.local_name),
-        )
+        plugin_error(&self.local_name, message)
     }
 
     async fn loaded(&self) -> Result<&Loaded, ToolError> {
@@ -64,37 +63,33 @@ impl ChockRuntime {
 
     async fn call(&self, index: u32, args: &[u8], ctx: &ToolContext) -> Result<String, ToolError> {
         let loaded = self.loaded().await?;
-        let mut slot = self.instance.lock().await;
-        if slot.as_ref().is_none_or(Instance::is_poisoned) {
-            *slot = None;
-            let instance = loaded
-                .instantiate(self.grants.clone())
-                .await
-                .map_err(|e| self.error(e))?;
-            *slot = Some(instance);
-        }
-        let Some(instance) = slot.as_mut() else {
-            return Err(self.error("no instance"));
-        };
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             ..CallOptions::default()
         };
-        match instance.call_chock(index, args, opts).await {
-            Ok(out) => Ok(out.output_json),
-            Err(error) => {
-                if error.poisons_instance() {
-                    *slot = None;
-                }
-                Err(call_error(&self.local_name, &error.kind))
-            }
-        }
+        let result = self
+            .instance
+            .with(
+                |_| true,
+                async || {
+                    loaded
+                        .instantiate(self.grants.clone())
+                        .await
+                        .map_err(|e| self.error(e))
+                },
+                async |instance| instance.call_chock(index, args, opts).await,
+            )
+            .await?;
+        // A poisoned instance was already dropped by its slot.
+        result
+            .map(|out| out.output_json)
+            .map_err(|error| call_error(&self.local_name, &error.kind))
     }
 }
 
 /// One Chock tool as the chokepoint sees it.
 pub struct ChockTool {
-    runtime: Arc<ChockRuntime>,
+    runtime: Arc<ChockPlugin>,
     spec: ToolSpec,
     action: String,
     index: u32,
@@ -189,26 +184,30 @@ pub fn plugin_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for entry in entries {
-        let (Some(bytes), Some(module), PluginFormat::Chock) =
-            (entry.bytes(), entry.chock.as_ref(), entry.format)
+        let Some(PluginContent::Chock {
+            manifest,
+            module,
+            bytes: Some(bytes),
+            ..
+        }) = &entry.content
         else {
             continue;
         };
         let config = entry.config.as_ref();
-        let runtime = Arc::new(ChockRuntime {
+        let runtime = Arc::new(ChockPlugin {
             local_name: entry.local_name.clone(),
             bytes: bytes.clone(),
             tools: u32::try_from(module.tools.len()).unwrap_or(u32::MAX),
             sandbox: sandbox.clone(),
             grants: Grants {
-                memory_bytes: memory_bytes(config),
-                timeout: timeout(config),
+                memory_bytes: granter::memory_bytes(config),
+                timeout: granter::timeout(config),
                 ..Grants::default()
             },
             loaded: tokio::sync::OnceCell::new(),
-            instance: Mutex::new(None),
+            instance: InstanceSlot::empty(),
         });
-        for (tool, offer) in entry.tools() {
+        for (tool, offer) in manifest.tools.iter().zip(&entry.offers) {
             if offer.model_name.is_none() {
                 continue;
             }
@@ -219,7 +218,12 @@ pub fn plugin_tools(
             else {
                 continue;
             };
-            if denied_outright(policy, tool, &offer.action) {
+            if granter::withheld(
+                policy,
+                &offer.action,
+                tool.spec.risk,
+                tool.capabilities.iter().map(|d| &d.capability),
+            ) {
                 continue;
             }
             tools.push(Arc::new(ChockTool {
@@ -236,4 +240,29 @@ pub fn plugin_tools(
         }
     }
     tools
+}
+
+/// The runtime of Chock plugins: each enabled module's tools, built lazily on their first call.
+#[derive(Debug, Default)]
+pub struct ChockRuntime;
+
+#[async_trait]
+impl Runtime for ChockRuntime {
+    fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
+        let chock = || {
+            at.enabled()
+                .filter(|e| matches!(e.content, Some(PluginContent::Chock { .. })))
+        };
+        if chock().next().is_none() {
+            return Ok(Offer::default());
+        }
+        Ok(Offer {
+            tools: plugin_tools(chock(), at.sandbox.get()?, at.policy),
+            ..Offer::default()
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

@@ -205,7 +205,7 @@ impl PluginManager {
             JsBounds::default(),
             self.reserved.clone(),
         )
-        .map_err(invalid)?;
+        .map_err(|e| invalid(e.to_string()))?;
         // Nor does it build code from strings: no person reviewed its manifest's request.
         spec.code_from_strings = false;
         // And what it returns is untrusted input: the agent wrote its code.

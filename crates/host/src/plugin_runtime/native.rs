@@ -9,31 +9,38 @@
 //! memory is discarded; the next call gets a fresh one and no other plugin notices.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bosun_core::{
     Authority, Capability, CapabilityRequest, ErrorCode, Scope, ToolError, ToolOutput, ToolSpec,
 };
-use bosun_plugins::{CapabilityDecl, PluginEntry, PluginTool as PluginToolMeta};
-use bosun_policy::{Policy, Subject};
-use bosun_sandbox::{
-    CallErrorKind, CallOptions, FsGrant, Grants, Instance, Loaded, NetGrant, Sandbox,
-};
+use bosun_plugins::{CapabilityDecl, PluginContent, PluginEntry, PluginTool as PluginToolMeta};
+use bosun_policy::Policy;
+use bosun_sandbox::{CallOptions, FsGrant, Grants, Instance, Loaded, NetGrant, Sandbox};
 use serde_json::Value;
-use tokio::sync::Mutex;
 
+use crate::plugin_runtime::contract::{Assembly, Offer, Prompts, Runtime};
+use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error};
+use crate::plugin_runtime::granter::{self, grant_dir};
+pub use crate::plugin_runtime::granter::{DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT};
+use crate::plugin_runtime::slot::{InstanceSlot, Poisonable};
 use crate::tool::{Tool, ToolContext};
 
-/// Default per-call deadline of a plugin.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default memory cap of a plugin instance.
-pub const DEFAULT_MEMORY_MIB: u64 = 256;
+/// An instance and the directories it was linked with.
+struct Linked {
+    fs: Vec<FsGrant>,
+    instance: Instance,
+}
+
+impl Poisonable for Linked {
+    fn is_poisoned(&self) -> bool {
+        self.instance.is_poisoned()
+    }
+}
 
 /// One enabled plugin: its bytes, grants and (once used) its compiled form and instance.
-struct PluginRuntime {
+struct NativePlugin {
     local_name: String,
     bytes: Arc<[u8]>,
     /// The SHA-256 the catalog computed over `bytes` when it checked them against trust.
@@ -42,21 +49,21 @@ struct PluginRuntime {
     grants: Grants,
     loaded: tokio::sync::OnceCell<Loaded>,
     /// The live instance and the directories it was linked with.
-    instance: Mutex<Option<(Vec<FsGrant>, Instance)>>,
+    instance: InstanceSlot<Linked>,
     /// The workspace root the plugin's directories come from.
     root: std::path::PathBuf,
     config: BTreeMap<String, Value>,
 }
 
-impl std::fmt::Debug for PluginRuntime {
+impl std::fmt::Debug for NativePlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginRuntime")
+        f.debug_struct("NativePlugin")
             .field("local_name", &self.local_name)
             .finish_non_exhaustive()
     }
 }
 
-impl PluginRuntime {
+impl NativePlugin {
     async fn loaded(&self) -> Result<&Loaded, ToolError> {
         self.loaded
             .get_or_try_init(|| async {
@@ -75,7 +82,7 @@ impl PluginRuntime {
                 })
                 .await
                 .map_err(|e| plugin_error(&self.local_name, format!("loading failed: {e}")))?
-                .map_err(|e| plugin_error(&self.local_name, e.to_string()))
+                .map_err(|e| plugin_error(&self.local_name, e))
             })
             .await
     }
@@ -91,37 +98,38 @@ impl PluginRuntime {
         // Exactly the directories this call was judged to use: none without a judged fs.read
         // or fs.write, writable only with fs.write, each narrowed to its judged path. An
         // instance linked with other directories is replaced (module state does not survive).
-        let fs = fs_grants(&self.root, &ctx.granted);
-        let mut slot = self.instance.lock().await;
-        if slot
-            .as_ref()
-            .is_none_or(|(linked, instance)| instance.is_poisoned() || *linked != fs)
-        {
-            *slot = None;
-            let instance = loaded
-                .instantiate(Grants {
-                    fs: fs.clone(),
-                    ..self.grants.clone()
-                })
-                .await
-                .map_err(|e| plugin_error(&self.local_name, e.to_string()))?;
-            *slot = Some((fs, instance));
-        }
-        let Some((_, instance)) = slot.as_mut() else {
-            return Err(plugin_error(&self.local_name, "no instance".to_owned()));
+        let fs = granter::preopens(&self.root, &ctx.granted);
+        let options = CallOptions {
+            cancel: ctx.cancel.clone(),
+            net,
+            session: None,
+            processes: None,
         };
-        let result = instance
-            .call(
-                tool,
-                &input.to_string(),
-                CallOptions {
-                    cancel: ctx.cancel.clone(),
-                    net,
-                    session: None,
-                    processes: None,
+        let result = self
+            .instance
+            .with(
+                |linked| linked.fs == fs,
+                async || {
+                    let instance = loaded
+                        .instantiate(Grants {
+                            fs: fs.clone(),
+                            ..self.grants.clone()
+                        })
+                        .await
+                        .map_err(|e| plugin_error(&self.local_name, e))?;
+                    Ok::<_, ToolError>(Linked {
+                        fs: fs.clone(),
+                        instance,
+                    })
+                },
+                async |linked| {
+                    linked
+                        .instance
+                        .call(tool, &input.to_string(), options)
+                        .await
                 },
             )
-            .await;
+            .await?;
         match result {
             Ok(out) => {
                 ctx.log_lines(
@@ -139,35 +147,13 @@ impl PluginRuntime {
                 Ok(ToolOutput::new(value))
             }
             Err(error) => {
-                if error.poisons_instance() {
-                    // Never reuse an instance after a trap, a timeout or a memory failure.
-                    *slot = None;
-                }
+                // A poisoned instance was already dropped by its slot.
                 for refused in &error.report.refused_requests {
                     ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
                 }
                 Err(call_error(&self.local_name, &error.kind))
             }
         }
-    }
-}
-
-/// The tool error for a failed sandbox call: the plugin's own error with its code (kept when it
-/// is one of Bosun's stable codes that a plugin may report, else `plugin_error`: see
-/// [`ToolError::from_plugin`]) and message; any other failure (trap, deadline, memory, output),
-/// which the sandbox itself observed, with its stable code, named after the plugin.
-pub(crate) fn call_error(plugin: &str, kind: &CallErrorKind) -> ToolError {
-    match kind {
-        CallErrorKind::Tool {
-            code,
-            message,
-            retryable,
-        } => ToolError::from_plugin(code, message.clone(), *retryable),
-        kind => ToolError {
-            code: kind.host_code().unwrap_or(ErrorCode::PluginError),
-            message: format!("plugin `{plugin}`: {kind}"),
-            retryable: kind.retryable(),
-        },
     }
 }
 
@@ -183,16 +169,9 @@ fn digest_from_hex(hex: &str) -> Option<[u8; 32]> {
     Some(digest)
 }
 
-fn plugin_error(plugin: &str, message: String) -> ToolError {
-    ToolError::new(
-        ErrorCode::PluginError,
-        format!("plugin `{plugin}`: {message}"),
-    )
-}
-
 /// One plugin tool as the chokepoint sees it.
 pub struct PluginTool {
-    runtime: Arc<PluginRuntime>,
+    runtime: Arc<NativePlugin>,
     spec: ToolSpec,
     tool: String,
     action: String,
@@ -356,29 +335,9 @@ impl Tool for PluginTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let net = net_grant(&ctx.granted, &self.policy);
+        let net = granter::network(&ctx.granted, &self.policy);
         self.runtime.call(&self.tool, &input, net, ctx).await
     }
-}
-
-/// The HTTP grant for one call: exactly the `net.http` authorities policy has just judged
-/// (`granted`, from the chokepoint), and a literal private address only when a rule names it.
-pub(crate) fn net_grant(granted: &[CapabilityRequest], policy: &Policy) -> NetGrant {
-    let mut net = NetGrant::default();
-    for authority in granted
-        .iter()
-        .filter(|r| r.capability == Capability::NetHttp)
-        .filter_map(|r| r.scope.as_authority())
-    {
-        if let Ok(ip) = authority.host.parse::<IpAddr>()
-            && policy.names_host(&authority.host)
-        {
-            // Inside addresses only when a rule names them literally.
-            net.private_allowed.push(ip);
-        }
-        net.hosts.push(authority);
-    }
-    net
 }
 
 /// Builds the runtimes and tools of every enabled plugin in the catalog.
@@ -394,19 +353,31 @@ pub fn plugin_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for entry in entries {
-        let (Some(bytes), bosun_plugins::PluginFormat::Native) = (entry.bytes(), entry.format)
+        let Some(PluginContent::Native {
+            manifest,
+            bytes: Some(bytes),
+        }) = &entry.content
         else {
             continue;
         };
-        let offered: Vec<(&PluginToolMeta, String, String)> = entry
-            .tools()
+        let offered: Vec<(&PluginToolMeta, String, String)> = manifest
+            .tools
+            .iter()
+            .zip(&entry.offers)
             .filter_map(|(tool, offer)| {
                 offer
                     .model_name
                     .clone()
                     .map(|name| (tool, name, offer.action.clone()))
             })
-            .filter(|(tool, _, action)| !denied_outright(policy, tool, action))
+            .filter(|(tool, _, action)| {
+                !granter::withheld(
+                    policy,
+                    action,
+                    tool.spec.risk,
+                    tool.capabilities.iter().map(|d| &d.capability),
+                )
+            })
             .collect();
         if offered.is_empty() {
             continue;
@@ -433,18 +404,18 @@ pub fn plugin_tools(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.to_string()))
                 .collect(),
-            memory_bytes: memory_bytes(config),
-            timeout: timeout(config),
+            memory_bytes: granter::memory_bytes(config),
+            timeout: granter::timeout(config),
             js: bosun_sandbox::JsGrants::default(),
         };
-        let runtime = Arc::new(PluginRuntime {
+        let runtime = Arc::new(NativePlugin {
             local_name: entry.local_name.clone(),
             bytes: bytes.clone(),
             sha256: entry.sha256.as_deref().and_then(digest_from_hex),
             sandbox: sandbox.clone(),
             grants,
             loaded: tokio::sync::OnceCell::new(),
-            instance: Mutex::new(None),
+            instance: InstanceSlot::empty(),
             root: workspace_root.to_owned(),
             config: plugin_config,
         });
@@ -471,7 +442,7 @@ const MAX_PROTECTED_WALK: usize = 50_000;
 /// the preopened directory (so a `secrets/**` deny inside a granted workspace denies the call,
 /// rather than the plugin reading the secrets through its preopen), and, for `fs.write`, every
 /// protected path (`.git`, `.bosun`, ...) at any depth below it.
-pub(crate) fn reached_within(
+fn reached_within(
     policy: &Policy,
     root: &std::path::Path,
     capability: &Capability,
@@ -545,91 +516,48 @@ fn protected_below(root: &std::path::Path, dir: &std::path::Path) -> Vec<String>
     found
 }
 
-/// The directory a grant for `relative` preopens: the path itself when it is a directory, else
-/// its nearest existing ancestor; relative to `root`, with no `.` or `..` components.
-fn grant_dir(root: &std::path::Path, relative: &str) -> std::path::PathBuf {
-    let mut dir = std::path::PathBuf::from(relative);
-    while !(dir.as_os_str().is_empty() || root.join(&dir).is_dir()) {
-        if !dir.pop() {
-            break;
+/// The runtime of native plugins: each enabled component's tools, built lazily on their first
+/// call; their manifests' prompt contributions.
+#[derive(Debug, Default)]
+pub struct NativeRuntime {
+    prompts: Vec<(String, String)>,
+}
+
+#[async_trait]
+impl Runtime for NativeRuntime {
+    fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
+        let native = || {
+            at.enabled()
+                .filter(|e| matches!(e.content, Some(PluginContent::Native { .. })))
+        };
+        self.prompts = native()
+            .filter_map(|entry| {
+                let prompt = entry.manifest()?.prompt.as_ref()?;
+                Some((entry.local_name.clone(), prompt.clone()))
+            })
+            .collect();
+        if native().next().is_none() {
+            return Ok(Offer::default());
         }
+        let tools = plugin_tools(native(), at.sandbox.get()?, at.policy, at.workspace);
+        Ok(Offer {
+            tools,
+            ..Offer::default()
+        })
     }
-    dir.components()
-        .filter(|c| matches!(c, std::path::Component::Normal(_)))
-        .collect()
-}
 
-/// The directories a call may reach: one preopen per judged `fs.read` / `fs.write` scope,
-/// at the judged path's directory (the path itself when it is a directory, else its nearest
-/// existing ancestor), read-only unless the request is `fs.write`, seen by the plugin at the
-/// same place under `/workspace`.
-pub(crate) fn fs_grants(root: &std::path::Path, granted: &[CapabilityRequest]) -> Vec<FsGrant> {
-    let mut grants: Vec<FsGrant> = Vec::new();
-    for request in granted {
-        let writable = match request.capability {
-            Capability::FsRead => false,
-            Capability::FsWrite => true,
-            _ => continue,
-        };
-        let relative = request.scope.path.as_deref().unwrap_or(".");
-        let dir = grant_dir(root, relative);
-        let guest_path = if dir.as_os_str().is_empty() {
-            bosun_sandbox::WORKSPACE_GUEST_PATH.to_owned()
-        } else {
-            format!("{}/{}", bosun_sandbox::WORKSPACE_GUEST_PATH, dir.display())
-        };
-        let grant = FsGrant {
-            host_dir: root.join(&dir),
-            guest_path,
-            writable,
-        };
-        // A writable grant of a place covers a read-only one of the same place.
-        if let Some(same) = grants.iter_mut().find(|g| g.guest_path == grant.guest_path) {
-            same.writable |= grant.writable;
-        } else {
-            grants.push(grant);
-        }
+    async fn prompts(&self, _task: &str) -> Prompts {
+        (self.prompts.clone(), Vec::new())
     }
-    grants.sort();
-    grants
-}
 
-/// A plugin instance's memory cap: its config's `memory_mib`, or [`DEFAULT_MEMORY_MIB`].
-pub(crate) fn memory_bytes(config: Option<&bosun_plugins::PluginConfig>) -> usize {
-    usize::try_from(
-        config
-            .and_then(|c| c.memory_mib)
-            .unwrap_or(DEFAULT_MEMORY_MIB)
-            << 20,
-    )
-    .unwrap_or(usize::MAX)
-}
-
-/// A plugin call's deadline: its config's `timeout_ms`, or [`DEFAULT_TIMEOUT`].
-pub(crate) fn timeout(config: Option<&bosun_plugins::PluginConfig>) -> Duration {
-    config
-        .and_then(|c| c.timeout_ms)
-        .map(Duration::from_millis)
-        .unwrap_or(DEFAULT_TIMEOUT)
-}
-
-/// Whether policy denies a plugin tool before any call: its action, or one of its
-/// capabilities unscoped. Such a tool is left out of the session.
-pub(crate) fn denied_outright(policy: &Policy, tool: &PluginToolMeta, action: &str) -> bool {
-    let mut subjects = vec![Subject::tool(action, tool.spec.risk)];
-    subjects.extend(
-        tool.capabilities
-            .iter()
-            .map(|d| Subject::capability(&CapabilityRequest::bare(d.capability.clone()))),
-    );
-    policy.decide(&subjects, &[], &[]).decision == bosun_core::Decision::Deny
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_from_hex, net_grant, pattern_can_lie_within};
-    use bosun_core::{Authority, Capability, CapabilityRequest, Scope};
-    use bosun_policy::{Mode, Policy, PolicyFile, Source};
+    use super::{digest_from_hex, pattern_can_lie_within};
 
     /// The catalog's hex digest reads back to its bytes; anything else is no digest at all (the
     /// sandbox then hashes the bytes itself).
@@ -643,46 +571,6 @@ mod tests {
         for bad in ["", "00", &"g".repeat(64), &"0".repeat(63), &"é".repeat(32)] {
             assert_eq!(digest_from_hex(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn the_http_grant_is_exactly_the_judged_authorities() {
-        let text =
-            "[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n";
-        let policy = Policy::builder(Mode::WorkspaceWrite)
-            .user(
-                PolicyFile::parse(text).unwrap(),
-                Source::with_text("u.toml", text),
-            )
-            .unwrap()
-            .build();
-        let judged = |a: &str| CapabilityRequest {
-            capability: Capability::NetHttp,
-            scope: Scope::authority(a.parse().unwrap()),
-        };
-        let granted = vec![
-            judged("api.example.com:8443"),
-            judged("127.0.0.1:4000"),
-            judged("10.0.0.7"),
-            // Not network requests: never a host grant.
-            CapabilityRequest::bare(Capability::FsRead),
-            CapabilityRequest::bare(Capability::NetHttp),
-        ];
-        let net = net_grant(&granted, &policy);
-        assert_eq!(
-            net.hosts,
-            vec![
-                Authority::new("api.example.com", Some(8443)),
-                Authority::new("127.0.0.1", Some(4000)),
-                Authority::new("10.0.0.7", None),
-            ]
-        );
-        // An inside address is reachable only when a rule names it literally.
-        assert_eq!(
-            net.private_allowed,
-            vec!["127.0.0.1".parse::<std::net::IpAddr>().unwrap()]
-        );
-        assert!(net_grant(&[], &policy).hosts.is_empty());
     }
 
     #[test]

@@ -467,10 +467,17 @@ fn labels_are_parsed_strictly_and_a_bad_table_names_the_fix() {
         config
             .check()
             .unwrap_err()
+            .to_string()
             .contains("use \"ask\" or \"deny\"")
     );
     let config: ClassificationConfig = toml::from_str("[[paths]]\nglob = \"x/**\"\n").unwrap();
-    assert!(config.check().unwrap_err().contains("says nothing"));
+    assert!(
+        config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("says nothing")
+    );
 }
 
 #[test]

@@ -507,3 +507,22 @@ async fn only_a_tool_of_risk_process_may_start_one() {
     );
     assert!(!root.join("started.marker").exists());
 }
+
+/// One withholding rule for every format: a JavaScript network tool is left out of the session
+/// when policy denies `net.http` outright, as a native or Chock tool whose declared capability
+/// is denied is; a rule for one host only leaves it offered, to be judged per call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_js_network_tool_is_withheld_when_net_http_is_denied_outright() {
+    let spec = || forge("page-fetch", &["tools:register", "network:access"]);
+    let (offered, warnings) = host(vec![spec()], "").await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(offered.chokepoint.action_of("page_fetch").is_some());
+
+    let one_host = "[policy]\n[[policy.rules]]\naction = \"net.http\"\nhost = \"example.com\"\ndecision = \"deny\"\n";
+    let (scoped, _) = host(vec![spec()], one_host).await;
+    assert!(scoped.chokepoint.action_of("page_fetch").is_some());
+
+    let outright = "[policy]\n[[policy.rules]]\naction = \"net.http\"\ndecision = \"deny\"\n";
+    let (denied, _) = host(vec![spec()], outright).await;
+    assert_eq!(denied.chokepoint.action_of("page_fetch"), None);
+}

@@ -601,6 +601,23 @@ fn listeners_environment_and_files_are_found() {
     );
 }
 
+/// A base64 constant is read as the UTF-8 text it encodes: a non-ASCII payload is shown as
+/// written, not as one character per byte (`Ã¼` for `ü`).
+#[test]
+fn a_non_ascii_base64_constant_is_shown_as_the_text_it_encodes() {
+    // "Grüße, héllo" in UTF-8.
+    let findings = scan_source("a.js", "const x = atob(\"R3LDvMOfZSwgaMOpbGxv\");", false);
+    let messages: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.rule == "base64-decode")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["decodes a constant hidden in base64: \"Grüße, héllo\""]
+    );
+}
+
 #[test]
 fn obfuscation_is_found() {
     let base64 = "TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIE1hbnkgaGFuZHMgbWFrZSBsaWdodCB3b3JrLg==";

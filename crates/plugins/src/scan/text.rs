@@ -363,33 +363,25 @@ fn hex_value(digits: Option<&str>) -> Option<u32> {
     u32::from_str_radix(digits, 16).ok()
 }
 
-/// `atob`: standard base64 (padding optional, ASCII whitespace ignored) to a binary string
-/// whose characters are the bytes. `None` if it is not valid base64.
+/// A base64 constant (standard alphabet, padding optional, ASCII whitespace ignored, as `atob`
+/// reads it) as the text it encodes: UTF-8, with any invalid sequence shown as U+FFFD, so
+/// that what it hides reads as written. `None` if it is not valid base64.
 pub(crate) fn decode_base64(text: &str) -> Option<String> {
-    let mut bits: u32 = 0;
-    let mut nbits = 0;
-    let mut out = String::new();
-    let body = text.trim_end_matches(|c: char| c == '=' || c.is_ascii_whitespace());
-    for c in body.chars() {
-        if c.is_ascii_whitespace() {
-            continue;
-        }
-        let v = match c {
-            'A'..='Z' => c as u32 - 'A' as u32,
-            'a'..='z' => c as u32 - 'a' as u32 + 26,
-            '0'..='9' => c as u32 - '0' as u32 + 52,
-            '+' => 62,
-            '/' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | v;
-        nbits += 6;
-        if nbits >= 8 {
-            nbits -= 8;
-            out.push(char::from(((bits >> nbits) & 0xFF) as u8));
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const ATOB: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let body: String = text
+        .trim_end_matches(|c: char| c == '=' || c.is_ascii_whitespace())
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    let bytes = ATOB.decode(body).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `text` cut to `max` characters, with `…` when cut.

@@ -76,7 +76,7 @@ fn user_plugins_are_the_configured_ones_then_the_other_directories_sorted_and_di
         ]
     );
     // Disabled plugins are listed with their metadata.
-    assert!(catalog.entries()[0].manifest.is_some());
+    assert!(catalog.entries()[0].manifest().is_some());
 }
 
 /// `bosun plugins install` copies a plugin to `.install-<name>-<pid>` before renaming it into

@@ -136,8 +136,8 @@ fn a_forge_plugin_is_untrusted_then_enabled_then_changed_with_the_capability_dif
     let e = entry(&catalog, "count-text");
     assert_eq!(e.state, PluginState::Untrusted);
     assert_eq!(e.format, PluginFormat::Forge);
-    assert!(e.offers.is_empty() && e.manifest.is_none() && e.source().is_none());
-    let js = e.js.as_ref().unwrap();
+    assert!(e.offers.is_empty() && e.manifest().is_none() && e.source().is_none());
+    let js = e.js().unwrap();
     assert_eq!(
         (js.name(), js.version(), js.entry(), js.classification()),
         ("count-text", "1.0.0", "index.mjs", None)
@@ -209,13 +209,13 @@ fn a_triggerfish_plugin_records_its_endpoints_and_its_trust() {
         (e.format, &e.state),
         (PluginFormat::Triggerfish, &PluginState::Untrusted)
     );
-    let Some(JsManifest::Triggerfish(m)) = &e.js else {
-        panic!("{:?}", e.js)
+    let Some(JsManifest::Triggerfish(m)) = e.js() else {
+        panic!("{:?}", e.js())
     };
     assert_eq!(m.endpoint_authorities, ["api.weather.com"]);
-    assert_eq!(e.js.as_ref().unwrap().entry(), "mod.ts");
+    assert_eq!(e.js().unwrap().entry(), "mod.ts");
     assert_eq!(
-        e.js.as_ref().unwrap().classification(),
+        e.js().unwrap().classification(),
         Some(bosun_core::Classification::Public)
     );
     assert_eq!(

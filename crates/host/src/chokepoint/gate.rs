@@ -1,0 +1,361 @@
+//! Step 5 of the chokepoint, and what a running call asks for: deny stops, `review` goes to
+//! the reviewer, `ask` to a person; "always" answers are written as policy rules. Nothing here
+//! allows silently: an unsure, unanswered or failed review goes to a person.
+
+use std::time::Duration;
+
+use bosun_core::{
+    ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, ToolError,
+};
+use bosun_policy::Subject;
+
+use super::{Chokepoint, ToolCall};
+use crate::Tool;
+use crate::approval::ApprovalRequest;
+use crate::review::{ReviewContext, ReviewError, ReviewRequest, Verdict};
+use crate::session::Session;
+use crate::trace::Trace;
+
+/// What a person is asked to approve.
+struct Asking<'a> {
+    call: &'a ToolCall,
+    action: &'a str,
+    /// The call (or what it asks for mid-call) as the person sees it, redacted.
+    summary: String,
+    /// What the call would change, redacted, when the tool can say.
+    preview: Option<String>,
+    capabilities: &'a [CapabilityRequest],
+    explanation: &'a Explanation,
+    /// Whether "always" may be written as policy rules.
+    rememberable: bool,
+}
+
+impl<'a> Asking<'a> {
+    /// A person asked about a whole call (rememberable), with the change it would make shown
+    /// through the trace's redaction.
+    fn call(
+        call: &'a ToolCall,
+        tool: &'a dyn Tool,
+        summary: String,
+        capabilities: &'a [CapabilityRequest],
+        explanation: &'a Explanation,
+        trace: &Trace,
+    ) -> Asking<'a> {
+        Asking {
+            call,
+            action: tool.action(),
+            summary,
+            preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
+            capabilities,
+            explanation,
+            rememberable: true,
+        }
+    }
+}
+
+impl Chokepoint {
+    /// Step 5: lets an allowed call through; a denied one, or one the reviewer or a person
+    /// refuses, is the error.
+    pub(super) async fn gate(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        capabilities: &[CapabilityRequest],
+        explanation: &Explanation,
+        session: &Session,
+        trace: &Trace,
+    ) -> Result<(), ToolError> {
+        match explanation.decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny => Err(ToolError::new(
+                ErrorCode::Denied,
+                format!("policy denies this call: {}", explanation.summary()),
+            )),
+            // `review` goes to the reviewer; so does `ask` when nobody could answer it and the
+            // user opted in.
+            Decision::Review | Decision::Ask
+                if self.reviewer.is_some()
+                    && (explanation.decision == Decision::Review
+                        || (self.review_asks && !self.broker.has_person())) =>
+            {
+                let summary = trace.redact_text(&tool.summarize(&call.input));
+                let verdict = self
+                    .review(
+                        call,
+                        tool.action(),
+                        &summary,
+                        capabilities,
+                        explanation,
+                        session,
+                        trace,
+                    )
+                    .await;
+                match verdict {
+                    Some(Verdict::Allow) => Ok(()),
+                    Some(Verdict::Deny) => Err(ToolError::new(
+                        ErrorCode::Denied,
+                        format!(
+                            "the reviewer denied {}; do something else or ask the person how to proceed",
+                            call.name
+                        ),
+                    )),
+                    // Unsure, unanswered, unparsed or failed: a person decides, never a silent
+                    // allow.
+                    Some(Verdict::Unsure) | None => {
+                        let asking =
+                            Asking::call(call, tool, summary, capabilities, explanation, trace);
+                        self.approve(asking, session, trace).await
+                    }
+                }
+            }
+            Decision::Ask | Decision::Review => {
+                // The prompt shows the input through the same redaction as the trace.
+                let summary = trace.redact_text(&tool.summarize(&call.input));
+                let asking = Asking::call(call, tool, summary, capabilities, explanation, trace);
+                self.approve(asking, session, trace).await
+            }
+        }
+    }
+
+    /// Asks the reviewer about a `review` decision, within the call's deadline (at most 30 s),
+    /// recording its answer; `None` when no verdict came.
+    #[allow(clippy::too_many_arguments)]
+    async fn review(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        summary: &str,
+        capabilities: &[CapabilityRequest],
+        explanation: &Explanation,
+        session: &Session,
+        trace: &Trace,
+    ) -> Option<Verdict> {
+        let reviewer = self.reviewer.as_ref()?;
+        let request = ReviewRequest {
+            tool: call.name.clone(),
+            action: action.to_owned(),
+            summary: summary.to_owned(),
+            capabilities: capabilities.to_vec(),
+            reason: explanation.summary(),
+            taint: session.taint(),
+            untrusted: session.untrusted_source(),
+            context: {
+                let context = session.review_context();
+                ReviewContext {
+                    asked: context.asked.map(|text| trace.redact_text(&text)),
+                    said: context.said.map(|text| trace.redact_text(&text)),
+                }
+            },
+        };
+        let limit = Duration::from_millis(self.limits.tool_timeout_ms.min(30_000));
+        let answer = match tokio::time::timeout(limit, reviewer.review(&request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(ReviewError::TimedOut(limit.as_millis())),
+        };
+        let (verdict, reason) = match &answer {
+            Ok(review) => (review.verdict.as_str().to_owned(), review.reason.clone()),
+            Err(why) => ("failed".to_owned(), why.to_string()),
+        };
+        trace.record(Event::ReviewAnswered {
+            call_id: call.id.clone(),
+            reviewer: reviewer.name().to_owned(),
+            verdict,
+            reason: trace.redact_text(&reason),
+        });
+        answer.ok().map(|review| review.verdict)
+    }
+
+    /// Judges a capability a running call asks for: policy on the capability alone (the call
+    /// itself was already allowed), a person when policy asks, the decision in the trace.
+    pub(super) async fn judge_mid_call(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        request: CapabilityRequest,
+        summary: &str,
+        session: &Session,
+        trace: &Trace,
+    ) -> Result<(), ToolError> {
+        let subjects = [Subject::capability(&request)];
+        let mut explanation =
+            session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]));
+        let reach = crate::flow::Reach {
+            capabilities: std::slice::from_ref(&request),
+            sink: None,
+            own_process: false,
+            root: Some(self.workspace.root()),
+        };
+        for check in self.flow.judge(&reach, session) {
+            crate::flow::tighten(&mut explanation, check);
+        }
+        trace.record(Event::CapabilityDecided {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            capability: request.clone(),
+            explanation: explanation.clone(),
+        });
+        let summary = trace.redact_text(summary);
+        match explanation.decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny => Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "policy denies {} for {}: {}",
+                    summary,
+                    call.name,
+                    explanation.summary()
+                ),
+            )),
+            Decision::Ask | Decision::Review => {
+                let capabilities = [request];
+                let asking = Asking {
+                    call,
+                    action,
+                    summary,
+                    preview: None,
+                    capabilities: &capabilities,
+                    explanation: &explanation,
+                    rememberable: false,
+                };
+                self.approve(asking, session, trace).await
+            }
+        }
+    }
+
+    /// Writes an "always in this workspace" answer as policy rules and records what happened;
+    /// the call runs whether or not the write succeeds (the person allowed it).
+    fn remember(
+        &self,
+        call: &ToolCall,
+        action: &str,
+        capabilities: &[CapabilityRequest],
+        trace: &Trace,
+    ) {
+        let rules = crate::remembered::rules_for(action, capabilities, &call.name);
+        let (file, rules, error) = match (&self.remember_in, rules) {
+            (None, _) => (
+                String::new(),
+                Vec::new(),
+                Some("this host has no $BOSUN_HOME to remember approvals in".to_owned()),
+            ),
+            (Some(home), Err(e)) => (
+                crate::remembered::file_for(home, self.workspace.root())
+                    .display()
+                    .to_string(),
+                Vec::new(),
+                Some(e.to_string()),
+            ),
+            (Some(home), Ok(rules)) => {
+                let described = crate::remembered::describe(&rules);
+                match crate::remembered::remember(home, self.workspace.root(), &rules) {
+                    Ok(path) => (path.display().to_string(), described, None),
+                    Err(e) => (
+                        crate::remembered::file_for(home, self.workspace.root())
+                            .display()
+                            .to_string(),
+                        described,
+                        Some(e.to_string()),
+                    ),
+                }
+            }
+        };
+        trace.record(Event::ApprovalRemembered {
+            call_id: call.id.clone(),
+            file,
+            rules,
+            error,
+        });
+    }
+
+    async fn approve(
+        &self,
+        asking: Asking<'_>,
+        session: &Session,
+        trace: &Trace,
+    ) -> Result<(), ToolError> {
+        let Asking {
+            call,
+            action,
+            summary,
+            preview,
+            capabilities,
+            explanation,
+            rememberable,
+        } = asking;
+        // A session grant covers this action with exactly the capabilities it was given for.
+        let grant_key = crate::approval::session_grant_key(action, capabilities);
+        if session.is_granted(&grant_key) {
+            trace.record(Event::ApprovalAnswered {
+                call_id: call.id.clone(),
+                answer: ApprovalAnswer::AllowSession,
+            });
+            return Ok(());
+        }
+        let reason = explanation.summary();
+        trace.record(Event::ApprovalAsked {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            reason: reason.clone(),
+        });
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            action: action.to_owned(),
+            summary,
+            preview,
+            capabilities: capabilities.to_vec(),
+            decision: explanation.decision,
+            reason,
+        };
+        let answer = self.broker.ask(&request).await;
+        trace.record(Event::ApprovalAnswered {
+            call_id: call.id.clone(),
+            answer,
+        });
+        match answer {
+            ApprovalAnswer::AllowOnce => Ok(()),
+            ApprovalAnswer::AllowSession => {
+                session.grant(&grant_key);
+                Ok(())
+            }
+            ApprovalAnswer::AllowAlways => {
+                session.grant(&grant_key);
+                // A mid-call capability is remembered for the session only: a rule written
+                // for it alone could say more than the person saw.
+                if rememberable {
+                    self.remember(call, action, capabilities, trace);
+                }
+                Ok(())
+            }
+            ApprovalAnswer::Deny => Err(ToolError::new(
+                ErrorCode::Denied,
+                match self.broker.take_feedback(&call.id) {
+                    // The person's own words, for the model to act on.
+                    Some(feedback) => format!(
+                        "the person declined {} and said: {}",
+                        call.name,
+                        feedback.trim()
+                    ),
+                    None => format!(
+                        "the person declined {}; do something else or ask them how to proceed",
+                        call.name
+                    ),
+                },
+            )),
+            ApprovalAnswer::Unavailable => {
+                let subject = explanation
+                    .deciding_rule()
+                    .map_or(action, |rule| rule.subject.as_str());
+                Err(ToolError::new(
+                    ErrorCode::NeedsApproval,
+                    format!(
+                        "policy asks before {} ({}) and nobody can answer here: {} add a policy rule that allows `{subject}`",
+                        call.name,
+                        explanation.summary(),
+                        self.broker.unanswered_hint()
+                    ),
+                ))
+            }
+        }
+    }
+}

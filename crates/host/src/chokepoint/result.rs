@@ -1,0 +1,140 @@
+//! Steps 7 and 8 of the chokepoint, after a tool returned: the post-response hooks act on the
+//! result, and the session takes on what the result carries (its level, untrusted input). The
+//! session's taint only ever rises here.
+
+use bosun_core::{Capability, Classification, Event, Risk};
+use serde_json::Value;
+
+use super::{Chokepoint, ToolCall};
+use crate::hooks::PostEffect;
+use crate::session::Session;
+use crate::trace::Trace;
+use crate::{Tool, ToolContext};
+
+impl Chokepoint {
+    /// Step 7: the post-response hooks redact the result, raise its level or mark it untrusted
+    /// before anyone sees it; recorded when one matched.
+    pub(super) fn post_hooks(
+        &self,
+        call: &ToolCall,
+        value: &mut Value,
+        trace: &Trace,
+    ) -> PostEffect {
+        let effect = self.result_hooks.post(&call.name, value);
+        if !effect.hooks.is_empty() {
+            trace.record(Event::HookApplied {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                hooks: effect.hooks.clone(),
+                redactions: effect.redactions,
+                level: effect.level,
+                untrusted: effect.untrusted.is_some(),
+            });
+        }
+        effect
+    }
+
+    /// Step 8: raises the session's taint to the result's level — the highest of the tool's,
+    /// the result's, the hooks' and the labels of what it read: the paths it named, each file
+    /// it returned content of beneath them (a search's matches), and every file they share an
+    /// inode with. It never falls. A program could read the whole workspace: what it returns
+    /// carries the highest label of the workspace's labelled files.
+    ///
+    /// Returns where the untrusted input the call read came from, if it read any.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn raise_taint(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        ctx: &ToolContext,
+        classification: Option<Classification>,
+        effect: &PostEffect,
+        session: &Session,
+        trace: &Trace,
+    ) -> Option<String> {
+        let root = self.workspace.root();
+        let crate::flow::Read {
+            level: read_level,
+            untrusted: read_untrusted,
+            file: read_file,
+        } = self
+            .flow
+            .read_levels(Some(root), &ctx.granted, &ctx.read_files.take());
+        let mut level = classification
+            .unwrap_or(tool.spec().classification)
+            .max(tool.spec().classification)
+            .max(read_level.unwrap_or_default())
+            .max(effect.level.unwrap_or_default());
+        let ran_program = tool.spec().risk == Risk::Process
+            || ctx
+                .granted
+                .iter()
+                .any(|r| r.capability == Capability::ProcessSpawn);
+        let mut readable = None;
+        if ran_program
+            && let Some((at, path)) = self.flow.workspace_level(root, level.max(session.taint()))
+        {
+            level = level.max(at);
+            readable = Some(path);
+        }
+        let before = session.taint();
+        let after = session.raise_taint(level);
+        if after > before {
+            session.set_taint_source(match (readable, read_file) {
+                (Some(path), _) => format!(
+                    "{} ({}), a program that could read {path}",
+                    call.name, call.id
+                ),
+                (None, Some(path)) => {
+                    format!("{} ({}), which read {path}", call.name, call.id)
+                }
+                (None, None) => format!("{} ({})", call.name, call.id),
+            });
+            trace.record(Event::TaintRaised {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                from: before,
+                to: after,
+            });
+        }
+        read_untrusted
+    }
+
+    /// Step 8b: marks the session when the result is untrusted input — anything from the
+    /// network, a tool's own untrusted source, a file read that was, or a result a hook marks.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn mark_untrusted(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        ctx: &ToolContext,
+        read_untrusted: Option<String>,
+        hook_untrusted: Option<String>,
+        session: &Session,
+        trace: &Trace,
+    ) {
+        let network: Vec<String> = ctx
+            .granted
+            .iter()
+            .filter(|r| r.capability == Capability::NetHttp)
+            .filter_map(|r| r.scope.as_authority().map(|a| a.host))
+            .collect();
+        let untrusted = if network.is_empty() {
+            tool.untrusted_source()
+                .or(read_untrusted)
+                .or(hook_untrusted.map(|hook| format!("a result {hook} marks")))
+        } else {
+            Some(format!("the network ({})", network.join(", ")))
+        };
+        if let Some(source) = untrusted {
+            let source = format!("{source}, read by {} ({})", call.name, call.id);
+            if session.mark_untrusted(source.clone()) {
+                trace.record(Event::UntrustedInput {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! [`JsObserver`]: run events handed to the JavaScript plugins that observe them, off the
+//! run's path.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::plugin_runtime::js::plugin::JsRuntime;
+
+/// Events waiting for one plugin's observers; beyond this the newest are dropped and counted.
+const OBSERVER_QUEUE: usize = 1024;
+
+/// Delivers every event of a run to the plugins that registered `observeRunEvents` observers.
+///
+/// The trace hands events over already redacted; each plugin gets them in order on a worker
+/// thread of its own, through a bounded queue, so a slow or stuck observer never stalls the run
+/// (Forge awaits observers inline). Its warnings (an observer threw) and the events a full queue
+/// dropped are logged.
+pub struct JsObserver {
+    queues: Vec<(String, std::sync::mpsc::SyncSender<Value>)>,
+    dropped: std::sync::atomic::AtomicU64,
+    warnings: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Warnings kept for a person; more are dropped.
+const MAX_OBSERVER_WARNINGS: usize = 100;
+
+fn push_warning(warnings: &std::sync::Mutex<Vec<String>>, warning: String) {
+    let mut warnings = warnings
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warnings.len() < MAX_OBSERVER_WARNINGS {
+        warnings.push(warning);
+    }
+}
+
+impl std::fmt::Debug for JsObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsObserver")
+            .field("plugins", &self.queues.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsObserver {
+    /// An observer for the runtimes with observers; `None` when no plugin has one.
+    pub fn for_runtimes(runtimes: &[Arc<JsRuntime>]) -> Option<Arc<Self>> {
+        let mut queues = Vec::new();
+        let warnings: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        for runtime in runtimes.iter().filter(|r| r.descriptor.hooks.observe > 0) {
+            let sink = Arc::clone(&warnings);
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Value>(OBSERVER_QUEUE);
+            let name = runtime.spec.local_name.clone();
+            let runtime = Arc::clone(runtime);
+            let spawned = std::thread::Builder::new()
+                .name(format!("observe-{}", runtime.spec.local_name))
+                .spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    else {
+                        return;
+                    };
+                    // Ends when the observer (the sender) is dropped with the trace.
+                    while let Ok(event) = receiver.recv() {
+                        match rt.block_on(runtime.observe(&event)) {
+                            Ok(found) => {
+                                for warning in found {
+                                    push_warning(&sink, warning);
+                                }
+                            }
+                            Err(e) => push_warning(
+                                &sink,
+                                format!(
+                                    "plugin `{}`: its observers failed: {}",
+                                    runtime.spec.local_name, e.message
+                                ),
+                            ),
+                        }
+                    }
+                });
+            if spawned.is_ok() {
+                queues.push((name, sender));
+            }
+        }
+        (!queues.is_empty()).then(|| {
+            Arc::new(Self {
+                queues,
+                dropped: std::sync::atomic::AtomicU64::new(0),
+                warnings,
+            })
+        })
+    }
+
+    /// The observers' warnings so far (an observer threw, or failed), taken.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .warnings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Events dropped because a plugin's queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl crate::trace::Observer for JsObserver {
+    fn observe(&self, envelope: &bosun_core::Envelope) {
+        // Plugins observe what the trace records; streamed text is not recorded.
+        if envelope.event.is_live() {
+            return;
+        }
+        let Ok(event) = serde_json::to_value(envelope) else {
+            return;
+        };
+        for (_, queue) in &self.queues {
+            if queue.try_send(event.clone()).is_err() {
+                self.dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! [`JsRuntime`]: one JavaScript plugin shared by its tools, hooks and observers — its spec,
+//! what it registered, and its one instance, activated again after it is poisoned.
+
+use std::sync::Arc;
+
+use bosun_core::{ErrorCode, ToolError};
+use bosun_js::{Descriptor, JsError, JsPlugin};
+use bosun_sandbox::{CallErrorKind, CallOptions};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error};
+use crate::plugin_runtime::js::engine::{JsEngine, KeptAt};
+use crate::plugin_runtime::js::spec::JsPluginSpec;
+use crate::plugin_runtime::slot::InstanceSlot;
+
+/// Where the workspace appears to a JavaScript plugin (its `context.workspace`).
+const GUEST_WORKSPACE: &str = "/workspace";
+
+/// One plugin, shared by its tools and hooks. Its instance is activated on first use (or was
+/// at start, when nothing was kept); a poisoned instance (trap, deadline, memory) is replaced
+/// by activating the plugin again on the next call, and module state is lost.
+pub struct JsRuntime {
+    pub(super) spec: JsPluginSpec,
+    engine: Arc<JsEngine>,
+    plugin: InstanceSlot<JsPlugin>,
+    pub(super) descriptor: Descriptor,
+    kept: Option<KeptAt>,
+}
+
+impl std::fmt::Debug for JsRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsRuntime")
+            .field("local_name", &self.spec.local_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn js_error(local: &str, error: &JsError) -> ToolError {
+    match error {
+        JsError::Call { source, .. } => {
+            let mut error = call_error(local, &source.kind);
+            if matches!(source.kind, CallErrorKind::Tool { .. }) {
+                // The engine's own errors (activation, a promise that cannot settle) name no
+                // plugin; say which.
+                error.message = format!("plugin `{local}`: {}", error.message);
+            }
+            error
+        }
+        other => ToolError::new(ErrorCode::PluginError, format!("plugin `{local}`: {other}")),
+    }
+}
+
+/// Why activation failed, said once: the plugin's own error without the layers that each
+/// named the plugin again (`plugin x: tool error plugin_error: the promise was rejected:
+/// Activation failed for plugin "x": TypeError: …` becomes `activate() threw TypeError: …`).
+fn activation_failure(name: &str, error: &JsError) -> String {
+    let JsError::Call { source, .. } = error else {
+        return error.to_string();
+    };
+    let bosun_sandbox::CallErrorKind::Tool { message, .. } = &source.kind else {
+        return source.kind.to_string();
+    };
+    let message = message
+        .strip_prefix("the promise was rejected: ")
+        .unwrap_or(message);
+    match message.strip_prefix(&format!("Activation failed for plugin \"{name}\": ")) {
+        Some(thrown) => format!("its activate() threw {thrown}"),
+        None => message.to_owned(),
+    }
+}
+
+impl JsRuntime {
+    /// Activates the plugin in a fresh engine instance, loading the engine if it is not yet.
+    ///
+    /// # Errors
+    /// Why activation failed, in words for a person.
+    pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, LeftOut> {
+        let loaded = engine.get().await.map_err(LeftOut::Engine)?;
+        let plugin = JsPlugin::activate(
+            loaded,
+            spec.grants(),
+            &spec.files,
+            &spec.request(),
+            CallOptions::default(),
+        )
+        .await
+        .map_err(|e| LeftOut::Activation(spec.place(&activation_failure(&spec.name, &e))))?;
+        let descriptor = plugin.descriptor().clone();
+        if let Some(expected) = &spec.static_manifest {
+            // What was reviewed is the manifest read without running code; a module that
+            // exports something else is not the plugin that was reviewed.
+            let exported = descriptor.manifest.clone().unwrap_or(Value::Null);
+            expected
+                .check_runtime(&exported)
+                .map_err(LeftOut::Activation)?;
+        }
+        Ok(Arc::new(Self {
+            spec,
+            engine: Arc::clone(engine),
+            plugin: InstanceSlot::holding(plugin),
+            descriptor,
+            kept: None,
+        }))
+    }
+
+    /// The plugin as an earlier activation with the same inputs described it; nothing runs
+    /// until its first call, hook or observed event.
+    pub(super) fn kept(
+        spec: JsPluginSpec,
+        engine: &Arc<JsEngine>,
+        descriptor: Descriptor,
+        kept: KeptAt,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            spec,
+            engine: Arc::clone(engine),
+            plugin: InstanceSlot::empty(),
+            descriptor,
+            kept: Some(kept),
+        })
+    }
+
+    /// Whether an instance of the plugin is live now (it was activated and not poisoned).
+    pub async fn is_active(&self) -> bool {
+        self.plugin.is_live().await
+    }
+
+    /// What the plugin registered.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// The spec it was started from.
+    pub fn spec(&self) -> &JsPluginSpec {
+        &self.spec
+    }
+
+    /// Runs `f` on the live instance, activating a fresh one first if the last was poisoned.
+    pub(super) async fn with_plugin<T>(
+        &self,
+        f: impl AsyncFnOnce(&mut JsPlugin) -> Result<T, JsError>,
+    ) -> Result<T, ToolError> {
+        let result = self
+            .plugin
+            .with(|_| true, async || self.activate_again().await, f)
+            .await?;
+        result.map_err(|e| self.placed(js_error(&self.spec.local_name, &e)))
+    }
+
+    /// A fresh instance of the plugin, which must register exactly what it was offered as.
+    async fn activate_again(&self) -> Result<JsPlugin, ToolError> {
+        let local = &self.spec.local_name;
+        let engine = self.engine.get().await.map_err(|e| {
+            plugin_error(
+                local,
+                format!("the JavaScript engine could not be loaded: {e}"),
+            )
+        })?;
+        let plugin = JsPlugin::activate(
+            engine,
+            self.spec.grants(),
+            &self.spec.files,
+            &self.spec.request(),
+            CallOptions::default(),
+        )
+        .await
+        .map_err(|e| self.placed(js_error(local, &e)))?;
+        // Its tools, schemas and hooks were offered as described; an instance that
+        // registers anything else is not the plugin those offers name.
+        if *plugin.descriptor() != self.descriptor {
+            if let Some(kept) = &self.kept {
+                kept.cache.put(&kept.key, plugin.descriptor());
+            }
+            return Err(ToolError::new(
+                ErrorCode::PluginError,
+                format!(
+                    "plugin `{local}` registered other tools or hooks than when it was \
+                     listed, so its calls are refused in this run; the next start lists \
+                     what it registers now"
+                ),
+            ));
+        }
+        Ok(plugin)
+    }
+
+    /// `error` with its position placed in the TypeScript (see [`JsPluginSpec::place`]).
+    fn placed(&self, mut error: ToolError) -> ToolError {
+        error.message = self.spec.place(&error.message);
+        error
+    }
+
+    /// The plugin's prompt contributions (Forge `contributePrompt`, Triggerfish `systemPrompt`).
+    ///
+    /// # Errors
+    /// The plugin's hook failed or returned more than 32 KiB.
+    pub async fn prompts(&self, task: &str) -> Result<Vec<String>, ToolError> {
+        if self.descriptor.hooks.prompt == 0 && self.descriptor.system_prompt.is_none() {
+            return Ok(Vec::new());
+        }
+        let payload = json!({
+            "prompt": task,
+            "workspaceRoot": GUEST_WORKSPACE,
+            "workingDirectory": GUEST_WORKSPACE,
+        });
+        self.with_plugin(async |p| p.prompt(&payload, CallOptions::default()).await)
+            .await
+    }
+
+    /// Hands one (already redacted) run event to the plugin's observers; returns their warnings.
+    ///
+    /// # Errors
+    /// The engine failed (the observers' own throws are warnings, not errors).
+    pub async fn observe(&self, event: &Value) -> Result<Vec<String>, ToolError> {
+        self.with_plugin(async |p| p.observe(event, CallOptions::default()).await)
+            .await
+    }
+
+    /// Runs one of the plugin's commands (`bosun plugins run`).
+    ///
+    /// # Errors
+    /// The command failed in the sandbox.
+    pub async fn command(
+        &self,
+        name: &str,
+        args: &[String],
+        cancel: CancellationToken,
+    ) -> Result<bosun_js::CommandOutput, ToolError> {
+        let payload = json!({
+            "name": name,
+            "args": args,
+            "cwd": GUEST_WORKSPACE,
+            "workspaceRoot": GUEST_WORKSPACE,
+        });
+        self.with_plugin(async |p| {
+            p.command(
+                &payload,
+                CallOptions {
+                    cancel,
+                    ..CallOptions::default()
+                },
+            )
+            .await
+        })
+        .await
+    }
+}

@@ -1,0 +1,138 @@
+//! Reading recorded runs back: finding one by id, prefix or `last`, its envelopes, and the
+//! subagent runs it started. Nothing here writes a trace.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use bosun_core::{Envelope, Event};
+
+use super::TraceError;
+
+/// Whether the trace at `path` is a subagent's (its first envelope names a parent run).
+fn started_by_another(path: &Path) -> bool {
+    use std::io::{BufRead as _, Read as _};
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    let mut reader = std::io::BufReader::new(file.take(64 * 1024));
+    if reader.read_line(&mut first).is_err() {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(&first)
+        .is_ok_and(|v| v.get("parent_run_id").is_some_and(|p| !p.is_null()))
+}
+
+/// Finds a run's trace: `last` is the newest run a person started (not a subagent's);
+/// otherwise an id or a unique prefix of one.
+pub fn find_run(runs_dir: &Path, which: &str) -> Result<PathBuf, TraceError> {
+    let entries = fs::read_dir(runs_dir).map_err(|_| {
+        TraceError::NotFound(format!("no runs recorded yet in {}", runs_dir.display()))
+    })?;
+    let mut ids: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .map(str::to_owned)
+        })
+        .collect();
+    ids.sort();
+    let chosen = if which == "last" {
+        // The newest run that no other run started: a subagent's run starts after its
+        // parent's, but `last` means the run the person started.
+        ids.iter()
+            .rev()
+            .find(|id| !started_by_another(&runs_dir.join(format!("{id}.jsonl"))))
+            .cloned()
+    } else {
+        let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(which)).collect();
+        match matches.as_slice() {
+            [one] => Some((*one).clone()),
+            [] => None,
+            _ => {
+                return Err(TraceError::NotFound(format!(
+                    "run id prefix `{which}` matches {} runs; give more characters",
+                    matches.len()
+                )));
+            }
+        }
+    };
+    chosen
+        .map(|id| runs_dir.join(format!("{id}.jsonl")))
+        .ok_or_else(|| {
+            TraceError::NotFound(format!(
+                "no run `{which}` in {}; `bosun inspect last` shows the newest",
+                runs_dir.display()
+            ))
+        })
+}
+
+/// Reads every envelope of a trace file.
+pub fn read_run(path: &Path) -> Result<Vec<Envelope>, TraceError> {
+    let file = File::open(path).map_err(|source| TraceError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let mut envelopes = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| TraceError::Read {
+            path: path.into(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let envelope = serde_json::from_str(&line).map_err(|e| TraceError::Parse {
+            path: path.into(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        envelopes.push(envelope);
+    }
+    Ok(envelopes)
+}
+
+/// started it), oldest first. Reads only the first line of each trace.
+pub fn children_of(runs_dir: &Path, run_id: &str) -> Vec<(String, String)> {
+    use std::io::Read as _;
+    let Ok(entries) = fs::read_dir(runs_dir) else {
+        return Vec::new();
+    };
+    let mut children = Vec::new();
+    for entry in entries.filter_map(Result::ok).take(100_000) {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let Ok(file) = fs::File::open(&path) else {
+            continue;
+        };
+        let mut line = String::new();
+        if std::io::BufReader::new(file)
+            .take(64 * 1024)
+            .read_line(&mut line)
+            .is_err()
+        {
+            continue;
+        }
+        let Ok(envelope) = serde_json::from_str::<Envelope>(&line) else {
+            continue;
+        };
+        if envelope.parent_run_id.as_deref() != Some(run_id) {
+            continue;
+        }
+        let command = match &envelope.event {
+            Event::RunStarted { command, .. } => command.clone(),
+            _ => String::new(),
+        };
+        children.push((envelope.timestamp, envelope.run_id, command));
+    }
+    children.sort();
+    children
+        .into_iter()
+        .map(|(_, id, command)| (id, command))
+        .collect()
+}
