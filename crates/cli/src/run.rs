@@ -133,6 +133,17 @@ impl Observer for Terminal {
             Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),
+            Event::ContextCompacted {
+                summarised, error, ..
+            } => self.line(&match error {
+                None => format!(
+                    "  (compacted {summarised} earlier messages into a summary to fit the context window)"
+                ),
+                Some(error) => format!(
+                    "  (the conversation could not be compacted: {})",
+                    sanitize_for_terminal(error)
+                ),
+            }),
             Event::ModelReasoning { text, .. } => {
                 // One line of it, as a glimpse of what the model is doing; the trace has it all.
                 let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");

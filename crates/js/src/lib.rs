@@ -18,7 +18,7 @@ mod plugin;
 
 pub use descriptor::{
     ActivationRequest, Descriptor, Format, HookCounts, JsCommand, JsLimits, JsSubagent,
-    JsSubagentLimits, JsTool, Trust,
+    JsSubagentLimits, JsTool, Trust, UnknownRisk, tool_risk_of,
 };
 pub use plugin::{CommandOutput, JsError, JsPlugin, Restriction, ToolOutcome};
 
