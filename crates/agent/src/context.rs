@@ -8,8 +8,9 @@
 //! outputs are replaced, one at a time, by `[elided: N bytes of <tool> output to fit the context
 //! window]` until the estimate is at most [`ELIDE_TO_PERCENT`] % (the gap keeps a long run from
 //! eliding on every step, which would also defeat providers' prompt caching). Only tool outputs
-//! are elided — never the task, the model's own turns or the system prompt — and a model without
-//! a `context_window` is never elided for.
+//! are elided — never the task, the model's own turns or the system prompt. The window is the
+//! model entry's `context_window`, else the known window of the provider's model id
+//! ([`known_window`]); a model with neither is never elided for.
 
 use bosun_models::{AssistantPart, Message, ToolDefinition};
 use serde::Serialize;
@@ -35,6 +36,24 @@ pub struct ContextBudget {
 }
 
 impl ContextBudget {
+    /// The limits of a configured model: its `context_window`, else the known window of its
+    /// model id.
+    pub fn of(configured: &bosun_models::ConfiguredModel) -> Self {
+        Self {
+            context_window: configured
+                .context_window
+                .or_else(|| known_window(&configured.model)),
+            max_output_tokens: configured.max_output_tokens,
+        }
+    }
+
+    /// Percent of the room for input left after a request of `estimated` tokens, if the
+    /// window is known.
+    pub fn percent_left(&self, estimated: u64) -> Option<u64> {
+        let room = self.input_room()?.max(1);
+        Some(room.saturating_sub(estimated) * 100 / room)
+    }
+
     /// Estimated tokens of input a request may carry, if the window is known.
     pub fn input_room(&self) -> Option<u64> {
         let window = self.context_window?;
@@ -44,6 +63,31 @@ impl ContextBudget {
         };
         Some(window.saturating_sub(reserve))
     }
+}
+
+/// Context windows of the official providers' model ids, by the longest prefix that matches
+/// (a dated or suffixed id matches its family). Local servers set `context_window` themselves:
+/// their window is whatever they were started with.
+const KNOWN_WINDOWS: &[(&str, u64)] = &[
+    ("claude-", 200_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("codex-", 200_000),
+];
+
+/// The known context window of the provider's model id `model`, if it is one of the official
+/// providers' (see [`KNOWN_WINDOWS`]).
+pub fn known_window(model: &str) -> Option<u64> {
+    KNOWN_WINDOWS
+        .iter()
+        .filter(|(prefix, _)| model.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, window)| *window)
 }
 
 /// Estimated tokens of a request: system prompt, tool definitions and conversation.
@@ -158,6 +202,20 @@ fn tool_name_of(earlier: &[Message], call_id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_windows_match_the_model_family() {
+        assert_eq!(known_window("claude-sonnet-4-5-20250929"), Some(200_000));
+        assert_eq!(known_window("gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(known_window("gpt-4o-mini"), Some(128_000));
+        assert_eq!(known_window("qwen3:8b"), None);
+        let budget = ContextBudget {
+            context_window: Some(10_000),
+            max_output_tokens: Some(2_000),
+        };
+        assert_eq!(budget.percent_left(2_000), Some(75));
+        assert_eq!(budget.percent_left(9_000), Some(0));
+    }
 
     #[test]
     fn the_room_for_input_leaves_the_output_reserve() {

@@ -16,8 +16,10 @@
 //! tool (the chokepoint cancels it and returns `cancelled`); calls of that step not yet started
 //! get a `cancelled` result without running. The run ends with [`RunEnd::Cancelled`].
 //!
-//! **Context elision**: before each step the oldest tool outputs are elided to fit the
-//! model's context window; see [`crate::context`].
+//! **Context elision and compaction**: before each step the oldest tool outputs are elided to
+//! fit the model's context window (see [`crate::context`]); when that is not enough, or the
+//! provider answers that the request is over the window, the earlier turns are compacted into a
+//! summary (see [`crate::compaction`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +33,7 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{compact, is_overflow, needs_compaction};
 pub use crate::context::{
     BYTES_PER_TOKEN, ContextBudget, DEFAULT_OUTPUT_RESERVE, ELIDE_AT_PERCENT, ELIDE_TO_PERCENT,
     Elision, elide_to_fit, elision_marker, estimate_tokens,
@@ -295,6 +298,7 @@ impl Agent {
             tool_calls: 0,
             usage: TokenUsage::default(),
         };
+        let turn_start = report.messages.len();
         report.messages.push(Message::user(task));
         // A reviewer weighs each call against what the person asked.
         session.set_request(task);
@@ -306,7 +310,9 @@ impl Agent {
             ))
         });
         session.set_run_budget(pool.clone());
-        report.end = self.steps(&mut report, session, trace, cancel, &pool).await;
+        report.end = self
+            .steps(&mut report, turn_start, session, trace, cancel, &pool)
+            .await;
         trace.record(Event::RunFinished {
             outcome: report.end.trace_outcome(),
         });
@@ -317,6 +323,7 @@ impl Agent {
     async fn steps(
         &self,
         report: &mut RunReport,
+        mut turn_start: usize,
         session: &Arc<Session>,
         trace: &Trace,
         cancel: &CancellationToken,
@@ -346,32 +353,51 @@ impl Agent {
                     bytes: elision.bytes as u64,
                 });
             }
-            let request = ModelRequest {
-                model: self.model.clone(),
-                system: Some(self.system_prompt.text.clone()),
-                messages: report.messages.clone(),
-                tools: tools.clone(),
-                max_output_tokens: self.context.max_output_tokens,
-            };
-            trace.record(Event::ModelStarted {
-                step,
-                model: self.model.clone(),
-                messages: request.messages.len() as u64,
-                estimated_input_tokens: estimate_tokens(
-                    &self.system_prompt.text,
-                    &tools,
-                    &request.messages,
-                ),
-            });
-            let answer = match self.model_step(step, &request, trace, cancel).await {
-                StepEnd::Answer(answer) => answer,
-                StepEnd::Cancelled => return RunEnd::Cancelled,
-                StepEnd::Failed(error) => {
-                    trace.record(Event::ModelFailed {
-                        step,
-                        error: error.to_string(),
-                    });
-                    return RunEnd::ModelFailed(error);
+            if needs_compaction(
+                &self.context,
+                &self.system_prompt.text,
+                &tools,
+                &report.messages,
+            ) {
+                self.compact(report, &mut turn_start, trace, cancel).await;
+            }
+            let mut compacted_on_overflow = false;
+            let answer = loop {
+                let request = ModelRequest {
+                    model: self.model.clone(),
+                    system: Some(self.system_prompt.text.clone()),
+                    messages: report.messages.clone(),
+                    tools: tools.clone(),
+                    max_output_tokens: self.context.max_output_tokens,
+                };
+                trace.record(Event::ModelStarted {
+                    step,
+                    model: self.model.clone(),
+                    messages: request.messages.len() as u64,
+                    estimated_input_tokens: estimate_tokens(
+                        &self.system_prompt.text,
+                        &tools,
+                        &request.messages,
+                    ),
+                });
+                match self.model_step(step, &request, trace, cancel).await {
+                    StepEnd::Answer(answer) => break answer,
+                    StepEnd::Cancelled => return RunEnd::Cancelled,
+                    StepEnd::Failed(error) => {
+                        trace.record(Event::ModelFailed {
+                            step,
+                            error: error.to_string(),
+                        });
+                        // Over the window: compact once and send the step again.
+                        if is_overflow(&error)
+                            && !compacted_on_overflow
+                            && self.compact(report, &mut turn_start, trace, cancel).await
+                        {
+                            compacted_on_overflow = true;
+                            continue;
+                        }
+                        return RunEnd::ModelFailed(error);
+                    }
                 }
             };
             if let Some(usage) = answer.usage {
@@ -484,6 +510,51 @@ impl Agent {
             ))
         });
         (content, is_error)
+    }
+
+    /// Compacts the turns before this run's own (which starts at `turn_start`, moved to where
+    /// it is afterwards); true when it did. A compaction that cannot be done is recorded and
+    /// the run goes on (the step may then fail over the window, saying to compact).
+    async fn compact(
+        &self,
+        report: &mut RunReport,
+        turn_start: &mut usize,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> bool {
+        match compact(
+            self.provider.as_ref(),
+            &self.model,
+            &self.context,
+            &report.messages,
+            *turn_start,
+            cancel,
+        )
+        .await
+        {
+            Ok((messages, done)) => {
+                let own = report.messages.len() - *turn_start;
+                report.messages = messages;
+                *turn_start = report.messages.len() - own;
+                trace.record(Event::ContextCompacted {
+                    summarised: done.summarised as u64,
+                    kept: done.kept as u64,
+                    summary_bytes: done.summary.len() as u64,
+                    error: None,
+                });
+                true
+            }
+            Err(crate::compaction::CompactError::NothingToCompact) => false,
+            Err(error) => {
+                trace.record(Event::ContextCompacted {
+                    summarised: 0,
+                    kept: report.messages.len() as u64,
+                    summary_bytes: 0,
+                    error: Some(error.to_string()),
+                });
+                false
+            }
+        }
     }
 
     fn exhausted(&self, trace: &Trace, budget: Budget, limit: u32) -> RunEnd {

@@ -57,6 +57,11 @@ pub struct Script {
     pub model: Option<String>,
     /// The steps, in order.
     pub steps: Vec<Step>,
+    /// Play the script from its first step for each task: the step is chosen by the number of
+    /// answers since the request's last user message, so the script never runs dry (a demo used
+    /// again and again). Otherwise the n-th request of the server's life gets the n-th step.
+    #[serde(default)]
+    pub each_task: bool,
 }
 
 /// One answer.
@@ -143,6 +148,7 @@ impl Script {
         Self {
             model: None,
             steps: steps.into_iter().collect(),
+            each_task: false,
         }
     }
 
@@ -357,7 +363,12 @@ async fn answer(state: &Arc<State>, request: Request<Incoming>) -> Response<Chan
             );
         }
     };
-    let index = state.next.fetch_add(1, Ordering::SeqCst);
+    let played = state.next.fetch_add(1, Ordering::SeqCst);
+    let index = if state.script.each_task {
+        answers_since_task(&body)
+    } else {
+        played
+    };
     if let Ok(mut requests) = state.requests.lock() {
         requests.push(body.clone());
     }
@@ -426,6 +437,19 @@ async fn answer(state: &Arc<State>, request: Request<Incoming>) -> Response<Chan
         hyper::header::HeaderValue::from_static("no-cache"),
     );
     response
+}
+
+/// How many assistant messages follow the request's last user message: the step of this task.
+fn answers_since_task(body: &Value) -> usize {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return 0;
+    };
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m.get("role").and_then(Value::as_str) != Some("user"))
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .count()
 }
 
 /// The error of the request's last message, when it is a tool result with `"ok": false`.
@@ -562,5 +586,23 @@ mod tests {
         assert_eq!(last_tool_error(&body).as_deref(), Some("denied: no"));
         let ok = json!({"messages": [{"role": "tool", "content": "{\"ok\":true,\"output\":1,\"truncated\":false}"}]});
         assert_eq!(last_tool_error(&ok), None);
+    }
+
+    #[test]
+    fn each_task_starts_the_script_again_at_every_user_message() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "a"},
+            {"role": "tool", "content": "{}"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "c"},
+            {"role": "tool", "content": "{}"}
+        ]});
+        assert_eq!(answers_since_task(&body), 1);
+        assert_eq!(
+            answers_since_task(&json!({"messages": [{"role": "user", "content": "x"}]})),
+            0
+        );
     }
 }

@@ -410,6 +410,51 @@ impl SessionStore {
         Ok((sessions, warnings))
     }
 
+    /// Removes the stored session `which` (an id, a unique prefix or `last`), returning it. A
+    /// name that is not a stored session is refused, so nothing else in the directory can go.
+    pub fn remove(&self, which: &str) -> Result<StoredSession, SessionError> {
+        let session = self.load(which)?;
+        let path = self.path_of(&session.id);
+        fs::remove_file(&path).map_err(|source| SessionError::Io {
+            action: "remove",
+            path,
+            source,
+        })?;
+        Ok(session)
+    }
+
+    /// Removes the sessions of `among` (summaries from [`SessionStore::list`], most recent
+    /// first) that are last used before `before`, or that come after the `keep` most recent
+    /// ones; returns those removed. Either bound may be absent; with neither nothing goes.
+    pub fn prune(
+        &self,
+        among: &[SessionSummary],
+        before: Option<DateTime<Utc>>,
+        keep: Option<usize>,
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        let mut removed = Vec::new();
+        for (rank, session) in among.iter().enumerate() {
+            let old = before.is_some_and(|before| session.updated_at < before);
+            let beyond = keep.is_some_and(|keep| rank >= keep);
+            if !(old || beyond) || !is_id(&session.id) {
+                continue;
+            }
+            let path = self.path_of(&session.id);
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(session.clone()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(SessionError::Io {
+                        action: "remove",
+                        path,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     fn not_found(&self, which: &str) -> SessionError {
         SessionError::NotFound {
             which: which.to_owned(),

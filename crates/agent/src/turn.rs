@@ -16,6 +16,7 @@ use bosun_models::ConfiguredModel;
 use tokio_util::sync::CancellationToken;
 
 use crate::assembly::{TurnError, chain, open_host, open_model, reviewer};
+use crate::compaction::{CompactError, Compacted, compact};
 use crate::context::ContextBudget;
 use crate::conversation::Conversation;
 use crate::instructions::SystemPrompt;
@@ -133,12 +134,36 @@ impl TurnBuilder {
     }
 }
 
+/// `/compact`: the conversation's earlier turns summarised by its model (no tools offered), the
+/// recent turns kept, and the session stored so. The conversation is unchanged when it fails.
+pub async fn compact_conversation(
+    config: &LoadedConfig,
+    conversation: &mut Conversation,
+    cancel: &CancellationToken,
+) -> Result<Compacted, CompactError> {
+    let configured = open_model(config, &conversation.stored.model)
+        .map_err(|e| CompactError::Open(Box::new(e)))?;
+    let messages = &conversation.stored.messages;
+    let (compacted, done) = compact(
+        configured.provider.as_ref(),
+        &configured.model,
+        &context_of(&configured),
+        messages,
+        messages.len(),
+        cancel,
+    )
+    .await?;
+    let before = std::mem::replace(&mut conversation.stored.messages, compacted);
+    if let Err(e) = conversation.store.save(&mut conversation.stored) {
+        conversation.stored.messages = before;
+        return Err(CompactError::Store(e));
+    }
+    Ok(done)
+}
+
 /// The size limits of a configured model.
 fn context_of(configured: &ConfiguredModel) -> ContextBudget {
-    ContextBudget {
-        context_window: configured.context_window,
-        max_output_tokens: configured.max_output_tokens,
-    }
+    ContextBudget::of(configured)
 }
 
 /// A configured model as a subagent talks to it.

@@ -455,8 +455,13 @@ pub fn config_check(json: bool) -> Result<u8> {
             } else if files.is_empty() {
                 outln!("no config files; defaults apply");
             } else {
+                let colour = crate::term::colour_on_stdout();
                 for f in files {
-                    outln!("ok  {f}");
+                    crate::term::write_stdout(&format!(
+                        "{}  {}\n",
+                        crate::term::paint("ok", crate::term::Paint::Green, colour),
+                        crate::term::escape(&f)
+                    ));
                 }
             }
             Ok(exit::OK)

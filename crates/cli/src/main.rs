@@ -15,12 +15,15 @@
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
 mod commands;
+mod doctor;
 mod env;
+mod first_run;
 mod mcp;
 mod plugin_commands;
 mod plugins;
 mod run;
 mod serve;
+mod sessions;
 mod term;
 mod tui;
 
@@ -42,12 +45,23 @@ pub mod exit {
     pub const NEEDS_APPROVAL: u8 = 4;
 }
 
+/// `bosun --version`: the crate's version, and the commit and date it was built from (set by
+/// `build.rs`; `unknown` when the build had neither git nor the packager's variables).
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (commit {}, {})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("BOSUN_COMMIT").unwrap_or("unknown"),
+        option_env!("BOSUN_COMMIT_DATE").unwrap_or("unknown")
+    )
+});
+
 #[derive(Debug, Parser)]
 #[command(
     name = "bosun",
-    version,
+    version = VERSION.as_str(),
     about = "An agent host whose every tool call passes one chokepoint.",
-    long_about = "An agent host whose every tool call passes one chokepoint.\n\nWithout a command, opens the interactive terminal UI (/help there lists its commands).",
+    long_about = "An agent host whose every tool call passes one chokepoint.\n\nWithout a command, opens the interactive terminal UI (/help there lists its commands). With no model configured it offers to configure the OpenAI or Anthropic key or the local Ollama or vLLM it finds, else opens on a scripted demo model. `bosun doctor` checks the whole setup.",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -81,9 +95,24 @@ enum Command {
         #[arg(long)]
         kind: Option<String>,
     },
-    /// Check configuration files.
+    /// Check configuration files, or write a starter one.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check everything a run depends on (config, models and keys, sandbox, skills, plugins,
+    /// MCP servers, the JavaScript engine), with a fix for each problem; exit code 1 when
+    /// something is broken.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script: `bosun completions bash > ~/.local/share/bash-completion/completions/bosun`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `bosun man | man -l -`.
+    Man,
     /// List, inspect, trust, enable and scaffold plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
@@ -141,8 +170,9 @@ enum Command {
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allowed_origins: Vec<String>,
     },
-    /// A scripted stand-in for a model (not a real model), for demos and tests.
-    #[command(subcommand, hide = true)]
+    /// A scripted stand-in for a model (not a real model): try Bosun without an API key, as
+    /// `scripts/demo` does.
+    #[command(subcommand)]
     DemoModel(DemoModelCommand),
 }
 
@@ -210,6 +240,31 @@ enum SessionsCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// One stored session: its model, workspace, runs and conversation.
+    Show {
+        /// An id, a unique prefix, or `last`.
+        id: String,
+        /// Print the stored session as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one stored session.
+    Rm {
+        /// An id, a unique prefix, or `last`.
+        id: String,
+    },
+    /// Remove this workspace's old sessions: those last used before an age, or beyond a count.
+    Prune {
+        /// Remove sessions last used longer ago than this (`30d`, `12h`, `2w`, `90m`).
+        #[arg(long, value_name = "AGE", value_parser = sessions::parse_age)]
+        older_than: Option<std::time::Duration>,
+        /// Keep only the N most recently used.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Every workspace's sessions, not only this one's.
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -327,7 +382,20 @@ enum PluginsCommand {
         /// asks for trust again (for a plugin you are writing).
         #[arg(long)]
         link: bool,
+        /// Replace an installed plugin of that name (a rebuilt one): the old copy stays if the new
+        /// one cannot be installed or is not trusted.
+        #[arg(long, conflicts_with = "link")]
+        force: bool,
         /// Trust it without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove a user plugin: its entry, its trust and its installed copy (a linked plugin's
+    /// directory is kept).
+    Remove {
+        /// The plugin's local name.
+        name: String,
+        /// Remove without asking.
         #[arg(long)]
         yes: bool,
     },
@@ -385,6 +453,13 @@ enum ConfigCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a commented starter config to $BOSUN_HOME/config.toml, with the models found on
+    /// this machine (OPENAI_API_KEY, ANTHROPIC_API_KEY, a local Ollama or vLLM).
+    Init {
+        /// Replace an existing config file.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -454,6 +529,20 @@ fn main() -> ExitCode {
         ),
         Command::Inspect { run, json, kind } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
+        Command::Config(ConfigCommand::Init { force }) => first_run::config_init(force),
+        Command::Doctor { json } => doctor::doctor(json),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "bosun",
+                &mut out,
+            );
+            term::write_stdout(&String::from_utf8_lossy(&out));
+            Ok(exit::OK)
+        }
+        Command::Man => man(),
         Command::Run {
             task,
             model,
@@ -470,6 +559,13 @@ fn main() -> ExitCode {
             yes,
         ),
         Command::Sessions(SessionsCommand::List { all, json }) => run::sessions_list(all, json),
+        Command::Sessions(SessionsCommand::Show { id, json }) => sessions::show(&id, json),
+        Command::Sessions(SessionsCommand::Rm { id }) => sessions::rm(&id),
+        Command::Sessions(SessionsCommand::Prune {
+            older_than,
+            keep,
+            all,
+        }) => sessions::prune(older_than, keep, all),
         Command::Models(ModelsCommand::List { json }) => run::models_list(json),
         Command::Mcp(McpCommand::List { json }) => mcp::list(json),
         Command::Mcp(McpCommand::Trust { name, yes }) => mcp::trust(&name, yes),
@@ -526,11 +622,21 @@ fn main() -> ExitCode {
                 path,
                 name,
                 link,
+                force,
                 yes,
-            } => plugins::install(&path, name.as_deref(), link, yes),
+            } => plugins::install(&path, name.as_deref(), link, force, yes),
+            PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
         },
     };
     finish(result)
+}
+
+/// `bosun man`: the manual page, rendered from the same definitions as `--help`.
+fn man() -> anyhow::Result<u8> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
+    term::write_stdout(&String::from_utf8_lossy(&out));
+    Ok(exit::OK)
 }
 
 /// The exit code of a command, printing its error.

@@ -374,7 +374,7 @@ pub fn untrust(name: &str) -> Result<u8> {
 }
 
 /// Rewrites the user's config with `edit` applied, atomically and keeping comments.
-fn edit_user_config(
+pub(crate) fn edit_user_config(
     home: &Path,
     edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<()>,
 ) -> Result<()> {
@@ -512,10 +512,13 @@ pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path
                 );
             }
             outln!(
-                "build it: (cd {} && cargo build --target wasm32-wasip2 --release)",
+                "build it: (cd {} && cargo build --target wasm32-wasip2 --release)   (once: rustup target add wasm32-wasip2)",
                 dir.display()
             );
-            outln!("then: bosun plugins install {}", dir.display());
+            outln!(
+                "then: bosun plugins install {} (after a rebuild: add --force)",
+                dir.display()
+            );
         }
         NewKind::Forge | NewKind::Triggerfish => {
             outln!(
@@ -528,7 +531,7 @@ pub fn new(name: &str, dir: Option<&Path>, kind: NewKind, sdk_path: Option<&Path
 }
 
 /// `bosun plugins install PATH [--name NAME] [--link] [--yes]`.
-pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result<u8> {
+pub fn install(path: &Path, name: Option<&str>, link: bool, force: bool, yes: bool) -> Result<u8> {
     let cargo_target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
     let (source, derived) = InstallSource::of(path, cargo_target.as_deref())?;
     let name = name.map_or(derived, str::to_owned);
@@ -547,6 +550,21 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result
         return enable(&name, Some(&dir), yes);
     }
     let plugins = bosun_plugins::discovery::user_plugins_dir(&home);
+    if force {
+        // A rebuilt plugin: the old copy stays in place until the new one is enabled.
+        let replaced = source.replace_into(&plugins, &name)?;
+        return match enable(&name, Some(Path::new(&name)), yes) {
+            Ok(code) if code == exit::OK => {
+                outln!("installed {name} in {}", replaced.installed.path.display());
+                replaced.commit();
+                Ok(code)
+            }
+            other => {
+                replaced.rollback();
+                other
+            }
+        };
+    }
     let installed = source.install_into(&plugins, &name)?;
     match enable(&name, Some(Path::new(&name)), yes) {
         Ok(code) if code == exit::OK => {
@@ -559,6 +577,77 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, yes: bool) -> Result
             other
         }
     }
+}
+
+/// `bosun plugins remove NAME [--yes]`: after confirming, forgets a user plugin — its
+/// `[plugins.NAME]` entry and its trust — and deletes its installed copy under
+/// `$BOSUN_HOME/plugins` (moved aside first, so it is never half there). A linked plugin's own
+/// directory is never deleted.
+pub fn remove(name: &str, yes: bool) -> Result<u8> {
+    if !bosun_plugins::is_local_name(name) {
+        bail!("`{name}` is not a plugin's local name");
+    }
+    let env = load()?;
+    let plugins = bosun_plugins::discovery::user_plugins_dir(&env.config.home);
+    let copy = plugins.join(name);
+    let configured = env.config.user.plugins.get(name);
+    // The installed copy is deleted only when it is the plugin's directory (not a linked one).
+    let owns_copy = copy.is_dir()
+        && !copy.is_symlink()
+        && configured.is_none_or(|c| c.path == Path::new(name) || c.path == copy);
+    if configured.is_none() && !owns_copy {
+        bail!(
+            "no user plugin `{name}`: neither [plugins.{name}] in {} nor {}",
+            crate::env::config_path(&env),
+            copy.display()
+        );
+    }
+    let what = if owns_copy {
+        format!(
+            "Remove the plugin `{name}`: delete {}, its trust and its entry?",
+            copy.display()
+        )
+    } else {
+        format!("Remove the plugin `{name}`: its trust and its entry (its directory stays)?")
+    };
+    if !confirm(&what, yes)? {
+        errln!("nothing removed (pass --yes to remove without a terminal)");
+        return Ok(exit::NEEDS_APPROVAL);
+    }
+    let aside = plugins.join(format!(".removing-{name}-{}", std::process::id()));
+    if owns_copy {
+        std::fs::rename(&copy, &aside)
+            .with_context(|| format!("moving {} aside", copy.display()))?;
+    }
+    let forgotten = (|| -> Result<()> {
+        if configured.is_some() {
+            edit_user_config(&env.config.home, |doc| {
+                if let Some(table) = doc.get_mut("plugins").and_then(|p| p.as_table_like_mut()) {
+                    table.remove(name);
+                }
+                Ok(())
+            })?;
+        }
+        let (mut store, _) = env.catalog()?;
+        if store
+            .remove(&bosun_plugins::PluginScope::User, name)
+            .is_some()
+        {
+            store.save()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = forgotten {
+        if owns_copy {
+            let _ = std::fs::rename(&aside, &copy);
+        }
+        return Err(e);
+    }
+    if owns_copy {
+        std::fs::remove_dir_all(&aside).with_context(|| format!("deleting {}", aside.display()))?;
+    }
+    outln!("removed {name}");
+    Ok(exit::OK)
 }
 
 /// `bosun plugins scan PATH`: the scanner's findings and verdict for a JavaScript/TypeScript

@@ -135,6 +135,17 @@ impl Observer for Terminal {
             Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),
+            Event::ContextCompacted {
+                summarised, error, ..
+            } => self.line(&match error {
+                None => format!(
+                    "  (compacted {summarised} earlier messages into a summary to fit the context window)"
+                ),
+                Some(error) => format!(
+                    "  (the conversation could not be compacted: {})",
+                    sanitize_for_terminal(error)
+                ),
+            }),
             Event::ModelReasoning { text, .. } => {
                 // One line of it, as a glimpse of what the model is doing; the trace has it all.
                 let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -307,7 +318,14 @@ pub fn run(
     yes: bool,
 ) -> Result<u8> {
     let task = read_task(task)?;
-    let env = load()?;
+    let mut env = load()?;
+    if env.config.user.models.is_empty() {
+        match crate::first_run::prepare_run(&env) {
+            Ok(Some(configured)) => env = configured,
+            Ok(None) => {}
+            Err(hint) => bail!("{}\n{hint:#}", no_model_message(&env)),
+        }
+    }
     let mut open = open_session(&env, resume, model)?;
     let name = open.stored.model.clone();
 

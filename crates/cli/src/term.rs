@@ -69,6 +69,40 @@ macro_rules! err {
 
 pub(crate) use {err, errln, out, outln};
 
+/// A colour for a word a person scans for (`ok`, `warn`, `BROKEN`).
+#[derive(Debug, Clone, Copy)]
+pub enum Paint {
+    Green,
+    Yellow,
+    Red,
+}
+
+/// Whether stdout gets colour: it is a terminal and `NO_COLOR` is unset or empty
+/// (<https://no-color.org>).
+pub fn colour_on_stdout() -> bool {
+    use std::io::IsTerminal;
+    colour_allowed(std::env::var_os("NO_COLOR").as_deref()) && std::io::stdout().is_terminal()
+}
+
+fn colour_allowed(no_color: Option<&std::ffi::OsStr>) -> bool {
+    no_color.is_none_or(|v| v.is_empty())
+}
+
+/// `text` escaped as [`escape`] does, in `paint` when `colour` is on. The escape sequences are
+/// Bosun's own, around text that can no longer carry any.
+pub fn paint(text: &str, paint: Paint, colour: bool) -> String {
+    let text = escape(text);
+    if !colour {
+        return text;
+    }
+    let code = match paint {
+        Paint::Green => "32",
+        Paint::Yellow => "33",
+        Paint::Red => "1;31",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +119,19 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
             value
+        );
+    }
+
+    #[test]
+    fn colour_only_when_allowed_and_never_from_the_text() {
+        assert!(colour_allowed(None));
+        assert!(colour_allowed(Some(std::ffi::OsStr::new(""))));
+        assert!(!colour_allowed(Some(std::ffi::OsStr::new("1"))));
+        assert_eq!(paint("ok", Paint::Green, false), "ok");
+        assert_eq!(paint("ok", Paint::Green, true), "\u{1b}[32mok\u{1b}[0m");
+        assert_eq!(
+            paint("\u{1b}[2J", Paint::Red, true),
+            "\u{1b}[1;31m\\u{1b}[2J\u{1b}[0m"
         );
     }
 

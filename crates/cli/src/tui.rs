@@ -54,7 +54,9 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
             "`bosun` without a command opens the interactive terminal UI, which needs a terminal; from a script use `bosun run \"task\"` (see `bosun --help`)"
         );
     }
-    let env = Arc::new(load()?);
+    // With no model configured: the first run (offers what it finds, else the demo model).
+    let (env, _demo) = crate::first_run::prepare_interactive(load()?)?;
+    let env = Arc::new(env);
     let open = crate::run::open_session(&env, resume, model)?;
     let (events, inbox) = mpsc::channel();
     let mut app = App::new(env, open, events.clone())?;

@@ -305,6 +305,21 @@ pub enum Event {
         /// Bytes removed.
         bytes: u64,
     },
+    /// The earlier turns of the conversation were replaced by the model's summary of them
+    /// (before a step that would not fit the context window, or after the provider said it did
+    /// not), or that was tried and failed.
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        /// Messages replaced by the summary.
+        summarised: u64,
+        /// Messages kept after it.
+        kept: u64,
+        /// Bytes of the summary.
+        summary_bytes: u64,
+        /// Why the compaction failed (the conversation was kept as it was).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A piece of the model's visible text, as it streams. Live only: the whole text is in the
     /// conversation.
     #[serde(rename = "model.text")]
@@ -469,6 +484,7 @@ impl Event {
             Self::ToolOutput { .. } => "tool.output",
             Self::ModelReasoning { .. } => "model.reasoning",
             Self::ContextElided { .. } => "context.elided",
+            Self::ContextCompacted { .. } => "context.compacted",
             Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::ToolLog { .. } => "tool.log",
             Self::ToolStarted { .. } => "tool.started",

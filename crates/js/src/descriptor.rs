@@ -1,6 +1,7 @@
 //! The JSON the host and the engine exchange: the activation request and the plugin's
 //! descriptor (see `crates/js/engine/js/README.md`).
 
+use bosun_core::Risk;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -94,10 +95,55 @@ pub struct JsTool {
     pub name: String,
     /// Its description.
     pub description: String,
-    /// `read`, `write`, `process` or `network`.
-    pub risk: String,
+    /// `read`, `write`, `process` or `network`, read once here: a risk Bosun does not know is
+    /// this tool's error alone (the plugin's other tools are still offered).
+    #[serde(with = "tool_risk")]
+    pub risk: Result<Risk, UnknownRisk>,
     /// Its input schema, converted to JSON Schema by the engine.
     pub input_schema: Value,
+}
+
+/// A risk a plugin's tool declares that a JavaScript tool cannot have (Bosun's four are `read`,
+/// `write`, `process` and `network`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown risk `{0}`")]
+pub struct UnknownRisk(pub String);
+
+/// Reads a tool's risk word. `model` is a risk of Bosun's own tools, never a plugin's.
+pub fn tool_risk_of(word: &str) -> Result<Risk, UnknownRisk> {
+    match word {
+        "read" => Ok(Risk::Read),
+        "write" => Ok(Risk::Write),
+        "process" => Ok(Risk::Process),
+        "network" => Ok(Risk::Network),
+        other => Err(UnknownRisk(other.to_owned())),
+    }
+}
+
+/// A tool's `risk` field as the engine writes it: the word, parsed by [`tool_risk_of`]; written
+/// back as the same word (the descriptor cache stores descriptors as JSON).
+mod tool_risk {
+    use bosun_core::Risk;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{UnknownRisk, tool_risk_of};
+
+    pub(super) fn serialize<S: Serializer>(
+        risk: &Result<Risk, UnknownRisk>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match risk {
+            Ok(risk) => serializer.collect_str(risk),
+            Err(UnknownRisk(word)) => serializer.serialize_str(word),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Result<Risk, UnknownRisk>, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        Ok(tool_risk_of(&word))
+    }
 }
 
 /// A Forge command (`bosun plugins run NAME`).

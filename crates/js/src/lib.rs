@@ -18,19 +18,22 @@ mod plugin;
 
 pub use descriptor::{
     ActivationRequest, Descriptor, Format, HookCounts, JsCommand, JsLimits, JsSubagent,
-    JsSubagentLimits, JsTool, Trust,
+    JsSubagentLimits, JsTool, Trust, UnknownRisk, tool_risk_of,
 };
 pub use plugin::{CommandOutput, JsError, JsPlugin, Restriction, ToolOutcome};
 
 /// The JavaScript engine component (QuickJS for `wasm32-wasip2`), as built by this crate.
-pub const ENGINE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bosun_js_engine.wasm"));
+///
+/// A `static`, not a `const`: a constant's bytes are copied into every crate and codegen unit
+/// that names it, and the host named it in two, which put the engine's 1.7 MB in the binary twice.
+pub static ENGINE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bosun_js_engine.wasm"));
 
 /// [`ENGINE_WASM`]'s SHA-256, computed by the build script.
 pub const ENGINE_SHA256: [u8; 32] =
     include!(concat!(env!("OUT_DIR"), "/bosun_js_engine_sha256.rs"));
 
 /// The engine with its digest, as the sandbox loads it: no start hashes its megabytes again.
-pub const ENGINE: bosun_sandbox::JsEngineImage<'static> =
+pub static ENGINE: bosun_sandbox::JsEngineImage<'static> =
     bosun_sandbox::JsEngineImage::prehashed(ENGINE_WASM, ENGINE_SHA256);
 
 #[cfg(test)]

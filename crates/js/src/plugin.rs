@@ -1,5 +1,6 @@
 //! One JavaScript plugin in its own engine instance.
 
+use bosun_core::Decision;
 use bosun_sandbox::{CallError, CallOptions, CallReport, Grants, Instance, Loaded, SandboxError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -119,10 +120,25 @@ pub enum ToolOutcome {
 /// A policy restriction from a Forge `restrictPolicy` hook.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Restriction {
-    /// `confirm` or `deny`.
-    pub kind: String,
+    /// The hook's `kind`, read once here: `deny` is [`Decision::Deny`]; `confirm` (and any
+    /// other word) asks a person, [`Decision::Ask`].
+    #[serde(rename = "kind", deserialize_with = "restriction_decision")]
+    pub decision: Decision,
     /// Why, prefixed with the plugin's name.
     pub reason: String,
+}
+
+/// A restriction's `kind` word as its decision: only `deny` refuses outright; anything else a
+/// hook says still restricts the call to a person's approval.
+fn restriction_decision<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Decision, D::Error> {
+    let kind = String::deserialize(deserializer)?;
+    Ok(if kind == "deny" {
+        Decision::Deny
+    } else {
+        Decision::Ask
+    })
 }
 
 /// What a Forge command did.

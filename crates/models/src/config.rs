@@ -62,6 +62,15 @@ impl ProviderKind {
             Self::Anthropic => ANTHROPIC_BASE_URL,
         }
     }
+
+    /// The variable the provider's own tools read the key from, used for the official endpoint
+    /// when an entry names no `api_key_env`.
+    pub fn standard_key_env(self) -> &'static str {
+        match self {
+            Self::OpenaiChat | Self::OpenaiResponses => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
 }
 
 impl fmt::Display for ProviderKind {
@@ -93,7 +102,9 @@ pub struct ModelConfig {
     pub base_url: Option<String>,
     /// The provider's model id.
     pub model: String,
-    /// The environment variable holding the key. Absent: no key is sent (local servers).
+    /// The environment variable holding the key. Absent: the provider's standard variable
+    /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) for its official endpoint, and no key at all for
+    /// any other `base_url` (local servers).
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// Tokens the model can take in, for the agent's context accounting.
@@ -103,7 +114,8 @@ pub struct ModelConfig {
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
     /// Longest silence from the server, in seconds (before its answer starts and between two
-    /// chunks of it); 300 when absent. Raise it for models that think for long.
+    /// chunks of it); 30 when absent, so a hung server fails fast. Raise it for models that
+    /// think for long before their first token.
     #[serde(default)]
     pub read_timeout_secs: Option<u64>,
 }
@@ -114,6 +126,18 @@ impl ModelConfig {
         self.base_url
             .as_deref()
             .unwrap_or_else(|| self.provider.default_base_url())
+    }
+
+    /// The variable the key is read from: `api_key_env`, else the provider's standard variable
+    /// when the entry talks to the official endpoint; `None` for a keyless local server.
+    pub fn key_env(&self) -> Option<&str> {
+        match &self.api_key_env {
+            Some(var) => Some(var),
+            None if self.base_url().trim_end_matches('/') == self.provider.default_base_url() => {
+                Some(self.provider.standard_key_env())
+            }
+            None => None,
+        }
     }
 }
 
@@ -179,7 +203,7 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyStatus {
-    /// The entry has no `api_key_env`.
+    /// The entry talks to a server that takes no key (no `api_key_env`, a custom `base_url`).
     NotNeeded,
     /// The variable is set.
     Present,
@@ -198,7 +222,8 @@ pub struct ModelListing {
     pub model: String,
     /// The API root.
     pub base_url: String,
-    /// The key's variable.
+    /// The key's variable: `api_key_env`, or the provider's standard one for its official
+    /// endpoint.
     pub api_key_env: Option<String>,
     /// Whether the key is there.
     pub key: KeyStatus,
@@ -373,8 +398,8 @@ impl ModelsConfig {
                 provider: entry.provider,
                 model: entry.model.clone(),
                 base_url: entry.base_url().to_owned(),
-                api_key_env: entry.api_key_env.clone(),
-                key: match &entry.api_key_env {
+                api_key_env: entry.key_env().map(str::to_owned),
+                key: match entry.key_env() {
                     None => KeyStatus::NotNeeded,
                     Some(var) if env(var).is_some_and(|v| !v.is_empty()) => KeyStatus::Present,
                     Some(_) => KeyStatus::Missing,
@@ -392,21 +417,32 @@ pub fn build_provider(
     entry: &ModelConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ConfigError> {
-    let mut connection = Connection::new(entry.base_url());
+    connect(name, entry, env, entry.base_url())
+}
+
+/// [`build_provider`] against `base_url` (the entry's, or a test server standing in for the
+/// official endpoint).
+fn connect(
+    name: &str,
+    entry: &ModelConfig,
+    env: impl Fn(&str) -> Option<String>,
+    base_url: &str,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let mut connection = Connection::new(base_url);
     if let Some(secs) = entry.read_timeout_secs {
         connection = connection.timeouts(crate::Timeouts {
             idle: std::time::Duration::from_secs(secs),
             ..crate::Timeouts::default()
         });
     }
-    if let Some(var) = &entry.api_key_env {
+    if let Some(var) = entry.key_env() {
         let key = env(var)
             .filter(|k| !k.is_empty())
             .ok_or_else(|| ConfigError::MissingKey {
                 model: name.to_owned(),
-                env: var.clone(),
+                env: var.to_owned(),
             })?;
-        connection = connection.api_key(ApiKey::new(key), Some(var.clone()));
+        connection = connection.api_key(ApiKey::new(key), Some(var.to_owned()));
     }
     let provider: Result<Arc<dyn Provider>, ModelError> = match entry.provider {
         ProviderKind::OpenaiChat => OpenAiChat::new(connection).map(|p| Arc::new(p) as _),
@@ -550,6 +586,98 @@ api_key_env = "OPENAI_API_KEY"
         assert_eq!(
             err.to_string(),
             "[models.x] max_output_tokens: 1000 leaves no room for input in a context_window of 1000"
+        );
+    }
+
+    #[test]
+    fn official_endpoints_fall_back_to_the_standard_variable() {
+        let config = ModelsConfig::from_toml(
+            "[models.claude]\nprovider = \"anthropic\"\nmodel = \"m\"\n\
+             [models.gpt]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"https://api.openai.com/v1/\"\n\
+             [models.local]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n",
+        )
+        .unwrap();
+        let keys: Vec<_> = config
+            .list(env)
+            .into_iter()
+            .map(|m| (m.name, m.api_key_env, m.key))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                (
+                    "claude".to_owned(),
+                    Some("ANTHROPIC_API_KEY".to_owned()),
+                    KeyStatus::Present
+                ),
+                (
+                    "gpt".to_owned(),
+                    Some("OPENAI_API_KEY".to_owned()),
+                    KeyStatus::Missing
+                ),
+                ("local".to_owned(), None, KeyStatus::NotNeeded),
+            ]
+        );
+        assert_eq!(
+            config.open("gpt", env).unwrap_err().to_string(),
+            "the API key for [models.gpt] is missing: set OPENAI_API_KEY or change api_key_env in [models.gpt]"
+        );
+        assert!(config.open("local", env).is_ok());
+    }
+
+    /// The official endpoint, played by a loopback server that records the request's head and
+    /// refuses it.
+    async fn request_head(entry: &ModelConfig, env: impl Fn(&str) -> Option<String>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            let body = r#"{"error":{"message":"no"}}"#;
+            let reply = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(reply.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head).to_ascii_lowercase()
+        });
+        let provider = connect("official", entry, env, &url).unwrap();
+        let error = provider
+            .stream(&ModelRequest::new("m"), crate::CancellationToken::new())
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(error, ModelError::Auth { .. }), "{error:?}");
+        server.await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_official_endpoint_gets_the_key_from_the_standard_variable() {
+        let entry = |provider| ModelConfig {
+            provider,
+            base_url: None,
+            model: "m".into(),
+            api_key_env: None,
+            context_window: None,
+            max_output_tokens: None,
+            read_timeout_secs: None,
+        };
+        let env = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("sk-ant-standard".to_owned()),
+            "OPENAI_API_KEY" => Some("sk-openai-standard".to_owned()),
+            _ => None,
+        };
+        let head = request_head(&entry(ProviderKind::Anthropic), env).await;
+        assert!(head.contains("x-api-key: sk-ant-standard\r\n"), "{head}");
+        let head = request_head(&entry(ProviderKind::OpenaiResponses), env).await;
+        assert!(
+            head.contains("authorization: bearer sk-openai-standard\r\n"),
+            "{head}"
         );
     }
 

@@ -47,6 +47,23 @@ pub enum ModelError {
         /// What failed.
         message: String,
     },
+    /// The server took the request but sent no answer (no response, or no first byte of its
+    /// stream) within the idle timeout.
+    #[error(
+        "{provider} at {url} sent no answer within {}{}; the server is hung or overloaded: run the step again, or raise read_timeout_secs in the model's [models.<name>] entry if it thinks for long",
+        seconds(*waited),
+        if *headers { " after its response headers" } else { "" }
+    )]
+    NoAnswer {
+        /// Wire format of the adapter.
+        provider: String,
+        /// The URL the request went to.
+        url: String,
+        /// How long it waited.
+        waited: Duration,
+        /// Whether the response headers had arrived (the stream's first byte had not).
+        headers: bool,
+    },
     /// The stream broke after data had arrived; it is not retried because the model's partial
     /// answer was already delivered.
     #[error(
@@ -104,8 +121,8 @@ pub enum ModelError {
     },
     /// The stream was idle for longer than the read timeout.
     #[error(
-        "{provider} sent nothing for {}s after {received}; the server stalled, run the step again or raise read_timeout_secs in the model's [models.<name>] entry",
-        idle.as_secs_f32()
+        "{provider} sent nothing for {} after {received}; the server stalled, run the step again or raise read_timeout_secs in the model's [models.<name>] entry",
+        seconds(*idle)
     )]
     Idle {
         /// Wire format of the adapter.
@@ -129,13 +146,15 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// A few words on what failed, for a retry notice: `HTTP 429`, `no connection`, ….
+    /// A few words on what really failed, for a retry notice: `HTTP 429`, `no answer within
+    /// 30 s`, `connection refused`, ….
     pub fn short_reason(&self) -> String {
         match self {
             Self::Http { status, .. } | Self::Auth { status, .. } => format!("HTTP {status}"),
-            Self::Connect { .. } => "no connection".to_owned(),
+            Self::Connect { message, .. } => connect_reason(message),
+            Self::NoAnswer { waited, .. } => format!("no answer within {}", seconds(*waited)),
             Self::Interrupted { .. } => "the stream broke".to_owned(),
-            Self::Idle { .. } => "the server went quiet".to_owned(),
+            Self::Idle { idle, .. } => format!("nothing sent for {}", seconds(*idle)),
             Self::Api { code, .. } => code.clone(),
             other => {
                 let text = other.to_string();
@@ -148,7 +167,10 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Http { retryable, .. } => *retryable,
-            Self::Connect { .. } | Self::Interrupted { .. } | Self::Idle { .. } => true,
+            Self::Connect { .. }
+            | Self::NoAnswer { .. }
+            | Self::Interrupted { .. }
+            | Self::Idle { .. } => true,
             Self::Api { code, .. } => is_transient_code(code),
             Self::Auth { .. }
             | Self::Protocol { .. }
@@ -156,6 +178,30 @@ impl ModelError {
             | Self::Request { .. }
             | Self::Cancelled => false,
         }
+    }
+}
+
+/// `30 s`, or `0.3 s` for the short timeouts of tests.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+/// The innermost cause of a connection failure (`connection refused`, `dns error: …`), which is
+/// what a person needs, rather than reqwest's "error sending request".
+fn connect_reason(message: &str) -> String {
+    let last = message.rsplit(": ").next().unwrap_or(message).trim();
+    let last = last.split(" (os error").next().unwrap_or(last);
+    if last.is_empty() {
+        "no connection".to_owned()
+    } else {
+        format!("no connection: {}", last.to_lowercase())
+            .chars()
+            .take(80)
+            .collect()
     }
 }
 

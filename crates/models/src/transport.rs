@@ -47,8 +47,9 @@ pub struct Timeouts {
     /// To open the TCP (and TLS) connection.
     pub connect: Duration,
     /// Longest silence: before the response headers, before the first byte of the stream and
-    /// between two chunks. Reasoning models can think for minutes before the first token, so
-    /// the default is generous.
+    /// between two chunks. 30 s by default, so that a hung server fails in well under a
+    /// minute; a model that thinks for long before its first token needs more
+    /// (`read_timeout_secs`).
     pub idle: Duration,
 }
 
@@ -56,7 +57,7 @@ impl Default for Timeouts {
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(10),
-            idle: Duration::from_secs(300),
+            idle: Duration::from_secs(30),
         }
     }
 }
@@ -253,13 +254,14 @@ impl Transport {
             url: url.to_owned(),
             message,
         };
+        let no_answer = |headers| ModelError::NoAnswer {
+            provider: self.provider.to_owned(),
+            url: url.to_owned(),
+            waited: self.idle,
+            headers,
+        };
         let response = match tokio::time::timeout(self.idle, request.send()).await {
-            Err(_) => {
-                return Err(Failure::transient(connect_error(format!(
-                    "no response within {}s",
-                    self.idle.as_secs()
-                ))));
-            }
+            Err(_) => return Err(Failure::transient(no_answer(false))),
             Ok(Err(e)) if e.is_redirect() => {
                 // Not worth retrying: the server will point elsewhere again.
                 let message = match crate::redirect::RedirectRefused::find(&e) {
@@ -301,12 +303,7 @@ impl Transport {
         }
         loop {
             match tokio::time::timeout(self.idle, rest.next()).await {
-                Err(_) => {
-                    return Err(Failure::transient(connect_error(format!(
-                        "HTTP {status} but no data within {}s",
-                        self.idle.as_secs()
-                    ))));
-                }
+                Err(_) => return Err(Failure::transient(no_answer(true))),
                 Ok(None) => {
                     return Err(Failure::transient(connect_error(format!(
                         "HTTP {status} but the server closed the stream before sending anything"

@@ -33,7 +33,7 @@ mod arguments;
 mod blob;
 mod wasm;
 
-pub use arguments::{encode_arguments, text_for_model};
+pub use arguments::{ArgumentError, encode_arguments, text_for_model};
 use blob::parse_body;
 use wasm::walk;
 
@@ -159,6 +159,50 @@ pub struct RefusedTool {
     pub tool: String,
     /// Why, and what to do.
     pub reason: String,
+}
+
+/// Why one tool of a Chock plugin is refused (the plugin's other tools are still offered); the
+/// message becomes its [`RefusedTool::reason`].
+#[derive(Debug, thiserror::Error)]
+enum ToolRefusal {
+    /// Two tools share a name.
+    #[error("another tool of this plugin has the same name")]
+    Duplicate,
+    /// The name cannot be offered to a model.
+    #[error(
+        "its name is not one Bosun can offer to a model: use 1-64 characters a-z, 0-9 and _, starting with a letter"
+    )]
+    Name,
+    /// Too many capabilities.
+    #[error("it declares {0} capabilities: a tool may declare at most {MAX_TOOL_CAPS}")]
+    TooManyCapabilities(usize),
+    /// A capability that is not dot-separated labels (escaped for display).
+    #[error(
+        "it declares the capability {0:?}, which is not 1-128 bytes of dot-separated labels (no `*`)"
+    )]
+    UnusableCapability(String),
+    /// A capability Bosun has no judgement for.
+    #[error(
+        "it declares the capability `{0}`, which Bosun cannot judge: use fs.read, fs.write, net.http, net.connect.<host>, process.spawn, model.call or secret.<name>"
+    )]
+    UnknownCapability(String),
+    /// The rendered input schema is too large.
+    #[error("its input schema is {0} bytes: Bosun and Chock offer at most {MAX_SCHEMA_BYTES}")]
+    SchemaTooLarge(usize),
+    /// Arguments nested too deep.
+    #[error("its arguments nest deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// Too many fields in one object.
+    #[error("it has {0} fields in one object: at most {MAX_PROPERTIES}")]
+    TooManyFields(usize),
+    /// A field name that is not a label (escaped for display).
+    #[error(
+        "it has a field named {0:?}, which is not a usable label (1-64 characters A-Z, a-z, 0-9, _ and -)"
+    )]
+    FieldName(String),
+    /// The tool spec Bosun would build is refused.
+    #[error(transparent)]
+    Spec(#[from] bosun_core::SpecError),
 }
 
 pub(crate) fn refuse(reason: impl Into<String>) -> PluginError {
@@ -309,13 +353,13 @@ impl ChockModule {
             let checked = if seen.insert(tool.name.clone()) {
                 self.tool(tool)
             } else {
-                Err("another tool of this plugin has the same name".to_owned())
+                Err(ToolRefusal::Duplicate)
             };
             match checked {
                 Ok(tool) => tools.push(tool),
                 Err(reason) => refused.push(RefusedTool {
                     tool: escape_hidden(&tool.name),
-                    reason,
+                    reason: reason.to_string(),
                 }),
             }
         }
@@ -330,15 +374,10 @@ impl ChockModule {
         Ok((manifest, refused))
     }
 
-    fn tool(&self, tool: &ChockTool) -> Result<PluginTool, String> {
-        let name = ToolName::new(tool.name.clone()).map_err(|_| {
-            "its name is not one Bosun can offer to a model: use 1-64 characters a-z, 0-9 and _, starting with a letter".to_owned()
-        })?;
+    fn tool(&self, tool: &ChockTool) -> Result<PluginTool, ToolRefusal> {
+        let name = ToolName::new(tool.name.clone()).map_err(|_| ToolRefusal::Name)?;
         if tool.capabilities.len() > MAX_TOOL_CAPS {
-            return Err(format!(
-                "it declares {} capabilities: a tool may declare at most {MAX_TOOL_CAPS}",
-                tool.capabilities.len()
-            ));
+            return Err(ToolRefusal::TooManyCapabilities(tool.capabilities.len()));
         }
         let mut decls = Vec::new();
         for cap in &tool.capabilities {
@@ -362,9 +401,7 @@ impl ChockModule {
         };
         let rendered = schema.to_string().len();
         if rendered > MAX_SCHEMA_BYTES {
-            return Err(format!(
-                "its input schema is {rendered} bytes: Bosun and Chock offer at most {MAX_SCHEMA_BYTES}"
-            ));
+            return Err(ToolRefusal::SchemaTooLarge(rendered));
         }
         let description = if tool.description.trim().is_empty() {
             format!(
@@ -381,7 +418,7 @@ impl ChockModule {
         for decl in &decls {
             builder = builder.capability(decl.capability.clone());
         }
-        let spec = builder.build().map_err(|e| e.to_string())?;
+        let spec = builder.build()?;
         Ok(PluginTool {
             spec,
             capabilities: decls,
@@ -391,13 +428,10 @@ impl ChockModule {
 
 /// A Chock capability as Bosun judges it: Bosun's own names as they are, and Chock's
 /// `net.connect.<host labels reversed>[.<port>]` as `net.http` to that host.
-fn capability(cap: &str) -> Result<CapabilityDecl, String> {
+fn capability(cap: &str) -> Result<CapabilityDecl, ToolRefusal> {
     let usable = !cap.is_empty() && cap.len() <= MAX_CAP_BYTES && cap.split('.').all(is_label);
     if !usable {
-        return Err(format!(
-            "it declares the capability {:?}, which is not 1-128 bytes of dot-separated labels (no `*`)",
-            escape_hidden(cap)
-        ));
+        return Err(ToolRefusal::UnusableCapability(escape_hidden(cap)));
     }
     if let Ok(capability) = cap.parse::<Capability>() {
         return Ok(CapabilityDecl::bare(capability));
@@ -417,9 +451,7 @@ fn capability(cap: &str) -> Result<CapabilityDecl, String> {
         decl.hosts = Some(vec![host]);
         return Ok(decl);
     }
-    Err(format!(
-        "it declares the capability `{cap}`, which Bosun cannot judge: use fs.read, fs.write, net.http, net.connect.<host>, process.spawn, model.call or secret.<name>"
-    ))
+    Err(ToolRefusal::UnknownCapability(cap.to_owned()))
 }
 
 /// 1-64 bytes of `[A-Za-z0-9_-]`.
@@ -429,24 +461,18 @@ fn is_label(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn schema_of(properties: &[Property], depth: usize) -> Result<Value, String> {
+fn schema_of(properties: &[Property], depth: usize) -> Result<Value, ToolRefusal> {
     if depth > MAX_DEPTH {
-        return Err(format!("its arguments nest deeper than {MAX_DEPTH} levels"));
+        return Err(ToolRefusal::TooDeep);
     }
     if properties.len() > MAX_PROPERTIES as usize {
-        return Err(format!(
-            "it has {} fields in one object: at most {MAX_PROPERTIES}",
-            properties.len()
-        ));
+        return Err(ToolRefusal::TooManyFields(properties.len()));
     }
     let mut props = Map::new();
     let mut required = Vec::new();
     for p in properties {
         if !is_label(&p.name) {
-            return Err(format!(
-                "it has a field named {:?}, which is not a usable label (1-64 characters A-Z, a-z, 0-9, _ and -)",
-                escape_hidden(&p.name)
-            ));
+            return Err(ToolRefusal::FieldName(escape_hidden(&p.name)));
         }
         let mut field = shape_schema(&p.shape, depth)?;
         if let Some(obj) = field.as_object_mut()
@@ -462,7 +488,7 @@ fn schema_of(properties: &[Property], depth: usize) -> Result<Value, String> {
     Ok(json!({ "type": "object", "properties": props, "required": required }))
 }
 
-fn shape_schema(shape: &Shape, depth: usize) -> Result<Value, String> {
+fn shape_schema(shape: &Shape, depth: usize) -> Result<Value, ToolRefusal> {
     Ok(match shape {
         Shape::String => json!({ "type": "string" }),
         Shape::Boolean => json!({ "type": "boolean" }),

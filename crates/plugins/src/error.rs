@@ -103,7 +103,7 @@ pub enum PluginError {
         /// The name, escaped.
         name: String,
         /// Which character, where, and what to do.
-        problem: String,
+        problem: crate::metadata::NameCharacterError,
     },
     /// A bad plugin name.
     #[error(

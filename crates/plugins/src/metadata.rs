@@ -469,7 +469,7 @@ pub fn metadata_section(bytes: &[u8]) -> Result<&[u8], PluginError> {
 /// controls (tab and newline included), DEL, bidi overrides and isolates, zero-width
 /// characters — is refused and named, so the refusal says what to remove. Formats with a
 /// stricter name pattern check it after this one.
-pub fn check_name_characters(name: &str) -> Result<(), String> {
+pub fn check_name_characters(name: &str) -> Result<(), NameCharacterError> {
     let Some((at, c)) = name
         .chars()
         .enumerate()
@@ -477,11 +477,26 @@ pub fn check_name_characters(name: &str) -> Result<(), String> {
     else {
         return Ok(());
     };
-    let what = bosun_core::hidden::hidden_name(c).unwrap_or("CONTROL CHARACTER");
-    Err(format!(
-        "holds U+{:04X} ({what}) at character {at}, which would drive or hide text on a terminal: remove it",
-        c as u32
-    ))
+    Err(NameCharacterError {
+        code: c as u32,
+        what: bosun_core::hidden::hidden_name(c).unwrap_or("CONTROL CHARACTER"),
+        at,
+    })
+}
+
+/// A plugin's name holds a character that drives or hides text on a terminal
+/// ([`check_name_characters`]); the message says which, where, and to remove it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "holds U+{code:04X} ({what}) at character {at}, which would drive or hide text on a terminal: remove it"
+)]
+pub struct NameCharacterError {
+    /// The character's code point.
+    pub code: u32,
+    /// Its Unicode name, or `CONTROL CHARACTER`.
+    pub what: &'static str,
+    /// Its position in the name, in characters from 0.
+    pub at: usize,
 }
 
 /// A plugin's own name as a refusal shows it: on one line, every control or hidden character

@@ -175,9 +175,9 @@ impl TriggerfishManifest {
             )));
         }
         let version = string("version")?;
-        check_visible("version", version).map_err(&invalid)?;
+        check_visible("version", version).map_err(|e| invalid(e.to_string()))?;
         let description = string("description")?;
-        check_visible("description", description).map_err(&invalid)?;
+        check_visible("description", description).map_err(|e| invalid(e.to_string()))?;
         let chars = description.chars().count();
         if chars > MAX_TRIGGERFISH_DESCRIPTION {
             return Err(invalid(format!(
@@ -292,7 +292,7 @@ impl TriggerfishManifest {
     /// declaredEndpoints). Code can change an exported object after Bosun read its literal; a
     /// host that finds a difference must not use the plugin. `Err` names the first field that
     /// differs.
-    pub fn check_runtime(&self, runtime: &Value) -> Result<(), String> {
+    pub fn check_runtime(&self, runtime: &Value) -> Result<(), ManifestChanged> {
         let fields: [(&str, Value); 6] = [
             ("name", Value::from(self.name.as_str())),
             ("version", Value::from(self.version.as_str())),
@@ -309,26 +309,66 @@ impl TriggerfishManifest {
         ];
         for (key, expected) in fields {
             if runtime.get(key) != Some(&expected) {
-                return Err(format!(
-                    "the plugin's manifest `{key}` at run time differs from the literal in mod.ts that was reviewed: the plugin changes its own manifest; it is not loaded"
-                ));
+                return Err(ManifestChanged { field: key });
             }
         }
         Ok(())
     }
 }
 
-fn check_visible(key: &str, text: &str) -> Result<(), String> {
+/// The manifest a Triggerfish plugin exports at run time differs from the literal that was
+/// reviewed ([`TriggerfishManifest::check_runtime`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the plugin's manifest `{field}` at run time differs from the literal in mod.ts that was reviewed: the plugin changes its own manifest; it is not loaded"
+)]
+pub struct ManifestChanged {
+    /// The first field that differs.
+    pub field: &'static str,
+}
+
+/// A manifest text field holds an invisible (or, in `version`, a control) character.
+#[derive(Debug, thiserror::Error)]
+#[error("manifest `{key}` holds the invisible or control character U+{code:04X}: remove it")]
+struct InvisibleCharacter {
+    key: &'static str,
+    code: u32,
+}
+
+fn check_visible(key: &'static str, text: &str) -> Result<(), InvisibleCharacter> {
     match text
         .chars()
         .find(|&c| bosun_core::is_hidden_char(c) || (key == "version" && c.is_control()))
     {
-        Some(c) => Err(format!(
-            "manifest `{key}` holds the invisible or control character U+{:04X}: remove it",
-            c as u32
-        )),
+        Some(c) => Err(InvisibleCharacter {
+            key,
+            code: c as u32,
+        }),
         None => Ok(()),
     }
+}
+
+/// Why a Triggerfish endpoint cannot be granted ([`endpoint_authority`]); each message follows
+/// the endpoint it is about and says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// A space, invisible or control character.
+    #[error("holds the space, invisible or control character U+{0:04X}: remove it")]
+    Character(u32),
+    /// Not a URL.
+    #[error("is not a URL ({0}): write an http or https URL such as \"https://api.example.com\"")]
+    NotAUrl(url::ParseError),
+    /// A scheme other than http and https.
+    #[error("has the scheme `{0}`: Bosun lets plugins reach http and https URLs only")]
+    Scheme(String),
+    /// A user name or password in the URL.
+    #[error(
+        "holds user info: remove it (credentials belong in the plugin's config, not its manifest)"
+    )]
+    UserInfo,
+    /// No host.
+    #[error("has no host: write the URL with its host")]
+    NoHost,
 }
 
 /// `a string`, `a number`… for messages.
@@ -345,38 +385,25 @@ fn kind(value: &Value) -> &'static str {
 
 /// The authority Bosun grants for an endpoint: the lowercase host (IPv6 in brackets) and the
 /// port when it is not the scheme's default.
-pub fn endpoint_authority(endpoint: &str) -> Result<String, String> {
+pub fn endpoint_authority(endpoint: &str) -> Result<String, EndpointError> {
     if let Some(c) = endpoint
         .chars()
         .find(|&c| c.is_whitespace() || c.is_control() || bosun_core::is_hidden_char(c))
     {
-        return Err(format!(
-            "holds the space, invisible or control character U+{:04X}: remove it",
-            c as u32
-        ));
+        return Err(EndpointError::Character(c as u32));
     }
-    let url = url::Url::parse(endpoint).map_err(|e| {
-        format!(
-            "is not a URL ({e}): write an http or https URL such as \"https://api.example.com\""
-        )
-    })?;
+    let url = url::Url::parse(endpoint).map_err(EndpointError::NotAUrl)?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "has the scheme `{}`: Bosun lets plugins reach http and https URLs only",
-            url.scheme()
-        ));
+        return Err(EndpointError::Scheme(url.scheme().to_owned()));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "holds user info: remove it (credentials belong in the plugin's config, not its manifest)"
-                .to_owned(),
-        );
+        return Err(EndpointError::UserInfo);
     }
     let host = match url.host() {
         Some(url::Host::Domain(d)) if !d.is_empty() => d.to_ascii_lowercase(),
         Some(url::Host::Ipv4(ip)) => ip.to_string(),
         Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-        _ => return Err("has no host: write the URL with its host".to_owned()),
+        _ => return Err(EndpointError::NoHost),
     };
     Ok(match url.port() {
         Some(port) => format!("{host}:{port}"),
@@ -1143,6 +1170,11 @@ export { manifest, other };"#,
         assert_eq!(m.check_runtime(&weather_value()), Ok(()));
         let mut changed = weather_value();
         changed["trust"] = json!("trusted");
-        assert!(m.check_runtime(&changed).unwrap_err().contains("`trust`"));
+        assert!(
+            m.check_runtime(&changed)
+                .unwrap_err()
+                .to_string()
+                .contains("`trust`")
+        );
     }
 }

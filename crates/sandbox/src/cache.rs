@@ -174,26 +174,49 @@ impl Artefact {
 /// earlier path read the file, hashed it, moved it past the header, had wasmtime copy it into
 /// its own mapping and copy the initial memory image into a memory file again: four copies of
 /// the JavaScript engine's 7 MB where this makes one.)
-fn read_artefact(path: &Path, component_hash: &[u8; 32]) -> Result<Option<Artefact>, String> {
+fn read_artefact(
+    path: &Path,
+    component_hash: &[u8; 32],
+) -> Result<Option<Artefact>, UnusableArtefact> {
     use std::io::Read;
     let mut file = match fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("could not be opened ({e})")),
+        Err(e) => return Err(UnusableArtefact::Open(e)),
     };
     let mut header = [0u8; HEADER_LEN];
     file.read_exact(&mut header)
-        .map_err(|_| "is shorter than its header".to_owned())?;
+        .map_err(|_| UnusableArtefact::Short)?;
     if &header[..8] != MAGIC || header[8..40] != component_hash[..] {
-        return Err("is for another component or layout".to_owned());
+        return Err(UnusableArtefact::ForAnother);
     }
     let expected = &header[40..HEADER_LEN];
-    let (artefact, digest) =
-        copy_hashed(&mut file).map_err(|e| format!("could not be read ({e})"))?;
+    let (artefact, digest) = copy_hashed(&mut file).map_err(UnusableArtefact::Read)?;
     if digest[..] != expected[..] {
-        return Err("is corrupt (its digest does not match)".to_owned());
+        return Err(UnusableArtefact::Corrupt);
     }
     Ok(Some(artefact))
+}
+
+/// Why a cached artefact is not used (it is compiled again); the message follows "cached
+/// plugin artefact".
+#[derive(Debug, thiserror::Error)]
+enum UnusableArtefact {
+    /// It exists but cannot be opened.
+    #[error("could not be opened ({0})")]
+    Open(std::io::Error),
+    /// It ends inside its header.
+    #[error("is shorter than its header")]
+    Short,
+    /// Its header names another component or layout.
+    #[error("is for another component or layout")]
+    ForAnother,
+    /// Reading it failed.
+    #[error("could not be read ({0})")]
+    Read(std::io::Error),
+    /// Its digest does not match its bytes.
+    #[error("is corrupt (its digest does not match)")]
+    Corrupt,
 }
 
 /// Copies the rest of `file` into a sealed memory file (Linux) or a vector, hashing it on the

@@ -84,10 +84,11 @@ pub struct CallOptions {
 
 /// The session a JavaScript plugin's call runs in, as far as the engine may see it.
 pub trait JsSession: Send + Sync + std::fmt::Debug {
-    /// The session's taint label (`PUBLIC`, `INTERNAL`, `CONFIDENTIAL`, `RESTRICTED`).
-    fn taint(&self) -> String;
-    /// Raises the session's taint to `level`; never lowers it. Fails on an unknown label.
-    fn escalate(&self, level: &str) -> Result<(), String>;
+    /// The session's taint.
+    fn taint(&self) -> bosun_core::Classification;
+    /// Raises the session's taint to `level`; never lowers it. The plugin's label was read
+    /// when it crossed into the host: an unknown one never reaches the session.
+    fn escalate(&self, level: bosun_core::Classification);
 }
 
 /// What a JavaScript instance is granted beyond [`Grants`](crate::Grants).

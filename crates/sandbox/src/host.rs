@@ -31,6 +31,20 @@ pub enum LogLevel {
     Error,
 }
 
+/// The level's lowercase word (`trace`, `debug`, `info`, `warn`, `error`), as a run's log
+/// shows it.
+impl std::fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Trace => "trace",
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+        })
+    }
+}
+
 /// One line a plugin logged during a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {

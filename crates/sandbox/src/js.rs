@@ -41,19 +41,44 @@ pub(crate) mod bindings {
 
 use bindings::bosun::js::runtime;
 
+/// Why a plugin's `escalateTaint` was refused; the plugin sees the message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+enum EscalateRefusal {
+    /// The label is not one of Bosun's four classifications.
+    #[error("unknown classification \"{0}\"")]
+    UnknownLabel(String),
+    /// The call has no session.
+    #[error("this call runs outside a session; there is no taint to raise")]
+    OutsideSession,
+}
+
+impl StoreState {
+    /// Reads the plugin's label (once, here) and raises the call's session to it.
+    fn escalate(&self, level: &str) -> Result<(), EscalateRefusal> {
+        let session = self
+            .js
+            .session
+            .as_ref()
+            .ok_or(EscalateRefusal::OutsideSession)?;
+        let level: bosun_core::Classification = level
+            .parse()
+            .map_err(|e: bosun_core::ClassificationError| EscalateRefusal::UnknownLabel(e.0))?;
+        session.escalate(level);
+        Ok(())
+    }
+}
+
 impl runtime::Host for StoreState {
     fn session_taint(&mut self) -> String {
         self.js
             .session
             .as_ref()
-            .map_or_else(|| "PUBLIC".to_owned(), |s| s.taint())
+            .map_or(bosun_core::Classification::Public, |s| s.taint())
+            .to_string()
     }
 
     fn escalate_taint(&mut self, level: String) -> Result<(), String> {
-        match &self.js.session {
-            Some(session) => session.escalate(&level),
-            None => Err("this call runs outside a session; there is no taint to raise".into()),
-        }
+        self.escalate(&level).map_err(|e| e.to_string())
     }
 
     fn host_info(&mut self, key: String) -> Option<String> {
@@ -90,11 +115,19 @@ impl runtime::Host for StoreState {
     }
 
     async fn spawn(&mut self, request: String) -> Result<u32, String> {
-        self.js.processes.spawn(&request).await
+        self.js
+            .processes
+            .spawn(&request)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn process_write(&mut self, id: u32, data: Vec<u8>) -> Result<(), String> {
-        self.js.processes.write(id, &data).await
+        self.js
+            .processes
+            .write(id, &data)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn process_close_stdin(&mut self, id: u32) {

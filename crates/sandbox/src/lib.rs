@@ -87,7 +87,8 @@ pub use http::{
 pub use instance::{Instance, Loaded};
 pub use limits::OutputLimits;
 pub use process::{
-    JsProcesses, MAX_PROCESSES_PER_CALL, MAX_WRITE_BYTES, SpawnRequest, Spawned, StartFuture,
+    JsProcesses, MAX_PROCESSES_PER_CALL, MAX_WRITE_BYTES, SpawnRequest, Spawned, StartError,
+    StartFuture,
 };
 pub use report::{CallOutput, CallReport};
 

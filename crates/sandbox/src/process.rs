@@ -62,7 +62,74 @@ impl fmt::Debug for Spawned {
 }
 
 /// The future [`JsProcesses::start`] returns.
-pub type StartFuture<'a> = Pin<Box<dyn Future<Output = Result<Spawned, String>> + Send + 'a>>;
+pub type StartFuture<'a> = Pin<Box<dyn Future<Output = Result<Spawned, StartError>> + Send + 'a>>;
+
+/// Why the host did not start a process a plugin asked for; the message is what the plugin's
+/// `error` event carries.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The host refused the request (not a program, too many arguments, denied by policy or a
+    /// person, a directory outside the workspace), saying why.
+    #[error("{0}")]
+    Refused(String),
+    /// No program by that name or at that path.
+    #[error("no such program `{program}` on PATH or at that path")]
+    NotFound {
+        /// The program as asked for.
+        program: String,
+    },
+    /// The program exists but could not be started.
+    #[error("could not start `{program}`: {source}")]
+    Spawn {
+        /// The program as asked for.
+        program: String,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The OS sandbox could not be set up around it.
+    #[error("{0}")]
+    Confinement(String),
+}
+
+/// Why a plugin's `spawn` or `process-write` failed; the plugin sees the message.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProcessError {
+    /// The call has no one to start processes.
+    #[error(
+        "this plugin may not start processes here: only a tool of risk `process`, called through Bosun's policy, can"
+    )]
+    NotHere,
+    /// The call already runs as many processes as it may.
+    #[error(
+        "this call already runs {live} processes; end one first (at most {MAX_PROCESSES_PER_CALL})"
+    )]
+    TooMany {
+        /// How many run.
+        live: usize,
+    },
+    /// The engine's spawn request is malformed.
+    #[error("{0}")]
+    Request(&'static str),
+    /// The spawn request is not JSON.
+    #[error("the spawn request is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The host did not start it.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// A write over [`MAX_WRITE_BYTES`].
+    #[error("a write of {0} bytes is too large: write at most {MAX_WRITE_BYTES} at a time")]
+    WriteTooLarge(usize),
+    /// No such process in this call.
+    #[error("there is no process {0} in this call")]
+    Unknown(u32),
+    /// Its stdin was closed.
+    #[error("the process's stdin is closed")]
+    StdinClosed,
+    /// Writing to its stdin failed.
+    #[error("writing to the process failed: {0}")]
+    Write(std::io::Error),
+}
 
 /// Starts processes for one call of a JavaScript plugin: judges each (policy, a person), and
 /// starts it confined. The error is the message the plugin's `error` event carries.
@@ -142,20 +209,13 @@ impl ProcessTable {
         self.events = events;
     }
 
-    pub(crate) async fn spawn(&mut self, request: &str) -> Result<u32, String> {
+    pub(crate) async fn spawn(&mut self, request: &str) -> Result<u32, ProcessError> {
         let Some(starter) = self.starter.clone() else {
-            return Err(
-                "this plugin may not start processes here: only a tool of risk \
-                        `process`, called through Bosun's policy, can"
-                    .to_owned(),
-            );
+            return Err(ProcessError::NotHere);
         };
         let live = self.entries.values().filter(|e| !e.exited).count();
         if live >= MAX_PROCESSES_PER_CALL {
-            return Err(format!(
-                "this call already runs {live} processes; end one first (at most \
-                 {MAX_PROCESSES_PER_CALL})"
-            ));
+            return Err(ProcessError::TooMany { live });
         }
         let request = parse_request(request)?;
         let Spawned { mut child, guard } = starter.start(request).await?;
@@ -201,26 +261,14 @@ impl ProcessTable {
         Ok(id)
     }
 
-    pub(crate) async fn write(&mut self, id: u32, data: &[u8]) -> Result<(), String> {
+    pub(crate) async fn write(&mut self, id: u32, data: &[u8]) -> Result<(), ProcessError> {
         if data.len() > MAX_WRITE_BYTES {
-            return Err(format!(
-                "a write of {} bytes is too large: write at most {MAX_WRITE_BYTES} at a time",
-                data.len()
-            ));
+            return Err(ProcessError::WriteTooLarge(data.len()));
         }
-        let entry = self.entries.get_mut(&id).ok_or_else(|| unknown(id))?;
-        let stdin = entry
-            .stdin
-            .as_mut()
-            .ok_or_else(|| "the process's stdin is closed".to_owned())?;
-        stdin
-            .write_all(data)
-            .await
-            .map_err(|e| format!("writing to the process failed: {e}"))?;
-        stdin
-            .flush()
-            .await
-            .map_err(|e| format!("writing to the process failed: {e}"))
+        let entry = self.entries.get_mut(&id).ok_or(ProcessError::Unknown(id))?;
+        let stdin = entry.stdin.as_mut().ok_or(ProcessError::StdinClosed)?;
+        stdin.write_all(data).await.map_err(ProcessError::Write)?;
+        stdin.flush().await.map_err(ProcessError::Write)
     }
 
     pub(crate) fn close_stdin(&mut self, id: u32) {
@@ -277,10 +325,6 @@ impl Drop for ProcessTable {
     }
 }
 
-fn unknown(id: u32) -> String {
-    format!("there is no process {id} in this call")
-}
-
 /// Reads a pipe to its end in chunks, each queued for the engine (waiting when the queue is
 /// full, which leaves the child blocked on its pipe).
 async fn pump(
@@ -308,18 +352,17 @@ async fn pump(
 }
 
 /// The request JSON the engine sends: `{program, args, cwd, env}`.
-fn parse_request(text: &str) -> Result<SpawnRequest, String> {
+fn parse_request(text: &str) -> Result<SpawnRequest, ProcessError> {
     const MAX_REQUEST_BYTES: usize = 1 << 20;
     if text.len() > MAX_REQUEST_BYTES {
-        return Err("the spawn request is over 1 MiB".to_owned());
+        return Err(ProcessError::Request("the spawn request is over 1 MiB"));
     }
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("the spawn request is not JSON: {e}"))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ProcessError::NotJson)?;
     let program = value
         .get("program")
         .and_then(serde_json::Value::as_str)
         .filter(|p| !p.is_empty())
-        .ok_or("the spawn request names no program")?
+        .ok_or(ProcessError::Request("the spawn request names no program"))?
         .to_owned();
     let args = match value.get("args") {
         None | Some(serde_json::Value::Null) => Vec::new(),
@@ -328,10 +371,12 @@ fn parse_request(text: &str) -> Result<SpawnRequest, String> {
             .map(|a| {
                 a.as_str()
                     .map(str::to_owned)
-                    .ok_or("every argument must be a string")
+                    .ok_or(ProcessError::Request("every argument must be a string"))
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("args must be an array of strings".to_owned()),
+        Some(_) => {
+            return Err(ProcessError::Request("args must be an array of strings"));
+        }
     };
     let cwd = value
         .get("cwd")
@@ -346,7 +391,9 @@ fn parse_request(text: &str) -> Result<SpawnRequest, String> {
     };
     for text in std::iter::once(&program).chain(&args) {
         if text.contains('\0') {
-            return Err("the program or an argument contains a NUL byte".to_owned());
+            return Err(ProcessError::Request(
+                "the program or an argument contains a NUL byte",
+            ));
         }
     }
     Ok(SpawnRequest {

@@ -719,3 +719,109 @@ async fn reasoning_is_recorded_bounded_and_never_sent_back() {
     let second = h.server.requests()[1].to_string();
     assert!(!second.contains("read it first"), "{second}");
 }
+
+/// Three earlier turns of about 500 tokens each, as a resumed session holds them.
+fn earlier_turns() -> Vec<Message> {
+    ["a", "b", "c"]
+        .into_iter()
+        .flat_map(|name| {
+            [
+                Message::user(format!("task {name}: {}", name.repeat(2_000))),
+                Message::assistant(vec![bosun_models::AssistantPart::Text {
+                    text: format!("done with {name}"),
+                }]),
+            ]
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered() {
+    let mut h = Harness::new([
+        Step::text("SUMMARY: tasks a and b are done."),
+        Step::text("Done."),
+    ])
+    .await;
+    let probe = h.agent(
+        Arc::new(AutoApprove),
+        Budgets::default(),
+        ContextBudget::default(),
+    );
+    let (prompt, _) = system_prompt(
+        &h.home,
+        &h.root,
+        &[("todos".to_owned(), "Keep a todo list.".to_owned())],
+    );
+    let base = estimate_tokens(&prompt.text, probe.tools(), &[Message::user("Now d.")]);
+    // The three turns (~1500 tokens) pass 90 % of the room; the last one and the task alone
+    // (~500) fit well under it.
+    let context = ContextBudget {
+        context_window: Some((base + 1_300) * 100 / 90 + 1),
+        max_output_tokens: Some(1),
+    };
+    let agent = h.agent(Arc::new(AutoApprove), Budgets::default(), context);
+    let (report, events) = h
+        .run(
+            &agent,
+            earlier_turns(),
+            "Now d.",
+            &session(),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(report.end, RunEnd::Completed);
+
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    // The summary request offers no tools and carries the turns as one person's message.
+    let summary = &requests[0];
+    assert!(
+        summary
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        "{summary}"
+    );
+    let asked = summary["messages"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "a system prompt and one message: {asked:?}");
+    let transcript = asked[1]["content"].as_str().unwrap();
+    assert!(transcript.contains("task a: aaaa") && transcript.contains("done with b"));
+    assert!(
+        !transcript.contains("task c"),
+        "the kept turn is not summarised"
+    );
+    // The step after it: the summary, the last earlier turn and the task, with the tools.
+    let step = &requests[1];
+    assert!(!step["tools"].as_array().unwrap().is_empty());
+    let texts: Vec<String> = report
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User { text } => format!("user: {}", text.lines().next().unwrap_or("")),
+            Message::Assistant { .. } => "assistant".to_owned(),
+            Message::Tool(_) => "tool".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        vec![
+            "user: Summary of our conversation so far (4 earlier messages were compacted):"
+                .to_owned(),
+            "assistant".to_owned(),
+            format!("user: task c: {}", "c".repeat(2_000)),
+            "assistant".to_owned(),
+            "user: Now d.".to_owned(),
+            "assistant".to_owned(),
+        ]
+    );
+    let Message::User { text } = &report.messages[0] else {
+        unreachable!()
+    };
+    assert!(text.ends_with("SUMMARY: tasks a and b are done."));
+    assert_eq!(step["messages"].as_array().unwrap().len(), 1 + 5);
+    assert!(events.contains(&Event::ContextCompacted {
+        summarised: 4,
+        kept: 3,
+        summary_bytes: 32,
+        error: None,
+    }));
+}

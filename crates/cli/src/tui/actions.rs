@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use bosun_agent::conversation::Conversation;
-use bosun_agent::run::RunEnd;
 use bosun_host::approval::sanitize_for_terminal;
-use bosun_models::{AssistantPart, Message};
 use bosun_plugins::PluginScope;
 
-use super::app::{App, Confirm, PluginAction};
+use super::app::{App, Confirm, PluginAction, Running};
+use super::events::CompactEnd;
 use super::slash::{self, Slash};
 use super::transcript::{Entry, ToolState, earlier_entries, sanitize_for_terminal_lines};
 use crate::env::Env;
@@ -51,8 +49,10 @@ impl App {
             Slash::Model(Some(name)) => self.reload_env().and_then(|env| {
                 bosun_agent::assembly::open_model(&env.config, &name)
                     .map_err(anyhow::Error::from)
-                    .map(|_| {
+                    .map(|configured| {
                         self.model = name.clone();
+                        self.context = bosun_agent::context::ContextBudget::of(&configured);
+                        self.context_used = None;
                         format!("model: {name} from the next turn")
                     })
             }),
@@ -224,23 +224,26 @@ impl App {
         Ok(String::new())
     }
 
-    /// `/compact`: a turn in which the model summarises the conversation; when it ends, the
-    /// session keeps only the summary.
+    /// `/compact`: the model summarises the earlier turns in a request that offers no tools;
+    /// the session keeps the summary and the recent turns ([`bosun_agent::compaction`]).
     pub(super) fn compact(&mut self) -> Result<String> {
         self.idle("/compact")?;
-        if self
-            .session
-            .as_ref()
-            .is_none_or(|open| open.stored.messages.is_empty())
-        {
+        let Some(open) = self.session.take() else {
+            return Ok(String::new());
+        };
+        if open.stored.messages.is_empty() {
+            self.session = Some(open);
             anyhow::bail!("nothing to compact yet");
         }
-        self.compacting = true;
-        self.start_turn(
-            COMPACT_TASK.to_owned(),
-            "/compact: summarising the conversation",
-        );
-        Ok(String::new())
+        let cancel = self.engine.compact(self.env.clone(), open);
+        self.running = Some(Running {
+            cancel,
+            cancelling: false,
+            text_entry: None,
+            doing: ("summarising".to_owned(), std::time::Instant::now()),
+            retry: None,
+        });
+        Ok("/compact: the model summarises the earlier turns (no tools offered)".to_owned())
     }
 
     pub(super) fn project_plugin(&self, name: &str) -> Result<()> {
@@ -322,47 +325,27 @@ run the tests and the linters (exact commands); the layout (the main directories
 in each); conventions a contributor must follow. Keep it under 80 lines and factual: only what \
 you found in the repository.";
 
-/// What `/compact` asks of the model.
-const COMPACT_TASK: &str = "Summarise our conversation so far for your own later use: the task, \
-what was decided, what was done (files changed, commands run and their outcome), what is still \
-open, and any facts about the workspace you will need. Use no tools. Answer with the summary \
-only.";
-
 impl App {
-    /// After a `/compact` turn: the conversation becomes the summary alone, stored.
-    pub(super) fn compacted(
-        &mut self,
-        open: &mut Conversation,
-        result: &Result<bosun_agent::turn::TurnDone, String>,
-    ) {
-        let Ok(done) = result else { return };
-        if done.report.end != RunEnd::Completed || done.report.text.trim().is_empty() {
-            self.entries.push(Entry::Warning(
-                "the summary did not come back: the conversation is kept as it was".to_owned(),
-            ));
-            return;
+    /// After a `/compact`: the session back, with the summary and the recent turns or as it was.
+    pub(super) fn compacted(&mut self, end: CompactEnd) {
+        let CompactEnd { open, result } = end;
+        self.session = Some(open);
+        self.running = None;
+        match result {
+            Ok(done) => {
+                self.context_used = None;
+                self.context_warned = false;
+                self.stored = true;
+                self.entries.push(Entry::Assistant(done.summary.clone()));
+                self.entries.push(Entry::Notice(format!(
+                    "compacted {} messages into the summary above, kept the last {} as they were; the session continues from it",
+                    done.summarised, done.kept
+                )));
+            }
+            Err(e) => self.entries.push(Entry::Warning(sanitize_for_terminal(&e))),
         }
-        let before = open.stored.messages.len();
-        open.stored.messages = vec![
-            Message::User {
-                text: format!(
-                    "Summary of our conversation so far (earlier messages were compacted):\n\n{}",
-                    done.report.text.trim()
-                ),
-            },
-            Message::Assistant {
-                parts: vec![AssistantPart::Text {
-                    text: "Understood; I will continue from this summary.".to_owned(),
-                }],
-            },
-        ];
-        match open.store.save(&mut open.stored) {
-            Ok(_) => self.entries.push(Entry::Notice(format!(
-                "compacted {before} messages into the summary above; the session continues from it"
-            ))),
-            Err(e) => self.entries.push(Entry::Warning(format!(
-                "the compacted session could not be stored: {e}"
-            ))),
+        if self.quit_after_run {
+            self.exit = true;
         }
     }
 }

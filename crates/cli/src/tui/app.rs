@@ -205,8 +205,12 @@ pub(crate) struct App {
     pub(super) queued: VecDeque<String>,
     /// Whether tool results show all their lines (Ctrl-O), not the first few.
     pub(super) expanded: bool,
-    /// Whether the running turn is a `/compact`.
-    pub(super) compacting: bool,
+    /// The model's window, for the "context left" figure.
+    pub(super) context: bosun_agent::context::ContextBudget,
+    /// Estimated tokens of the last request sent; `None` before any, or after a compaction.
+    pub(super) context_used: Option<u64>,
+    /// Whether the person was told that the context is nearly full (once until it is not).
+    pub(super) context_warned: bool,
     /// Tokens in and out over this session's runs in this window, as the provider counted.
     pub(super) tokens: (u64, u64),
 }
@@ -269,7 +273,9 @@ impl App {
             leave_armed: None,
             queued: VecDeque::new(),
             expanded: false,
-            compacting: false,
+            context: context_of(&env, &open.stored.model),
+            context_used: None,
+            context_warned: false,
             tokens: (0, 0),
             engine,
             env,
@@ -363,6 +369,7 @@ impl App {
                 .entries
                 .extend(warnings.into_iter().map(Entry::Warning)),
             AppEvent::TurnEnded(end) => self.turn_ended(*end),
+            AppEvent::Compacted(end) => self.compacted(*end),
         }
     }
 
@@ -392,6 +399,14 @@ impl App {
             )
         })
     }
+}
+
+/// The window of the model entry `model` (its `context_window`, else the known window of its
+/// model id); none when the entry cannot be opened.
+pub(super) fn context_of(env: &Env, model: &str) -> bosun_agent::context::ContextBudget {
+    bosun_agent::assembly::open_model(&env.config, model)
+        .map(|configured| bosun_agent::context::ContextBudget::of(&configured))
+        .unwrap_or_default()
 }
 
 /// Plugins that will not load as configured, said at start: invalid ones with why, changed

@@ -13,7 +13,7 @@ use bosun_host::approval::ChannelBroker;
 use bosun_host::trace::Observer;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AppEvent, TurnEnd};
+use super::events::{AppEvent, CompactEnd, TurnEnd};
 use crate::env::Env;
 
 /// What the trace says started a run from here.
@@ -51,6 +51,20 @@ impl Engine {
         self.runtime.spawn(async move {
             let end = turn(&env, open, &task, &events, &token).await;
             let _ = events.send(AppEvent::TurnEnded(Box::new(end)));
+        });
+        cancel
+    }
+
+    /// Starts a `/compact` of `open`, which comes back in [`AppEvent::Compacted`].
+    pub(crate) fn compact(&self, env: Arc<Env>, mut open: Conversation) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        let events = self.events.clone();
+        let token = cancel.clone();
+        self.runtime.spawn(async move {
+            let result = bosun_agent::turn::compact_conversation(&env.config, &mut open, &token)
+                .await
+                .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
+            let _ = events.send(AppEvent::Compacted(Box::new(CompactEnd { open, result })));
         });
         cancel
     }

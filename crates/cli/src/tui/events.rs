@@ -29,6 +29,8 @@ pub(crate) enum AppEvent {
     Warnings(Vec<String>),
     /// The turn is over and the session stored.
     TurnEnded(Box<TurnEnd>),
+    /// A `/compact` is over.
+    Compacted(Box<CompactEnd>),
 }
 
 impl AppEvent {
@@ -45,4 +47,10 @@ pub(crate) struct TurnEnd {
     pub run_id: Option<String>,
     /// Why the turn could not start, or what it did.
     pub result: Result<TurnDone, String>,
+}
+
+/// A `/compact`'s end: the session back (compacted and stored, or as it was), and how it went.
+pub(crate) struct CompactEnd {
+    pub open: Conversation,
+    pub result: Result<bosun_agent::compaction::Compacted, String>,
 }

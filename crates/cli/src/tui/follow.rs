@@ -12,6 +12,9 @@ use super::app::{App, child_event};
 use super::events::TurnEnd;
 use super::transcript::{Entry, ToolEntry, ToolState, tool_entry};
 
+/// Below this share of the window left, the person is told once.
+const CONTEXT_WARN_PERCENT: u64 = 15;
+
 impl App {
     pub(super) fn trace(&mut self, envelope: &Envelope) {
         // A subagent's events: its progress in the status line, nothing in the transcript.
@@ -24,7 +27,20 @@ impl App {
         };
         let tool = tool_entry;
         match &envelope.event {
-            Event::ModelStarted { step, .. } => {
+            Event::ModelStarted {
+                step,
+                estimated_input_tokens,
+                ..
+            } => {
+                self.context_used = Some(*estimated_input_tokens);
+                if let Some(left) = self.context.percent_left(*estimated_input_tokens)
+                    && left < CONTEXT_WARN_PERCENT
+                    && !std::mem::replace(&mut self.context_warned, true)
+                {
+                    self.entries.push(Entry::Warning(format!(
+                        "context nearly full ({left}% left): the earlier turns are summarised automatically before it overflows, or now with /compact"
+                    )));
+                }
                 self.steps = *step;
                 run.text_entry = None;
                 run.doing = ("thinking".to_owned(), Instant::now());
@@ -67,6 +83,20 @@ impl App {
                 "elided {bytes} bytes of an earlier {} output to fit the context window",
                 sanitize_for_terminal(tool)
             ))),
+            Event::ContextCompacted {
+                summarised, error, ..
+            } => {
+                self.context_warned = false;
+                self.entries.push(match error {
+                    None => Entry::Notice(format!(
+                        "compacted {summarised} earlier messages into a summary to fit the context window"
+                    )),
+                    Some(error) => Entry::Warning(format!(
+                        "the conversation could not be compacted: {}",
+                        sanitize_for_terminal(error)
+                    )),
+                });
+            }
             Event::ToolProposed {
                 call_id,
                 tool,
@@ -162,10 +192,6 @@ impl App {
         } = end;
         self.session_id.clone_from(&open.stored.id);
         let model = open.stored.model.clone();
-        let mut open = open;
-        if std::mem::take(&mut self.compacting) {
-            self.compacted(&mut open, &result);
-        }
         self.session = Some(open);
         self.running = None;
         self.deny_all();
@@ -195,9 +221,14 @@ impl App {
                         "cancelled; the session is saved and the next line continues it".to_owned(),
                     )),
                     RunEnd::ModelFailed(e) => self.entries.push(Entry::Error(format!(
-                        "model `{}`: {}",
+                        "model `{}`: {}{}",
                         sanitize_for_terminal(&model),
-                        sanitize_for_terminal(&e.to_string())
+                        sanitize_for_terminal(&e.to_string()),
+                        if bosun_agent::compaction::is_overflow(e) {
+                            "; the conversation is over the model's context window: /compact summarises the earlier turns (or set context_window in its [models.<name>] entry so Bosun compacts in time)"
+                        } else {
+                            ""
+                        }
                     ))),
                 }
                 if done.saved {

@@ -157,6 +157,10 @@ impl App {
                 self.exit = true;
             }
             KeyCode::Tab => self.complete_mention(),
+            // Esc stops a run, as Ctrl-C does, but never leaves.
+            KeyCode::Esc if self.running.as_ref().is_some_and(|run| !run.cancelling) => {
+                self.cancel_run();
+            }
             KeyCode::Char('o') if ctrl => self.expanded = !self.expanded,
             _ => {
                 if let Edit::Submit(line) = self.input.key(key) {
@@ -213,18 +217,7 @@ impl App {
     /// clears a typed line, and on an empty one asks for a second press before leaving.
     pub(super) fn interrupt(&mut self, at: Instant) {
         match &mut self.running {
-            Some(run) if !run.cancelling => {
-                run.cancelling = true;
-                run.cancel.cancel();
-                self.deny_all();
-                if !self.queued.is_empty() {
-                    self.entries.push(Entry::Notice(format!(
-                        "dropped {} queued task(s) with the cancelled run",
-                        self.queued.len()
-                    )));
-                    self.queued.clear();
-                }
-            }
+            Some(run) if !run.cancelling => self.cancel_run(),
             Some(_) => self.exit = true,
             None if !self.input.is_empty() => {
                 self.input.clear();
@@ -236,6 +229,31 @@ impl App {
                 }
                 _ => self.leave_armed = Some(at),
             },
+        }
+    }
+
+    /// Cancels the running turn (Esc, Ctrl-C): open approvals are refused, what streamed stays
+    /// on screen, and tasks queued behind it come back to the prompt to be sent or edited.
+    pub(super) fn cancel_run(&mut self) {
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        run.cancelling = true;
+        run.cancel.cancel();
+        self.deny_all();
+        if !self.queued.is_empty() {
+            let typed = self.input.text();
+            let queued: Vec<String> = self.queued.drain(..).collect();
+            self.input.clear();
+            self.input.insert_str(&queued.join("\n"));
+            if !typed.is_empty() {
+                self.input.insert_str("\n");
+                self.input.insert_str(&typed);
+            }
+            self.entries.push(Entry::Notice(format!(
+                "{} queued task(s) back at the prompt: Enter sends them as one message",
+                queued.len()
+            )));
         }
     }
 

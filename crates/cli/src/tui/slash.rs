@@ -84,7 +84,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/compact",
-        "have the model summarise the conversation, and keep only that",
+        "summarise the earlier turns (no tools offered); keep the summary and the last turns",
     ),
     (
         "/diff",
@@ -165,8 +165,11 @@ pub(crate) fn help() -> String {
          workspace's history; PageUp/PageDown or the mouse wheel scroll (Shift-drag selects text; \
          /mouse leaves the mouse to the terminal), End returns; Ctrl-O shows all of each result and each call's JSON input (again: hides them).\n\
          Approvals: o or y allow once, s allow for this session, w always here, d or Esc deny, f deny with a reason.\n\
-         Ctrl-C cancels a run (again: leave now); at the prompt it clears the line, and twice \
-         leaves. Ctrl-D on an empty prompt leaves.",
+         Esc or Ctrl-C cancels a run (what it wrote stays; queued tasks come back to the prompt); \
+         Ctrl-C again leaves now; at the prompt it clears the line, and twice leaves. Ctrl-D on \
+         an empty prompt leaves.\n\
+         Context: the status line shows how much of the model's window is left; near the end \
+         the earlier turns are summarised automatically.",
     );
     text
 }

@@ -1137,18 +1137,32 @@ fn diff_compact_clear_and_resume_work_on_this_workspaces_sessions() {
     let diff = notice(&h);
     assert!(diff.contains("patched src/lib.rs (+1 −1)"), "{diff}");
     assert!(diff.contains("+pub fn answer() -> u32 { 43 }"), "{diff}");
-    // /compact: the model's summary replaces the conversation, stored.
+    // /compact: the model's summary replaces the conversation, stored. The one turn there is
+    // goes into the summary (4 messages: the task, the call, its result, the answer), and the
+    // summary request offers no tools.
     let first = h.app.session_id.clone();
     h.submit("/compact");
     h.pump_until_idle();
     assert!(
-        notice(&h).starts_with("compacted 6 messages"),
+        notice(&h).starts_with("compacted 4 messages"),
         "{:?}",
         h.last_entry()
+    );
+    let summary_request = &h.server.requests()[2];
+    assert!(
+        summary_request
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        "{summary_request}"
     );
     let stored = SessionStore::in_home(&h.home()).load(&first).unwrap();
     assert_eq!(stored.messages.len(), 2, "{:?}", stored.messages);
     assert!(format!("{:?}", stored.messages[0]).contains("from 42 to 43"));
+    assert_eq!(
+        std::fs::read_to_string(h.dir.path().join("ws/src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 { 43 }\n",
+        "compacting changes no file"
+    );
     // /clear: a new session; /resume lists the old one and continues it.
     h.submit("/clear");
     assert_ne!(h.app.session_id, first);
@@ -1445,4 +1459,64 @@ fn a_commands_output_shows_while_it_runs_and_stays_when_cancelled() {
     texts.sort_unstable();
     assert_eq!(texts, ["first", "oops"]);
     assert!(h.screen().contains("      first"));
+}
+
+#[test]
+fn esc_cancels_the_run_keeps_what_it_wrote_and_gives_queued_tasks_back() {
+    let mut h = harness(vec![
+        Step {
+            hang: true,
+            ..Step::text("Half an answer")
+        },
+        Step::text("unused"),
+    ]);
+    h.submit("Write a lot.");
+    h.pump_until("streamed text", |app| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Assistant(t) if t.contains("Half")))
+    });
+    h.submit("Then this.");
+    h.type_text("and");
+    h.press(KeyCode::Esc);
+    assert!(!h.app.should_exit());
+    assert_eq!(h.app.input.text(), "Then this.\nand");
+    h.pump_until_idle();
+    let screen = h.screen();
+    assert!(screen.contains("Half an answer"), "{screen}");
+    assert!(
+        h.app.entries.iter().any(|e| matches!(e,
+            Entry::Notice(t) if t == "1 queued task(s) back at the prompt: Enter sends them as one message")),
+        "{:?}",
+        h.app.entries
+    );
+    assert_eq!(
+        h.last_entry(),
+        Entry::Notice("cancelled; the session is saved and the next line continues it".into())
+    );
+    assert_eq!(h.server.steps_played(), 1, "the queued task was not sent");
+    // Esc at an idle prompt leaves nothing and cancels nothing.
+    h.press(KeyCode::Esc);
+    assert!(!h.app.should_exit());
+    assert_eq!(h.app.input.text(), "Then this.\nand");
+}
+
+#[test]
+fn the_status_line_shows_the_context_left_of_the_models_window() {
+    let mut h = harness_with(vec![Step::text("Hi.")], "", |at| {
+        let config = at.home.join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("context_window = 100000\nmax_output_tokens = 1000\n");
+        std::fs::write(config, text).unwrap();
+    });
+    assert!(!h.screen().contains("% left"), "nothing sent yet");
+    h.submit("Hello.");
+    h.pump_until_idle();
+    let used = h.app.context_used.unwrap();
+    let left = (99_000 - used) * 100 / 99_000;
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("context {left}% left")),
+        "{screen}"
+    );
 }

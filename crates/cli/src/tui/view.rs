@@ -723,6 +723,12 @@ fn status_line(app: &App, frame: &mut Frame, area: Rect) {
             app.steps, app.budgets.max_steps, app.tool_calls, app.budgets.max_tool_calls
         ),
     ));
+    if let Some(left) = app
+        .context_used
+        .and_then(|used| app.context.percent_left(used))
+    {
+        segments.push((2, format!("context {left}% left")));
+    }
     if app.tokens != (0, 0) {
         segments.push((
             4,

@@ -1049,3 +1049,71 @@ module.exports = {
     assert_eq!(rc, 0, "{out}");
     assert_eq!(out["output"], "Hello from CommonJS", "{out}");
 }
+
+#[test]
+fn a_rebuilt_plugin_is_replaced_with_force_and_removed_with_its_trust() {
+    let env = Env::new();
+    let dir = env.dir.path().join("hello-tf");
+    let out = env.bosun(&[
+        "plugins",
+        "new",
+        "hello-tf",
+        "--triggerfish",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let installed = env.home().join("plugins/hello-tf/mod.ts");
+    let first = std::fs::read_to_string(&installed).unwrap();
+
+    // Rebuilt: without --force the install is refused and the old copy stays.
+    std::fs::write(dir.join("mod.ts"), format!("{first}\n// rebuilt\n")).unwrap();
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("installed already"),
+        "{}",
+        stderr(&out)
+    );
+    // Not trusted (no terminal, no --yes): the old copy stays, still enabled and trusted.
+    let out = env.bosun(&["plugins", "install", dir.to_str().unwrap(), "--force"]);
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&installed).unwrap(), first);
+    assert_eq!(state_of(&env, "hello-tf"), "enabled");
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        dir.to_str().unwrap(),
+        "--force",
+        "--yes",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&installed)
+            .unwrap()
+            .ends_with("// rebuilt\n")
+    );
+    assert_eq!(state_of(&env, "hello-tf"), "enabled");
+    let names: Vec<_> = std::fs::read_dir(env.home().join("plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["hello-tf"]);
+
+    // Removing asks; without a terminal and --yes nothing goes.
+    let out = env.bosun(&["plugins", "remove", "hello-tf"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(installed.exists());
+    let out = env.bosun(&["plugins", "remove", "hello-tf", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!env.home().join("plugins/hello-tf").exists());
+    assert!(list(&env).iter().all(|p| p["local_name"] != "hello-tf"));
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    assert!(!config.contains("hello-tf"), "{config}");
+    let trust = std::fs::read_to_string(env.home().join("trust.toml")).unwrap_or_default();
+    assert!(!trust.contains("hello-tf"), "{trust}");
+    let out = env.bosun(&["plugins", "remove", "hello-tf", "--yes"]);
+    assert_eq!(code(&out), 2);
+}

@@ -24,7 +24,7 @@
 
 pub mod directory;
 
-pub use directory::{InstallError, InstallSource, InstalledDir};
+pub use directory::{InstallError, InstallSource, InstalledDir, Replaced};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

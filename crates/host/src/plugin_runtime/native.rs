@@ -136,7 +136,7 @@ impl NativePlugin {
                     out.report
                         .logs
                         .iter()
-                        .map(|l| (format!("{:?}", l.level).to_lowercase(), l.message.clone())),
+                        .map(|l| (l.level.to_string(), l.message.clone())),
                 );
                 let value: Value = serde_json::from_str(&out.output_json).map_err(|e| {
                     plugin_error(

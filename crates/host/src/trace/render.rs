@@ -190,6 +190,22 @@ pub fn render(envelopes: &[Envelope]) -> String {
                     "  [{at:>5} ms] {call_id} elided {bytes} bytes of {tool} output to fit the context window"
                 )
             }
+            Event::ContextCompacted {
+                summarised,
+                kept,
+                summary_bytes,
+                error,
+            } => match error {
+                None => writeln!(
+                    out,
+                    "  [{at:>5} ms] compacted {summarised} messages into a summary of {summary_bytes} bytes; {kept} kept"
+                ),
+                Some(error) => writeln!(
+                    out,
+                    "  [{at:>5} ms] compaction failed: {}",
+                    crate::approval::sanitize_for_terminal(error)
+                ),
+            },
             Event::BudgetExhausted { budget, limit } => writeln!(
                 out,
                 "  [{at:>5} ms] budget exhausted: {budget} (limit {limit})"

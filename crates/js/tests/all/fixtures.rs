@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use bosun_core::{Decision, Risk};
 use bosun_js::{Descriptor, HookCounts, JsCommand, JsSubagent, JsSubagentLimits, Restriction};
 use bosun_plugins::typescript::strip_types;
 use bosun_sandbox::{CallErrorKind, CallOptions, Grants, JsGrants};
@@ -28,12 +29,12 @@ async fn count_text_from_the_forge_guide_counts_code_points() {
     assert_eq!(
         (
             tool.name.as_str(),
-            tool.risk.as_str(),
+            tool.risk.clone(),
             tool.description.as_str()
         ),
         (
             "count_text",
-            "read",
+            Ok(Risk::Read),
             "Count Unicode characters in supplied text."
         )
     );
@@ -86,7 +87,11 @@ async fn policy_guard_confirms_package_managers_and_denies_other_commands() {
     };
     let verdict = |kind: &str, reason: &str| {
         Some(Restriction {
-            kind: kind.to_owned(),
+            decision: if kind == "deny" {
+                Decision::Deny
+            } else {
+                Decision::Ask
+            },
             reason: reason.to_owned(),
         })
     };
@@ -330,7 +335,7 @@ async fn web_fetch_reaches_a_granted_loopback_server() {
         .activate_with(http_grants())
         .await
         .unwrap();
-    assert_eq!(plugin.descriptor().tools[0].risk, "network");
+    assert_eq!(plugin.descriptor().tools[0].risk, Ok(Risk::Network));
 
     let url = format!("http://{}/docs/page", server.authority("127.0.0.1"));
     let (outcome, report) = call_with(
@@ -480,7 +485,7 @@ async fn triggerfish_weather_fetches_its_declared_endpoint() {
             "additionalProperties": true,
         })
     );
-    assert!(descriptor.tools.iter().all(|t| t.risk == "network"));
+    assert!(descriptor.tools.iter().all(|t| t.risk == Ok(Risk::Network)));
 
     let (outcome, report) = call_with(
         &mut plugin,
@@ -559,9 +564,9 @@ async fn triggerfish_weather_from_the_guide_runs_once_its_types_are_stripped() {
     assert_eq!(
         (
             descriptor.tools[0].name.as_str(),
-            descriptor.tools[0].risk.as_str()
+            descriptor.tools[0].risk.clone()
         ),
-        ("forecast", "network")
+        ("forecast", Ok(Risk::Network))
     );
 
     let (outcome, report) = call_with(
@@ -591,7 +596,7 @@ async fn trusted_triggerfish_plugin_reads_host_facts_through_the_host() {
         ..Grants::default()
     };
     let mut plugin = source.activate_with(grants).await.unwrap();
-    assert_eq!(plugin.descriptor().tools[0].risk, "read");
+    assert_eq!(plugin.descriptor().tools[0].risk, Ok(Risk::Read));
     let session = RecordingSession::new("INTERNAL");
     let opts = CallOptions {
         session: Some(session.clone()),

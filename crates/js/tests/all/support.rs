@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use bosun_core::Classification;
 use bosun_js::{
     ActivationRequest, ENGINE, Format, JsError, JsLimits, JsPlugin, ToolOutcome, Trust,
 };
@@ -461,18 +462,15 @@ impl RecordingSession {
 }
 
 impl JsSession for RecordingSession {
-    fn taint(&self) -> String {
-        LEVELS[self.state.lock().unwrap().0].to_owned()
+    fn taint(&self) -> Classification {
+        LEVELS[self.state.lock().unwrap().0].parse().unwrap()
     }
 
-    fn escalate(&self, level: &str) -> Result<(), String> {
-        let rank = LEVELS
-            .iter()
-            .position(|l| *l == level)
-            .ok_or_else(|| format!("unknown classification \"{level}\""))?;
+    fn escalate(&self, level: Classification) {
+        let level = level.to_string();
+        let rank = LEVELS.iter().position(|l| *l == level).unwrap();
         let mut state = self.state.lock().unwrap();
         state.0 = state.0.max(rank);
-        state.1.push(level.to_owned());
-        Ok(())
+        state.1.push(level);
     }
 }

@@ -188,3 +188,104 @@ fn the_read_timeout_is_a_config_key_with_a_range() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_local_server_gets_no_key_from_the_standard_variables() {
+    let server =
+        TestServer::start([Reply::sse(sse(ProviderKind::OpenaiChat, "text")).into()]).await;
+    let config = ModelsConfig::from_toml(&format!(
+        "[models.local]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"m\"\n",
+        server.url
+    ))
+    .unwrap();
+    let standard = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-openai-secret".to_owned());
+    let model = config.open("local", standard).unwrap();
+    let mut req = model.request();
+    req.messages = request("ignored").messages;
+    support::answer(&*model.provider, &req).await;
+    let sent = &server.requests()[0];
+    assert!(
+        !sent.headers.contains_key("authorization"),
+        "{:?}",
+        sent.headers
+    );
+    assert_eq!(config.list(standard)[0].key, KeyStatus::NotNeeded);
+}
+
+/// A server that accepts connections and reads the request, then never answers.
+async fn silent_server() -> String {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_hung_server_fails_with_no_answer_and_retries_say_so() {
+    let url = silent_server().await;
+    let provider = support::provider_with(
+        ProviderKind::OpenaiChat,
+        bosun_models::Connection::new(&url)
+            .retry(support::fast_retry())
+            .timeouts(bosun_models::Timeouts {
+                connect: Duration::from_secs(5),
+                idle: Duration::from_millis(300),
+            }),
+    );
+    let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = notices.clone();
+    let on_retry: std::sync::Arc<dyn Fn(bosun_models::RetryNotice) + Send + Sync> =
+        std::sync::Arc::new(move |notice| seen.lock().unwrap().push(notice.reason));
+    let error =
+        bosun_models::notify_retries(on_retry, support::open_error(&*provider, &request("m")))
+            .await;
+    assert!(
+        matches!(&error, ModelError::NoAnswer { headers: false, .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("sent no answer within 0.3 s"),
+        "{error}"
+    );
+    assert_eq!(
+        *notices.lock().unwrap(),
+        vec!["no answer within 0.3 s".to_owned(); 3]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_that_stops_midway_fails_after_the_idle_timeout() {
+    let server = TestServer::start([Reply::sse(sse(ProviderKind::OpenaiChat, "cut"))
+        .then_hang()
+        .into()])
+    .await;
+    let config = ModelsConfig::from_toml(&format!(
+        "[models.slow]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"m\"\nread_timeout_secs = 1\n",
+        server.url
+    ))
+    .unwrap();
+    let model = config.open("slow", |_| None).unwrap();
+    let items = support::run(&*model.provider, &request("m")).await;
+    let error = items.last().unwrap().clone().unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Idle { idle, .. } if *idle == Duration::from_secs(1)),
+        "{error:?}"
+    );
+    assert_eq!(error.short_reason(), "nothing sent for 1 s");
+}
+
+#[test]
+fn the_idle_timeout_is_thirty_seconds_by_default() {
+    assert_eq!(
+        bosun_models::Timeouts::default().idle,
+        Duration::from_secs(30)
+    );
+}

@@ -6,6 +6,35 @@ use serde_json::{Map, Value};
 
 use crate::chock::{MAX_ARGUMENT_BYTES, Property, Shape};
 
+/// Why a call's arguments cannot be written as Chock's record; said to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentError {
+    /// The arguments are not a JSON object.
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+    /// The whole record is over the plugin's buffer.
+    #[error(
+        "the arguments take {0} bytes in Chock's record, and the plugin's buffer holds {MAX_ARGUMENT_BYTES}: send less"
+    )]
+    TooLarge(usize),
+    /// The record outgrew the plugin's buffer while being written.
+    #[error(
+        "the arguments are larger than the plugin's {MAX_ARGUMENT_BYTES}-byte buffer: send less"
+    )]
+    OverBuffer,
+    /// A required field is missing or `null`.
+    #[error("leaves out the field \"{0}\", which this tool needs")]
+    Missing(String),
+    /// A field's value has the wrong shape.
+    #[error("the field \"{field}\" must be {what}")]
+    Wrong {
+        /// The field.
+        field: String,
+        /// What it must be (`a string`, `a shorter array`, ...).
+        what: &'static str,
+    },
+}
+
 /// Chock's binary argument record for `input` (already validated against the tool's schema):
 /// one field per declared property in declaration order, `u8 present` then the value; a JSON
 /// `null` counts as absent.
@@ -13,17 +42,14 @@ use crate::chock::{MAX_ARGUMENT_BYTES, Property, Shape};
 /// # Errors
 /// A sentence for the model when a value cannot be written (a required field missing, a
 /// number out of range, a record over 64 KiB).
-pub fn encode_arguments(properties: &[Property], input: &Value) -> Result<Vec<u8>, String> {
+pub fn encode_arguments(properties: &[Property], input: &Value) -> Result<Vec<u8>, ArgumentError> {
     let mut out = Vec::new();
     let Some(object) = input.as_object() else {
-        return Err("the arguments must be a JSON object".to_owned());
+        return Err(ArgumentError::NotAnObject);
     };
     encode_fields(properties, object, &mut out)?;
     if out.len() > MAX_ARGUMENT_BYTES {
-        return Err(format!(
-            "the arguments take {} bytes in Chock's record, and the plugin's buffer holds {MAX_ARGUMENT_BYTES}: send less",
-            out.len()
-        ));
+        return Err(ArgumentError::TooLarge(out.len()));
     }
     Ok(out)
 }
@@ -32,14 +58,11 @@ fn encode_fields(
     properties: &[Property],
     object: &Map<String, Value>,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), ArgumentError> {
     for p in properties {
         match object.get(&p.name) {
             None | Some(Value::Null) if p.required => {
-                return Err(format!(
-                    "leaves out the field \"{}\", which this tool needs",
-                    p.name
-                ));
+                return Err(ArgumentError::Missing(p.name.clone()));
             }
             None | Some(Value::Null) => out.push(0),
             Some(value) => {
@@ -48,9 +71,7 @@ fn encode_fields(
             }
         }
         if out.len() > MAX_ARGUMENT_BYTES {
-            return Err(format!(
-                "the arguments are larger than the plugin's {MAX_ARGUMENT_BYTES}-byte buffer: send less"
-            ));
+            return Err(ArgumentError::OverBuffer);
         }
     }
     Ok(())
@@ -61,8 +82,11 @@ fn encode_value(
     value: &Value,
     field: &str,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
-    let wrong = |what: &str| format!("the field \"{field}\" must be {what}");
+) -> Result<(), ArgumentError> {
+    let wrong = |what: &'static str| ArgumentError::Wrong {
+        field: field.to_owned(),
+        what,
+    };
     match shape {
         Shape::String => {
             let s = value.as_str().ok_or_else(|| wrong("a string"))?;

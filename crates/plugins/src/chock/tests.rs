@@ -389,17 +389,20 @@ fn arguments_are_written_as_chocks_record() {
     assert!(
         encode_arguments(greet, &json!({}))
             .unwrap_err()
+            .to_string()
             .contains("\"who\"")
     );
     assert!(
         encode_arguments(greet, &json!({"who": 3}))
             .unwrap_err()
+            .to_string()
             .contains("a string")
     );
     let big = "x".repeat(MAX_ARGUMENT_BYTES);
     assert!(
         encode_arguments(greet, &json!({"who": big}))
             .unwrap_err()
+            .to_string()
             .contains("buffer")
     );
 }

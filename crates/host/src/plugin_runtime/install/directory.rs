@@ -210,6 +210,79 @@ impl InstallSource {
     }
 }
 
+impl InstallSource {
+    /// Replaces the plugin installed as `<plugins>/<name>` with this one (a rebuilt plugin):
+    /// the new copy is staged whole first, the old directory is moved aside, the new one moved
+    /// in; if that fails, the old one is put back. The old one is kept aside until the caller
+    /// [`Replaced::commit`]s (or put back by [`Replaced::rollback`], when enabling the new one
+    /// fails or is declined). Installs as [`InstallSource::install_into`] when nothing is there.
+    pub fn replace_into(&self, plugins: &Path, name: &str) -> Result<Replaced, InstallError> {
+        let target = plugins.join(name);
+        if target.symlink_metadata().is_err() {
+            return Ok(Replaced {
+                installed: self.install_into(plugins, name)?,
+                aside: None,
+            });
+        }
+        if !target.is_dir() || target.is_symlink() {
+            return Err(InstallError::Exists {
+                target,
+                name: name.to_owned(),
+            });
+        }
+        let aside = plugins.join(format!(".replaced-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&aside);
+        // Staged under a temporary name so the old plugin is untouched until the copy is whole.
+        let staged_name = format!(".new-{name}-{}", std::process::id());
+        let _ = std::fs::remove_dir_all(plugins.join(&staged_name));
+        let staged = self.install_into(plugins, &staged_name)?;
+        if let Err(e) = std::fs::rename(&target, &aside) {
+            staged.remove();
+            return Err(io(|| format!("moving {} aside", target.display()))(e));
+        }
+        if let Err(e) = std::fs::rename(&staged.path, &target) {
+            let _ = std::fs::rename(&aside, &target);
+            staged.remove();
+            return Err(io(|| {
+                format!("moving the new copy to {}", target.display())
+            })(e));
+        }
+        Ok(Replaced {
+            installed: InstalledDir { path: target },
+            aside: Some(aside),
+        })
+    }
+}
+
+/// A plugin put in place of an installed one, the old one kept aside until committed.
+#[derive(Debug)]
+pub struct Replaced {
+    /// The new copy, in place.
+    pub installed: InstalledDir,
+    aside: Option<PathBuf>,
+}
+
+impl Replaced {
+    /// Keeps the new plugin: the old one is deleted.
+    pub fn commit(self) {
+        if let Some(aside) = &self.aside {
+            let _ = std::fs::remove_dir_all(aside);
+        }
+    }
+
+    /// Puts the old plugin back (or, when there was none, removes the new copy).
+    pub fn rollback(self) {
+        let target = self.installed.path.clone();
+        match &self.aside {
+            Some(aside) => {
+                let _ = std::fs::remove_dir_all(&target);
+                let _ = std::fs::rename(aside, &target);
+            }
+            None => self.installed.remove(),
+        }
+    }
+}
+
 /// A plugin copied into place, not yet trusted or enabled.
 #[derive(Debug)]
 pub struct InstalledDir {
@@ -337,5 +410,37 @@ mod tests {
         assert!(matches!(again, Err(InstallError::Exists { .. })));
         installed.remove();
         assert!(!dir.path().join("plugins/tidy").exists());
+    }
+
+    #[test]
+    fn a_replaced_plugin_stays_when_the_new_copy_fails_and_goes_back_on_rollback() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        let plugin = dir.path().join("tool");
+        std::fs::create_dir(&plugin).unwrap();
+        std::fs::write(plugin.join("mod.ts"), "// one").unwrap();
+        let (source, name) = InstallSource::of(&plugin, None).unwrap();
+        source.install_into(&plugins, &name).unwrap();
+        let installed = || std::fs::read_to_string(plugins.join("tool/mod.ts")).unwrap();
+
+        // A rebuilt copy that cannot be installed (a link inside): the old one is untouched.
+        std::fs::write(plugin.join("mod.ts"), "// two").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", plugin.join("passwd")).unwrap();
+        let error = source.replace_into(&plugins, &name).unwrap_err();
+        assert!(matches!(error, InstallError::Symlink { .. }), "{error}");
+        assert_eq!(installed(), "// one");
+
+        std::fs::remove_file(plugin.join("passwd")).unwrap();
+        let replaced = source.replace_into(&plugins, &name).unwrap();
+        assert_eq!(installed(), "// two");
+        replaced.rollback();
+        assert_eq!(installed(), "// one");
+        source.replace_into(&plugins, &name).unwrap().commit();
+        assert_eq!(installed(), "// two");
+        let names: Vec<_> = std::fs::read_dir(&plugins)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["tool"]);
     }
 }

@@ -93,7 +93,7 @@ impl JsRuntime {
             let exported = descriptor.manifest.clone().unwrap_or(Value::Null);
             expected
                 .check_runtime(&exported)
-                .map_err(LeftOut::Activation)?;
+                .map_err(|e| LeftOut::Activation(e.to_string()))?;
         }
         Ok(Arc::new(Self {
             spec,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bosun_core::{Capability, CapabilityRequest, Scope};
-use bosun_sandbox::{JsProcesses, SpawnRequest, Spawned, StartFuture};
+use bosun_sandbox::{JsProcesses, SpawnRequest, Spawned, StartError, StartFuture};
 
 use crate::plugin_runtime::granter;
 
@@ -35,13 +35,15 @@ impl JsProcesses for HostProcesses {
                     .chars()
                     .any(|c| c.is_whitespace() || c.is_control() || "|&;<>()$`".contains(c))
             {
-                return Err(format!(
+                return Err(StartError::Refused(format!(
                     "`{}` is not a program name or path: Bosun runs no shell",
                     crate::builtin::display_text(program)
-                ));
+                )));
             }
             if request.args.len() > 1000 || request.args.iter().any(|a| a.len() > 65_536) {
-                return Err("too many or too long arguments".to_owned());
+                return Err(StartError::Refused(
+                    "too many or too long arguments".to_owned(),
+                ));
             }
             let line = crate::builtin::display_text(&command_line(&request));
             let capability = CapabilityRequest {
@@ -57,7 +59,9 @@ impl JsProcesses for HostProcesses {
                 format!("plugin `{}` starts: $ {line}", self.plugin),
             )
             .await
-            .map_err(|e| format!("starting `{program}` was denied: {}", e.message))?;
+            .map_err(|e| {
+                StartError::Refused(format!("starting `{program}` was denied: {}", e.message))
+            })?;
             let cwd = self.cwd(request.cwd.as_deref())?;
             // The scrubbed environment and the plugin's own variables; what the plugin passes
             // may set those names only (no LD_PRELOAD, no secrets it made up a name for).
@@ -90,12 +94,15 @@ impl JsProcesses for HostProcesses {
                         bosun_launch::LaunchError::Spawn(e)
                             if e.kind() == std::io::ErrorKind::NotFound =>
                         {
-                            format!("no such program `{program}` on PATH or at that path")
+                            StartError::NotFound {
+                                program: program.clone(),
+                            }
                         }
-                        bosun_launch::LaunchError::Spawn(e) => {
-                            format!("could not start `{program}`: {e}")
-                        }
-                        other => other.to_string(),
+                        bosun_launch::LaunchError::Spawn(source) => StartError::Spawn {
+                            program: program.clone(),
+                            source,
+                        },
+                        other => StartError::Confinement(other.to_string()),
                     })?;
             Ok(Spawned {
                 child,
@@ -108,7 +115,7 @@ impl JsProcesses for HostProcesses {
 impl HostProcesses {
     /// The directory to start in: the workspace (as the plugin sees it, `/workspace/...`, or
     /// relative to it); never outside.
-    fn cwd(&self, asked: Option<&str>) -> Result<std::path::PathBuf, String> {
+    fn cwd(&self, asked: Option<&str>) -> Result<std::path::PathBuf, StartError> {
         let Some(asked) = asked else {
             return Ok(self.workspace.cwd().to_path_buf());
         };
@@ -120,9 +127,14 @@ impl HostProcesses {
             _ => asked.to_owned(),
         };
         let relative = if relative.is_empty() { "." } else { &relative };
-        let dir = self.workspace.resolve(relative).map_err(|e| e.message)?;
+        let dir = self
+            .workspace
+            .resolve(relative)
+            .map_err(|e| StartError::Refused(e.message))?;
         if !dir.is_dir() {
-            return Err(format!("cwd `{asked}` is not a directory in the workspace"));
+            return Err(StartError::Refused(format!(
+                "cwd `{asked}` is not a directory in the workspace"
+            )));
         }
         Ok(dir)
     }

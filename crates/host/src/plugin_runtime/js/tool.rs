@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bosun_core::{
-    Authority, Capability, CapabilityRequest, Classification, Decision, Risk, Scope, ToolError,
-    ToolOutput, ToolSpec,
+    Authority, Capability, CapabilityRequest, Classification, Risk, Scope, ToolError, ToolOutput,
+    ToolSpec,
 };
-use bosun_js::{Format, JsTool as JsToolMeta, ToolOutcome};
+use bosun_js::{Format, JsTool as JsToolMeta, ToolOutcome, UnknownRisk};
 use bosun_policy::{HookVerdict, Policy};
 use bosun_sandbox::{CallOptions, JsProcesses, JsSession};
 use serde_json::{Value, json};
@@ -28,14 +28,12 @@ use crate::tool::{Tool, ToolContext};
 struct SessionTaint(Arc<Session>);
 
 impl JsSession for SessionTaint {
-    fn taint(&self) -> String {
-        self.0.taint().to_string()
+    fn taint(&self) -> Classification {
+        self.0.taint()
     }
 
-    fn escalate(&self, level: &str) -> Result<(), String> {
-        let level: Classification = level.parse().map_err(|e| format!("{e}"))?;
+    fn escalate(&self, level: Classification) {
         self.0.raise_taint(level);
-        Ok(())
     }
 }
 
@@ -73,23 +71,18 @@ impl JsRuntime {
                 name: name.to_string(),
             });
         }
-        let risk = match meta.risk.as_str() {
-            "read" => Risk::Read,
-            "write" => Risk::Write,
-            "process" => Risk::Process,
-            "network" => Risk::Network,
-            other => {
-                return Err(LeftOut::UnknownRisk {
-                    tool: meta.name.clone(),
-                    risk: other.to_owned(),
-                });
-            }
-        };
+        let risk = meta
+            .risk
+            .clone()
+            .map_err(|UnknownRisk(risk)| LeftOut::UnknownRisk {
+                tool: meta.name.clone(),
+                risk,
+            })?;
         let spec_error = |reason: String| LeftOut::Spec {
             tool: meta.name.clone(),
             reason,
         };
-        let schema = normalise_schema(&meta.input_schema).map_err(spec_error)?;
+        let schema = normalise_schema(&meta.input_schema).map_err(|e| spec_error(e.to_string()))?;
         let mut builder = ToolSpec::builder(name, meta.description.clone())
             .input_schema(schema)
             .risk(risk)
@@ -122,11 +115,22 @@ impl JsRuntime {
     }
 }
 
+/// Why a plugin tool's input schema cannot be a tool's input schema.
+#[derive(Debug, thiserror::Error)]
+enum SchemaError {
+    /// The schema is not a JSON object.
+    #[error("the input schema is not a JSON object")]
+    NotAnObject,
+    /// The schema describes something else than an object.
+    #[error("the input schema's type is {0}, not object")]
+    NotAnObjectType(Value),
+}
+
 /// Makes a JSON Schema from the engine acceptable as a tool input schema: no `$schema`, an
 /// object at the root.
-fn normalise_schema(schema: &Value) -> Result<Value, String> {
+fn normalise_schema(schema: &Value) -> Result<Value, SchemaError> {
     let Value::Object(map) = schema else {
-        return Err("the input schema is not a JSON object".into());
+        return Err(SchemaError::NotAnObject);
     };
     let mut map = map.clone();
     map.remove("$schema");
@@ -135,7 +139,7 @@ fn normalise_schema(schema: &Value) -> Result<Value, String> {
             map.insert("type".into(), Value::String("object".into()));
         }
         Some(Value::String(t)) if t == "object" => {}
-        Some(other) => return Err(format!("the input schema's type is {other}, not object")),
+        Some(other) => return Err(SchemaError::NotAnObjectType(other.clone())),
     }
     Ok(Value::Object(map))
 }
@@ -278,7 +282,7 @@ impl Tool for JsTool {
             report
                 .logs
                 .iter()
-                .map(|l| (format!("{:?}", l.level).to_lowercase(), l.message.clone())),
+                .map(|l| (l.level.to_string(), l.message.clone())),
         );
         for refused in &report.refused_requests {
             ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
@@ -342,11 +346,7 @@ impl PolicyHook for JsPolicyHook {
             .map_err(|e| e.message)?;
         Ok(restriction.map(|r| HookVerdict {
             plugin: self.runtime.spec.local_name.clone(),
-            decision: if r.kind == "deny" {
-                Decision::Deny
-            } else {
-                Decision::Ask
-            },
+            decision: r.decision,
             reason: r.reason,
         }))
     }
