@@ -1471,10 +1471,11 @@ fn esc_cancels_the_run_keeps_what_it_wrote_and_gives_queued_tasks_back() {
         Step::text("unused"),
     ]);
     h.submit("Write a lot.");
+    // The text streams in pieces: wait for all of it, so that what the cancel keeps is known.
     h.pump_until("streamed text", |app| {
         app.entries
             .iter()
-            .any(|e| matches!(e, Entry::Assistant(t) if t.contains("Half")))
+            .any(|e| matches!(e, Entry::Assistant(t) if t.contains("Half an answer")))
     });
     h.submit("Then this.");
     h.type_text("and");
