@@ -8,51 +8,15 @@ happen in time.
 """
 
 import os
-import pty
-import re
-import select
-import struct
 import sys
-import fcntl
-import termios
 import time
 
+from pty_terminal import Terminal
+
 bosun, workspace, answer, expected = sys.argv[1:5]
-pid, fd = pty.fork()
-if pid == 0:
-    os.chdir(workspace)
-    os.environ["TERM"] = "xterm-256color"
-    os.execv(bosun, [bosun])
-
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-seen = b""
-ESCAPE = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78])")
-
-
-def read_for(seconds):
-    global seen
-    end = time.time() + seconds
-    while time.time() < end:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return False
-            if not chunk:
-                return False
-            seen += chunk
-    return True
-
-
-def wait_for(text, seconds, what):
-    end = time.time() + seconds
-    needle = re.sub(r"\s", "", text).encode()
-    while needle not in re.sub(rb"\s", b"", ESCAPE.sub(b"", seen)):
-        if time.time() > end or not read_for(0.1):
-            sys.stdout.buffer.write(seen)
-            sys.stderr.write(f"no {what} ({text!r}) within {seconds} s\n")
-            sys.exit(1)
+term = Terminal(bosun, workspace)
+read_for, wait_for = term.read_for, term.wait_for
+pid, fd = term.pid, term.fd
 
 
 if answer != "-":
@@ -82,9 +46,9 @@ else:
     else:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-        sys.stdout.buffer.write(seen)
+        term.dump()
         sys.stderr.write("bosun did not leave after ten Ctrl-C presses and 20 s\n")
         sys.exit(1)
 read_for(0.5)
-sys.stdout.buffer.write(seen)
+term.dump()
 sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 2)

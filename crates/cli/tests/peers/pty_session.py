@@ -9,65 +9,18 @@ terminal showed (escape sequences included) to stdout, and exits 1 with a reason
 a step did not happen within its time.
 """
 
-import fcntl
 import os
-import pty
 import re
-import select
-import struct
 import sys
-import termios
 import time
+
+from pty_terminal import Terminal
 
 bosun, workspace = sys.argv[1], sys.argv[2]
 scenario = sys.argv[3] if len(sys.argv) > 3 else "allow"
-pid, fd = pty.fork()
-if pid == 0:
-    os.chdir(workspace)
-    os.environ["TERM"] = "xterm-256color"
-    os.execv(bosun, [bosun])
-
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-seen = b""
-
-
-def read_for(seconds):
-    global seen
-    end = time.time() + seconds
-    while time.time() < end:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return False
-            if not chunk:
-                return False
-            seen += chunk
-    return True
-
-
-ESCAPE = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78])")
-
-
-def screen_text():
-    """What was drawn, with escape sequences and spaces removed: ratatui moves the cursor
-    between the cells it changes, so words on screen are not contiguous in the stream."""
-    return re.sub(rb"\s", b"", ESCAPE.sub(b"", seen))
-
-
-def wait_for(text, seconds, what):
-    end = time.time() + seconds
-    needle = re.sub(r"\s", "", text).encode()
-    while needle not in screen_text():
-        if time.time() > end or not read_for(0.1):
-            sys.stdout.buffer.write(seen)
-            sys.stderr.write(f"no {what} ({text!r}) within {seconds} s\n")
-            sys.exit(1)
-
-
-def send(data):
-    os.write(fd, data.encode())
+term = Terminal(bosun, workspace)
+read_for, screen_text, wait_for, send = term.read_for, term.screen_text, term.wait_for, term.send
+pid, fd = term.pid, term.fd
 
 
 wait_for("Type a task", 30, "start screen")
@@ -83,7 +36,7 @@ if scenario == "typeahead":
     typed = 0
     while needle not in screen_text():
         if time.time() > end:
-            sys.stdout.buffer.write(seen)
+            term.dump()
             sys.stderr.write("no approval box within 60 s\n")
             sys.exit(1)
         send("o" if int(time.time() * 10) % 2 else "y")
@@ -91,13 +44,13 @@ if scenario == "typeahead":
         read_for(0.05)
     send("y")
     if typed < 3:
-        sys.stdout.buffer.write(seen)
+        term.dump()
         sys.stderr.write(f"only {typed} keys were typed before the approval box: the model streamed too fast\n")
         sys.exit(1)
     # Well past the arming delay: the box must still be asking.
     read_for(1.5)
     if b"Itprintedhi." in screen_text():
-        sys.stdout.buffer.write(seen)
+        term.dump()
         sys.stderr.write("keys typed before the approval box allowed the call\n")
         sys.exit(1)
     send("d")
@@ -132,9 +85,9 @@ else:
     else:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-        sys.stdout.buffer.write(seen)
+        term.dump()
         sys.stderr.write("bosun did not leave after ten Ctrl-C presses and 20 s\n")
         sys.exit(1)
 read_for(0.5)
-sys.stdout.buffer.write(seen)
+term.dump()
 sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 2)
