@@ -1,8 +1,9 @@
 //! Approvals for `bosun serve`: a call policy would `ask` about is put to the client's user as
 //! an MCP form elicitation ("Allow <tool>?", with one checkbox to allow it for the rest of the
-//! session). Accepting allows the call; declining, cancelling, a timeout or a client that cannot
-//! elicit refuse it — the chokepoint then answers `needs_approval` with how to pre-approve the
-//! call. Only a client that declared form elicitation is ever sent one: any other is refused at
+//! session). Accepting allows the call; declining refuses it (`denied`, the person said no);
+//! a question dismissed without an answer (`cancel`: what a client running without a person, like
+//! `claude -p`, answers), a timeout or a client that cannot elicit leave it unanswered — the
+//! chokepoint then answers `needs_approval` with how to pre-approve the call. Only a client that declared form elicitation is ever sent one: any other is refused at
 //! once rather than left to ignore a request it never said it could answer.
 //!
 //! The form's `requestedSchema` carries only the keys the specification's schema names
@@ -129,8 +130,10 @@ impl ApprovalBroker for ElicitingBroker {
                         ApprovalAnswer::AllowOnce
                     }
                 }
-                // Decline, cancel, and any answer a later revision adds: not an allow.
-                _ => ApprovalAnswer::Deny,
+                ElicitationAction::Decline => ApprovalAnswer::Deny,
+                // Dismissed without a choice (the specification's `cancel`), and any answer a
+                // later revision adds: not an allow, and not the person's no either.
+                _ => ApprovalAnswer::Unavailable,
             },
             // No elicitation (the client cannot, the revision forbids it, no answer in time).
             Err(_) => ApprovalAnswer::Unavailable,
@@ -139,7 +142,7 @@ impl ApprovalBroker for ElicitingBroker {
 
     fn unanswered_hint(&self) -> &str {
         if self.can_elicit {
-            "answer when your MCP client asks (it needs elicitation support and MCP 2025-11-25 or older), or"
+            UNANSWERED
         } else {
             "your MCP client did not declare form elicitation, so Bosun cannot ask its user: use a client that declares `elicitation` in its capabilities, or"
         }
@@ -149,6 +152,9 @@ impl ApprovalBroker for ElicitingBroker {
         self.can_elicit
     }
 }
+
+/// What a client that can be asked is told when its user gave no answer.
+const UNANSWERED: &str = "your MCP client was asked and gave no answer (it dismissed the question, as a client running without a person does — `claude -p`, `codex exec` — or did not answer in time): answer when it asks, or";
 
 /// The broker of 2026-07-28 requests. That revision allows no request back to the client during
 /// a call: a question the call in progress ([`ROUND`]) has no answer for is noted and refused
@@ -170,7 +176,7 @@ pub(crate) struct Round {
     /// What binds answers to this call: the tool and its arguments.
     call: String,
     /// Answers given in earlier rounds, by question.
-    answers: BTreeMap<String, bool>,
+    answers: BTreeMap<String, Answer>,
     /// Questions this attempt raised without an answer: key and form.
     asked: Mutex<Vec<(String, ElicitRequestParams)>>,
 }
@@ -181,8 +187,30 @@ pub(crate) struct Round {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct State {
     call: String,
-    answers: BTreeMap<String, bool>,
+    answers: BTreeMap<String, Answer>,
     asked: Vec<String>,
+}
+
+/// What the client's user did with a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Answer {
+    /// Allowed it.
+    Accept,
+    /// Refused it.
+    Decline,
+    /// Dismissed it without a choice (`cancel`, or an action this revision does not name).
+    Dismiss,
+}
+
+impl Answer {
+    fn of(action: &str) -> Self {
+        match action {
+            "accept" => Self::Accept,
+            "decline" => Self::Decline,
+            _ => Self::Dismiss,
+        }
+    }
 }
 
 /// A key naming one question: the same question (tool, action, input, reason, capabilities)
@@ -213,14 +241,14 @@ impl Round {
         {
             answers = state.answers;
             for key in state.asked {
-                let accepted = responses
+                let answer = responses
                     .and_then(|r| r.get(&key))
                     .and_then(|answer| answer.get("action"))
                     .and_then(Value::as_str)
-                    .map(|action| action == "accept");
-                // A question left unanswered stays open; declined or cancelled is a refusal.
-                if let Some(accepted) = accepted {
-                    answers.insert(key, accepted);
+                    .map(Answer::of);
+                // A question left unanswered stays open; a dismissed one is not asked again.
+                if let Some(answer) = answer {
+                    answers.insert(key, answer);
                 }
             }
         }
@@ -263,8 +291,11 @@ impl ApprovalBroker for RoundTrip {
                 }
                 match round.answers.get(&key) {
                     // Once only: 2026-07-28 has no sessions, so an answer cannot outlive the call.
-                    Some(true) => ApprovalAnswer::AllowOnce,
-                    Some(false) => ApprovalAnswer::Deny,
+                    Some(Answer::Accept) => ApprovalAnswer::AllowOnce,
+                    Some(Answer::Decline) => ApprovalAnswer::Deny,
+                    // Dismissed: unanswered, and not put again (a client without a person would
+                    // dismiss it again, round after round).
+                    Some(Answer::Dismiss) => ApprovalAnswer::Unavailable,
                     None => {
                         if let (Some(form), Ok(mut asked)) =
                             (form(request, false), round.asked.lock())
@@ -280,7 +311,11 @@ impl ApprovalBroker for RoundTrip {
     }
 
     fn unanswered_hint(&self) -> &str {
-        "answer when your MCP client asks (it needs elicitation: form elicitation under 2025-11-25, input requests under 2026-07-28), or"
+        if self.has_person() {
+            UNANSWERED
+        } else {
+            "your MCP client did not declare form elicitation, so Bosun cannot ask its user: use a client that declares `elicitation` in its capabilities, or"
+        }
     }
 
     fn has_person(&self) -> bool {
@@ -357,6 +392,25 @@ mod tests {
             .collect();
         let retry = Round::new(true, "run_command", &args, Some(&state), Some(&declined));
         assert_eq!(ask(retry, "touch").0, ApprovalAnswer::Deny);
+    }
+
+    #[test]
+    fn a_dismissed_question_is_unanswered_not_refused_and_not_asked_again() {
+        let args = json!({"program": "touch"});
+        let (_, first) = ask(Round::new(true, "run_command", &args, None, None), "touch");
+        let (requests, state) = first.input_required().unwrap();
+        // What `claude -p` answers: the question dismissed, nobody having seen it.
+        let cancelled: InputResponses = requests
+            .keys()
+            .map(|key| (key.clone(), json!({"action": "cancel"})))
+            .collect();
+        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&cancelled));
+        let (answer, retry) = ask(retry, "touch");
+        assert_eq!(answer, ApprovalAnswer::Unavailable);
+        // Not put again: the call ends with needs_approval instead of another round.
+        assert!(retry.input_required().is_none());
+        let hint = ROUND.sync_scope(retry, || RoundTrip.unanswered_hint().to_owned());
+        assert!(hint.contains("gave no answer"), "{hint}");
     }
 
     /// The specification's schema for a form's `requestedSchema` (a committed fragment of the

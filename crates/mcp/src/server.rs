@@ -250,9 +250,15 @@ impl ToolServer {
     /// during a call). The connection decides, not the request: a session opened with
     /// `initialize` is a session for every request in it, so a request whose `_meta` claims
     /// 2026-07-28 still runs with the session's labels and approvals; a connection without a
-    /// handshake keeps the revision of its first call.
+    /// handshake keeps the revision of its first call. A handshake never negotiates 2026-07-28
+    /// (that revision has none): over Streamable HTTP rmcp gives each request without a session
+    /// peer info made from its `MCP-Protocol-Version` header, which is no handshake.
     fn is_modern(&self, context: &RequestContext<RoleServer>) -> bool {
-        if context.peer.peer_info().is_some() {
+        if context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version < ProtocolVersion::V_2026_07_28)
+        {
             return false;
         }
         *self.modern.get_or_init(|| {

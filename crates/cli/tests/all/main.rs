@@ -656,6 +656,7 @@ fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
 
 mod binary;
 mod chock;
+mod clients;
 mod first_hour;
 mod hardening;
 mod js;

@@ -395,14 +395,14 @@ fn ask_becomes_an_elicitation_the_client_user_answers() {
 }
 
 /// `bosun serve --http` on a free loopback port, stopped on drop.
-struct HttpServer {
+pub struct HttpServer {
     child: Child,
-    url: String,
+    pub url: String,
     addr: String,
 }
 
 impl HttpServer {
-    fn start(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
+    pub fn start(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_bosun"));
         cmd.args(["serve", "--http", "127.0.0.1:0"])
             .args(extra)
