@@ -71,7 +71,9 @@ fn doc_block(name: &str) -> String {
 }
 
 /// Reads a pipe to its end on a thread; what it read so far stays readable.
-fn drain(mut from: impl Read + Send + 'static) -> (Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+fn drain(
+    mut from: impl Read + Send + 'static,
+) -> (Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
     let buffer = Arc::new(Mutex::new(Vec::new()));
     let into = buffer.clone();
     let thread = std::thread::spawn(move || {
@@ -143,8 +145,8 @@ impl Standin {
         let log = env.dir.path().join(format!("model-{wire}.jsonl"));
         let _ = std::fs::remove_file(&log);
         let plan = json!({"wire": wire, "script": script, "log": log, "idle_secs": 120});
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/peers/clients/model_standin.py");
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/clients/model_standin.py");
         let mut child = Command::new("python3")
             .arg(script)
             .arg(plan.to_string())
@@ -246,19 +248,31 @@ fn denied_then_asked() -> Value {
 fn assert_read_then_ran(env: &Env, out: &Output, model: &Standin) {
     let said = text(&out.stdout);
     assert!(out.status.success(), "{said}\n{}", text(&out.stderr));
-    assert!(said.contains("the secret word is pelican"), "{said}\n{}", text(&out.stderr));
+    assert!(
+        said.contains("the secret word is pelican"),
+        "{said}\n{}",
+        text(&out.stderr)
+    );
     let answers = model.answers();
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert!(env.ws().join("made.txt").exists(), "{said}");
     let events = events(env);
     for tool in ["read_file", "run_command"] {
         assert_eq!(about(&events, "tool.proposed", tool).len(), 1, "{events:?}");
-        assert_eq!(about(&events, "tool.completed", tool).len(), 1, "{events:?}");
+        assert_eq!(
+            about(&events, "tool.completed", tool).len(),
+            1,
+            "{events:?}"
+        );
     }
     let inspect = env.bosun(&["inspect", "last"]);
     assert_eq!(code(&inspect), 0, "{}", stderr(&inspect));
     let shown = text(&inspect.stdout);
-    for needle in ["proposed read_file", "proposed run_command", "decided allow"] {
+    for needle in [
+        "proposed read_file",
+        "proposed run_command",
+        "decided allow",
+    ] {
         assert!(shown.contains(needle), "{needle} missing from\n{shown}");
     }
 }
@@ -277,7 +291,10 @@ fn assert_denied_and_not_run(env: &Env, out: &Output) -> Vec<Value> {
     assert_eq!(decided.len(), 1, "{events:?}");
     assert_eq!(decided[0]["explanation"]["decision"], "deny", "{events:?}");
     assert!(about(&events, "tool.started", "").is_empty(), "{events:?}");
-    assert!(!about(&events, "approval.asked", "run_command").is_empty(), "{events:?}");
+    assert!(
+        !about(&events, "approval.asked", "run_command").is_empty(),
+        "{events:?}"
+    );
     events
 }
 
@@ -354,7 +371,11 @@ fn claude(env: &Env, mcp_config: &Value, script: Value) -> (Output, Standin) {
     // `claude -p "…" --mcp-config bosun.json --allowedTools mcp__bosun`, as documented.
     let line = doc_block("claude-command");
     let (head, rest) = line.split_once('"').unwrap();
-    assert_eq!(head.split_whitespace().collect::<Vec<_>>(), ["claude", "-p"], "{line}");
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["claude", "-p"],
+        "{line}"
+    );
     let options = rest.split_once('"').unwrap().1;
     let mut command = Command::new(bin("claude"));
     command.args(["-p", "Do the task."]);
@@ -386,7 +407,10 @@ fn claude(env: &Env, mcp_config: &Value, script: Value) -> (Output, Standin) {
 /// docs/mcp.md's stdio configuration for Claude Code, with this test's binary and home.
 fn claude_stdio(env: &Env) -> Value {
     let mut config: Value = serde_json::from_str(&doc_block("claude-stdio")).unwrap();
-    assert_eq!(config["mcpServers"]["bosun"]["command"], "bosun", "{config}");
+    assert_eq!(
+        config["mcpServers"]["bosun"]["command"], "bosun",
+        "{config}"
+    );
     let server = &mut config["mcpServers"]["bosun"];
     server["command"] = json!(bosun());
     server["env"] = json!({"BOSUN_HOME": env.home()});
@@ -424,7 +448,10 @@ fn claude_code_over_stdio_reads_and_runs_through_bosun_and_answers_with_the_file
     let (out, model) = claude(&env, &claude_stdio(&env), read_then_run());
     assert_read_then_ran(&env, &out, &model);
     // Claude Code names a server's tools mcp__SERVER__TOOL.
-    assert_eq!(model.answers()[0][1], json!([null, "mcp__bosun__read_file"]));
+    assert_eq!(
+        model.answers()[0][1],
+        json!([null, "mcp__bosun__read_file"])
+    );
 }
 
 #[test]
@@ -507,12 +534,11 @@ fn inspector_checks(env: &Env, url: &str, transport: &str) {
         .filter(|l| l.contains(transport))
         .map(str::to_owned)
         .collect();
-    assert!(!lines.is_empty(), "docs/mcp.md shows the Inspector over {transport}");
-    let base = lines[0]
-        .split(" --method")
-        .next()
-        .unwrap()
-        .to_owned();
+    assert!(
+        !lines.is_empty(),
+        "docs/mcp.md shows the Inspector over {transport}"
+    );
+    let base = lines[0].split(" --method").next().unwrap().to_owned();
 
     // tools/list: every built-in, with its schema and annotations.
     let list = inspector(env, url, &format!("{base} --method tools/list"));
@@ -541,7 +567,9 @@ fn inspector_checks(env: &Env, url: &str, transport: &str) {
     let paged = inspector(
         env,
         url,
-        &format!("{base} --method tools/call --tool-name read_file --tool-arg path=src/lib.rs offset=1 limit=1"),
+        &format!(
+            "{base} --method tools/call --tool-name read_file --tool-arg path=src/lib.rs offset=1 limit=1"
+        ),
     );
     assert_eq!(code(&paged), 0, "{}", text(&paged.stderr));
     let paged = inspector_json(&paged);
@@ -566,13 +594,18 @@ fn inspector_checks(env: &Env, url: &str, transport: &str) {
     let asked = inspector(
         env,
         url,
-        &format!("{base} --method tools/call --tool-name run_command --tool-arg program=touch args=[\"inspected.txt\"]"),
+        &format!(
+            "{base} --method tools/call --tool-name run_command --tool-arg program=touch args=[\"inspected.txt\"]"
+        ),
     );
     let result = inspector_json(&asked);
     assert_eq!(result["isError"], true, "{result}");
     let said = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(said.starts_with("needs_approval: "), "{result}");
-    assert!(said.contains("did not declare form elicitation"), "{result}");
+    assert!(
+        said.contains("did not declare form elicitation"),
+        "{result}"
+    );
     assert!(!env.ws().join("inspected.txt").exists());
 }
 
@@ -581,8 +614,14 @@ fn mcp_inspector_cli_lists_calls_and_sees_errors_over_stdio() {
     let env = Env::new();
     inspector_checks(&env, "", "--stdio");
     let events = events(&env);
-    assert!(!about(&events, "tool.completed", "read_file").is_empty(), "{events:?}");
-    assert!(!about(&events, "tool.failed", "read_file").is_empty(), "{events:?}");
+    assert!(
+        !about(&events, "tool.completed", "read_file").is_empty(),
+        "{events:?}"
+    );
+    assert!(
+        !about(&events, "tool.failed", "read_file").is_empty(),
+        "{events:?}"
+    );
 }
 
 #[test]
@@ -592,7 +631,10 @@ fn mcp_inspector_cli_lists_calls_and_sees_errors_over_http() {
     inspector_checks(&env, &server.url, "http://");
     drop(server);
     let events = events(&env);
-    assert!(!about(&events, "tool.completed", "read_file").is_empty(), "{events:?}");
+    assert!(
+        !about(&events, "tool.completed", "read_file").is_empty(),
+        "{events:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -697,7 +739,9 @@ fn checks_of(dir: &Path) -> Vec<Value> {
 fn only_fixture_tools_and_unoffered_features_excuse_a_conformance_failure() {
     assert!(not_applicable("Not testable: server does not list the diagnostic tool 'test_logging_tool' in tools/list").is_some());
     assert!(not_applicable("Failed: Unknown tool: there is no tool named `test_simple_text`; use one of the tools offered").is_some());
-    assert!(not_applicable("resources/list returned JSON-RPC error -32601: resources/list").is_some());
+    assert!(
+        not_applicable("resources/list returned JSON-RPC error -32601: resources/list").is_some()
+    );
     // A real failure of a tool Bosun has, or of the protocol, is never excused.
     assert!(not_applicable("Failed: Unknown tool: there is no tool named `read_file`").is_none());
     assert!(not_applicable("Expected HTTP 400, got 200").is_none());
