@@ -7,9 +7,7 @@ use bytes::Bytes;
 
 use crate::digest::Digest;
 use crate::error::OciError;
-use crate::manifest::{
-    Annotations, Descriptor, EMPTY_JSON, MANIFEST_V1, Manifest, ManifestBytes,
-};
+use crate::manifest::{Annotations, Descriptor, EMPTY_JSON, MANIFEST_V1, Manifest, ManifestBytes};
 
 /// One blob and its descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +158,9 @@ impl ArtifactBuilder {
     /// The artifact. Without an `org.opencontainers.image.created` annotation none is added,
     /// so the same input gives the same digest.
     pub fn build(self) -> Artifact {
-        let config = self.config.unwrap_or_else(|| Blob::new(EMPTY_JSON, &b"{}"[..]));
+        let config = self
+            .config
+            .unwrap_or_else(|| Blob::new(EMPTY_JSON, &b"{}"[..]));
         let manifest = Manifest {
             schema_version: 2,
             media_type: Some(MANIFEST_V1.to_owned()),

@@ -99,8 +99,7 @@ impl ClientBuilder {
 
     /// The client.
     pub fn build(self) -> Result<Client, OciError> {
-        if self.registry.is_plain_http() && !self.registry.is_loopback() && !self.allow_plain_http
-        {
+        if self.registry.is_plain_http() && !self.registry.is_loopback() && !self.allow_plain_http {
             return Err(OciError::PlainHttp {
                 registry: self.registry.to_string(),
             });
@@ -109,8 +108,8 @@ impl ClientBuilder {
             url: self.registry.to_string(),
             message,
         };
-        let tls = bosun_models::tls_config()
-            .map_err(|e| transport(format!("TLS setup failed: {e}")))?;
+        let tls =
+            bosun_models::tls_config().map_err(|e| transport(format!("TLS setup failed: {e}")))?;
         let http = reqwest::Client::builder()
             .connect_timeout(self.limits.connect_timeout)
             .tls_backend_preconfigured(tls)
@@ -369,23 +368,22 @@ impl Client {
             if let Some(body) = &call.body {
                 request = request.body(body.clone());
             }
-            let response = match tokio::time::timeout(self.limits.idle_timeout, request.send())
-                .await
-            {
-                Err(_) => {
-                    return Err(OciError::TimedOut {
-                        url: url.to_string(),
-                        after: self.limits.idle_timeout,
-                    });
-                }
-                Ok(Err(e)) => {
-                    return Err(OciError::Transport {
-                        url: url.to_string(),
-                        message: error_chain(&e),
-                    });
-                }
-                Ok(Ok(response)) => response,
-            };
+            let response =
+                match tokio::time::timeout(self.limits.idle_timeout, request.send()).await {
+                    Err(_) => {
+                        return Err(OciError::TimedOut {
+                            url: url.to_string(),
+                            after: self.limits.idle_timeout,
+                        });
+                    }
+                    Ok(Err(e)) => {
+                        return Err(OciError::Transport {
+                            url: url.to_string(),
+                            message: error_chain(&e),
+                        });
+                    }
+                    Ok(Ok(response)) => response,
+                };
             if !response.status().is_redirection() {
                 return Ok(response);
             }

@@ -64,7 +64,9 @@ impl FromStr for Digest {
             ));
         }
         if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(invalid("a sha256 digest has exactly 64 lowercase hex digits"));
+            return Err(invalid(
+                "a sha256 digest has exactly 64 lowercase hex digits",
+            ));
         }
         Ok(Self {
             hex: hex.to_owned(),

@@ -189,7 +189,11 @@ impl Layout {
                 index.manifests.push(descriptor.clone());
             }
             None => {
-                if !index.manifests.iter().any(|d| d.digest == descriptor.digest) {
+                if !index
+                    .manifests
+                    .iter()
+                    .any(|d| d.digest == descriptor.digest)
+                {
                     index.manifests.push(descriptor.clone());
                 }
             }
@@ -296,7 +300,11 @@ mod tests {
 
     fn artifact() -> Artifact {
         Artifact::builder("application/vnd.example")
-            .layer("application/octet-stream", &b"layer"[..], Annotations::new())
+            .layer(
+                "application/octet-stream",
+                &b"layer"[..],
+                Annotations::new(),
+            )
             .build()
     }
 

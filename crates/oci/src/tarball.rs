@@ -98,18 +98,12 @@ pub fn pack(dir: &Path) -> Result<Vec<u8>, OciError> {
         };
         result.map_err(|e| OciError::io(&full, e))?;
     }
-    let encoder = builder
-        .into_inner()
-        .map_err(|e| OciError::io(dir, e))?;
+    let encoder = builder.into_inner().map_err(|e| OciError::io(dir, e))?;
     encoder.finish().map_err(|e| OciError::io(dir, e))
 }
 
 /// Every directory and file under `dir`, sorted, as `/`-separated paths relative to `root`.
-fn collect(
-    root: &Path,
-    dir: &Path,
-    out: &mut Vec<(String, bool, bool)>,
-) -> Result<(), OciError> {
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, bool, bool)>) -> Result<(), OciError> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| OciError::io(dir, e))?
         .collect::<Result<_, _>>()
@@ -275,7 +269,9 @@ fn safe_relative(name: &str) -> Result<PathBuf, &'static str> {
         match component {
             Component::Normal(part) => path.push(part),
             Component::CurDir => {}
-            Component::ParentDir => return Err("`..` is refused: it could write outside the folder"),
+            Component::ParentDir => {
+                return Err("`..` is refused: it could write outside the folder");
+            }
             Component::RootDir | Component::Prefix(_) => {
                 return Err("absolute paths are refused");
             }
@@ -393,8 +389,17 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let dest = out.path().join("p");
         let unpacked = unpack(&first, &dest, &UnpackLimits::default()).unwrap();
-        assert_eq!(unpacked, Unpacked { files: 2, bytes: 11 });
-        assert_eq!(std::fs::read_to_string(dest.join("src/lib/a.ts")).unwrap(), "a");
+        assert_eq!(
+            unpacked,
+            Unpacked {
+                files: 2,
+                bytes: 11
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(dest.join("src/lib/a.ts")).unwrap(),
+            "a"
+        );
         let names: Vec<String> = tar::Archive::new(flate2::read::GzDecoder::new(&first[..]))
             .entries()
             .unwrap()
@@ -406,15 +411,24 @@ mod tests {
     #[test]
     fn tar_entry_with_parent_traversal_is_refused() {
         let layer = hostile_tar(&[("../evil.sh", tar::EntryType::Regular, b"x", None)]);
-        assert!(matches!(refused(&layer, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
         let nested = hostile_tar(&[("a/../../evil", tar::EntryType::Regular, b"x", None)]);
-        assert!(matches!(refused(&nested, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&nested, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
     }
 
     #[test]
     fn tar_entry_with_absolute_path_is_refused() {
         let layer = hostile_tar(&[("/tmp/evil", tar::EntryType::Regular, b"x", None)]);
-        assert!(matches!(refused(&layer, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
     }
 
     #[test]
@@ -423,16 +437,29 @@ mod tests {
             ("escape", tar::EntryType::Symlink, b"", Some("/etc")),
             ("escape/passwd", tar::EntryType::Regular, b"x", None),
         ]);
-        assert!(matches!(refused(&symlink, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&symlink, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
         let hardlink = hostile_tar(&[("h", tar::EntryType::Link, b"", Some("/etc/shadow"))]);
-        assert!(matches!(refused(&hardlink, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&hardlink, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
     }
 
     #[test]
     fn tar_devices_and_fifos_are_refused() {
-        for kind in [tar::EntryType::Char, tar::EntryType::Block, tar::EntryType::Fifo] {
+        for kind in [
+            tar::EntryType::Char,
+            tar::EntryType::Block,
+            tar::EntryType::Fifo,
+        ] {
             let layer = hostile_tar(&[("dev", kind, b"", None)]);
-            assert!(matches!(refused(&layer, &UnpackLimits::default()), OciError::Archive { .. }));
+            assert!(matches!(
+                refused(&layer, &UnpackLimits::default()),
+                OciError::Archive { .. }
+            ));
         }
     }
 
@@ -461,7 +488,10 @@ mod tests {
             ("a", tar::EntryType::Regular, b"1", None),
             ("a", tar::EntryType::Regular, b"2", None),
         ]);
-        assert!(matches!(refused(&layer, &UnpackLimits::default()), OciError::Archive { .. }));
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
     }
 
     #[cfg(unix)]

@@ -237,7 +237,10 @@ pub fn read_wasm_artifact(artifact: &Artifact) -> Result<WasmPackage, OciError> 
             layer.descriptor.media_type
         )));
     }
-    let config_bytes = artifact.config().map(|b| b.bytes.clone()).unwrap_or_default();
+    let config_bytes = artifact
+        .config()
+        .map(|b| b.bytes.clone())
+        .unwrap_or_default();
     let config: WasmConfig = serde_json::from_slice(&config_bytes)
         .map_err(|e| wrong(format!("its config does not parse: {e}")))?;
     if !config.layer_digests.is_empty()

@@ -14,8 +14,7 @@ use crate::artifact::{Artifact, Blob};
 use crate::digest::{Digest, Verifier};
 use crate::error::OciError;
 use crate::manifest::{
-    DOCKER_MANIFEST_V2, Descriptor, INDEX_V1, MANIFEST_ACCEPT, MANIFEST_V1, Manifest,
-    ManifestBytes,
+    DOCKER_MANIFEST_V2, Descriptor, INDEX_V1, MANIFEST_ACCEPT, MANIFEST_V1, Manifest, ManifestBytes,
 };
 use crate::reference::{Repository, Tag};
 
@@ -34,7 +33,11 @@ const CONTENT_DIGEST: &str = "docker-content-digest";
 impl Client {
     /// The descriptor a tag points at now. A tag is mutable and the registry is trusted for
     /// this answer: pin what you then pull with a digest from signed metadata.
-    pub async fn resolve(&self, repository: &Repository, tag: &Tag) -> Result<Descriptor, OciError> {
+    pub async fn resolve(
+        &self,
+        repository: &Repository,
+        tag: &Tag,
+    ) -> Result<Descriptor, OciError> {
         let url = self.url(repository, &format!("manifests/{tag}"))?;
         let call = Call::new(Method::HEAD, url.clone()).header(ACCEPT, MANIFEST_ACCEPT);
         let response = self.send(repository, Access::Pull, &call).await?;
@@ -66,9 +69,8 @@ impl Client {
             }
             // A registry that does not say the digest on HEAD: fetch and hash the manifest.
             _ => {
-                let (media_type, bytes, _) = self
-                    .fetch_manifest(repository, tag.as_str(), None)
-                    .await?;
+                let (media_type, bytes, _) =
+                    self.fetch_manifest(repository, tag.as_str(), None).await?;
                 Ok(Descriptor::of(&media_type, &bytes))
             }
         }
@@ -166,7 +168,11 @@ impl Client {
     ) -> Result<bool, OciError> {
         let url = self.url(repository, &format!("blobs/{digest}"))?;
         let response = self
-            .send(repository, Access::Pull, &Call::new(Method::HEAD, url.clone()))
+            .send(
+                repository,
+                Access::Pull,
+                &Call::new(Method::HEAD, url.clone()),
+            )
             .await?;
         match response.status() {
             s if s.is_success() => Ok(true),
@@ -207,7 +213,11 @@ impl Client {
         }
         let url = self.url(repository, &format!("blobs/{}", descriptor.digest))?;
         let mut response = self
-            .send(repository, Access::Pull, &Call::new(Method::GET, url.clone()))
+            .send(
+                repository,
+                Access::Pull,
+                &Call::new(Method::GET, url.clone()),
+            )
             .await?;
         if !response.status().is_success() {
             return Err(status_error(&url, response, self.limits.idle_timeout).await);
@@ -353,7 +363,11 @@ impl Client {
         let mut tags = Vec::new();
         loop {
             let response = self
-                .send(repository, Access::Pull, &Call::new(Method::GET, url.clone()))
+                .send(
+                    repository,
+                    Access::Pull,
+                    &Call::new(Method::GET, url.clone()),
+                )
                 .await?;
             if !response.status().is_success() {
                 return Err(status_error(&url, response, self.limits.idle_timeout).await);
@@ -405,8 +419,12 @@ fn embedded(data: &str) -> Option<Vec<u8>> {
 fn next_link(header: &str) -> Option<String> {
     header.split(',').find_map(|part| {
         let (target, params) = part.split_once(';')?;
-        params
-            .contains("rel=\"next\"")
-            .then(|| target.trim().trim_start_matches('<').trim_end_matches('>').to_owned())
+        params.contains("rel=\"next\"").then(|| {
+            target
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_owned()
+        })
     })
 }

@@ -24,7 +24,11 @@ pub struct PushedManifest {
 
 impl Client {
     /// Pushes `bytes` as one blob in a single `PUT`, unless the repository has it already.
-    pub async fn push_blob(&self, repository: &Repository, bytes: &[u8]) -> Result<Digest, OciError> {
+    pub async fn push_blob(
+        &self,
+        repository: &Repository,
+        bytes: &[u8],
+    ) -> Result<Digest, OciError> {
         let digest = Digest::of(bytes);
         if self.blob_exists(repository, &digest).await? {
             return Ok(digest);

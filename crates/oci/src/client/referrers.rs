@@ -89,11 +89,7 @@ impl Client {
             .referrers_tag(repository, subject)
             .await?
             .unwrap_or_default();
-        if index
-            .manifests
-            .iter()
-            .any(|d| d.digest == referrer.digest)
-        {
+        if index.manifests.iter().any(|d| d.digest == referrer.digest) {
             return Ok(());
         }
         index.manifests.push(referrer);
