@@ -8,8 +8,6 @@ use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::error::OciError;
-
 /// A verified-shape `sha256` content digest.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Digest {
@@ -47,11 +45,40 @@ impl fmt::Display for Digest {
     }
 }
 
+/// Text that is not `sha256:` and 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{digest}` is not a usable digest: {reason}")]
+pub struct InvalidDigest {
+    /// The text, cut at 100 characters.
+    pub digest: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// How content differed from what its descriptor declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Another length (stops counting just past the declared one).
+    Length {
+        /// The declared length.
+        declared: u64,
+        /// What arrived.
+        received: u64,
+    },
+    /// The right length but other bytes.
+    Content {
+        /// The declared digest.
+        expected: Digest,
+        /// The digest of what arrived.
+        actual: Digest,
+    },
+}
+
 impl FromStr for Digest {
-    type Err = OciError;
+    type Err = InvalidDigest;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let invalid = |reason: &str| OciError::InvalidDigest {
+        let invalid = |reason: &str| InvalidDigest {
             digest: s.chars().take(100).collect(),
             reason: reason.to_owned(),
         };
@@ -119,18 +146,16 @@ impl Verifier {
     }
 
     /// Fails unless everything seen is exactly `size` bytes with digest `expected`.
-    pub fn check(self, what: &str, expected: &Digest, size: u64) -> Result<(), OciError> {
+    pub fn check(self, expected: &Digest, size: u64) -> Result<(), Mismatch> {
         if self.length != size {
-            return Err(OciError::LengthMismatch {
-                what: what.to_owned(),
+            return Err(Mismatch::Length {
                 declared: size,
                 received: self.length,
             });
         }
         let actual = self.finish();
         if &actual != expected {
-            return Err(OciError::DigestMismatch {
-                what: what.to_owned(),
+            return Err(Mismatch::Content {
                 expected: expected.clone(),
                 actual,
             });
@@ -171,18 +196,18 @@ mod tests {
         let mut short = Verifier::new();
         short.update(b"hell");
         assert!(matches!(
-            short.check("blob", &expected, 5),
-            Err(OciError::LengthMismatch { .. })
+            short.check(&expected, 5),
+            Err(Mismatch::Length { .. })
         ));
         let mut other = Verifier::new();
         other.update(b"jello");
         assert!(matches!(
-            other.check("blob", &expected, 5),
-            Err(OciError::DigestMismatch { .. })
+            other.check(&expected, 5),
+            Err(Mismatch::Content { .. })
         ));
         let mut right = Verifier::new();
         right.update(b"hel");
         right.update(b"lo");
-        assert!(right.check("blob", &expected, 5).is_ok());
+        assert!(right.check(&expected, 5).is_ok());
     }
 }

@@ -5,19 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::digest::Digest;
+use crate::digest::{Digest, InvalidDigest, Mismatch};
 
 /// An OCI operation that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
     /// A digest that is not `sha256:` and 64 lowercase hex digits.
-    #[error("`{digest}` is not a usable digest: {reason}")]
-    InvalidDigest {
-        /// The text, cut at 100 characters.
-        digest: String,
-        /// Why it was refused.
-        reason: String,
-    },
+    #[error(transparent)]
+    InvalidDigest(#[from] InvalidDigest),
     /// A registry, repository, tag or reference that breaks the distribution spec's grammar.
     #[error("`{reference}` is not a valid OCI reference: {reason}")]
     InvalidReference {
@@ -203,7 +198,7 @@ impl OciError {
     /// `timed_out`, `limit_reached` for size caps, `io_error` for the network and the disk.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidDigest { .. }
+            Self::InvalidDigest(_)
             | Self::InvalidReference { .. }
             | Self::Malformed { .. }
             | Self::NotAnArtifact { .. } => "invalid_input",
@@ -223,6 +218,22 @@ impl OciError {
             | Self::Upload { .. }
             | Self::Layout { .. }
             | Self::Io { .. } => "io_error",
+        }
+    }
+
+    /// The error for content of `what` that differed from its descriptor.
+    pub(crate) fn mismatch(what: &str, mismatch: Mismatch) -> Self {
+        match mismatch {
+            Mismatch::Length { declared, received } => Self::LengthMismatch {
+                what: what.to_owned(),
+                declared,
+                received,
+            },
+            Mismatch::Content { expected, actual } => Self::DigestMismatch {
+                what: what.to_owned(),
+                expected,
+                actual,
+            },
         }
     }
 

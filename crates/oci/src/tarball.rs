@@ -203,7 +203,7 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
         if raw.len() > limits.max_path {
             return Err(refuse("the path is longer than the limit"));
         }
-        let relative = safe_relative(&name).map_err(|reason| refuse(reason))?;
+        let relative = safe_relative(&name).map_err(&refuse)?;
         let target = dest.join(&relative);
         match kind {
             tar::EntryType::Directory => {

@@ -145,7 +145,7 @@ pub fn inspect(wasm: &[u8]) -> Result<WasmFacts, OciError> {
         }
     }
     let kind = kind.ok_or_else(|| malformed("it has no WebAssembly header".to_owned()))?;
-    let component = (kind == WasmKind::Component).then(|| ComponentConfig {
+    let component = (kind == WasmKind::Component).then_some(ComponentConfig {
         exports,
         imports,
         target: None,

@@ -269,7 +269,9 @@ impl Client {
         out.flush()
             .await
             .map_err(|e| OciError::io("the download's destination", e))?;
-        verifier.check(&what, &descriptor.digest, descriptor.size)
+        verifier
+            .check(&descriptor.digest, descriptor.size)
+            .map_err(|m| OciError::mismatch(&what, m))
     }
 
     /// Downloads the blob into `path`: written to a `.partial` file beside it, synced, and
@@ -339,7 +341,9 @@ impl Client {
                 Some(bytes) => {
                     let mut verifier = Verifier::new();
                     verifier.update(&bytes);
-                    verifier.check("embedded data", &descriptor.digest, descriptor.size)?;
+                    verifier
+                        .check(&descriptor.digest, descriptor.size)
+                        .map_err(|m| OciError::mismatch("embedded data", m))?;
                     bytes
                 }
                 None => self.pull_blob(repository, descriptor).await?,

@@ -3,6 +3,8 @@
 //! client, and scripted loopback servers for the hostile cases a real registry will not play.
 //! `scripts/oci-peers` installs the peers; a missing peer fails the test, naming it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod fake;
 mod hostile;
 mod interop;
