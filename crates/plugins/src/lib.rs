@@ -74,6 +74,7 @@ pub mod catalog;
 pub mod chock;
 pub mod digests;
 pub mod discovery;
+pub mod lock;
 mod error;
 pub mod forge;
 pub mod metadata;
