@@ -24,11 +24,11 @@ use sha2::{Digest, Sha256};
 use crate::PluginError;
 use crate::chock::{ChockModule, RefusedTool};
 use crate::digests::{Digests, Identity};
-use crate::lock::InstallLock;
 use crate::discovery::{
     Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, discover_project,
     discover_user,
 };
+use crate::lock::InstallLock;
 use crate::metadata::{Manifest, PluginTool};
 use crate::source::SourceSnapshot;
 use crate::trust::{Declared, TrustRecord, TrustStore};
@@ -188,10 +188,12 @@ impl Catalog {
         let lock = match InstallLock::load(input.home) {
             Ok(lock) => Some(lock),
             Err(e) => {
-                warnings.push(CatalogWarning::Discovery(crate::discovery::DiscoveryWarning {
-                    path: crate::lock::lock_path(input.home),
-                    message: e.to_string(),
-                }));
+                warnings.push(CatalogWarning::Discovery(
+                    crate::discovery::DiscoveryWarning {
+                        path: crate::lock::lock_path(input.home),
+                        message: e.to_string(),
+                    },
+                ));
                 None
             }
         };

@@ -77,9 +77,14 @@ impl Drift {
 impl std::fmt::Display for Drift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
-        for (word, list) in [("changed", &self.changed), ("added", &self.added), ("removed", &self.removed)] {
+        for (word, list) in [
+            ("changed", &self.changed),
+            ("added", &self.added),
+            ("removed", &self.removed),
+        ] {
             if !list.is_empty() {
-                let names: Vec<String> = list.iter().map(|p| bosun_core::escape_hidden(p)).collect();
+                let names: Vec<String> =
+                    list.iter().map(|p| bosun_core::escape_hidden(p)).collect();
                 parts.push(format!("{word} {}", names.join(", ")));
             }
         }
@@ -141,10 +146,11 @@ impl InstallLock {
         let path = lock_path(home);
         let file = match std::fs::read(&path) {
             Ok(bytes) => {
-                let file: LockFile = serde_json::from_slice(&bytes).map_err(|e| LockError::Invalid {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
+                let file: LockFile =
+                    serde_json::from_slice(&bytes).map_err(|e| LockError::Invalid {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
                 if file.version != LOCK_VERSION {
                     return Err(LockError::Invalid {
                         path,
@@ -199,10 +205,11 @@ impl InstallLock {
 
     /// Writes the lock atomically.
     pub fn save(&self) -> Result<(), LockError> {
-        let mut text = serde_json::to_string_pretty(&self.file).map_err(|e| LockError::Invalid {
-            path: self.path.clone(),
-            message: e.to_string(),
-        })?;
+        let mut text =
+            serde_json::to_string_pretty(&self.file).map_err(|e| LockError::Invalid {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })?;
         text.push('\n');
         write_atomic(&self.path, text.as_bytes()).map_err(|source| LockError::Io {
             path: self.path.clone(),
@@ -224,11 +231,17 @@ pub fn file_digests(dir: &Path) -> BTreeMap<String, String> {
             if out.len() >= MAX_FILES {
                 return out;
             }
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
             if kind.is_dir() && depth < crate::source::MAX_SOURCE_DEPTH {
                 pending.push((entry.path(), rel, depth + 1));
             } else if kind.is_file()
@@ -298,6 +311,9 @@ mod tests {
         assert_eq!(d.changed, ["mod.ts"]);
         assert_eq!(d.added, ["new.ts"]);
         assert_eq!(d.removed, ["lib/x.ts"]);
-        assert_eq!(d.to_string(), "changed mod.ts; added new.ts; removed lib/x.ts");
+        assert_eq!(
+            d.to_string(),
+            "changed mod.ts; added new.ts; removed lib/x.ts"
+        );
     }
 }

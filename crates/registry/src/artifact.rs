@@ -116,32 +116,47 @@ pub fn read_tree(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, RegistryError> {
     let mut total = 0u64;
     let mut pending = vec![(dir.to_path_buf(), String::new(), 0usize)];
     while let Some((at, prefix, depth)) = pending.pop() {
-        let entries = std::fs::read_dir(&at).map_err(RegistryError::io(format!("reading {}", at.display())))?;
+        let entries = std::fs::read_dir(&at)
+            .map_err(RegistryError::io(format!("reading {}", at.display())))?;
         for entry in entries {
             let entry = entry.map_err(RegistryError::io(format!("reading {}", at.display())))?;
-            let name = entry.file_name().into_string().map_err(|n| RegistryError::Archive {
-                what: format!("would hold the non-UTF-8 name {}", n.to_string_lossy()),
-            })?;
+            let name = entry
+                .file_name()
+                .into_string()
+                .map_err(|n| RegistryError::Archive {
+                    what: format!("would hold the non-UTF-8 name {}", n.to_string_lossy()),
+                })?;
             if SKIPPED.contains(&name.as_str()) {
                 continue;
             }
-            let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-            let kind = entry.file_type().map_err(RegistryError::io(format!("reading {}", at.display())))?;
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let kind = entry
+                .file_type()
+                .map_err(RegistryError::io(format!("reading {}", at.display())))?;
             if kind.is_symlink() {
                 return Err(RegistryError::Archive {
                     what: format!("would hold the symbolic link {rel}: copy what it points to"),
                 });
             } else if kind.is_dir() {
                 if depth + 1 > MAX_SOURCE_DEPTH {
-                    return Err(RegistryError::Archive { what: format!("would nest {rel} too deep") });
+                    return Err(RegistryError::Archive {
+                        what: format!("would nest {rel} too deep"),
+                    });
                 }
                 pending.push((entry.path(), rel, depth + 1));
             } else if kind.is_file() {
-                let bytes = std::fs::read(entry.path()).map_err(RegistryError::io(format!("reading {rel}")))?;
+                let bytes = std::fs::read(entry.path())
+                    .map_err(RegistryError::io(format!("reading {rel}")))?;
                 total += bytes.len() as u64;
                 if out.len() >= MAX_SOURCE_FILES || total > MAX_UNPACKED_BYTES {
                     return Err(RegistryError::Archive {
-                        what: format!("would hold more than {MAX_SOURCE_FILES} files or {MAX_UNPACKED_BYTES} bytes"),
+                        what: format!(
+                            "would hold more than {MAX_SOURCE_FILES} files or {MAX_UNPACKED_BYTES} bytes"
+                        ),
                     });
                 }
                 out.push((rel, bytes));
@@ -159,7 +174,10 @@ pub fn lay_out(file: &str, bytes: &[u8], dir: &Path) -> Result<(), RegistryError
     }
     if !SINGLE_FILES.contains(&file) {
         return Err(RegistryError::Archive {
-            what: format!("`{}` is not a plugin file Bosun installs", crate::name::escape(file)),
+            what: format!(
+                "`{}` is not a plugin file Bosun installs",
+                crate::name::escape(file)
+            ),
         });
     }
     let path = dir.join(file);
@@ -189,20 +207,39 @@ mod tests {
         block[0] = b'x';
         raw.extend_from_slice(&block);
         raw.extend_from_slice(&[0u8; 1024]);
-        assert!(matches!(unpack(&raw, dir.path()), Err(RegistryError::Archive { .. })));
+        assert!(matches!(
+            unpack(&raw, dir.path()),
+            Err(RegistryError::Archive { .. })
+        ));
         assert!(!dir.path().parent().unwrap().join("escape").exists());
 
         let mut builder = tar::Builder::new(Vec::new());
         let mut link = tar::Header::new_ustar();
         link.set_entry_type(tar::EntryType::Symlink);
         link.set_size(0);
-        builder.append_link(&mut link, "passwd", "/etc/passwd").unwrap();
+        builder
+            .append_link(&mut link, "passwd", "/etc/passwd")
+            .unwrap();
         let linked = builder.into_inner().unwrap();
-        assert!(matches!(unpack(&linked, dir.path()), Err(RegistryError::Archive { .. })));
+        assert!(matches!(
+            unpack(&linked, dir.path()),
+            Err(RegistryError::Archive { .. })
+        ));
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 
-        let packed = pack(&[("lib/a.mjs".to_owned(), b"a".to_vec()), ("plugin.json".to_owned(), b"{}".to_vec())]).unwrap();
-        assert_eq!(packed, pack(&[("plugin.json".to_owned(), b"{}".to_vec()), ("lib/a.mjs".to_owned(), b"a".to_vec())]).unwrap());
+        let packed = pack(&[
+            ("lib/a.mjs".to_owned(), b"a".to_vec()),
+            ("plugin.json".to_owned(), b"{}".to_vec()),
+        ])
+        .unwrap();
+        assert_eq!(
+            packed,
+            pack(&[
+                ("plugin.json".to_owned(), b"{}".to_vec()),
+                ("lib/a.mjs".to_owned(), b"a".to_vec())
+            ])
+            .unwrap()
+        );
         unpack(&packed, dir.path()).unwrap();
         assert_eq!(std::fs::read(dir.path().join("lib/a.mjs")).unwrap(), b"a");
     }

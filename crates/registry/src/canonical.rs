@@ -24,7 +24,9 @@ fn write(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Number(n) => {
             if n.is_f64() {
-                return Err(format!("{n} is not an integer: signed metadata holds integers only"));
+                return Err(format!(
+                    "{n} is not an integer: signed metadata holds integers only"
+                ));
             }
             out.extend_from_slice(n.to_string().as_bytes());
         }

@@ -99,7 +99,10 @@ pub struct Registries {
 }
 
 fn is_key_id(id: &str) -> bool {
-    id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Checks every entry; the first problem names its key and the fix.
@@ -110,15 +113,21 @@ pub fn check(sources: &BTreeMap<String, RegistryConfig>) -> Result<(), RegistryE
             message: message.to_owned(),
         };
         if !bosun_plugins::is_local_name(name) {
-            return Err(bad("the name must be 1-64 characters a-z, 0-9, _ and -, starting with a letter"));
+            return Err(bad(
+                "the name must be 1-64 characters a-z, 0-9, _ and -, starting with a letter",
+            ));
         }
         match config.kind {
             RegistryKind::Reef | RegistryKind::Oci if config.url.is_none() => {
                 return Err(bad("needs url = \"https://…\""));
             }
-            RegistryKind::Dir if config.path.is_none() => return Err(bad("needs path = \"/the/bundle\"")),
+            RegistryKind::Dir if config.path.is_none() => {
+                return Err(bad("needs path = \"/the/bundle\""));
+            }
             RegistryKind::Bosun if config.url.is_none() == config.path.is_none() => {
-                return Err(bad("needs exactly one of url = \"https://…\" or path = \"/the/catalog\""));
+                return Err(bad(
+                    "needs exactly one of url = \"https://…\" or path = \"/the/catalog\"",
+                ));
             }
             _ => {}
         }
@@ -199,7 +208,9 @@ impl Registries {
                 }
             ),
         })?;
-        let timeout = config.timeout_secs.map_or(METADATA_TIMEOUT, Duration::from_secs);
+        let timeout = config
+            .timeout_secs
+            .map_or(METADATA_TIMEOUT, Duration::from_secs);
         let origin = || -> Result<Origin, RegistryError> {
             match (&config.url, &config.path) {
                 (Some(url), _) => Origin::http(url, timeout),
@@ -230,18 +241,26 @@ impl Registries {
 
     /// The signed source `name` (for pinning and publishing), if it is one.
     pub fn signed(&self, name: &str, home: &Path) -> Result<SignedSource, RegistryError> {
-        let config = self.sources.get(name).ok_or_else(|| RegistryError::Config {
-            source_name: name.to_owned(),
-            message: "no such source in effect".to_owned(),
-        })?;
-        let timeout = config.timeout_secs.map_or(METADATA_TIMEOUT, Duration::from_secs);
+        let config = self
+            .sources
+            .get(name)
+            .ok_or_else(|| RegistryError::Config {
+                source_name: name.to_owned(),
+                message: "no such source in effect".to_owned(),
+            })?;
+        let timeout = config
+            .timeout_secs
+            .map_or(METADATA_TIMEOUT, Duration::from_secs);
         let origin = match (&config.kind, &config.url, &config.path) {
             (RegistryKind::Bosun, Some(url), _) => Origin::http(url, timeout)?,
             (RegistryKind::Bosun | RegistryKind::Dir, None, Some(path)) => Origin::dir(path),
             _ => {
                 return Err(RegistryError::Config {
                     source_name: name.to_owned(),
-                    message: format!("is kind = \"{}\", not a signed catalog (bosun or dir)", config.kind),
+                    message: format!(
+                        "is kind = \"{}\", not a signed catalog (bosun or dir)",
+                        config.kind
+                    ),
                 });
             }
         };

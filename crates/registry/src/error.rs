@@ -15,7 +15,9 @@ pub enum RegistryError {
         name: String,
     },
     /// A version that is not `MAJOR.MINOR.PATCH[-PRERELEASE]`.
-    #[error("`{version}` is not a version: use MAJOR.MINOR.PATCH, optionally -PRERELEASE (a-z, A-Z, 0-9 and .)")]
+    #[error(
+        "`{version}` is not a version: use MAJOR.MINOR.PATCH, optionally -PRERELEASE (a-z, A-Z, 0-9 and .)"
+    )]
     InvalidVersion {
         /// What was given (hidden characters escaped).
         version: String,
@@ -107,7 +109,9 @@ pub enum RegistryError {
         got: u64,
     },
     /// Bytes whose SHA-256 differs from the catalog's.
-    #[error("{what} has SHA-256 {got} but the catalog says {expected}: refused (the download was altered or the catalog is wrong)")]
+    #[error(
+        "{what} has SHA-256 {got} but the catalog says {expected}: refused (the download was altered or the catalog is wrong)"
+    )]
     Digest {
         /// What was read.
         what: String,

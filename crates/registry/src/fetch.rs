@@ -97,8 +97,11 @@ impl Origin {
                 )));
             }
         }
-        if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some() {
-            return Err(bad(format!("`{url}` must not carry credentials or a query")));
+        if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some()
+        {
+            return Err(bad(format!(
+                "`{url}` must not carry credentials or a query"
+            )));
         }
         if !parsed.path().ends_with('/') {
             let path = format!("{}/", parsed.path());
@@ -175,7 +178,7 @@ impl Origin {
                 let seconds = self.timeout.as_secs();
                 let fetched = tokio::time::timeout(
                     self.timeout,
-                    get_capped(client, target, cap, &what, progress),
+                    get_capped(client, target, cap, &what, seconds, progress),
                 )
                 .await;
                 progress.finish();
@@ -228,17 +231,24 @@ async fn get_capped(
     url: Url,
     cap: u64,
     what: &str,
+    seconds: u64,
     progress: &dyn Progress,
 ) -> Result<Option<Vec<u8>>, RegistryError> {
     let failed = |message: String| RegistryError::Fetch {
         url: what.to_owned(),
         message,
     };
-    let response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| failed(error_chain(&e)))?;
+    let request_failed = |e: reqwest::Error| {
+        if e.is_timeout() {
+            RegistryError::Timeout {
+                url: what.to_owned(),
+                seconds,
+            }
+        } else {
+            failed(error_chain(&e))
+        }
+    };
+    let response = client.get(url).send().await.map_err(request_failed)?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
@@ -254,10 +264,11 @@ async fn get_capped(
         });
     }
     progress.start(what, declared);
-    let mut bytes = Vec::with_capacity(usize::try_from(declared.unwrap_or(0).min(cap)).unwrap_or(0));
+    let mut bytes =
+        Vec::with_capacity(usize::try_from(declared.unwrap_or(0).min(cap)).unwrap_or(0));
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| failed(error_chain(&e)))?;
+        let chunk = chunk.map_err(request_failed)?;
         if (bytes.len() + chunk.len()) as u64 > cap {
             return Err(RegistryError::TooLarge {
                 what: what.to_owned(),
@@ -298,7 +309,20 @@ mod tests {
 
     #[test]
     fn relative_paths_cannot_leave_the_root() {
-        for bad in ["", "../x", "a/../b", "/etc/passwd", "a//b", ".hidden", "a/.b", "a\\b", "a b", "a?b", "a#b", "a%2f"] {
+        for bad in [
+            "",
+            "../x",
+            "a/../b",
+            "/etc/passwd",
+            "a//b",
+            ".hidden",
+            "a/.b",
+            "a\\b",
+            "a b",
+            "a?b",
+            "a#b",
+            "a%2f",
+        ] {
             assert!(check_relative(bad).is_err(), "{bad:?}");
         }
         check_relative("plugins/web/1.0.0/mod.ts").unwrap();

@@ -25,7 +25,11 @@ pub struct Inspected {
 
 /// Reads plugin `name` under `home/plugins/` as the catalog would, with `builtins` as the
 /// names its tools may not take. A plugin the catalog finds invalid is refused with its reason.
-pub fn inspect_plugin(home: &Path, name: &str, builtins: &[&str]) -> Result<Inspected, RegistryError> {
+pub fn inspect_plugin(
+    home: &Path,
+    name: &str,
+    builtins: &[&str],
+) -> Result<Inspected, RegistryError> {
     let trust = TrustStore::empty(home.join("trust.toml"));
     let user_plugins = BTreeMap::new();
     let catalog = Catalog::build(CatalogInput {
@@ -41,15 +45,17 @@ pub fn inspect_plugin(home: &Path, name: &str, builtins: &[&str]) -> Result<Insp
         .iter()
         .find(|e| e.local_name == name)
         .ok_or_else(|| RegistryError::NotFound {
-            what: format!("a plugin (plugin.wasm, plugin.json or mod.ts) in {}", home.join("plugins").join(name).display()),
+            what: format!(
+                "a plugin (plugin.wasm, plugin.json or mod.ts) in {}",
+                home.join("plugins").join(name).display()
+            ),
         })?;
     if let PluginState::Invalid { reason } = &entry.state {
         return Err(RegistryError::malformed(format!("plugin {name}"), reason));
     }
-    let sha256 = entry
-        .sha256
-        .clone()
-        .ok_or_else(|| RegistryError::malformed(format!("plugin {name}"), "it could not be read"))?;
+    let sha256 = entry.sha256.clone().ok_or_else(|| {
+        RegistryError::malformed(format!("plugin {name}"), "it could not be read")
+    })?;
     let mut claims = Claims {
         format: Some(entry.format.to_string()),
         ..Claims::default()
@@ -74,7 +80,10 @@ pub fn inspect_plugin(home: &Path, name: &str, builtins: &[&str]) -> Result<Insp
             }
         }
         None => {
-            return Err(RegistryError::malformed(format!("plugin {name}"), "its metadata could not be read"));
+            return Err(RegistryError::malformed(
+                format!("plugin {name}"),
+                "its metadata could not be read",
+            ));
         }
     }
     Ok(Inspected {
@@ -96,35 +105,63 @@ pub enum Strictness {
 /// Refuses when the catalog's `claims` disagree with what the plugin declares: name, version,
 /// tools, capabilities, endpoints, classification; a plugin asking for more trust than the
 /// catalog showed is refused too.
-pub fn compare(claims: &Claims, plugin: &Claims, strictness: Strictness) -> Result<(), RegistryError> {
+pub fn compare(
+    claims: &Claims,
+    plugin: &Claims,
+    strictness: Strictness,
+) -> Result<(), RegistryError> {
     let mismatch = |field: &str, catalog: String, plugin: String| RegistryError::ClaimMismatch {
         field: field.to_owned(),
         catalog,
         plugin,
     };
-    let list = |s: &std::collections::BTreeSet<String>| format!("[{}]", s.iter().cloned().collect::<Vec<_>>().join(", "));
+    let list = |s: &std::collections::BTreeSet<String>| {
+        format!("[{}]", s.iter().cloned().collect::<Vec<_>>().join(", "))
+    };
     if claims.name != plugin.name {
         return Err(mismatch("name", claims.name.clone(), plugin.name.clone()));
     }
     if claims.version != plugin.version {
-        return Err(mismatch("version", claims.version.clone(), plugin.version.clone()));
+        return Err(mismatch(
+            "version",
+            claims.version.clone(),
+            plugin.version.clone(),
+        ));
     }
     let every = strictness == Strictness::Every;
     if every && claims.tools != plugin.tools {
         return Err(mismatch("tools", list(&claims.tools), list(&plugin.tools)));
     }
     if every && claims.capabilities != plugin.capabilities {
-        return Err(mismatch("capabilities", list(&claims.capabilities), list(&plugin.capabilities)));
+        return Err(mismatch(
+            "capabilities",
+            list(&claims.capabilities),
+            list(&plugin.capabilities),
+        ));
     }
-    if (every || !claims.endpoints.is_empty() || !plugin.endpoints.is_empty()) && claims.endpoints != plugin.endpoints {
-        return Err(mismatch("endpoints", list(&claims.endpoints), list(&plugin.endpoints)));
+    if (every || !claims.endpoints.is_empty() || !plugin.endpoints.is_empty())
+        && claims.endpoints != plugin.endpoints
+    {
+        return Err(mismatch(
+            "endpoints",
+            list(&claims.endpoints),
+            list(&plugin.endpoints),
+        ));
     }
     let upper = |c: &Option<String>| c.as_deref().map(str::to_ascii_uppercase);
-    if (every || claims.classification.is_some()) && upper(&claims.classification) != upper(&plugin.classification) {
+    if (every || claims.classification.is_some())
+        && upper(&claims.classification) != upper(&plugin.classification)
+    {
         return Err(mismatch(
             "classification",
-            claims.classification.clone().unwrap_or_else(|| "none".to_owned()),
-            plugin.classification.clone().unwrap_or_else(|| "none".to_owned()),
+            claims
+                .classification
+                .clone()
+                .unwrap_or_else(|| "none".to_owned()),
+            plugin
+                .classification
+                .clone()
+                .unwrap_or_else(|| "none".to_owned()),
         ));
     }
     let asks_trust = |c: &Claims| c.trust.as_deref() == Some("trusted");

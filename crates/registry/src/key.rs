@@ -38,7 +38,9 @@ impl PublicKey {
         if value["keytype"] != "ed25519" || value["scheme"] != "ed25519" {
             return Err("only ed25519 keys are accepted".to_owned());
         }
-        let keyval = value["keyval"].as_object().ok_or("keyval is not an object")?;
+        let keyval = value["keyval"]
+            .as_object()
+            .ok_or("keyval is not an object")?;
         if keyval.len() != 1 {
             return Err("keyval has fields other than public".to_owned());
         }
@@ -145,8 +147,10 @@ impl PrivateKey {
             path: path.to_owned(),
             message: message.to_owned(),
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(RegistryError::io(format!("reading the key {}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(RegistryError::io(format!(
+            "reading the key {}",
+            path.display()
+        )))?;
         let value: Value =
             serde_json::from_str(&text).map_err(|_| bad("is not a Bosun key file (JSON)"))?;
         if value["keytype"] != "ed25519" {

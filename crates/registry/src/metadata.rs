@@ -213,7 +213,10 @@ pub fn key_ring(role: &str, keys: &BTreeMap<String, Value>) -> Result<KeyRing, R
         if key.keyid() != *id {
             return Err(RegistryError::malformed(
                 role,
-                format!("key id {id} is not the SHA-256 of its key ({})", key.keyid()),
+                format!(
+                    "key id {id} is not the SHA-256 of its key ({})",
+                    key.keyid()
+                ),
             ));
         }
         ring.insert(id.clone(), key);
@@ -262,7 +265,9 @@ fn check_role_keys(name: &str, role: &RoleKeys, ring: &KeyRing) -> Result<(), St
         return Err(format!("role {name} lists a key id twice"));
     }
     if let Some(unknown) = role.keyids.iter().find(|id| !ring.contains_key(*id)) {
-        return Err(format!("role {name} names key {unknown}, which is not listed"));
+        return Err(format!(
+            "role {name} names key {unknown}, which is not listed"
+        ));
     }
     if role.threshold == 0 || role.threshold > role.keyids.len() as u64 {
         return Err(format!(
@@ -328,8 +333,7 @@ impl Targets {
 
 /// Whether `name` may name a delegated role (and so a file `<name>.json`).
 pub fn is_role_name(name: &str) -> bool {
-    crate::name::check_name(name).is_ok()
-        && !RoleName::ALL.iter().any(|r| r.as_str() == name)
+    crate::name::check_name(name).is_ok() && !RoleName::ALL.iter().any(|r| r.as_str() == name)
 }
 
 /// A delegation's path pattern: `*` matches within one segment, nothing crosses `/`.
@@ -408,7 +412,11 @@ pub fn format_time(time: DateTime<Utc>) -> String {
 }
 
 /// Fails when `expires` is not after `now`.
-pub fn check_expiry(role: &str, expires: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), RegistryError> {
+pub fn check_expiry(
+    role: &str,
+    expires: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), RegistryError> {
     if expires <= now {
         return Err(RegistryError::Expired {
             role: role.to_owned(),

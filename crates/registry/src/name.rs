@@ -22,9 +22,7 @@ pub fn check_name(name: &str) -> Result<(), RegistryError> {
     if ok {
         Ok(())
     } else {
-        Err(RegistryError::InvalidName {
-            name: escape(name),
-        })
+        Err(RegistryError::InvalidName { name: escape(name) })
     }
 }
 
@@ -47,10 +45,7 @@ pub fn parse_version(version: &str) -> Result<semver::Version, RegistryError> {
         return Err(bad());
     }
     if let Some(pre) = pre
-        && (pre.is_empty()
-            || !pre
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.'))
+        && (pre.is_empty() || !pre.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.'))
     {
         return Err(bad());
     }
@@ -117,8 +112,19 @@ mod tests {
     #[test]
     fn hostile_names_and_versions_are_refused_before_any_path_is_built() {
         for name in [
-            "", "../etc", "a/b", "a\\b", ".hidden", "-x", "A", "a b", "a\0b", "a\u{202e}b",
-            "%2e%2e", "a.b", "é",
+            "",
+            "../etc",
+            "a/b",
+            "a\\b",
+            ".hidden",
+            "-x",
+            "A",
+            "a b",
+            "a\0b",
+            "a\u{202e}b",
+            "%2e%2e",
+            "a.b",
+            "é",
         ] {
             assert!(check_name(name).is_err(), "{name:?}");
         }
@@ -127,8 +133,20 @@ mod tests {
             check_name(name).unwrap();
         }
         for version in [
-            "", "1", "1.2", "1.2.3.4", "../1.0.0", "1.0.0/..", "v1.0.0", "1.0.0+build",
-            "1.0.0-", "1.0.0-a/b", "01.0.0x", " 1.0.0", "1.0.0-é", "+1.0.0",
+            "",
+            "1",
+            "1.2",
+            "1.2.3.4",
+            "../1.0.0",
+            "1.0.0/..",
+            "v1.0.0",
+            "1.0.0+build",
+            "1.0.0-",
+            "1.0.0-a/b",
+            "01.0.0x",
+            " 1.0.0",
+            "1.0.0-é",
+            "+1.0.0",
         ] {
             assert!(parse_version(version).is_err(), "{version:?}");
         }

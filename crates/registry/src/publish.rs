@@ -83,7 +83,8 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
 }
 
 fn write_envelope(path: &Path, envelope: &Envelope) -> Result<Vec<u8>, RegistryError> {
-    let mut bytes = serde_json::to_vec_pretty(envelope).map_err(|e| RegistryError::malformed("metadata", e))?;
+    let mut bytes =
+        serde_json::to_vec_pretty(envelope).map_err(|e| RegistryError::malformed("metadata", e))?;
     bytes.push(b'\n');
     write(path, &bytes)?;
     Ok(bytes)
@@ -102,7 +103,10 @@ fn meta_of(version: u64, bytes: &[u8]) -> MetaFile {
     MetaFile {
         version,
         length: Some(bytes.len() as u64),
-        hashes: Some(BTreeMap::from([("sha256".to_owned(), hex::encode(Sha256::digest(bytes)))])),
+        hashes: Some(BTreeMap::from([(
+            "sha256".to_owned(),
+            hex::encode(Sha256::digest(bytes)),
+        )])),
     }
 }
 
@@ -118,7 +122,8 @@ pub fn init(dir: &Path, signing: &Signing<'_>) -> Result<(), RegistryError> {
     if root_file.exists() {
         return Err(RegistryError::Config {
             source_name: dir.display().to_string(),
-            message: "already holds a catalog (metadata/1.root.json): publish to it instead".to_owned(),
+            message: "already holds a catalog (metadata/1.root.json): publish to it instead"
+                .to_owned(),
         });
     }
     let keyid = key.public().keyid();
@@ -150,7 +155,9 @@ fn check_signer(dir: &Path, key: &PrivateKey) -> Result<(), RegistryError> {
     let root = newest_root(dir)?;
     let keyid = key.public().keyid();
     for role in [RoleName::Targets, RoleName::Snapshot, RoleName::Timestamp] {
-        let holds = root.role(role).is_some_and(|r| r.keyids.contains(&keyid) && r.threshold == 1);
+        let holds = root
+            .role(role)
+            .is_some_and(|r| r.keyids.contains(&keyid) && r.threshold == 1);
         if !holds {
             return Err(RegistryError::Key {
                 path: dir.to_owned(),
@@ -175,23 +182,38 @@ fn resign(dir: &Path, mut targets: Targets, signing: &Signing<'_>) -> Result<(),
     };
     targets.version += 1;
     targets.expires = now + expiry.targets;
-    let targets_bytes = write_envelope(&meta_path(dir, "targets.json"), &sign(&to_value(&targets)?, &[key])?)?;
+    let targets_bytes = write_envelope(
+        &meta_path(dir, "targets.json"),
+        &sign(&to_value(&targets)?, &[key])?,
+    )?;
     let snapshot = Listing {
         kind: "snapshot".to_owned(),
         spec_version: SPEC_VERSION.to_owned(),
         version: read_version("snapshot.json") + 1,
         expires: now + expiry.snapshot,
-        meta: BTreeMap::from([("targets.json".to_owned(), meta_of(targets.version, &targets_bytes))]),
+        meta: BTreeMap::from([(
+            "targets.json".to_owned(),
+            meta_of(targets.version, &targets_bytes),
+        )]),
     };
-    let snapshot_bytes = write_envelope(&meta_path(dir, "snapshot.json"), &sign(&to_value(&snapshot)?, &[key])?)?;
+    let snapshot_bytes = write_envelope(
+        &meta_path(dir, "snapshot.json"),
+        &sign(&to_value(&snapshot)?, &[key])?,
+    )?;
     let timestamp = Listing {
         kind: "timestamp".to_owned(),
         spec_version: SPEC_VERSION.to_owned(),
         version: read_version("timestamp.json") + 1,
         expires: now + expiry.timestamp,
-        meta: BTreeMap::from([("snapshot.json".to_owned(), meta_of(snapshot.version, &snapshot_bytes))]),
+        meta: BTreeMap::from([(
+            "snapshot.json".to_owned(),
+            meta_of(snapshot.version, &snapshot_bytes),
+        )]),
     };
-    write_envelope(&meta_path(dir, "timestamp.json"), &sign(&to_value(&timestamp)?, &[key])?)?;
+    write_envelope(
+        &meta_path(dir, "timestamp.json"),
+        &sign(&to_value(&timestamp)?, &[key])?,
+    )?;
     Ok(())
 }
 
@@ -273,12 +295,19 @@ pub fn publish_plugin(
     for (rel, bytes) in &files {
         let path = laid.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(RegistryError::io(format!("creating {}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(RegistryError::io(format!("creating {}", parent.display())))?;
         }
-        std::fs::write(&path, bytes).map_err(RegistryError::io(format!("writing {}", path.display())))?;
+        std::fs::write(&path, bytes)
+            .map_err(RegistryError::io(format!("writing {}", path.display())))?;
     }
     let inspected = crate::inspect::inspect_plugin(scratch.path(), &local, &[])?;
-    let single = |name: &str| files.iter().find(|(p, _)| p == name).map(|(_, b)| b.clone());
+    let single = |name: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, b)| b.clone())
+    };
     let (file, bytes) = match inspected.format {
         bosun_plugins::PluginFormat::Native | bosun_plugins::PluginFormat::Chock => {
             let wasm = single("plugin.wasm").ok_or_else(|| RegistryError::NotFound {

@@ -58,7 +58,12 @@ impl ReefSource {
 
     /// Warnings gathered so far (a stale cache used), taken.
     pub fn take_warnings(&self) -> Vec<String> {
-        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .warnings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     fn catalog_path(kind: ArtifactKind) -> &'static str {
@@ -74,7 +79,11 @@ impl ReefSource {
 
     /// The catalog: from the cache when younger than [`CACHE_TTL`], else fetched (and the stale
     /// cache used, with a warning, when fetching fails).
-    async fn catalog(&self, kind: ArtifactKind, now: DateTime<Utc>) -> Result<Value, RegistryError> {
+    async fn catalog(
+        &self,
+        kind: ArtifactKind,
+        now: DateTime<Utc>,
+    ) -> Result<Value, RegistryError> {
         let cache_file = self.cache_file(kind);
         let cached: Option<Cached> = std::fs::read(&cache_file)
             .ok()
@@ -93,7 +102,10 @@ impl ReefSource {
                     if v.get("entries").is_some_and(Value::is_array) {
                         Ok(v)
                     } else {
-                        Err(RegistryError::malformed(self.origin.describe(path), "it has no `entries` array"))
+                        Err(RegistryError::malformed(
+                            self.origin.describe(path),
+                            "it has no `entries` array",
+                        ))
                     }
                 }),
             Ok(None) => Err(RegistryError::NotFound {
@@ -116,7 +128,10 @@ impl ReefSource {
                 self.warnings
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(format!("{e}; using the catalog fetched at {}", stale.fetched_at));
+                    .push(format!(
+                        "{e}; using the catalog fetched at {}",
+                        stale.fetched_at
+                    ));
                 Ok(stale.catalog)
             }
             (Err(e), None) => Err(e),
@@ -133,7 +148,11 @@ fn strings(value: &Value, key: &str) -> Vec<String> {
     value
         .get(key)
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -162,7 +181,12 @@ pub fn entry_target(kind: ArtifactKind, entry: &Value, origin: &str) -> Option<T
             text(entry, "classification"),
             strings(entry, "declaredEndpoints"),
         ),
-        ArtifactKind::Skill => ("SKILL.md", "skill", text(entry, "classificationCeiling"), Vec::new()),
+        ArtifactKind::Skill => (
+            "SKILL.md",
+            "skill",
+            text(entry, "classificationCeiling"),
+            Vec::new(),
+        ),
     };
     let claims = Claims {
         description: text(entry, "description").unwrap_or_default(),
@@ -201,7 +225,11 @@ impl Source for ReefSource {
         "unsigned: checksum from the same origin".to_owned()
     }
 
-    async fn entries(&self, kind: ArtifactKind, now: DateTime<Utc>) -> Result<Vec<Target>, RegistryError> {
+    async fn entries(
+        &self,
+        kind: ArtifactKind,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Target>, RegistryError> {
         let catalog = self.catalog(kind, now).await?;
         let origin = self.origin_label();
         Ok(catalog["entries"]
@@ -212,7 +240,11 @@ impl Source for ReefSource {
             .collect())
     }
 
-    async fn fetch(&self, target: &Target, progress: &dyn Progress) -> Result<Vec<u8>, RegistryError> {
+    async fn fetch(
+        &self,
+        target: &Target,
+        progress: &dyn Progress,
+    ) -> Result<Vec<u8>, RegistryError> {
         let origin = self.origin.clone().with_timeout(ARTIFACT_TIMEOUT);
         let bytes = origin
             .get(&target.location, MAX_FILE_BYTES, progress)
@@ -220,7 +252,12 @@ impl Source for ReefSource {
             .ok_or_else(|| RegistryError::NotFound {
                 what: origin.describe(&target.location),
             })?;
-        verify_bytes(&target.location, &bytes, target.length, Some(&target.sha256))?;
+        verify_bytes(
+            &target.location,
+            &bytes,
+            target.length,
+            Some(&target.sha256),
+        )?;
         Ok(bytes)
     }
 }

@@ -34,7 +34,9 @@ pub struct SourceState {
 
 /// `$BOSUN_HOME/registry/sources/<name>.json`.
 pub fn state_path(home: &Path, source: &str) -> PathBuf {
-    home.join("registry").join("sources").join(format!("{source}.json"))
+    home.join("registry")
+        .join("sources")
+        .join(format!("{source}.json"))
 }
 
 fn load_state(path: &Path) -> Result<Option<SourceState>, RegistryError> {
@@ -101,9 +103,11 @@ impl SignedSource {
             pinned: self.pinned.clone(),
             metadata: set.stored(),
         };
-        let text = serde_json::to_vec_pretty(&state).map_err(|e| RegistryError::malformed("state", e))?;
-        bosun_plugins::atomic::write_atomic(&self.state, &text)
-            .map_err(RegistryError::io(format!("writing {}", self.state.display())))?;
+        let text =
+            serde_json::to_vec_pretty(&state).map_err(|e| RegistryError::malformed("state", e))?;
+        bosun_plugins::atomic::write_atomic(&self.state, &text).map_err(RegistryError::io(
+            format!("writing {}", self.state.display()),
+        ))?;
         Ok(set)
     }
 }
@@ -151,7 +155,11 @@ impl Source for SignedSource {
         "signed (TUF: root, targets, snapshot, timestamp)".to_owned()
     }
 
-    async fn entries(&self, kind: ArtifactKind, now: DateTime<Utc>) -> Result<Vec<Target>, RegistryError> {
+    async fn entries(
+        &self,
+        kind: ArtifactKind,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Target>, RegistryError> {
         let set = self.refresh(now).await?;
         Ok(set
             .all_targets()?
@@ -161,7 +169,11 @@ impl Source for SignedSource {
             .collect())
     }
 
-    async fn fetch(&self, target: &Target, progress: &dyn Progress) -> Result<Vec<u8>, RegistryError> {
+    async fn fetch(
+        &self,
+        target: &Target,
+        progress: &dyn Progress,
+    ) -> Result<Vec<u8>, RegistryError> {
         let length = target.length.unwrap_or(MAX_ARTIFACT_BYTES);
         if length > MAX_ARTIFACT_BYTES {
             return Err(RegistryError::TooLarge {
@@ -176,7 +188,12 @@ impl Source for SignedSource {
             .ok_or_else(|| RegistryError::NotFound {
                 what: origin.describe(&target.location),
             })?;
-        verify_bytes(&target.location, &bytes, target.length, Some(&target.sha256))?;
+        verify_bytes(
+            &target.location,
+            &bytes,
+            target.length,
+            Some(&target.sha256),
+        )?;
         Ok(bytes)
     }
 }

@@ -134,11 +134,19 @@ pub trait Source: Send + Sync {
     fn label(&self) -> String;
 
     /// Every entry of `kind` in its catalog (all versions), fetched or taken from the cache.
-    async fn entries(&self, kind: ArtifactKind, now: DateTime<Utc>) -> Result<Vec<Target>, RegistryError>;
+    async fn entries(
+        &self,
+        kind: ArtifactKind,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Target>, RegistryError>;
 
     /// Fetches the bytes of `target`, at most its length (or the source's cap), within the
     /// source's timeout, verified against its length and SHA-256.
-    async fn fetch(&self, target: &Target, progress: &dyn Progress) -> Result<Vec<u8>, RegistryError>;
+    async fn fetch(
+        &self,
+        target: &Target,
+        progress: &dyn Progress,
+    ) -> Result<Vec<u8>, RegistryError>;
 
     /// The version of `requested` to install: the exact one asked for, else the newest
     /// release (a pre-release only when no release exists).
@@ -150,7 +158,11 @@ pub trait Source: Send + Sync {
     ) -> Result<Target, RegistryError> {
         let entries = self.entries(kind, now).await?;
         pick(entries, requested).ok_or_else(|| RegistryError::NotFound {
-            what: format!("{} `{requested}` in the source `{}`", kind_word(kind), self.name()),
+            what: format!(
+                "{} `{requested}` in the source `{}`",
+                kind_word(kind),
+                self.name()
+            ),
         })
     }
 }
@@ -167,10 +179,17 @@ pub fn pick(entries: Vec<Target>, requested: &Requested) -> Option<Target> {
     let mut versions: Vec<(semver::Version, Target)> = entries
         .into_iter()
         .filter(|t| t.claims.name == requested.name)
-        .filter_map(|t| semver::Version::parse(&t.claims.version).ok().map(|v| (v, t)))
+        .filter_map(|t| {
+            semver::Version::parse(&t.claims.version)
+                .ok()
+                .map(|v| (v, t))
+        })
         .collect();
     if let Some(wanted) = &requested.version {
-        return versions.into_iter().find(|(v, _)| v == wanted).map(|(_, t)| t);
+        return versions
+            .into_iter()
+            .find(|(v, _)| v == wanted)
+            .map(|(_, t)| t);
     }
     versions.sort_by(|a, b| a.0.cmp(&b.0));
     let newest_release = versions.iter().rposition(|(v, _)| v.pre.is_empty());

@@ -263,7 +263,11 @@ impl TrustedSet {
             .ok_or_else(|| RegistryError::malformed("root", format!("no {} role", role.as_str())))
     }
 
-    fn verify_listing(&self, role: RoleName, bytes: &[u8]) -> Result<Verified<Listing>, RegistryError> {
+    fn verify_listing(
+        &self,
+        role: RoleName,
+        bytes: &[u8],
+    ) -> Result<Verified<Listing>, RegistryError> {
         let name = role.as_str();
         let envelope = parse_envelope(name, bytes)?;
         let (keyids, threshold) = self.role_keys(role)?;
@@ -292,13 +296,25 @@ impl TrustedSet {
     pub fn update_root(&mut self, file: &str, bytes: &[u8]) -> Result<(), RegistryError> {
         let envelope = parse_envelope("root", bytes)?;
         let (keyids, threshold) = self.role_keys(RoleName::Root)?;
-        verify_threshold("root (by the trusted root's keys)", &envelope, &self.ring, &keyids, threshold)?;
+        verify_threshold(
+            "root (by the trusted root's keys)",
+            &envelope,
+            &self.ring,
+            &keyids,
+            threshold,
+        )?;
         let root: Root = signed_part("root", &envelope)?;
         let ring = root.check()?;
         let own = root
             .role(RoleName::Root)
             .ok_or_else(|| RegistryError::malformed("root", "no root role"))?;
-        verify_threshold("root (by its own keys)", &envelope, &ring, &own.keyids, own.threshold)?;
+        verify_threshold(
+            "root (by its own keys)",
+            &envelope,
+            &ring,
+            &own.keyids,
+            own.threshold,
+        )?;
         let expected = self.root.signed.version + 1;
         if root.version != expected {
             return Err(RegistryError::RootNotSequential {
@@ -319,7 +335,11 @@ impl TrustedSet {
     /// or snapshot keys changed since `before`, the trusted timestamp and snapshot are dropped,
     /// so a version an attacker pushed up with a compromised key cannot block the real ones
     /// (fast-forward recovery).
-    pub fn finish_root_update(&mut self, before: &Root, now: DateTime<Utc>) -> Result<(), RegistryError> {
+    pub fn finish_root_update(
+        &mut self,
+        before: &Root,
+        now: DateTime<Utc>,
+    ) -> Result<(), RegistryError> {
         check_expiry("root", self.root.signed.expires, now)?;
         let rotated = |role: RoleName| before.role(role) != self.root.signed.role(role);
         if rotated(RoleName::Timestamp) || rotated(RoleName::Snapshot) {
@@ -335,7 +355,11 @@ impl TrustedSet {
 
     /// Step 5.4: a new timestamp. Signed by the timestamp threshold; its version and the
     /// snapshot version it names never lower than trusted; not expired.
-    pub fn update_timestamp(&mut self, bytes: &[u8], now: DateTime<Utc>) -> Result<(), RegistryError> {
+    pub fn update_timestamp(
+        &mut self,
+        bytes: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(), RegistryError> {
         let new = self.verify_listing(RoleName::Timestamp, bytes)?;
         let snapshot = new.signed.entry("snapshot.json")?.clone();
         if new.signed.meta.len() != 1 {
@@ -377,7 +401,11 @@ impl TrustedSet {
     /// Step 5.5: a new snapshot. The hash and length the timestamp gives, the snapshot
     /// threshold, exactly the version the timestamp names (mix-and-match), no targets file
     /// dropped or lowered (rollback, go-tuf CVE-2022-29173), not expired.
-    pub fn update_snapshot(&mut self, bytes: &[u8], now: DateTime<Utc>) -> Result<(), RegistryError> {
+    pub fn update_snapshot(
+        &mut self,
+        bytes: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(), RegistryError> {
         let timestamp = self
             .timestamp
             .as_ref()
@@ -387,7 +415,11 @@ impl TrustedSet {
             "snapshot.json",
             bytes,
             pinned.length,
-            pinned.hashes.as_ref().and_then(|h| h.get("sha256")).map(String::as_str),
+            pinned
+                .hashes
+                .as_ref()
+                .and_then(|h| h.get("sha256"))
+                .map(String::as_str),
         )?;
         let new = self.verify_listing(RoleName::Snapshot, bytes)?;
         if new.signed.version != pinned.version {
@@ -404,7 +436,10 @@ impl TrustedSet {
             if role != "targets" && !crate::metadata::is_role_name(role) {
                 return Err(RegistryError::malformed(
                     "snapshot",
-                    format!("it lists `{}`, which is not a targets file", crate::name::escape(name)),
+                    format!(
+                        "it lists `{}`, which is not a targets file",
+                        crate::name::escape(name)
+                    ),
                 ));
             }
         }
@@ -449,13 +484,21 @@ impl TrustedSet {
     }
 
     /// Step 5.6: new top-level targets, pinned by the snapshot.
-    pub fn update_targets(&mut self, bytes: &[u8], now: DateTime<Utc>) -> Result<(), RegistryError> {
+    pub fn update_targets(
+        &mut self,
+        bytes: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(), RegistryError> {
         let pinned = self.snapshot_entry("targets")?;
         verify_bytes(
             "targets.json",
             bytes,
             pinned.length,
-            pinned.hashes.as_ref().and_then(|h| h.get("sha256")).map(String::as_str),
+            pinned
+                .hashes
+                .as_ref()
+                .and_then(|h| h.get("sha256"))
+                .map(String::as_str),
         )?;
         let new = self.verify_top_targets(bytes)?;
         if new.signed.version != pinned.version {
@@ -511,7 +554,12 @@ impl TrustedSet {
 
     /// A delegated role's file: signed by the delegating role's keys for it, exactly the
     /// version the snapshot names, never lower than trusted (tough CVE-2025-2887), not expired.
-    pub fn update_delegated(&mut self, name: &str, bytes: &[u8], now: DateTime<Utc>) -> Result<(), RegistryError> {
+    pub fn update_delegated(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(), RegistryError> {
         if self.delegated.len() >= MAX_DELEGATED_ROLES && !self.delegated.contains_key(name) {
             return Err(RegistryError::Delegation {
                 role: name.to_owned(),
@@ -523,11 +571,15 @@ impl TrustedSet {
             &format!("{name}.json"),
             bytes,
             pinned.length,
-            pinned.hashes.as_ref().and_then(|h| h.get("sha256")).map(String::as_str),
+            pinned
+                .hashes
+                .as_ref()
+                .and_then(|h| h.get("sha256"))
+                .map(String::as_str),
         )?;
-        let (ring, keyids, threshold) = self.delegation_keys(name).ok_or_else(|| {
-            RegistryError::malformed(name, "no trusted role delegates to it")
-        })?;
+        let (ring, keyids, threshold) = self
+            .delegation_keys(name)
+            .ok_or_else(|| RegistryError::malformed(name, "no trusted role delegates to it"))?;
         let new = verify_targets(name, bytes, &ring, &keyids, threshold)?;
         if new.signed.version != pinned.version {
             return Err(RegistryError::Mismatch {
@@ -555,8 +607,12 @@ impl TrustedSet {
     /// only read from a fresh set.
     pub fn check_fresh(&self, now: DateTime<Utc>) -> Result<(), RegistryError> {
         check_expiry("root", self.root.signed.expires, now)?;
-        let missing = |role: &str| RegistryError::malformed(role, "not fetched yet: update the source");
-        let timestamp = self.timestamp.as_ref().ok_or_else(|| missing("timestamp"))?;
+        let missing =
+            |role: &str| RegistryError::malformed(role, "not fetched yet: update the source");
+        let timestamp = self
+            .timestamp
+            .as_ref()
+            .ok_or_else(|| missing("timestamp"))?;
         check_expiry("timestamp", timestamp.signed.expires, now)?;
         let snapshot = self.snapshot.as_ref().ok_or_else(|| missing("snapshot"))?;
         check_expiry("snapshot", snapshot.signed.expires, now)?;
@@ -579,7 +635,9 @@ impl TrustedSet {
         };
         let (keyids, _) = self.role_keys(RoleName::Targets)?;
         let mut visited = BTreeSet::new();
-        Ok(self.search(path, "targets", &top.signed, keyids, 0, &mut visited)?.0)
+        Ok(self
+            .search(path, "targets", &top.signed, keyids, 0, &mut visited)?
+            .0)
     }
 
     /// One role of the search; the flag says the search must stop (a terminating match).

@@ -42,11 +42,18 @@ pub async fn first_root(origin: &Origin) -> Result<Vec<u8>, RegistryError> {
 }
 
 /// Brings `set` up to date from `origin` at `now`.
-pub async fn refresh(set: &mut TrustedSet, origin: &Origin, now: DateTime<Utc>) -> Result<(), RegistryError> {
+pub async fn refresh(
+    set: &mut TrustedSet,
+    origin: &Origin,
+    now: DateTime<Utc>,
+) -> Result<(), RegistryError> {
     let before = set.root().clone();
     for _ in 0..MAX_ROOT_ROTATIONS {
         let file = format!("{}.root.json", set.root_version() + 1);
-        match origin.get(&metadata_path(&file), MAX_ROOT_BYTES, &Quiet).await? {
+        match origin
+            .get(&metadata_path(&file), MAX_ROOT_BYTES, &Quiet)
+            .await?
+        {
             Some(bytes) => set.update_root(&file, &bytes)?,
             None => break,
         }
@@ -56,11 +63,17 @@ pub async fn refresh(set: &mut TrustedSet, origin: &Origin, now: DateTime<Utc>) 
     let timestamp = required(origin, "timestamp.json", MAX_TIMESTAMP_BYTES).await?;
     set.update_timestamp(&timestamp, now)?;
 
-    let cap = set.snapshot_length().unwrap_or(MAX_SNAPSHOT_BYTES).min(MAX_SNAPSHOT_BYTES);
+    let cap = set
+        .snapshot_length()
+        .unwrap_or(MAX_SNAPSHOT_BYTES)
+        .min(MAX_SNAPSHOT_BYTES);
     let snapshot = required(origin, "snapshot.json", cap).await?;
     set.update_snapshot(&snapshot, now)?;
 
-    let cap = set.targets_length("targets").unwrap_or(MAX_TARGETS_BYTES).min(MAX_TARGETS_BYTES);
+    let cap = set
+        .targets_length("targets")
+        .unwrap_or(MAX_TARGETS_BYTES)
+        .min(MAX_TARGETS_BYTES);
     let targets = required(origin, "targets.json", cap).await?;
     set.update_targets(&targets, now)?;
 
@@ -77,7 +90,10 @@ pub async fn refresh(set: &mut TrustedSet, origin: &Origin, now: DateTime<Utc>) 
                 message: format!("more than {MAX_DELEGATED_ROLES} delegated roles: refused"),
             });
         }
-        let cap = set.targets_length(&name).unwrap_or(MAX_TARGETS_BYTES).min(MAX_TARGETS_BYTES);
+        let cap = set
+            .targets_length(&name)
+            .unwrap_or(MAX_TARGETS_BYTES)
+            .min(MAX_TARGETS_BYTES);
         let bytes = required(origin, &format!("{name}.json"), cap).await?;
         set.update_delegated(&name, &bytes, now)?;
     }

@@ -21,7 +21,11 @@ export async function activate(ctx) {}
 async fn a_published_plugin_resolves_fetches_and_verifies() {
     let catalog = tempfile::tempdir().unwrap();
     let key = PrivateKey::from_seed([11; 32]);
-    let signing = Signing { key: &key, now: now(), expiry: Expiry::default() };
+    let signing = Signing {
+        key: &key,
+        now: now(),
+        expiry: Expiry::default(),
+    };
     init(catalog.path(), &signing).unwrap();
     let plugin = tempfile::tempdir().unwrap();
     let dir = plugin.path().join("weather");
@@ -29,7 +33,10 @@ async fn a_published_plugin_resolves_fetches_and_verifies() {
     std::fs::write(dir.join("mod.ts"), MANIFEST).unwrap();
     let published = publish_plugin(catalog.path(), &dir, &signing).unwrap();
     assert_eq!(published.path, "plugins/weather/1.2.0/mod.ts");
-    assert_eq!(published.claims.endpoints.iter().collect::<Vec<_>>(), ["https://api.weather.example"]);
+    assert_eq!(
+        published.claims.endpoints.iter().collect::<Vec<_>>(),
+        ["https://api.weather.example"]
+    );
     // A published version is never replaced.
     assert!(publish_plugin(catalog.path(), &dir, &signing).is_err());
 
@@ -41,12 +48,29 @@ async fn a_published_plugin_resolves_fetches_and_verifies() {
         home.path(),
     );
     let requested = bosun_registry::Requested::parse("weather").unwrap();
-    let target = source.resolve(ArtifactKind::Plugin, &requested, now()).await.unwrap();
+    let target = source
+        .resolve(ArtifactKind::Plugin, &requested, now())
+        .await
+        .unwrap();
     assert_eq!(target.claims, published.claims);
-    let bytes = source.fetch(&target, &bosun_registry::fetch::Quiet).await.unwrap();
+    let bytes = source
+        .fetch(&target, &bosun_registry::fetch::Quiet)
+        .await
+        .unwrap();
     assert_eq!(bytes, MANIFEST.as_bytes());
     // A key that is not the catalog's cannot publish to it.
     let other = PrivateKey::from_seed([12; 32]);
-    let error = publish_plugin(catalog.path(), &dir, &Signing { key: &other, ..signing }).unwrap_err();
-    assert!(matches!(error, bosun_registry::RegistryError::Key { .. }), "{error}");
+    let error = publish_plugin(
+        catalog.path(),
+        &dir,
+        &Signing {
+            key: &other,
+            ..signing
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, bosun_registry::RegistryError::Key { .. }),
+        "{error}"
+    );
 }

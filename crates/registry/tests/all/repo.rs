@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use bosun_registry::fetch::Origin;
 use bosun_registry::key::PrivateKey;
 use bosun_registry::metadata::{Envelope, sign};
 use bosun_registry::signed::SignedSource;
-use bosun_registry::fetch::Origin;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -45,7 +45,6 @@ pub struct Repo {
     pub targets_key: PrivateKey,
     pub snapshot_key: PrivateKey,
     pub timestamp_key: PrivateKey,
-    pub root_version: u64,
     pub targets_version: u64,
     pub snapshot_version: u64,
     pub timestamp_version: u64,
@@ -75,7 +74,6 @@ impl Repo {
             targets_key: key(2),
             snapshot_key: key(3),
             timestamp_key: key(4),
-            root_version: 1,
             targets_version: 1,
             snapshot_version: 1,
             timestamp_version: 1,
@@ -154,21 +152,33 @@ impl Repo {
 
     /// Writes targets, every delegated role, snapshot and timestamp at their current versions.
     pub fn write_all(&self) {
-        let targets = self.write("targets.json", &sign(&self.targets_signed(), &[&self.targets_key]).unwrap());
+        let targets = self.write(
+            "targets.json",
+            &sign(&self.targets_signed(), &[&self.targets_key]).unwrap(),
+        );
         let mut meta = serde_json::Map::new();
         meta.insert(
             "targets.json".into(),
             json!({"version": self.targets_version, "length": targets.len(), "hashes": {"sha256": sha(&targets)}}),
         );
         for (name, role) in &self.delegated {
-            let bytes = self.write(&format!("{name}.json"), &sign(&self.delegated_signed(name), &[&role.key]).unwrap());
-            meta.insert(format!("{name}.json"), json!({"version": role.version, "length": bytes.len()}));
+            let bytes = self.write(
+                &format!("{name}.json"),
+                &sign(&self.delegated_signed(name), &[&role.key]).unwrap(),
+            );
+            meta.insert(
+                format!("{name}.json"),
+                json!({"version": role.version, "length": bytes.len()}),
+            );
         }
         let snapshot = json!({
             "_type": "snapshot", "spec_version": "1.0.31", "version": self.snapshot_version,
             "expires": time(self.expires), "meta": meta,
         });
-        let snapshot = self.write("snapshot.json", &sign(&snapshot, &[&self.snapshot_key]).unwrap());
+        let snapshot = self.write(
+            "snapshot.json",
+            &sign(&snapshot, &[&self.snapshot_key]).unwrap(),
+        );
         self.write_timestamp(self.snapshot_version, &snapshot, &[&self.timestamp_key]);
     }
 
@@ -195,7 +205,8 @@ impl Repo {
         let file = self.dir.path().join("targets").join(&path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, bytes).unwrap();
-        self.targets.insert(path, target_entry(bytes, claims(name, version)));
+        self.targets
+            .insert(path, target_entry(bytes, claims(name, version)));
     }
 
     pub fn client(&self, home: &Path) -> SignedSource {

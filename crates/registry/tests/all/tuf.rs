@@ -27,10 +27,19 @@ async fn a_fresh_catalog_verifies_and_lists_its_plugins() {
     let home = tempfile::tempdir().unwrap();
     let set = refresh(&repo, home.path()).await.unwrap();
     assert_eq!(set.targets_version(), Some(2));
-    let entries = repo.client(home.path()).entries(ArtifactKind::Plugin, now()).await.unwrap();
+    let entries = repo
+        .client(home.path())
+        .entries(ArtifactKind::Plugin, now())
+        .await
+        .unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].claims.name, "web");
-    assert!(entries[0].signer.describe().starts_with("signed by the `targets` role"));
+    assert!(
+        entries[0]
+            .signer
+            .describe()
+            .starts_with("signed by the `targets` role")
+    );
 }
 
 #[tokio::test]
@@ -38,16 +47,37 @@ async fn arbitrary_file_with_another_digest_is_refused() {
     let mut repo = Repo::new();
     repo.add("web", "1.0.0", b"the published bytes");
     repo.publish();
-    std::fs::write(repo.dir.path().join("targets/plugins/web/1.0.0/mod.ts"), b"the attacker's bytes").unwrap();
+    std::fs::write(
+        repo.dir.path().join("targets/plugins/web/1.0.0/mod.ts"),
+        b"the attacker's bytes",
+    )
+    .unwrap();
     let home = tempfile::tempdir().unwrap();
     let client = repo.client(home.path());
-    let target = client.entries(ArtifactKind::Plugin, now()).await.unwrap().remove(0);
-    let error = client.fetch(&target, &bosun_registry::fetch::Quiet).await.unwrap_err();
+    let target = client
+        .entries(ArtifactKind::Plugin, now())
+        .await
+        .unwrap()
+        .remove(0);
+    let error = client
+        .fetch(&target, &bosun_registry::fetch::Quiet)
+        .await
+        .unwrap_err();
     // A longer file is not read past the signed length.
-    assert!(matches!(error, RegistryError::TooLarge { limit: 19, .. }), "{error}");
+    assert!(
+        matches!(error, RegistryError::TooLarge { limit: 19, .. }),
+        "{error}"
+    );
     // Same length, other bytes: the digest stops it.
-    std::fs::write(repo.dir.path().join("targets/plugins/web/1.0.0/mod.ts"), b"the published byteZ").unwrap();
-    let error = client.fetch(&target, &bosun_registry::fetch::Quiet).await.unwrap_err();
+    std::fs::write(
+        repo.dir.path().join("targets/plugins/web/1.0.0/mod.ts"),
+        b"the published byteZ",
+    )
+    .unwrap();
+    let error = client
+        .fetch(&target, &bosun_registry::fetch::Quiet)
+        .await
+        .unwrap_err();
     assert!(matches!(error, RegistryError::Digest { .. }), "{error}");
 }
 
@@ -62,8 +92,15 @@ async fn rollback_of_the_timestamp_is_refused() {
     repo.timestamp_version = 2;
     repo.write_all();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 2 } if role == "timestamp"), "{error}");
-    assert_eq!(stored(home.path()), kept, "nothing was kept from the refused update");
+    assert!(
+        matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 2 } if role == "timestamp"),
+        "{error}"
+    );
+    assert_eq!(
+        stored(home.path()),
+        kept,
+        "nothing was kept from the refused update"
+    );
 }
 
 #[tokio::test]
@@ -78,7 +115,17 @@ async fn rollback_of_the_snapshot_is_refused() {
     repo.snapshot_version = 2;
     repo.write_all();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Rollback { trusted: 3, offered: 2, .. }), "{error}");
+    assert!(
+        matches!(
+            &error,
+            RegistryError::Rollback {
+                trusted: 3,
+                offered: 2,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -94,7 +141,10 @@ async fn rollback_of_the_targets_is_refused() {
     repo.targets_version = 2;
     repo.write_all();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 2 } if role == "targets"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 2 } if role == "targets"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -125,7 +175,10 @@ async fn freeze_an_expired_timestamp_is_refused() {
     repo.publish();
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Expired { role, .. } if role == "timestamp"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Expired { role, .. } if role == "timestamp"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -141,7 +194,10 @@ async fn freeze_an_expired_snapshot_targets_or_root_is_refused() {
         }
         repo.publish();
         let error = refresh(&repo, home.path()).await.unwrap_err();
-        assert!(matches!(&error, RegistryError::Expired { .. }), "{role}: {error}");
+        assert!(
+            matches!(&error, RegistryError::Expired { .. }),
+            "{role}: {error}"
+        );
     }
 }
 
@@ -153,7 +209,10 @@ async fn a_frozen_mirror_is_refused_once_its_timestamp_expires() {
     // Nothing new is published; a day later the same files are stale.
     let later = now() + Duration::days(2);
     let error = repo.client(home.path()).refresh(later).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Expired { role, .. } if role == "timestamp"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Expired { role, .. } if role == "timestamp"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -166,7 +225,13 @@ async fn mix_and_match_a_snapshot_of_another_publication_is_refused() {
     std::fs::write(repo.meta("snapshot.json"), &old_snapshot).unwrap();
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::Length { .. } | RegistryError::Digest { .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            RegistryError::Length { .. } | RegistryError::Digest { .. }
+        ),
+        "{error}"
+    );
 
     // Without a pinned hash, the version the timestamp names still refuses it.
     let snapshot: serde_json::Value = serde_json::from_slice(&old_snapshot).unwrap();
@@ -177,9 +242,15 @@ async fn mix_and_match_a_snapshot_of_another_publication_is_refused() {
         "meta": {"snapshot.json": {"version": 3}},
     });
     let _ = snapshot;
-    repo.write("timestamp.json", &sign(&timestamp, &[&repo.timestamp_key]).unwrap());
+    repo.write(
+        "timestamp.json",
+        &sign(&timestamp, &[&repo.timestamp_key]).unwrap(),
+    );
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Mismatch { role, expected: 3, got: 2, .. } if role == "snapshot"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Mismatch { role, expected: 3, got: 2, .. } if role == "snapshot"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -209,7 +280,10 @@ async fn endless_data_is_cut_off_at_the_cap() {
     std::fs::write(repo.meta("timestamp.json"), &huge).unwrap();
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::TooLarge { limit: 16384, .. }), "{error}");
+    assert!(
+        matches!(error, RegistryError::TooLarge { limit: 16384, .. }),
+        "{error}"
+    );
 
     // A targets file longer than the snapshot says is read no further than that.
     let repo = Repo::new();
@@ -227,7 +301,10 @@ async fn wrong_key_a_timestamp_signed_by_another_role_is_refused() {
     repo.write_timestamp(1, &snapshot, &[&repo.snapshot_key]);
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Threshold { role, valid: 0, threshold: 1 } if role == "timestamp"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Threshold { role, valid: 0, threshold: 1 } if role == "timestamp"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -237,7 +314,10 @@ async fn missing_key_metadata_without_signatures_is_refused() {
     repo.write_timestamp(1, &snapshot, &[]);
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::Threshold { valid: 0, .. }), "{error}");
+    assert!(
+        matches!(error, RegistryError::Threshold { valid: 0, .. }),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -253,7 +333,17 @@ async fn threshold_not_met_one_of_two_root_keys_is_refused() {
     refresh(&repo, home.path()).await.unwrap();
     repo.write_root(3, &[&k1]);
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::Threshold { valid: 1, threshold: 2, .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            RegistryError::Threshold {
+                valid: 1,
+                threshold: 2,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -266,7 +356,17 @@ async fn one_key_signing_twice_counts_once() {
     let k1 = key(1);
     repo.write_root(2, &[&k1, &k1]);
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::Threshold { valid: 1, threshold: 2, .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            RegistryError::Threshold {
+                valid: 1,
+                threshold: 2,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -305,7 +405,10 @@ async fn an_unpinned_source_names_its_fingerprint_and_a_wrong_pin_is_refused() {
     );
     let error = unpinned.refresh(now()).await.unwrap_err();
     let id = key(1).public().keyid();
-    assert!(matches!(&error, RegistryError::Unpinned { fingerprints, .. } if fingerprints.contains(&id)), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Unpinned { fingerprints, .. } if fingerprints.contains(&id)),
+        "{error}"
+    );
     let wrong = bosun_registry::signed::SignedSource::new(
         "corp",
         bosun_registry::fetch::Origin::dir(repo.dir.path()),
@@ -328,7 +431,17 @@ async fn tough_cve_2025_2885_a_root_must_be_the_next_version() {
     let envelope = sign(&repo.root_signed(5), &[&k1]).unwrap();
     repo.write("2.root.json", &envelope);
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::RootNotSequential { expected: 2, got: 5, .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            RegistryError::RootNotSequential {
+                expected: 2,
+                got: 5,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 /// Top-level targets delegating `plugins/*/*/*` to `a` (terminating, first) then `b`.
@@ -349,7 +462,13 @@ fn delegating_repo(terminating: bool) -> Repo {
     for (name, k, targets) in [("a", ka, Default::default()), ("b", kb, b_targets)] {
         repo.delegated.insert(
             name.to_owned(),
-            crate::repo::Delegated { key: k, version: 1, targets, delegations: None, expires: now() + Duration::days(30) },
+            crate::repo::Delegated {
+                key: k,
+                version: 1,
+                targets,
+                delegations: None,
+                expires: now() + Duration::days(30),
+            },
         );
     }
     repo.publish();
@@ -367,7 +486,10 @@ async fn tough_cve_2025_2886_a_terminating_delegation_ends_the_search() {
     let repo = delegating_repo(false);
     let home = tempfile::tempdir().unwrap();
     let set = refresh(&repo, home.path()).await.unwrap();
-    assert_eq!(set.find("plugins/web/1.0.0/mod.ts").unwrap().unwrap().role, "b");
+    assert_eq!(
+        set.find("plugins/web/1.0.0/mod.ts").unwrap().unwrap().role,
+        "b"
+    );
 }
 
 #[tokio::test]
@@ -380,7 +502,17 @@ async fn tough_cve_2025_2887_a_delegated_role_cannot_roll_back() {
     repo.delegated.get_mut("b").unwrap().version = 3;
     repo.publish();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Rollback { trusted: 4, offered: 3, .. }), "{error}");
+    assert!(
+        matches!(
+            &error,
+            RegistryError::Rollback {
+                trusted: 4,
+                offered: 3,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -418,12 +550,26 @@ async fn tough_delegation_cycle_ends_the_search_without_overflow() {
                "roles": [{"name": name, "keyids": [k.public().keyid()], "threshold": 1, "paths": ["plugins/*/*/*"]}]})
     };
     repo.delegations = Some(delegate_to("a", &ka));
-    repo.delegated.insert("a".into(), crate::repo::Delegated {
-        key: ka.clone(), version: 1, targets: Default::default(), delegations: Some(delegate_to("b", &kb)), expires: now() + Duration::days(30),
-    });
-    repo.delegated.insert("b".into(), crate::repo::Delegated {
-        key: kb.clone(), version: 1, targets: Default::default(), delegations: Some(delegate_to("a", &ka)), expires: now() + Duration::days(30),
-    });
+    repo.delegated.insert(
+        "a".into(),
+        crate::repo::Delegated {
+            key: ka.clone(),
+            version: 1,
+            targets: Default::default(),
+            delegations: Some(delegate_to("b", &kb)),
+            expires: now() + Duration::days(30),
+        },
+    );
+    repo.delegated.insert(
+        "b".into(),
+        crate::repo::Delegated {
+            key: kb.clone(),
+            version: 1,
+            targets: Default::default(),
+            delegations: Some(delegate_to("a", &ka)),
+            expires: now() + Duration::days(30),
+        },
+    );
     repo.publish();
     let home = tempfile::tempdir().unwrap();
     let set = refresh(&repo, home.path()).await.unwrap();
@@ -439,16 +585,23 @@ async fn go_tuf_cve_2022_29173_rollback_after_a_restart_is_refused() {
     refresh(&repo, home.path()).await.unwrap();
     // A new process: only what was kept on disk knows targets 3 was trusted.
     let restored: StoredMetadata = serde_json::from_value(
-        serde_json::from_str::<serde_json::Value>(&stored(home.path())).unwrap()["metadata"].clone(),
+        serde_json::from_str::<serde_json::Value>(&stored(home.path())).unwrap()["metadata"]
+            .clone(),
     )
     .unwrap();
-    assert_eq!(TrustedSet::restore(&restored).unwrap().targets_version(), Some(3));
+    assert_eq!(
+        TrustedSet::restore(&restored).unwrap().targets_version(),
+        Some(3)
+    );
     repo.timestamp_version += 1;
     repo.snapshot_version += 1;
     repo.targets_version = 1;
     repo.write_all();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 1 } if role == "targets"), "{error}");
+    assert!(
+        matches!(&error, RegistryError::Rollback { role, trusted: 3, offered: 1 } if role == "targets"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -459,5 +612,11 @@ async fn a_file_of_one_role_served_as_another_is_refused() {
     std::fs::write(repo.meta("timestamp.json"), &snapshot).unwrap();
     let home = tempfile::tempdir().unwrap();
     let error = refresh(&repo, home.path()).await.unwrap_err();
-    assert!(matches!(error, RegistryError::Threshold { .. } | RegistryError::Malformed { .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            RegistryError::Threshold { .. } | RegistryError::Malformed { .. }
+        ),
+        "{error}"
+    );
 }
