@@ -31,11 +31,13 @@ pub mod checkpoint;
 mod child;
 pub mod chokepoint;
 pub mod config;
+pub mod config_edit;
 pub mod flow;
 pub mod front_matter;
 pub mod hooks;
 mod host;
 pub mod mcp_config;
+pub mod model_setup;
 pub mod permission;
 pub mod plugin_runtime;
 mod process;
@@ -46,6 +48,7 @@ pub mod session;
 pub mod skills;
 pub mod tool;
 pub mod trace;
+pub mod user_plugins;
 pub mod workspace;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
@@ -56,7 +59,9 @@ pub use chokepoint::{
     CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, SessionLabels, ToolCall, ToolRegistry,
 };
 pub use config::{Config, ConfigError, LoadedConfig};
-pub use host::{Host, HostBuilder, HostError, Prompts, js_engine_ready, prepare_js_engine};
+pub use host::{
+    Host, HostBuilder, HostError, Prompts, js_engine_notice, js_engine_ready, prepare_js_engine,
+};
 pub use plugin_runtime::js::{EngineNotice, JS_ENGINE_NOTICE};
 pub use run_trace::TraceBuilder;
 pub use session::Session;
