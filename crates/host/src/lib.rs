@@ -30,6 +30,7 @@ pub mod builtin;
 mod child;
 pub mod chokepoint;
 pub mod config;
+pub mod file_access;
 pub mod flow;
 pub mod front_matter;
 pub mod hooks;
