@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateResponse,
-    ClientNotification, ClientRequest, Implementation, InitializeResponse, LoadSessionResponse,
-    McpCapabilities, NewSessionResponse, PromptCapabilities, PromptResponse, SessionId,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateResponse, ClientNotification,
+    ClientRequest, Implementation, InitializeResponse, LoadSessionResponse, McpCapabilities,
+    NewSessionResponse, PromptCapabilities, PromptResponse, SessionId,
     SetSessionConfigOptionResponse, SetSessionModeResponse,
 };
-use agent_client_protocol::v1::Responder;
 use agent_client_protocol::{Client, Error, ErrorCode};
 use bosun_host::config::LoadedConfig;
 use tokio::task::JoinSet;
@@ -72,8 +72,8 @@ impl Agent {
     /// The authentication methods: one per missing key of the configured models, named after
     /// its variable.
     fn auth_methods(&self) -> Vec<AuthMethod> {
-        let Ok(workspace) = std::env::current_dir()
-            .and_then(|cwd| bosun_host::Workspace::new(&cwd, &cwd))
+        let Ok(workspace) =
+            std::env::current_dir().and_then(|cwd| bosun_host::Workspace::new(&cwd, &cwd))
         else {
             return Vec::new();
         };
@@ -137,9 +137,7 @@ impl Agent {
                     )));
                 };
                 if bosun_models::process_env(var).is_some() {
-                    responder.respond(json(
-                        AuthenticateResponse::new(),
-                    )?)
+                    responder.respond(json(AuthenticateResponse::new())?)
                 } else {
                     responder.respond_with_error(error(
                         ErrorCode::AUTH_REQUIRED,
@@ -182,7 +180,12 @@ impl Agent {
                     Err(e) => return responder.respond_with_error(e),
                 };
                 // The conversation is told before the response, as the protocol asks.
-                crate::replay::send(&link, &session.id, session.root(), &session.messages().await);
+                crate::replay::send(
+                    &link,
+                    &session.id,
+                    session.root(),
+                    &session.messages().await,
+                );
                 let response = LoadSessionResponse::new()
                     .modes(session.modes())
                     .config_options(session.config_options()?);
@@ -214,9 +217,7 @@ impl Agent {
                 match parse_mode(&set.mode_id.0) {
                     Some(mode) => {
                         session.set_mode(mode);
-                        responder.respond(json(
-                            SetSessionModeResponse::new(),
-                        )?)
+                        responder.respond(json(SetSessionModeResponse::new())?)
                     }
                     None => responder.respond_with_error(invalid(format!(
                         "unknown mode `{}`: read-only, workspace-write or full",
@@ -240,15 +241,16 @@ impl Agent {
                     .as_str()
                     .or_else(|| value.get("value").and_then(serde_json::Value::as_str))
                 else {
-                    return responder
-                        .respond_with_error(invalid("the model option takes a model entry's name"));
+                    return responder.respond_with_error(invalid(
+                        "the model option takes a model entry's name",
+                    ));
                 };
                 if let Err(e) = session.set_model(name) {
                     return responder.respond_with_error(e);
                 }
-                responder.respond(json(
-                    SetSessionConfigOptionResponse::new(session.config_options()?),
-                )?)
+                responder.respond(json(SetSessionConfigOptionResponse::new(
+                    session.config_options()?,
+                ))?)
             }
             _ => responder.respond_with_error(Error::method_not_found()),
         }
@@ -274,7 +276,10 @@ impl Agent {
         session.announce_commands();
         if let Some(link) = self.link.get() {
             for note in notes {
-                link.update(&session.id, crate::updates::thought_chunk(format!("{note}\n")));
+                link.update(
+                    &session.id,
+                    crate::updates::thought_chunk(format!("{note}\n")),
+                );
             }
         }
     }

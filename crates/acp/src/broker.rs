@@ -114,7 +114,10 @@ pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
 }
 
 /// The permission request for `request` in `session`.
-pub fn permission_request(session: &SessionId, request: &ApprovalRequest) -> RequestPermissionRequest {
+pub fn permission_request(
+    session: &SessionId,
+    request: &ApprovalRequest,
+) -> RequestPermissionRequest {
     let mut content = Vec::new();
     if let Some(preview) = &request.preview {
         content.push(text_content(format!("```diff\n{preview}\n```")));
@@ -124,8 +127,14 @@ pub fn permission_request(session: &SessionId, request: &ApprovalRequest) -> Req
         why.push_str(&format!("\nuses: {uses}"));
     }
     content.push(text_content(why));
+    // A built-in's summary names what it does; any other tool's is its input, so name the tool.
+    let title = if crate::updates::is_builtin(&request.tool) {
+        request.summary.clone()
+    } else {
+        format!("{} {}", request.tool, request.summary)
+    };
     let fields = ToolCallUpdateFields::new()
-        .title(request.summary.clone())
+        .title(title)
         .kind(tool_kind(&request.tool))
         .content(content);
     RequestPermissionRequest::new(

@@ -88,7 +88,9 @@ pub fn from_editor(
                 continue;
             }
             _ => {
-                notes.push("an MCP server of a transport Bosun does not know is left out".to_owned());
+                notes.push(
+                    "an MCP server of a transport Bosun does not know is left out".to_owned(),
+                );
                 continue;
             }
         };
@@ -132,7 +134,11 @@ fn empty_config() -> McpServerConfig {
 pub fn approved(home: &Path, name: &str, config: &McpServerConfig) -> bool {
     PinStore::load(home)
         .ok()
-        .and_then(|pins| pins.servers.get(name).map(|pin| pin.identity == identity(config)))
+        .and_then(|pins| {
+            pins.servers
+                .get(name)
+                .map(|pin| pin.identity == identity(config))
+        })
         .unwrap_or(false)
 }
 
@@ -212,7 +218,11 @@ pub async fn ask_and_pin(
                 "Approve these tools exactly as listed",
                 PermissionOptionKind::AllowAlways,
             ),
-            PermissionOption::new(DECLINE, "Do not offer them", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                DECLINE,
+                "Do not offer them",
+                PermissionOptionKind::RejectOnce,
+            ),
         ],
     );
     let answer = link.request_permission(request).await;

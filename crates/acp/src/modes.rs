@@ -28,9 +28,7 @@ pub fn mode_state(current: Mode) -> SessionModeState {
         current.as_str(),
         Mode::ALL
             .iter()
-            .map(|mode| {
-                SessionMode::new(mode.as_str(), mode.as_str()).description(describe(*mode))
-            })
+            .map(|mode| SessionMode::new(mode.as_str(), mode.as_str()).description(describe(*mode)))
             .collect::<Vec<_>>(),
     )
 }

@@ -76,8 +76,10 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                         .filter(|text| !text.is_empty())
                         .collect();
                     if !streams.is_empty() {
-                        fields = fields
-                            .content(vec![text_content(format!("```\n{}\n```", streams.join("\n")))]);
+                        fields = fields.content(vec![text_content(format!(
+                            "```\n{}\n```",
+                            streams.join("\n")
+                        ))]);
                     }
                 }
                 updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_client_protocol::{Error, ErrorCode};
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock,
     EmbeddedResourceResource, SessionConfigOption, SessionId, SessionModeState, SessionUpdate,
     StopReason, UnstructuredCommandInput,
 };
+use agent_client_protocol::{Error, ErrorCode};
 use bosun_agent::assembly::{TurnError, open_model};
 use bosun_agent::conversation::Conversation;
 use bosun_agent::run::RunEnd;
@@ -111,10 +111,11 @@ pub fn commands() -> Vec<AvailableCommand> {
             "status",
             "This session's id, model, mode, runs, and how to inspect their traces",
         ),
-        AvailableCommand::new("mode", "Switch the permission mode")
-            .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
+        AvailableCommand::new("mode", "Switch the permission mode").input(
+            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
                 "read-only, workspace-write or full",
-            ))),
+            )),
+        ),
     ]
 }
 
@@ -164,13 +165,11 @@ impl AcpSession {
         let workspace = workspace_at(cwd)?;
         let config = load_config(home, &workspace)?;
         let conversation =
-            Conversation::open(&config, workspace.root(), resume, None).map_err(|e| {
-                match &e {
-                    TurnError::Session(bosun_agent::session_store::SessionError::NotFound {
-                        ..
-                    }) => error(ErrorCode::RESOURCE_NOT_FOUND, chain(&e)),
-                    _ => turn_error(&e),
-                }
+            Conversation::open(&config, workspace.root(), resume, None).map_err(|e| match &e {
+                TurnError::Session(bosun_agent::session_store::SessionError::NotFound {
+                    ..
+                }) => error(ErrorCode::RESOURCE_NOT_FOUND, chain(&e)),
+                _ => turn_error(&e),
             })?;
         let id = SessionId::new(conversation.stored.id.clone());
         if link.offers_files() {
@@ -214,7 +213,11 @@ impl AcpSession {
     pub fn config_options(&self) -> Result<Vec<SessionConfigOption>, Error> {
         let config = load_config(&self.home, &self.workspace)?;
         let names: Vec<String> = config.user.models.keys().cloned().collect();
-        let current = self.model.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let current = self
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Ok(vec![model_option(&names, &current)])
     }
 
@@ -257,8 +260,11 @@ impl AcpSession {
     fn turn_config(&self) -> Result<LoadedConfig, Error> {
         let mut config = load_config(&self.home, &self.workspace)?;
         config.user.mode = *self.mode.lock().unwrap_or_else(PoisonError::into_inner);
-        for (name, server, approved) in
-            self.mcp.lock().unwrap_or_else(PoisonError::into_inner).iter()
+        for (name, server, approved) in self
+            .mcp
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
         {
             if *approved {
                 config.user.mcp.insert(name.clone(), server.clone());
@@ -291,7 +297,8 @@ impl AcpSession {
                 Ok(note) => (true, note),
                 Err(note) => (false, note),
             };
-            self.link.update(&self.id, thought_chunk(format!("{note}\n")));
+            self.link
+                .update(&self.id, thought_chunk(format!("{note}\n")));
             let mut mcp = self.mcp.lock().unwrap_or_else(PoisonError::into_inner);
             for entry in mcp.iter_mut().filter(|(n, _, _)| *n == name) {
                 // Declined servers are not asked again in this session.
@@ -333,7 +340,11 @@ impl AcpSession {
         self.approve_servers(&config).await;
         let config = Arc::new(self.turn_config()?);
         let mut conversation = self.conversation.lock().await;
-        let model = self.model.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let model = self
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         conversation.stored.model = model;
         let builder = TurnBuilder::new(self.workspace.clone(), config)
             .broker(Arc::new(EditorBroker::new(
@@ -355,7 +366,12 @@ impl AcpSession {
             (owned, built)
         })
         .await
-        .map_err(|e| error(ErrorCode::INTERNAL_ERROR, format!("assembling the turn: {e}")))?;
+        .map_err(|e| {
+            error(
+                ErrorCode::INTERNAL_ERROR,
+                format!("assembling the turn: {e}"),
+            )
+        })?;
         *conversation = owned;
         let turn = built.map_err(|e| turn_error(&e))?;
         for warning in &turn.warnings {
@@ -443,7 +459,9 @@ impl AcpSession {
                     );
                     say(format!("Mode: {mode}"));
                 }
-                None => say("Modes: read-only, workspace-write, full (`/mode read-only`)".to_owned()),
+                None => {
+                    say("Modes: read-only, workspace-write, full (`/mode read-only`)".to_owned())
+                }
             },
             _ => return Ok(None),
         }

@@ -59,6 +59,11 @@ pub fn capability_kind(capabilities: &[CapabilityRequest]) -> Option<ToolKind> {
     }
 }
 
+/// Whether `tool` is one of Bosun's built-in tools.
+pub fn is_builtin(tool: &str) -> bool {
+    builtins().iter().any(|t| t.spec().name.as_str() == tool)
+}
+
 /// A call's title: the built-in's own summary (`read src/lib.rs`, `$ cargo 'test'`), else the
 /// tool's name.
 pub fn title(tool: &str, input: &Value) -> String {

@@ -134,10 +134,16 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
             "apply_patch",
             json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
         ),
-        call("run_command", json!({"program": "echo", "args": ["hello-from-bosun"]})),
+        call(
+            "run_command",
+            json!({"program": "echo", "args": ["hello-from-bosun"]}),
+        ),
         Step::text("Patched and ran it."),
         // Prompt 2: a command the person rejects.
-        call("run_command", json!({"program": "touch", "args": ["rejected.txt"]})),
+        call(
+            "run_command",
+            json!({"program": "touch", "args": ["rejected.txt"]}),
+        ),
         Step::text("Understood, not touching it."),
         // Prompt 3: a long command cancelled as soon as its first line arrives.
         call(
@@ -168,7 +174,10 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
     let init = &responses(&report, "initialize")[0]["result"];
     assert_eq!(init["protocolVersion"], 1, "{report:#}");
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
-    assert_eq!(init["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        true
+    );
     assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true);
     assert_eq!(init["agentInfo"]["name"], "bosun");
 
@@ -198,11 +207,18 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
     // The three prompts end: completed, completed after the rejection, cancelled.
     let prompts = responses(&report, "prompt");
     let stops: Vec<&Value> = prompts.iter().map(|p| &p["result"]["stopReason"]).collect();
-    assert_eq!(stops, [&json!("end_turn"), &json!("end_turn"), &json!("cancelled")], "{report:#}\n{stderr}");
+    assert_eq!(
+        stops,
+        [&json!("end_turn"), &json!("end_turn"), &json!("cancelled")],
+        "{report:#}\n{stderr}"
+    );
 
     // The model's text streamed as message chunks.
     let said = text_of(&updates(&report, "agent_message_chunk"));
-    assert!(said.contains("Let me look.") && said.contains("Patched and ran it."), "{said}");
+    assert!(
+        said.contains("Let me look.") && said.contains("Patched and ran it."),
+        "{said}"
+    );
 
     // The read went through the editor and saw the unsaved buffer.
     assert!(
@@ -210,7 +226,10 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
         "{report:#}"
     );
     let sent = serde_json::to_string(&model.requests()).unwrap();
-    assert!(sent.contains("// unsaved"), "the model saw the disk, not the buffer");
+    assert!(
+        sent.contains("// unsaved"),
+        "the model saw the disk, not the buffer"
+    );
 
     // The patch: announced as an edit with its diff, written into the buffer, not the disk.
     let calls = updates(&report, "tool_call");
@@ -245,11 +264,20 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
         .collect();
     assert_eq!(
         options,
-        ["allow-once", "allow-session", "allow-always", "reject", "reject-explain"]
+        [
+            "allow-once",
+            "allow-session",
+            "allow-always",
+            "reject",
+            "reject-explain"
+        ]
     );
     let always = &asked[0]["options"][2]["name"];
     assert!(
-        always.as_str().unwrap().contains("allow process.spawn program=echo"),
+        always
+            .as_str()
+            .unwrap()
+            .contains("allow process.spawn program=echo"),
         "the rules are shown before they are written: {always}"
     );
     assert_eq!(asked[0]["toolCall"]["kind"], "execute");
@@ -284,9 +312,17 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
     let runs = stored["run_ids"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{stored:#}");
     let inspect = env.bosun(&["inspect", runs[0].as_str().unwrap()]);
-    assert_eq!(inspect.status.code(), Some(0), "{}", String::from_utf8_lossy(&inspect.stderr));
+    assert_eq!(
+        inspect.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
     let shown = String::from_utf8_lossy(&inspect.stdout);
-    assert!(shown.contains("apply_patch") && shown.contains("run_command"), "{shown}");
+    assert!(
+        shown.contains("apply_patch") && shown.contains("run_command"),
+        "{shown}"
+    );
 
     // A new connection loads the session back as updates, then read-only refuses a write
     // without asking.
@@ -307,7 +343,10 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
             ],
         }),
     );
-    assert!(responses(&loaded, "load")[0]["result"].is_object(), "{loaded:#}");
+    assert!(
+        responses(&loaded, "load")[0]["result"].is_object(),
+        "{loaded:#}"
+    );
     let replayed = text_of(&updates(&loaded, "user_message_chunk"));
     assert!(replayed.contains("Read the answer") && replayed.contains("touch rejected.txt"));
     assert!(
@@ -317,8 +356,15 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
         "the replay shows the patch's diff"
     );
     assert!(responses(&loaded, "mode")[0]["result"].is_object());
-    assert_eq!(responses(&loaded, "prompt")[0]["result"]["stopReason"], "end_turn");
-    assert_eq!(loaded["permissions"], json!([]), "deny is never sent as a question");
+    assert_eq!(
+        responses(&loaded, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        loaded["permissions"],
+        json!([]),
+        "deny is never sent as a question"
+    );
     assert!(!env.ws().join("new.txt").exists());
     assert!(
         updates(&loaded, "tool_call_update")
@@ -326,7 +372,13 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
             .any(|u| u["status"] == "failed" && u["content"].to_string().contains("denied")),
         "{loaded:#}"
     );
-    assert_eq!(stored_session(&env.home(), &session)["run_ids"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        stored_session(&env.home(), &session)["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
 }
 
 #[test]
@@ -335,9 +387,13 @@ fn an_editor_mcp_server_is_approved_before_its_tools_are_offered() {
     // The server and the SDK it runs on, inside the workspace: the OS sandbox lets a server
     // read the workspace and nothing the config does not name.
     let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
-    std::fs::copy(peers.join("mcp_server.mjs"), env.ws().join("mcp_server.mjs")).unwrap();
+    std::fs::copy(
+        peers.join("mcp_server.mjs"),
+        env.ws().join("mcp_server.mjs"),
+    )
+    .unwrap();
     let modules = super::serve::node_modules();
-    let copied = env.ws().join("mcp_modules");
+    let copied = env.ws().join("node_modules");
     let status = Command::new("cp")
         .arg("-r")
         .arg(&modules)
@@ -373,10 +429,23 @@ fn an_editor_mcp_server_is_approved_before_its_tools_are_offered() {
     assert_eq!(asked.len(), 2, "{report:#}\n{stderr}");
     // First the server's tools, exactly as listed, before any model request offers them.
     let review = asked[0]["toolCall"]["content"].to_string();
-    assert!(review.contains("mcp__peer__add") && review.contains("Add two numbers."), "{review}");
+    assert!(
+        review.contains("mcp__peer__add") && review.contains("Add two numbers."),
+        "{review}"
+    );
     // Then the call itself (an untrusted server's tool is judged as a process).
-    assert!(asked[1]["toolCall"]["title"].as_str().unwrap().contains("mcp__peer__add"));
-    assert_eq!(responses(&report, "prompt")[0]["result"]["stopReason"], "end_turn");
+    assert!(
+        asked[1]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("mcp__peer__add"),
+        "{:#}",
+        asked[1]
+    );
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
+    );
     let requests = model.requests();
     let offered = requests[0]["tools"].to_string();
     assert!(offered.contains("mcp__peer__add"), "{offered}");
@@ -409,11 +478,17 @@ fn garbage_and_unknown_sessions_get_clear_errors_and_the_connection_lives_on() {
     let prompts = responses(&report, "prompt");
     let unknown = &prompts[0]["error"];
     assert!(
-        unknown["message"].as_str().unwrap().contains("no session `no-such-session`"),
+        unknown["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session `no-such-session`"),
         "{report:#}"
     );
     let load = &responses(&report, "session/load")[0]["error"];
-    assert!(load["message"].as_str().unwrap().contains("0190aaaa"), "{load}");
+    assert!(
+        load["message"].as_str().unwrap().contains("0190aaaa"),
+        "{load}"
+    );
     // After all that, the connection still serves a session.
     assert_eq!(prompts[1]["result"]["stopReason"], "end_turn", "{report:#}");
 }
