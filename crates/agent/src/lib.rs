@@ -11,6 +11,7 @@ pub mod assembly;
 pub mod compaction;
 pub mod context;
 pub mod conversation;
+pub mod doctor;
 pub mod instructions;
 pub mod review;
 pub mod run;

@@ -52,17 +52,7 @@ impl Env {
     /// When an enabled JavaScript plugin will need Bosun's JavaScript engine and the engine is
     /// not compiled for this machine yet: what to tell the person before the seconds it takes.
     pub fn js_engine_notice(&self) -> Option<String> {
-        // Most hosts have no plugin at all: no catalog (which hashes every plugin's files) then.
-        let project = bosun_plugins::discovery::project_plugins_dir(self.workspace.root());
-        if self.config.user.plugins.is_empty() && !project.is_dir() {
-            return None;
-        }
-        let (_, catalog) = self.catalog().ok()?;
-        let js = catalog
-            .enabled()
-            .any(bosun_plugins::PluginEntry::needs_js_engine);
-        (js && !bosun_host::js_engine_ready(&self.config.home))
-            .then(|| bosun_host::JS_ENGINE_NOTICE.to_owned())
+        bosun_host::js_engine_notice(&self.workspace, &self.config).map(str::to_owned)
     }
 
     /// Compiles the JavaScript engine now if an enabled JavaScript plugin will need it, saying

@@ -242,6 +242,22 @@ pub fn js_engine_ready(home: &std::path::Path) -> bool {
     .is_ok_and(|sandbox| sandbox.js_engine_cached(&bosun_js::ENGINE))
 }
 
+/// When an enabled JavaScript plugin of `workspace` will need Bosun's JavaScript engine and the
+/// engine is not compiled for this machine yet: what to tell a person before the seconds it
+/// takes ([`JS_ENGINE_NOTICE`](crate::JS_ENGINE_NOTICE)).
+pub fn js_engine_notice(workspace: &Workspace, config: &LoadedConfig) -> Option<&'static str> {
+    // Most hosts have no plugin at all: no catalog (which hashes every plugin's files) then.
+    let project = bosun_plugins::discovery::project_plugins_dir(workspace.root());
+    if config.user.plugins.is_empty() && !project.is_dir() {
+        return None;
+    }
+    let (_, catalog) = Host::catalog_for(workspace, config).ok()?;
+    let js = catalog
+        .enabled()
+        .any(bosun_plugins::PluginEntry::needs_js_engine);
+    (js && !js_engine_ready(&config.home)).then_some(crate::plugin_runtime::js::JS_ENGINE_NOTICE)
+}
+
 /// Compiles Bosun's JavaScript engine for this machine into `home`'s cache, ahead of the first
 /// JavaScript plugin's call.
 ///

@@ -30,12 +30,14 @@ pub mod builtin;
 mod child;
 pub mod chokepoint;
 pub mod config;
+pub mod config_edit;
 pub mod file_access;
 pub mod flow;
 pub mod front_matter;
 pub mod hooks;
 mod host;
 pub mod mcp_config;
+pub mod model_setup;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;
@@ -45,6 +47,7 @@ pub mod session;
 pub mod skills;
 pub mod tool;
 pub mod trace;
+pub mod user_plugins;
 pub mod workspace;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
@@ -55,7 +58,9 @@ pub use chokepoint::{
     CallOutcome, Chokepoint, ChokepointBuilder, PolicyHook, SessionLabels, ToolCall, ToolRegistry,
 };
 pub use config::{Config, ConfigError, LoadedConfig};
-pub use host::{Host, HostBuilder, HostError, Prompts, js_engine_ready, prepare_js_engine};
+pub use host::{
+    Host, HostBuilder, HostError, Prompts, js_engine_notice, js_engine_ready, prepare_js_engine,
+};
 pub use plugin_runtime::js::{EngineNotice, JS_ENGINE_NOTICE};
 pub use run_trace::TraceBuilder;
 pub use session::Session;

@@ -28,6 +28,7 @@ use crate::discovery::{
     Discovered, DiscoveryWarning, PluginConfig, PluginFormat, PluginScope, discover_project,
     discover_user,
 };
+use crate::lock::InstallLock;
 use crate::metadata::{Manifest, PluginTool};
 use crate::source::SourceSnapshot;
 use crate::trust::{Declared, TrustRecord, TrustStore};
@@ -125,7 +126,11 @@ pub struct Catalog {
 
 /// Judges plugins on every available core, keeping load order. Reading, hashing and parsing
 /// are independent per plugin and dominate listing time.
-fn judge_all(found: Vec<Discovered>, input: &CatalogInput<'_>) -> Vec<PluginEntry> {
+fn judge_all(
+    found: Vec<Discovered>,
+    input: &CatalogInput<'_>,
+    lock: Option<&InstallLock>,
+) -> Vec<PluginEntry> {
     // Under four plugins the count of cores is not asked for: that reads cgroup files, which
     // costs more than judging them (most commands have none).
     let workers = if found.len() < 4 {
@@ -136,7 +141,7 @@ fn judge_all(found: Vec<Discovered>, input: &CatalogInput<'_>) -> Vec<PluginEntr
             .min(8)
     };
     if workers <= 1 {
-        return found.into_iter().map(|d| judge(d, input)).collect();
+        return found.into_iter().map(|d| judge(d, input, lock)).collect();
     }
     let chunk = found.len().div_ceil(workers);
     let mut chunks: Vec<Vec<Discovered>> = Vec::new();
@@ -151,7 +156,7 @@ fn judge_all(found: Vec<Discovered>, input: &CatalogInput<'_>) -> Vec<PluginEntr
                 scope.spawn(move || {
                     chunk
                         .into_iter()
-                        .map(|d| judge(d, input))
+                        .map(|d| judge(d, input, lock))
                         .collect::<Vec<_>>()
                 })
             })
@@ -178,7 +183,21 @@ impl Catalog {
             found.extend(project);
             warnings.extend(project_warnings.into_iter().map(CatalogWarning::Discovery));
         }
-        let entries = judge_all(found, &input);
+        // Plugins installed from a registry are checked against their integrity record at
+        // every load (`lock`); an unreadable lock is a warning (trust still pins every byte).
+        let lock = match InstallLock::load(input.home) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                warnings.push(CatalogWarning::Discovery(
+                    crate::discovery::DiscoveryWarning {
+                        path: crate::lock::lock_path(input.home),
+                        message: e.to_string(),
+                    },
+                ));
+                None
+            }
+        };
+        let entries = judge_all(found, &input, lock.as_ref());
         if let Some(digests) = input.digests {
             digests.save();
         }
@@ -276,7 +295,7 @@ enum Content {
 
 /// Reads one plugin and decides its state. Precedence: invalid, disabled, untrusted, changed,
 /// enabled.
-fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
+fn judge(found: Discovered, input: &CatalogInput<'_>, lock: Option<&InstallLock>) -> PluginEntry {
     let mut entry = PluginEntry {
         scope: found.scope,
         local_name: found.local_name,
@@ -408,6 +427,24 @@ fn judge(found: Discovered, input: &CatalogInput<'_>) -> PluginEntry {
             return entry;
         }
     };
+    if entry.scope == PluginScope::User
+        && let Some(record) = lock.and_then(|l| l.plugin(&entry.local_name))
+        && record.sha256 != sha256
+    {
+        let drift = crate::lock::drift(record, &entry.dir);
+        entry.state = PluginState::Invalid {
+            reason: format!(
+                "changed on disk since version {} was installed from the registry `{}` ({}): reinstall it (bosun plugins install {} --from {} --force) or accept the change (bosun plugins verify {} --accept)",
+                bosun_core::escape_hidden(&record.version),
+                bosun_core::escape_hidden(&record.source),
+                drift,
+                entry.local_name,
+                bosun_core::escape_hidden(&record.source),
+                entry.local_name,
+            ),
+        };
+        return entry;
+    }
     entry.state = if !found.wanted {
         PluginState::Disabled
     } else {

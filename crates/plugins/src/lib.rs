@@ -76,6 +76,7 @@ pub mod digests;
 pub mod discovery;
 mod error;
 pub mod forge;
+pub mod lock;
 pub mod metadata;
 pub mod scaffold;
 pub mod scan;

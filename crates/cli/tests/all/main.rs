@@ -655,6 +655,7 @@ fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
 }
 
 mod acp;
+mod binary;
 mod chock;
 mod first_hour;
 mod hardening;

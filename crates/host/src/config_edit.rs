@@ -1,0 +1,489 @@
+//! Edits of the user's `$BOSUN_HOME/config.toml`: enabling, disabling and forgetting a plugin,
+//! adding a model, trusting a workspace. Each edit keeps the person's comments and layout
+//! (`toml_edit`), and the file is replaced whole (`write_atomic`) or not at all.
+//!
+//! A file that is not TOML is refused before anything is changed, with where it is broken; an
+//! edit that meets a key of the wrong shape (`plugins = 3`) is refused the same way. This module
+//! never validates the configuration's meaning: [`crate::config`] does that when it is loaded.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), bosun_host::config_edit::ConfigEditError> {
+//! let home = bosun_host::config::bosun_home().expect("a home");
+//! let mut edit = bosun_host::config_edit::UserConfigEdit::open(&home)?;
+//! edit.disable_plugin("lint")?;
+//! edit.save()?;
+//! # Ok(()) }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use bosun_models::ModelConfig;
+use toml_edit::{DocumentMut, Item, Table};
+
+/// Why the user's config could not be edited. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigEditError {
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not TOML.
+    #[error(
+        "{path}:{line}:{column}: {message}; fix the file (`bosun config check` shows what is wrong): nothing was changed"
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser says.
+        message: String,
+    },
+    /// A key the edit needs holds something of another shape.
+    #[error("`{key}` in {path} is not {expected}: {fix}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key.
+        key: String,
+        /// What it should be (`a table`, `a string`).
+        expected: &'static str,
+        /// What to do.
+        fix: String,
+    },
+    /// The entry the edit changes is not in the file.
+    #[error("no [{key}] in {path}")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key.
+        key: String,
+    },
+    /// A new config would replace the person's own.
+    #[error(
+        "{path} already exists: `bosun config check` validates it; pass --force to replace it with the starter config"
+    )]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The new file could not be written (the old one is unchanged).
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// The file as it was before a saved edit, to put back when a later step of the same operation
+/// fails (enabling a plugin that then cannot be loaded changes nothing).
+#[derive(Debug)]
+#[must_use = "dropping it keeps the edit; `restore` puts the file back"]
+pub struct ConfigBefore {
+    path: PathBuf,
+    bytes: Option<Vec<u8>>,
+}
+
+impl ConfigBefore {
+    /// Takes the file as it is now (absent is remembered as absent).
+    ///
+    /// # Errors
+    /// The file exists and cannot be read.
+    pub fn take(home: &Path) -> Result<Self, ConfigEditError> {
+        let path = home.join("config.toml");
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => return Err(ConfigEditError::Read { path, source }),
+        };
+        Ok(Self { path, bytes })
+    }
+
+    /// Puts the file back as it was: the same bytes, or no file.
+    ///
+    /// # Errors
+    /// The file cannot be written or removed.
+    pub fn restore(self) -> Result<(), ConfigEditError> {
+        let written = match &self.bytes {
+            Some(bytes) => bosun_plugins::write_atomic(&self.path, bytes),
+            None => match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        };
+        written.map_err(|source| ConfigEditError::Write {
+            path: self.path,
+            source,
+        })
+    }
+}
+
+/// The user's config open for editing. Nothing reaches the disk before [`UserConfigEdit::save`].
+#[derive(Debug)]
+pub struct UserConfigEdit {
+    path: PathBuf,
+    doc: DocumentMut,
+}
+
+impl UserConfigEdit {
+    /// Reads `home/config.toml` (an absent file is an empty one).
+    ///
+    /// # Errors
+    /// The file cannot be read or is not TOML.
+    pub fn open(home: &Path) -> Result<Self, ConfigEditError> {
+        let path = home.join("config.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ConfigEditError::Read { path, source }),
+        };
+        let doc = text.parse::<DocumentMut>().map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|s| crate::config::line_col(&text, s.start))
+                .unwrap_or((1, 1));
+            ConfigEditError::Parse {
+                path: path.clone(),
+                line,
+                column,
+                message: e.message().trim().to_owned(),
+            }
+        })?;
+        Ok(Self { path, doc })
+    }
+
+    /// The file this edit writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The text the file will hold.
+    pub fn text(&self) -> String {
+        self.doc.to_string()
+    }
+
+    /// Writes the edited file whole, in place of the old one.
+    ///
+    /// # Errors
+    /// The file cannot be written; the old one is then unchanged.
+    pub fn save(self) -> Result<(), ConfigEditError> {
+        bosun_plugins::write_atomic(&self.path, self.doc.to_string().as_bytes()).map_err(|source| {
+            ConfigEditError::Write {
+                path: self.path,
+                source,
+            }
+        })
+    }
+
+    fn shape(&self, key: String, expected: &'static str, fix: String) -> ConfigEditError {
+        ConfigEditError::Shape {
+            path: self.path.clone(),
+            key,
+            expected,
+            fix,
+        }
+    }
+
+    /// The top-level table `key`, created (implicit, so no empty header is written) if absent.
+    fn section(&mut self, key: &str) -> Result<&mut Table, ConfigEditError> {
+        let path = self.path.clone();
+        match self
+            .doc
+            .entry(key)
+            .or_insert(toml_edit::table())
+            .as_table_mut()
+        {
+            Some(table) => {
+                table.set_implicit(true);
+                Ok(table)
+            }
+            None => Err(ConfigEditError::Shape {
+                path,
+                key: key.to_owned(),
+                expected: "a table",
+                fix: format!("write it as [{key}.<name>] entries"),
+            }),
+        }
+    }
+
+    /// Sets `[plugins.NAME] enabled = true`, with `path` when one is given. Without one the path
+    /// already configured is kept (a Chock module file, a directory elsewhere), and only a plugin
+    /// with none gets `NAME` (its directory under `$BOSUN_HOME/plugins`). Returns the path the
+    /// entry holds.
+    ///
+    /// # Errors
+    /// `plugins`, `plugins.NAME` or its `path` has another shape.
+    pub fn enable_plugin(
+        &mut self,
+        name: &str,
+        path: Option<&Path>,
+    ) -> Result<PathBuf, ConfigEditError> {
+        let file = self.path.clone();
+        let shape = |key: String, expected, fix: &str| ConfigEditError::Shape {
+            path: file.clone(),
+            key,
+            expected,
+            fix: fix.to_owned(),
+        };
+        let plugins = self.section("plugins")?;
+        let entry = plugins.entry(name).or_insert(toml_edit::table());
+        let Some(entry) = entry.as_table_mut() else {
+            return Err(shape(
+                format!("plugins.{name}"),
+                "a table",
+                "write it as a [plugins.NAME] table",
+            ));
+        };
+        let configured = match (path, entry.get("path")) {
+            (Some(path), _) => {
+                entry["path"] = toml_edit::value(path.display().to_string());
+                path.to_owned()
+            }
+            (None, Some(configured)) => match configured.as_str() {
+                Some(configured) => PathBuf::from(configured),
+                None => {
+                    return Err(shape(
+                        format!("plugins.{name}.path"),
+                        "a string",
+                        "write the plugin's directory or module file as a string",
+                    ));
+                }
+            },
+            (None, None) => {
+                entry["path"] = toml_edit::value(name);
+                PathBuf::from(name)
+            }
+        };
+        entry["enabled"] = toml_edit::value(true);
+        Ok(configured)
+    }
+
+    /// Sets `[plugins.NAME] enabled = false`.
+    ///
+    /// # Errors
+    /// There is no such entry.
+    pub fn disable_plugin(&mut self, name: &str) -> Result<(), ConfigEditError> {
+        let Some(entry) = self
+            .doc
+            .get_mut("plugins")
+            .and_then(|p| p.get_mut(name))
+            .and_then(Item::as_table_mut)
+        else {
+            return Err(ConfigEditError::Missing {
+                path: self.path.clone(),
+                key: format!("plugins.{name}"),
+            });
+        };
+        entry["enabled"] = toml_edit::value(false);
+        Ok(())
+    }
+
+    /// Removes `[plugins.NAME]`; whether it was there.
+    pub fn remove_plugin(&mut self, name: &str) -> bool {
+        self.doc
+            .get_mut("plugins")
+            .and_then(Item::as_table_like_mut)
+            .and_then(|table| table.remove(name))
+            .is_some()
+    }
+
+    /// Adds (or replaces) `[models.NAME]` with `entry`; with `default`, also
+    /// `default_model = "NAME"`.
+    ///
+    /// # Errors
+    /// `models` has another shape.
+    pub fn add_model(
+        &mut self,
+        name: &str,
+        entry: &ModelConfig,
+        default: bool,
+    ) -> Result<(), ConfigEditError> {
+        let mut table = toml_edit::Table::new();
+        table["provider"] = toml_edit::value(entry.provider.to_string());
+        table["model"] = toml_edit::value(entry.model.clone());
+        if let Some(url) = &entry.base_url {
+            table["base_url"] = toml_edit::value(url.clone());
+        }
+        if let Some(var) = &entry.api_key_env {
+            table["api_key_env"] = toml_edit::value(var.clone());
+        }
+        let numbers = [
+            ("context_window", entry.context_window),
+            ("max_output_tokens", entry.max_output_tokens.map(u64::from)),
+            ("read_timeout_secs", entry.read_timeout_secs),
+        ];
+        for (key, number) in numbers {
+            if let Some(number) = number.and_then(|n| i64::try_from(n).ok()) {
+                table[key] = toml_edit::value(number);
+            }
+        }
+        self.section("models")?.insert(name, Item::Table(table));
+        if default {
+            // A top-level key: toml_edit writes it with the others, before the first table.
+            self.doc.insert("default_model", toml_edit::value(name));
+        }
+        Ok(())
+    }
+
+    /// Adds `workspace` (a canonical path) to `trusted_workspaces` unless it is there already;
+    /// whether it was added.
+    ///
+    /// # Errors
+    /// `trusted_workspaces` is not an array.
+    pub fn trust_workspace(&mut self, workspace: &Path) -> Result<bool, ConfigEditError> {
+        let shown = workspace.display().to_string();
+        let item = self
+            .doc
+            .entry("trusted_workspaces")
+            .or_insert(toml_edit::value(toml_edit::Array::new()));
+        let Some(list) = item.as_array_mut() else {
+            return Err(self.shape(
+                "trusted_workspaces".to_owned(),
+                "an array",
+                "write it as a list of paths: trusted_workspaces = [\"/path\"]".to_owned(),
+            ));
+        };
+        if list.iter().any(|v| v.as_str() == Some(shown.as_str())) {
+            return Ok(false);
+        }
+        list.push(shown);
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun_models::ProviderKind;
+
+    fn home_with(text: &str) -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), text).unwrap();
+        home
+    }
+
+    fn read(home: &tempfile::TempDir) -> String {
+        std::fs::read_to_string(home.path().join("config.toml")).unwrap()
+    }
+
+    #[test]
+    fn enabling_a_plugin_keeps_comments_and_the_configured_path() {
+        let home = home_with(
+            "# mine\nmode = \"read-only\" # keep\n\n[plugins.lint]\npath = \"/opt/lint.wasm\"\nenabled = false\n",
+        );
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        assert_eq!(
+            edit.enable_plugin("lint", None).unwrap(),
+            Path::new("/opt/lint.wasm")
+        );
+        assert_eq!(edit.enable_plugin("fmt", None).unwrap(), Path::new("fmt"));
+        edit.save().unwrap();
+        let after = read(&home);
+        assert!(
+            after.starts_with("# mine\nmode = \"read-only\" # keep\n"),
+            "{after}"
+        );
+        let config: crate::Config = toml::from_str(&after).unwrap();
+        assert!(config.plugins["lint"].enabled, "{after}");
+        assert_eq!(config.plugins["lint"].path, Path::new("/opt/lint.wasm"));
+        assert_eq!(config.plugins["fmt"].path, Path::new("fmt"));
+        assert!(!after.contains("[plugins]\n"), "no empty header: {after}");
+    }
+
+    #[test]
+    fn a_broken_file_is_refused_and_left_as_it_is() {
+        let broken = "mode = \"read-only\"\n[plugins\nlint = 1\n";
+        let home = home_with(broken);
+        let err = UserConfigEdit::open(home.path()).unwrap_err();
+        assert!(
+            matches!(err, ConfigEditError::Parse { line: 2, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("nothing was changed"), "{err}");
+        assert_eq!(read(&home), broken);
+    }
+
+    #[test]
+    fn a_key_of_the_wrong_shape_is_refused_before_anything_is_written() {
+        let text = "plugins = 3\n";
+        let home = home_with(text);
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let err = edit.enable_plugin("lint", None).unwrap_err();
+        assert!(
+            matches!(&err, ConfigEditError::Shape { key, .. } if key == "plugins"),
+            "{err:?}"
+        );
+        drop(edit);
+        assert_eq!(read(&home), text);
+        let text = "[plugins.lint]\npath = 7\n";
+        let home = home_with(text);
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let err = edit.enable_plugin("lint", None).unwrap_err();
+        assert!(err.to_string().contains("plugins.lint.path"), "{err}");
+    }
+
+    #[test]
+    fn disabling_needs_the_entry_and_removing_says_whether_it_was_there() {
+        let home = home_with("[plugins.lint]\npath = \"lint\"\n");
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        assert!(matches!(
+            edit.disable_plugin("other"),
+            Err(ConfigEditError::Missing { .. })
+        ));
+        edit.disable_plugin("lint").unwrap();
+        assert!(edit.text().contains("enabled = false"), "{}", edit.text());
+        assert!(edit.remove_plugin("lint"));
+        assert!(!edit.remove_plugin("lint"));
+    }
+
+    #[test]
+    fn a_restored_file_is_the_one_before_or_none() {
+        let home = tempfile::tempdir().unwrap();
+        let before = ConfigBefore::take(home.path()).unwrap();
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        edit.enable_plugin("lint", None).unwrap();
+        edit.save().unwrap();
+        assert!(home.path().join("config.toml").exists());
+        before.restore().unwrap();
+        assert!(!home.path().join("config.toml").exists());
+        let home = home_with("# x\n");
+        let before = ConfigBefore::take(home.path()).unwrap();
+        std::fs::write(home.path().join("config.toml"), "y = 1\n").unwrap();
+        before.restore().unwrap();
+        assert_eq!(read(&home), "# x\n");
+    }
+
+    #[test]
+    fn a_model_and_a_trusted_workspace_are_added_once() {
+        let home =
+            home_with("# mine\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"deny\"\n");
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let entry = ModelConfig {
+            provider: ProviderKind::OpenaiChat,
+            base_url: Some("http://127.0.0.1:11434/v1".into()),
+            model: "qwen3:8b".into(),
+            api_key_env: None,
+            context_window: Some(32_000),
+            max_output_tokens: None,
+            read_timeout_secs: None,
+        };
+        edit.add_model("ollama", &entry, true).unwrap();
+        assert!(edit.trust_workspace(Path::new("/work/p")).unwrap());
+        assert!(!edit.trust_workspace(Path::new("/work/p")).unwrap());
+        edit.save().unwrap();
+        let after = read(&home);
+        let config: crate::Config = toml::from_str(&after).unwrap();
+        assert_eq!(config.models["ollama"], entry, "{after}");
+        assert_eq!(config.default_model.as_deref(), Some("ollama"));
+        assert_eq!(config.trusted_workspaces, vec![PathBuf::from("/work/p")]);
+        assert_eq!(config.policy.rules.len(), 1, "{after}");
+    }
+}

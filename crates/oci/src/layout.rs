@@ -1,0 +1,364 @@
+//! The OCI image layout (image-spec v1.1.0 `image-layout.md`): a folder with `oci-layout`,
+//! `index.json` and `blobs/sha256/<hex>`, which `oras`, skopeo and crane read and write. Bosun
+//! uses it for the air-gapped `dir` bundle. A layout is treated as hostile input: blob paths
+//! are built only from checked digests, every blob is size-checked before it is read and
+//! digest-checked after, and writes go through a temporary file renamed into place.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::artifact::{Artifact, Blob};
+use crate::client::Limits;
+use crate::digest::Digest;
+use crate::error::OciError;
+use crate::manifest::{ANNOTATION_REF_NAME, Descriptor, Index, Manifest, ManifestBytes};
+
+/// The `oci-layout` file's content.
+const LAYOUT_VERSION: &str = r#"{"imageLayoutVersion":"1.0.0"}"#;
+
+/// An image layout folder.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+    limits: Limits,
+}
+
+impl Layout {
+    /// Creates the layout at `root` (or opens it if it is one already).
+    pub fn create(root: &Path) -> Result<Self, OciError> {
+        let blobs = root.join("blobs/sha256");
+        std::fs::create_dir_all(&blobs).map_err(|e| OciError::io(&blobs, e))?;
+        let layout = Self {
+            root: root.to_owned(),
+            limits: Limits::default(),
+        };
+        let marker = root.join("oci-layout");
+        if !marker.exists() {
+            layout.write_atomically(&marker, LAYOUT_VERSION.as_bytes())?;
+        }
+        if !root.join("index.json").exists() {
+            layout.write_index(&Index::default())?;
+        }
+        Self::open(root)
+    }
+
+    /// Opens the layout at `root`, checking its `oci-layout` version.
+    pub fn open(root: &Path) -> Result<Self, OciError> {
+        let marker = root.join("oci-layout");
+        let text = read_small(&marker, 4096)?;
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Version {
+            image_layout_version: String,
+        }
+        let version: Version = serde_json::from_slice(&text).map_err(|e| OciError::Layout {
+            path: marker.clone(),
+            reason: format!("oci-layout does not parse: {e}"),
+        })?;
+        if version.image_layout_version != "1.0.0" {
+            return Err(OciError::Layout {
+                path: marker,
+                reason: format!(
+                    "imageLayoutVersion is {}; only 1.0.0 is read",
+                    version.image_layout_version
+                ),
+            });
+        }
+        Ok(Self {
+            root: root.to_owned(),
+            limits: Limits::default(),
+        })
+    }
+
+    /// The same layout with other size limits for reading.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `index.json`.
+    pub fn index(&self) -> Result<Index, OciError> {
+        let path = self.root.join("index.json");
+        let bytes = read_small(&path, self.limits.manifest_bytes)?;
+        Index::from_slice(&path.display().to_string(), &bytes)
+    }
+
+    /// The manifest named `name` (its `org.opencontainers.image.ref.name`) in `index.json`.
+    pub fn resolve(&self, name: &str) -> Result<Descriptor, OciError> {
+        self.index()?
+            .manifests
+            .into_iter()
+            .find(|d| d.annotation(ANNOTATION_REF_NAME) == Some(name))
+            .ok_or_else(|| OciError::NotFound {
+                url: self.root.join("index.json").display().to_string(),
+                detail: format!("no manifest is named `{name}`"),
+            })
+    }
+
+    fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(digest.hex())
+    }
+
+    /// Writes a blob (skipped when a file with the right content is there): its digest.
+    pub fn write_blob(&self, bytes: &[u8]) -> Result<Digest, OciError> {
+        let digest = Digest::of(bytes);
+        let path = self.blob_path(&digest);
+        let present = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+            && std::fs::read(&path).is_ok_and(|b| Digest::of(&b) == digest);
+        if !present {
+            self.write_atomically(&path, bytes)?;
+        }
+        Ok(digest)
+    }
+
+    /// Reads the blob `descriptor` names: a regular file of exactly its size (at most `cap`)
+    /// whose digest matches.
+    pub fn read_blob(&self, descriptor: &Descriptor, cap: u64) -> Result<Vec<u8>, OciError> {
+        let path = self.blob_path(&descriptor.digest);
+        let what = format!("blob {} in {}", descriptor.digest, self.root.display());
+        if descriptor.size > cap {
+            return Err(OciError::TooLarge {
+                what,
+                limit: cap,
+                size: descriptor.size,
+            });
+        }
+        let metadata = std::fs::symlink_metadata(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => OciError::NotFound {
+                url: path.display().to_string(),
+                detail: format!("the layout lacks {what}"),
+            },
+            _ => OciError::io(&path, e),
+        })?;
+        if !metadata.is_file() {
+            return Err(OciError::Layout {
+                path,
+                reason: "a blob must be a regular file, not a link or a folder".to_owned(),
+            });
+        }
+        if metadata.len() != descriptor.size {
+            return Err(OciError::LengthMismatch {
+                what,
+                declared: descriptor.size,
+                received: metadata.len(),
+            });
+        }
+        let bytes = read_small(&path, descriptor.size)?;
+        let actual = Digest::of(&bytes);
+        if actual != descriptor.digest || bytes.len() as u64 != descriptor.size {
+            return Err(OciError::DigestMismatch {
+                what,
+                expected: descriptor.digest.clone(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Writes an artifact's blobs and manifest, and lists it in `index.json` under `name` when
+    /// given (replacing what had that name). Returns the manifest's descriptor.
+    pub fn write_artifact(
+        &self,
+        artifact: &Artifact,
+        name: Option<&str>,
+    ) -> Result<Descriptor, OciError> {
+        artifact.check()?;
+        for blob in &artifact.blobs {
+            self.write_blob(&blob.bytes)?;
+        }
+        self.write_blob(&artifact.manifest.bytes)?;
+        let mut descriptor = artifact.manifest.descriptor();
+        descriptor.annotations = None;
+        let mut index = self.index()?;
+        match name {
+            Some(name) => {
+                index
+                    .manifests
+                    .retain(|d| d.annotation(ANNOTATION_REF_NAME) != Some(name));
+                descriptor.annotations = Some(
+                    [(ANNOTATION_REF_NAME.to_owned(), name.to_owned())]
+                        .into_iter()
+                        .collect(),
+                );
+                index.manifests.push(descriptor.clone());
+            }
+            None => {
+                if !index
+                    .manifests
+                    .iter()
+                    .any(|d| d.digest == descriptor.digest)
+                {
+                    index.manifests.push(descriptor.clone());
+                }
+            }
+        }
+        self.write_index(&index)?;
+        Ok(descriptor)
+    }
+
+    /// The artifact whose manifest has `digest`, every blob checked.
+    pub fn read_artifact(&self, digest: &Digest) -> Result<Artifact, OciError> {
+        let manifest_descriptor = Descriptor::of(crate::manifest::MANIFEST_V1, b"");
+        let path = self.blob_path(digest);
+        let size = std::fs::symlink_metadata(&path)
+            .map_err(|e| OciError::io(&path, e))?
+            .len();
+        let bytes = self.read_blob(
+            &Descriptor {
+                digest: digest.clone(),
+                size,
+                ..manifest_descriptor
+            },
+            self.limits.manifest_bytes,
+        )?;
+        let manifest = Manifest::from_slice(&bytes)?;
+        let config_cap = self.limits.manifest_bytes;
+        let total: u64 = manifest
+            .layers
+            .iter()
+            .fold(0u64, |sum, l| sum.saturating_add(l.size));
+        if total > self.limits.blob_bytes {
+            return Err(OciError::TooLarge {
+                what: format!("the layers of {digest}"),
+                limit: self.limits.blob_bytes,
+                size: total,
+            });
+        }
+        let mut blobs = vec![Blob {
+            descriptor: manifest.config.clone(),
+            bytes: self.read_blob(&manifest.config, config_cap)?.into(),
+        }];
+        for layer in &manifest.layers {
+            blobs.push(Blob {
+                descriptor: layer.clone(),
+                bytes: self.read_blob(layer, self.limits.blob_bytes)?.into(),
+            });
+        }
+        Ok(Artifact {
+            manifest: ManifestBytes {
+                manifest,
+                bytes,
+                digest: digest.clone(),
+            },
+            blobs,
+        })
+    }
+
+    fn write_index(&self, index: &Index) -> Result<(), OciError> {
+        self.write_atomically(&self.root.join("index.json"), &index.to_vec())
+    }
+
+    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
+    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
+        use std::io::Write as _;
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let temp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
+        let result = (|| {
+            let mut file = std::fs::File::create(&temp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temp, path)
+        })();
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&temp);
+            return Err(OciError::io(path, e));
+        }
+        Ok(())
+    }
+}
+
+/// Reads a file of at most `cap` bytes, refusing a bigger one without reading it all.
+fn read_small(path: &Path, cap: u64) -> Result<Vec<u8>, OciError> {
+    let file = std::fs::File::open(path).map_err(|e| OciError::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| OciError::io(path, e))?;
+    if bytes.len() as u64 > cap {
+        return Err(OciError::TooLarge {
+            what: path.display().to_string(),
+            limit: cap,
+            size: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Annotations;
+
+    fn artifact() -> Artifact {
+        Artifact::builder("application/vnd.example")
+            .layer(
+                "application/octet-stream",
+                &b"layer"[..],
+                Annotations::new(),
+            )
+            .build()
+    }
+
+    #[test]
+    fn an_artifact_round_trips_through_a_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let written = artifact();
+        let descriptor = layout.write_artifact(&written, Some("1.0.0")).unwrap();
+        let reopened = Layout::open(dir.path()).unwrap();
+        assert_eq!(reopened.resolve("1.0.0").unwrap().digest, descriptor.digest);
+        assert_eq!(reopened.read_artifact(&descriptor.digest).unwrap(), written);
+        // Naming another artifact 1.0.0 replaces the entry.
+        let other = Artifact::builder("application/vnd.example").build();
+        layout.write_artifact(&other, Some("1.0.0")).unwrap();
+        assert_eq!(layout.index().unwrap().manifests.len(), 1);
+    }
+
+    #[test]
+    fn a_tampered_layout_blob_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let written = artifact();
+        let descriptor = layout.write_artifact(&written, Some("x")).unwrap();
+        let layer = &written.layers()[0].descriptor;
+        let path = dir.path().join("blobs/sha256").join(layer.digest.hex());
+        std::fs::write(&path, b"LAYER").unwrap();
+        assert!(matches!(
+            layout.read_artifact(&descriptor.digest),
+            Err(OciError::DigestMismatch { .. })
+        ));
+        std::fs::write(&path, b"layer and more").unwrap();
+        assert!(matches!(
+            layout.read_artifact(&descriptor.digest),
+            Err(OciError::LengthMismatch { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_layout_blob_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let written = artifact();
+        let descriptor = layout.write_artifact(&written, None).unwrap();
+        let layer = &written.layers()[0].descriptor;
+        let path = dir.path().join("blobs/sha256").join(layer.digest.hex());
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"layer").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert!(matches!(
+            layout.read_artifact(&descriptor.digest),
+            Err(OciError::Layout { .. })
+        ));
+    }
+}

@@ -1,0 +1,504 @@
+//! A folder as one gzip tar layer under a Bosun artifact type, for JS/TS plugins and skills.
+//!
+//! Packing is deterministic — entries sorted by path, mtime 0, uid and gid 0, no user names,
+//! modes 0644/0755 — so the same folder gives the same digest on every machine. Packing and
+//! unpacking accept only regular files and directories: a link, a device or a FIFO is refused,
+//! as are absolute paths, `..`, backslashes, duplicate entries and more bytes or entries than
+//! [`UnpackLimits`] allow. Unpacking writes into a folder it creates and removes that folder
+//! again on any refusal, so a hostile layer leaves nothing behind.
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use bytes::Bytes;
+
+use crate::artifact::Artifact;
+use crate::error::OciError;
+use crate::manifest::{ANNOTATION_TITLE, Annotations, LAYER_TAR_GZIP};
+
+/// The artifact type of a JS/TS plugin.
+pub const PLUGIN_ARTIFACT: &str = "application/vnd.bosun.plugin.v1";
+/// The artifact type of a skill.
+pub const SKILL_ARTIFACT: &str = "application/vnd.bosun.skill.v1";
+
+/// What a folder artifact holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeKind {
+    /// A JS/TS plugin's folder.
+    Plugin,
+    /// A skill's folder.
+    Skill,
+}
+
+impl TreeKind {
+    /// Its artifact type.
+    pub fn artifact_type(self) -> &'static str {
+        match self {
+            Self::Plugin => PLUGIN_ARTIFACT,
+            Self::Skill => SKILL_ARTIFACT,
+        }
+    }
+}
+
+/// How much one layer may unpack to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnpackLimits {
+    /// Total bytes of all files (default 64 MiB).
+    pub max_bytes: u64,
+    /// Entries, files and directories together (default 10,000).
+    pub max_entries: usize,
+    /// Bytes in one entry's path (default 1,024).
+    pub max_path: usize,
+}
+
+impl Default for UnpackLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 64 * 1024 * 1024,
+            max_entries: 10_000,
+            max_path: 1024,
+        }
+    }
+}
+
+/// What an unpack wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unpacked {
+    /// Regular files written.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Packs `dir` into a deterministic gzip tar (see the module doc).
+pub fn pack(dir: &Path) -> Result<Vec<u8>, OciError> {
+    let mut paths = Vec::new();
+    collect(dir, dir, &mut paths)?;
+    let encoder = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::default());
+    let mut builder = tar::Builder::new(encoder);
+    for (relative, is_dir, executable) in paths {
+        let full = dir.join(&relative);
+        let mut header = tar::Header::new_gnu();
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        let result = if is_dir {
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_mode(0o755);
+            header.set_size(0);
+            builder.append_data(&mut header, format!("{relative}/"), std::io::empty())
+        } else {
+            let bytes = std::fs::read(&full).map_err(|e| OciError::io(&full, e))?;
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_mode(if executable { 0o755 } else { 0o644 });
+            header.set_size(bytes.len() as u64);
+            builder.append_data(&mut header, &relative, bytes.as_slice())
+        };
+        result.map_err(|e| OciError::io(&full, e))?;
+    }
+    let encoder = builder.into_inner().map_err(|e| OciError::io(dir, e))?;
+    encoder.finish().map_err(|e| OciError::io(dir, e))
+}
+
+/// Every directory and file under `dir`, sorted, as `/`-separated paths relative to `root`.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, bool, bool)>) -> Result<(), OciError> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| OciError::io(dir, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| OciError::io(dir, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let relative = path
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .map(str::to_owned)
+            .ok_or_else(|| OciError::Archive {
+                entry: path.display().to_string(),
+                reason: "the path is not UTF-8; rename it".to_owned(),
+            })?;
+        if relative.contains('\\') {
+            return Err(OciError::Archive {
+                entry: relative,
+                reason: "backslashes are refused in names; rename it".to_owned(),
+            });
+        }
+        let metadata = std::fs::symlink_metadata(&path).map_err(|e| OciError::io(&path, e))?;
+        let kind = metadata.file_type();
+        if kind.is_symlink() {
+            return Err(OciError::Archive {
+                entry: relative,
+                reason: "links are not packed; replace the link with the file it points at"
+                    .to_owned(),
+            });
+        }
+        if kind.is_dir() {
+            out.push((relative, true, false));
+            collect(root, &path, out)?;
+        } else if kind.is_file() {
+            out.push((relative, false, executable(&metadata)));
+        } else {
+            return Err(OciError::Archive {
+                entry: relative,
+                reason: "only regular files and directories are packed".to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn executable(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn executable(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Unpacks a gzip tar layer into `dest`, which must not exist yet (see the module doc). On any
+/// error `dest` is removed again.
+pub fn unpack(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpacked, OciError> {
+    std::fs::create_dir(dest).map_err(|e| OciError::io(dest, e))?;
+    let result = unpack_into(layer, dest, limits);
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(dest);
+    }
+    result
+}
+
+fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpacked, OciError> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
+    let mut unpacked = Unpacked { files: 0, bytes: 0 };
+    let mut entries_seen = 0usize;
+    let bad_layer = |e: std::io::Error| OciError::Archive {
+        entry: String::new(),
+        reason: format!("the layer is not a readable gzip tar: {e}"),
+    };
+    for entry in archive.entries().map_err(bad_layer)? {
+        let mut entry = entry.map_err(bad_layer)?;
+        let raw = entry.path_bytes();
+        let name = String::from_utf8_lossy(&raw).into_owned();
+        let refuse = |reason: &str| OciError::Archive {
+            entry: name.chars().take(300).collect(),
+            reason: reason.to_owned(),
+        };
+        let kind = entry.header().entry_type();
+        if matches!(kind, tar::EntryType::XGlobalHeader) {
+            continue;
+        }
+        entries_seen += 1;
+        if entries_seen > limits.max_entries {
+            return Err(OciError::TooLarge {
+                what: "the tar layer's entry count".to_owned(),
+                limit: limits.max_entries as u64,
+                size: entries_seen as u64,
+            });
+        }
+        if raw.len() > limits.max_path {
+            return Err(refuse("the path is longer than the limit"));
+        }
+        let relative = safe_relative(&name).map_err(&refuse)?;
+        let target = dest.join(&relative);
+        match kind {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(&target).map_err(|e| OciError::io(&target, e))?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let size = entry
+                    .header()
+                    .size()
+                    .map_err(|_| refuse("the size field is unreadable"))?;
+                if unpacked.bytes.saturating_add(size) > limits.max_bytes {
+                    return Err(OciError::TooLarge {
+                        what: "the tar layer's unpacked files".to_owned(),
+                        limit: limits.max_bytes,
+                        size: unpacked.bytes.saturating_add(size),
+                    });
+                }
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| OciError::io(parent, e))?;
+                }
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&target)
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::AlreadyExists => {
+                            refuse("the layer holds this path twice")
+                        }
+                        _ => OciError::io(&target, e),
+                    })?;
+                let mut limited = (&mut entry).take(size);
+                let written =
+                    std::io::copy(&mut limited, &mut file).map_err(|e| OciError::io(&target, e))?;
+                if written != size {
+                    return Err(refuse("the layer ends inside this file"));
+                }
+                file.flush().map_err(|e| OciError::io(&target, e))?;
+                set_mode(&target, entry.header().mode().unwrap_or(0o644))?;
+                unpacked.files += 1;
+                unpacked.bytes += size;
+            }
+            tar::EntryType::Symlink | tar::EntryType::Link => {
+                return Err(refuse(
+                    "links are refused: a link could point outside the folder, and a plugin's files travel as files",
+                ));
+            }
+            tar::EntryType::Char | tar::EntryType::Block | tar::EntryType::Fifo => {
+                return Err(refuse("devices and FIFOs are refused"));
+            }
+            _ => return Err(refuse("only regular files and directories are accepted")),
+        }
+    }
+    Ok(unpacked)
+}
+
+/// `name` as a relative path of plain components, or why not.
+fn safe_relative(name: &str) -> Result<PathBuf, &'static str> {
+    if name.contains('\\') || name.contains('\0') {
+        return Err("backslashes and NUL are refused in names");
+    }
+    let mut path = PathBuf::new();
+    for component in Path::new(name).components() {
+        match component {
+            Component::Normal(part) => path.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err("`..` is refused: it could write outside the folder");
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("absolute paths are refused");
+            }
+        }
+    }
+    if path.as_os_str().is_empty() {
+        return Err("an empty path is refused");
+    }
+    Ok(path)
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> Result<(), OciError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| OciError::io(path, e))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) -> Result<(), OciError> {
+    Ok(())
+}
+
+/// The artifact of folder `dir`: the empty config, one gzip tar layer titled `title`, the
+/// artifact type of `kind`, and `annotations` (no creation time is added, so the digest
+/// depends only on the files and the annotations).
+pub fn tree_artifact(
+    kind: TreeKind,
+    dir: &Path,
+    title: &str,
+    annotations: Annotations,
+) -> Result<Artifact, OciError> {
+    let layer = pack(dir)?;
+    let mut layer_annotations = Annotations::new();
+    layer_annotations.insert(ANNOTATION_TITLE.to_owned(), title.to_owned());
+    Ok(Artifact::builder(kind.artifact_type())
+        .layer(LAYER_TAR_GZIP, layer, layer_annotations)
+        .annotations(annotations)
+        .build())
+}
+
+/// The tar layer of a pulled folder artifact of `kind`, after checking its layout.
+pub fn read_tree_artifact(artifact: &Artifact, kind: TreeKind) -> Result<Bytes, OciError> {
+    let wrong = |reason: String| OciError::NotAnArtifact {
+        reference: artifact.digest().to_string(),
+        expected: format!("a {} artifact", kind.artifact_type()),
+        reason,
+    };
+    artifact.check()?;
+    let manifest = &artifact.manifest.manifest;
+    if manifest.effective_artifact_type() != kind.artifact_type() {
+        return Err(wrong(format!(
+            "its artifact type is {}",
+            manifest.effective_artifact_type()
+        )));
+    }
+    let [layer] = artifact.layers() else {
+        return Err(wrong(format!(
+            "it has {} layers, not exactly one",
+            manifest.layers.len()
+        )));
+    };
+    if layer.descriptor.media_type != LAYER_TAR_GZIP {
+        return Err(wrong(format!(
+            "its layer is {}, not {LAYER_TAR_GZIP}",
+            layer.descriptor.media_type
+        )));
+    }
+    Ok(layer.bytes.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostile_tar(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> Vec<u8> {
+        let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(encoder);
+        for (name, kind, data, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            // Write the name bytes raw: `append_data` would refuse `..` and absolute paths.
+            let raw = name.as_bytes();
+            header.as_old_mut().name[..raw.len()].copy_from_slice(raw);
+            if let Some(link) = link {
+                header.set_link_name(link).unwrap();
+            }
+            header.set_cksum();
+            builder.append(&header, *data).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn refused(layer: &[u8], limits: &UnpackLimits) -> OciError {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        let error = unpack(layer, &dest, limits).unwrap_err();
+        assert!(!dest.exists(), "a refused layer left {}", dest.display());
+        error
+    }
+
+    #[test]
+    fn packing_is_deterministic_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/lib")).unwrap();
+        std::fs::write(dir.path().join("mod.ts"), "export {}\n").unwrap();
+        std::fs::write(dir.path().join("src/lib/a.ts"), "a").unwrap();
+        let first = pack(dir.path()).unwrap();
+        // Touch a file's time: the layer does not change.
+        std::fs::write(dir.path().join("mod.ts"), "export {}\n").unwrap();
+        assert_eq!(pack(dir.path()).unwrap(), first);
+        let out = tempfile::tempdir().unwrap();
+        let dest = out.path().join("p");
+        let unpacked = unpack(&first, &dest, &UnpackLimits::default()).unwrap();
+        assert_eq!(
+            unpacked,
+            Unpacked {
+                files: 2,
+                bytes: 11
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(dest.join("src/lib/a.ts")).unwrap(),
+            "a"
+        );
+        let names: Vec<String> = tar::Archive::new(flate2::read::GzDecoder::new(&first[..]))
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["mod.ts", "src/", "src/lib/", "src/lib/a.ts"]);
+    }
+
+    #[test]
+    fn tar_entry_with_parent_traversal_is_refused() {
+        let layer = hostile_tar(&[("../evil.sh", tar::EntryType::Regular, b"x", None)]);
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+        let nested = hostile_tar(&[("a/../../evil", tar::EntryType::Regular, b"x", None)]);
+        assert!(matches!(
+            refused(&nested, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+    }
+
+    #[test]
+    fn tar_entry_with_absolute_path_is_refused() {
+        let layer = hostile_tar(&[("/tmp/evil", tar::EntryType::Regular, b"x", None)]);
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+    }
+
+    #[test]
+    fn tar_links_are_refused_before_anything_is_written_through_them() {
+        let symlink = hostile_tar(&[
+            ("escape", tar::EntryType::Symlink, b"", Some("/etc")),
+            ("escape/passwd", tar::EntryType::Regular, b"x", None),
+        ]);
+        assert!(matches!(
+            refused(&symlink, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+        let hardlink = hostile_tar(&[("h", tar::EntryType::Link, b"", Some("/etc/shadow"))]);
+        assert!(matches!(
+            refused(&hardlink, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+    }
+
+    #[test]
+    fn tar_devices_and_fifos_are_refused() {
+        for kind in [
+            tar::EntryType::Char,
+            tar::EntryType::Block,
+            tar::EntryType::Fifo,
+        ] {
+            let layer = hostile_tar(&[("dev", kind, b"", None)]);
+            assert!(matches!(
+                refused(&layer, &UnpackLimits::default()),
+                OciError::Archive { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn tar_size_bombs_are_refused() {
+        let big = vec![0u8; 4096];
+        let layer = hostile_tar(&[
+            ("a", tar::EntryType::Regular, &big, None),
+            ("b", tar::EntryType::Regular, &big, None),
+        ]);
+        let small = UnpackLimits {
+            max_bytes: 6000,
+            ..UnpackLimits::default()
+        };
+        assert!(matches!(refused(&layer, &small), OciError::TooLarge { .. }));
+        let few = UnpackLimits {
+            max_entries: 1,
+            ..UnpackLimits::default()
+        };
+        assert!(matches!(refused(&layer, &few), OciError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn tar_duplicate_entries_are_refused() {
+        let layer = hostile_tar(&[
+            ("a", tar::EntryType::Regular, b"1", None),
+            ("a", tar::EntryType::Regular, b"2", None),
+        ]);
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn packing_refuses_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("p")).unwrap();
+        assert!(matches!(pack(dir.path()), Err(OciError::Archive { .. })));
+    }
+}

@@ -1,0 +1,334 @@
+//! Where a source's bytes come from — an HTTPS origin or a local folder — read with a size cap
+//! and a timeout. Paths are built only from segments already checked ([`check_relative`]), so
+//! nothing a catalog says can climb out of the source's root or reach another origin; HTTP
+//! redirects follow Bosun's one policy (`bosun_models::same_origin_redirects`: 307/308 within
+//! the origin only).
+//!
+//! Plain `http://` is accepted for loopback addresses only (tests, a local mirror).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use url::Url;
+
+use crate::error::RegistryError;
+
+/// How long one metadata or catalog request may take, by default.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one plugin download may take, by default.
+pub const ARTIFACT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Told about a download's progress (a progress bar on a terminal; nothing on a pipe).
+pub trait Progress: Send + Sync {
+    /// A download of `what` starts; `total` when its length is known.
+    fn start(&self, what: &str, total: Option<u64>);
+    /// `bytes` more arrived.
+    fn advance(&self, bytes: u64);
+    /// It ended (either way).
+    fn finish(&self);
+}
+
+/// No progress shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn start(&self, _: &str, _: Option<u64>) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Checks a path relative to a source's root: segments of `A-Z a-z 0-9 . _ -`, none empty,
+/// none starting with `.`, at most 8 deep.
+pub fn check_relative(relative: &str) -> Result<Vec<&str>, RegistryError> {
+    let segments: Vec<&str> = relative.split('/').collect();
+    let ok = !relative.is_empty()
+        && relative.len() <= 512
+        && segments.len() <= 8
+        && segments.iter().all(|s| {
+            !s.is_empty()
+                && !s.starts_with('.')
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        });
+    if ok {
+        Ok(segments)
+    } else {
+        Err(RegistryError::InvalidName {
+            name: crate::name::escape(relative),
+        })
+    }
+}
+
+/// Where a source's files are.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    base: Base,
+    timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+enum Base {
+    Http { url: Url, client: reqwest::Client },
+    Dir(PathBuf),
+}
+
+impl Origin {
+    /// An HTTPS origin (or `http://` on loopback); `url` is the source's root.
+    pub fn http(url: &str, timeout: Duration) -> Result<Self, RegistryError> {
+        let bad = |message: String| RegistryError::Config {
+            source_name: url.to_owned(),
+            message,
+        };
+        let mut parsed = Url::parse(url).map_err(|e| bad(format!("`{url}` is not a URL: {e}")))?;
+        let loopback = match parsed.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        };
+        match parsed.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            _ => {
+                return Err(bad(format!(
+                    "`{url}` must be https:// (plain http:// only on a loopback address)"
+                )));
+            }
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some()
+        {
+            return Err(bad(format!(
+                "`{url}` must not carry credentials or a query"
+            )));
+        }
+        if !parsed.path().ends_with('/') {
+            let path = format!("{}/", parsed.path());
+            parsed.set_path(&path);
+        }
+        let tls = bosun_models::tls_config().map_err(|e| bad(format!("TLS setup failed: {e}")))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10).min(timeout))
+            .read_timeout(timeout)
+            .tls_backend_preconfigured(tls)
+            .redirect(bosun_models::same_origin_redirects())
+            .build()
+            .map_err(|e| bad(format!("the HTTP client cannot be built: {e}")))?;
+        Ok(Self {
+            base: Base::Http {
+                url: parsed,
+                client,
+            },
+            timeout,
+        })
+    }
+
+    /// A local folder.
+    pub fn dir(path: impl Into<PathBuf>) -> Self {
+        Self {
+            base: Base::Dir(path.into()),
+            timeout: METADATA_TIMEOUT,
+        }
+    }
+
+    /// The same origin with another timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How a person sees where `relative` is.
+    pub fn describe(&self, relative: &str) -> String {
+        match &self.base {
+            Base::Http { url, .. } => format!("{url}{relative}"),
+            Base::Dir(dir) => dir.join(relative).display().to_string(),
+        }
+    }
+
+    /// The local folder, for a folder origin.
+    pub fn local_dir(&self) -> Option<&Path> {
+        match &self.base {
+            Base::Dir(dir) => Some(dir),
+            Base::Http { .. } => None,
+        }
+    }
+
+    /// Reads `relative`, at most `cap` bytes; `None` when the source has no such file (404, or
+    /// no such file in the folder).
+    pub async fn get(
+        &self,
+        relative: &str,
+        cap: u64,
+        progress: &dyn Progress,
+    ) -> Result<Option<Vec<u8>>, RegistryError> {
+        let segments = check_relative(relative)?;
+        let what = self.describe(relative);
+        match &self.base {
+            Base::Dir(dir) => {
+                let mut path = dir.clone();
+                path.extend(&segments);
+                read_capped_file(&path, cap, &what)
+            }
+            Base::Http { url, client } => {
+                let mut target = url.clone();
+                if let Ok(mut parts) = target.path_segments_mut() {
+                    parts.pop_if_empty().extend(&segments);
+                }
+                let seconds = self.timeout.as_secs();
+                let fetched = tokio::time::timeout(
+                    self.timeout,
+                    get_capped(client, target, cap, &what, seconds, progress),
+                )
+                .await;
+                progress.finish();
+                fetched.unwrap_or(Err(RegistryError::Timeout { url: what, seconds }))
+            }
+        }
+    }
+}
+
+fn read_capped_file(path: &Path, cap: u64, what: &str) -> Result<Option<Vec<u8>>, RegistryError> {
+    use std::io::Read;
+    let file = match open_no_follow(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(RegistryError::io(format!("reading {what}"))(e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(RegistryError::io(format!("reading {what}")))?;
+    if bytes.len() as u64 > cap {
+        return Err(RegistryError::TooLarge {
+            what: what.to_owned(),
+            limit: cap,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("is not a regular file"));
+    }
+    Ok(file)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+async fn get_capped(
+    client: &reqwest::Client,
+    url: Url,
+    cap: u64,
+    what: &str,
+    seconds: u64,
+    progress: &dyn Progress,
+) -> Result<Option<Vec<u8>>, RegistryError> {
+    let failed = |message: String| RegistryError::Fetch {
+        url: what.to_owned(),
+        message,
+    };
+    let request_failed = |e: reqwest::Error| {
+        if e.is_timeout() {
+            RegistryError::Timeout {
+                url: what.to_owned(),
+                seconds,
+            }
+        } else {
+            failed(error_chain(&e))
+        }
+    };
+    let response = client.get(url).send().await.map_err(request_failed)?;
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !status.is_success() {
+        return Err(failed(format!("the server answered HTTP {status}")));
+    }
+    let declared = response.content_length();
+    if declared.is_some_and(|n| n > cap) {
+        return Err(RegistryError::TooLarge {
+            what: what.to_owned(),
+            limit: cap,
+        });
+    }
+    progress.start(what, declared);
+    let mut bytes =
+        Vec::with_capacity(usize::try_from(declared.unwrap_or(0).min(cap)).unwrap_or(0));
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(request_failed)?;
+        if (bytes.len() + chunk.len()) as u64 > cap {
+            return Err(RegistryError::TooLarge {
+                what: what.to_owned(),
+                limit: cap,
+            });
+        }
+        bytes.extend_from_slice(&chunk);
+        progress.advance(chunk.len() as u64);
+    }
+    if declared.is_some_and(|n| n != bytes.len() as u64) {
+        return Err(failed(format!(
+            "the server declared {} bytes and sent {}",
+            declared.unwrap_or(0),
+            bytes.len()
+        )));
+    }
+    Ok(Some(bytes))
+}
+
+/// An error with its sources, and the refused redirect spelled out when that ended it.
+fn error_chain(error: &reqwest::Error) -> String {
+    if let Some(refused) = bosun_models::RedirectRefused::find(error) {
+        return refused.to_string();
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_cannot_leave_the_root() {
+        for bad in [
+            "",
+            "../x",
+            "a/../b",
+            "/etc/passwd",
+            "a//b",
+            ".hidden",
+            "a/.b",
+            "a\\b",
+            "a b",
+            "a?b",
+            "a#b",
+            "a%2f",
+        ] {
+            assert!(check_relative(bad).is_err(), "{bad:?}");
+        }
+        check_relative("plugins/web/1.0.0/mod.ts").unwrap();
+        assert!(Origin::http("http://example.com/reef", METADATA_TIMEOUT).is_err());
+        assert!(Origin::http("ftp://127.0.0.1/", METADATA_TIMEOUT).is_err());
+        assert!(Origin::http("https://u:p@example.com/", METADATA_TIMEOUT).is_err());
+        Origin::http("http://127.0.0.1:9/", METADATA_TIMEOUT).unwrap();
+    }
+}

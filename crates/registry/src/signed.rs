@@ -1,0 +1,199 @@
+//! Bosun's signed catalogs (`kind = "bosun"` over HTTPS or from a folder, `kind = "dir"` for an
+//! offline bundle): the [`Source`] over a TUF-subset repository. The layout is
+//! `metadata/{N.root.json, timestamp.json, snapshot.json, targets.json, <role>.json}` and
+//! `targets/<plugins|skills>/<name>/<version>/<file>`, each target's `custom` holding the
+//! publisher's [`Claims`].
+//!
+//! The trusted metadata is kept in `$BOSUN_HOME/registry/sources/<name>.json` (outside every
+//! plugin directory) and replaced only after a whole update verified; a first use needs the
+//! root's key ids pinned in the user's config, confirmed by a person.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::RegistryError;
+use crate::fetch::{ARTIFACT_TIMEOUT, Origin, Progress};
+use crate::source::{ArtifactKind, Claims, Signer, Source, Target};
+use crate::trusted::{FoundTarget, StoredMetadata, TrustedSet, verify_bytes};
+
+/// Largest artifact a signed catalog may list (the largest component the catalog loads).
+pub const MAX_ARTIFACT_BYTES: u64 = bosun_plugins::catalog::MAX_COMPONENT_BYTES;
+
+/// What is kept per signed source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceState {
+    /// The key ids the metadata was first verified with; other pins start over.
+    pub pinned: Vec<String>,
+    /// The trusted metadata.
+    pub metadata: StoredMetadata,
+}
+
+/// `$BOSUN_HOME/registry/sources/<name>.json`.
+pub fn state_path(home: &Path, source: &str) -> PathBuf {
+    home.join("registry")
+        .join("sources")
+        .join(format!("{source}.json"))
+}
+
+fn load_state(path: &Path) -> Result<Option<SourceState>, RegistryError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| RegistryError::malformed(path.display().to_string(), e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RegistryError::io(format!("reading {}", path.display()))(e)),
+    }
+}
+
+/// A signed source.
+#[derive(Debug, Clone)]
+pub struct SignedSource {
+    name: String,
+    origin: Origin,
+    pinned: Vec<String>,
+    state: PathBuf,
+}
+
+impl SignedSource {
+    /// The source `name` at `origin`, trusting first roots signed by `pinned` key ids, keeping
+    /// its state under `home`.
+    pub fn new(name: &str, origin: Origin, pinned: Vec<String>, home: &Path) -> Self {
+        Self {
+            state: state_path(home, name),
+            name: name.to_owned(),
+            origin,
+            pinned,
+        }
+    }
+
+    /// The root key ids of the source's first root, for a person to confirm (trust on first
+    /// use). Reading them trusts nothing.
+    pub async fn first_root_keyids(&self) -> Result<Vec<String>, RegistryError> {
+        let bytes = crate::update::first_root(&self.origin).await?;
+        TrustedSet::root_keyids(&bytes)
+    }
+
+    /// The trusted set, brought up to date at `now` and kept only when the whole update
+    /// verified.
+    pub async fn refresh(&self, now: DateTime<Utc>) -> Result<TrustedSet, RegistryError> {
+        if self.pinned.is_empty() {
+            let fingerprints = match self.first_root_keyids().await {
+                Ok(ids) => ids.join(", "),
+                Err(e) => format!("(its root cannot be read: {e})"),
+            };
+            return Err(RegistryError::Unpinned {
+                source_name: self.name.clone(),
+                fingerprints,
+            });
+        }
+        let stored = load_state(&self.state)?.filter(|s| s.pinned == self.pinned);
+        let mut set = match stored {
+            Some(state) => TrustedSet::restore(&state.metadata)?,
+            None => {
+                let bytes = crate::update::first_root(&self.origin).await?;
+                TrustedSet::from_pinned_root(&bytes, &self.pinned)?
+            }
+        };
+        crate::update::refresh(&mut set, &self.origin, now).await?;
+        let state = SourceState {
+            pinned: self.pinned.clone(),
+            metadata: set.stored(),
+        };
+        let text =
+            serde_json::to_vec_pretty(&state).map_err(|e| RegistryError::malformed("state", e))?;
+        bosun_plugins::atomic::write_atomic(&self.state, &text).map_err(RegistryError::io(
+            format!("writing {}", self.state.display()),
+        ))?;
+        Ok(set)
+    }
+}
+
+/// The target a catalog path names, when it is `<kind>/<name>/<version>/<file>` with a valid
+/// name and version that its claims repeat.
+pub fn target_of(found: FoundTarget) -> Option<Target> {
+    let parts: Vec<&str> = found.path.split('/').collect();
+    let [dir, name, version, file] = parts.as_slice() else {
+        return None;
+    };
+    let kind = match *dir {
+        "plugins" => ArtifactKind::Plugin,
+        "skills" => ArtifactKind::Skill,
+        _ => return None,
+    };
+    crate::name::check_name(name).ok()?;
+    crate::name::parse_version(version).ok()?;
+    crate::fetch::check_relative(&found.path).ok()?;
+    let claims: Claims = serde_json::from_value(found.file.custom.clone()?).ok()?;
+    if claims.name != *name || claims.version != *version {
+        return None;
+    }
+    Some(Target {
+        kind,
+        claims,
+        length: Some(found.file.length),
+        sha256: found.file.sha256()?.to_ascii_lowercase(),
+        file: (*file).to_owned(),
+        location: format!("targets/{}", found.path),
+        signer: Signer::Signed {
+            role: found.role,
+            keyids: found.keyids,
+        },
+    })
+}
+
+#[async_trait]
+impl Source for SignedSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> String {
+        "signed (TUF: root, targets, snapshot, timestamp)".to_owned()
+    }
+
+    async fn entries(
+        &self,
+        kind: ArtifactKind,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Target>, RegistryError> {
+        let set = self.refresh(now).await?;
+        Ok(set
+            .all_targets()?
+            .into_iter()
+            .filter_map(target_of)
+            .filter(|t| t.kind == kind)
+            .collect())
+    }
+
+    async fn fetch(
+        &self,
+        target: &Target,
+        progress: &dyn Progress,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let length = target.length.unwrap_or(MAX_ARTIFACT_BYTES);
+        if length > MAX_ARTIFACT_BYTES {
+            return Err(RegistryError::TooLarge {
+                what: target.location.clone(),
+                limit: MAX_ARTIFACT_BYTES,
+            });
+        }
+        let origin = self.origin.clone().with_timeout(ARTIFACT_TIMEOUT);
+        let bytes = origin
+            .get(&target.location, length, progress)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound {
+                what: origin.describe(&target.location),
+            })?;
+        verify_bytes(
+            &target.location,
+            &bytes,
+            target.length,
+            Some(&target.sha256),
+        )?;
+        Ok(bytes)
+    }
+}
