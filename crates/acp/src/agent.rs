@@ -199,7 +199,10 @@ impl Agent {
                     Ok(session) => session,
                     Err(e) => return responder.respond_with_error(e),
                 };
-                self.turns.lock().await.spawn(async move {
+                let mut turns = self.turns.lock().await;
+                // Turns that ended are forgotten; the running ones are awaited at the end.
+                while turns.try_join_next().is_some() {}
+                turns.spawn(async move {
                     let answer = session.prompt(&prompt.prompt).await;
                     // The editor may be gone; the turn was saved either way.
                     let _ = match answer.and_then(|stop| json(PromptResponse::new(stop))) {
