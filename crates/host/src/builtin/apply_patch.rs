@@ -180,6 +180,7 @@ impl Tool for ApplyPatch {
         }
         let cancel = ctx.cancel.clone();
         let workspace = ctx.workspace.clone();
+        let checkpoint = ctx.session.checkpoint();
         let task = tokio::task::spawn_blocking(move || {
             // Opened beneath a handle of the root (never following a link that leaves it) and
             // without blocking on a FIFO; the new content goes through a handle of the same
@@ -228,6 +229,8 @@ impl Tool for ApplyPatch {
             let dir = root
                 .open_dir(parent)
                 .map_err(|err| io_error(&err, &shown))?;
+            // The file's bytes and mode kept for undo before the first change of this run.
+            crate::checkpoint::before_write(checkpoint.as_deref(), &workspace, relative)?;
             let mut temp =
                 TempFile::create_in(&dir, "patch").map_err(|err| io_error(&err, &shown))?;
             temp.write_all(updated.as_bytes(), Some(meta.permissions()))
@@ -267,6 +270,7 @@ async fn patch_through(
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = ctx.workspace.clone();
+    let checkpoint = ctx.session.checkpoint();
     let (checked, opened) = (shown.clone(), path.clone());
     tokio::task::spawn_blocking(move || {
         let root = workspace.handle().map_err(|err| io_error(&err, &checked))?;
@@ -275,7 +279,12 @@ async fn patch_through(
             .map_err(|err| io_error(&err, &checked))?;
         let meta = file.metadata().map_err(|err| io_error(&err, &checked))?;
         if meta.is_file() {
-            Ok(())
+            // The content before the edit kept for undo, as on disk.
+            crate::checkpoint::before_write(
+                checkpoint.as_deref(),
+                &workspace,
+                workspace.beneath(&opened)?,
+            )
         } else {
             Err(ToolError::new(
                 ErrorCode::NotFile,

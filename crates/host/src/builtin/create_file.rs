@@ -137,6 +137,7 @@ impl Tool for CreateFile {
             return create_through(files.as_ref(), input, ctx).await;
         }
         let workspace = ctx.workspace.clone();
+        let checkpoint = ctx.session.checkpoint();
         // Small, local file work: done in one blocking step so no await point splits it.
         let task = tokio::task::spawn_blocking(move || {
             let target = target(&workspace, &input)?;
@@ -146,6 +147,12 @@ impl Tool for CreateFile {
                     "`{shown}` has no parent directory: give a file path"
                 ))
             })?;
+            // The file's absence (and the directories about to be made) kept for undo.
+            crate::checkpoint::before_write(
+                checkpoint.as_deref(),
+                &workspace,
+                workspace.beneath(&target)?,
+            )?;
             // Each missing directory is made, and the file created, relative to a handle of its
             // parent beneath the root: a directory swapped for a link meanwhile is refused.
             let dir = workspace
@@ -182,6 +189,7 @@ async fn create_through(
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = ctx.workspace.clone();
+    let checkpoint = ctx.session.checkpoint();
     let path = input.path.clone();
     let (target, shown) = tokio::task::spawn_blocking(move || {
         let target = target(
@@ -197,6 +205,12 @@ async fn create_through(
                 "`{shown}` has no parent directory: give a file path"
             ))
         })?;
+        // The file's absence kept for undo, as on disk.
+        crate::checkpoint::before_write(
+            checkpoint.as_deref(),
+            &workspace,
+            workspace.beneath(&target)?,
+        )?;
         let dir = workspace
             .handle()
             .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
