@@ -17,7 +17,7 @@ use bosun_host::{EngineNotice, Host, TraceBuilder, Workspace};
 use bosun_models::ConfiguredModel;
 use tokio_util::sync::CancellationToken;
 
-use crate::assembly::{TurnError, chain, open_host, open_model, reviewer};
+use crate::assembly::{TurnError, open_host, open_model, reviewer};
 use crate::compaction::{CompactError, Compacted, compact};
 use crate::context::ContextBudget;
 use crate::conversation::Conversation;
@@ -112,9 +112,7 @@ impl TurnBuilder {
         // each child talking to this turn's model unless its file names another configured one.
         let subagent_warnings =
             crate::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
-                open_model(config, name)
-                    .map(|m| child_model(&m))
-                    .map_err(|e| chain(&e))
+                open_model(config, name).map(|m| child_model(&m))
             });
         let mut prompt = prompt;
         if self.mode.is_some_and(PermissionMode::is_plan) {

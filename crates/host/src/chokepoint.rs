@@ -451,10 +451,13 @@ impl Chokepoint {
             match hook.verdict(call, tool, labels, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
-                Err(message) => verdicts.push(HookVerdict {
-                    plugin: "policy hook".to_owned(),
+                Err(failure) => verdicts.push(HookVerdict {
+                    plugin: failure.hook.clone(),
                     decision: Decision::Deny,
-                    reason: format!("a policy hook failed, so the call is denied: {message}"),
+                    reason: format!(
+                        "a policy hook failed, so the call is denied: {}",
+                        failure.cause.message
+                    ),
                 }),
             }
         }
