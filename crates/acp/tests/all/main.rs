@@ -3,7 +3,12 @@
 //! an unknown session, and a client that disappears mid-turn (the turn is cancelled and the
 //! session stored).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity,
+    missing_docs
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
