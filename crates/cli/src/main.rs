@@ -14,6 +14,7 @@
 //! | 6 | `bosun run`: the model provider failed after its retries |
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
+mod acp;
 mod commands;
 mod doctor;
 mod env;
@@ -152,6 +153,9 @@ enum Command {
     /// Agent Skills (SKILL.md) offered to the model: built-in, user and project ones.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Speak the Agent Client Protocol on stdin and stdout, for an editor's agent panel (Zed,
+    /// JetBrains, Neovim, Emacs): its sessions are Bosun sessions, every call through policy.
+    Acp,
     /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
     Serve {
         /// Serve one client over stdin and stdout (the default).
@@ -574,6 +578,7 @@ fn main() -> ExitCode {
         Command::Mcp(McpCommand::Logout { name }) => mcp::logout(&name),
         Command::Sandbox(SandboxCommand::Status { json }) => commands::sandbox_status(json),
         Command::Skills(SkillsCommand::List { json }) => commands::skills_list(json),
+        Command::Acp => acp::acp(),
         Command::Serve {
             stdio: _,
             http,
