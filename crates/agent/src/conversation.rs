@@ -6,12 +6,40 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bosun_host::Session;
+use bosun_host::checkpoint::{CheckpointError, CheckpointStore, Restored};
 use bosun_host::config::LoadedConfig;
+use bosun_host::{Session, Workspace};
+use bosun_models::Message;
 
 use crate::assembly::{TurnError, config_path, open_model};
 use crate::run::{RunEnd, RunReport};
-use crate::session_store::{SessionStore, StoredSession};
+use crate::session_store::{SessionError, SessionStore, StoredSession};
+
+/// What a rewind did: the request it went back to, the files it restored, and whether the
+/// conversation itself went back (it cannot past a compaction that summarised that request).
+#[derive(Debug, Clone, Default)]
+pub struct Rewound {
+    /// The request of the run rewound to, to be edited and sent again.
+    pub task: String,
+    /// What the undo of the files did (empty when those runs changed no file).
+    pub files: Restored,
+    /// Whether the conversation now ends just before that request.
+    pub conversation: bool,
+}
+
+/// Why a rewind did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum RewindError {
+    /// There is no earlier request.
+    #[error("nothing to go back to: this session has no request yet")]
+    Nothing,
+    /// Undoing the files failed or was refused; the conversation was left as it was.
+    #[error(transparent)]
+    Files(#[from] CheckpointError),
+    /// The session could not be stored (the files were restored).
+    #[error("the files were restored, but the session could not be stored: {0}")]
+    Store(#[from] SessionError),
+}
 
 /// A stored session and its in-memory grants.
 pub struct Conversation {
@@ -106,6 +134,90 @@ impl Conversation {
                 ..Kept::default()
             },
         }
+    }
+}
+
+impl Conversation {
+    /// Where this conversation's runs keep the files they change ([`bosun_host::checkpoint`]).
+    pub fn checkpoints(&self, home: &Path) -> CheckpointStore {
+        CheckpointStore::of_session(home, &self.stored.id)
+    }
+
+    /// Takes the files and the conversation back to just before a request: the request of run
+    /// `run_id` (one of [`CheckpointStore::points`]), or with `None` the last request made.
+    /// The files every later run changed through Bosun's file tools are restored first — and
+    /// if one changed since, nothing is done unless `force` — then the conversation is cut
+    /// before that request and stored. The request comes back in [`Rewound::task`].
+    ///
+    /// # Errors
+    /// [`RewindError::Files`] when a file changed since (nothing was done), or I/O failed.
+    pub fn rewind(
+        &mut self,
+        home: &Path,
+        workspace: &Workspace,
+        run_id: Option<&str>,
+        force: bool,
+    ) -> Result<Rewound, RewindError> {
+        let store = self.checkpoints(home);
+        let points = store.points()?;
+        let (run, task, at) = match run_id {
+            Some(run_id) => {
+                let point = points
+                    .iter()
+                    .find(|p| p.run_id == run_id)
+                    .ok_or_else(|| CheckpointError::UnknownRun(run_id.to_owned()))?;
+                (
+                    Some(point.run_id.clone()),
+                    point.task.clone(),
+                    Some(point.messages_before),
+                )
+            }
+            None => {
+                let task = self
+                    .stored
+                    .messages
+                    .iter()
+                    .rev()
+                    .find_map(|m| match m {
+                        Message::User { text } => Some(text.clone()),
+                        _ => None,
+                    })
+                    .ok_or(RewindError::Nothing)?;
+                // The last run's files, if it changed any.
+                let run = self
+                    .stored
+                    .run_ids
+                    .last()
+                    .filter(|last| points.iter().any(|p| &&p.run_id == last))
+                    .cloned();
+                (run, task, None)
+            }
+        };
+        let files = match &run {
+            Some(run) => store.rewind(run, workspace, force)?,
+            None => Restored::default(),
+        };
+        let messages = &self.stored.messages;
+        let is_request =
+            |i: usize| matches!(messages.get(i), Some(Message::User { text }) if *text == task);
+        // Where the run recorded it started, unless a compaction moved it: then the last time
+        // the same request was made.
+        let cut = at
+            .filter(|i| is_request(*i))
+            .or_else(|| (0..messages.len()).rev().find(|i| is_request(*i)));
+        let conversation = match cut {
+            Some(cut) => {
+                self.stored.messages.truncate(cut);
+                self.store.save(&mut self.stored)?;
+                true
+            }
+            None => false,
+        };
+        Ok(Rewound {
+            task,
+            files,
+            conversation,
+        })
     }
 }
 

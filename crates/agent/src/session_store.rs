@@ -223,6 +223,8 @@ impl StoredSession {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
+    /// `$BOSUN_HOME` when the store is the home's: a removed session's checkpoints go too.
+    home: Option<PathBuf>,
 }
 
 fn is_id(text: &str) -> bool {
@@ -236,12 +238,26 @@ fn is_id(text: &str) -> bool {
 impl SessionStore {
     /// Sessions in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            home: None,
+        }
     }
 
     /// `$BOSUN_HOME/sessions`.
     pub fn in_home(home: &Path) -> Self {
-        Self::new(home.join("sessions"))
+        Self {
+            dir: home.join("sessions"),
+            home: Some(home.to_owned()),
+        }
+    }
+
+    /// Forgets the checkpoints of session `id` (its files can no longer be undone). Best
+    /// effort: the session itself is gone already, and what is left only takes space.
+    fn remove_checkpoints(&self, id: &str) {
+        if let Some(home) = &self.home {
+            let _ = bosun_host::checkpoint::CheckpointStore::of_session(home, id).remove_all();
+        }
     }
 
     /// The directory.
@@ -420,6 +436,7 @@ impl SessionStore {
             path,
             source,
         })?;
+        self.remove_checkpoints(&session.id);
         Ok(session)
     }
 
@@ -441,7 +458,10 @@ impl SessionStore {
             }
             let path = self.path_of(&session.id);
             match fs::remove_file(&path) {
-                Ok(()) => removed.push(session.clone()),
+                Ok(()) => {
+                    self.remove_checkpoints(&session.id);
+                    removed.push(session.clone());
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
                     return Err(SessionError::Io {

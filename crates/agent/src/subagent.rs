@@ -224,6 +224,70 @@ pub enum SubagentError {
     Spec(String),
 }
 
+/// Why an agent file (`agents/<name>.md`) is left out; each says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentFileError {
+    /// It cannot be read.
+    #[error("{0}")]
+    Read(#[from] std::io::Error),
+    /// A symlink, a directory or a device.
+    #[error("not a regular file (symlinks are not followed)")]
+    NotAFile,
+    /// Larger than an agent file may be.
+    #[error("{bytes} bytes; keep it within {max}")]
+    TooLarge {
+        /// Its size.
+        bytes: u64,
+        /// The largest allowed.
+        max: u64,
+    },
+    /// Its front matter cannot be read.
+    #[error(transparent)]
+    FrontMatter(#[from] bosun_host::front_matter::FrontMatterError),
+    /// `max_steps` or `max_tool_calls` is not a whole number.
+    #[error("{key} `{value}` is not a whole number")]
+    NotANumber {
+        /// The key.
+        key: String,
+        /// What it holds.
+        value: String,
+    },
+    /// The `name` it declares is not its file name.
+    #[error("its name `{name}` must match the file name `{stem}`")]
+    NameMismatch {
+        /// The declared name (escaped).
+        name: String,
+        /// The file name without `.md`.
+        stem: String,
+    },
+    /// What it declares is not a usable subagent.
+    #[error(transparent)]
+    Spec(#[from] SubagentError),
+}
+
+/// Why a declared subagent is not offered (the run goes on without it, with a warning).
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// What it declares is not a usable subagent.
+    #[error(transparent)]
+    Spec(#[from] SubagentError),
+    /// It declares another subagent's tool.
+    #[error("it declares `{tool}`, another subagent: subagents do not nest")]
+    Nested {
+        /// The other subagent's tool.
+        tool: String,
+    },
+    /// It declares tools the host does not have.
+    #[error(transparent)]
+    Tools(#[from] bosun_host::HostError),
+    /// The model it names cannot be opened.
+    #[error(transparent)]
+    Model(#[from] Box<crate::assembly::TurnError>),
+    /// Its delegate tool could not be registered (its name is taken).
+    #[error("{}", .0.message)]
+    Register(ToolError),
+}
+
 /// The model a child talks to.
 #[derive(Clone)]
 pub struct ChildModel {
@@ -566,20 +630,20 @@ pub fn agent_files(dir: &Path, project: bool) -> (Vec<SubagentSpec>, Vec<String>
     (specs, warnings)
 }
 
-fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
+fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, AgentFileError> {
     const MAX_FILE_BYTES: u64 = 64 * 1024;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    let meta = std::fs::symlink_metadata(path)?;
     if !meta.file_type().is_file() {
-        return Err("not a regular file (symlinks are not followed)".to_owned());
+        return Err(AgentFileError::NotAFile);
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} bytes; keep it within {MAX_FILE_BYTES}",
-            meta.len()
-        ));
+        return Err(AgentFileError::TooLarge {
+            bytes: meta.len(),
+            max: MAX_FILE_BYTES,
+        });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let (front, body) = bosun_host::front_matter::parse(&text).map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(path)?;
+    let (front, body) = bosun_host::front_matter::parse(&text)?;
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -588,10 +652,12 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
     let name = front
         .text("name")
         .map_or_else(|| stem.clone(), str::to_owned);
-    let number = |key: &str, default: u32| -> Result<u32, String> {
+    let number = |key: &str, default: u32| -> Result<u32, AgentFileError> {
         front.text(key).map_or(Ok(default), |v| {
-            v.parse()
-                .map_err(|_| format!("{key} `{v}` is not a whole number"))
+            v.parse().map_err(|_| AgentFileError::NotANumber {
+                key: key.to_owned(),
+                value: v.to_owned(),
+            })
         })
     };
     let spec = SubagentSpec {
@@ -613,12 +679,12 @@ fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, String> {
         name,
     };
     if spec.name != stem {
-        return Err(format!(
-            "its name `{}` must match the file name `{stem}`",
-            escape_hidden(&spec.name)
-        ));
+        return Err(AgentFileError::NameMismatch {
+            name: escape_hidden(&spec.name),
+            stem,
+        });
     }
-    spec.check().map_err(|e| e.to_string())?;
+    spec.check()?;
     Ok(spec)
 }
 
@@ -662,30 +728,31 @@ pub fn attach(
     host: &Host,
     default: &ChildModel,
     base: &SystemPrompt,
-    model_for: &dyn Fn(&str) -> Result<ChildModel, String>,
+    model_for: &dyn Fn(&str) -> Result<ChildModel, crate::assembly::TurnError>,
 ) -> Vec<String> {
     let (specs, mut warnings) = declared(host);
     let subagent_tools: Vec<String> = specs.iter().map(|s| s.tool_name.clone()).collect();
     for spec in specs {
         let name = spec.name.clone();
-        let attached = (|| {
-            spec.check().map_err(|e| e.to_string())?;
+        let attached = (|| -> Result<(), AttachError> {
+            spec.check()?;
             if let Some(tool) = spec.tools.iter().find(|t| subagent_tools.contains(t)) {
-                return Err(format!(
-                    "it declares `{tool}`, another subagent: subagents do not nest"
-                ));
+                return Err(AttachError::Nested { tool: tool.clone() });
             }
             let chokepoint = host.child_chokepoint(&spec.tools)?;
             let model = match &spec.model {
-                Some(model) => model_for(model)?,
+                Some(model) => model_for(model).map_err(Box::new)?,
                 None => default.clone(),
             };
-            let tool =
-                SubagentTool::new(spec, chokepoint, model, base).map_err(|e| e.to_string())?;
-            host.register_tool(Arc::new(tool)).map_err(|e| e.message)
+            let tool = SubagentTool::new(spec, chokepoint, model, base)?;
+            host.register_tool(Arc::new(tool))
+                .map_err(AttachError::Register)
         })();
         if let Err(why) = attached {
-            warnings.push(format!("subagent `{name}` is not offered: {why}"));
+            warnings.push(format!(
+                "subagent `{name}` is not offered: {}",
+                crate::assembly::chain(&why)
+            ));
         }
     }
     warnings

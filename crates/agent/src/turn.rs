@@ -8,14 +8,16 @@
 use std::sync::Arc;
 
 use bosun_host::approval::{ApprovalBroker, NonInteractive};
+use bosun_host::checkpoint::CheckpointStore;
 use bosun_host::config::LoadedConfig;
+use bosun_host::permission::PermissionMode;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
 use bosun_host::{EngineNotice, Host, TraceBuilder, Workspace};
 use bosun_models::ConfiguredModel;
 use tokio_util::sync::CancellationToken;
 
-use crate::assembly::{TurnError, chain, open_host, open_model, reviewer};
+use crate::assembly::{TurnError, open_host, open_model, reviewer};
 use crate::compaction::{CompactError, Compacted, compact};
 use crate::context::ContextBudget;
 use crate::conversation::Conversation;
@@ -33,7 +35,14 @@ pub struct TurnBuilder {
     observers: Vec<Arc<dyn Observer>>,
     notice: EngineNotice,
     command: String,
+    mode: Option<PermissionMode>,
 }
+
+/// What the model is told in plan mode; the chokepoint enforces it whatever the model does.
+const PLAN_MODE: &str = "Plan mode is on: you may read and search the workspace, but every \
+call that writes, runs a program or reaches the network is denied. Investigate, then answer \
+with a numbered plan of the changes you propose (files, what changes, how to check it) and stop; \
+the person leaves plan mode when they accept it.";
 
 impl TurnBuilder {
     /// A turn in `workspace` under `config`; nobody answers approvals until
@@ -46,7 +55,15 @@ impl TurnBuilder {
             observers: Vec::new(),
             notice: Arc::new(|_: &str| {}),
             command: "run".to_owned(),
+            mode: None,
         }
+    }
+
+    /// The permission mode of this turn, over the configured one: its policy mode builds the
+    /// host, and plan mode is set on the session for the chokepoint to enforce.
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = Some(mode);
+        self
     }
 
     /// Who answers what policy asks about.
@@ -76,7 +93,14 @@ impl TurnBuilder {
     /// Builds the next turn of `conversation` for `task`: a fresh host (plugins and trust are
     /// read again for every turn), its chokepoint, the system prompt with the plugins'
     /// contributions for `task`, the subagents and skills, and a new trace.
-    pub fn build(self, conversation: &Conversation, task: &str) -> Result<Turn, TurnError> {
+    pub fn build(mut self, conversation: &Conversation, task: &str) -> Result<Turn, TurnError> {
+        if let Some(mode) = self.mode
+            && mode.policy_mode() != self.config.user.mode
+        {
+            let mut config = (*self.config).clone();
+            config.user.mode = mode.policy_mode();
+            self.config = Arc::new(config);
+        }
         let config = &self.config;
         let configured = open_model(config, &conversation.stored.model)?;
         let host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
@@ -88,11 +112,12 @@ impl TurnBuilder {
         // each child talking to this turn's model unless its file names another configured one.
         let subagent_warnings =
             crate::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
-                open_model(config, name)
-                    .map(|m| child_model(&m))
-                    .map_err(|e| chain(&e))
+                open_model(config, name).map(|m| child_model(&m))
             });
         let mut prompt = prompt;
+        if self.mode.is_some_and(PermissionMode::is_plan) {
+            prompt.append_section("Plan mode", PLAN_MODE);
+        }
         let skill_warnings = attach_skills(&host, config, self.workspace.root(), task, &mut prompt);
         warnings.splice(0..0, host.warnings().iter().cloned());
         // A sandbox that is not full is said at the start of every run, not only in the trace.
@@ -127,6 +152,9 @@ impl TurnBuilder {
         Ok(Turn {
             agent,
             host,
+            workspace: self.workspace.clone(),
+            home: config.home.clone(),
+            mode: self.mode,
             run_id: trace.run_id().to_owned(),
             trace,
             warnings,
@@ -219,6 +247,10 @@ pub struct Turn {
     /// The host the turn's tools come from: its servers are ended when the turn is.
     host: Host,
     trace: Trace,
+    workspace: Arc<Workspace>,
+    /// `$BOSUN_HOME`, where the run's checkpoint is kept.
+    home: std::path::PathBuf,
+    mode: Option<PermissionMode>,
     /// The run's id (`bosun inspect <run-id>`).
     pub run_id: String,
     /// What the plugin catalog, the instructions files, subagents and skills warned about.
@@ -239,7 +271,9 @@ pub struct TurnDone {
 
 impl Turn {
     /// Runs `task` after the conversation so far, then stores the session with this run added
-    /// — whatever the ending, cancellation included, so it can be resumed.
+    /// — whatever the ending, cancellation included, so it can be resumed. Every file the
+    /// run's file tools change is kept first in the run's checkpoint
+    /// ([`bosun_host::checkpoint`]), sealed when the run ends, so the run can be undone.
     pub async fn run(
         &self,
         conversation: &mut Conversation,
@@ -247,13 +281,29 @@ impl Turn {
         cancel: &CancellationToken,
     ) -> TurnDone {
         let messages = std::mem::take(&mut conversation.stored.messages);
+        let session = &conversation.grants;
+        if let Some(mode) = self.mode {
+            session.set_plan(mode.is_plan());
+        }
+        let checkpoint = CheckpointStore::of_session(&self.home, &conversation.stored.id).begin(
+            &self.run_id,
+            task,
+            messages.len(),
+        );
+        session.set_checkpoint(Some(checkpoint.clone()));
         let report = self
             .agent
-            .run(messages, task, &conversation.grants, &self.trace, cancel)
+            .run(messages, task, session, &self.trace, cancel)
             .await;
+        session.set_checkpoint(None);
         // Nothing the turn started (a stdio MCP server) outlives it.
         self.host.shutdown().await;
         let mut warnings = Vec::new();
+        if let Err(e) = checkpoint.seal(&self.workspace) {
+            warnings.push(format!(
+                "this run's file changes may not be undoable: sealing its checkpoint failed: {e}"
+            ));
+        }
         if let Err(e) = self.trace.finish() {
             warnings.push(e.to_string());
         }

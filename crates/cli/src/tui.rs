@@ -11,6 +11,7 @@
 mod actions;
 mod app;
 mod calls;
+mod checkpoints;
 mod engine;
 mod events;
 mod follow;

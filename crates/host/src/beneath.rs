@@ -245,6 +245,28 @@ impl Dir {
         rustix::fs::unlinkat(self.0.as_fd(), name, AtFlags::empty()).map_err(io::Error::from)
     }
 
+    /// Removes the empty directory `name` from this directory.
+    pub fn remove_dir(&self, name: &str) -> io::Result<()> {
+        rustix::fs::unlinkat(self.0.as_fd(), name, AtFlags::REMOVEDIR).map_err(io::Error::from)
+    }
+
+    /// What `name` in this directory is, without following it if it is a link.
+    pub fn stat(&self, name: &str) -> io::Result<rustix::fs::Stat> {
+        rustix::fs::statat(self.0.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(io::Error::from)
+    }
+
+    /// Opens the file `name` of this directory for reading, never following a link.
+    pub fn open_read(&self, name: &str) -> io::Result<File> {
+        rustix::fs::openat(
+            self.0.as_fd(),
+            name,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map(File::from)
+        .map_err(io::Error::from)
+    }
+
     /// Flushes the directory so a link or rename in it survives a crash.
     pub fn sync(&self) -> io::Result<()> {
         rustix::fs::fsync(self.0.as_fd()).map_err(io::Error::from)

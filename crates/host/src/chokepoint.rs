@@ -308,12 +308,14 @@ impl Chokepoint {
         cancel: &CancellationToken,
     ) -> Explanation {
         // Most hosts have no hook: the labels are read only for one.
-        let verdicts = if self.hooks.is_empty() {
+        let mut verdicts = if self.hooks.is_empty() {
             Vec::new()
         } else {
             self.hook_verdicts(call, tool, &SessionLabels::of(session), cancel)
                 .await
         };
+        // Plan mode is a layer like a hook: it can only tighten, and denies all but reading.
+        verdicts.extend(plan_verdict(session, Some(tool.spec().risk), capabilities));
         let mut explanation = self.explain_with(tool, capabilities, session, &verdicts);
         // A tool is judged by what it can do, not only by what it declares: one of risk
         // `process` runs a program of its own (a stdio MCP server's tool), unless it names
@@ -449,10 +451,13 @@ impl Chokepoint {
             match hook.verdict(call, tool, labels, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
-                Err(message) => verdicts.push(HookVerdict {
-                    plugin: "policy hook".to_owned(),
+                Err(failure) => verdicts.push(HookVerdict {
+                    plugin: failure.hook.clone(),
                     decision: Decision::Deny,
-                    reason: format!("a policy hook failed, so the call is denied: {message}"),
+                    reason: format!(
+                        "a policy hook failed, so the call is denied: {}",
+                        failure.cause.message
+                    ),
                 }),
             }
         }
@@ -461,6 +466,26 @@ impl Chokepoint {
 }
 
 /// Step 2: the input matches the tool's schema, or the first problems with it.
+/// Plan mode's verdict: a call that does more than read (a tool whose risk is not `read`, or
+/// a capability other than `fs.read`) is denied while the session plans.
+pub(crate) fn plan_verdict(
+    session: &Session,
+    risk: Option<Risk>,
+    capabilities: &[CapabilityRequest],
+) -> Option<HookVerdict> {
+    let reads_only = risk.is_none_or(|r| r == Risk::Read)
+        && capabilities
+            .iter()
+            .all(|r| r.capability == Capability::FsRead);
+    (session.is_plan() && !reads_only).then(|| HookVerdict {
+        plugin: "plan mode".to_owned(),
+        decision: Decision::Deny,
+        reason: "plan mode: only reading is allowed; propose the plan and wait for the person to \
+                 leave plan mode (Shift-Tab) before changing anything"
+            .to_owned(),
+    })
+}
+
 fn validate(registered: &Registered, call: &ToolCall) -> Result<(), ToolError> {
     let validator = registered.validator().map_err(ToolError::clone)?;
     if validator.is_valid(&call.input) {

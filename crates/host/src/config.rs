@@ -82,7 +82,7 @@ impl Default for AgentConfig {
 }
 
 /// The user's configuration file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Permission mode: `read-only`, `workspace-write` (default) or `full`.
@@ -141,7 +141,7 @@ impl Config {
 }
 
 /// A project's `.bosun/config.toml`: policy only.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectConfig {
     /// Policy rules and examples.
@@ -169,7 +169,7 @@ pub struct ConfigFile {
 }
 
 /// Every configuration Bosun would read for a workspace.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LoadedConfig {
     /// `$BOSUN_HOME`.
     pub home: PathBuf,

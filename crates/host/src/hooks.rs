@@ -25,14 +25,28 @@ use crate::tool::Tool;
 #[async_trait::async_trait]
 pub trait PolicyHook: Send + Sync {
     /// Its verdict on `call` of `tool` in a session with `labels`: `None` to leave the decision
-    /// as it is. An `Err` fails closed: the call is denied with the message.
+    /// as it is. An `Err` fails closed: the call is denied, saying which hook failed and why.
     async fn verdict(
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &SessionLabels,
         cancel: &CancellationToken,
-    ) -> Result<Option<HookVerdict>, String>;
+    ) -> Result<Option<HookVerdict>, HookFailure>;
+}
+
+/// A policy hook that could not give its verdict. The call it was asked about is denied (hooks
+/// fail closed); the fix is the hook's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "policy hook of `{hook}` failed: {cause}; fix the hook or disable its plugin (until then every call it is asked about is denied)"
+)]
+pub struct HookFailure {
+    /// Who gave the hook: a plugin's local name.
+    pub hook: String,
+    /// What went wrong, as the plugin's call reported it.
+    #[source]
+    pub cause: bosun_core::ToolError,
 }
 
 /// What a hook knows of the session a call comes from.
@@ -395,7 +409,7 @@ impl PolicyHook for Hooks {
         _tool: &dyn Tool,
         labels: &SessionLabels,
         _cancel: &CancellationToken,
-    ) -> Result<Option<HookVerdict>, String> {
+    ) -> Result<Option<HookVerdict>, HookFailure> {
         // The strictest of the matching hooks; deny before ask.
         let mut verdicts = self.pre_verdicts(&call.name, labels);
         verdicts.sort_by_key(|v| v.decision != Decision::Deny);

@@ -52,6 +52,12 @@ pub enum HostError {
     /// The thread that activates JavaScript plugins could not run.
     #[error("activating the JavaScript plugins: {0}")]
     Activation(String),
+    /// A child chokepoint was asked for tools this host does not have.
+    #[error("it references unknown tool(s): {}", names.join(", "))]
+    UnknownTools {
+        /// The names that are no tool of this host (`bosun tools list` shows those it has).
+        names: Vec<String>,
+    },
 }
 
 impl From<RuntimeError> for HostError {
@@ -501,8 +507,8 @@ impl Host {
     /// host's policy, hooks, workspace, limits, environment and launcher.
     ///
     /// # Errors
-    /// A name that is no tool of this host, with the ones it has.
-    pub fn child_chokepoint(&self, tools: &[String]) -> Result<crate::ChildChokepoint, String> {
+    /// [`HostError::UnknownTools`]: names that are no tool of this host.
+    pub fn child_chokepoint(&self, tools: &[String]) -> Result<crate::ChildChokepoint, HostError> {
         let all = self.registry.tools();
         let mut chosen = Vec::new();
         let mut unknown = Vec::new();
@@ -512,14 +518,11 @@ impl Host {
                     chosen.push(tool.clone());
                 }
                 Some(_) => {}
-                None => unknown.push(name.as_str()),
+                None => unknown.push(name.clone()),
             }
         }
         if !unknown.is_empty() {
-            return Err(format!(
-                "it references unknown tool(s): {}",
-                unknown.join(", ")
-            ));
+            return Err(HostError::UnknownTools { names: unknown });
         }
         Ok(crate::ChildChokepoint {
             tools: chosen,

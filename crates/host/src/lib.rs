@@ -27,6 +27,7 @@
 pub mod approval;
 pub mod beneath;
 pub mod builtin;
+pub mod checkpoint;
 mod child;
 pub mod chokepoint;
 pub mod config;
@@ -37,6 +38,7 @@ pub mod hooks;
 mod host;
 pub mod mcp_config;
 pub mod model_setup;
+pub mod permission;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;

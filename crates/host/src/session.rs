@@ -5,7 +5,7 @@
 //! classification of data that entered it, which only ever rises.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bosun_core::Classification;
@@ -26,6 +26,10 @@ pub struct Session {
     untrusted: Mutex<Option<String>>,
     /// Where the conversation stands, for a reviewer.
     context: Mutex<ReviewContext>,
+    /// Where the run going on keeps the files its tools change, so it can be undone.
+    checkpoint: Mutex<Option<Arc<crate::checkpoint::RunCheckpoint>>>,
+    /// Plan mode: the model may only read (the chokepoint denies every other call).
+    plan: AtomicBool,
 }
 
 /// The longest text kept of what the person asked or the model last said, in characters.
@@ -181,15 +185,45 @@ impl Session {
         f(&promises)
     }
 
-    /// Starts a child's session from this one: the same promises, taint and integrity mark
-    /// (never the approvals a person gave "for this session", which were given for the
-    /// parent's calls).
+    /// Starts a child's session from this one: the same promises, taint and integrity mark,
+    /// plan mode and checkpoint (never the approvals a person gave "for this session", which
+    /// were given for the parent's calls).
     pub fn inherit(&self, parent: &Session) {
         let promises = parent.with_promises(<[Promise]>::to_vec);
         for promise in promises {
             self.promise(promise);
         }
         self.absorb(parent);
+        self.set_plan(parent.is_plan());
+        self.set_checkpoint(parent.checkpoint());
+    }
+
+    /// Sets (or, with `None`, ends) the checkpoint of the run going on: the file tools keep
+    /// each file's state in it before their first write ([`crate::checkpoint::before_write`]).
+    pub fn set_checkpoint(&self, checkpoint: Option<Arc<crate::checkpoint::RunCheckpoint>>) {
+        *self
+            .checkpoint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = checkpoint;
+    }
+
+    /// The checkpoint of the run going on, if one is kept.
+    pub fn checkpoint(&self) -> Option<Arc<crate::checkpoint::RunCheckpoint>> {
+        self.checkpoint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Turns plan mode on or off: while on, the chokepoint denies every call that does more
+    /// than read, whatever the policy allows.
+    pub fn set_plan(&self, on: bool) {
+        self.plan.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether plan mode is on.
+    pub fn is_plan(&self) -> bool {
+        self.plan.load(Ordering::Relaxed)
     }
 
     /// Takes in what `other` (a finished child) saw: its taint and its integrity mark.

@@ -174,7 +174,7 @@ impl Skills {
                         },
                     );
                 }
-                Err(message) => skills.diagnose("invalid_metadata", name, message),
+                Err(e) => skills.diagnose("invalid_metadata", name, e.to_string()),
             }
         }
         for (source, root) in roots {
@@ -280,7 +280,7 @@ impl Skills {
             ));
         }
         let (text, identity) = read_bounded(&path, root)?;
-        let (front, _) = parse(&text).map_err(|m| ("invalid_metadata", m))?;
+        let (front, _) = parse(&text).map_err(|e| ("invalid_metadata", e.to_string()))?;
         let dir_name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -582,44 +582,72 @@ struct Front {
     explicit_only: bool,
 }
 
+/// Why a `SKILL.md` is left out: what is wrong with its front matter or body, and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkillFileError {
+    /// No `---` on its first line.
+    #[error("SKILL.md must start with a `---` front-matter line")]
+    NoFrontMatter,
+    /// No closing `---`.
+    #[error("the front matter has no closing `---`")]
+    Unclosed,
+    /// Another problem of the front matter.
+    #[error(transparent)]
+    FrontMatter(FrontMatterError),
+    /// A value of the front matter holds a hidden character.
+    #[error("`{key}` holds a hidden character ({found}); remove it")]
+    HiddenInKey {
+        /// The key.
+        key: String,
+        /// The character, named.
+        found: String,
+    },
+    /// No `description`.
+    #[error("the description is missing; say what the skill does and when to use it")]
+    NoDescription,
+    /// The description is too long.
+    #[error("the description has {chars} characters; keep it within {MAX_DESCRIPTION_CHARS}")]
+    LongDescription {
+        /// Its length in characters.
+        chars: usize,
+    },
+    /// `disable-model-invocation` is neither `true` nor `false`.
+    #[error("disable-model-invocation is `{0}`; write true or false")]
+    Invocation(String),
+    /// The body holds a hidden character.
+    #[error("its body holds a hidden character ({0}); remove it")]
+    HiddenInBody(String),
+}
+
 /// The front matter and body of a `SKILL.md`.
-fn parse(text: &str) -> Result<(Front, &str), String> {
+fn parse(text: &str) -> Result<(Front, &str), SkillFileError> {
     let (front, body) = crate::front_matter::parse(text).map_err(|e| match e {
-        FrontMatterError::NoOpening => {
-            "SKILL.md must start with a `---` front-matter line".to_owned()
-        }
-        FrontMatterError::NoClosing => "the front matter has no closing `---`".to_owned(),
-        other => other.to_string(),
+        FrontMatterError::NoOpening => SkillFileError::NoFrontMatter,
+        FrontMatterError::NoClosing => SkillFileError::Unclosed,
+        other => SkillFileError::FrontMatter(other),
     })?;
     if let Some((key, found)) = front.hidden() {
-        return Err(format!(
-            "`{key}` holds a hidden character ({found}); remove it"
-        ));
+        return Err(SkillFileError::HiddenInKey {
+            key: key.to_string(),
+            found,
+        });
     }
     let description = front
         .text("description")
         .filter(|d| !d.trim().is_empty())
-        .ok_or("the description is missing; say what the skill does and when to use it")?
+        .ok_or(SkillFileError::NoDescription)?
         .to_owned();
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "the description has {} characters; keep it within {MAX_DESCRIPTION_CHARS}",
-            description.chars().count()
-        ));
+    let chars = description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(SkillFileError::LongDescription { chars });
     }
     let explicit_only = match front.text("disable-model-invocation") {
         None | Some("false") => false,
         Some("true") => true,
-        Some(other) => {
-            return Err(format!(
-                "disable-model-invocation is `{other}`; write true or false"
-            ));
-        }
+        Some(other) => return Err(SkillFileError::Invocation(other.to_owned())),
     };
     if let Some(found) = find_hidden(body) {
-        return Err(format!(
-            "its body holds a hidden character ({found}); remove it"
-        ));
+        return Err(SkillFileError::HiddenInBody(found.to_string()));
     }
     Ok((
         Front {

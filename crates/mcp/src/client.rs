@@ -19,6 +19,7 @@
 //! - **Environment.** A stdio server gets `PATH`, `HOME`, `LANG`, `TMPDIR` and the variables its
 //!   entry names — never the whole environment.
 
+mod error;
 mod tool;
 
 use std::collections::{HashMap, VecDeque};
@@ -41,6 +42,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use crate::pins::{Pin, PinStore, identity, tool_hash};
+pub use error::{ClientError, OfferError};
 pub use tool::McpTool;
 
 /// Bytes of a server's stderr kept for error messages.
@@ -235,7 +237,11 @@ impl Server {
 
     /// Starts a command server's process confined: the workspace (its protected paths read-only),
     /// its `[mcp.<name>.sandbox]` paths, and network only to the hosts named there.
-    fn spawn(&self, cmd: tokio::process::Command) -> Result<(tokio::process::Child, Jail), String> {
+    fn spawn(
+        &self,
+        command: &str,
+        cmd: tokio::process::Command,
+    ) -> Result<(tokio::process::Child, Jail), ClientError> {
         let sandbox = &self.config.sandbox;
         let network = if sandbox.network.is_empty() {
             Network::Off
@@ -251,10 +257,13 @@ impl Server {
         // A session of its own, killed with Bosun by the kernel if Bosun dies first.
         self.launcher
             .spawn(cmd, &confinement)
-            .map_err(|e| format!("cannot start it: {e}"))
+            .map_err(|source| ClientError::Spawn {
+                command: command.to_owned(),
+                source,
+            })
     }
 
-    async fn connect(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), String> {
+    async fn connect(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), ClientError> {
         // A refusal noted by an earlier connection (its listening stream, say) is not this one's.
         *self
             .redirects
@@ -297,11 +306,11 @@ impl Server {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .kill_on_drop(true);
-                let (mut child, mut jail) = self
-                    .spawn(cmd)
-                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let (mut child, mut jail) = self.spawn(command, cmd)?;
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                    return Err(format!("cannot start `{command}`: its pipes were not made"));
+                    return Err(ClientError::NoPipes {
+                        command: command.clone(),
+                    });
                 };
                 let stderr = child.stderr.take();
                 jail.keep(child);
@@ -329,7 +338,7 @@ impl Server {
                 let client = info
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| format!("the handshake failed: {e}"))?;
+                    .map_err(|e| ClientError::Handshake(e.to_string()))?;
                 Ok((client, jail))
             }
             (None, Some(url)) => {
@@ -348,29 +357,32 @@ impl Server {
                     info.serve_with_lifecycle(transport, lifecycle).await
                 };
                 let client = connected.map_err(|e| {
+                    let (url, name) = (url.clone(), self.name.clone());
                     if e.is_authorization_required() {
-                        let name = &self.name;
                         if signed_in {
-                            format!("{url} refused the sign-in kept for `{name}`; sign in again with `bosun mcp login {name}`")
+                            ClientError::SignInRefused { url, name }
                         } else {
-                            format!("{url} needs you to sign in: run `bosun mcp login {name}`")
+                            ClientError::SignInNeeded { url, name }
                         }
                     } else if let Some(message) =
                         crate::http_client::redirect_refused(&self.name, &e, &self.redirects)
                     {
-                        message
+                        ClientError::Redirected(message)
                     } else {
-                        format!("the handshake with {url} failed: {e}")
+                        ClientError::HttpHandshake {
+                            url,
+                            message: e.to_string(),
+                        }
                     }
                 })?;
                 Ok((client, Jail::default()))
             }
-            (None, None) => Err("the entry names neither a command nor a url".to_owned()),
+            (None, None) => Err(ClientError::NoTransport),
         }
     }
 
     /// Starts the server and lists its tools, bounded in time.
-    async fn start(&self) -> Result<Up, String> {
+    async fn start(&self) -> Result<Up, ClientError> {
         let (client, jail) = self.connect_bounded().await?;
         self.listen_for_changes(&client).await;
         let hashes = hashes(&self.tools(&client).await?);
@@ -382,10 +394,14 @@ impl Server {
     }
 
     /// Starts the server (spawn or connect, and the handshake) within [`START_TIMEOUT`].
-    async fn connect_bounded(&self) -> Result<(RunningService<RoleClient, Handler>, Jail), String> {
+    async fn connect_bounded(
+        &self,
+    ) -> Result<(RunningService<RoleClient, Handler>, Jail), ClientError> {
         let connected = tokio::time::timeout(START_TIMEOUT, self.connect())
             .await
-            .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))??;
+            .map_err(|_| ClientError::StartTimeout {
+                secs: START_TIMEOUT.as_secs(),
+            })??;
         self.stale.store(false, Ordering::Release);
         Ok(connected)
     }
@@ -427,16 +443,13 @@ impl Server {
     async fn tools(
         &self,
         client: &RunningService<RoleClient, Handler>,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, ClientError> {
         let tools = tokio::time::timeout(self.timeout, client.peer().list_all_tools())
             .await
-            .map_err(|_| {
-                format!(
-                    "tools/list took longer than {} ms",
-                    self.timeout.as_millis()
-                )
+            .map_err(|_| ClientError::ListTimeout {
+                ms: self.timeout.as_millis(),
             })?
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|e| ClientError::List(e.to_string()))?;
         Ok(tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
@@ -514,11 +527,14 @@ impl Server {
     ///
     /// # Errors
     /// Why the server could not be started or listed, with its stderr tail.
-    pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
-        let (client, jail) = self
-            .connect_bounded()
-            .await
-            .map_err(|m| format!("{m}{}", self.stderr_tail()))?;
+    pub async fn list(&self) -> Result<Vec<ListedTool>, ClientError> {
+        let (client, jail) =
+            self.connect_bounded()
+                .await
+                .map_err(|error| ClientError::WithStderr {
+                    error: Box::new(error),
+                    stderr: self.stderr_tail(),
+                })?;
         let tools = self.tools(&client).await;
         end(client, jail).await;
         Ok(tools?
@@ -619,9 +635,12 @@ fn register(host: &Host, server: &Arc<Server>, pin: &Pin, warnings: &mut Vec<Str
     for (tool, pinned) in &pin.tools {
         let registered = pinned
             .check_reviewed(&model_name(&server.name, tool), &server.name)
-            .map_err(|e| e.to_string())
+            .map_err(OfferError::from)
             .and_then(|()| McpTool::new(server, tool, pinned))
-            .and_then(|t| host.register_tool(Arc::new(t)).map_err(|e| e.message));
+            .and_then(|t| {
+                host.register_tool(Arc::new(t))
+                    .map_err(OfferError::Register)
+            });
         if let Err(message) = registered {
             warnings.push(format!(
                 "MCP server `{}`: tool `{tool}` is not offered: {message}",

@@ -15,13 +15,61 @@ use bosun_host::mcp_config::McpServerConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+/// Why the HTTP client of a server (or of an OAuth sign-in) could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpClientError {
+    /// The TLS configuration (the system's trust store) could not be read.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// reqwest refused the client.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    /// A header or token comes from a variable that is not set.
+    #[error("{what} comes from ${var}, which is not set")]
+    Unset {
+        /// `the bearer token`, `header X-Api-Key`.
+        what: String,
+        /// The variable.
+        var: String,
+    },
+    /// A configured header name is not one.
+    #[error("`{name}` is not an HTTP header name")]
+    HeaderName {
+        /// The name as configured.
+        name: String,
+    },
+    /// A variable's value cannot be a header value (a newline, say).
+    #[error("the value of ${var} cannot be sent in an HTTP header")]
+    HeaderValue {
+        /// The variable.
+        var: String,
+    },
+}
+
+/// A reqwest client with Bosun's TLS (rustls, ring, the system's trust store), a 10 s connect
+/// timeout and `redirect`; `configure` adds what the caller needs.
+pub(crate) fn client(
+    redirect: reqwest::redirect::Policy,
+    configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, HttpClientError> {
+    let tls = bosun_models::tls_config().map_err(|e| HttpClientError::Tls(e.to_string()))?;
+    configure(
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .tls_backend_preconfigured(tls)
+            .redirect(redirect),
+    )
+    .build()
+    .map_err(HttpClientError::Client)
+}
+
 /// The HTTP client and transport settings for `url` as `config` describes it (headers, a
 /// bearer token from the environment).
 pub(crate) fn parts(
     url: &str,
     config: &McpServerConfig,
     refused: &bosun_models::RefusedNote,
-) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), String> {
+) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), HttpClientError> {
     parts_from(url, config, refused, |var| std::env::var(var).ok())
 }
 
@@ -31,26 +79,26 @@ fn parts_from(
     config: &McpServerConfig,
     refused: &bosun_models::RefusedNote,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), String> {
+) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), HttpClientError> {
     let env_value = |var: &str, what: &str| {
-        env(var).ok_or_else(|| format!("{what} comes from ${var}, which is not set"))
+        env(var).ok_or_else(|| HttpClientError::Unset {
+            what: what.to_owned(),
+            var: var.to_owned(),
+        })
     };
-    let tls = bosun_models::tls_config().map_err(|e| format!("TLS setup failed: {e}"))?;
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .tls_backend_preconfigured(tls)
-        .redirect(bosun_models::same_origin_redirects_noting(refused.clone()))
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let client = client(
+        bosun_models::same_origin_redirects_noting(refused.clone()),
+        |builder| builder,
+    )?;
     let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(var) = &config.bearer_token_env {
         settings.auth_header = Some(env_value(var, "the bearer token")?);
     }
     for (name, var) in &config.headers {
         let header = http::HeaderName::from_str(name)
-            .map_err(|_| format!("`{name}` is not an HTTP header name"))?;
+            .map_err(|_| HttpClientError::HeaderName { name: name.clone() })?;
         let value = http::HeaderValue::from_str(&env_value(var, &format!("header {name}"))?)
-            .map_err(|_| format!("the value of ${var} cannot be sent in an HTTP header"))?;
+            .map_err(|_| HttpClientError::HeaderValue { var: var.clone() })?;
         settings.custom_headers.insert(header, value);
     }
     Ok((client, settings))
@@ -61,7 +109,7 @@ pub(crate) fn transport(
     url: &str,
     config: &McpServerConfig,
     refused: &bosun_models::RefusedNote,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpClientError> {
     let (client, settings) = parts(url, config, refused)?;
     Ok(StreamableHttpClientTransport::with_client(client, settings))
 }

@@ -20,4 +20,5 @@ pub mod server;
 
 pub use client::{ServerState, attach, server_state};
 pub use http::{HttpOptions, serve_http};
+pub use http_client::HttpClientError;
 pub use server::{ServeError, Served, ToolServer, serve_stdio};

@@ -42,6 +42,25 @@ pub enum OAuthError {
     /// exchange); the message names the step and what to do.
     #[error("{0}")]
     SignIn(String),
+    /// OAuth's HTTP client could not be built.
+    #[error(transparent)]
+    Http(#[from] crate::http_client::HttpClientError),
+    /// rmcp could not set OAuth up for the server (its metadata could not be discovered).
+    #[error("OAuth setup for {url} failed: {message}")]
+    Setup {
+        /// The server's URL.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// Tokens are kept for the server and cannot be used.
+    #[error("the sign-in kept for {name} cannot be used: {message}; run `bosun mcp login {name}`")]
+    KeptUnusable {
+        /// The server's local name.
+        name: String,
+        /// Why.
+        message: String,
+    },
     /// The kept tokens could not be removed.
     #[error("cannot remove {}: {source}", path.display())]
     Forget {
@@ -115,16 +134,9 @@ struct Http {
 }
 
 impl Http {
-    fn new() -> Result<Http, String> {
+    fn new() -> Result<Http, crate::http_client::HttpClientError> {
         let build = |redirect: reqwest::redirect::Policy| {
-            let tls = bosun_models::tls_config().map_err(|e| format!("TLS setup failed: {e}"))?;
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .timeout(Duration::from_secs(30))
-                .tls_backend_preconfigured(tls)
-                .redirect(redirect)
-                .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            crate::http_client::client(redirect, |builder| builder.timeout(Duration::from_secs(30)))
         };
         Ok(Http {
             // Each hop stays on the first request's origin, which `send` checked.
@@ -202,7 +214,7 @@ impl Http {
 }
 
 /// rmcp's authorization manager for `url`, keeping tokens in `store`.
-async fn manager(url: &str, store: FileStore) -> Result<AuthorizationManager, String> {
+async fn manager(url: &str, store: FileStore) -> Result<AuthorizationManager, OAuthError> {
     manager_with(url, store, Arc::new(Http::new()?)).await
 }
 
@@ -210,10 +222,13 @@ async fn manager_with(
     url: &str,
     store: FileStore,
     http: Arc<Http>,
-) -> Result<AuthorizationManager, String> {
+) -> Result<AuthorizationManager, OAuthError> {
     let mut manager = AuthorizationManager::new_with_oauth_http_client(url, http)
         .await
-        .map_err(|e| format!("OAuth setup for {url} failed: {e}"))?;
+        .map_err(|e| OAuthError::Setup {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?;
     manager.set_credential_store(store);
     Ok(manager)
 }
@@ -254,11 +269,13 @@ async fn sign_in(
         path: credentials_path(home, name),
         url: url.to_owned(),
     };
-    let http = Arc::new(Http::new()?);
+    let http = Arc::new(Http::new().map_err(|e| e.to_string())?);
     // The server's own 401 names its protected resource metadata and the scope it wants
     // (RFC 9728 §5.1): ask it first, and fall back to the well-known addresses without it.
     let challenge = http.challenge(url).await;
-    let mut manager = manager_with(url, store, http).await?;
+    let mut manager = manager_with(url, store, http)
+        .await
+        .map_err(|e| e.to_string())?;
     let metadata = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await
@@ -486,15 +503,19 @@ pub(crate) async fn authorized_transport(
     url: &str,
     client: reqwest::Client,
     settings: StreamableHttpClientTransportConfig,
-) -> Result<StreamableHttpClientTransport<AuthClient<reqwest::Client>>, String> {
+) -> Result<StreamableHttpClientTransport<AuthClient<reqwest::Client>>, OAuthError> {
     let store = FileStore {
         path: credentials_path(home, name),
         url: url.to_owned(),
     };
     let mut manager = manager(url, store).await?;
-    manager.initialize_from_store().await.map_err(|e| {
-        format!("the sign-in kept for {name} cannot be used: {e}; run `bosun mcp login {name}`")
-    })?;
+    manager
+        .initialize_from_store()
+        .await
+        .map_err(|e| OAuthError::KeptUnusable {
+            name: name.to_owned(),
+            message: e.to_string(),
+        })?;
     Ok(StreamableHttpClientTransport::with_client(
         AuthClient::new(client, manager),
         settings,

@@ -52,7 +52,11 @@ async fn cancelling_the_parent_stops_its_child() {
         context: Default::default(),
     };
     let (prompt, _) = system_prompt(&home, &ws, &[]);
-    let warnings = attach(&host, &model, &prompt, &|_| Err("no other models".into()));
+    let warnings = attach(&host, &model, &prompt, &|_| {
+        Err(bosun_agent::assembly::TurnError::NoModel {
+            config: "no other models".into(),
+        })
+    });
     assert!(warnings.is_empty(), "{warnings:?}");
     let chokepoint = Arc::new(host.chokepoint(Arc::new(AutoApprove)).unwrap());
     let agent = Agent::builder(provider, "scripted", chokepoint)

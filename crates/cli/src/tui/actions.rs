@@ -72,6 +72,11 @@ impl App {
             Slash::Diff => Ok(self.diff()),
             Slash::Init => self.init(),
             Slash::Compact => self.compact(),
+            Slash::Undo { force } => self.undo(force),
+            Slash::Rewind(None) => self.rewind_points(),
+            Slash::Rewind(Some((n, force))) => self.rewind_to(n, force),
+            Slash::Status => Ok(self.status()),
+            Slash::Mode(name) => self.mode_command(name.as_deref()),
             Slash::Skills => Ok(slash::skills(&env)),
             Slash::Sessions => slash::sessions(&env, &self.session_id),
             Slash::Inspect => {
@@ -309,6 +314,7 @@ impl App {
             PluginAction::McpTrust(name, review) => crate::mcp::record(&self.env, &name, review)
                 .map(|text| format!("{text}; its tools are offered from the next turn")),
             PluginAction::McpUntrust(name) => crate::mcp::remove(&self.env, &name),
+            PluginAction::Rewind => self.rewind(None, false, "/rewind N --force"),
         };
         self.entries.push(match done {
             Ok(text) => Entry::Notice(text),

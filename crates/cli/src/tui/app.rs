@@ -147,6 +147,8 @@ pub(super) enum PluginAction {
     McpTrust(String, crate::mcp::Review),
     /// Forget an MCP server's approval.
     McpUntrust(String),
+    /// Go back to before the last request: the conversation and the files its run changed.
+    Rewind,
 }
 
 /// An approval on screen.
@@ -170,7 +172,11 @@ pub(crate) struct App {
     pub(super) session_id: String,
     /// The model entry of the next turn.
     pub(super) model: String,
-    pub(super) mode: String,
+    /// The permission mode of the next turn (Shift-Tab cycles it); the config's at start.
+    pub(super) permission: bosun_host::permission::PermissionMode,
+    /// When Esc was pressed at an idle, empty prompt: a second press soon after offers to go
+    /// back to before the last message.
+    pub(super) esc_armed: Option<Instant>,
     pub(super) workspace: String,
     pub(super) budgets: Budgets,
     pub(super) entries: Vec<Entry>,
@@ -245,7 +251,8 @@ impl App {
         let mut app = Self {
             session_id: open.stored.id.clone(),
             model: open.stored.model.clone(),
-            mode: env.config.user.mode.to_string(),
+            permission: env.config.user.mode.into(),
+            esc_armed: None,
             workspace: sanitize_for_terminal(&workspace),
             budgets: Budgets {
                 max_steps: env.config.user.agent.max_steps,

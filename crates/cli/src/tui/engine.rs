@@ -10,6 +10,7 @@ use anyhow::Result;
 use bosun_agent::conversation::Conversation;
 use bosun_core::Envelope;
 use bosun_host::approval::ChannelBroker;
+use bosun_host::permission::PermissionMode;
 use bosun_host::trace::Observer;
 use tokio_util::sync::CancellationToken;
 
@@ -44,12 +45,13 @@ impl Engine {
         env: Arc<Env>,
         open: Conversation,
         task: String,
+        mode: PermissionMode,
     ) -> CancellationToken {
         let cancel = CancellationToken::new();
         let events = self.events.clone();
         let token = cancel.clone();
         self.runtime.spawn(async move {
-            let end = turn(&env, open, &task, &events, &token).await;
+            let end = turn(&env, open, &task, mode, &events, &token).await;
             let _ = events.send(AppEvent::TurnEnded(Box::new(end)));
         });
         cancel
@@ -74,6 +76,7 @@ async fn turn(
     env: &Env,
     mut open: Conversation,
     task: &str,
+    mode: PermissionMode,
     events: &Sender<AppEvent>,
     cancel: &CancellationToken,
 ) -> TurnEnd {
@@ -92,6 +95,7 @@ async fn turn(
             let _ = notices.send(AppEvent::Notice(notice.to_owned()));
         }))
         .command(COMMAND)
+        .mode(mode)
         .build(&open, task);
     let turn = match prepared {
         Ok(turn) => turn,

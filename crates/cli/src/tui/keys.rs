@@ -21,6 +21,9 @@ impl App {
             return;
         }
         self.leave_armed = None;
+        if key.code != KeyCode::Esc {
+            self.esc_armed = None;
+        }
         if let Some(asked) = self.approvals.front_mut() {
             if at < asked.shown + ARM_DELAY {
                 return;
@@ -157,9 +160,19 @@ impl App {
                 self.exit = true;
             }
             KeyCode::Tab => self.complete_mention(),
+            KeyCode::BackTab => self.cycle_mode(),
             // Esc stops a run, as Ctrl-C does, but never leaves.
             KeyCode::Esc if self.running.as_ref().is_some_and(|run| !run.cancelling) => {
                 self.cancel_run();
+            }
+            // Esc Esc at an idle, empty prompt: go back to before the last message.
+            KeyCode::Esc if self.running.is_none() && self.input.is_empty() => {
+                match self.esc_armed.take() {
+                    Some(first) if at.saturating_duration_since(first) <= LEAVE_WINDOW => {
+                        self.ask_rewind();
+                    }
+                    _ => self.esc_armed = Some(at),
+                }
             }
             KeyCode::Char('o') if ctrl => self.expanded = !self.expanded,
             _ => {
@@ -323,7 +336,9 @@ impl App {
             self.entries.push(Entry::Notice(note.to_owned()));
         }
         self.model.clone_into(&mut open.stored.model);
-        let cancel = self.engine.start(self.env.clone(), open, task);
+        let cancel = self
+            .engine
+            .start(self.env.clone(), open, task, self.permission);
         self.steps = 0;
         self.children.clear();
         self.tool_calls = 0;

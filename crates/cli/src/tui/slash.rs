@@ -40,6 +40,15 @@ pub(crate) enum Slash {
     Init,
     Compact,
     Mouse,
+    /// `/undo [--force]`: the last run's file changes.
+    Undo {
+        force: bool,
+    },
+    /// `/rewind`: the points; `/rewind N [--force]`: back to before point N.
+    Rewind(Option<(usize, bool)>),
+    Status,
+    /// `/mode [NAME]`: the permission mode, or switch to NAME.
+    Mode(Option<String>),
 }
 
 /// Every command with what it does, as `/help` lists them.
@@ -94,6 +103,22 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "/init",
         "have the model write AGENTS.md for this repository (asks first)",
     ),
+    (
+        "/undo [--force]",
+        "put back the files the last run changed with Bosun's file tools",
+    ),
+    (
+        "/rewind [N [--force]]",
+        "list the runs that changed files; with N, go back to before run N: conversation and files",
+    ),
+    (
+        "/status",
+        "model, context, tokens, mode, sandbox, plugins, MCP servers, session, trace",
+    ),
+    (
+        "/mode [NAME]",
+        "the permission mode (read-only, workspace-write, full, plan); Shift-Tab cycles it",
+    ),
     ("/inspect", "the trace of this session's last run"),
     (
         "/mouse",
@@ -139,9 +164,24 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/init", []) => Ok(Slash::Init),
         ("/compact", []) => Ok(Slash::Compact),
         ("/mouse", []) => Ok(Slash::Mouse),
+        ("/undo", []) => Ok(Slash::Undo { force: false }),
+        ("/undo", ["--force"]) => Ok(Slash::Undo { force: true }),
+        ("/undo", _) => usage("/undo [--force]"),
+        ("/rewind", []) => Ok(Slash::Rewind(None)),
+        ("/rewind", [n, rest @ ..]) if rest.is_empty() || *rest == ["--force"] => {
+            match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Slash::Rewind(Some((n, !rest.is_empty())))),
+                _ => usage("/rewind [N [--force]]"),
+            }
+        }
+        ("/rewind", _) => usage("/rewind [N [--force]]"),
+        ("/status", []) => Ok(Slash::Status),
+        ("/mode", []) => Ok(Slash::Mode(None)),
+        ("/mode", [name]) => Ok(Slash::Mode(Some((*name).to_owned()))),
+        ("/mode", _) => usage("/mode [read-only | workspace-write | full | plan]"),
         (
             "/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit" | "/clear"
-            | "/new" | "/diff" | "/init" | "/compact" | "/mouse",
+            | "/new" | "/diff" | "/init" | "/compact" | "/mouse" | "/status",
             _,
         ) => usage(command),
         _ => Err(format!(
@@ -168,6 +208,13 @@ pub(crate) fn help() -> String {
          Esc or Ctrl-C cancels a run (what it wrote stays; queued tasks come back to the prompt); \
          Ctrl-C again leaves now; at the prompt it clears the line, and twice leaves. Ctrl-D on \
          an empty prompt leaves.\n\
+         Shift-Tab cycles the permission mode (read-only, workspace-write, full, plan: in plan \
+         mode the model may only read, and proposes); it applies from the next run. Esc Esc at an \
+         empty prompt goes back to before your last message (asks first): its text returns to \
+         the prompt and the files its run changed through Bosun's file tools are put back.\n\
+         Undo: /undo and /rewind restore what Bosun's file tools wrote (exact bytes and modes; \
+         files they created are removed); changes made by commands a run started are not \
+         captured.\n\
          Context: the status line shows how much of the model's window is left; near the end \
          the earlier turns are summarised automatically.",
     );

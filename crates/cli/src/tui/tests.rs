@@ -1521,3 +1521,204 @@ fn the_status_line_shows_the_context_left_of_the_models_window() {
         "{screen}"
     );
 }
+
+/// Rules that let the file tools write without asking.
+const WRITES_ALLOWED: &str = "[[policy.rules]]\naction = \"builtin.tool.*\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"allow\"\n";
+
+fn ws_file(h: &Harness, rel: &str) -> Option<String> {
+    std::fs::read_to_string(h.dir.path().join("ws").join(rel)).ok()
+}
+
+fn last_error(h: &Harness) -> String {
+    h.app
+        .entries
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Entry::Error(text) => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no error on screen: {:?}", h.app.entries))
+}
+
+#[test]
+fn undo_puts_back_what_the_last_run_wrote_and_refuses_to_overwrite_a_later_edit() {
+    let patch = |old: &str, new: &str| {
+        Step::call(
+            "apply_patch",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": old, "newText": new}]}),
+        )
+    };
+    let mut h = harness_with(
+        vec![
+            patch("42", "43"),
+            Step::call(
+                "create_file",
+                json!({"path": "src/new/extra.rs", "content": "// new\n"}),
+            ),
+            Step::text("Changed it and added a file."),
+            patch("42", "44"),
+            Step::text("Now 44."),
+        ],
+        WRITES_ALLOWED,
+        |_| {},
+    );
+    std::fs::write(h.dir.path().join("ws/README"), "not touched\n").unwrap();
+    h.submit("Make it 43 and add a file.");
+    h.pump_until_idle();
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 43 }\n"
+    );
+    h.submit("/undo");
+    let text = notice(&h);
+    assert!(text.contains("restored: src/lib.rs"), "{text}");
+    assert!(
+        text.contains("removed (the run created them): src/new/extra.rs"),
+        "{text}"
+    );
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+    assert_eq!(ws_file(&h, "src/new/extra.rs"), None);
+    assert!(!h.dir.path().join("ws/src/new").exists());
+    assert_eq!(ws_file(&h, "README").unwrap(), "not touched\n");
+    h.submit("/undo");
+    assert!(
+        last_error(&h).contains("nothing to undo"),
+        "{}",
+        last_error(&h)
+    );
+
+    // A second run, then the person edits the same file: undo refuses and names it.
+    h.submit("Make it 44.");
+    h.pump_until_idle();
+    std::fs::write(h.dir.path().join("ws/src/lib.rs"), "// my own edit\n").unwrap();
+    h.submit("/undo");
+    let error = last_error(&h);
+    assert!(
+        error.contains("`src/lib.rs` changed after the run"),
+        "{error}"
+    );
+    assert!(error.contains("/undo --force"), "{error}");
+    assert_eq!(ws_file(&h, "src/lib.rs").unwrap(), "// my own edit\n");
+    h.submit("/undo --force");
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+}
+
+#[test]
+fn esc_esc_asks_then_takes_the_conversation_and_the_files_back_to_before_the_last_message() {
+    let mut h = harness_with(
+        vec![
+            Step::text("Hello."),
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            Step::text("Made it 43."),
+            Step::text("Made it 41 instead."),
+        ],
+        WRITES_ALLOWED,
+        |_| {},
+    );
+    h.submit("First.");
+    h.pump_until_idle();
+    h.submit("Make it 43.");
+    h.pump_until_idle();
+    let id = h.app.session_id.clone();
+    h.press(KeyCode::Esc);
+    assert!(h.app.confirm.is_none(), "one Esc does nothing");
+    h.press(KeyCode::Esc);
+    assert_snapshot!("esc_esc_asks_before_going_back", h.screen());
+    h.press(KeyCode::Char('y'));
+    assert_eq!(h.app.input.text(), "Make it 43.");
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+    // The stored conversation ends before the rewound message.
+    let stored = SessionStore::in_home(&h.home()).load(&id).unwrap();
+    assert_eq!(stored.messages.len(), 2, "{:?}", stored.messages);
+    let screen = h.screen();
+    assert!(!screen.contains("Made it 43."), "{screen}");
+    assert!(screen.contains("Hello."), "{screen}");
+    // Edited and sent again, the next request carries the first turn only.
+    for _ in 0..2 {
+        h.press(KeyCode::Backspace);
+    }
+    h.submit("1 instead.");
+    h.pump_until_idle();
+    let request = h.server.requests().last().unwrap().to_string();
+    assert!(request.contains("Make it 41 instead."), "{request}");
+    assert!(!request.contains("Make it 43."), "{request}");
+}
+
+#[test]
+fn shift_tab_cycles_the_mode_shown_and_plan_mode_lets_the_model_only_read() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            Step::text("Plan: 1. change 42 to 43 in src/lib.rs."),
+        ],
+        WRITES_ALLOWED,
+        |_| {},
+    );
+    h.press(KeyCode::BackTab);
+    assert!(notice(&h).starts_with("mode full"), "{}", notice(&h));
+    h.press(KeyCode::BackTab);
+    assert!(notice(&h).starts_with("mode plan"), "{}", notice(&h));
+    assert_snapshot!("plan_mode_in_the_status_line", h.screen());
+    // The rules allow the patch outright; plan mode still denies it, at the chokepoint.
+    h.submit("Make it 43.");
+    h.pump_until_idle();
+    let patch = h.tool("apply_patch");
+    assert!(
+        matches!(&patch.state, ToolState::Failed { message, .. } if message.contains("plan mode")),
+        "{patch:?}"
+    );
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+    let first = h.server.requests()[0].to_string();
+    assert!(first.contains("Plan mode is on"), "{first}");
+    // Round the cycle back to where it started.
+    h.press(KeyCode::BackTab);
+    h.press(KeyCode::BackTab);
+    assert!(
+        notice(&h).starts_with("mode workspace-write"),
+        "{}",
+        notice(&h)
+    );
+}
+
+#[test]
+fn status_says_what_the_session_runs_with() {
+    let mut h = harness(vec![Step::text("Hi.")]);
+    h.submit("Hello.");
+    h.pump_until_idle();
+    h.submit("/status");
+    let text = notice(&h);
+    for part in [
+        "model: scripted",
+        "context: window",
+        "tokens: ",
+        "mode: workspace-write (configured: workspace-write)",
+        "sandbox: ",
+        "plugins: none active",
+        "MCP servers: none configured",
+        "session: ",
+        "trace: ",
+    ] {
+        assert!(text.contains(part), "{part} missing from\n{text}");
+    }
+    let run = h.app.last_run.clone().unwrap();
+    assert!(text.contains(&format!("{run}.jsonl")), "{text}");
+}

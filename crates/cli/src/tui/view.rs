@@ -715,7 +715,14 @@ fn status_line(app: &App, frame: &mut Frame, area: Rect) {
     }
     segments.push((1, sanitize_for_terminal(&app.model)));
     segments.push((5, app.workspace.clone()));
-    segments.push((6, app.mode.clone()));
+    // A mode picked with Shift-Tab matters as much as the model; the configured one less.
+    let picked = app.permission != app.env.config.user.mode.into();
+    let mode = if app.permission.is_plan() {
+        "plan mode (reads only)".to_owned()
+    } else {
+        app.permission.to_string()
+    };
+    segments.push((if picked { 1 } else { 6 }, mode));
     segments.push((
         2,
         format!(

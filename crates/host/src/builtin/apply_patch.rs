@@ -177,6 +177,7 @@ impl Tool for ApplyPatch {
         let shown = ctx.workspace.relative(&path);
         let cancel = ctx.cancel.clone();
         let workspace = ctx.workspace.clone();
+        let checkpoint = ctx.session.checkpoint();
         let task = tokio::task::spawn_blocking(move || {
             // Opened beneath a handle of the root (never following a link that leaves it) and
             // without blocking on a FIFO; the new content goes through a handle of the same
@@ -225,6 +226,8 @@ impl Tool for ApplyPatch {
             let dir = root
                 .open_dir(parent)
                 .map_err(|err| io_error(&err, &shown))?;
+            // The file's bytes and mode kept for undo before the first change of this run.
+            crate::checkpoint::before_write(checkpoint.as_deref(), &workspace, relative)?;
             let mut temp =
                 TempFile::create_in(&dir, "patch").map_err(|err| io_error(&err, &shown))?;
             temp.write_all(updated.as_bytes(), Some(meta.permissions()))

@@ -134,6 +134,7 @@ impl Tool for CreateFile {
         let input = Input::parse(&input)?;
         check_cancel(ctx)?;
         let workspace = ctx.workspace.clone();
+        let checkpoint = ctx.session.checkpoint();
         // Small, local file work: done in one blocking step so no await point splits it.
         let task = tokio::task::spawn_blocking(move || {
             let target = target(&workspace, &input)?;
@@ -143,6 +144,12 @@ impl Tool for CreateFile {
                     "`{shown}` has no parent directory: give a file path"
                 ))
             })?;
+            // The file's absence (and the directories about to be made) kept for undo.
+            crate::checkpoint::before_write(
+                checkpoint.as_deref(),
+                &workspace,
+                workspace.beneath(&target)?,
+            )?;
             // Each missing directory is made, and the file created, relative to a handle of its
             // parent beneath the root: a directory swapped for a link meanwhile is refused.
             let dir = workspace

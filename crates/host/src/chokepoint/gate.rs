@@ -177,8 +177,11 @@ impl Chokepoint {
         trace: &Trace,
     ) -> Result<(), ToolError> {
         let subjects = [Subject::capability(&request)];
+        let plan: Vec<_> = super::plan_verdict(session, None, std::slice::from_ref(&request))
+            .into_iter()
+            .collect();
         let mut explanation =
-            session.with_promises(|promises| self.policy.decide(&subjects, promises, &[]));
+            session.with_promises(|promises| self.policy.decide(&subjects, promises, &plan));
         let reach = crate::flow::Reach {
             capabilities: std::slice::from_ref(&request),
             sink: None,

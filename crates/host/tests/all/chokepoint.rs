@@ -676,3 +676,44 @@ async fn the_chokepoint_raises_taint_from_results_and_never_lowers_it() {
         ]
     );
 }
+
+#[tokio::test]
+async fn plan_mode_denies_all_but_reading_whatever_the_rules_allow() {
+    let (reader, reads) = probe("look", Risk::Read, Behaviour::Echo);
+    let (writer, writes) = probe("change", Risk::Write, Behaviour::Echo);
+    let (runner, runs) = probe("launch", Risk::Process, Behaviour::Echo);
+    // Full mode, and a rule that allows the writer outright: plan mode still wins.
+    let h = Harness::new(
+        policy(
+            Mode::Full,
+            "[[policy.rules]]\naction = \"builtin.tool.change\"\ndecision = \"allow\"\n",
+        ),
+        vec![reader, writer, runner],
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    h.session.set_plan(true);
+    let result = h.call("look", json!({"text": "a"})).await;
+    assert_eq!(code(&result), None, "{result:?}");
+    for name in ["change", "launch"] {
+        let result = h.call(name, json!({"text": "a"})).await;
+        assert_eq!(code(&result), Some(ErrorCode::Denied), "{name}: {result:?}");
+        assert!(
+            result.error().unwrap().message.contains("plan mode"),
+            "{result:?}"
+        );
+    }
+    assert_eq!(
+        (
+            reads.load(Ordering::SeqCst),
+            writes.load(Ordering::SeqCst),
+            runs.load(Ordering::SeqCst)
+        ),
+        (1, 0, 0)
+    );
+    // Out of plan mode, the same calls run.
+    h.session.set_plan(false);
+    let result = h.call("change", json!({"text": "a"})).await;
+    assert_eq!(code(&result), None, "{result:?}");
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+}

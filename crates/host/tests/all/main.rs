@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod builtin;
+mod checkpoint;
 mod chokepoint;
 mod flow;
 mod js_plugins;

@@ -59,9 +59,8 @@ impl McpTool {
         server: &Arc<Server>,
         tool: &str,
         pinned: &crate::pins::PinnedTool,
-    ) -> Result<Self, String> {
-        let name =
-            ToolName::namespaced(model_name(&server.name, tool)).map_err(|e| e.to_string())?;
+    ) -> Result<Self, super::OfferError> {
+        let name = ToolName::namespaced(model_name(&server.name, tool))?;
         let mut description: String = pinned
             .description
             .chars()
@@ -79,7 +78,7 @@ impl McpTool {
         if authority.is_some() {
             builder = builder.capability(Capability::NetHttp);
         }
-        let spec = builder.build().map_err(|e| e.to_string())?;
+        let spec = builder.build()?;
         Ok(Self {
             server: server.clone(),
             tool: tool.to_owned(),

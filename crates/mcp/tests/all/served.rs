@@ -254,7 +254,7 @@ async fn a_served_host_with_a_token_refuses_a_client_without_it() {
         Arc::new(Launcher::unconfined()),
     );
     // The refusal reads as a server that wants a sign-in, with the command for it.
-    let error = server.list().await.unwrap_err();
+    let error = server.list().await.unwrap_err().to_string();
     assert!(error.contains("bosun mcp login remote"), "{error}");
     server.shutdown().await;
     cancel.cancel();

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::chokepoint::{PolicyHook, ToolCall};
+use crate::hooks::HookFailure;
 use crate::plugin_runtime::error::LeftOut;
 use crate::plugin_runtime::granter;
 use crate::plugin_runtime::js::plugin::JsRuntime;
@@ -322,7 +323,7 @@ impl PolicyHook for JsPolicyHook {
         tool: &dyn Tool,
         labels: &crate::SessionLabels,
         cancel: &CancellationToken,
-    ) -> Result<Option<HookVerdict>, String> {
+    ) -> Result<Option<HookVerdict>, HookFailure> {
         let risk = serde_json::to_value(tool.spec().risk).unwrap_or(Value::Null);
         // Forge's snapshot, plus what the session has seen: its level and whether it has read
         // untrusted input (a hook may decide on them; a Forge plugin ignores the extra key).
@@ -343,7 +344,10 @@ impl PolicyHook for JsPolicyHook {
             .runtime
             .with_plugin(async |p| p.restrict(&payload, opts).await)
             .await
-            .map_err(|e| e.message)?;
+            .map_err(|cause| HookFailure {
+                hook: self.runtime.spec.local_name.clone(),
+                cause,
+            })?;
         Ok(restriction.map(|r| HookVerdict {
             plugin: self.runtime.spec.local_name.clone(),
             decision: r.decision,
