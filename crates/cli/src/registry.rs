@@ -423,12 +423,12 @@ fn load_key(env: &Env, key: Option<&Path>) -> Result<PrivateKey> {
         || env.config.home.join("registry").join("signing-key.json"),
         Path::to_owned,
     );
-    Ok(PrivateKey::load(&path).with_context(|| {
+    PrivateKey::load(&path).with_context(|| {
         format!(
             "reading the signing key (make one with `bosun registry keygen {}`)",
             path.display()
         )
-    })?)
+    })
 }
 
 /// `bosun registry keygen FILE`.
