@@ -191,20 +191,29 @@ struct JsonLines {
     stream: bool,
     /// The current step's text so far, in the envelope of its first piece.
     text: std::sync::Mutex<Option<Envelope>>,
-    /// The run's own last recorded envelope (not a subagent's): run id and sequence.
-    last: std::sync::Mutex<Option<(String, u64)>>,
+    /// The next sequence number of each run's lines. The trace numbers the events it records
+    /// and gives live ones (text as it streams) the number of the next; printed lines are
+    /// numbered here, one each, so no two lines of a run share a number.
+    numbers: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl JsonLines {
-    /// Prints `event` (a `run.result`) in the envelope every other line has: the run's id,
-    /// the sequence after its last recorded event, the time now.
-    fn print_result(&self, run_id: &str, event: Value) {
-        let sequence = self
-            .last
+    /// The next number of a line of run `run_id`.
+    fn number(&self, run_id: &str) -> u64 {
+        let mut numbers = self
+            .numbers
             .lock()
-            .ok()
-            .and_then(|last| last.as_ref().map(|(_, sequence)| sequence + 1))
-            .unwrap_or(0);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let next = numbers.entry(run_id.to_owned()).or_insert(0);
+        let number = *next;
+        *next += 1;
+        number
+    }
+
+    /// Prints `event` (a `run.result`) in the envelope every other line has: the run's id,
+    /// the sequence after its last line, the time now.
+    fn print_result(&self, run_id: &str, event: Value) {
+        let sequence = self.number(run_id);
         let line = json!({
             "schema_version": bosun_core::TRACE_SCHEMA_VERSION,
             "run_id": run_id,
@@ -217,8 +226,12 @@ impl JsonLines {
         let _ = out.flush();
     }
 
-    fn print(envelope: &Envelope) {
-        if let Ok(line) = serde_json::to_string(envelope) {
+    fn print(&self, envelope: &Envelope) {
+        let numbered = Envelope {
+            sequence: self.number(&envelope.run_id),
+            ..envelope.clone()
+        };
+        if let Ok(line) = serde_json::to_string(&numbered) {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", crate::term::json_safe(&line));
             let _ = out.flush();
@@ -228,16 +241,10 @@ impl JsonLines {
 
 impl Observer for JsonLines {
     fn observe(&self, envelope: &Envelope) {
-        if envelope.parent_run_id.is_none()
-            && !envelope.event.is_live()
-            && let Ok(mut last) = self.last.lock()
-        {
-            *last = Some((envelope.run_id.clone(), envelope.sequence));
-        }
         match &envelope.event {
             Event::ModelText { text, .. } => {
                 if self.stream {
-                    Self::print(envelope);
+                    self.print(envelope);
                 } else if let Ok(mut buffered) = self.text.lock() {
                     match &mut *buffered {
                         Some(Envelope {
@@ -252,13 +259,13 @@ impl Observer for JsonLines {
             Event::ModelCompleted { .. } if !self.stream => {
                 let step_text = self.text.lock().ok().and_then(|mut t| t.take());
                 if let Some(step_text) = step_text {
-                    Self::print(&step_text);
+                    self.print(&step_text);
                 }
             }
             event if event.is_live() => return,
             _ => {}
         }
-        Self::print(envelope);
+        self.print(envelope);
     }
 }
 

@@ -104,6 +104,13 @@ fn event_loop(
                 // typed before it and is no answer. Keys the reader thread already took carry
                 // an earlier time, and the modal ignores them (`app::ARM_DELAY`).
                 bosun_host::approval::discard_pending_input(std::io::stdin());
+                // A run waits for the person: the terminal's bell says so to one looking away.
+                if !app.approvals.is_empty() {
+                    use std::io::Write as _;
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(b"\x07");
+                    let _ = out.flush();
+                }
             }
         }
         if app.wants_mouse() != mouse {

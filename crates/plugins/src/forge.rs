@@ -60,6 +60,90 @@ pub const FORGE_CAPABILITIES: [&str; 7] = [
     "subagents:register",
     "tools:register",
 ];
+/// One of Forge's seven capabilities, read once from `plugin.json` (unknown ones are refused
+/// there). Written back as Forge spells it only where it crosses to the engine or into trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum ForgeCapability {
+    /// `commands:register`.
+    #[serde(rename = "commands:register")]
+    CommandsRegister,
+    /// `events:observe`.
+    #[serde(rename = "events:observe")]
+    EventsObserve,
+    /// `network:access`: the plugin may reach the network, each host judged as `net.http`.
+    #[serde(rename = "network:access")]
+    NetworkAccess,
+    /// `policy:restrict`.
+    #[serde(rename = "policy:restrict")]
+    PolicyRestrict,
+    /// `prompt:contribute`.
+    #[serde(rename = "prompt:contribute")]
+    PromptContribute,
+    /// `subagents:register`.
+    #[serde(rename = "subagents:register")]
+    SubagentsRegister,
+    /// `tools:register`.
+    #[serde(rename = "tools:register")]
+    ToolsRegister,
+}
+
+impl ForgeCapability {
+    /// Every capability, in the order of [`FORGE_CAPABILITIES`].
+    pub const ALL: [ForgeCapability; 7] = [
+        Self::CommandsRegister,
+        Self::EventsObserve,
+        Self::NetworkAccess,
+        Self::PolicyRestrict,
+        Self::PromptContribute,
+        Self::SubagentsRegister,
+        Self::ToolsRegister,
+    ];
+
+    /// As Forge spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CommandsRegister => "commands:register",
+            Self::EventsObserve => "events:observe",
+            Self::NetworkAccess => "network:access",
+            Self::PolicyRestrict => "policy:restrict",
+            Self::PromptContribute => "prompt:contribute",
+            Self::SubagentsRegister => "subagents:register",
+            Self::ToolsRegister => "tools:register",
+        }
+    }
+
+    /// The capability of Bosun's own that calls made under it are judged as, if any:
+    /// `network:access` is `net.http` (per host); the others register things and reach nothing.
+    pub fn judged_as(self) -> Option<bosun_core::Capability> {
+        match self {
+            Self::NetworkAccess => Some(bosun_core::Capability::NetHttp),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ForgeCapability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ForgeCapability {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "{text:?} is not a Forge capability: use one of {}",
+                    FORGE_CAPABILITIES.join(", ")
+                )
+            })
+    }
+}
+
 /// The extensions Forge imports an entry with.
 pub const FORGE_ENTRY_EXTENSIONS: [&str; 3] = [".js", ".mjs", ".cjs"];
 
@@ -73,7 +157,7 @@ pub struct ForgeManifest {
     /// The entry module: normalised, relative, `/`-separated, a file of the snapshot.
     pub entry: String,
     /// The capabilities it declares, each once, in the order first written.
-    pub capabilities: Vec<String>,
+    pub capabilities: Vec<ForgeCapability>,
     /// Bosun's extension `"bosun": {"codeFromStrings": true}`: the plugin may use `eval` and
     /// `Function` (refused otherwise). Trust records it as [`CODE_FROM_STRINGS`].
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -139,7 +223,7 @@ impl ForgeManifest {
         let capabilities = raw
             .capabilities
             .into_iter()
-            .filter(|c| seen.insert(c.clone()))
+            .filter(|c| seen.insert(*c))
             .collect();
         Ok(Self {
             name: raw.name,
@@ -193,7 +277,7 @@ struct RawManifest {
     #[serde(deserialize_with = "entry")]
     entry: Entry,
     #[serde(default, deserialize_with = "capabilities")]
-    capabilities: Vec<String>,
+    capabilities: Vec<ForgeCapability>,
     #[serde(default)]
     bosun: BosunExtension,
 }
@@ -309,7 +393,7 @@ fn normalise_entry(entry: &str) -> Result<String, &'static str> {
     Ok(normalised)
 }
 
-fn capabilities<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn capabilities<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ForgeCapability>, D::Error> {
     let capabilities = Vec::<String>::deserialize(d)?;
     if capabilities.len() > MAX_FORGE_CAPABILITIES {
         return Err(de::Error::custom(format!(
@@ -317,16 +401,10 @@ fn capabilities<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error
             capabilities.len()
         )));
     }
-    if let Some(unknown) = capabilities
+    capabilities
         .iter()
-        .find(|c| !FORGE_CAPABILITIES.contains(&c.as_str()))
-    {
-        return Err(de::Error::custom(format!(
-            "{unknown:?} is not a Forge capability: use one of {}",
-            FORGE_CAPABILITIES.join(", ")
-        )));
-    }
-    Ok(capabilities)
+        .map(|c| c.parse().map_err(de::Error::custom))
+        .collect()
 }
 
 /// A serde_json error as `plugin.json:line:column: message`, with what to do for the errors
@@ -538,7 +616,7 @@ mod tests {
                 name: "count-text".to_owned(),
                 version: "1.0.0".to_owned(),
                 entry: "index.mjs".to_owned(),
-                capabilities: vec!["tools:register".to_owned()],
+                capabilities: vec![ForgeCapability::ToolsRegister],
                 code_from_strings: false,
             }
         );
@@ -548,7 +626,10 @@ mod tests {
     fn capabilities_are_optional_and_default_to_none() {
         let mut m = manifest();
         m.as_object_mut().unwrap().remove("capabilities");
-        assert_eq!(parse(&m).unwrap().capabilities, Vec::<String>::new());
+        assert_eq!(
+            parse(&m).unwrap().capabilities,
+            Vec::<ForgeCapability>::new()
+        );
         assert!(refusal(&with("capabilities", Value::Null)).contains("invalid type: null"));
     }
 
@@ -744,7 +825,13 @@ mod tests {
             json!(["network:access", "tools:register", "network:access"]),
         ))
         .unwrap();
-        assert_eq!(m.capabilities, ["network:access", "tools:register"]);
+        assert_eq!(
+            m.capabilities,
+            [
+                ForgeCapability::NetworkAccess,
+                ForgeCapability::ToolsRegister
+            ]
+        );
         assert_eq!(
             m.trust_capabilities().into_iter().collect::<Vec<_>>(),
             ["forge:network:access", "forge:tools:register"]

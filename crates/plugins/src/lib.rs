@@ -92,7 +92,7 @@ pub use catalog::{
 };
 pub use discovery::{PluginConfig, PluginFormat, PluginScope, check_plugin_configs, is_local_name};
 pub use error::PluginError;
-pub use forge::{CODE_FROM_STRINGS, ForgeManifest};
+pub use forge::{CODE_FROM_STRINGS, ForgeCapability, ForgeManifest};
 pub use metadata::{CapabilityDecl, Manifest, PluginMetadata, PluginTool, ToolMetadata};
 pub use scaffold::scaffold;
 pub use source::{SourceFile, SourceSnapshot};

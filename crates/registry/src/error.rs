@@ -6,6 +6,10 @@ use std::path::PathBuf;
 /// A registry operation that did not complete.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// An OCI registry or artifact failed (`kind = "oci"`): refused content, a limit, the
+    /// network.
+    #[error(transparent)]
+    Oci(#[from] bosun_oci::OciError),
     /// A plugin or skill name that is not `^[a-z0-9][a-z0-9-]*$` (at most 64 characters).
     #[error(
         "`{name}` is not a registry name: use 1-64 characters a-z, 0-9 and -, starting with a letter or digit"

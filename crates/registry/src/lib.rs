@@ -6,8 +6,9 @@
 //! - [`source`]: the [`Source`] seam — resolve `NAME[@VERSION]` to a [`Target`] (length, SHA-256,
 //!   where, the catalog's claims, who signed) and fetch it capped and timed — implemented by
 //!   [`reef`] (Triggerfish's Reef, read unchanged, unsigned) and [`signed`] (Bosun's signed
-//!   catalogs, over HTTPS or from a folder); an OCI registry plugs in through
-//!   [`Registries::with_opener`].
+//!   catalogs, over HTTPS or from a folder); [`oci`] reads an OCI registry (through
+//!   `bosun-oci`), trusting a digest only when a signature by a pinned key names it, and
+//!   publishes to one; it plugs in through [`Registries::with_opener`] with [`oci::open`].
 //! - [`metadata`], [`trusted`], [`update`]: the signed catalog, a TUF subset on Ed25519
 //!   ([`key`], `verify_strict`) over canonical JSON ([`canonical`]): four roles, thresholds,
 //!   root rotation, expiry, delegations; the trusted versions kept under `$BOSUN_HOME`; rollback,
@@ -43,6 +44,7 @@ pub mod inspect;
 pub mod key;
 pub mod metadata;
 pub mod name;
+pub mod oci;
 pub mod publish;
 pub mod reef;
 pub mod signed;

@@ -287,6 +287,31 @@ pub fn publish_plugin(
     plugin_dir: &Path,
     signing: &Signing<'_>,
 ) -> Result<Published, RegistryError> {
+    let prepared = prepare_plugin(plugin_dir)?;
+    add(
+        dir,
+        ArtifactKind::Plugin,
+        prepared.claims,
+        prepared.file,
+        &prepared.bytes,
+        signing,
+    )
+}
+
+/// A plugin ready to publish anywhere: the claims it declares and the one file it travels as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// What it declares (the author left empty: the signer vouches, not the plugin).
+    pub claims: Claims,
+    /// `plugin.wasm`, `mod.ts` or `plugin.tar`.
+    pub file: &'static str,
+    /// That file's bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Reads the plugin in `plugin_dir` without running it and packs it as one file
+/// ([`crate::artifact`]); its folder name must be its declared name.
+pub fn prepare_plugin(plugin_dir: &Path) -> Result<Prepared, RegistryError> {
     let files = read_tree(plugin_dir)?;
     let local = bosun_plugins::discovery::dir_name(plugin_dir).unwrap_or_default();
     crate::name::check_name(&local)?;
@@ -329,5 +354,9 @@ pub fn publish_plugin(
         });
     }
     claims.author = String::new();
-    add(dir, ArtifactKind::Plugin, claims, file, &bytes, signing)
+    Ok(Prepared {
+        claims,
+        file,
+        bytes,
+    })
 }

@@ -225,7 +225,11 @@ impl App {
         if self.env.workspace.root().join("AGENTS.md").exists() {
             anyhow::bail!("AGENTS.md exists already: ask the model to update it if you want");
         }
-        self.start_turn(INIT_TASK.to_owned(), "/init: writing AGENTS.md");
+        // AGENTS.md goes into every later prompt in this workspace: asked before a run starts.
+        self.confirm = Some(Confirm::new(
+            "Have the model write AGENTS.md at the workspace root? Every later run here carries it in its prompt; creating it still asks, as any write of it does.".to_owned(),
+            PluginAction::Init,
+        ));
         Ok(String::new())
     }
 
@@ -315,11 +319,16 @@ impl App {
                 .map(|text| format!("{text}; its tools are offered from the next turn")),
             PluginAction::McpUntrust(name) => crate::mcp::remove(&self.env, &name),
             PluginAction::Rewind => self.rewind(None, false, "/rewind N --force"),
+            PluginAction::Init => {
+                self.start_turn(INIT_TASK.to_owned(), "/init: writing AGENTS.md");
+                Ok(String::new())
+            }
         };
-        self.entries.push(match done {
-            Ok(text) => Entry::Notice(text),
-            Err(e) => Entry::Error(format!("{e:#}")),
-        });
+        match done {
+            Ok(text) if text.is_empty() => {}
+            Ok(text) => self.entries.push(Entry::Notice(text)),
+            Err(e) => self.entries.push(Entry::Error(format!("{e:#}"))),
+        }
     }
 }
 

@@ -149,6 +149,8 @@ pub(super) enum PluginAction {
     McpUntrust(String),
     /// Go back to before the last request: the conversation and the files its run changed.
     Rewind,
+    /// `/init`: a run that writes AGENTS.md.
+    Init,
 }
 
 /// An approval on screen.

@@ -1722,3 +1722,22 @@ fn status_says_what_the_session_runs_with() {
     let run = h.app.last_run.clone().unwrap();
     assert!(text.contains(&format!("{run}.jsonl")), "{text}");
 }
+
+#[test]
+fn init_asks_before_a_run_writes_agents_md() {
+    let mut h = harness(vec![Step::text("I would write AGENTS.md now.")]);
+    h.submit("/init");
+    assert!(!h.app.is_running(), "nothing runs before the yes");
+    let question = h.app.confirm.as_ref().unwrap().question.clone();
+    assert!(question.contains("AGENTS.md"), "{question}");
+    h.press(KeyCode::Char('n'));
+    assert!(!h.app.is_running());
+    assert_eq!(h.server.steps_played(), 0);
+    h.submit("/init");
+    h.press(KeyCode::Char('y'));
+    assert!(h.app.is_running());
+    h.pump_until_idle();
+    assert_eq!(h.server.steps_played(), 1);
+    let request = h.server.requests()[0].to_string();
+    assert!(request.contains("Write an AGENTS.md file"), "{request}");
+}

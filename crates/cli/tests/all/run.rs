@@ -99,6 +99,12 @@ fn run_answers_on_stdout_and_a_session_resumes() {
         lines[last]["sequence"].as_u64().unwrap(),
         lines[last - 1]["sequence"].as_u64().unwrap() + 1
     );
+    // One number per line: the streamed text does not share the number of the event after it.
+    let numbers: Vec<u64> = lines
+        .iter()
+        .map(|l| l["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..lines.len() as u64).collect::<Vec<_>>());
     assert!(lines[last]["timestamp"].is_string());
     let result = &lines[last]["event"];
     assert_eq!(result["outcome"], "completed");

@@ -53,7 +53,7 @@ fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
         name: name.into(),
         entry: "index.mjs".into(),
         files: fixture(name),
-        capabilities: capabilities.iter().map(|c| (*c).to_owned()).collect(),
+        capabilities: capabilities.iter().map(|c| c.parse().unwrap()).collect(),
         endpoints: Vec::new(),
         classification: Classification::Public,
         trust: Trust::Sandboxed,

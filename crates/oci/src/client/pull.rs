@@ -187,7 +187,10 @@ impl Client {
         repository: &Repository,
         descriptor: &Descriptor,
     ) -> Result<Vec<u8>, OciError> {
-        let mut out = Vec::new();
+        // Sized once: the size is already checked against the cap in `pull_blob_to`, and a
+        // body past it is refused there.
+        let capacity = usize::try_from(descriptor.size.min(self.limits.blob_bytes)).unwrap_or(0);
+        let mut out = Vec::with_capacity(capacity);
         self.pull_blob_to(repository, descriptor, &mut out, |_| {})
             .await?;
         Ok(out)

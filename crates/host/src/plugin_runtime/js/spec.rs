@@ -32,8 +32,9 @@ pub struct JsPluginSpec {
     pub directory: BTreeMap<String, String>,
     /// The `.js` files that are CommonJS, as Node decides (`forge::commonjs_files`).
     pub commonjs: Vec<String>,
-    /// Forge capabilities as declared (`tools:register`, `network:access`, ...).
-    pub capabilities: Vec<String>,
+    /// Forge capabilities as declared (`tools:register`, `network:access`, ...), read once
+    /// with the manifest.
+    pub capabilities: Vec<bosun_plugins::ForgeCapability>,
     /// Triggerfish `declaredEndpoints` as authorities (`host` or `host:port`).
     pub endpoints: Vec<String>,
     /// Classification of the plugin's results (Triggerfish manifest; Forge: `PUBLIC`).
@@ -252,7 +253,10 @@ impl JsPluginSpec {
 
     pub(super) fn network(&self) -> bool {
         match self.format {
-            Format::Forge => self.capabilities.iter().any(|c| c == "network:access"),
+            Format::Forge => self
+                .capabilities
+                .iter()
+                .any(|c| c.judged_as() == Some(bosun_core::Capability::NetHttp)),
             Format::Triggerfish => !self.endpoints.is_empty(),
         }
     }
@@ -295,7 +299,12 @@ impl JsPluginSpec {
             format: self.format,
             name: self.name.clone(),
             entry: self.entry.clone(),
-            capabilities: self.capabilities.clone(),
+            // The engine's activation request is JSON: Forge's spelling crosses there.
+            capabilities: self
+                .capabilities
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
             trust: self.trust,
             config: self.config.clone(),
             limits: self.limits,
