@@ -14,6 +14,7 @@
 //! | 6 | `bosun run`: the model provider failed after its retries |
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
+mod acp;
 mod commands;
 mod doctor;
 mod env;
@@ -157,6 +158,9 @@ enum Command {
     /// registry's root keys.
     #[command(subcommand)]
     Registry(RegistryCommand),
+    /// Speak the Agent Client Protocol on stdin and stdout, for an editor's agent panel (Zed,
+    /// JetBrains, Neovim, Emacs): its sessions are Bosun sessions, every call through policy.
+    Acp,
     /// Serve the host's tools to other agents over MCP, each call through Bosun's policy.
     Serve {
         /// Serve one client over stdin and stdout (the default).
@@ -699,6 +703,7 @@ fn main() -> ExitCode {
             RegistryCommand::Refresh { dir, key } => registry::refresh(&dir, key.as_deref()),
             RegistryCommand::Trust { name, yes } => registry::trust(&name, yes),
         },
+        Command::Acp => acp::acp(),
         Command::Serve {
             stdio: _,
             http,

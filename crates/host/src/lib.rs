@@ -32,6 +32,7 @@ mod child;
 pub mod chokepoint;
 pub mod config;
 pub mod config_edit;
+pub mod file_access;
 pub mod flow;
 pub mod front_matter;
 pub mod hooks;

@@ -26,6 +26,8 @@ pub struct Session {
     untrusted: Mutex<Option<String>>,
     /// Where the conversation stands, for a reviewer.
     context: Mutex<ReviewContext>,
+    /// Where the built-in file tools read and write when the face offers its own (an editor).
+    files: crate::file_access::FileAccessSlot,
     /// Where the run going on keeps the files its tools change, so it can be undone.
     checkpoint: Mutex<Option<Arc<crate::checkpoint::RunCheckpoint>>>,
     /// Plan mode: the model may only read (the chokepoint denies every other call).
@@ -128,6 +130,17 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Lets the built-in file tools of this session read and write through the face (an
+    /// editor's buffers); `None` returns them to the disk.
+    pub fn set_file_access(&self, access: Option<Arc<dyn crate::file_access::FileAccess>>) {
+        self.files.set(access);
+    }
+
+    /// Where the built-in file tools read and write, when the face offers its own.
+    pub fn file_access(&self) -> Option<Arc<dyn crate::file_access::FileAccess>> {
+        self.files.get()
     }
 
     /// The session's taint: the highest classification of data that entered it.

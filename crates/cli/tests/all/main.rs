@@ -654,6 +654,7 @@ fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
 
+mod acp;
 mod binary;
 mod chock;
 mod first_hour;

@@ -175,6 +175,9 @@ impl Tool for ApplyPatch {
         let input = Input::parse(&input)?;
         let path = ctx.workspace.resolve(&input.path)?;
         let shown = ctx.workspace.relative(&path);
+        if let Some(files) = ctx.session.file_access() {
+            return patch_through(files.as_ref(), input, path, shown, ctx).await;
+        }
         let cancel = ctx.cancel.clone();
         let workspace = ctx.workspace.clone();
         let checkpoint = ctx.session.checkpoint();
@@ -235,13 +238,7 @@ impl Tool for ApplyPatch {
             temp.replace(&name.to_string_lossy())
                 .map_err(|err| io_error(&err, &shown))?;
             sync_dir(&dir);
-            let diff = TextDiff::configure()
-                .timeout(DIFF_DEADLINE)
-                .diff_lines(&original, &updated)
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("a/{shown}"), &format!("b/{shown}"))
-                .to_string();
+            let diff = unified_diff(&original, &updated, &shown);
             Ok(json!({"path": shown, "edits": input.edits.len(), "diff": diff}))
         });
         let value = task.await.map_err(|err| {
@@ -249,6 +246,78 @@ impl Tool for ApplyPatch {
         })??;
         bounded_output(value, false, &ctx.limits)
     }
+}
+
+/// The change from `original` to `updated` as a unified diff of `shown`.
+fn unified_diff(original: &str, updated: &str, shown: &str) -> String {
+    TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(original, updated)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string()
+}
+
+/// The patch applied to the face's text of the file (an editor's buffer, unsaved changes
+/// included) and the result written back through it. The file is first opened beneath the root
+/// as on disk, so a path that is no regular file inside the workspace fails the same way.
+async fn patch_through(
+    files: &dyn crate::file_access::FileAccess,
+    input: Input,
+    path: std::path::PathBuf,
+    shown: String,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let workspace = ctx.workspace.clone();
+    let checkpoint = ctx.session.checkpoint();
+    let (checked, opened) = (shown.clone(), path.clone());
+    tokio::task::spawn_blocking(move || {
+        let root = workspace.handle().map_err(|err| io_error(&err, &checked))?;
+        let file = root
+            .open_read(workspace.beneath(&opened)?)
+            .map_err(|err| io_error(&err, &checked))?;
+        let meta = file.metadata().map_err(|err| io_error(&err, &checked))?;
+        if meta.is_file() {
+            // The content before the edit kept for undo, as on disk.
+            crate::checkpoint::before_write(
+                checkpoint.as_deref(),
+                &workspace,
+                workspace.beneath(&opened)?,
+            )
+        } else {
+            Err(ToolError::new(
+                ErrorCode::NotFile,
+                format!("`{checked}` is not a regular file: apply_patch changes files only"),
+            ))
+        }
+    })
+    .await
+    .map_err(|err| ToolError::new(ErrorCode::IoError, format!("apply_patch failed: {err}")))??;
+    let original = tokio::select! {
+        text = files.read_text(&path) => text.map_err(|err| io_error(&err, &shown))?,
+        () = ctx.cancel.cancelled() => return Err(cancelled()),
+    };
+    if original.len() as u64 > MAX_FILE_BYTES {
+        return Err(super::invalid(format!(
+            "`{shown}` is {} bytes: apply_patch changes files of at most {MAX_FILE_BYTES} bytes",
+            original.len()
+        )));
+    }
+    let updated = apply_edits(&original, &input.edits, &shown)?;
+    if ctx.cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    files
+        .write_text(&path, &updated)
+        .await
+        .map_err(|err| io_error(&err, &shown))?;
+    let diff = unified_diff(&original, &updated, &shown);
+    bounded_output(
+        json!({"path": shown, "edits": input.edits.len(), "diff": diff}),
+        false,
+        &ctx.limits,
+    )
 }
 
 /// Applies every edit in order to a copy of `original`, or fails on the first one whose

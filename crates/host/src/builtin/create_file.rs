@@ -133,6 +133,9 @@ impl Tool for CreateFile {
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input = Input::parse(&input)?;
         check_cancel(ctx)?;
+        if let Some(files) = ctx.session.file_access() {
+            return create_through(files.as_ref(), input, ctx).await;
+        }
         let workspace = ctx.workspace.clone();
         let checkpoint = ctx.session.checkpoint();
         // Small, local file work: done in one blocking step so no await point splits it.
@@ -175,4 +178,60 @@ impl Tool for CreateFile {
         })??;
         bounded_output(value, false, &ctx.limits)
     }
+}
+
+/// The file created empty beneath the root (so the path is confined and new, exactly as on
+/// disk), then its text written through the face (an editor opens it as a buffer). A failed
+/// write removes the empty file again.
+async fn create_through(
+    files: &dyn crate::file_access::FileAccess,
+    input: Input,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let workspace = ctx.workspace.clone();
+    let checkpoint = ctx.session.checkpoint();
+    let path = input.path.clone();
+    let (target, shown) = tokio::task::spawn_blocking(move || {
+        let target = target(
+            &workspace,
+            &Input {
+                path,
+                content: String::new(),
+            },
+        )?;
+        let shown = workspace.relative(&target);
+        let parent = target.parent().ok_or_else(|| {
+            super::invalid(format!(
+                "`{shown}` has no parent directory: give a file path"
+            ))
+        })?;
+        // The file's absence kept for undo, as on disk.
+        crate::checkpoint::before_write(
+            checkpoint.as_deref(),
+            &workspace,
+            workspace.beneath(&target)?,
+        )?;
+        let dir = workspace
+            .handle()
+            .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
+            .map_err(|err| io_error(&err, &shown))?;
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        dir.create_new(&name)
+            .map_err(|err| write_error(&err, &shown))?;
+        Ok::<_, ToolError>((target, shown))
+    })
+    .await
+    .map_err(|err| ToolError::new(ErrorCode::IoError, format!("create_file failed: {err}")))??;
+    if let Err(err) = files.write_text(&target, &input.content).await {
+        let _ = std::fs::remove_file(&target);
+        return Err(io_error(&err, &shown));
+    }
+    bounded_output(
+        json!({"path": shown, "bytes": input.content.len()}),
+        false,
+        &ctx.limits,
+    )
 }

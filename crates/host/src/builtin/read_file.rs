@@ -141,45 +141,68 @@ impl Tool for ReadFile {
                 "offset and limit count from 1: offset 1 is the first line".to_owned(),
             ));
         }
+        // The face's own text (an editor's unsaved buffer) of the file just opened beneath the
+        // root, when it offers one.
+        if let Some(files) = ctx.session.file_access() {
+            drop(file);
+            let text = tokio::select! {
+                text = files.read_text(&path) => text.map_err(|err| io_error(&err, &shown))?,
+                () = ctx.cancel.cancelled() => return Err(cancelled()),
+            };
+            let bytes = text.len() as u64;
+            let text = std::io::Cursor::new(text.into_bytes());
+            if input.offset.is_some() || input.limit.is_some() {
+                return read_lines(text, &input, &shown, bytes, ctx).await;
+            }
+            return read_whole(text, &shown, bytes, ctx).await;
+        }
         if input.offset.is_some() || input.limit.is_some() {
             return read_lines(file, &input, &shown, meta.len(), ctx).await;
         }
-        // The content can never be larger than the bound, so read no more than that, plus one
-        // byte to learn whether there is more.
-        let limit = ctx.limits.max_output_bytes;
-        let capacity = usize::try_from(meta.len())
-            .unwrap_or(usize::MAX)
-            .min(limit)
-            .saturating_add(1);
-        let mut buf = Vec::with_capacity(capacity);
-        let mut reader = file.take(limit as u64 + 1);
-        let read = reader.read_to_end(&mut buf);
-        tokio::select! {
-            read = read => { read.map_err(|err| io_error(&err, &shown))?; }
-            () = ctx.cancel.cancelled() => return Err(cancelled()),
-        }
-        drop(reader);
-        if buf[..buf.len().min(BINARY_PROBE)].contains(&0) {
-            return Err(super::invalid(format!(
-                "`{shown}` is a binary file ({} bytes): read_file returns text only",
-                meta.len()
-            )));
-        }
-        let mut truncated = false;
-        if buf.len() > limit {
-            buf.truncate(limit);
-            truncated = true;
-        }
-        let text = if truncated {
-            String::from_utf8_lossy(trim_partial_utf8(&buf)).into_owned()
-        } else {
-            String::from_utf8_lossy(&buf).into_owned()
-        };
-        drop(buf);
-        let value =
-            json!({"path": shown, "content": text, "bytes": meta.len(), "truncated": truncated});
-        page_output(value, 1, truncated, &ctx.limits)
+        read_whole(file, &shown, meta.len(), ctx).await
     }
+}
+
+/// The whole text of `file` (of `bytes` bytes), cut to the output bound.
+async fn read_whole(
+    file: impl tokio::io::AsyncRead + Unpin,
+    shown: &str,
+    bytes: u64,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    // The content can never be larger than the bound, so read no more than that, plus one
+    // byte to learn whether there is more.
+    let limit = ctx.limits.max_output_bytes;
+    let capacity = usize::try_from(bytes)
+        .unwrap_or(usize::MAX)
+        .min(limit)
+        .saturating_add(1);
+    let mut buf = Vec::with_capacity(capacity);
+    let mut reader = file.take(limit as u64 + 1);
+    let read = reader.read_to_end(&mut buf);
+    tokio::select! {
+        read = read => { read.map_err(|err| io_error(&err, shown))?; }
+        () = ctx.cancel.cancelled() => return Err(cancelled()),
+    }
+    drop(reader);
+    if buf[..buf.len().min(BINARY_PROBE)].contains(&0) {
+        return Err(super::invalid(format!(
+            "`{shown}` is a binary file ({bytes} bytes): read_file returns text only"
+        )));
+    }
+    let mut truncated = false;
+    if buf.len() > limit {
+        buf.truncate(limit);
+        truncated = true;
+    }
+    let text = if truncated {
+        String::from_utf8_lossy(trim_partial_utf8(&buf)).into_owned()
+    } else {
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    drop(buf);
+    let value = json!({"path": shown, "content": text, "bytes": bytes, "truncated": truncated});
+    page_output(value, 1, truncated, &ctx.limits)
 }
 
 /// How many bytes `bytes` take as a JSON string's contents: quotes, backslashes and control
@@ -235,7 +258,7 @@ fn page_output(
 
 /// A page of lines: skips to `offset`, returns up to `limit` lines within the output bound.
 async fn read_lines(
-    file: tokio::fs::File,
+    file: impl tokio::io::AsyncRead + Unpin,
     input: &Input,
     shown: &str,
     bytes: u64,

@@ -2000,3 +2000,147 @@ async fn run_command_output_arrives_in_pieces_before_it_ends_and_is_redacted() {
     assert_code(&err, ErrorCode::Cancelled);
     assert_no_process_with(marker).await;
 }
+
+/// An editor's buffers behind the file-access seam: what it was asked to read and write.
+#[derive(Default)]
+struct Buffers {
+    texts: std::sync::Mutex<BTreeMap<PathBuf, String>>,
+    asked: std::sync::Mutex<Vec<PathBuf>>,
+}
+
+#[async_trait::async_trait]
+impl bosun_host::file_access::FileAccess for Buffers {
+    async fn read_text(&self, path: &Path) -> std::io::Result<String> {
+        self.asked.lock().unwrap().push(path.to_owned());
+        match self.texts.lock().unwrap().get(path) {
+            Some(text) => Ok(text.clone()),
+            None => fs::read_to_string(path),
+        }
+    }
+
+    async fn write_text(&self, path: &Path, text: &str) -> std::io::Result<()> {
+        self.asked.lock().unwrap().push(path.to_owned());
+        self.texts
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), text.to_owned());
+        Ok(())
+    }
+}
+
+impl Fixture {
+    /// The fixture with the file tools reading and writing through `buffers`.
+    fn through(buffers: &Arc<Buffers>) -> Fixture {
+        let fixture = Fixture::new();
+        fixture.ctx.session.set_file_access(Some(
+            buffers.clone() as Arc<dyn bosun_host::file_access::FileAccess>
+        ));
+        fixture
+    }
+}
+
+#[tokio::test]
+async fn read_file_reads_the_faces_unsaved_buffer_and_pages_it() {
+    let buffers = Arc::new(Buffers::default());
+    let f = Fixture::through(&buffers);
+    let path = f.write("a.txt", "on disk\n");
+    buffers
+        .texts
+        .lock()
+        .unwrap()
+        .insert(path.clone(), "unsaved one\nunsaved two\n".to_owned());
+    let whole = f.ok("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(whole["content"], "unsaved one\nunsaved two\n");
+    assert_eq!(whole["bytes"], 24);
+    let page = f
+        .ok(
+            "read_file",
+            json!({"path": "a.txt", "offset": 2, "limit": 1}),
+        )
+        .await;
+    assert_eq!(page["content"], "unsaved two\n");
+}
+
+#[tokio::test]
+async fn apply_patch_patches_the_buffer_and_writes_it_back_through_the_face() {
+    let buffers = Arc::new(Buffers::default());
+    let f = Fixture::through(&buffers);
+    let path = f.write("a.rs", "fn a() -> u32 { 1 }\n");
+    buffers
+        .texts
+        .lock()
+        .unwrap()
+        .insert(path.clone(), "fn a() -> u32 { 1 } // edited\n".to_owned());
+    let out = f
+        .ok(
+            "apply_patch",
+            json!({"path": "a.rs", "edits": [{"oldText": "1", "newText": "2"}]}),
+        )
+        .await;
+    assert!(
+        out["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+fn a() -> u32 { 2 } // edited")
+    );
+    assert_eq!(
+        buffers.texts.lock().unwrap().get(&path).unwrap(),
+        "fn a() -> u32 { 2 } // edited\n"
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), "fn a() -> u32 { 1 }\n");
+}
+
+#[tokio::test]
+async fn create_file_through_the_face_is_created_new_beneath_the_root_first() {
+    let buffers = Arc::new(Buffers::default());
+    let f = Fixture::through(&buffers);
+    f.ok(
+        "create_file",
+        json!({"path": "new/b.txt", "content": "hello"}),
+    )
+    .await;
+    let path = f.root.join("new/b.txt");
+    assert!(path.is_file(), "the file exists for the editor to open");
+    assert_eq!(buffers.texts.lock().unwrap().get(&path).unwrap(), "hello");
+    // An existing file is refused before the face is asked to write anything.
+    buffers.asked.lock().unwrap().clear();
+    let err = f
+        .err(
+            "create_file",
+            json!({"path": "new/b.txt", "content": "again"}),
+        )
+        .await;
+    assert_eq!(err.code, ErrorCode::AlreadyExists, "{err}");
+    assert_eq!(*buffers.asked.lock().unwrap(), Vec::<PathBuf>::new());
+}
+
+#[tokio::test]
+async fn file_access_is_never_asked_about_a_path_outside_the_workspace() {
+    let buffers = Arc::new(Buffers::default());
+    let f = Fixture::through(&buffers);
+    symlink(f.outside.join("secret.txt"), f.root.join("link.txt")).unwrap();
+    for (tool, input) in [
+        ("read_file", json!({"path": "link.txt"})),
+        ("read_file", json!({"path": "../outside/secret.txt"})),
+        (
+            "apply_patch",
+            json!({"path": "link.txt", "edits": [{"oldText": "top", "newText": "x"}]}),
+        ),
+        (
+            "create_file",
+            json!({"path": "../outside/new.txt", "content": "x"}),
+        ),
+    ] {
+        let err = f.err(tool, input.clone()).await;
+        assert_eq!(
+            err.code,
+            ErrorCode::OutsideWorkspace,
+            "{tool} {input}: {err}"
+        );
+    }
+    assert_eq!(*buffers.asked.lock().unwrap(), Vec::<PathBuf>::new());
+    assert_eq!(
+        fs::read_to_string(f.outside.join("secret.txt")).unwrap(),
+        SECRET
+    );
+}

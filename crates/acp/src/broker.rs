@@ -1,0 +1,212 @@
+//! Approvals through the editor: an `ask` (or a `review` put to a person) becomes
+//! `session/request_permission` with the call, its input and the reason, and the editor's
+//! choice becomes Bosun's answer. `deny` never gets here (the chokepoint refuses without
+//! asking), and anything but an allow — a rejection, a cancelled turn, a closed connection —
+//! refuses the call.
+//!
+//! Options, mapped to Bosun's answers:
+//! `allow-once` → allow once; `allow-session` → for this session (exactly these capabilities);
+//! `allow-always` → always in this workspace, writing the narrow rules its name shows (offered
+//! only when the call can be remembered exactly); `reject` → deny; `reject-explain` → deny and
+//! end the turn, so the person's next message tells the model why. A response whose `_meta`
+//! holds `{"reason": "…"}` with a rejection passes that sentence to the model at once.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId, ToolCallUpdate, ToolCallUpdateFields,
+};
+use async_trait::async_trait;
+use bosun_core::ApprovalAnswer;
+use bosun_host::ApprovalBroker;
+use bosun_host::approval::ApprovalRequest;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::ClientLink;
+use crate::updates::{text_content, tool_kind};
+
+/// The option ids Bosun offers.
+pub mod option {
+    /// Allow this call.
+    pub const ALLOW_ONCE: &str = "allow-once";
+    /// Allow this tool with exactly these capabilities for the rest of the session.
+    pub const ALLOW_SESSION: &str = "allow-session";
+    /// Allow and remember as narrow rules for this workspace.
+    pub const ALLOW_ALWAYS: &str = "allow-always";
+    /// Refuse this call.
+    pub const REJECT: &str = "reject";
+    /// Refuse and end the turn; the next message says why.
+    pub const REJECT_EXPLAIN: &str = "reject-explain";
+}
+
+/// Asks the person in the editor about one turn's calls.
+pub struct EditorBroker {
+    link: ClientLink,
+    session: SessionId,
+    /// The turn's cancellation: a cancelled turn answers every open request with a refusal.
+    cancel: CancellationToken,
+    /// What the person said with a rejection, by call, until the chokepoint takes it.
+    feedback: Mutex<HashMap<String, String>>,
+}
+
+impl EditorBroker {
+    /// A broker for the turn of `session` that `cancel` stops.
+    pub fn new(link: ClientLink, session: SessionId, cancel: CancellationToken) -> Self {
+        Self {
+            link,
+            session,
+            cancel,
+            feedback: Mutex::default(),
+        }
+    }
+
+    fn keep_feedback(&self, call_id: &str, text: String) {
+        if let Ok(mut kept) = self.feedback.lock() {
+            kept.insert(call_id.to_owned(), text);
+        }
+    }
+}
+
+/// The options for `request`, most permissive last but one.
+pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
+    let mut options = vec![
+        PermissionOption::new(
+            option::ALLOW_ONCE,
+            "Allow once",
+            PermissionOptionKind::AllowOnce,
+        ),
+        PermissionOption::new(
+            option::ALLOW_SESSION,
+            if request.capabilities.is_empty() {
+                "Allow for this session".to_owned()
+            } else {
+                "Allow for this session (these capabilities only)".to_owned()
+            },
+            PermissionOptionKind::AllowAlways,
+        ),
+    ];
+    // The rules are shown before they are written, as the terminal shows them.
+    if let Ok(rules) =
+        bosun_host::remembered::rules_for(&request.action, &request.capabilities, &request.tool)
+    {
+        options.push(PermissionOption::new(
+            option::ALLOW_ALWAYS,
+            format!(
+                "Always in this workspace: {}",
+                bosun_host::remembered::describe(&rules).join("; ")
+            ),
+            PermissionOptionKind::AllowAlways,
+        ));
+    }
+    options.push(PermissionOption::new(
+        option::REJECT,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options.push(PermissionOption::new(
+        option::REJECT_EXPLAIN,
+        "Reject and tell Bosun why (in your next message)",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
+}
+
+/// The permission request for `request` in `session`.
+pub fn permission_request(
+    session: &SessionId,
+    request: &ApprovalRequest,
+) -> RequestPermissionRequest {
+    let mut content = Vec::new();
+    if let Some(preview) = &request.preview {
+        content.push(text_content(format!("```diff\n{preview}\n```")));
+    }
+    let mut why = format!("policy says {}: {}", request.decision, request.reason);
+    if let Some(uses) = request.uses() {
+        why.push_str(&format!("\nuses: {uses}"));
+    }
+    content.push(text_content(why));
+    // A built-in's summary names what it does; any other tool's is its input, so name the tool.
+    let title = if crate::updates::is_builtin(&request.tool) {
+        request.summary.clone()
+    } else {
+        format!("{} {}", request.tool, request.summary)
+    };
+    let fields = ToolCallUpdateFields::new()
+        .title(title)
+        .kind(tool_kind(&request.tool))
+        .content(content);
+    RequestPermissionRequest::new(
+        session.clone(),
+        ToolCallUpdate::new(request.call_id.clone(), fields),
+        options(request),
+    )
+}
+
+/// The reason a rejection's `_meta` carries, bounded.
+fn meta_reason(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    let reason = meta?.get("reason")?.as_str()?.trim();
+    if reason.is_empty() {
+        return None;
+    }
+    Some(reason.chars().take(2_000).collect())
+}
+
+#[async_trait]
+impl ApprovalBroker for EditorBroker {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if self.cancel.is_cancelled() {
+            return ApprovalAnswer::Deny;
+        }
+        let asked = self
+            .link
+            .request_permission(permission_request(&self.session, request));
+        // A cancelled turn stops waiting; dropping the request tells the editor it is over.
+        let response = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return ApprovalAnswer::Deny,
+            response = asked => response,
+        };
+        let Ok(response) = response else {
+            return ApprovalAnswer::Unavailable;
+        };
+        let selected = match &response.outcome {
+            RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
+            _ => return ApprovalAnswer::Deny,
+        };
+        match selected.as_str() {
+            option::ALLOW_ONCE => ApprovalAnswer::AllowOnce,
+            option::ALLOW_SESSION => ApprovalAnswer::AllowSession,
+            option::ALLOW_ALWAYS => ApprovalAnswer::AllowAlways,
+            option::REJECT_EXPLAIN => {
+                match meta_reason(response.meta.as_ref()) {
+                    Some(reason) => self.keep_feedback(&request.call_id, reason),
+                    None => {
+                        self.keep_feedback(
+                            &request.call_id,
+                            "(the person will say why in their next message)".to_owned(),
+                        );
+                        // The turn ends here; the person's next message is the reason.
+                        self.cancel.cancel();
+                    }
+                }
+                ApprovalAnswer::Deny
+            }
+            _ => {
+                if let Some(reason) = meta_reason(response.meta.as_ref()) {
+                    self.keep_feedback(&request.call_id, reason);
+                }
+                ApprovalAnswer::Deny
+            }
+        }
+    }
+
+    fn unanswered_hint(&self) -> &str {
+        "answer the editor's permission request, or"
+    }
+
+    fn take_feedback(&self, call_id: &str) -> Option<String> {
+        self.feedback.lock().ok()?.remove(call_id)
+    }
+}

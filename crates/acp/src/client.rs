@@ -1,0 +1,109 @@
+//! The editor on the other end of the connection: what it said it can do at `initialize` and
+//! the messages Bosun sends it (session updates, permission requests, file reads and writes).
+//! Nothing here decides anything; every message passes through this one place.
+
+use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, ReadTextFileRequest, RequestPermissionRequest, RequestPermissionResponse,
+    SessionId, SessionNotification, SessionUpdate, WriteTextFileRequest,
+};
+use agent_client_protocol::{Client, Error};
+
+/// The connection to the editor and its capabilities.
+#[derive(Clone)]
+pub struct ClientLink {
+    connection: ConnectionTo<Client>,
+    capabilities: Arc<RwLock<ClientCapabilities>>,
+}
+
+impl std::fmt::Debug for ClientLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientLink").finish_non_exhaustive()
+    }
+}
+
+impl ClientLink {
+    /// The link over `connection`, with no capabilities until `initialize` names them.
+    pub fn new(connection: ConnectionTo<Client>) -> Self {
+        Self {
+            connection,
+            capabilities: Arc::default(),
+        }
+    }
+
+    /// Records what the editor said it can do.
+    pub fn set_capabilities(&self, capabilities: ClientCapabilities) {
+        *self
+            .capabilities
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = capabilities;
+    }
+
+    /// Whether the editor reads and writes text files for Bosun (both, or neither is used: a
+    /// read from the buffer and a write to the disk would disagree).
+    pub fn offers_files(&self) -> bool {
+        let capabilities = self
+            .capabilities
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        capabilities.fs.read_text_file && capabilities.fs.write_text_file
+    }
+
+    /// Sends `update` for `session`. A closed connection is not an error here: the turn goes
+    /// on and is saved, and the editor loads it again later.
+    pub fn update(&self, session: &SessionId, update: SessionUpdate) {
+        let _ = self
+            .connection
+            .send_notification(SessionNotification::new(session.clone(), update));
+    }
+
+    /// Asks the person through the editor.
+    pub async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        self.connection.send_request(request).block_task().await
+    }
+
+    /// The editor's text of `path` (an unsaved buffer included).
+    pub async fn read_text(&self, session: &SessionId, path: &Path) -> Result<String, Error> {
+        let response = self
+            .connection
+            .send_request(ReadTextFileRequest::new(session.clone(), path))
+            .block_task()
+            .await?;
+        Ok(response.content)
+    }
+
+    /// Replaces the editor's text of `path`.
+    pub async fn write_text(
+        &self,
+        session: &SessionId,
+        path: &Path,
+        text: &str,
+    ) -> Result<(), Error> {
+        self.connection
+            .send_request(WriteTextFileRequest::new(session.clone(), path, text))
+            .block_task()
+            .await?;
+        Ok(())
+    }
+}
+
+/// An error the editor shows: its message says what went wrong and what to do.
+pub fn error(code: agent_client_protocol::ErrorCode, message: impl Into<String>) -> Error {
+    Error::new(code, message.into())
+}
+
+/// A response as the JSON the connection sends.
+pub fn json(response: impl serde::Serialize) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(response).map_err(|e| {
+        error(
+            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+            format!("serialising a response: {e}"),
+        )
+    })
+}

@@ -1,0 +1,103 @@
+//! Bosun in the editor: the Agent Client Protocol (ACP, protocol version 1: JSON-RPC 2.0 over
+//! the agent's stdio) on the host and agent libraries, with the official `agent-client-protocol`
+//! crate speaking the wire. Zed, the JetBrains IDEs, Neovim and Emacs start `bosun acp` and talk
+//! to it; everything that makes Bosun Bosun holds: every tool call passes the one chokepoint,
+//! policy and approvals decide (an `ask` becomes `session/request_permission`), commands run in
+//! Bosun's OS sandbox (never in an editor terminal), every session's runs are traced and
+//! stored, and `bosun inspect` shows them.
+//!
+//! What the editor may call: `initialize`, `authenticate` (names the missing key's variable),
+//! `session/new`, `session/load` (replays a stored session), `session/prompt`,
+//! `session/cancel`, `session/set_mode` (`read-only`, `workspace-write`, `full`) and
+//! `session/set_config_option` (`model`, from `[models]`). Where the editor offers
+//! `fs/read_text_file` and `fs/write_text_file`, the built-in file tools read and write its
+//! buffers (through `bosun_host::file_access`, still confined and judged). No unstable protocol
+//! feature is used.
+//!
+//! This crate never prints: the connection is stdout. Its boundary: it translates between the
+//! protocol and Bosun's turn (`bosun_agent::turn::TurnBuilder`) and decides nothing itself.
+//!
+//! ```no_run
+//! # async fn serve() -> Result<(), bosun_acp::AcpError> {
+//! let home = bosun_host::config::bosun_home().map_err(|e| bosun_acp::AcpError::Home(e.to_string()))?;
+//! bosun_acp::serve_stdio(home).await
+//! # }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{ClientNotification, ClientRequest};
+use agent_client_protocol::{Agent as AgentRole, ByteStreams, ConnectTo};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+mod agent;
+pub mod broker;
+mod client;
+mod files;
+mod mcp_servers;
+pub mod modes;
+mod replay;
+mod session;
+pub mod updates;
+
+pub use agent::ENV_METHOD;
+pub use session::{commands, prompt_text};
+
+/// Why serving ended badly.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// `$BOSUN_HOME` could not be found.
+    #[error("finding Bosun's home: {0}")]
+    Home(String),
+    /// The connection failed (the transport broke, or the editor sent something the protocol
+    /// layer could not survive).
+    #[error("the ACP connection failed: {0}; the editor's log shows what it sent")]
+    Connection(String),
+}
+
+/// Serves one editor over `transport` until it closes the connection, then cancels every
+/// running turn and waits until each is saved.
+///
+/// # Errors
+/// The connection failed.
+pub async fn serve(
+    transport: impl ConnectTo<AgentRole> + 'static,
+    home: PathBuf,
+) -> Result<(), AcpError> {
+    let agent = Arc::new(agent::Agent::new(home));
+    let requests = agent.clone();
+    let notifications = agent.clone();
+    let served = AgentRole
+        .v1()
+        .name("bosun")
+        .on_receive_request(
+            async move |request: ClientRequest, responder, connection| {
+                requests.request(request, responder, connection).await
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: ClientNotification, _connection| {
+                notifications.notification(notification);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    agent.finish().await;
+    served.map_err(|e| AcpError::Connection(e.to_string()))
+}
+
+/// Serves the editor that started this process, over its stdin and stdout.
+///
+/// # Errors
+/// The connection failed.
+pub async fn serve_stdio(home: PathBuf) -> Result<(), AcpError> {
+    let transport = ByteStreams::new(
+        tokio::io::stdout().compat_write(),
+        tokio::io::stdin().compat(),
+    );
+    serve(transport, home).await
+}

@@ -1,0 +1,261 @@
+//! The MCP servers an editor passes with `session/new` or `session/load`: added as
+//! `[mcp.<name>]` servers are (run in the OS sandbox, each tool judged by the chokepoint), and —
+//! like those — offered only once the person approved their tools exactly as listed, which Bosun
+//! asks through the editor (`session/request_permission`) before the first turn that would
+//! offer them, and pins. A changed server is asked about again.
+//!
+//! What Bosun cannot honour is said, never silently dropped: environment values Bosun's own
+//! environment does not hold, HTTP header values (Bosun's config names variables, it never holds
+//! values), SSE servers, and names that are not valid `[mcp.<name>]` names or that a server of
+//! the user's config already uses.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
+};
+use bosun_host::config::LoadedConfig;
+use bosun_host::mcp_config::{McpServerConfig, valid_server_name};
+use bosun_mcp::client::{Server, model_name};
+use bosun_mcp::pins::{Pin, PinStore, PinnedTool, identity};
+
+use crate::client::ClientLink;
+use crate::updates::text_content;
+
+/// The option that approves a server's tools.
+pub const APPROVE: &str = "approve";
+/// The option that leaves them out.
+pub const DECLINE: &str = "decline";
+
+/// The servers an editor passed that Bosun can run, as config entries, and what it could not
+/// take as given.
+pub fn from_editor(
+    servers: &[McpServer],
+    user: &LoadedConfig,
+) -> (Vec<(String, McpServerConfig)>, Vec<String>) {
+    let mut taken = Vec::new();
+    let mut notes = Vec::new();
+    for server in servers {
+        let (name, config) = match server {
+            McpServer::Stdio(stdio) => {
+                // A variable is passed on by name when Bosun's own environment holds the same
+                // value: the editor cannot hand a server values the person did not set for Bosun.
+                let mut env = Vec::new();
+                for variable in &stdio.env {
+                    if std::env::var(&variable.name).is_ok_and(|own| own == variable.value) {
+                        env.push(variable.name.clone());
+                    } else {
+                        notes.push(format!(
+                            "MCP server `{}`: {} is not passed (Bosun passes only variables its own environment holds with the same value); set it where the editor starts `bosun acp`",
+                            stdio.name,
+                            bosun_core::escape_hidden(&variable.name)
+                        ));
+                    }
+                }
+                (
+                    stdio.name.clone(),
+                    McpServerConfig {
+                        command: Some(stdio.command.display().to_string()),
+                        args: stdio.args.clone(),
+                        env,
+                        ..empty_config()
+                    },
+                )
+            }
+            McpServer::Http(http) => {
+                if !http.headers.is_empty() {
+                    notes.push(format!(
+                        "MCP server `{}`: the editor's HTTP header values are not sent (Bosun's config names a variable for each header)",
+                        http.name
+                    ));
+                }
+                (
+                    http.name.clone(),
+                    McpServerConfig {
+                        url: Some(http.url.clone()),
+                        ..empty_config()
+                    },
+                )
+            }
+            McpServer::Sse(sse) => {
+                notes.push(format!(
+                    "MCP server `{}` is left out: Bosun speaks Streamable HTTP and stdio, not the older SSE transport",
+                    sse.name
+                ));
+                continue;
+            }
+            _ => {
+                notes.push(
+                    "an MCP server of a transport Bosun does not know is left out".to_owned(),
+                );
+                continue;
+            }
+        };
+        if !valid_server_name(&name) {
+            notes.push(format!(
+                "MCP server `{}` is left out: a name is 1–32 of a-z, 0-9 and -, starting with a letter",
+                bosun_core::escape_hidden(&name)
+            ));
+            continue;
+        }
+        if user.user.mcp.contains_key(&name) {
+            notes.push(format!(
+                "MCP server `{name}` from the editor is left out: [mcp.{name}] of your config already uses the name"
+            ));
+            continue;
+        }
+        taken.push((name, config));
+    }
+    (taken, notes)
+}
+
+/// A config entry with nothing set (every field at its default).
+fn empty_config() -> McpServerConfig {
+    McpServerConfig {
+        command: None,
+        args: Vec::new(),
+        cwd: None,
+        env: Vec::new(),
+        url: None,
+        headers: std::collections::BTreeMap::new(),
+        bearer_token_env: None,
+        trusted: false,
+        enabled: true,
+        timeout_ms: None,
+        sandbox: bosun_host::mcp_config::McpSandbox::default(),
+        classification: None,
+    }
+}
+
+/// Whether `name` with `config` is approved as it is now.
+pub fn approved(home: &Path, name: &str, config: &McpServerConfig) -> bool {
+    PinStore::load(home)
+        .ok()
+        .and_then(|pins| {
+            pins.servers
+                .get(name)
+                .map(|pin| pin.identity == identity(config))
+        })
+        .unwrap_or(false)
+}
+
+/// Starts the server, lists its tools, asks the person in the editor to approve them exactly
+/// as listed and pins them when they do. Returns what to tell the person.
+pub async fn ask_and_pin(
+    link: &ClientLink,
+    session: &SessionId,
+    config: &LoadedConfig,
+    root: &Path,
+    name: &str,
+    server_config: &McpServerConfig,
+) -> Result<String, String> {
+    let launcher = Arc::new(
+        bosun_launch::Launcher::new(config.user.sandbox.clone())
+            .private(&config.home)
+            .cache_in(config.home.join("cache")),
+    );
+    let server = Server::new(name, server_config.clone(), root, &config.home, launcher);
+    let listed = server
+        .list()
+        .await
+        .map_err(|e| format!("MCP server `{name}` could not be listed: {e}"))?;
+    let mut review = Vec::new();
+    let mut tools = std::collections::BTreeMap::new();
+    for tool in &listed {
+        match &tool.refused {
+            Some(reason) => review.push(format!(
+                "✗ {} — not offered: {}",
+                bosun_core::escape_hidden(&tool.name),
+                bosun_core::escape_hidden(reason)
+            )),
+            None => {
+                let offered_as = model_name(name, &tool.name);
+                let pinned = PinnedTool::approve(&offered_as, tool.hash.clone(), &tool.raw);
+                review.push(format!("• {offered_as}\n{}", pinned.review()));
+                tools.insert(tool.name.clone(), pinned);
+            }
+        }
+    }
+    if !server_config.trusted {
+        review.push(
+            "Every tool is judged by policy as `process` risk (the server is not marked trusted)."
+                .to_owned(),
+        );
+    }
+    let call_id = format!("mcp-approval-{name}");
+    let title = format!(
+        "Offer the {} tool(s) of MCP server `{name}` ({}) to the model?",
+        tools.len(),
+        server_config
+            .command
+            .as_deref()
+            .or(server_config.url.as_deref())
+            .unwrap_or_default()
+    );
+    link.update(
+        session,
+        SessionUpdate::ToolCall(
+            ToolCall::new(call_id.clone(), title.clone())
+                .kind(ToolKind::Other)
+                .status(ToolCallStatus::Pending)
+                .content(vec![text_content(review.join("\n"))]),
+        ),
+    );
+    let request = RequestPermissionRequest::new(
+        session.clone(),
+        ToolCallUpdate::new(
+            call_id.clone(),
+            ToolCallUpdateFields::new()
+                .title(title)
+                .content(vec![text_content(review.join("\n"))]),
+        ),
+        vec![
+            PermissionOption::new(
+                APPROVE,
+                "Approve these tools exactly as listed",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new(
+                DECLINE,
+                "Do not offer them",
+                PermissionOptionKind::RejectOnce,
+            ),
+        ],
+    );
+    let answer = link.request_permission(request).await;
+    let approved = matches!(
+        answer.as_ref().map(|r| &r.outcome),
+        Ok(RequestPermissionOutcome::Selected(selected)) if &*selected.option_id.0 == APPROVE
+    );
+    let status = if approved {
+        ToolCallStatus::Completed
+    } else {
+        ToolCallStatus::Failed
+    };
+    link.update(
+        session,
+        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id,
+            ToolCallUpdateFields::new().status(status),
+        )),
+    );
+    if !approved {
+        return Err(format!(
+            "MCP server `{name}`: not approved, so its tools are not offered in this session"
+        ));
+    }
+    let count = tools.len();
+    let mut pins = PinStore::load(&config.home).map_err(|e| e.to_string())?;
+    pins.servers.insert(
+        name.to_owned(),
+        Pin {
+            identity: identity(server_config),
+            tools,
+        },
+    );
+    pins.save(&config.home).map_err(|e| e.to_string())?;
+    Ok(format!("approved {count} tool(s) of MCP server `{name}`"))
+}

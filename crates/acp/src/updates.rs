@@ -1,0 +1,321 @@
+//! A turn's events as ACP session updates (protocol v1, `session/update`): the model's text as
+//! `agent_message_chunk`, its reasoning as `agent_thought_chunk`, and every tool call as a
+//! `tool_call` followed by `tool_call_update`s — its kind, the files it touches as locations, an
+//! edit as a `diff`, a command's output as it arrives, and how it ended. The events come from the
+//! run's trace, already redacted; this module only translates, and never decides or blocks.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, SessionId, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
+};
+use bosun_core::{Capability, CapabilityRequest, Decision, Envelope, Event};
+use bosun_host::Tool;
+use bosun_host::trace::Observer;
+use serde_json::Value;
+
+use crate::client::ClientLink;
+
+/// The most characters of a running command's output shown in its tool call; the start is
+/// dropped first (the end of a build or test run is what a person reads).
+pub const MAX_SHOWN_OUTPUT: usize = 64 * 1024;
+
+/// The built-in tools, for their one-line summaries.
+fn builtins() -> &'static [Arc<dyn Tool>] {
+    static TOOLS: OnceLock<Vec<Arc<dyn Tool>>> = OnceLock::new();
+    TOOLS.get_or_init(bosun_host::builtin::tools)
+}
+
+/// The kind of a call of `tool` as an editor shows it, before policy named its capabilities.
+pub fn tool_kind(tool: &str) -> ToolKind {
+    match tool {
+        "read_file" => ToolKind::Read,
+        "list_files" | "search" => ToolKind::Search,
+        "create_file" | "apply_patch" => ToolKind::Edit,
+        "run_command" => ToolKind::Execute,
+        "load_skill" => ToolKind::Read,
+        _ => ToolKind::Other,
+    }
+}
+
+/// The kind the capabilities a call was judged with give it (a plugin's or an MCP server's
+/// tool), strongest first; `None` when they say nothing.
+pub fn capability_kind(capabilities: &[CapabilityRequest]) -> Option<ToolKind> {
+    let has = |f: fn(&Capability) -> bool| capabilities.iter().any(|c| f(&c.capability));
+    if has(|c| matches!(c, Capability::ProcessSpawn)) {
+        Some(ToolKind::Execute)
+    } else if has(|c| matches!(c, Capability::FsWrite)) {
+        Some(ToolKind::Edit)
+    } else if has(|c| matches!(c, Capability::NetHttp)) {
+        Some(ToolKind::Fetch)
+    } else if has(|c| matches!(c, Capability::FsRead)) {
+        Some(ToolKind::Read)
+    } else {
+        None
+    }
+}
+
+/// Whether `tool` is one of Bosun's built-in tools.
+pub fn is_builtin(tool: &str) -> bool {
+    builtins().iter().any(|t| t.spec().name.as_str() == tool)
+}
+
+/// A call's title: the built-in's own summary (`read src/lib.rs`, `$ cargo 'test'`), else the
+/// tool's name.
+pub fn title(tool: &str, input: &Value) -> String {
+    builtins()
+        .iter()
+        .find(|t| t.spec().name.as_str() == tool)
+        .map_or_else(|| tool.to_owned(), |t| t.summarize(input))
+}
+
+/// The workspace file a call's `path` input names, as the editor opens it (absolute).
+fn input_path(root: &Path, input: &Value) -> Option<PathBuf> {
+    let path = input.get("path")?.as_str()?;
+    Some(root.join(path))
+}
+
+/// The files a call names, as locations.
+pub fn locations(root: &Path, input: &Value) -> Vec<ToolCallLocation> {
+    input_path(root, input)
+        .map(ToolCallLocation::new)
+        .into_iter()
+        .collect()
+}
+
+/// The locations of the paths a call was judged with (a plugin tool's files).
+fn capability_locations(root: &Path, capabilities: &[CapabilityRequest]) -> Vec<ToolCallLocation> {
+    let mut locations: Vec<ToolCallLocation> = Vec::new();
+    for request in capabilities {
+        if let Some(path) = &request.scope.path
+            && matches!(request.capability, Capability::FsRead | Capability::FsWrite)
+        {
+            let location = ToolCallLocation::new(root.join(path));
+            if !locations.contains(&location) {
+                locations.push(location);
+            }
+        }
+    }
+    locations
+}
+
+/// An edit as the editor's diff view takes it: each replacement of `apply_patch` (old and new
+/// text), the whole content of `create_file`.
+pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
+    let Some(path) = input_path(root, input) else {
+        return Vec::new();
+    };
+    match tool {
+        "create_file" => input
+            .get("content")
+            .and_then(Value::as_str)
+            .map(|content| ToolCallContent::Diff(Diff::new(path, content)))
+            .into_iter()
+            .collect(),
+        "apply_patch" => input
+            .get("edits")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|edit| {
+                let old = edit.get("oldText")?.as_str()?;
+                let new = edit.get("newText")?.as_str()?;
+                Some(ToolCallContent::Diff(
+                    Diff::new(path.clone(), new).old_text(old.to_owned()),
+                ))
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Text as a tool call's content.
+pub fn text_content(text: impl Into<String>) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::Text(TextContent::new(text)))
+}
+
+/// A text chunk of the agent's message.
+pub fn message_chunk(text: impl Into<String>) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text,
+    ))))
+}
+
+/// A text chunk of the agent's reasoning.
+pub fn thought_chunk(text: impl Into<String>) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text,
+    ))))
+}
+
+/// The announcement of a call of `tool` with `input`, as proposed.
+pub fn proposed(root: &Path, call_id: &str, tool: &str, input: &Value) -> ToolCall {
+    ToolCall::new(call_id.to_owned(), title(tool, input))
+        .kind(tool_kind(tool))
+        .status(ToolCallStatus::Pending)
+        .content(diffs(root, tool, input))
+        .locations(locations(root, input))
+        .raw_input(input.clone())
+}
+
+/// What is kept of a call while it runs.
+#[derive(Default)]
+struct Call {
+    /// Its diffs, kept in front of the output in every update.
+    diffs: Vec<ToolCallContent>,
+    /// Its output so far.
+    output: String,
+}
+
+/// Sends a turn's events to the editor as session updates.
+pub struct Updates {
+    link: ClientLink,
+    session: SessionId,
+    root: PathBuf,
+    calls: Mutex<HashMap<String, Call>>,
+}
+
+impl Updates {
+    /// The updates of `session` in the workspace at `root`.
+    pub fn new(link: ClientLink, session: SessionId, root: PathBuf) -> Self {
+        Self {
+            link,
+            session,
+            root,
+            calls: Mutex::default(),
+        }
+    }
+
+    fn send(&self, update: SessionUpdate) {
+        self.link.update(&self.session, update);
+    }
+
+    fn update(&self, call_id: &str, fields: ToolCallUpdateFields) {
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_owned(),
+            fields,
+        )));
+    }
+
+    /// The call's diffs and its output so far, as its content.
+    fn content_of(call: &Call) -> Vec<ToolCallContent> {
+        let mut content = call.diffs.clone();
+        if !call.output.is_empty() {
+            content.push(text_content(format!("```\n{}\n```", call.output)));
+        }
+        content
+    }
+
+    fn handle(&self, event: &Event) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Event::ModelText { text, .. } => self.send(message_chunk(text.clone())),
+            Event::ModelReasoning { text, .. } => self.send(thought_chunk(text.clone())),
+            Event::ToolProposed {
+                call_id,
+                tool,
+                input,
+            } => {
+                let announced = proposed(&self.root, call_id, tool, input);
+                calls.insert(
+                    call_id.clone(),
+                    Call {
+                        diffs: diffs(&self.root, tool, input),
+                        output: String::new(),
+                    },
+                );
+                self.send(SessionUpdate::ToolCall(announced));
+            }
+            Event::ToolDecided {
+                call_id,
+                tool,
+                capabilities,
+                explanation,
+                ..
+            } => {
+                let mut fields = ToolCallUpdateFields::new();
+                if tool_kind(tool) == ToolKind::Other
+                    && let Some(kind) = capability_kind(capabilities)
+                {
+                    fields = fields.kind(kind);
+                }
+                let judged = capability_locations(&self.root, capabilities);
+                if !judged.is_empty() {
+                    fields = fields.locations(judged);
+                }
+                if explanation.decision == Decision::Deny {
+                    // The failure follows with the reason; nothing will run.
+                    return;
+                }
+                self.update(call_id, fields);
+            }
+            Event::ToolStarted { call_id, .. } => {
+                self.update(
+                    call_id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                );
+            }
+            Event::ToolOutput { call_id, text, .. } => {
+                let call = calls.entry(call_id.clone()).or_default();
+                call.output.push_str(text);
+                if call.output.len() > MAX_SHOWN_OUTPUT {
+                    let mut cut = call.output.len() - MAX_SHOWN_OUTPUT;
+                    while !call.output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    call.output.drain(..cut);
+                }
+                let content = Self::content_of(call);
+                self.update(call_id, ToolCallUpdateFields::new().content(content));
+            }
+            Event::ToolCompleted {
+                call_id, output, ..
+            } => {
+                let call = calls.remove(call_id).unwrap_or_default();
+                let mut fields = ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .raw_output(output.clone());
+                if call.output.is_empty() {
+                    // A command whose output was not streamed: its result holds it.
+                    let streams: Vec<&str> = ["stdout", "stderr"]
+                        .iter()
+                        .filter_map(|key| output.get(*key).and_then(Value::as_str))
+                        .filter(|text| !text.is_empty())
+                        .collect();
+                    if !streams.is_empty() {
+                        let mut content = call.diffs.clone();
+                        content.push(text_content(format!("```\n{}\n```", streams.join("\n"))));
+                        fields = fields.content(content);
+                    }
+                }
+                self.update(call_id, fields);
+            }
+            Event::ToolFailed { call_id, error, .. } => {
+                let call = calls.remove(call_id).unwrap_or_default();
+                let mut content = Self::content_of(&call);
+                content.push(text_content(format!(
+                    "{}: {}",
+                    error.code.as_str(),
+                    error.message
+                )));
+                self.update(
+                    call_id,
+                    ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Failed)
+                        .content(content),
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Observer for Updates {
+    fn observe(&self, envelope: &Envelope) {
+        self.handle(&envelope.event);
+    }
+}

@@ -1,0 +1,243 @@
+//! `bosun_acp::serve` driven by the `agent-client-protocol` crate's own client side over an
+//! in-memory pipe, against the scripted model: the shapes of the messages an editor receives,
+//! an unknown session, and a client that disappears mid-turn (the turn is cancelled and the
+//! session stored).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity,
+    missing_docs
+)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
+    SessionUpdate, StopReason, TextContent,
+};
+use agent_client_protocol::{ByteStreams, Client, ErrorCode};
+use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
+use pretty_assertions::assert_eq;
+use tokio::sync::mpsc;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn fixture(server: &ScriptedServer) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "default_model = \"scripted\"\n[models.scripted]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let ws = ws.canonicalize().unwrap();
+    Fixture {
+        _dir: dir,
+        home,
+        ws,
+    }
+}
+
+/// Starts Bosun's agent on one end of a pipe; returns the client's transport.
+fn agent(
+    home: &Path,
+) -> (
+    ByteStreams<
+        tokio_util::compat::Compat<tokio::io::WriteHalf<tokio::io::DuplexStream>>,
+        tokio_util::compat::Compat<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+    >,
+    tokio::task::JoinHandle<Result<(), bosun_acp::AcpError>>,
+) {
+    let (client, agent) = tokio::io::duplex(1 << 20);
+    let (agent_read, agent_write) = tokio::io::split(agent);
+    let served = tokio::spawn(bosun_acp::serve(
+        ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+        home.to_owned(),
+    ));
+    let (client_read, client_write) = tokio::io::split(client);
+    (
+        ByteStreams::new(client_write.compat_write(), client_read.compat()),
+        served,
+    )
+}
+
+fn text(prompt: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(TextContent::new(prompt))]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_streams_message_chunks_and_ends_its_turn() {
+    let server = ScriptedModel::serve(Script::new([Step {
+        reasoning: Some("Thinking it over.".to_owned()),
+        text: Some("Hello from the scripted model.".to_owned()),
+        ..Step::default()
+    }]))
+    .await
+    .unwrap();
+    let f = fixture(&server);
+    let (transport, served) = agent(&f.home);
+    let (updates, mut received) = mpsc::unbounded_channel();
+    let ws = f.ws.clone();
+    let stop = Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                let _ = updates.send(notification);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert!(init.agent_capabilities.load_session);
+            assert_eq!(init.agent_info.unwrap().name, "bosun");
+            let session = cx
+                .send_request(NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let modes = session.modes.unwrap();
+            assert_eq!(&*modes.current_mode_id.0, "workspace-write");
+            let done = cx
+                .send_request(PromptRequest::new(session.session_id, text("Say hello.")))
+                .block_task()
+                .await?;
+            Ok(done.stop_reason)
+        })
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    served.await.unwrap().unwrap();
+    let mut said = String::new();
+    let mut thought = String::new();
+    let mut commands = false;
+    while let Ok(notification) = received.try_recv() {
+        match notification.update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                if let ContentBlock::Text(t) = chunk.content {
+                    said.push_str(&t.text);
+                }
+            }
+            SessionUpdate::AgentThoughtChunk(chunk) => {
+                if let ContentBlock::Text(t) = chunk.content {
+                    thought.push_str(&t.text);
+                }
+            }
+            SessionUpdate::AvailableCommandsUpdate(update) => {
+                commands = update
+                    .available_commands
+                    .iter()
+                    .any(|c| c.name == "compact");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(said, "Hello from the scripted model.");
+    assert!(thought.contains("Thinking it over."), "{thought}");
+    assert!(commands, "available_commands_update names /compact");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_session_gets_an_error_naming_it() {
+    let server = ScriptedModel::serve(Script::new([Step::text("unused")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    let (transport, served) = agent(&f.home);
+    let error = Client
+        .v1()
+        .connect_with(transport, async move |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let answer = cx
+                .send_request(PromptRequest::new("no-such-session", text("hi")))
+                .block_task()
+                .await;
+            Ok(answer.expect_err("an unknown session is an error"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(error.code, ErrorCode::RESOURCE_NOT_FOUND);
+    assert!(
+        error.message.contains("no session `no-such-session`"),
+        "{}",
+        error.message
+    );
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disappears_mid_turn_loses_no_session() {
+    let server = ScriptedModel::serve(Script::new([Step {
+        text: Some("Working on it".to_owned()),
+        hang: true,
+        ..Step::default()
+    }]))
+    .await
+    .unwrap();
+    let f = fixture(&server);
+    let (transport, served) = agent(&f.home);
+    let (updates, mut received) = mpsc::unbounded_channel();
+    let ws = f.ws.clone();
+    let session = Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                let _ = updates.send(notification);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let id = session.session_id.clone();
+            // The prompt is sent and never awaited: the editor goes away while the model is
+            // still talking.
+            cx.send_request(PromptRequest::new(id.clone(), text("Start.")))
+                .detach();
+            loop {
+                let notification = received.recv().await.expect("updates");
+                if matches!(notification.update, SessionUpdate::AgentMessageChunk(_)) {
+                    break;
+                }
+            }
+            Ok(id)
+        })
+        .await
+        .unwrap();
+    // The agent notices, cancels the turn, stores the session and ends.
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .expect("the agent ends when the client goes")
+        .unwrap()
+        .ok();
+    let stored =
+        std::fs::read_to_string(f.home.join("sessions").join(format!("{}.json", session.0)))
+            .expect("the session was stored");
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["run_ids"].as_array().unwrap().len(), 1, "{stored:#}");
+    assert_eq!(stored["messages"][0]["text"], "Start.");
+}

@@ -1,0 +1,494 @@
+//! `bosun acp` with the official TypeScript ACP SDK (`@agentclientprotocol/sdk` from npm,
+//! installed by `scripts/acp-peers`) as the editor (`tests/peers/acp_editor.mjs`), against the
+//! scripted model: a prompt that reads (through the editor's unsaved buffer), patches (the diff
+//! arrives, the edit lands in the buffer), runs a command (asked, allowed once, the output
+//! arrives); a rejected command that never runs; a cancel mid-command; the session loaded back
+//! in a new connection; read-only mode refusing a write without asking; an MCP server from the
+//! editor approved before its tools are offered; garbage and unknown sessions answered clearly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use bosun_agent::scripted::{Script, ScriptedCall, ScriptedModel, ScriptedServer, Step};
+use serde_json::{Value, json};
+
+use super::Env;
+use super::run::model_config;
+
+/// The TypeScript ACP SDK's `node_modules`, as `scripts/acp-peers` installed it.
+fn acp_modules() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    let modules = target.join("acp-peers/node/node_modules");
+    assert!(
+        modules.join("@agentclientprotocol/sdk").exists(),
+        "the TypeScript ACP SDK is not installed: run scripts/acp-peers (scripts/test does)"
+    );
+    modules
+}
+
+fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(ScriptedModel::serve(Script::new(steps)))
+        .unwrap();
+    (runtime, server)
+}
+
+fn call(name: &str, arguments: Value) -> Step {
+    Step {
+        tool_calls: vec![ScriptedCall {
+            name: name.to_owned(),
+            arguments,
+            id: None,
+        }],
+        ..Step::default()
+    }
+}
+
+/// Plays `plan` with the scripted editor and returns its report.
+fn editor(env: &Env, mut plan: Value) -> Value {
+    plan["bosun"] = json!(env!("CARGO_BIN_EXE_bosun"));
+    plan["cwd"] = json!(env.ws());
+    let mut extra = plan["env"].as_object().cloned().unwrap_or_default();
+    extra.insert("BOSUN_HOME".to_owned(), json!(env.home()));
+    plan["env"] = Value::Object(extra);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/acp_editor.mjs");
+    let child = Command::new("node")
+        .arg(script)
+        .arg(plan.to_string())
+        .env("BOSUN_ACP_NODE_MODULES", acp_modules())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let output = output
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the scripted editor did not finish in 120 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{e}: the editor printed {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// The updates of one kind, in order.
+fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| &n["update"])
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+/// The responses of one step kind, in order.
+fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
+    report["responses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["step"] == step)
+        .collect()
+}
+
+fn text_of(updates: &[&Value]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+fn stored_session(home: &Path, id: &str) -> Value {
+    let text = std::fs::read_to_string(home.join("sessions").join(format!("{id}.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_back() {
+    let env = Env::new();
+    let lib = env.ws().join("src/lib.rs");
+    let (_runtime, model) = serve(vec![
+        // Prompt 1: read (the unsaved buffer), patch, run a command (asked, allowed once).
+        Step {
+            text: Some("Let me look.".to_owned()),
+            ..call("read_file", json!({"path": "src/lib.rs"}))
+        },
+        call(
+            "apply_patch",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+        ),
+        call(
+            "run_command",
+            json!({"program": "echo", "args": ["hello-from-bosun"]}),
+        ),
+        Step::text("Patched and ran it."),
+        // Prompt 2: a command the person rejects.
+        call(
+            "run_command",
+            json!({"program": "touch", "args": ["rejected.txt"]}),
+        ),
+        Step::text("Understood, not touching it."),
+        // Prompt 3: a long command cancelled as soon as its first line arrives.
+        call(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "echo started; sleep 30; touch late.txt"]}),
+        ),
+        Step::text("never sent"),
+    ]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({
+            "fs": true,
+            "buffers": {lib.display().to_string(): "pub fn answer() -> u32 { 42 } // unsaved\n"},
+            "answers": ["allow-once", "reject", "allow-once"],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Read the answer, make it 43 and say hello."},
+                {"prompt": "Now touch rejected.txt."},
+                {"prompt": "Run the long one.", "cancelOn": "started"},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+
+    // initialize: loadSession, embedded context, HTTP MCP servers, Bosun named.
+    let init = &responses(&report, "initialize")[0]["result"];
+    assert_eq!(init["protocolVersion"], 1, "{report:#}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        true
+    );
+    assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true);
+    assert_eq!(init["agentInfo"]["name"], "bosun");
+
+    // session/new: the modes and the model option.
+    let new = &responses(&report, "new")[0]["result"];
+    let session = new["sessionId"].as_str().expect("a session id").to_owned();
+    assert_eq!(new["modes"]["currentModeId"], "workspace-write");
+    let modes: Vec<&str> = new["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["read-only", "workspace-write", "full"]);
+    assert_eq!(new["configOptions"][0]["id"], "model");
+    assert_eq!(new["configOptions"][0]["currentValue"], "scripted");
+    let commands = updates(&report, "available_commands_update");
+    assert!(
+        commands[0]["availableCommands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "compact"),
+        "{commands:?}"
+    );
+
+    // The three prompts end: completed, completed after the rejection, cancelled.
+    let prompts = responses(&report, "prompt");
+    let stops: Vec<&Value> = prompts.iter().map(|p| &p["result"]["stopReason"]).collect();
+    assert_eq!(
+        stops,
+        [&json!("end_turn"), &json!("end_turn"), &json!("cancelled")],
+        "{report:#}\n{stderr}"
+    );
+
+    // The model's text streamed as message chunks.
+    let said = text_of(&updates(&report, "agent_message_chunk"));
+    assert!(
+        said.contains("Let me look.") && said.contains("Patched and ran it."),
+        "{said}"
+    );
+
+    // The read went through the editor and saw the unsaved buffer.
+    assert!(
+        report["reads"].as_array().unwrap().contains(&json!(lib)),
+        "{report:#}"
+    );
+    let sent = serde_json::to_string(&model.requests()).unwrap();
+    assert!(
+        sent.contains("// unsaved"),
+        "the model saw the disk, not the buffer"
+    );
+
+    // The patch: announced as an edit with its diff, written into the buffer, not the disk.
+    let calls = updates(&report, "tool_call");
+    let patch = calls
+        .iter()
+        .find(|c| c["rawInput"]["edits"].is_array())
+        .expect("the apply_patch call");
+    assert_eq!(patch["kind"], "edit");
+    assert_eq!(patch["locations"][0]["path"], json!(lib));
+    assert_eq!(
+        patch["content"][0],
+        json!({"type": "diff", "path": lib, "oldText": "42", "newText": "43"})
+    );
+    assert_eq!(
+        report["writes"][0],
+        json!({"path": lib, "content": "pub fn answer() -> u32 { 43 } // unsaved\n"})
+    );
+    assert_eq!(
+        std::fs::read_to_string(&lib).unwrap(),
+        "pub fn answer() -> u32 { 42 }\n",
+        "the edit lands in the editor's buffer, not behind its back"
+    );
+
+    // The command: asked with Bosun's options, then its output arrived as it ran.
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    let options: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        options,
+        [
+            "allow-once",
+            "allow-session",
+            "allow-always",
+            "reject",
+            "reject-explain"
+        ]
+    );
+    let always = &asked[0]["options"][2]["name"];
+    assert!(
+        always
+            .as_str()
+            .unwrap()
+            .contains("allow process.spawn program=echo"),
+        "the rules are shown before they are written: {always}"
+    );
+    assert_eq!(asked[0]["toolCall"]["kind"], "execute");
+    let run_updates = updates(&report, "tool_call_update");
+    assert!(
+        run_updates
+            .iter()
+            .any(|u| u["content"].to_string().contains("hello-from-bosun")),
+        "the command's output arrives: {run_updates:#?}"
+    );
+
+    // The rejected command never ran, and its call failed as denied.
+    assert!(!env.ws().join("rejected.txt").exists());
+    assert!(
+        run_updates
+            .iter()
+            .any(|u| u["status"] == "failed" && u["content"].to_string().contains("denied")),
+        "{run_updates:#?}"
+    );
+
+    // The cancelled command saw `cancelled` and never finished.
+    assert!(!env.ws().join("late.txt").exists());
+    assert!(
+        run_updates
+            .iter()
+            .any(|u| u["status"] == "failed" && u["content"].to_string().contains("cancelled")),
+        "{run_updates:#?}"
+    );
+
+    // Saved after every turn, the cancelled one included, and each run is traced.
+    let stored = stored_session(&env.home(), &session);
+    let runs = stored["run_ids"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{stored:#}");
+    let inspect = env.bosun(&["inspect", runs[0].as_str().unwrap()]);
+    assert_eq!(
+        inspect.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+    let shown = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        shown.contains("apply_patch") && shown.contains("run_command"),
+        "{shown}"
+    );
+
+    // A new connection loads the session back as updates, then read-only refuses a write
+    // without asking.
+    let (_runtime2, model2) = serve(vec![
+        call("create_file", json!({"path": "new.txt", "content": "x"})),
+        Step::text("I may not write here."),
+    ]);
+    env.user_config(&model_config(&model2, ""));
+    let loaded = editor(
+        &env,
+        json!({
+            "answers": [],
+            "steps": [
+                {"initialize": true},
+                {"load": session},
+                {"mode": "read-only"},
+                {"prompt": "Create new.txt."},
+            ],
+        }),
+    );
+    assert!(
+        responses(&loaded, "load")[0]["result"].is_object(),
+        "{loaded:#}"
+    );
+    let replayed = text_of(&updates(&loaded, "user_message_chunk"));
+    assert!(replayed.contains("Read the answer") && replayed.contains("touch rejected.txt"));
+    assert!(
+        updates(&loaded, "tool_call")
+            .iter()
+            .any(|c| c["rawInput"]["edits"].is_array() && c["content"][0]["type"] == "diff"),
+        "the replay shows the patch's diff"
+    );
+    assert!(responses(&loaded, "mode")[0]["result"].is_object());
+    assert_eq!(
+        responses(&loaded, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        loaded["permissions"],
+        json!([]),
+        "deny is never sent as a question"
+    );
+    assert!(!env.ws().join("new.txt").exists());
+    assert!(
+        updates(&loaded, "tool_call_update")
+            .iter()
+            .any(|u| u["status"] == "failed" && u["content"].to_string().contains("denied")),
+        "{loaded:#}"
+    );
+    assert_eq!(
+        stored_session(&env.home(), &session)["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+}
+
+#[test]
+fn an_editor_mcp_server_is_approved_before_its_tools_are_offered() {
+    let env = Env::new();
+    // The server and the SDK it runs on, inside the workspace: the OS sandbox lets a server
+    // read the workspace and nothing the config does not name.
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
+    std::fs::copy(
+        peers.join("mcp_server.mjs"),
+        env.ws().join("mcp_server.mjs"),
+    )
+    .unwrap();
+    let modules = super::serve::node_modules();
+    let copied = env.ws().join("node_modules");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&modules)
+        .arg(&copied)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (_runtime, model) = serve(vec![
+        call("mcp__peer__add", json!({"a": 2, "b": 3})),
+        Step::text("It is 5."),
+    ]);
+    env.user_config(&model_config(&model, ""));
+    let modules_value = copied.display().to_string();
+    let report = editor(
+        &env,
+        json!({
+            "env": {"BOSUN_MCP_NODE_MODULES": modules_value},
+            "answers": ["approve", "allow-once"],
+            "steps": [
+                {"initialize": true},
+                {"new": {"mcpServers": [{
+                    "name": "peer",
+                    "command": "node",
+                    "args": ["mcp_server.mjs"],
+                    "env": [{"name": "BOSUN_MCP_NODE_MODULES", "value": modules_value}],
+                }]}},
+                {"prompt": "Add 2 and 3 with the peer."},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{report:#}\n{stderr}");
+    // First the server's tools, exactly as listed, before any model request offers them.
+    let review = asked[0]["toolCall"]["content"].to_string();
+    assert!(
+        review.contains("mcp__peer__add") && review.contains("Add two numbers."),
+        "{review}"
+    );
+    // Then the call itself (an untrusted server's tool is judged as a process).
+    assert!(
+        asked[1]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("mcp__peer__add"),
+        "{:#}",
+        asked[1]
+    );
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
+    );
+    let requests = model.requests();
+    let offered = requests[0]["tools"].to_string();
+    assert!(offered.contains("mcp__peer__add"), "{offered}");
+    let results = serde_json::to_string(&requests[1]["messages"]).unwrap();
+    assert!(results.contains('5'), "{results}");
+    // The approval is pinned like `bosun mcp trust`.
+    let pins = std::fs::read_to_string(env.home().join("mcp/pins.json")).unwrap();
+    assert!(pins.contains("\"peer\""));
+}
+
+#[test]
+fn garbage_and_unknown_sessions_get_clear_errors_and_the_connection_lives_on() {
+    let env = Env::new();
+    let (_runtime, model) = serve(vec![Step::text("Still here.")]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({
+            "steps": [
+                {"initialize": true},
+                {"raw": "this is not JSON"},
+                {"raw": "{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": \"session/prompt\", \"params\": 7}"},
+                {"prompt": "hello", "session": "no-such-session"},
+                {"request": {"method": "session/load", "params": {"sessionId": "0190aaaa-0000-7000-8000-000000000000", "cwd": env.ws(), "mcpServers": []}}},
+                {"new": {}},
+                {"prompt": "hello"},
+            ],
+        }),
+    );
+    let prompts = responses(&report, "prompt");
+    let unknown = &prompts[0]["error"];
+    assert!(
+        unknown["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session `no-such-session`"),
+        "{report:#}"
+    );
+    let load = &responses(&report, "session/load")[0]["error"];
+    assert!(
+        load["message"].as_str().unwrap().contains("0190aaaa"),
+        "{load}"
+    );
+    // After all that, the connection still serves a session.
+    assert_eq!(prompts[1]["result"]["stopReason"], "end_turn", "{report:#}");
+}
