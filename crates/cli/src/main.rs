@@ -22,6 +22,7 @@ mod first_run;
 mod mcp;
 mod plugin_commands;
 mod plugins;
+mod registry;
 mod run;
 mod serve;
 mod sessions;
@@ -153,6 +154,10 @@ enum Command {
     /// Agent Skills (SKILL.md) offered to the model: built-in, user and project ones.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Signed plugin catalogs: make a signing key, lay out and re-sign a catalog, pin a
+    /// registry's root keys.
+    #[command(subcommand)]
+    Registry(RegistryCommand),
     /// Speak the Agent Client Protocol on stdin and stdout, for an editor's agent panel (Zed,
     /// JetBrains, Neovim, Emacs): its sessions are Bosun sessions, every call through policy.
     Acp,
@@ -187,6 +192,52 @@ enum SkillsCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Search the configured registries' skills (name, description, tags).
+    Search {
+        /// What to look for (empty: everything).
+        #[arg(default_value = "")]
+        query: String,
+        /// Only this registry.
+        #[arg(long)]
+        from: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RegistryCommand {
+    /// Make an Ed25519 signing key (default: $BOSUN_HOME/registry/signing-key.json).
+    Keygen {
+        /// Where to write it; an existing file is never overwritten.
+        file: Option<std::path::PathBuf>,
+    },
+    /// Lay out a new signed catalog in DIR, all four roles held by the key.
+    Init {
+        /// The catalog's folder (serve it as it is, or copy it for an offline bundle).
+        dir: std::path::PathBuf,
+        /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+    },
+    /// Re-sign a catalog's targets, snapshot and timestamp with fresh expiries (before the
+    /// timestamp expires, or clients refuse it as frozen).
+    Refresh {
+        /// The catalog's folder.
+        dir: std::path::PathBuf,
+        /// The signing key.
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+    },
+    /// Show a signed registry's root keys and pin them in your config once you confirm them.
+    Trust {
+        /// The registry's name in [registries.NAME].
+        name: String,
+        /// Pin without asking.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -374,11 +425,18 @@ enum PluginsCommand {
         sdk_path: Option<std::path::PathBuf>,
     },
     /// Install a plugin from a directory (a Rust crate built for wasm32-wasip2, a directory
-    /// with plugin.wasm, plugin.json or mod.ts) or a .wasm file: copy it into $BOSUN_HOME/plugins,
+    /// with plugin.wasm, plugin.json or mod.ts) or a .wasm file, or NAME[@VERSION] from a
+    /// registry (verified, scanned and reviewed first): copy it into $BOSUN_HOME/plugins,
     /// enable it and trust it as it is.
     Install {
-        /// The plugin's directory or .wasm file.
+        /// The plugin's directory or .wasm file, or NAME[@VERSION] from a registry.
         path: std::path::PathBuf,
+        /// The registry to install NAME from (default: the one registry that has it).
+        #[arg(long, conflicts_with = "link")]
+        from: Option<String>,
+        /// Print the installed record as JSON (registry installs).
+        #[arg(long)]
+        json: bool,
         /// Its local name (default: the directory's, or the crate's, name).
         #[arg(long)]
         name: Option<String>,
@@ -393,6 +451,61 @@ enum PluginsCommand {
         /// Trust it without asking.
         #[arg(long)]
         yes: bool,
+    },
+    /// Search the configured registries' plugins (name, description, tags, author).
+    Search {
+        /// What to look for (empty: everything).
+        #[arg(default_value = "")]
+        query: String,
+        /// Only this registry.
+        #[arg(long)]
+        from: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Update plugins installed from a registry: shows what changed and asks again when it
+    /// grew; refuses a downgrade; a failed update leaves the old version serving.
+    Update {
+        /// One plugin (default: every plugin installed from a registry).
+        name: Option<String>,
+        /// Only say what could be updated.
+        #[arg(long)]
+        check: bool,
+        /// Allow an older version.
+        #[arg(long)]
+        force: bool,
+        /// Update without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check registry plugins' files against their integrity records.
+    Verify {
+        /// One plugin (default: every plugin installed from a registry).
+        name: Option<String>,
+        /// Accept a changed plugin as it is now (then trust it again).
+        #[arg(long)]
+        accept: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Publish a plugin to a signed catalog folder (its metadata is read, never run).
+    Publish {
+        /// The plugin's directory.
+        path: std::path::PathBuf,
+        /// The catalog: a configured registry with a path, or a folder.
+        #[arg(long)]
+        to: String,
+        /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a user plugin: its entry, its trust and its installed copy (a linked plugin's
     /// directory is kept).
@@ -578,6 +691,18 @@ fn main() -> ExitCode {
         Command::Mcp(McpCommand::Logout { name }) => mcp::logout(&name),
         Command::Sandbox(SandboxCommand::Status { json }) => commands::sandbox_status(json),
         Command::Skills(SkillsCommand::List { json }) => commands::skills_list(json),
+        Command::Skills(SkillsCommand::Search { query, from, json }) => registry::search(
+            bosun_registry::ArtifactKind::Skill,
+            &query,
+            from.as_deref(),
+            json,
+        ),
+        Command::Registry(command) => match command {
+            RegistryCommand::Keygen { file } => registry::keygen(file.as_deref()),
+            RegistryCommand::Init { dir, key } => registry::init(&dir, key.as_deref()),
+            RegistryCommand::Refresh { dir, key } => registry::refresh(&dir, key.as_deref()),
+            RegistryCommand::Trust { name, yes } => registry::trust(&name, yes),
+        },
         Command::Acp => acp::acp(),
         Command::Serve {
             stdio: _,
@@ -625,11 +750,47 @@ fn main() -> ExitCode {
             ),
             PluginsCommand::Install {
                 path,
+                from,
+                json,
                 name,
                 link,
                 force,
                 yes,
-            } => plugins::install(&path, name.as_deref(), link, force, yes),
+            } => {
+                if registry::names_registry_plugin(&path, from.as_deref()) {
+                    registry::install_plugin(
+                        &path.to_string_lossy(),
+                        from.as_deref(),
+                        force,
+                        yes,
+                        json,
+                    )
+                } else {
+                    plugins::install(&path, name.as_deref(), link, force, yes)
+                }
+            }
+            PluginsCommand::Search { query, from, json } => registry::search(
+                bosun_registry::ArtifactKind::Plugin,
+                &query,
+                from.as_deref(),
+                json,
+            ),
+            PluginsCommand::Update {
+                name,
+                check,
+                force,
+                yes,
+                json,
+            } => registry::update(name.as_deref(), check, force, yes, json),
+            PluginsCommand::Verify { name, accept, json } => {
+                registry::verify(name.as_deref(), accept, json)
+            }
+            PluginsCommand::Publish {
+                path,
+                to,
+                key,
+                json,
+            } => registry::publish(&path, &to, key.as_deref(), json),
             PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
         },
     };

@@ -115,6 +115,9 @@ pub struct Config {
     /// MCP servers whose tools Bosun offers, by name: `[mcp.<name>]`.
     #[serde(default)]
     pub mcp: std::collections::BTreeMap<String, crate::mcp_config::McpServerConfig>,
+    /// Plugin registries, by name: `[registries.<name>]`, with their pinned keys.
+    #[serde(default)]
+    pub registries: std::collections::BTreeMap<String, bosun_registry::RegistryConfig>,
     /// The OS sandbox for every child process: `[sandbox]`.
     #[serde(default)]
     pub sandbox: bosun_launch::SandboxConfig,
@@ -150,6 +153,10 @@ pub struct ProjectConfig {
     /// Labels of the project's own paths, as sources only: `[[classification.paths]]`.
     #[serde(default)]
     pub classification: crate::flow::ClassificationConfig,
+    /// Which of the user's registries this project uses (`[registries] allow = [...]`): it can
+    /// narrow them, never add one.
+    #[serde(default)]
+    pub registries: bosun_registry::ProjectRegistries,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -287,6 +294,11 @@ impl LoadedConfig {
                     key,
                     message,
                 }
+            })?;
+            bosun_registry::config::check(&user.registries).map_err(|e| ConfigError::Invalid {
+                path: file.path.clone(),
+                key: "registries".to_owned(),
+                message: e.to_string(),
             })?;
             bosun_plugins::check_plugin_configs(&user.plugins).map_err(|e| match e {
                 bosun_plugins::PluginError::Config { key, message } => ConfigError::Invalid {

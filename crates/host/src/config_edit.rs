@@ -295,6 +295,35 @@ impl UserConfigEdit {
             .is_some()
     }
 
+    /// Sets `[registries.NAME] keys` to `keys`: the root keys a person confirmed for a signed
+    /// registry (trust on first use).
+    ///
+    /// # Errors
+    /// There is no `[registries.NAME]` table.
+    pub fn pin_registry_keys(
+        &mut self,
+        name: &str,
+        keys: &[String],
+    ) -> Result<(), ConfigEditError> {
+        let Some(entry) = self
+            .doc
+            .get_mut("registries")
+            .and_then(|p| p.get_mut(name))
+            .and_then(Item::as_table_mut)
+        else {
+            return Err(ConfigEditError::Missing {
+                path: self.path.clone(),
+                key: format!("registries.{name}"),
+            });
+        };
+        let mut array = toml_edit::Array::new();
+        for key in keys {
+            array.push(key.as_str());
+        }
+        entry["keys"] = toml_edit::value(array);
+        Ok(())
+    }
+
     /// Adds (or replaces) `[models.NAME]` with `entry`; with `default`, also
     /// `default_model = "NAME"`.
     ///

@@ -6,8 +6,12 @@
 //! by `SIGKILL`) leaves that file, but the kernel drops its lock. The sweep removes only files
 //! that are provably abandoned: named as Bosun's writers name them, regular files, untouched for
 //! [`STALE_AFTER`] and not locked by anyone. It never follows a symbolic link and never enters
-//! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's — except to remove the
-//! staging directory (`.install-<name>-<pid>`) of an install whose process is gone.
+//! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's — except for the
+//! directories an install, a replacement or a removal has in flight
+//! ([`crate::discovery::TRANSIENT_PREFIXES`]) whose process is gone: a staging copy or a plugin
+//! being removed is deleted, and a previous version kept aside is put back when nothing took its
+//! place (a kill between the two renames of a swap), so a crash leaves the old version or the
+//! new one, never neither.
 
 use std::io::Write;
 use std::path::Path;
@@ -139,34 +143,46 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
     removed
 }
 
-/// Removes the staging directories `bosun plugins install` leaves in `plugins` when killed
-/// (`.install-<name>-<pid>`): only one whose process is gone and that has been untouched for
-/// [`STALE_AFTER`] (a pid seen from another PID namespace may look gone). Nothing else of the
-/// authors' directory is looked at.
+/// Settles what installs, replacements and removals left in `plugins` when killed
+/// ([`crate::discovery::transient`]), for those whose process is gone: a previous version kept
+/// aside (`.replaced-<name>-<pid>`) is renamed back to `<name>` when nothing is there — at
+/// once, since the rename cannot succeed once anything took its place — and every other
+/// leftover is deleted once untouched for [`STALE_AFTER`] (a pid seen from another PID
+/// namespace may look gone). Nothing else of the authors' directory is looked at.
 fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
+    use crate::discovery::{Transient, transient};
     let Ok(entries) = std::fs::read_dir(plugins) else {
         return 0;
     };
     let mut removed = 0;
     for entry in entries.flatten().take(MAX_SWEEP_ENTRIES) {
-        let pid = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.strip_prefix(crate::discovery::INSTALL_STAGING_PREFIX))
-            .and_then(|rest| rest.rsplit_once('-'))
-            .and_then(|(_, pid)| pid.parse::<i32>().ok());
-        let Some(pid) = pid.filter(|&pid| pid > 0) else {
+        let file_name = entry.file_name();
+        let Some((kind, plugin, pid)) = file_name.to_str().and_then(transient) else {
             continue;
         };
-        let untouched = entry
-            .metadata()
+        // `DirEntry::metadata` does not follow links: only a real directory is Bosun's.
+        let Some(meta) = entry.metadata().ok().filter(std::fs::Metadata::is_dir) else {
+            continue;
+        };
+        if process_is_alive(pid) {
+            continue;
+        }
+        let target = plugins.join(plugin);
+        if kind == Transient::Replaced
+            && crate::discovery::is_local_name(plugin)
+            && target.symlink_metadata().is_err()
+        {
+            if std::fs::rename(entry.path(), &target).is_ok() {
+                removed += 1;
+            }
+            continue;
+        }
+        let untouched = meta
+            .modified()
             .ok()
-            .filter(std::fs::Metadata::is_dir)
-            .and_then(|m| m.modified().ok())
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age >= STALE_AFTER);
-        // `DirEntry::metadata` does not follow links: only a real directory is untouched.
-        if untouched && !process_is_alive(pid) && std::fs::remove_dir_all(entry.path()).is_ok() {
+        if untouched && std::fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }
     }
@@ -217,6 +233,7 @@ fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::fs::File;
 
     use super::*;
@@ -330,6 +347,54 @@ mod tests {
         for kept in [&alive, &fresh, &authors, &odd] {
             assert!(kept.exists(), "{} was removed", kept.display());
         }
+    }
+
+    #[test]
+    fn a_killed_swap_leaves_the_old_version_or_the_new_never_neither() {
+        let home = tempfile::tempdir().unwrap();
+        let plugins = home.path().join("plugins");
+        let dir = |name: &str, content: &str, age: Duration| {
+            let dir = plugins.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("mod.ts"), content).unwrap();
+            File::open(&dir)
+                .unwrap()
+                .set_modified(SystemTime::now() - age)
+                .unwrap();
+            dir
+        };
+        // Killed between the renames: the old version only aside, the new one staged.
+        let aside = dir(".replaced-web-99999999", "old", Duration::ZERO);
+        let new = dir(".new-web-99999999", "new", OLD);
+        // Killed after both renames: the new one in place, the old one still aside.
+        dir("api", "new", OLD);
+        let stale_aside = dir(".replaced-api-99999999", "old", OLD);
+        // Killed while removing, and while staging a registry install.
+        let removing = dir(".removing-gone-99999999", "x", OLD);
+        let staging = dir(".install-reg-99999999", "x", OLD);
+        // A live process's swap is left alone.
+        let live = dir(
+            &format!(".replaced-live-{}", std::process::id()),
+            "old",
+            OLD,
+        );
+        let (found, _) = crate::discovery::discover_user(home.path(), &BTreeMap::new());
+        let listed: Vec<&str> = found.iter().map(|d| d.local_name.as_str()).collect();
+        assert_eq!(listed, ["api"], "nothing in flight is listed as a plugin");
+
+        assert_eq!(sweep_stale_temporaries(home.path()), 5);
+        assert_eq!(
+            std::fs::read_to_string(plugins.join("web/mod.ts")).unwrap(),
+            "old"
+        );
+        assert_eq!(
+            std::fs::read_to_string(plugins.join("api/mod.ts")).unwrap(),
+            "new"
+        );
+        for gone in [&aside, &new, &stale_aside, &removing, &staging] {
+            assert!(!gone.exists(), "{} was left", gone.display());
+        }
+        assert!(live.exists());
     }
 
     #[test]

@@ -324,14 +324,49 @@ pub fn user_plugins_dir(home: &Path) -> PathBuf {
 /// plugin's name, and discovery never lists it.
 pub const INSTALL_STAGING_PREFIX: &str = ".install-";
 
+/// Every name Bosun gives a plugin directory in flight, each followed by `<name>-<pid>`: an
+/// install's staging copy, a replacement's new copy, the old version kept aside while it is
+/// replaced, and a plugin moved aside while it is removed. None of them is a plugin.
+pub const TRANSIENT_PREFIXES: [&str; 4] =
+    [INSTALL_STAGING_PREFIX, ".new-", ".replaced-", ".removing-"];
+
+/// What a directory Bosun left in flight was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transient {
+    /// A new copy being staged (`.install-`, `.new-`): never in place, deleted when abandoned.
+    Staging,
+    /// The previous version, moved aside while the new one goes in (`.replaced-`): put back
+    /// when abandoned with nothing in its place, else deleted.
+    Replaced,
+    /// A plugin being removed (`.removing-`): deleted when abandoned.
+    Removing,
+}
+
 /// The directory in `plugins` where process `pid` stages its install of `name`.
 pub fn install_staging_dir(plugins: &Path, name: &str, pid: u32) -> PathBuf {
     plugins.join(format!("{INSTALL_STAGING_PREFIX}{name}-{pid}"))
 }
 
-/// Whether `name`, a directory of `$BOSUN_HOME/plugins`, is an install's staging copy.
+/// Whether `name`, a directory of `$BOSUN_HOME/plugins`, is one Bosun has in flight (see
+/// [`TRANSIENT_PREFIXES`]) rather than a plugin.
 pub fn is_install_staging(name: &str) -> bool {
-    name.starts_with(INSTALL_STAGING_PREFIX)
+    transient(name).is_some()
+}
+
+/// What the in-flight directory `name` is for, the plugin it belongs to and the process that
+/// made it; `None` for any other name.
+pub fn transient(name: &str) -> Option<(Transient, &str, i32)> {
+    let (kind, rest) = [
+        (Transient::Staging, INSTALL_STAGING_PREFIX),
+        (Transient::Staging, ".new-"),
+        (Transient::Replaced, ".replaced-"),
+        (Transient::Removing, ".removing-"),
+    ]
+    .into_iter()
+    .find_map(|(kind, prefix)| name.strip_prefix(prefix).map(|rest| (kind, rest)))?;
+    let (plugin, pid) = rest.rsplit_once('-')?;
+    let pid = pid.parse::<i32>().ok().filter(|&p| p > 0)?;
+    (!plugin.is_empty()).then_some((kind, plugin, pid))
 }
 
 /// `<workspace>/.bosun/plugins`.

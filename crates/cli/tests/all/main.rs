@@ -665,6 +665,7 @@ mod mcp_client;
 mod mcp_trust;
 mod plugins;
 mod processes;
+mod registry;
 mod review;
 mod run;
 mod serve;

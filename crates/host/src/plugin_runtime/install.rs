@@ -23,6 +23,7 @@
 //! [`directory`], under the same loader's bounds as the snapshot these tools read.
 
 pub mod directory;
+pub mod registry;
 
 pub use directory::{InstallError, InstallSource, InstalledDir, Replaced};
 
