@@ -141,28 +141,8 @@ impl Tool for CreateFile {
         // Small, local file work: done in one blocking step so no await point splits it.
         let task = tokio::task::spawn_blocking(move || {
             let target = target(&workspace, &input)?;
-            let shown = workspace.relative(&target);
-            let parent = target.parent().ok_or_else(|| {
-                super::invalid(format!(
-                    "`{shown}` has no parent directory: give a file path"
-                ))
-            })?;
-            // The file's absence (and the directories about to be made) kept for undo.
-            crate::checkpoint::before_write(
-                checkpoint.as_deref(),
-                &workspace,
-                workspace.beneath(&target)?,
-            )?;
-            // Each missing directory is made, and the file created, relative to a handle of its
-            // parent beneath the root: a directory swapped for a link meanwhile is refused.
-            let dir = workspace
-                .handle()
-                .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
-                .map_err(|err| io_error(&err, &shown))?;
-            let name = target
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
+            let Parent { dir, name, shown } =
+                open_parent(&workspace, &target, checkpoint.as_deref())?;
             // Keep the temporary name within NAME_MAX whatever the target's length.
             let (stem, _) = truncate_chars(&name, 64);
             let mut temp = TempFile::create_in(&dir, stem).map_err(|err| io_error(&err, &shown))?;
@@ -178,6 +158,40 @@ impl Tool for CreateFile {
         })??;
         bounded_output(value, false, &ctx.limits)
     }
+}
+
+/// The new file's parent directory, opened beneath the root with every missing directory made,
+/// its name and its path as shown.
+struct Parent {
+    dir: crate::beneath::Dir,
+    name: String,
+    shown: String,
+}
+
+/// Keeps the file's absence (and the directories about to be made) for undo, then makes each
+/// missing directory relative to a handle of its parent beneath the root: a directory swapped for
+/// a link meanwhile is refused. The same for a file written on disk and one written through a face.
+fn open_parent(
+    workspace: &Workspace,
+    target: &std::path::Path,
+    checkpoint: Option<&crate::checkpoint::RunCheckpoint>,
+) -> Result<Parent, ToolError> {
+    let shown = workspace.relative(target);
+    let parent = target.parent().ok_or_else(|| {
+        super::invalid(format!(
+            "`{shown}` has no parent directory: give a file path"
+        ))
+    })?;
+    crate::checkpoint::before_write(checkpoint, workspace, workspace.beneath(target)?)?;
+    let dir = workspace
+        .handle()
+        .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
+        .map_err(|err| io_error(&err, &shown))?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Parent { dir, name, shown })
 }
 
 /// The file created empty beneath the root (so the path is confined and new, exactly as on
@@ -199,26 +213,7 @@ async fn create_through(
                 content: String::new(),
             },
         )?;
-        let shown = workspace.relative(&target);
-        let parent = target.parent().ok_or_else(|| {
-            super::invalid(format!(
-                "`{shown}` has no parent directory: give a file path"
-            ))
-        })?;
-        // The file's absence kept for undo, as on disk.
-        crate::checkpoint::before_write(
-            checkpoint.as_deref(),
-            &workspace,
-            workspace.beneath(&target)?,
-        )?;
-        let dir = workspace
-            .handle()
-            .and_then(|root| root.create_dirs(workspace.beneath(parent).unwrap_or(parent)))
-            .map_err(|err| io_error(&err, &shown))?;
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let Parent { dir, name, shown } = open_parent(&workspace, &target, checkpoint.as_deref())?;
         dir.create_new(&name)
             .map_err(|err| write_error(&err, &shown))?;
         Ok::<_, ToolError>((target, shown))
