@@ -128,6 +128,9 @@ pub struct Config {
     /// `[[hooks.post_tool_response]]`.
     #[serde(default)]
     pub hooks: crate::hooks::HooksConfig,
+    /// OpenTelemetry export: `[telemetry]`, off unless a signal names an exporter.
+    #[serde(default)]
+    pub telemetry: bosun_telemetry::TelemetryConfig,
 }
 
 impl Config {
@@ -157,6 +160,10 @@ pub struct ProjectConfig {
     /// narrow them, never add one.
     #[serde(default)]
     pub registries: bosun_registry::ProjectRegistries,
+    /// Read only to be refused with the fix: a project may never turn telemetry on or choose
+    /// where it goes.
+    #[serde(default)]
+    telemetry: Option<toml::Value>,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -283,6 +290,11 @@ impl LoadedConfig {
                 key: "hooks".to_owned(),
                 message: message.to_string(),
             })?;
+            user.telemetry.check().map_err(|e| ConfigError::Invalid {
+                path: file.path.clone(),
+                key: "telemetry".to_owned(),
+                message: e.to_string(),
+            })?;
             user.sandbox.validate().map_err(|e| ConfigError::Invalid {
                 path: file.path.clone(),
                 key: "sandbox".to_owned(),
@@ -316,6 +328,16 @@ impl LoadedConfig {
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
             Some(file) => {
                 let project: ProjectConfig = parse(&file)?;
+                if project.telemetry.is_some() {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "telemetry".to_owned(),
+                        message: "a project cannot turn telemetry on or choose where it goes: \
+                                  remove [telemetry] here, and set it in your own config \
+                                  ($BOSUN_HOME/config.toml)"
+                            .to_owned(),
+                    });
+                }
                 let labels = &project.classification;
                 if labels.write_down.is_some()
                     || !labels.hosts.is_empty()
@@ -427,6 +449,11 @@ impl LoadedConfig {
     /// The environment a child process gets: this process's, minus every secret.
     pub fn scrubbed_env(&self) -> std::collections::BTreeMap<String, String> {
         scrub_env(std::env::vars(), &self.user.trace.redact_env)
+    }
+
+    /// The telemetry in force: the user's `[telemetry]` (a project's is refused at load).
+    pub fn telemetry(&self) -> &bosun_telemetry::TelemetryConfig {
+        &self.user.telemetry
     }
 
     /// `$BOSUN_HOME/runs`.

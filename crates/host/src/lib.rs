@@ -47,6 +47,7 @@ pub mod review;
 pub mod run_trace;
 pub mod session;
 pub mod skills;
+pub mod telemetry;
 pub mod tool;
 pub mod trace;
 pub mod user_plugins;

@@ -35,9 +35,24 @@ impl TraceBuilder {
     }
 
     /// A new run's trace as `config` wants it: a fresh run id, written to
-    /// `$BOSUN_HOME/runs` with the configured redaction.
+    /// `$BOSUN_HOME/runs` with the configured redaction, exported when `[telemetry]` says so.
     pub fn for_config(config: &LoadedConfig) -> Self {
-        Self::new(trace::new_run_id(), Arc::new(config.redactor())).runs_dir(config.runs_dir())
+        Self::new(trace::new_run_id(), Arc::new(config.redactor()))
+            .runs_dir(config.runs_dir())
+            .telemetry(config, None)
+    }
+
+    /// Exports the run as `config`'s `[telemetry]` says (nothing when it is off); its span is
+    /// a child of `remote_parent` when a caller sent a `traceparent`.
+    pub fn telemetry(
+        self,
+        config: &LoadedConfig,
+        remote_parent: Option<bosun_telemetry::SpanContext>,
+    ) -> Self {
+        match crate::telemetry::observer(config, remote_parent) {
+            Some(observer) => self.observe(observer),
+            None => self,
+        }
     }
 
     /// Writes the trace to `<dir>/<run_id>.jsonl`.

@@ -11,6 +11,7 @@ mod flow;
 mod js_plugins;
 mod remembered;
 mod skills;
+mod telemetry;
 
 /// A tool context over the workspace `root`, as the chokepoint makes one, with nothing granted.
 pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {

@@ -1,0 +1,85 @@
+//! OpenTelemetry export wired into runs: the process's exporter, started from `[telemetry]`
+//! the first time a run needs it, and the trace observer that projects each run's events into
+//! it (`bosun_telemetry::Projection`). The trace stays the source of truth; nothing here can
+//! fail or slow a run beyond handing an event to a bounded queue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_core::Envelope;
+use bosun_telemetry::{Exporter, Projection, SpanContext, TelemetryConfig};
+
+use crate::config::LoadedConfig;
+use crate::trace::Observer;
+
+/// How long a process's exit waits for its last spans to be sent.
+pub const EXIT_FLUSH: Duration = Duration::from_secs(3);
+
+/// Watches a run (and its subagents, whose events reach the same watchers) for the exporter.
+pub struct TelemetryObserver(Projection);
+
+impl TelemetryObserver {
+    /// Projects into `exporter`; the run's span is a child of `remote_parent` when a caller
+    /// sent a `traceparent`.
+    pub fn new(exporter: Arc<Exporter>, remote_parent: Option<SpanContext>) -> Self {
+        Self(Projection::new(exporter, remote_parent))
+    }
+
+    /// Ends the spans still open (a trace read back without its `run.finished`).
+    pub fn finish(&self) {
+        self.0.finish(bosun_telemetry::export::now_ns());
+    }
+}
+
+impl Observer for TelemetryObserver {
+    fn observe(&self, envelope: &Envelope) {
+        self.0.observe(envelope);
+    }
+}
+
+fn warn(message: &str) {
+    eprintln!("warning: {message}");
+}
+
+/// The exporter `telemetry` asks for, with the environment applied; `None` when it exports
+/// nothing. A section the environment makes unusable (a header naming an unset variable) is a
+/// warning and no export, never a failed run.
+pub fn exporter_for(telemetry: &TelemetryConfig) -> Option<Arc<Exporter>> {
+    let settings = telemetry
+        .resolve(&|name| std::env::var(name).ok())
+        .map_err(|e| warn(&format!("telemetry is off: {e}")))
+        .ok()?;
+    Exporter::start(settings, Arc::new(warn))
+}
+
+/// The process's exporter for `config` (one per process, started at first use).
+pub fn exporter(config: &LoadedConfig) -> Option<Arc<Exporter>> {
+    let telemetry = config.telemetry();
+    if !telemetry.enabled() {
+        return None;
+    }
+    bosun_telemetry::global(
+        || {
+            telemetry
+                .resolve(&|name| std::env::var(name).ok())
+                .map_err(|e| warn(&format!("telemetry is off: {e}")))
+                .ok()
+        },
+        || Arc::new(warn),
+    )
+}
+
+/// A new run's watcher for `config`'s exporter, if it has one.
+pub fn observer(
+    config: &LoadedConfig,
+    remote_parent: Option<SpanContext>,
+) -> Option<Arc<dyn Observer>> {
+    let exporter = exporter(config)?;
+    Some(Arc::new(TelemetryObserver::new(exporter, remote_parent)))
+}
+
+/// Sends what the process's exporter still holds, waiting at most [`EXIT_FLUSH`]: called once
+/// as a command ends.
+pub fn flush_at_exit() {
+    bosun_telemetry::flush_global(EXIT_FLUSH);
+}

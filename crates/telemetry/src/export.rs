@@ -1,0 +1,408 @@
+//! The exporter: a bounded queue and one thread that batches spans and log records, snapshots
+//! the metrics, and POSTs them over OTLP/HTTP. A run only ever `try_send`s: a full queue drops
+//! (counted, one warning), a collector that is down, slow or answering 500 costs one warning per
+//! signal and never an error of the run. A process's exit waits a bounded time to flush.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::config::{Endpoint, Settings, Signal};
+use crate::metrics::Metrics;
+use crate::otlp::{self, Origin};
+use crate::signal::{LogRecord, Span};
+
+/// Where the exporter's warnings go (a person reads them once).
+pub type Warn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Items the queue holds at most; beyond, items are dropped and counted.
+pub const QUEUE_CAPACITY: usize = 4096;
+/// Spans or log records sent in one request at most.
+pub const MAX_BATCH: usize = 512;
+/// How long a span waits for its batch to fill before it is sent anyway.
+const SCHEDULED_DELAY: Duration = Duration::from_secs(2);
+/// How often metrics are sent while the process runs (and once more at its end).
+const METRIC_INTERVAL: Duration = Duration::from_secs(30);
+/// After a failed export of a signal, its batches are dropped for this long rather than
+/// queueing behind a collector that hangs.
+const BACKOFF: Duration = Duration::from_secs(5);
+
+enum Message {
+    Span(Span),
+    Log(LogRecord),
+    Flush(SyncSender<()>),
+}
+
+/// A running exporter; cheap to share, safe to call from any thread.
+pub struct Exporter {
+    sender: SyncSender<Message>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    dropped: AtomicU64,
+    warned_full: AtomicBool,
+    warn: Warn,
+}
+
+/// Nanoseconds since the epoch, now.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl Exporter {
+    /// Starts the exporter's thread for `settings`; `None` when nothing is exported or the
+    /// thread cannot start (said through `warn`).
+    pub fn start(settings: Settings, warn: Warn) -> Option<Arc<Self>> {
+        if !settings.enabled() {
+            return None;
+        }
+        let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_CAPACITY);
+        let metrics = Arc::new(Metrics::new(now_ns()));
+        let origin = Origin {
+            resource: settings.resource.clone(),
+            scope: "bosun",
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        let worker = Worker {
+            settings: settings.clone(),
+            origin,
+            metrics: metrics.clone(),
+            warn: warn.clone(),
+            warned: Default::default(),
+            backoff: Default::default(),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("bosun-telemetry".to_owned())
+            .spawn(move || worker.run(receiver));
+        if let Err(e) = spawned {
+            warn(&format!(
+                "telemetry is off for this process: its export thread could not start ({e})"
+            ));
+            return None;
+        }
+        Some(Arc::new(Self {
+            sender,
+            settings,
+            metrics,
+            dropped: AtomicU64::new(0),
+            warned_full: AtomicBool::new(false),
+            warn,
+        }))
+    }
+
+    /// What is exported and with which content.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The process's metrics, counted as events pass.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Whether `signal` is exported.
+    pub fn exports(&self, signal: Signal) -> bool {
+        self.settings.endpoint(signal).is_some()
+    }
+
+    /// Queues a finished span; never blocks.
+    pub fn span(&self, span: Span) {
+        if self.settings.traces.is_some() {
+            self.offer(Message::Span(span));
+        }
+    }
+
+    /// Queues a log record; never blocks.
+    pub fn log(&self, record: LogRecord) {
+        if self.settings.logs.is_some() {
+            self.offer(Message::Log(record));
+        }
+    }
+
+    fn offer(&self, message: Message) {
+        match self.sender.try_send(message) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                if !self.warned_full.swap(true, Ordering::Relaxed) {
+                    (self.warn)(
+                        "telemetry: the export queue is full (the collector is slow or down); \
+                         spans are dropped until it catches up — the run trace keeps everything",
+                    );
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Spans and records dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Sends everything queued and the metrics, waiting at most `timeout`; whether it finished.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let (reply, done) = std::sync::mpsc::sync_channel(1);
+        let deadline = Instant::now() + timeout;
+        let mut message = Message::Flush(reply);
+        // The queue may be full: retry until the deadline rather than block.
+        loop {
+            match self.sender.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return false,
+            }
+        }
+        done.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_ok()
+    }
+}
+
+struct Worker {
+    settings: Settings,
+    origin: Origin,
+    metrics: Arc<Metrics>,
+    warn: Warn,
+    warned: Mutex<Vec<Signal>>,
+    backoff: Mutex<Vec<(Signal, Instant)>>,
+}
+
+impl Worker {
+    fn run(self, receiver: Receiver<Message>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let client = bosun_models::tls_config()
+            .map_err(|e| e.to_string())
+            .and_then(|tls| {
+                reqwest::Client::builder()
+                    .tls_backend_preconfigured(tls)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| e.to_string())
+            });
+        let (runtime, client) = match (runtime, client) {
+            (Ok(runtime), Ok(client)) => (runtime, client),
+            (Err(e), _) => {
+                (self.warn)(&format!("telemetry is off: cannot start its runtime ({e})"));
+                return;
+            }
+            (_, Err(e)) => {
+                (self.warn)(&format!(
+                    "telemetry is off: cannot build its HTTP client ({e})"
+                ));
+                return;
+            }
+        };
+        let mut spans: Vec<Span> = Vec::new();
+        let mut logs: Vec<LogRecord> = Vec::new();
+        let mut oldest: Option<Instant> = None;
+        let mut next_metrics = Instant::now() + METRIC_INTERVAL;
+        loop {
+            let due = oldest
+                .map(|t| t + SCHEDULED_DELAY)
+                .unwrap_or(next_metrics)
+                .min(next_metrics);
+            let message = receiver.recv_timeout(due.saturating_duration_since(Instant::now()));
+            let mut flush: Option<SyncSender<()>> = None;
+            let mut closed = false;
+            match message {
+                Ok(Message::Span(span)) => {
+                    spans.push(span);
+                    oldest.get_or_insert_with(Instant::now);
+                }
+                Ok(Message::Log(record)) => {
+                    logs.push(record);
+                    oldest.get_or_insert_with(Instant::now);
+                }
+                Ok(Message::Flush(reply)) => flush = Some(reply),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => closed = true,
+            }
+            let now = Instant::now();
+            let batch_due = oldest.is_some_and(|t| now >= t + SCHEDULED_DELAY);
+            if flush.is_some() || closed || batch_due || spans.len() >= MAX_BATCH {
+                self.send_spans(&runtime, &client, &mut spans);
+            }
+            if flush.is_some() || closed || batch_due || logs.len() >= MAX_BATCH {
+                self.send_logs(&runtime, &client, &mut logs);
+            }
+            if spans.is_empty() && logs.is_empty() {
+                oldest = None;
+            }
+            if flush.is_some() || closed || now >= next_metrics {
+                self.send_metrics(&runtime, &client, flush.is_some() || closed);
+                next_metrics = Instant::now() + METRIC_INTERVAL;
+            }
+            if let Some(reply) = flush {
+                let _ = reply.try_send(());
+            }
+            if closed {
+                return;
+            }
+        }
+    }
+
+    fn send_spans(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        client: &reqwest::Client,
+        spans: &mut Vec<Span>,
+    ) {
+        let Some(endpoint) = &self.settings.traces else {
+            spans.clear();
+            return;
+        };
+        while !spans.is_empty() {
+            let batch: Vec<Span> = spans.drain(..spans.len().min(MAX_BATCH)).collect();
+            let body = otlp::traces(&self.origin, &batch, endpoint.protocol);
+            self.post(runtime, client, Signal::Traces, endpoint, body);
+        }
+    }
+
+    fn send_logs(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        client: &reqwest::Client,
+        logs: &mut Vec<LogRecord>,
+    ) {
+        let Some(endpoint) = &self.settings.logs else {
+            logs.clear();
+            return;
+        };
+        while !logs.is_empty() {
+            let batch: Vec<LogRecord> = logs.drain(..logs.len().min(MAX_BATCH)).collect();
+            let body = otlp::logs(&self.origin, &batch, endpoint.protocol);
+            self.post(runtime, client, Signal::Logs, endpoint, body);
+        }
+    }
+
+    fn send_metrics(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        client: &reqwest::Client,
+        last: bool,
+    ) {
+        let Some(endpoint) = &self.settings.metrics else {
+            return;
+        };
+        if let Some(snapshot) = self.metrics.snapshot(now_ns(), last) {
+            let body = otlp::metrics(&self.origin, &snapshot, endpoint.protocol);
+            self.post(runtime, client, Signal::Metrics, endpoint, body);
+        }
+    }
+
+    fn post(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        client: &reqwest::Client,
+        signal: Signal,
+        endpoint: &Endpoint,
+        body: otlp::Body,
+    ) {
+        if let Ok(backoff) = self.backoff.lock()
+            && backoff
+                .iter()
+                .any(|(s, until)| *s == signal && Instant::now() < *until)
+        {
+            return;
+        }
+        let mut request = client
+            .post(&endpoint.url)
+            .timeout(endpoint.timeout)
+            .header("content-type", body.content_type)
+            .body(body.bytes);
+        for (name, value) in &endpoint.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let outcome = runtime.block_on(async {
+            let response = request.send().await.map_err(|e| describe(&e))?;
+            let status = response.status();
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(format!("it answered HTTP {}", status.as_u16()))
+            }
+        });
+        match outcome {
+            Ok(()) => {
+                if let Ok(mut backoff) = self.backoff.lock() {
+                    backoff.retain(|(s, _)| *s != signal);
+                }
+            }
+            Err(reason) => {
+                if let Ok(mut backoff) = self.backoff.lock() {
+                    backoff.retain(|(s, _)| *s != signal);
+                    backoff.push((signal, Instant::now() + BACKOFF));
+                }
+                let first = self
+                    .warned
+                    .lock()
+                    .map(|mut warned| {
+                        let first = !warned.contains(&signal);
+                        warned.push(signal);
+                        first
+                    })
+                    .unwrap_or(false);
+                if first {
+                    (self.warn)(&format!(
+                        "telemetry: cannot export {} to {}: {reason}; runs go on, and their trace \
+                         files keep everything (`bosun inspect RUN --export` sends one later)",
+                        signal.as_str(),
+                        endpoint.url
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// An error without the URL's query (which may hold a token) and without header values.
+fn describe(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "it did not answer in time"
+    } else if error.is_connect() {
+        "cannot connect"
+    } else {
+        "the request failed"
+    };
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
+    let mut detail = String::new();
+    while let Some(cause) = source {
+        detail = cause.to_string();
+        source = cause.source();
+    }
+    if detail.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind} ({detail})")
+    }
+}
+
+static GLOBAL: OnceLock<Option<Arc<Exporter>>> = OnceLock::new();
+
+/// The process's exporter: started by the first caller with these settings, shared by every
+/// later run of the process (one thread, one queue). `None` when nothing is exported.
+pub fn global(
+    settings: impl FnOnce() -> Option<Settings>,
+    warn: impl FnOnce() -> Warn,
+) -> Option<Arc<Exporter>> {
+    GLOBAL
+        .get_or_init(|| settings().and_then(|settings| Exporter::start(settings, warn())))
+        .clone()
+}
+
+/// Sends what the process's exporter holds, waiting at most `timeout` (at exit).
+pub fn flush_global(timeout: Duration) {
+    if let Some(Some(exporter)) = GLOBAL.get() {
+        exporter.flush(timeout);
+    }
+}
