@@ -279,6 +279,64 @@ pub fn inspect(run: &str, json: bool, kind: Option<&str>) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `bosun inspect RUN --export`: the saved run and its subagents' runs, projected and sent to
+/// the collector of `[telemetry]` as they would have been live (their own timestamps); fails
+/// when the collector does not take them.
+pub fn inspect_export(run: &str) -> Result<u8> {
+    let env = crate::env::load()?;
+    let telemetry = env.config.telemetry();
+    if !telemetry.enabled() {
+        bail!(
+            "telemetry is off: set `[telemetry] traces = {{ otlp-http = {{ endpoint = \"...\" }} }}` in {} to export runs",
+            env.config.home.join("config.toml").display()
+        );
+    }
+    let Some(exporter) = bosun_host::telemetry::exporter_for(telemetry) else {
+        bail!("telemetry cannot start (the warning above says why)");
+    };
+    let runs = env.config.runs_dir();
+    let path = trace::find_run(&runs, run)?;
+    let mut envelopes = trace::read_run(&path)?;
+    let Some(run_id) = envelopes.first().map(|e| e.run_id.clone()) else {
+        bail!("{} holds no events", path.display());
+    };
+    // Its subagents' runs, and theirs: merged by time, so a child's run starts while the
+    // parent's call that started it is open.
+    let mut pending = vec![run_id.clone()];
+    while let Some(parent) = pending.pop() {
+        for (child, _) in trace::children_of(&runs, &parent) {
+            envelopes.extend(trace::read_run(&trace::find_run(&runs, &child)?)?);
+            pending.push(child);
+        }
+    }
+    envelopes.sort_by_key(|e| e.timestamp);
+    let observer = bosun_host::telemetry::TelemetryObserver::new(exporter.clone(), None);
+    for envelope in &envelopes {
+        bosun_host::trace::Observer::observe(&observer, envelope);
+    }
+    observer.finish();
+    if !exporter.flush(std::time::Duration::from_secs(30)) || exporter.failures() > 0 {
+        bail!(
+            "run {run_id} was not exported (the warning above says why); its trace file is unchanged, so try again"
+        );
+    }
+    outln!(
+        "exported run {run_id} ({} events) to {}",
+        envelopes.len(),
+        [
+            exporter.settings().traces.as_ref(),
+            exporter.settings().metrics.as_ref(),
+            exporter.settings().logs.as_ref()
+        ]
+        .into_iter()
+        .flatten()
+        .map(|e| e.url.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+    );
+    Ok(exit::OK)
+}
+
 /// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
 pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
     inspect_text_of(home, run, None)

@@ -96,6 +96,10 @@ enum Command {
         /// Only events whose type starts with this (`tool.`, `approval`, `taint.raised`).
         #[arg(long)]
         kind: Option<String>,
+        /// Send the run (and its subagents' runs) to the OpenTelemetry collector of
+        /// `[telemetry]`, as the run would have been exported live.
+        #[arg(long, conflicts_with_all = ["json", "kind"])]
+        export: bool,
     },
     /// Check configuration files, or write a starter one.
     #[command(subcommand)]
@@ -644,7 +648,12 @@ fn main() -> ExitCode {
             &commands::SessionState { level, untrusted },
             json,
         ),
-        Command::Inspect { run, json, kind } => commands::inspect(&run, json, kind.as_deref()),
+        Command::Inspect {
+            run, export: true, ..
+        } => commands::inspect_export(&run),
+        Command::Inspect {
+            run, json, kind, ..
+        } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
         Command::Config(ConfigCommand::Init { force }) => first_run::config_init(force),
         Command::Doctor { json } => doctor::doctor(json),
@@ -807,6 +816,8 @@ fn man() -> anyhow::Result<u8> {
 
 /// The exit code of a command, printing its error.
 fn finish(result: anyhow::Result<u8>) -> ExitCode {
+    // The last spans of the command go out before the process does, for a bounded time.
+    bosun_host::telemetry::flush_at_exit();
     match result {
         Ok(code) => ExitCode::from(code),
         // The reader went away (`bosun tools list | head -1`): not an error.

@@ -78,6 +78,19 @@ pub fn observer(
     Some(Arc::new(TelemetryObserver::new(exporter, remote_parent)))
 }
 
+/// The `traceparent` a call hands on (an MCP request's `_meta`, a process's `TRACEPARENT`):
+/// its `execute_tool` span's. `None` when nothing is exported.
+pub fn traceparent(ctx: &crate::tool::ToolContext) -> Option<String> {
+    bosun_telemetry::traceparent(&ctx.run.run_id, &ctx.call_id)
+}
+
+/// Makes call `call_id` of run `run_id`, recorded next, a child of the caller's span
+/// `traceparent` (an incoming `bosun serve` request's), so one trace crosses the client, Bosun
+/// and what the call reaches.
+pub fn adopt_parent(run_id: &str, call_id: &str, traceparent: &str) {
+    bosun_telemetry::adopt_parent(run_id, call_id, traceparent);
+}
+
 /// Sends what the process's exporter still holds, waiting at most [`EXIT_FLUSH`]: called once
 /// as a command ends.
 pub fn flush_at_exit() {

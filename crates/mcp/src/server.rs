@@ -195,8 +195,9 @@ impl Served {
             .host
             .chokepoint(broker)
             .map_err(|e| format!("bosun cannot serve this call: {e}"))?;
-        let mut trace =
-            TraceBuilder::new(run_id, self.redactor.clone()).runs_dir(self.runs_dir.clone());
+        let mut trace = TraceBuilder::new(run_id, self.redactor.clone())
+            .runs_dir(self.runs_dir.clone())
+            .telemetry(self.host.config(), None);
         if let Some(observer) = self.host.js_observer() {
             trace = trace.observe(observer);
         }
@@ -428,6 +429,25 @@ impl ServerHandler for ToolServer {
                 .arguments
                 .map_or_else(|| Value::Object(Map::new()), Value::Object),
         };
+        // The caller's span (SEP-414 `_meta.traceparent`, else the HTTP header) parents the
+        // call's, so one trace crosses the client, Bosun and the servers the call reaches.
+        let traceparent = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_traceparent())
+            .or_else(|| context.meta.get_traceparent())
+            .map(str::to_owned)
+            .or_else(|| {
+                context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get("traceparent"))
+                    .and_then(|value| value.to_str().ok())
+                    .map(str::to_owned)
+            });
+        if let Some(traceparent) = traceparent {
+            bosun_host::telemetry::adopt_parent(live.trace.run_id(), &call.id, &traceparent);
+        }
         // Under 2026-07-28 a question ends the call; the retry carries the answers. The
         // handshake revisions ask during the call instead, and need no round.
         let round = modern.then(|| {

@@ -41,6 +41,7 @@ pub struct Exporter {
     metrics: Arc<Metrics>,
     dropped: AtomicU64,
     warned_full: AtomicBool,
+    failures: Arc<AtomicU64>,
     warn: Warn,
 }
 
@@ -66,7 +67,9 @@ impl Exporter {
             scope: "bosun",
             version: env!("CARGO_PKG_VERSION"),
         };
+        let failures = Arc::new(AtomicU64::new(0));
         let worker = Worker {
+            failures: failures.clone(),
             settings: settings.clone(),
             origin,
             metrics: metrics.clone(),
@@ -89,6 +92,7 @@ impl Exporter {
             metrics,
             dropped: AtomicU64::new(0),
             warned_full: AtomicBool::new(false),
+            failures,
             warn,
         }))
     }
@@ -145,6 +149,11 @@ impl Exporter {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Exports that failed (refused, unanswered or skipped while backing off after one).
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
     /// Sends everything queued and the metrics, waiting at most `timeout`; whether it finished.
     pub fn flush(&self, timeout: Duration) -> bool {
         let (reply, done) = std::sync::mpsc::sync_channel(1);
@@ -167,6 +176,7 @@ impl Exporter {
 }
 
 struct Worker {
+    failures: Arc<AtomicU64>,
     settings: Settings,
     origin: Origin,
     metrics: Arc<Metrics>,
@@ -313,6 +323,7 @@ impl Worker {
                 .iter()
                 .any(|(s, until)| *s == signal && Instant::now() < *until)
         {
+            self.failures.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let mut request = client
@@ -339,6 +350,7 @@ impl Worker {
                 }
             }
             Err(reason) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
                 if let Ok(mut backoff) = self.backoff.lock() {
                     backoff.retain(|(s, _)| *s != signal);
                     backoff.push((signal, Instant::now() + BACKOFF));
@@ -398,6 +410,11 @@ pub fn global(
     GLOBAL
         .get_or_init(|| settings().and_then(|settings| Exporter::start(settings, warn())))
         .clone()
+}
+
+/// Whether this process has started an exporter.
+pub fn exporting() -> bool {
+    matches!(GLOBAL.get(), Some(Some(_)))
 }
 
 /// Sends what the process's exporter holds, waiting at most `timeout` (at exit).

@@ -34,4 +34,4 @@ pub use config::{
 };
 pub use context::{SpanContext, SpanId, TraceId};
 pub use export::{Exporter, Warn, flush_global, global};
-pub use projection::{Projection, traceparent};
+pub use projection::{Projection, adopt_parent, traceparent};

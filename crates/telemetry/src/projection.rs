@@ -158,6 +158,31 @@ fn in_flight() -> &'static Mutex<HashMap<(String, String), SpanContext>> {
     IN_FLIGHT.get_or_init(Default::default)
 }
 
+/// Callers' spans of calls about to be proposed (a `bosun serve` request's `traceparent`).
+fn remote_parents() -> &'static Mutex<HashMap<(String, String), SpanContext>> {
+    static REMOTE: OnceLock<Mutex<HashMap<(String, String), SpanContext>>> = OnceLock::new();
+    REMOTE.get_or_init(Default::default)
+}
+
+/// Makes the span of call `call_id` of run `run_id` (recorded next) a child of the caller's
+/// span `traceparent` (an MCP request's `_meta.traceparent` or HTTP header), in the caller's
+/// trace. A malformed header is ignored; nothing is kept when this process exports nothing.
+pub fn adopt_parent(run_id: &str, call_id: &str, traceparent: &str) {
+    if !crate::export::exporting() {
+        return;
+    }
+    if let (Some(context), Ok(mut parents)) = (
+        SpanContext::from_traceparent(traceparent),
+        remote_parents().lock(),
+    ) {
+        // Bounded: a parent whose call never came is dropped with the oldest.
+        if parents.len() >= 1024 {
+            parents.clear();
+        }
+        parents.insert((run_id.to_owned(), call_id.to_owned()), context);
+    }
+}
+
 /// The `traceparent` of call `call_id` of run `run_id` while it runs (`None` when telemetry
 /// is off, or the call is not in flight): what Bosun hands to the MCP server or process the
 /// call reaches, so their spans join the run's trace.
@@ -446,17 +471,34 @@ impl Projection {
                 tool,
                 input,
             } => {
+                let remote = remote_parents()
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.remove(&(envelope.run_id.clone(), call_id.clone())));
+                let (trace_id, parent, kind) = match remote {
+                    Some(caller) => (caller.trace_id, caller.span_id, SpanKind::Server),
+                    None => (
+                        root_context.trace_id,
+                        root_context.span_id,
+                        SpanKind::Internal,
+                    ),
+                };
                 let mut open = OpenSpan::new(
                     SpanContext {
-                        trace_id: root_context.trace_id,
+                        trace_id,
                         span_id: SpanId::random(),
                         sampled: true,
                     },
-                    Some(root_context.span_id),
+                    Some(parent),
                     format!("execute_tool {tool}"),
-                    SpanKind::Internal,
+                    kind,
                     now,
                 );
+                if remote.is_some() {
+                    // The session's own span, in Bosun's trace, for finding the rest of it.
+                    open.set("bosun.run.span_id", s(root_context.span_id.to_hex()));
+                    open.set("bosun.run.trace_id", s(root_context.trace_id.to_hex()));
+                }
                 open.set("gen_ai.operation.name", s("execute_tool"));
                 open.set("gen_ai.tool.name", s(tool.clone()));
                 open.set("gen_ai.tool.call.id", s(call_id.clone()));

@@ -417,6 +417,7 @@ fn spawn(
         .current_dir(dir)
         .env_clear()
         .envs(ctx.env.iter())
+        .envs(crate::telemetry::traceparent(ctx).map(|t| ("TRACEPARENT", t)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

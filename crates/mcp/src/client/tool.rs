@@ -164,6 +164,13 @@ impl Tool for McpTool {
         };
         let mut params = CallToolRequestParams::new(self.tool.clone());
         params.arguments = Some(arguments);
+        // SEP-414: the server's spans join the run's trace under this call's span.
+        if let Some(traceparent) = bosun_host::telemetry::traceparent(ctx) {
+            params
+                .meta
+                .get_or_insert_with(Default::default)
+                .set_traceparent(traceparent);
+        }
         let call = call_in_rounds(&peer, params);
         let result = tokio::select! {
             biased;

@@ -24,6 +24,8 @@ pub(super) struct HostProcesses {
     pub(super) plugin_env: BTreeMap<String, String>,
     pub(super) granted: Vec<CapabilityRequest>,
     pub(super) timeout_ms: u64,
+    /// The calling tool's span, handed to each process as `TRACEPARENT`.
+    pub(super) traceparent: Option<String>,
 }
 
 impl JsProcesses for HostProcesses {
@@ -78,6 +80,7 @@ impl JsProcesses for HostProcesses {
                 .current_dir(&cwd)
                 .env_clear()
                 .envs(&env)
+                .envs(self.traceparent.as_ref().map(|t| ("TRACEPARENT", t)))
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

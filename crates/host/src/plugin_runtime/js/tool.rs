@@ -265,6 +265,7 @@ impl Tool for JsTool {
                     plugin_env: self.runtime.spec.env.clone(),
                     granted: ctx.granted.clone(),
                     timeout_ms: ctx.limits.command_timeout_ms,
+                    traceparent: crate::telemetry::traceparent(ctx),
                 }) as Arc<dyn JsProcesses>
             });
         let opts = CallOptions {
