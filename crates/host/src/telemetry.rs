@@ -75,7 +75,19 @@ pub fn observer(
     remote_parent: Option<SpanContext>,
 ) -> Option<Arc<dyn Observer>> {
     let exporter = exporter(config)?;
-    Some(Arc::new(TelemetryObserver::new(exporter, remote_parent)))
+    // The trusted digest of each plugin, for `bosun.plugin.digest` on its calls.
+    let digests =
+        bosun_plugins::TrustStore::load(bosun_plugins::TrustStore::default_path(&config.home))
+            .map(|store| {
+                store
+                    .records()
+                    .map(|(_, name, record)| (name.to_owned(), format!("sha256:{}", record.sha256)))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+    Some(Arc::new(TelemetryObserver(
+        Projection::new(exporter, remote_parent).plugin_digests(digests),
+    )))
 }
 
 /// The `traceparent` a call hands on (an MCP request's `_meta`, a process's `TRACEPARENT`):

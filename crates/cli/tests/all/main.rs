@@ -671,3 +671,4 @@ mod run;
 mod serve;
 mod skills;
 mod subagents;
+mod telemetry;

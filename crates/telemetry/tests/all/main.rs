@@ -1,0 +1,442 @@
+//! bosun-telemetry against a loopback collector in this process: what a run's events become on
+//! the wire (OTLP/JSON and protobuf), a subagent's run under its parent's call, metrics, and a
+//! collector that fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bosun_core::{
+    Decision, Envelope, ErrorCode, Event, Explanation, Layer, MatchedRule, RunOutcome,
+    TRACE_SCHEMA_VERSION, ToolError,
+};
+use bosun_telemetry::otlp::proto::read::{Field, fields};
+use bosun_telemetry::{
+    Exporter, ExporterConfig, OtlpHttpConfig, Projection, Protocol, TelemetryConfig,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// Requests a collector took: path, content type, body.
+type Received = Arc<Mutex<Vec<(String, String, Vec<u8>)>>>;
+
+/// A collector answering `status` to every request.
+fn collector(status: u16) -> (String, Received) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let received: Received = Arc::default();
+    let keep = received.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                    let (mut length, mut kind) = (0, String::new());
+                    loop {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                        if let Some(v) = lower.strip_prefix("content-type:") {
+                            kind = v.trim().to_owned();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    keep.lock().unwrap().push((path, kind, body));
+                    let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
+                    if stream.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (base, received)
+}
+
+fn exporter(base: &str, protocol: Protocol, warnings: Arc<Mutex<Vec<String>>>) -> Arc<Exporter> {
+    let otlp = |signal: &str| {
+        ExporterConfig::OtlpHttp(OtlpHttpConfig {
+            endpoint: Some(format!("{base}/v1/{signal}")),
+            protocol: Some(protocol),
+            ..OtlpHttpConfig::default()
+        })
+    };
+    let config = TelemetryConfig {
+        traces: otlp("traces"),
+        metrics: otlp("metrics"),
+        logs: otlp("logs"),
+        instance_id: Some("instance-7".into()),
+        ..TelemetryConfig::default()
+    };
+    let settings = config.resolve(&|_| None).unwrap();
+    Exporter::start(
+        settings,
+        Arc::new(move |w: &str| warnings.lock().unwrap().push(w.to_owned())),
+    )
+    .unwrap()
+}
+
+fn envelope(run: &str, parent: Option<&str>, sequence: u64, event: Event) -> Envelope {
+    Envelope {
+        schema_version: TRACE_SCHEMA_VERSION,
+        run_id: run.into(),
+        parent_run_id: parent.map(str::to_owned),
+        sequence,
+        timestamp: chrono::Utc::now(),
+        event,
+    }
+}
+
+fn explanation(decision: Decision) -> Explanation {
+    Explanation {
+        decision,
+        deciding: 0,
+        checks: vec![MatchedRule {
+            subject: "builtin.tool.x".into(),
+            layer: Layer::User,
+            rule: format!("action = \"builtin.tool.*\" decision = \"{decision}\""),
+            source: Some("config.toml:3".into()),
+            decision,
+        }],
+    }
+}
+
+/// A run that delegates to a subagent, whose own call is denied.
+fn feed(projection: &Projection) {
+    let started = |command: &str| Event::RunStarted {
+        command: command.into(),
+        workspace: "/w".into(),
+        mode: "workspace-write".into(),
+        sandbox: "sandbox: full".into(),
+    };
+    let events = [
+        envelope("parent", None, 0, started("run")),
+        envelope(
+            "parent",
+            None,
+            1,
+            Event::ModelStarted {
+                step: 1,
+                model: "gpt-x".into(),
+                messages: 2,
+                estimated_input_tokens: 10,
+            },
+        ),
+        envelope(
+            "parent",
+            None,
+            2,
+            Event::ModelCompleted {
+                step: 1,
+                finish: None,
+                tool_calls: 1,
+                usage: Some(bosun_core::TokenUsage {
+                    input_tokens: 120,
+                    output_tokens: 7,
+                    ..Default::default()
+                }),
+            },
+        ),
+        envelope(
+            "parent",
+            None,
+            3,
+            Event::ToolProposed {
+                call_id: "c1".into(),
+                tool: "delegate_reviewer".into(),
+                input: json!({"task": "secret task text"}),
+            },
+        ),
+        envelope(
+            "parent",
+            None,
+            4,
+            Event::ToolDecided {
+                call_id: "c1".into(),
+                tool: "delegate_reviewer".into(),
+                action: "builtin.tool.delegate".into(),
+                capabilities: vec![],
+                explanation: explanation(Decision::Allow),
+            },
+        ),
+        envelope("child", Some("parent"), 0, started("subagent reviewer")),
+        envelope(
+            "child",
+            Some("parent"),
+            1,
+            Event::ToolProposed {
+                call_id: "k1".into(),
+                tool: "mcp__github__create_issue".into(),
+                input: json!({"title": "x"}),
+            },
+        ),
+        envelope(
+            "child",
+            Some("parent"),
+            2,
+            Event::ToolDecided {
+                call_id: "k1".into(),
+                tool: "mcp__github__create_issue".into(),
+                action: "mcp.github.tool.create_issue".into(),
+                capabilities: vec![],
+                explanation: explanation(Decision::Deny),
+            },
+        ),
+        envelope(
+            "child",
+            Some("parent"),
+            3,
+            Event::ToolFailed {
+                call_id: "k1".into(),
+                tool: "mcp__github__create_issue".into(),
+                error: ToolError::new(ErrorCode::Denied, "denied: the title said secret"),
+                duration_us: 40,
+            },
+        ),
+        envelope(
+            "child",
+            Some("parent"),
+            4,
+            Event::RunFinished {
+                outcome: RunOutcome::Denied,
+            },
+        ),
+        envelope(
+            "parent",
+            None,
+            5,
+            Event::ToolCompleted {
+                call_id: "c1".into(),
+                tool: "delegate_reviewer".into(),
+                output: json!({"report": "secret output"}),
+                truncated: false,
+                duration_us: 900,
+            },
+        ),
+        envelope(
+            "parent",
+            None,
+            6,
+            Event::RunFinished {
+                outcome: RunOutcome::Completed,
+            },
+        ),
+    ];
+    for event in &events {
+        projection.observe(event);
+    }
+}
+
+fn attr<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| &a["value"])
+}
+
+#[test]
+fn a_run_and_its_subagent_become_one_trace_in_otlp_json() {
+    let (base, received) = collector(200);
+    let warnings = Arc::default();
+    let exporter = exporter(&base, Protocol::Json, warnings);
+    feed(&Projection::new(exporter.clone(), None));
+    assert!(exporter.flush(Duration::from_secs(10)));
+    assert_eq!(exporter.failures(), 0);
+    let received = received.lock().unwrap().clone();
+    let bodies = |path: &str| -> Vec<Value> {
+        received
+            .iter()
+            .filter(|(p, kind, _)| p == path && kind == "application/json")
+            .map(|(_, _, body)| serde_json::from_slice(body).unwrap())
+            .collect()
+    };
+    let traces = bodies("/v1/traces");
+    let resource = &traces[0]["resourceSpans"][0]["resource"]["attributes"];
+    assert!(
+        resource.as_array().unwrap().contains(
+            &json!({"key": "service.instance.id", "value": {"stringValue": "instance-7"}})
+        )
+    );
+    let spans: Vec<Value> = traces
+        .iter()
+        .flat_map(|t| {
+            t["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {spans:#?}"))
+    };
+    let parent = named("invoke_agent bosun");
+    let delegate = named("execute_tool delegate_reviewer");
+    let child = named("invoke_agent reviewer");
+    let mcp = named("execute_tool mcp__github__create_issue");
+    let chat = named("chat gpt-x");
+    assert_eq!(spans.len(), 5);
+    for span in [delegate, child, mcp, chat] {
+        assert_eq!(span["traceId"], parent["traceId"]);
+    }
+    assert_eq!(delegate["parentSpanId"], parent["spanId"]);
+    assert_eq!(chat["parentSpanId"], parent["spanId"]);
+    // The subagent's run hangs under the call that started it.
+    assert_eq!(child["parentSpanId"], delegate["spanId"]);
+    assert_eq!(mcp["parentSpanId"], child["spanId"]);
+    assert_eq!(
+        attr(mcp, "mcp.method.name"),
+        Some(&json!({"stringValue": "tools/call"}))
+    );
+    assert_eq!(
+        attr(mcp, "gen_ai.tool.type"),
+        Some(&json!({"stringValue": "extension"}))
+    );
+    assert_eq!(
+        attr(mcp, "bosun.policy.decision"),
+        Some(&json!({"stringValue": "deny"}))
+    );
+    assert_eq!(
+        attr(mcp, "error.type"),
+        Some(&json!({"stringValue": "denied"}))
+    );
+    assert_eq!(mcp["status"]["code"], 2);
+    assert_eq!(mcp["status"]["message"], "");
+    assert_eq!(
+        attr(chat, "gen_ai.usage.input_tokens"),
+        Some(&json!({"intValue": "120"}))
+    );
+    assert_eq!(child["status"]["code"], 2);
+    // No content: no input, output, or error message left.
+    let all = serde_json::to_string(
+        &received
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.2).into_owned())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(!all.contains("secret"), "{all}");
+    // Metrics: the denial, by tool and rule; tokens by model.
+    let metrics = bodies("/v1/metrics");
+    let metrics = &metrics.last().unwrap()["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+    let metric = |name: &str| {
+        metrics
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {metrics:#}"))
+            .clone()
+    };
+    let denials = metric("bosun.tool.denials");
+    assert_eq!(denials["sum"]["dataPoints"][0]["asInt"], "1");
+    assert_eq!(
+        denials["sum"]["dataPoints"][0]["attributes"][0],
+        json!({"key": "gen_ai.tool.name", "value": {"stringValue": "mcp__github__create_issue"}})
+    );
+    let tokens = metric("gen_ai.client.token.usage");
+    assert_eq!(
+        tokens["histogram"]["dataPoints"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(
+        metric("bosun.tool.calls")["sum"]["dataPoints"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Logs: one per recorded event, tied to its span.
+    let logs = bodies("/v1/logs");
+    let records: Vec<&Value> = logs
+        .iter()
+        .flat_map(|l| {
+            l["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+                .as_array()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(records.len(), 12);
+    let decided = records
+        .iter()
+        .find(|r| r["eventName"] == "bosun.tool.decided" && r["spanId"] == mcp["spanId"])
+        .unwrap();
+    assert_eq!(
+        decided["body"]["stringValue"],
+        "mcp__github__create_issue: deny"
+    );
+}
+
+#[test]
+fn protobuf_bodies_decode_to_the_same_spans() {
+    let (base, received) = collector(200);
+    let exporter = exporter(&base, Protocol::Binary, Arc::default());
+    feed(&Projection::new(exporter.clone(), None));
+    assert!(exporter.flush(Duration::from_secs(10)));
+    let received = received.lock().unwrap().clone();
+    let (_, kind, body) = received.iter().find(|(p, _, _)| p == "/v1/traces").unwrap();
+    assert_eq!(kind, "application/x-protobuf");
+    // ExportTraceServiceRequest.resource_spans(1).scope_spans(2).spans(2).name(5)
+    let len = |field: &Field| match field {
+        Field::Len(bytes) => bytes.clone(),
+        other => panic!("{other:?}"),
+    };
+    let request = fields(body).unwrap();
+    let resource_spans = len(&request[0].1);
+    let scope_spans = fields(&resource_spans)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| *n == 2)
+        .unwrap();
+    let names: Vec<String> = fields(&len(&scope_spans.1))
+        .unwrap()
+        .into_iter()
+        .filter(|(n, _)| *n == 2)
+        .map(|(_, span)| {
+            let span = fields(&len(&span)).unwrap();
+            let name = span.iter().find(|(n, _)| *n == 5).unwrap();
+            String::from_utf8(len(&name.1)).unwrap()
+        })
+        .collect();
+    assert_eq!(names.len(), 5);
+    assert!(names.contains(&"execute_tool mcp__github__create_issue".to_owned()));
+}
+
+#[test]
+fn a_failing_collector_warns_once_and_counts_what_it_lost() {
+    let (base, _received) = collector(500);
+    let warnings: Arc<Mutex<Vec<String>>> = Arc::default();
+    let exporter = exporter(&base, Protocol::Binary, warnings.clone());
+    for _ in 0..3 {
+        feed(&Projection::new(exporter.clone(), None));
+        assert!(exporter.flush(Duration::from_secs(10)));
+    }
+    assert!(exporter.failures() >= 3);
+    let warnings = warnings.lock().unwrap().clone();
+    let traces: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("export traces"))
+        .collect();
+    assert_eq!(traces.len(), 1, "{warnings:#?}");
+    assert!(traces[0].contains("it answered HTTP 500"), "{}", traces[0]);
+}
