@@ -171,7 +171,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut measure = |trace: &Trace, samples: &mut Vec<u64>, n: usize| {
+    let measure = |trace: &Trace, samples: &mut Vec<u64>, n: usize| {
         for _ in 0..n {
             let start = Instant::now();
             let outcome = runtime.block_on(chokepoint.call(call(), &session, trace, &cancel));
@@ -192,7 +192,7 @@ fn main() {
         samples.sort_unstable();
         samples[((samples.len() as f64 - 1.0) * p) as usize] as f64 / 1000.0
     };
-    let mut report = |name: &str, samples: &mut Vec<u64>| {
+    let report = |name: &str, samples: &mut Vec<u64>| {
         let (p50, p90, p99) = (pct(samples, 0.5), pct(samples, 0.9), pct(samples, 0.99));
         println!(
             "chokepoint, export {name}: {} calls, p50 {p50:.2} µs, p90 {p90:.2} µs, p99 {p99:.2} µs",
