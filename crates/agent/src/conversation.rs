@@ -138,6 +138,17 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// Keeps `note` for the model's next request — something the person did between runs that
+    /// the model must know of (an undo, a command's output) — and stores the session, so a
+    /// resumed session still sends it. The next turn puts the notes before its request.
+    ///
+    /// # Errors
+    /// Storing the session failed; the note is kept in memory for the next turn all the same.
+    pub fn note(&mut self, note: impl Into<String>) -> Result<(), SessionError> {
+        self.stored.notes.push(note.into());
+        self.store.save(&mut self.stored).map(|_| ())
+    }
+
     /// Where this conversation's runs keep the files they change ([`bosun_host::checkpoint`]).
     pub fn checkpoints(&self, home: &Path) -> CheckpointStore {
         CheckpointStore::of_session(home, &self.stored.id)

@@ -27,7 +27,8 @@ use std::sync::Arc;
 pub use bosun_core::Budget;
 use bosun_core::{ErrorCode, Event, RunOutcome, TokenUsage, ToolCall, ToolError, ToolResult};
 use bosun_models::{
-    Answer, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
+    Answer, AssistantPart, Message, ModelError, ModelEvent, ModelRequest, Provider,
+    ToolDefinition,
 };
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -65,6 +66,10 @@ impl Default for Budgets {
         }
     }
 }
+
+/// Ends the text an answer had streamed when its run was cancelled, as the conversation keeps
+/// it: the model reading it later knows it stopped there, not that it was done.
+pub const CANCELLED_MARK: &str = "[cancelled by the person here]";
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -234,7 +239,8 @@ fn error_content(error: ToolError) -> String {
 
 enum StepEnd {
     Answer(Answer),
-    Cancelled,
+    /// Cancelled, with the text the model had streamed before (empty when none).
+    Cancelled(String),
     Failed(ModelError),
 }
 
@@ -382,7 +388,17 @@ impl Agent {
                 });
                 match self.model_step(step, &request, trace, cancel).await {
                     StepEnd::Answer(answer) => break answer,
-                    StepEnd::Cancelled => return RunEnd::Cancelled,
+                    StepEnd::Cancelled(partial) => {
+                        // What the person saw stream stays in the conversation, so a resumed
+                        // session (and the model) knows how far the answer got.
+                        if !partial.trim().is_empty() {
+                            report.text.clone_from(&partial);
+                            report.messages.push(Message::assistant(vec![AssistantPart::Text {
+                                text: format!("{partial}\n\n{CANCELLED_MARK}"),
+                            }]));
+                        }
+                        return RunEnd::Cancelled;
+                    }
                     StepEnd::Failed(error) => {
                         trace.record(Event::ModelFailed {
                             step,
@@ -592,7 +608,7 @@ impl Agent {
         let stream = loop {
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled,
+                () = cancel.cancelled() => return StepEnd::Cancelled(String::new()),
                 Some(notice) = retried.recv() => record(notice),
                 stream = &mut opening => break stream,
             }
@@ -602,7 +618,7 @@ impl Agent {
         }
         let mut stream = match stream {
             Ok(stream) => stream,
-            Err(ModelError::Cancelled) => return StepEnd::Cancelled,
+            Err(ModelError::Cancelled) => return StepEnd::Cancelled(String::new()),
             Err(error) => return StepEnd::Failed(error),
         };
         let mut answer = Answer::default();
@@ -611,7 +627,7 @@ impl Agent {
             // does not.
             let next = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled,
+                () = cancel.cancelled() => return StepEnd::Cancelled(answer.text()),
                 next = stream.next() => next,
             };
             match next {
@@ -636,7 +652,7 @@ impl Agent {
                     }
                     answer.push(event);
                 }
-                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled,
+                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled(answer.text()),
                 Some(Err(error)) => return StepEnd::Failed(error),
             }
         }
