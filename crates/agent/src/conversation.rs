@@ -123,6 +123,15 @@ impl Conversation {
             };
         }
         self.stored.messages = report.messages.clone();
+        // An answer cut off by a cancel stays, marked, so a resumed session (and its model)
+        // sees how far it got.
+        if let Some(partial) = &report.partial {
+            self.stored.messages.push(Message::assistant(vec![
+                bosun_models::AssistantPart::Text {
+                    text: format!("{partial}\n\n{}", crate::run::CANCELLED_MARK),
+                },
+            ]));
+        }
         self.stored.run_ids.push(run_id.to_owned());
         match self.store.save(&mut self.stored) {
             Ok(_) => Kept {

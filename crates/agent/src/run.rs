@@ -27,8 +27,7 @@ use std::sync::Arc;
 pub use bosun_core::Budget;
 use bosun_core::{ErrorCode, Event, RunOutcome, TokenUsage, ToolCall, ToolError, ToolResult};
 use bosun_models::{
-    Answer, AssistantPart, Message, ModelError, ModelEvent, ModelRequest, Provider,
-    ToolDefinition,
+    Answer, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
 };
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -67,7 +66,7 @@ impl Default for Budgets {
     }
 }
 
-/// Ends the text an answer had streamed when its run was cancelled, as the conversation keeps
+/// Ends the text an answer had streamed when its run was cancelled, as the stored session keeps
 /// it: the model reading it later knows it stopped there, not that it was done.
 pub const CANCELLED_MARK: &str = "[cancelled by the person here]";
 
@@ -116,6 +115,10 @@ pub struct RunReport {
     pub tool_calls: u32,
     /// The provider's token counts, summed over the steps.
     pub usage: TokenUsage,
+    /// The text the model had streamed when the run was cancelled in the middle of an answer.
+    /// `messages` ends before it (an unfinished answer is no turn of the conversation); storing
+    /// the session keeps it, marked as cut off ([`crate::conversation::Conversation::keep`]).
+    pub partial: Option<String>,
 }
 
 /// Builds an [`Agent`].
@@ -303,6 +306,7 @@ impl Agent {
             steps: 0,
             tool_calls: 0,
             usage: TokenUsage::default(),
+            partial: None,
         };
         let turn_start = report.messages.len();
         report.messages.push(Message::user(task));
@@ -389,13 +393,10 @@ impl Agent {
                 match self.model_step(step, &request, trace, cancel).await {
                     StepEnd::Answer(answer) => break answer,
                     StepEnd::Cancelled(partial) => {
-                        // What the person saw stream stays in the conversation, so a resumed
-                        // session (and the model) knows how far the answer got.
+                        // What the person saw stream is handed on, for the stored session.
                         if !partial.trim().is_empty() {
                             report.text.clone_from(&partial);
-                            report.messages.push(Message::assistant(vec![AssistantPart::Text {
-                                text: format!("{partial}\n\n{CANCELLED_MARK}"),
-                            }]));
+                            report.partial = Some(partial);
                         }
                         return RunEnd::Cancelled;
                     }

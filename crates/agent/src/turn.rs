@@ -283,7 +283,11 @@ impl Turn {
         let mut messages = std::mem::take(&mut conversation.stored.messages);
         // What the person did since the last run, told before the request.
         let notes = std::mem::take(&mut conversation.stored.notes);
-        messages.extend(notes.iter().map(|note| bosun_models::Message::user(note.clone())));
+        messages.extend(
+            notes
+                .iter()
+                .map(|note| bosun_models::Message::user(note.clone())),
+        );
         let session = &conversation.grants;
         if let Some(mode) = self.mode {
             session.set_plan(mode.is_plan());

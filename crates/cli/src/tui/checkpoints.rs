@@ -49,7 +49,11 @@ fn undo_note(restored: &[String], removed: &[String], task: &str) -> String {
         let _ = write!(note, "\nRestored: {}.", restored.join(", "));
     }
     if !removed.is_empty() {
-        let _ = write!(note, "\nRemoved (that run created them): {}.", removed.join(", "));
+        let _ = write!(
+            note,
+            "\nRemoved (that run created them): {}.",
+            removed.join(", ")
+        );
     }
     note
 }

@@ -387,9 +387,7 @@ impl App {
             self.entries.push(Entry::Notice(note.to_owned()));
         }
         self.model.clone_into(&mut open.stored.model);
-        let cancel = self
-            .engine
-            .start(self.env.clone(), open, task, mode);
+        let cancel = self.engine.start(self.env.clone(), open, task, mode);
         self.steps = 0;
         self.children.clear();
         self.tool_calls = 0;

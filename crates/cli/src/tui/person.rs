@@ -51,9 +51,7 @@ impl App {
             PersonCommand::Shell(_) => "running your command",
             PersonCommand::Review(_) => "reading the diff",
         };
-        let cancel = self
-            .engine
-            .person_command(self.env.clone(), open, command);
+        let cancel = self.engine.person_command(self.env.clone(), open, command);
         self.running = Some(Running {
             cancel,
             cancelling: false,
@@ -166,7 +164,11 @@ fn review_task(output: &Value, truncated: bool, focus: &Option<String>) -> Resul
             } else {
                 ""
             },
-            sanitize_for_terminal(if stderr.is_empty() { "no message" } else { stderr })
+            sanitize_for_terminal(if stderr.is_empty() {
+                "no message"
+            } else {
+                stderr
+            })
         ));
     }
     let diff = field("stdout");
@@ -178,7 +180,10 @@ fn review_task(output: &Value, truncated: bool, focus: &Option<String>) -> Resul
     }
     let mut task = REVIEW_TASK.to_owned();
     if let Some(focus) = focus {
-        let _ = write!(task, "\nThe person asks you to look at this in particular: {focus}");
+        let _ = write!(
+            task,
+            "\nThe person asks you to look at this in particular: {focus}"
+        );
     }
     if truncated || output.get("truncated").and_then(Value::as_bool) == Some(true) {
         task.push_str(

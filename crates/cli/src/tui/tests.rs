@@ -1787,11 +1787,7 @@ fn a_shell_command_policy_asks_about_is_not_run_or_told_when_denied() {
     h.press(KeyCode::Char('d'));
     h.pump_until_idle();
     assert!(!marker.exists(), "a denied command ran");
-    assert!(
-        last_error(&h).contains("denied"),
-        "{:?}",
-        h.app.entries
-    );
+    assert!(last_error(&h).contains("denied"), "{:?}", h.app.entries);
     h.submit("Anything?");
     h.pump_until_idle();
     let request = h.server.requests()[0].to_string();
@@ -1839,8 +1835,14 @@ fn review_reads_the_diff_through_the_chokepoint_and_the_model_cannot_edit() {
     });
     let request = h.server.requests()[0].to_string();
     assert!(request.contains("```diff"), "{request}");
-    assert!(request.contains("+pub fn answer() -> u32 { 43 }"), "{request}");
-    assert!(request.contains("in particular: the return value"), "{request}");
+    assert!(
+        request.contains("+pub fn answer() -> u32 { 43 }"),
+        "{request}"
+    );
+    assert!(
+        request.contains("in particular: the return value"),
+        "{request}"
+    );
     assert!(request.contains("Plan mode is on"), "{request}");
     // The review's edit was refused by plan mode, whatever the rules allow.
     let patch = h.tool("apply_patch");
@@ -1853,7 +1855,10 @@ fn review_reads_the_diff_through_the_chokepoint_and_the_model_cannot_edit() {
         "pub fn answer() -> u32 { 43 }\n"
     );
     // The session's own mode is untouched.
-    assert_ne!(h.app.permission, bosun_host::permission::PermissionMode::Plan);
+    assert_ne!(
+        h.app.permission,
+        bosun_host::permission::PermissionMode::Plan
+    );
 }
 
 #[test]
@@ -1905,11 +1910,7 @@ fn undo_tells_the_model_with_the_next_request() {
     );
     assert!(request.contains("Restored: src/lib.rs."), "{request}");
     // Only once.
-    assert_eq!(
-        request.matches("The person undid").count(),
-        1,
-        "{request}"
-    );
+    assert_eq!(request.matches("The person undid").count(), 1, "{request}");
 }
 
 #[test]

@@ -121,10 +121,7 @@ fn mention_popup(popup: &super::mention::Popup, frame: &mut Frame, area: Rect) {
             let mut shown = sanitize_for_terminal(path);
             cut_to(&mut shown, width);
             if i == popup.selected {
-                Line::styled(
-                    shown,
-                    Style::new().fg(Color::Black).bg(Color::Cyan),
-                )
+                Line::styled(shown, Style::new().fg(Color::Black).bg(Color::Cyan))
             } else {
                 Line::raw(shown)
             }
