@@ -493,11 +493,13 @@ enum PluginsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Publish a plugin to a signed catalog folder (its metadata is read, never run).
+    /// Publish a plugin to a signed catalog folder or an OCI registry (its metadata is read,
+    /// never run).
     Publish {
         /// The plugin's directory.
         path: std::path::PathBuf,
-        /// The catalog: a configured registry with a path, or a folder.
+        /// Where: a configured registry (a folder or `kind = "oci"`), a catalog folder, or
+        /// `oci://HOST[:PORT]/NAMESPACE`.
         #[arg(long)]
         to: String,
         /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).

@@ -11,7 +11,7 @@ use bosun_host::plugin_runtime::install::registry as install;
 use bosun_registry::fetch::{Progress, Quiet};
 use bosun_registry::key::{PrivateKey, display_fingerprint};
 use bosun_registry::publish::{Expiry, Signing};
-use bosun_registry::{ArtifactKind, Registries, Requested, Source, Target};
+use bosun_registry::{ArtifactKind, Registries, RegistryKind, Requested, Source, Target};
 use serde_json::json;
 
 use crate::env::{Env, load, print_json};
@@ -59,7 +59,8 @@ impl Progress for Bar {
 
 fn registries(env: &Env) -> Result<Registries> {
     let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
-    let registries = Registries::new(&env.config.user.registries, project)?;
+    let registries = Registries::new(&env.config.user.registries, project)?
+        .with_opener(RegistryKind::Oci, bosun_registry::oci::open);
     for warning in registries.warnings() {
         errln!("warning: {warning}");
     }
@@ -374,17 +375,66 @@ pub fn verify(name: Option<&str>, accept: bool, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-/// `bosun plugins publish PATH --to SOURCE [--key FILE]`.
+/// `bosun plugins publish PATH --to SOURCE [--key FILE]`: to a signed catalog folder, or to an
+/// OCI registry (a configured `kind = "oci"` source, or `oci://HOST[:PORT]/NAMESPACE`) as the
+/// standard artifact with a signature by the key as its referrer.
 pub fn publish(path: &Path, to: &str, key: Option<&Path>, json: bool) -> Result<u8> {
     let env = load()?;
-    let dir = catalog_dir(&env, to)?;
     let key = load_key(&env, key)?;
+    match publish_target(&env, to)? {
+        PublishTarget::Catalog(dir) => publish_to_catalog(path, &dir, &key, json),
+        PublishTarget::Oci { url, timeout_secs } => {
+            publish_to_oci(path, &url, timeout_secs, &key, json)
+        }
+    }
+}
+
+/// Where `--to` points.
+enum PublishTarget {
+    /// A signed catalog folder.
+    Catalog(std::path::PathBuf),
+    /// An OCI registry and namespace (`host[:port]/namespace`, or with a scheme).
+    Oci {
+        url: String,
+        timeout_secs: Option<u64>,
+    },
+}
+
+fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
+    if let Some(rest) = to.strip_prefix("oci://") {
+        return Ok(PublishTarget::Oci {
+            url: rest.to_owned(),
+            timeout_secs: None,
+        });
+    }
+    let path = Path::new(to);
+    if path.is_dir() {
+        return Ok(PublishTarget::Catalog(path.to_owned()));
+    }
+    match env.config.user.registries.get(to) {
+        Some(config) if config.kind == RegistryKind::Oci => Ok(PublishTarget::Oci {
+            url: config.url.clone().unwrap_or_default(),
+            timeout_secs: config.timeout_secs,
+        }),
+        Some(config) if config.path.is_some() && config.url.is_none() => Ok(
+            PublishTarget::Catalog(config.path.clone().unwrap_or_default()),
+        ),
+        Some(_) => bail!(
+            "the registry `{to}` is not a folder: publish to its folder (bosun plugins publish PATH --to /the/catalog), then serve that folder"
+        ),
+        None => {
+            bail!("`{to}` is neither a configured registry, a folder, nor oci://HOST/NAMESPACE")
+        }
+    }
+}
+
+fn publish_to_catalog(path: &Path, dir: &Path, key: &PrivateKey, json: bool) -> Result<u8> {
     let signing = Signing {
-        key: &key,
+        key,
         now: now(),
         expiry: Expiry::default(),
     };
-    let published = bosun_registry::publish::publish_plugin(&dir, path, &signing)?;
+    let published = bosun_registry::publish::publish_plugin(dir, path, &signing)?;
     if json {
         print_json(
             &json!({"path": published.path, "sha256": published.sha256, "length": published.length, "claims": published.claims}),
@@ -402,20 +452,37 @@ pub fn publish(path: &Path, to: &str, key: Option<&Path>, json: bool) -> Result<
     Ok(exit::OK)
 }
 
-fn catalog_dir(env: &Env, to: &str) -> Result<std::path::PathBuf> {
-    let path = Path::new(to);
-    if path.is_dir() {
-        return Ok(path.to_owned());
+fn publish_to_oci(
+    path: &Path,
+    url: &str,
+    timeout_secs: Option<u64>,
+    key: &PrivateKey,
+    json: bool,
+) -> Result<u8> {
+    let prepared = bosun_registry::publish::prepare_plugin(path)?;
+    let (client, namespace) = bosun_registry::oci::client_for(url, timeout_secs)
+        .with_context(|| format!("reading the OCI registry address `{url}`"))?;
+    let rt = runtime()?;
+    let published = rt.block_on(bosun_registry::oci::publish(
+        &client, &namespace, prepared, key,
+    ))?;
+    if json {
+        print_json(&json!({
+            "reference": published.reference,
+            "manifest": published.manifest.to_string(),
+            "signature": published.signature.to_string(),
+            "claims": published.claims,
+        }))?;
+    } else {
+        outln!(
+            "published {} {} to {} (signature {})",
+            published.claims.name,
+            published.claims.version,
+            published.reference,
+            published.signature
+        );
     }
-    match env.config.user.registries.get(to) {
-        Some(config) if config.path.is_some() && config.url.is_none() => {
-            Ok(config.path.clone().unwrap_or_default())
-        }
-        Some(_) => bail!(
-            "the registry `{to}` is not a folder: publish to its folder (bosun plugins publish PATH --to /the/catalog), then serve that folder"
-        ),
-        None => bail!("`{to}` is neither a configured registry nor a folder"),
-    }
+    Ok(exit::OK)
 }
 
 fn load_key(env: &Env, key: Option<&Path>) -> Result<PrivateKey> {
