@@ -1,4 +1,5 @@
-//! `bosun plugins search | install NAME | update | verify | publish`, `bosun skills search`, and
+//! `bosun plugins search | install NAME | update | verify | publish`, `bosun skills search |
+//! install | update`, and
 //! `bosun registry keygen | init | trust`: the registry commands. They parse, call
 //! `bosun-registry` and the host's install path (`plugin_runtime::install::registry`), and
 //! print; a download shows a progress bar on a terminal and nothing on a pipe.
@@ -149,13 +150,14 @@ pub fn names_registry_plugin(arg: &Path, from: Option<&str>) -> bool {
 fn locate(
     env: &Env,
     rt: &tokio::runtime::Runtime,
+    kind: ArtifactKind,
     requested: &Requested,
     from: Option<&str>,
 ) -> Result<Box<dyn Source>> {
     let mut holding = Vec::new();
     let mut problems = Vec::new();
     for source in sources(env, from)? {
-        match rt.block_on(source.resolve(ArtifactKind::Plugin, requested, now())) {
+        match rt.block_on(source.resolve(kind, requested, now())) {
             Ok(_) => holding.push(source),
             Err(e) => problems.push(format!("{}: {e}", source.name())),
         }
@@ -174,8 +176,33 @@ fn locate(
     }
 }
 
-/// `bosun plugins install NAME[@VERSION] [--from SOURCE] [--force] [--yes]`.
-pub fn install_plugin(
+/// Stages `requested` of `kind` from `source`: fetched, verified, read and compared.
+fn stage(
+    env: &Env,
+    rt: &tokio::runtime::Runtime,
+    kind: ArtifactKind,
+    source: &dyn Source,
+    requested: &Requested,
+    progress: &dyn Progress,
+    force: bool,
+) -> Result<install::Staged, install::RegistryInstallError> {
+    let home = &env.config.home;
+    rt.block_on(async {
+        match kind {
+            ArtifactKind::Plugin => {
+                install::stage(home, source, requested, now(), progress, force, &[]).await
+            }
+            ArtifactKind::Skill => {
+                install::stage_skill(home, source, requested, now(), progress, force).await
+            }
+        }
+    })
+}
+
+/// `bosun plugins install NAME[@VERSION]` / `bosun skills install NAME[@VERSION]`
+/// `[--from SOURCE] [--force] [--yes]`.
+pub fn install(
+    kind: ArtifactKind,
     spec: &str,
     from: Option<&str>,
     force: bool,
@@ -185,18 +212,18 @@ pub fn install_plugin(
     let requested = Requested::parse(spec)?;
     let env = load()?;
     let rt = runtime()?;
-    let source = locate(&env, &rt, &requested, from)?;
+    let source = locate(&env, &rt, kind, &requested, from)?;
     let bar = Bar::new();
     let progress: &dyn Progress = if json { &Quiet } else { &bar };
-    let staged = rt.block_on(install::stage(
-        &env.config.home,
+    let staged = stage(
+        &env,
+        &rt,
+        kind,
         source.as_ref(),
         &requested,
-        now(),
         progress,
         force,
-        &[],
-    ))?;
+    )?;
     errln!("{}", staged.review());
     if !confirm(
         &format!(
@@ -224,27 +251,39 @@ pub fn install_plugin(
     Ok(exit::OK)
 }
 
-/// `bosun plugins update [NAME] [--check] [--force] [--yes]`.
-pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: bool) -> Result<u8> {
+/// `bosun plugins update [NAME] [--check] [--force] [--yes]` / `bosun skills update …`.
+pub fn update(
+    kind: ArtifactKind,
+    name: Option<&str>,
+    check: bool,
+    force: bool,
+    yes: bool,
+    json: bool,
+) -> Result<u8> {
     let env = load()?;
     let rt = runtime()?;
     let lock = bosun_plugins::lock::InstallLock::load(&env.config.home)?;
     let registries = registries(&env)?;
+    let records = match kind {
+        ArtifactKind::Plugin => lock.plugins(),
+        ArtifactKind::Skill => lock.skills(),
+    };
     let names: Vec<String> = match name {
         Some(n) => vec![n.to_owned()],
-        None => lock.plugins().keys().cloned().collect(),
+        None => records.keys().cloned().collect(),
     };
     let mut report = Vec::new();
     let mut code = exit::OK;
     for name in names {
-        let Some(record) = lock.plugin(&name) else {
+        let Some(record) = records.get(&name) else {
             bail!(
-                "`{name}` was not installed from a registry (bosun plugins verify lists those that were)"
+                "`{name}` was not installed from a registry (`bosun {} update` lists those that were)",
+                kind.dir()
             );
         };
         let source = registries.open(&record.source, &env.config.home)?;
         let requested = Requested::parse(&record.name)?;
-        let newest = rt.block_on(source.resolve(ArtifactKind::Plugin, &requested, now()))?;
+        let newest = rt.block_on(source.resolve(kind, &requested, now()))?;
         let newer = semver::Version::parse(&newest.claims.version).ok()
             > semver::Version::parse(&record.version).ok();
         if !newer {
@@ -266,15 +305,9 @@ pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: boo
             continue;
         }
         let exact = Requested::parse(&format!("{}@{}", record.name, newest.claims.version))?;
-        let staged = match rt.block_on(install::stage(
-            &env.config.home,
-            source.as_ref(),
-            &exact,
-            now(),
-            &Bar::new(),
-            force,
-            &[],
-        )) {
+        let bar = Bar::new();
+        let progress: &dyn Progress = if json { &Quiet } else { &bar };
+        let staged = match stage(&env, &rt, kind, source.as_ref(), &exact, progress, force) {
             Ok(staged) => staged,
             Err(e) => {
                 errln!("{name}: not updated, {} keeps serving: {e}", record.version);
@@ -306,7 +339,7 @@ pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: boo
         }
     }
     if json {
-        print_json(&json!({"plugins": report}))?;
+        print_json(&json!({kind.dir(): report}))?;
     }
     Ok(code)
 }
