@@ -58,8 +58,7 @@ impl Progress for Bar {
 }
 
 fn registries(env: &Env) -> Result<Registries> {
-    let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
-    let registries = Registries::new(&env.config.user.registries, project)?;
+    let registries = crate::claude::registries(env)?;
     for warning in registries.warnings() {
         errln!("warning: {warning}");
     }
