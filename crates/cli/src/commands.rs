@@ -1,6 +1,6 @@
 //! The subcommands. Each loads what it needs, calls a library and prints.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -253,57 +253,158 @@ pub fn render_explanation(explanation: &Explanation) -> String {
 
 pub fn inspect(run: &str, json: bool, kind: Option<&str>) -> Result<u8> {
     let home = bosun_home()?;
+    let mut out = Stdout::default();
     if json {
-        let path = trace::find_run(&home.join("runs"), run)?;
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let text: String = match kind {
-            None => text,
-            Some(kind) => text
-                .lines()
-                .filter(|line| {
-                    serde_json::from_str::<Value>(line).is_ok_and(|v| {
-                        v["event"]["type"]
-                            .as_str()
-                            .is_some_and(|t| t.starts_with(kind))
-                    })
-                })
-                .map(|line| format!("{line}\n"))
-                .collect(),
-        };
-        let mut out = std::io::stdout().lock();
-        write!(out, "{}", crate::term::json_safe(&text))?;
+        inspect_json(&home, run, kind, &mut out)?;
     } else {
-        out!("{}", inspect_text_of(&home, run, kind)?);
+        inspect_to(&home, run, kind, &mut out)?;
     }
+    out.flush();
     Ok(exit::OK)
+}
+
+/// Output gathered into pieces of about 64 KiB, each written to stdout through the escape of
+/// its kind once it ends a line, so that `bosun inspect` holds one piece of a trace of any size.
+#[derive(Default)]
+struct Stdout {
+    text: String,
+    json: bool,
+}
+
+impl Stdout {
+    const PIECE: usize = 64 * 1024;
+
+    fn written(&mut self) {
+        if self.text.len() >= Self::PIECE && self.text.ends_with('\n') {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.text.is_empty() {
+            return;
+        }
+        if self.json {
+            crate::term::write_stdout(&crate::term::json_safe(&self.text));
+        } else {
+            crate::term::write_stdout(&crate::term::escape(&self.text));
+        }
+        self.text.clear();
+    }
+}
+
+/// Where a rendered trace goes: a string (the terminal UI) or stdout in pieces.
+trait Sink {
+    fn text(&mut self) -> &mut String;
+    /// Called after each envelope's lines.
+    fn written(&mut self) {}
+}
+
+impl Sink for String {
+    fn text(&mut self) -> &mut String {
+        self
+    }
+}
+
+impl Sink for Stdout {
+    fn text(&mut self) -> &mut String {
+        &mut self.text
+    }
+    fn written(&mut self) {
+        Stdout::written(self);
+    }
+}
+
+/// `bosun inspect --json`: the trace's lines as they are, or those of one kind, read and
+/// written a line at a time.
+fn inspect_json(home: &Path, run: &str, kind: Option<&str>, out: &mut Stdout) -> Result<()> {
+    use std::io::BufRead as _;
+    out.json = true;
+    let path = trace::find_run(&home.join("runs"), run)?;
+    let file = std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let keep = match kind {
+            None => true,
+            Some(kind) => serde_json::from_str::<Value>(&line).is_ok_and(|v| {
+                v["event"]["type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(kind))
+            }),
+        };
+        if !keep {
+            continue;
+        }
+        if kind.is_some() {
+            // A filtered line is written with a newline of its own, whatever ended it.
+            let bare = line.strip_suffix('\n').unwrap_or(&line);
+            out.text.push_str(bare.strip_suffix('\r').unwrap_or(bare));
+            out.text.push('\n');
+        } else {
+            out.text.push_str(&line);
+        }
+        out.written();
+    }
 }
 
 /// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
 pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
-    inspect_text_of(home, run, None)
+    let mut text = String::new();
+    inspect_to(home, run, None, &mut text)?;
+    Ok(text)
 }
 
-/// As [`inspect_text`], with only the events whose type starts with `kind` when given.
-fn inspect_text_of(home: &Path, run: &str, kind: Option<&str>) -> Result<String> {
+/// Renders the trace of `run` into `out`, with only the events whose type starts with `kind`
+/// when given. The trace is read twice, one envelope at a time — the timeline, then the labels
+/// — so no envelope is held past its own lines.
+fn inspect_to(home: &Path, run: &str, kind: Option<&str>, out: &mut impl Sink) -> Result<()> {
     let runs = home.join("runs");
     let path = trace::find_run(&runs, run)?;
-    let mut envelopes = trace::read_run(&path)?;
-    if let Some(kind) = kind {
-        envelopes.retain(|e| e.event.kind().starts_with(kind));
+    let wanted =
+        |e: &bosun_core::Envelope| kind.is_none_or(|kind| e.event.kind().starts_with(kind));
+    let mut timeline = trace::Timeline::default();
+    let mut run_id = None;
+    for envelope in trace::envelopes(&path)? {
+        let envelope = envelope?;
+        if !wanted(&envelope) {
+            continue;
+        }
+        if run_id.is_none() {
+            run_id = Some(envelope.run_id.clone());
+        }
+        timeline.write(&envelope, out.text());
+        out.written();
     }
-    let mut text = trace::render(&envelopes);
-    // Its subagents' runs, each a trace of its own.
-    if let Some(first) = envelopes.first() {
-        let children = trace::children_of(&runs, &first.run_id);
-        if !children.is_empty() {
-            text.push_str("children (open one with `bosun inspect <run>`):\n");
-            for (id, command) in children {
-                text.push_str(&format!("  {id}  {}\n", sanitize_for_terminal(&command)));
-            }
+    let Some(run_id) = run_id else {
+        out.text().push_str(trace::EMPTY);
+        return Ok(());
+    };
+    let mut labels = trace::Labels::default();
+    for envelope in trace::envelopes(&path)? {
+        let envelope = envelope?;
+        if wanted(&envelope) {
+            labels.write(&envelope, out.text());
+            out.written();
         }
     }
-    Ok(text)
+    // Its subagents' runs, each a trace of its own.
+    let children = trace::children_of(&runs, &run_id);
+    if !children.is_empty() {
+        let text = out.text();
+        text.push_str("children (open one with `bosun inspect <run>`):\n");
+        for (id, command) in children {
+            text.push_str(&format!("  {id}  {}\n", sanitize_for_terminal(&command)));
+        }
+    }
+    Ok(())
 }
 
 /// `bosun sandbox status`: what each layer enforces on this machine, under the user's
