@@ -181,7 +181,8 @@ def home_and_ws(prefix):
 
 def axis_policy(binaries, points, runs):
     example = TARGET / "release" / "examples" / "decide_scale"
-    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-policy", "--example", "decide_scale"], cwd=ROOT)
+    if not example.exists():
+        run(["cargo", "build", "--quiet", "--release", "-p", "bosun-policy", "--example", "decide_scale"], cwd=ROOT)
     homes = {}
     rows = []
     for n in points:
@@ -333,7 +334,8 @@ def axis_js(binaries, points, runs):
 
 def axis_http(binaries, points, runs):
     load = TARGET / "release" / "examples" / "mcp_http_load"
-    run(["cargo", "build", "--quiet", "--release", "-p", "bosun-mcp", "--example", "mcp_http_load"], cwd=ROOT)
+    if not load.exists():
+        run(["cargo", "build", "--quiet", "--release", "-p", "bosun-mcp", "--example", "mcp_http_load"], cwd=ROOT)
     rows = []
     prepared = {}
     for name, bosun in binaries.items():
