@@ -367,11 +367,12 @@ impl PolicyBuilder {
     }
 
     fn add(mut self, layer: Layer, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        let mut locator = crate::file::Locator::new(&source);
         let rules = file
             .rules
             .into_iter()
             .map(|spanned| {
-                let location = source.locate(spanned.span().start);
+                let location = locator.locate(spanned.span().start);
                 crate::matcher::CompiledRule::compile(spanned.into_inner(), &location, true)
             })
             .collect::<Result<Vec<_>, _>>()?;
