@@ -672,6 +672,7 @@ def main():
     parser.add_argument("--head", help="this tree's release binary, already built (default: build it)")
     parser.add_argument("--base", help="an earlier build, measured alongside (dashed curves)")
     parser.add_argument("--replot", action="store_true", help="only redraw the plots and tables from results.json")
+    parser.add_argument("--top", type=int, help="stop every axis at this many (a point above it is left out)")
     args = parser.parse_args()
     if args.replot:
         return write_results(json.loads((OUT / "results.json").read_text()))
@@ -696,7 +697,8 @@ def main():
         full, quick = RANGES[axis_name]
         started = time.time()
         load_before = os.getloadavg()[0]
-        result = AXES[axis_name](binaries, quick if args.quick else full, runs)
+        points = [n for n in (quick if args.quick else full) if args.top is None or n <= args.top]
+        result = AXES[axis_name](binaries, points, runs)
         result["meta"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "tree": commit,
                           "binaries": versions, "load": [load_before, os.getloadavg()[0]],
                           "seconds": round(time.time() - started), "quick": args.quick}
