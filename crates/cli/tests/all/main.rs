@@ -463,7 +463,8 @@ fn every_call_writes_a_trace_that_inspect_renders() {
 /// reports that child alone). The peak of a child includes the memory of the process that
 /// started it up to its `exec`, so the caller must not hold much itself: this reads the output
 /// a line at a time.
-#[allow(unsafe_code)]
+// The child is waited for with `wait4` (for its resource use), which the lint cannot see.
+#[allow(unsafe_code, clippy::zombie_processes)]
 fn bosun_lines_with_peak_rss(
     env: &Env,
     args: &[&str],
