@@ -81,6 +81,25 @@ impl Default for AgentConfig {
     }
 }
 
+/// `[serve]`: how `bosun serve --http` runs as one of several instances behind a load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The environment variable holding the key (at least 32 bytes) that seals 2026-07-28
+    /// request states; set the same key on every instance so a retry may reach any of them.
+    /// Without it each process seals with a random key of its own.
+    #[serde(default)]
+    pub state_key_env: Option<String>,
+    /// How long a request state may be answered, in seconds (10–3600; default 300). It is
+    /// also how long a state replayed to another instance could be accepted there.
+    #[serde(default)]
+    pub state_ttl_secs: Option<u64>,
+    /// `Host` header values served besides the listening address, e.g. the load balancer's
+    /// `lb.example.com` or `127.0.0.1:8080`.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
 /// The user's configuration file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -128,6 +147,9 @@ pub struct Config {
     /// `[[hooks.post_tool_response]]`.
     #[serde(default)]
     pub hooks: crate::hooks::HooksConfig,
+    /// `bosun serve` behind a load balancer: `[serve]`.
+    #[serde(default)]
+    pub serve: ServeConfig,
 }
 
 impl Config {
@@ -255,6 +277,17 @@ impl LoadedConfig {
                     key: "models".to_owned(),
                     message: e.to_string(),
                 })?;
+            if user
+                .serve
+                .state_ttl_secs
+                .is_some_and(|ttl| !(10..=3600).contains(&ttl))
+            {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "serve.state_ttl_secs".to_owned(),
+                    message: "use a value between 10 and 3600 seconds".to_owned(),
+                });
+            }
             if user.agent.max_steps == 0 || user.agent.max_tool_calls == 0 {
                 return Err(ConfigError::Invalid {
                     path: file.path.clone(),
