@@ -9,6 +9,7 @@ mod checkpoint;
 mod chokepoint;
 mod flow;
 mod js_plugins;
+mod managed;
 mod remembered;
 mod skills;
 
