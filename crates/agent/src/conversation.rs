@@ -123,6 +123,15 @@ impl Conversation {
             };
         }
         self.stored.messages = report.messages.clone();
+        // An answer cut off by a cancel stays, marked, so a resumed session (and its model)
+        // sees how far it got.
+        if let Some(partial) = &report.partial {
+            self.stored.messages.push(Message::assistant(vec![
+                bosun_models::AssistantPart::Text {
+                    text: format!("{partial}\n\n{}", crate::run::CANCELLED_MARK),
+                },
+            ]));
+        }
         self.stored.run_ids.push(run_id.to_owned());
         match self.store.save(&mut self.stored) {
             Ok(_) => Kept {
@@ -138,6 +147,17 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// Keeps `note` for the model's next request — something the person did between runs that
+    /// the model must know of (an undo, a command's output) — and stores the session, so a
+    /// resumed session still sends it. The next turn puts the notes before its request.
+    ///
+    /// # Errors
+    /// Storing the session failed; the note is kept in memory for the next turn all the same.
+    pub fn note(&mut self, note: impl Into<String>) -> Result<(), SessionError> {
+        self.stored.notes.push(note.into());
+        self.store.save(&mut self.stored).map(|_| ())
+    }
+
     /// Where this conversation's runs keep the files they change ([`bosun_host::checkpoint`]).
     pub fn checkpoints(&self, home: &Path) -> CheckpointStore {
         CheckpointStore::of_session(home, &self.stored.id)

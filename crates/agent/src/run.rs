@@ -66,6 +66,10 @@ impl Default for Budgets {
     }
 }
 
+/// Ends the text an answer had streamed when its run was cancelled, as the stored session keeps
+/// it: the model reading it later knows it stopped there, not that it was done.
+pub const CANCELLED_MARK: &str = "[cancelled by the person here]";
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEnd {
@@ -111,6 +115,10 @@ pub struct RunReport {
     pub tool_calls: u32,
     /// The provider's token counts, summed over the steps.
     pub usage: TokenUsage,
+    /// The text the model had streamed when the run was cancelled in the middle of an answer.
+    /// `messages` ends before it (an unfinished answer is no turn of the conversation); storing
+    /// the session keeps it, marked as cut off ([`crate::conversation::Conversation::keep`]).
+    pub partial: Option<String>,
 }
 
 /// Builds an [`Agent`].
@@ -234,7 +242,8 @@ fn error_content(error: ToolError) -> String {
 
 enum StepEnd {
     Answer(Answer),
-    Cancelled,
+    /// Cancelled, with the text the model had streamed before (empty when none).
+    Cancelled(String),
     Failed(ModelError),
 }
 
@@ -297,6 +306,7 @@ impl Agent {
             steps: 0,
             tool_calls: 0,
             usage: TokenUsage::default(),
+            partial: None,
         };
         let turn_start = report.messages.len();
         report.messages.push(Message::user(task));
@@ -382,7 +392,14 @@ impl Agent {
                 });
                 match self.model_step(step, &request, trace, cancel).await {
                     StepEnd::Answer(answer) => break answer,
-                    StepEnd::Cancelled => return RunEnd::Cancelled,
+                    StepEnd::Cancelled(partial) => {
+                        // What the person saw stream is handed on, for the stored session.
+                        if !partial.trim().is_empty() {
+                            report.text.clone_from(&partial);
+                            report.partial = Some(partial);
+                        }
+                        return RunEnd::Cancelled;
+                    }
                     StepEnd::Failed(error) => {
                         trace.record(Event::ModelFailed {
                             step,
@@ -592,7 +609,7 @@ impl Agent {
         let stream = loop {
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled,
+                () = cancel.cancelled() => return StepEnd::Cancelled(String::new()),
                 Some(notice) = retried.recv() => record(notice),
                 stream = &mut opening => break stream,
             }
@@ -602,7 +619,7 @@ impl Agent {
         }
         let mut stream = match stream {
             Ok(stream) => stream,
-            Err(ModelError::Cancelled) => return StepEnd::Cancelled,
+            Err(ModelError::Cancelled) => return StepEnd::Cancelled(String::new()),
             Err(error) => return StepEnd::Failed(error),
         };
         let mut answer = Answer::default();
@@ -611,7 +628,7 @@ impl Agent {
             // does not.
             let next = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return StepEnd::Cancelled,
+                () = cancel.cancelled() => return StepEnd::Cancelled(answer.text()),
                 next = stream.next() => next,
             };
             match next {
@@ -636,7 +653,7 @@ impl Agent {
                     }
                     answer.push(event);
                 }
-                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled,
+                Some(Err(ModelError::Cancelled)) => return StepEnd::Cancelled(answer.text()),
                 Some(Err(error)) => return StepEnd::Failed(error),
             }
         }

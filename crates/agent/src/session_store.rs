@@ -132,6 +132,10 @@ pub struct StoredSession {
     pub dropped_messages: u64,
     /// The conversation, oldest first.
     pub messages: Vec<Message>,
+    /// What the person did between runs that the model must hear of (files put back by an
+    /// undo, a command's output): sent before the next request and then part of `messages`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A line of `bosun sessions list`.
@@ -279,6 +283,7 @@ impl SessionStore {
             run_ids: Vec::new(),
             dropped_messages: 0,
             messages: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

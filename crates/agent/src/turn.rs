@@ -280,7 +280,14 @@ impl Turn {
         task: &str,
         cancel: &CancellationToken,
     ) -> TurnDone {
-        let messages = std::mem::take(&mut conversation.stored.messages);
+        let mut messages = std::mem::take(&mut conversation.stored.messages);
+        // What the person did since the last run, told before the request.
+        let notes = std::mem::take(&mut conversation.stored.notes);
+        messages.extend(
+            notes
+                .iter()
+                .map(|note| bosun_models::Message::user(note.clone())),
+        );
         let session = &conversation.grants;
         if let Some(mode) = self.mode {
             session.set_plan(mode.is_plan());
@@ -308,6 +315,10 @@ impl Turn {
             warnings.push(e.to_string());
         }
         let kept = conversation.keep(&report, &self.run_id);
+        if kept.discarded {
+            // The run was not kept: its notes wait for the next one.
+            conversation.stored.notes = notes;
+        }
         warnings.extend(kept.warning);
         TurnDone {
             report,

@@ -74,7 +74,7 @@ fn exit_code(result: &ToolResult) -> u8 {
     }
 }
 
-fn run_outcome(result: &ToolResult) -> RunOutcome {
+pub(crate) fn run_outcome(result: &ToolResult) -> RunOutcome {
     match result.error().map(|e| e.code) {
         None => RunOutcome::Completed,
         Some(ErrorCode::Denied) => RunOutcome::Denied,

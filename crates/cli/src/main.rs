@@ -205,6 +205,42 @@ enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Install a skill from a registry into $BOSUN_HOME/skills: verified, read as loading
+    /// reads it, shown, and recorded in the integrity lock that every load checks.
+    Install {
+        /// NAME or NAME@VERSION.
+        spec: String,
+        /// Only this registry.
+        #[arg(long)]
+        from: Option<String>,
+        /// Allow an older version, or replace a skill not installed from a registry.
+        #[arg(long)]
+        force: bool,
+        /// Install without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Update skills installed from a registry: shows what changed and asks again when it
+    /// grew; refuses a downgrade; a failed update leaves the old version in place.
+    Update {
+        /// One skill (default: every skill installed from a registry).
+        name: Option<String>,
+        /// Only say what could be updated.
+        #[arg(long)]
+        check: bool,
+        /// Allow an older version.
+        #[arg(long)]
+        force: bool,
+        /// Update without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -493,11 +529,13 @@ enum PluginsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Publish a plugin to a signed catalog folder (its metadata is read, never run).
+    /// Publish a plugin to a signed catalog folder or an OCI registry (its metadata is read,
+    /// never run).
     Publish {
         /// The plugin's directory.
         path: std::path::PathBuf,
-        /// The catalog: a configured registry with a path, or a folder.
+        /// Where: a configured registry (a folder or `kind = "oci"`), a catalog folder, or
+        /// `oci://HOST[:PORT]/NAMESPACE`.
         #[arg(long)]
         to: String,
         /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
@@ -697,6 +735,34 @@ fn main() -> ExitCode {
             from.as_deref(),
             json,
         ),
+        Command::Skills(SkillsCommand::Install {
+            spec,
+            from,
+            force,
+            yes,
+            json,
+        }) => registry::install(
+            bosun_registry::ArtifactKind::Skill,
+            &spec,
+            from.as_deref(),
+            force,
+            yes,
+            json,
+        ),
+        Command::Skills(SkillsCommand::Update {
+            name,
+            check,
+            force,
+            yes,
+            json,
+        }) => registry::update(
+            bosun_registry::ArtifactKind::Skill,
+            name.as_deref(),
+            check,
+            force,
+            yes,
+            json,
+        ),
         Command::Registry(command) => match command {
             RegistryCommand::Keygen { file } => registry::keygen(file.as_deref()),
             RegistryCommand::Init { dir, key } => registry::init(&dir, key.as_deref()),
@@ -758,7 +824,8 @@ fn main() -> ExitCode {
                 yes,
             } => {
                 if registry::names_registry_plugin(&path, from.as_deref()) {
-                    registry::install_plugin(
+                    registry::install(
+                        bosun_registry::ArtifactKind::Plugin,
                         &path.to_string_lossy(),
                         from.as_deref(),
                         force,
@@ -781,7 +848,14 @@ fn main() -> ExitCode {
                 force,
                 yes,
                 json,
-            } => registry::update(name.as_deref(), check, force, yes, json),
+            } => registry::update(
+                bosun_registry::ArtifactKind::Plugin,
+                name.as_deref(),
+                check,
+                force,
+                yes,
+                json,
+            ),
             PluginsCommand::Verify { name, accept, json } => {
                 registry::verify(name.as_deref(), accept, json)
             }

@@ -1,4 +1,5 @@
-//! `bosun plugins search | install NAME | update | verify | publish`, `bosun skills search`, and
+//! `bosun plugins search | install NAME | update | verify | publish`, `bosun skills search |
+//! install | update`, and
 //! `bosun registry keygen | init | trust`: the registry commands. They parse, call
 //! `bosun-registry` and the host's install path (`plugin_runtime::install::registry`), and
 //! print; a download shows a progress bar on a terminal and nothing on a pipe.
@@ -11,7 +12,7 @@ use bosun_host::plugin_runtime::install::registry as install;
 use bosun_registry::fetch::{Progress, Quiet};
 use bosun_registry::key::{PrivateKey, display_fingerprint};
 use bosun_registry::publish::{Expiry, Signing};
-use bosun_registry::{ArtifactKind, Registries, Requested, Source, Target};
+use bosun_registry::{ArtifactKind, Registries, RegistryKind, Requested, Source, Target};
 use serde_json::json;
 
 use crate::env::{Env, load, print_json};
@@ -59,7 +60,8 @@ impl Progress for Bar {
 
 fn registries(env: &Env) -> Result<Registries> {
     let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
-    let registries = Registries::new(&env.config.user.registries, project)?;
+    let registries = Registries::new(&env.config.user.registries, project)?
+        .with_opener(RegistryKind::Oci, bosun_registry::oci::open);
     for warning in registries.warnings() {
         errln!("warning: {warning}");
     }
@@ -148,13 +150,14 @@ pub fn names_registry_plugin(arg: &Path, from: Option<&str>) -> bool {
 fn locate(
     env: &Env,
     rt: &tokio::runtime::Runtime,
+    kind: ArtifactKind,
     requested: &Requested,
     from: Option<&str>,
 ) -> Result<Box<dyn Source>> {
     let mut holding = Vec::new();
     let mut problems = Vec::new();
     for source in sources(env, from)? {
-        match rt.block_on(source.resolve(ArtifactKind::Plugin, requested, now())) {
+        match rt.block_on(source.resolve(kind, requested, now())) {
             Ok(_) => holding.push(source),
             Err(e) => problems.push(format!("{}: {e}", source.name())),
         }
@@ -173,8 +176,33 @@ fn locate(
     }
 }
 
-/// `bosun plugins install NAME[@VERSION] [--from SOURCE] [--force] [--yes]`.
-pub fn install_plugin(
+/// Stages `requested` of `kind` from `source`: fetched, verified, read and compared.
+fn stage(
+    env: &Env,
+    rt: &tokio::runtime::Runtime,
+    kind: ArtifactKind,
+    source: &dyn Source,
+    requested: &Requested,
+    progress: &dyn Progress,
+    force: bool,
+) -> Result<install::Staged, install::RegistryInstallError> {
+    let home = &env.config.home;
+    rt.block_on(async {
+        match kind {
+            ArtifactKind::Plugin => {
+                install::stage(home, source, requested, now(), progress, force, &[]).await
+            }
+            ArtifactKind::Skill => {
+                install::stage_skill(home, source, requested, now(), progress, force).await
+            }
+        }
+    })
+}
+
+/// `bosun plugins install NAME[@VERSION]` / `bosun skills install NAME[@VERSION]`
+/// `[--from SOURCE] [--force] [--yes]`.
+pub fn install(
+    kind: ArtifactKind,
     spec: &str,
     from: Option<&str>,
     force: bool,
@@ -184,18 +212,18 @@ pub fn install_plugin(
     let requested = Requested::parse(spec)?;
     let env = load()?;
     let rt = runtime()?;
-    let source = locate(&env, &rt, &requested, from)?;
+    let source = locate(&env, &rt, kind, &requested, from)?;
     let bar = Bar::new();
     let progress: &dyn Progress = if json { &Quiet } else { &bar };
-    let staged = rt.block_on(install::stage(
-        &env.config.home,
+    let staged = stage(
+        &env,
+        &rt,
+        kind,
         source.as_ref(),
         &requested,
-        now(),
         progress,
         force,
-        &[],
-    ))?;
+    )?;
     errln!("{}", staged.review());
     if !confirm(
         &format!(
@@ -223,27 +251,39 @@ pub fn install_plugin(
     Ok(exit::OK)
 }
 
-/// `bosun plugins update [NAME] [--check] [--force] [--yes]`.
-pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: bool) -> Result<u8> {
+/// `bosun plugins update [NAME] [--check] [--force] [--yes]` / `bosun skills update …`.
+pub fn update(
+    kind: ArtifactKind,
+    name: Option<&str>,
+    check: bool,
+    force: bool,
+    yes: bool,
+    json: bool,
+) -> Result<u8> {
     let env = load()?;
     let rt = runtime()?;
     let lock = bosun_plugins::lock::InstallLock::load(&env.config.home)?;
     let registries = registries(&env)?;
+    let records = match kind {
+        ArtifactKind::Plugin => lock.plugins(),
+        ArtifactKind::Skill => lock.skills(),
+    };
     let names: Vec<String> = match name {
         Some(n) => vec![n.to_owned()],
-        None => lock.plugins().keys().cloned().collect(),
+        None => records.keys().cloned().collect(),
     };
     let mut report = Vec::new();
     let mut code = exit::OK;
     for name in names {
-        let Some(record) = lock.plugin(&name) else {
+        let Some(record) = records.get(&name) else {
             bail!(
-                "`{name}` was not installed from a registry (bosun plugins verify lists those that were)"
+                "`{name}` was not installed from a registry (`bosun {} update` lists those that were)",
+                kind.dir()
             );
         };
         let source = registries.open(&record.source, &env.config.home)?;
         let requested = Requested::parse(&record.name)?;
-        let newest = rt.block_on(source.resolve(ArtifactKind::Plugin, &requested, now()))?;
+        let newest = rt.block_on(source.resolve(kind, &requested, now()))?;
         let newer = semver::Version::parse(&newest.claims.version).ok()
             > semver::Version::parse(&record.version).ok();
         if !newer {
@@ -265,15 +305,9 @@ pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: boo
             continue;
         }
         let exact = Requested::parse(&format!("{}@{}", record.name, newest.claims.version))?;
-        let staged = match rt.block_on(install::stage(
-            &env.config.home,
-            source.as_ref(),
-            &exact,
-            now(),
-            &Bar::new(),
-            force,
-            &[],
-        )) {
+        let bar = Bar::new();
+        let progress: &dyn Progress = if json { &Quiet } else { &bar };
+        let staged = match stage(&env, &rt, kind, source.as_ref(), &exact, progress, force) {
             Ok(staged) => staged,
             Err(e) => {
                 errln!("{name}: not updated, {} keeps serving: {e}", record.version);
@@ -305,7 +339,7 @@ pub fn update(name: Option<&str>, check: bool, force: bool, yes: bool, json: boo
         }
     }
     if json {
-        print_json(&json!({"plugins": report}))?;
+        print_json(&json!({kind.dir(): report}))?;
     }
     Ok(code)
 }
@@ -374,17 +408,66 @@ pub fn verify(name: Option<&str>, accept: bool, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-/// `bosun plugins publish PATH --to SOURCE [--key FILE]`.
+/// `bosun plugins publish PATH --to SOURCE [--key FILE]`: to a signed catalog folder, or to an
+/// OCI registry (a configured `kind = "oci"` source, or `oci://HOST[:PORT]/NAMESPACE`) as the
+/// standard artifact with a signature by the key as its referrer.
 pub fn publish(path: &Path, to: &str, key: Option<&Path>, json: bool) -> Result<u8> {
     let env = load()?;
-    let dir = catalog_dir(&env, to)?;
     let key = load_key(&env, key)?;
+    match publish_target(&env, to)? {
+        PublishTarget::Catalog(dir) => publish_to_catalog(path, &dir, &key, json),
+        PublishTarget::Oci { url, timeout_secs } => {
+            publish_to_oci(path, &url, timeout_secs, &key, json)
+        }
+    }
+}
+
+/// Where `--to` points.
+enum PublishTarget {
+    /// A signed catalog folder.
+    Catalog(std::path::PathBuf),
+    /// An OCI registry and namespace (`host[:port]/namespace`, or with a scheme).
+    Oci {
+        url: String,
+        timeout_secs: Option<u64>,
+    },
+}
+
+fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
+    if let Some(rest) = to.strip_prefix("oci://") {
+        return Ok(PublishTarget::Oci {
+            url: rest.to_owned(),
+            timeout_secs: None,
+        });
+    }
+    let path = Path::new(to);
+    if path.is_dir() {
+        return Ok(PublishTarget::Catalog(path.to_owned()));
+    }
+    match env.config.user.registries.get(to) {
+        Some(config) if config.kind == RegistryKind::Oci => Ok(PublishTarget::Oci {
+            url: config.url.clone().unwrap_or_default(),
+            timeout_secs: config.timeout_secs,
+        }),
+        Some(config) if config.path.is_some() && config.url.is_none() => Ok(
+            PublishTarget::Catalog(config.path.clone().unwrap_or_default()),
+        ),
+        Some(_) => bail!(
+            "the registry `{to}` is not a folder: publish to its folder (bosun plugins publish PATH --to /the/catalog), then serve that folder"
+        ),
+        None => {
+            bail!("`{to}` is neither a configured registry, a folder, nor oci://HOST/NAMESPACE")
+        }
+    }
+}
+
+fn publish_to_catalog(path: &Path, dir: &Path, key: &PrivateKey, json: bool) -> Result<u8> {
     let signing = Signing {
-        key: &key,
+        key,
         now: now(),
         expiry: Expiry::default(),
     };
-    let published = bosun_registry::publish::publish_plugin(&dir, path, &signing)?;
+    let published = bosun_registry::publish::publish_plugin(dir, path, &signing)?;
     if json {
         print_json(
             &json!({"path": published.path, "sha256": published.sha256, "length": published.length, "claims": published.claims}),
@@ -402,20 +485,37 @@ pub fn publish(path: &Path, to: &str, key: Option<&Path>, json: bool) -> Result<
     Ok(exit::OK)
 }
 
-fn catalog_dir(env: &Env, to: &str) -> Result<std::path::PathBuf> {
-    let path = Path::new(to);
-    if path.is_dir() {
-        return Ok(path.to_owned());
+fn publish_to_oci(
+    path: &Path,
+    url: &str,
+    timeout_secs: Option<u64>,
+    key: &PrivateKey,
+    json: bool,
+) -> Result<u8> {
+    let prepared = bosun_registry::publish::prepare_plugin(path)?;
+    let (client, namespace) = bosun_registry::oci::client_for(url, timeout_secs)
+        .with_context(|| format!("reading the OCI registry address `{url}`"))?;
+    let rt = runtime()?;
+    let published = rt.block_on(bosun_registry::oci::publish(
+        &client, &namespace, prepared, key,
+    ))?;
+    if json {
+        print_json(&json!({
+            "reference": published.reference,
+            "manifest": published.manifest.to_string(),
+            "signature": published.signature.to_string(),
+            "claims": published.claims,
+        }))?;
+    } else {
+        outln!(
+            "published {} {} to {} (signature {})",
+            published.claims.name,
+            published.claims.version,
+            published.reference,
+            published.signature
+        );
     }
-    match env.config.user.registries.get(to) {
-        Some(config) if config.path.is_some() && config.url.is_none() => {
-            Ok(config.path.clone().unwrap_or_default())
-        }
-        Some(_) => bail!(
-            "the registry `{to}` is not a folder: publish to its folder (bosun plugins publish PATH --to /the/catalog), then serve that folder"
-        ),
-        None => bail!("`{to}` is neither a configured registry nor a folder"),
-    }
+    Ok(exit::OK)
 }
 
 fn load_key(env: &Env, key: Option<&Path>) -> Result<PrivateKey> {

@@ -20,6 +20,8 @@ mod history;
 mod input;
 mod keys;
 mod markdown;
+mod mention;
+mod person;
 mod results;
 mod slash;
 #[cfg(test)]

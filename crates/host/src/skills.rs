@@ -56,6 +56,11 @@ const BUILTIN: &[(&str, &str)] = &[(
     include_str!("../skills/bosun-plugin-author/SKILL.md"),
 )];
 
+/// `$BOSUN_HOME/skills`: the user's skills, where `bosun skills install` puts a registry's.
+pub fn user_skills_dir(home: &Path) -> PathBuf {
+    home.join("skills")
+}
+
 /// Where a skill comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -132,7 +137,9 @@ enum Location {
 /// A skill that could not be used, or a note about one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
-    /// `invalid_metadata`, `size_limit`, `io_error`, `collision` or `catalog_limit`.
+    /// `invalid_metadata`, `size_limit`, `io_error`, `collision`, `catalog_limit`,
+    /// `changed_on_disk` (a skill installed from a registry, refused until reinstalled) or
+    /// `lock_unreadable`.
     pub kind: &'static str,
     /// The file or directory.
     pub path: String,
@@ -153,7 +160,7 @@ impl Skills {
     pub fn discover(home: &Path, workspace_root: &Path, trusted: bool) -> Skills {
         let mut skills = Skills::default();
         let mut found: BTreeMap<String, Skill> = BTreeMap::new();
-        let mut roots = vec![(SkillSource::User, home.join("skills"))];
+        let mut roots = vec![(SkillSource::User, user_skills_dir(home))];
         if trusted {
             roots.push((SkillSource::Project, workspace_root.join(".agents/skills")));
         }
@@ -177,8 +184,29 @@ impl Skills {
                 Err(e) => skills.diagnose("invalid_metadata", name, e.to_string()),
             }
         }
+        // Skills installed from a registry are checked against their integrity record at every
+        // load; no trust record pins a skill's bytes, so an unreadable lock leaves the user's
+        // skills out rather than load a changed one.
+        let lock = match bosun_plugins::lock::InstallLock::load(home) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                skills.diagnose(
+                    "lock_unreadable",
+                    &bosun_plugins::lock::lock_path(home).display().to_string(),
+                    format!(
+                        "{e}; the skills in {} are left out",
+                        user_skills_dir(home).display()
+                    ),
+                );
+                None
+            }
+        };
         for (source, root) in roots {
-            for skill in skills.discover_root(source, &root) {
+            if source == SkillSource::User && lock.is_none() {
+                continue;
+            }
+            let locked = lock.as_ref().filter(|_| source == SkillSource::User);
+            for skill in skills.discover_root(source, &root, locked) {
                 if let Some(lower) = found.remove(&skill.name) {
                     skills.diagnose(
                         "collision",
@@ -231,7 +259,12 @@ impl Skills {
         });
     }
 
-    fn discover_root(&mut self, source: SkillSource, root: &Path) -> Vec<Skill> {
+    fn discover_root(
+        &mut self,
+        source: SkillSource,
+        root: &Path,
+        lock: Option<&bosun_plugins::lock::InstallLock>,
+    ) -> Vec<Skill> {
         let mut skills = Vec::new();
         let Ok(root) = fs::canonicalize(root) else {
             return skills;
@@ -244,15 +277,42 @@ impl Skills {
             );
             return skills;
         };
+        // An install's staging folder or a replaced version kept aside is Bosun's, not a skill.
         let mut dirs: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_none_or(|n| !bosun_plugins::discovery::is_install_staging(n))
+            })
             .map(|e| e.path())
             .collect();
         dirs.sort();
         let root_hash = hex12(root.display().to_string().as_bytes());
         for dir in dirs.into_iter().take(MAX_DIRS) {
             let shown = dir.display().to_string();
+            if let Some(record) = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| lock.and_then(|l| l.skill(n)))
+            {
+                let drift = bosun_plugins::lock::drift(record, &dir);
+                if !drift.is_empty() {
+                    self.diagnose(
+                        "changed_on_disk",
+                        &shown,
+                        format!(
+                            "changed on disk since version {} was installed from the registry `{}` ({drift}): reinstall it (bosun skills install {} --from {} --force)",
+                            escape_hidden(&record.version),
+                            escape_hidden(&record.source),
+                            escape_hidden(&record.name),
+                            escape_hidden(&record.source),
+                        ),
+                    );
+                    continue;
+                }
+            }
             match self.skill_in(source, &root, &dir, &root_hash) {
                 Ok(Some(skill)) => skills.push(skill),
                 Ok(None) => {}

@@ -11,7 +11,10 @@
 //! ([`crate::discovery::TRANSIENT_PREFIXES`]) whose process is gone: a staging copy or a plugin
 //! being removed is deleted, and a previous version kept aside is put back when nothing took its
 //! place (a kill between the two renames of a swap), so a crash leaves the old version or the
-//! new one, never neither.
+//! new one, never neither. An install from a registry holds its staging folder's
+//! [`crate::discovery::STAGING_OWNER_FILE`] locked while it lives: a held lock is never swept,
+//! and a free one whose process is gone is settled at once rather than after [`STALE_AFTER`].
+//! `$BOSUN_HOME/skills` is settled the same way.
 
 use std::io::Write;
 use std::path::Path;
@@ -125,7 +128,7 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
             };
             let name = entry.file_name();
             if kind.is_dir() {
-                if depth == 0 && name == "plugins" {
+                if depth == 0 && (name == "plugins" || name == "skills") {
                     removed += sweep_install_staging(&entry.path(), now);
                 } else if depth < MAX_SWEEP_DEPTH {
                     pending.push((entry.path(), depth + 1));
@@ -143,28 +146,45 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
     removed
 }
 
-/// Settles what installs, replacements and removals left in `plugins` when killed
+/// Settles what installs, replacements and removals left in `plugins` (or `skills`) when killed
 /// ([`crate::discovery::transient`]), for those whose process is gone: a previous version kept
 /// aside (`.replaced-<name>-<pid>`) is renamed back to `<name>` when nothing is there — at
 /// once, since the rename cannot succeed once anything took its place — and every other
-/// leftover is deleted once untouched for [`STALE_AFTER`] (a pid seen from another PID
-/// namespace may look gone). Nothing else of the authors' directory is looked at.
+/// leftover is deleted: at once when its install's owner lock is free and its process gone,
+/// else once untouched for [`STALE_AFTER`] (a pid seen from another PID namespace may look
+/// gone). An owner lock still held is a live install: nothing of it is touched. Nothing else
+/// of the authors' directory is looked at.
 fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
     use crate::discovery::{Transient, transient};
     let Ok(entries) = std::fs::read_dir(plugins) else {
         return 0;
     };
     let mut removed = 0;
-    for entry in entries.flatten().take(MAX_SWEEP_ENTRIES) {
-        let file_name = entry.file_name();
-        let Some((kind, plugin, pid)) = file_name.to_str().and_then(transient) else {
+    let mut in_flight: Vec<(std::fs::DirEntry, String)> = entries
+        .flatten()
+        .take(MAX_SWEEP_ENTRIES)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            transient(&name)?;
+            Some((e, name))
+        })
+        .collect();
+    // Staging folders last: their owner lock tells about the swap of the same install.
+    in_flight.sort_by_key(|(_, name)| name.starts_with(crate::discovery::INSTALL_STAGING_PREFIX));
+    for (entry, file_name) in in_flight {
+        let Some((kind, plugin, pid)) = transient(&file_name) else {
             continue;
         };
         // `DirEntry::metadata` does not follow links: only a real directory is Bosun's.
         let Some(meta) = entry.metadata().ok().filter(std::fs::Metadata::is_dir) else {
             continue;
         };
-        if process_is_alive(pid) {
+        let staging = plugins.join(format!(
+            "{}{plugin}-{pid}",
+            crate::discovery::INSTALL_STAGING_PREFIX
+        ));
+        let owner = owner_lock(&staging.join(crate::discovery::STAGING_OWNER_FILE));
+        if owner == Owner::Held || process_is_alive(pid) && owner != Owner::Free {
             continue;
         }
         let target = plugins.join(plugin);
@@ -177,16 +197,41 @@ fn sweep_install_staging(plugins: &Path, now: SystemTime) -> usize {
             }
             continue;
         }
+        let abandoned = owner == Owner::Free && !process_is_alive(pid);
         let untouched = meta
             .modified()
             .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age >= STALE_AFTER);
-        if untouched && std::fs::remove_dir_all(entry.path()).is_ok() {
+        if (abandoned || untouched) && std::fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+/// The state of an install's owner lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// No lock file (an install that takes none, or the lock not made yet).
+    Absent,
+    /// Its process holds it: the install is alive.
+    Held,
+    /// Nobody holds it.
+    Free,
+}
+
+fn owner_lock(path: &Path) -> Owner {
+    let Ok(file) = open_no_follow(path) else {
+        return Owner::Absent;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Owner::Absent;
+    }
+    match file.try_lock() {
+        Ok(()) => Owner::Free,
+        Err(_) => Owner::Held,
+    }
 }
 
 /// Whether a process with this id exists, as `/proc` shows it; without `/proc` every process
@@ -347,6 +392,43 @@ mod tests {
         for kept in [&alive, &fresh, &authors, &odd] {
             assert!(kept.exists(), "{} was removed", kept.display());
         }
+    }
+
+    #[test]
+    fn a_dead_installs_staging_goes_at_once_by_its_free_owner_lock_and_a_held_one_stays() {
+        let home = tempfile::tempdir().unwrap();
+        let staging = |root: &str, name: &str| {
+            let dir = home.path().join(root).join(name);
+            std::fs::create_dir_all(dir.join("skills/x")).unwrap();
+            std::fs::write(dir.join("skills/x/SKILL.md"), "x").unwrap();
+            let owner = File::create(dir.join(crate::discovery::STAGING_OWNER_FILE)).unwrap();
+            (dir, owner)
+        };
+        // Written a moment ago, so only the lock can tell: a crashed install (lock free, pid
+        // gone) in skills and in plugins, with the version it had moved aside.
+        let (dead_skill, _) = staging("skills", ".install-notes-99999999");
+        let (dead_plugin, _) = staging("plugins", ".install-web-99999999");
+        std::fs::create_dir_all(home.path().join("plugins/web")).unwrap();
+        let aside = home.path().join("plugins/.replaced-web-99999999");
+        std::fs::create_dir_all(&aside).unwrap();
+        // A live install holds its lock, however its pid looks from here.
+        let (held, owner) = staging("plugins", ".install-api-99999998");
+        owner.try_lock().unwrap();
+        let old = File::open(&held).unwrap();
+        old.set_modified(SystemTime::now() - OLD).unwrap();
+        // Between creating its lock file and locking it: its process is alive.
+        let (starting, _) = staging("skills", &format!(".install-new-{}", std::process::id()));
+
+        assert_eq!(sweep_stale_temporaries(home.path()), 3);
+        for gone in [&dead_skill, &dead_plugin, &aside] {
+            assert!(!gone.exists(), "{} was left", gone.display());
+        }
+        for kept in [&held, &starting] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        drop(owner);
+        assert_eq!(sweep_stale_temporaries(home.path()), 1);
+        assert!(!held.exists());
     }
 
     #[test]

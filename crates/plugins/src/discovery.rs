@@ -324,6 +324,11 @@ pub fn user_plugins_dir(home: &Path) -> PathBuf {
 /// plugin's name, and discovery never lists it.
 pub const INSTALL_STAGING_PREFIX: &str = ".install-";
 
+/// The file in an install's staging folder that the installing process holds locked while it
+/// lives: the kernel drops the lock when the process dies, however it dies, so a free lock
+/// means the install is dead and its folder can go at once.
+pub const STAGING_OWNER_FILE: &str = ".owner";
+
 /// Every name Bosun gives a plugin directory in flight, each followed by `<name>-<pid>`: an
 /// install's staging copy, a replacement's new copy, the old version kept aside while it is
 /// replaced, and a plugin moved aside while it is removed. None of them is a plugin.

@@ -203,6 +203,11 @@ impl InstallLock {
         self.file.plugins.remove(local)
     }
 
+    /// Forgets skill `name`.
+    pub fn remove_skill(&mut self, name: &str) -> Option<LockRecord> {
+        self.file.skills.remove(name)
+    }
+
     /// Writes the lock atomically.
     pub fn save(&self) -> Result<(), LockError> {
         let mut text =

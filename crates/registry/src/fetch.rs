@@ -1,8 +1,12 @@
 //! Where a source's bytes come from — an HTTPS origin or a local folder — read with a size cap
 //! and a timeout. Paths are built only from segments already checked ([`check_relative`]), so
-//! nothing a catalog says can climb out of the source's root or reach another origin; HTTP
-//! redirects follow Bosun's one policy (`bosun_models::same_origin_redirects`: 307/308 within
-//! the origin only).
+//! nothing a catalog says can climb out of the source's root. What a static host needs is
+//! followed: a redirect (301, 302, 303, 307, 308) to any host of the same scheme, at most
+//! [`MAX_REDIRECTS`] of them, never from `https://` down to `http://` (what is fetched is
+//! verified against a digest, so where the bytes come from is not what is trusted); an answer of
+//! 5xx or 429 is tried again at most [`MAX_ATTEMPTS`] times in all, waiting a bounded backoff or
+//! the server's `Retry-After` (given in seconds, at most [`MAX_RETRY_WAIT`]; a longer one ends the
+//! fetch at once with what the server asked). All of it stays within the request's timeout.
 //!
 //! Plain `http://` is accepted for loopback addresses only (tests, a local mirror).
 
@@ -18,6 +22,95 @@ use crate::error::RegistryError;
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one plugin download may take, by default.
 pub const ARTIFACT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Most redirects one fetch follows.
+pub const MAX_REDIRECTS: usize = 5;
+/// Most requests one fetch makes when the server answers 5xx or 429.
+pub const MAX_ATTEMPTS: u32 = 4;
+/// The longest wait between two of them, whatever `Retry-After` says.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+/// The first wait of the backoff (doubled each time) when the server gives no `Retry-After`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Why a redirect was not followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedirectRefused {
+    /// More than [`MAX_REDIRECTS`].
+    #[error("more than {MAX_REDIRECTS} redirects (ending at {to}): not followed")]
+    TooMany {
+        /// Where the last one pointed.
+        to: String,
+    },
+    /// From `https://` to anything else, or to `http://` off loopback.
+    #[error(
+        "a redirect from {from} to {to} leaves https: refused (ask the host to redirect to an https:// address)"
+    )]
+    Downgrade {
+        /// Where it came from.
+        from: String,
+        /// Where it pointed.
+        to: String,
+    },
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    }
+}
+
+/// Whether a redirect from `from` to `to`, after `followed` others, is followed.
+pub fn check_redirect(from: &Url, to: &Url, followed: usize) -> Result<(), RedirectRefused> {
+    if followed >= MAX_REDIRECTS {
+        return Err(RedirectRefused::TooMany { to: to.to_string() });
+    }
+    let same_scheme = from.scheme() == to.scheme();
+    let allowed = match to.scheme() {
+        "https" => same_scheme,
+        "http" => same_scheme && is_loopback(to),
+        _ => false,
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(RedirectRefused::Downgrade {
+            from: from.to_string(),
+            to: to.to_string(),
+        })
+    }
+}
+
+/// The redirect policy of every registry request ([`check_redirect`]).
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let followed = attempt.previous().len().saturating_sub(1);
+        let checked = match attempt.previous().last() {
+            Some(from) => check_redirect(from, attempt.url(), followed),
+            None => Ok(()),
+        };
+        match checked {
+            Ok(()) => attempt.follow(),
+            Err(refused) => attempt.error(refused),
+        }
+    })
+}
+
+/// How long to wait before trying again after `status`, the `attempt`-th answer (from 1);
+/// `Err` with the server's own wait when it asks for longer than [`MAX_RETRY_WAIT`].
+pub fn retry_wait(attempt: u32, retry_after: Option<&str>) -> Result<Duration, Duration> {
+    let backoff = FIRST_BACKOFF
+        .saturating_mul(1 << attempt.saturating_sub(1).min(8))
+        .min(MAX_RETRY_WAIT);
+    match retry_after.and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(seconds) if Duration::from_secs(seconds) > MAX_RETRY_WAIT => {
+            Err(Duration::from_secs(seconds))
+        }
+        Some(seconds) => Ok(Duration::from_secs(seconds)),
+        None => Ok(backoff),
+    }
+}
 
 /// Told about a download's progress (a progress bar on a terminal; nothing on a pipe).
 pub trait Progress: Send + Sync {
@@ -82,12 +175,7 @@ impl Origin {
             message,
         };
         let mut parsed = Url::parse(url).map_err(|e| bad(format!("`{url}` is not a URL: {e}")))?;
-        let loopback = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(url::Host::Domain(d)) => d == "localhost",
-            None => false,
-        };
+        let loopback = is_loopback(&parsed);
         match parsed.scheme() {
             "https" => {}
             "http" if loopback => {}
@@ -112,7 +200,7 @@ impl Origin {
             .connect_timeout(Duration::from_secs(10).min(timeout))
             .read_timeout(timeout)
             .tls_backend_preconfigured(tls)
-            .redirect(bosun_models::same_origin_redirects())
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| bad(format!("the HTTP client cannot be built: {e}")))?;
         Ok(Self {
@@ -248,14 +336,50 @@ async fn get_capped(
             failed(error_chain(&e))
         }
     };
-    let response = client.get(url).send().await.map_err(request_failed)?;
-    let status = response.status();
-    if status == reqwest::StatusCode::NOT_FOUND {
-        return Ok(None);
-    }
-    if !status.is_success() {
-        return Err(failed(format!("the server answered HTTP {status}")));
-    }
+    let mut attempt = 0;
+    let response = loop {
+        attempt += 1;
+        let response = client
+            .get(url.clone())
+            .send()
+            .await
+            .map_err(request_failed)?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if status.is_success() {
+            break response;
+        }
+        let transient =
+            status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+        if !transient || attempt >= MAX_ATTEMPTS {
+            return Err(failed(format!(
+                "the server answered HTTP {status}{}",
+                if transient {
+                    format!(" {attempt} times")
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        drop(response);
+        match retry_wait(attempt, retry_after.as_deref()) {
+            Ok(wait) => tokio::time::sleep(wait).await,
+            Err(asked) => {
+                return Err(failed(format!(
+                    "the server answered HTTP {status} and asked to wait {} s, longer than the {} s Bosun waits: try again later",
+                    asked.as_secs(),
+                    MAX_RETRY_WAIT.as_secs()
+                )));
+            }
+        }
+    };
     let declared = response.content_length();
     if declared.is_some_and(|n| n > cap) {
         return Err(RegistryError::TooLarge {
@@ -290,8 +414,12 @@ async fn get_capped(
 
 /// An error with its sources, and the refused redirect spelled out when that ended it.
 fn error_chain(error: &reqwest::Error) -> String {
-    if let Some(refused) = bosun_models::RedirectRefused::find(error) {
-        return refused.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<RedirectRefused>() {
+            return refused.to_string();
+        }
+        source = e.source();
     }
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -330,5 +458,48 @@ mod tests {
         assert!(Origin::http("ftp://127.0.0.1/", METADATA_TIMEOUT).is_err());
         assert!(Origin::http("https://u:p@example.com/", METADATA_TIMEOUT).is_err());
         Origin::http("http://127.0.0.1:9/", METADATA_TIMEOUT).unwrap();
+    }
+
+    #[test]
+    fn redirects_keep_their_scheme_never_leave_https_and_are_bounded() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        let https = url("https://reef.example/plugins/index/catalog.json");
+        // A static host moving the file to another https host (a CDN): followed.
+        check_redirect(&https, &url("https://cdn.example/catalog.json"), 0).unwrap();
+        for refused in [
+            "http://cdn.example/catalog.json",
+            "http://127.0.0.1/catalog.json",
+            "ftp://cdn.example/catalog.json",
+            "file:///etc/passwd",
+        ] {
+            assert!(
+                matches!(
+                    check_redirect(&https, &url(refused), 0),
+                    Err(RedirectRefused::Downgrade { .. })
+                ),
+                "{refused}"
+            );
+        }
+        let local = url("http://127.0.0.1:8080/x");
+        check_redirect(&local, &url("http://localhost:9090/y"), 0).unwrap();
+        assert!(check_redirect(&local, &url("http://example.com/y"), 0).is_err());
+        check_redirect(&https, &https, MAX_REDIRECTS - 1).unwrap();
+        assert!(matches!(
+            check_redirect(&https, &https, MAX_REDIRECTS),
+            Err(RedirectRefused::TooMany { .. })
+        ));
+    }
+
+    #[test]
+    fn retry_waits_back_off_honour_retry_after_and_refuse_a_long_one() {
+        assert_eq!(retry_wait(1, None), Ok(Duration::from_millis(250)));
+        assert_eq!(retry_wait(2, None), Ok(Duration::from_millis(500)));
+        assert_eq!(
+            retry_wait(3, Some("not a number")),
+            Ok(Duration::from_secs(1))
+        );
+        assert_eq!(retry_wait(30, None), Ok(MAX_RETRY_WAIT));
+        assert_eq!(retry_wait(1, Some("2")), Ok(Duration::from_secs(2)));
+        assert_eq!(retry_wait(1, Some("3600")), Err(Duration::from_secs(3600)));
     }
 }

@@ -77,6 +77,7 @@ impl App {
             Slash::Rewind(Some((n, force))) => self.rewind_to(n, force),
             Slash::Status => Ok(self.status()),
             Slash::Mode(name) => self.mode_command(name.as_deref()),
+            Slash::Review(focus) => self.review(focus),
             Slash::Skills => Ok(slash::skills(&env)),
             Slash::Sessions => slash::sessions(&env, &self.session_id),
             Slash::Inspect => {

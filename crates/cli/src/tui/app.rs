@@ -221,6 +221,8 @@ pub(crate) struct App {
     pub(super) context_warned: bool,
     /// Tokens in and out over this session's runs in this window, as the provider counted.
     pub(super) tokens: (u64, u64),
+    /// The `@path` popup.
+    pub(super) mentions: super::mention::Mentions,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -286,6 +288,7 @@ impl App {
             context_used: None,
             context_warned: false,
             tokens: (0, 0),
+            mentions: super::mention::Mentions::default(),
             engine,
             env,
             session: None,
@@ -379,6 +382,7 @@ impl App {
                 .extend(warnings.into_iter().map(Entry::Warning)),
             AppEvent::TurnEnded(end) => self.turn_ended(*end),
             AppEvent::Compacted(end) => self.compacted(*end),
+            AppEvent::CommandEnded(end) => self.command_ended(*end),
         }
     }
 

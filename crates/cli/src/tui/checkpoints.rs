@@ -38,11 +38,31 @@ fn files_list(files: &[String]) -> String {
     text
 }
 
+/// What the model is told of an undo: which files are back to what they were before which
+/// request.
+fn undo_note(restored: &[String], removed: &[String], task: &str) -> String {
+    let mut note = format!(
+        "The person undid the file changes of the run for \"{task}\": those files are back to \
+         what they were before it, and your edits of them in that run are gone."
+    );
+    if !restored.is_empty() {
+        let _ = write!(note, "\nRestored: {}.", restored.join(", "));
+    }
+    if !removed.is_empty() {
+        let _ = write!(
+            note,
+            "\nRemoved (that run created them): {}.",
+            removed.join(", ")
+        );
+    }
+    note
+}
+
 impl App {
     /// `/undo [--force]`: the files of the session's last run that changed any go back.
     pub(super) fn undo(&mut self, force: bool) -> Result<String> {
         self.idle("/undo")?;
-        let Some(open) = &self.session else {
+        let Some(open) = &mut self.session else {
             return Ok(String::new());
         };
         let store = open.checkpoints(&self.env.config.home);
@@ -64,9 +84,18 @@ impl App {
                         files_list(&restored.removed)
                     );
                 }
+                // The model would otherwise go on from files that are no longer there.
+                let stored = open.note(undo_note(&restored.restored, &restored.removed, &task));
                 text.push_str(
-                    "\nthe conversation is unchanged: tell the model, or use /rewind to take it back too",
+                    "\nthe model is told with your next message; /rewind takes the conversation back too",
                 );
+                if let Err(e) = stored {
+                    let _ = write!(
+                        text,
+                        "\nwarning: the session could not be stored: {}",
+                        sanitize_for_terminal(&e.to_string())
+                    );
+                }
                 Ok(text)
             }
             Err(e @ CheckpointError::Changed { .. }) => {

@@ -14,7 +14,7 @@ use bosun_host::permission::PermissionMode;
 use bosun_host::trace::Observer;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AppEvent, CompactEnd, TurnEnd};
+use super::events::{AppEvent, CommandEnd, CompactEnd, PersonCommand, TurnEnd};
 use crate::env::Env;
 
 /// What the trace says started a run from here.
@@ -70,6 +70,79 @@ impl Engine {
         });
         cancel
     }
+}
+
+impl Engine {
+    /// Runs a command the person typed (`!cmd`, the `git diff` of `/review`) as one call of
+    /// `run_command` through the chokepoint, with the session's grants: the configured policy
+    /// judges it (plan mode restrains the model, not the person), the sandbox confines it, its
+    /// output streams into the transcript and the trace records it. Comes back in
+    /// [`AppEvent::CommandEnded`] with the session.
+    pub(crate) fn person_command(
+        &self,
+        env: Arc<Env>,
+        open: Conversation,
+        command: PersonCommand,
+    ) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        let events = self.events.clone();
+        let token = cancel.clone();
+        self.runtime.spawn(async move {
+            let result = person_command(&env, &open, &command, &events, &token).await;
+            let _ = events.send(AppEvent::CommandEnded(Box::new(CommandEnd {
+                open,
+                command,
+                result,
+            })));
+        });
+        cancel
+    }
+}
+
+async fn person_command(
+    env: &Env,
+    open: &Conversation,
+    command: &PersonCommand,
+    events: &Sender<AppEvent>,
+    cancel: &CancellationToken,
+) -> Result<bosun_core::ToolResult, String> {
+    let approvals = events.clone();
+    let broker = ChannelBroker::new(cancel.clone(), move |pending| {
+        let _ = approvals.send(AppEvent::Approval(pending));
+    });
+    let notices = events.clone();
+    let host = env
+        .build_host(Arc::new(move |notice: &str| {
+            let _ = notices.send(AppEvent::Notice(notice.to_owned()));
+        }))
+        .map_err(|e| format!("{e:#}"))?;
+    let outcome = async {
+        let chokepoint = host
+            .chokepoint_reviewed(
+                Arc::new(broker),
+                bosun_agent::assembly::reviewer(&env.config).map_err(|e| e.to_string())?,
+            )
+            .map_err(|e| e.to_string())?;
+        let trace = bosun_host::TraceBuilder::for_config(&env.config)
+            .observe(Arc::new(Forward(events.clone())))
+            .start(&chokepoint, &format!("{COMMAND} {}", command.label()))
+            .map_err(|e| e.to_string())?;
+        let call = bosun_core::ToolCall {
+            id: "person_1".to_owned(),
+            name: "run_command".to_owned(),
+            input: command.input(),
+        };
+        let outcome = chokepoint.call(call, &open.grants, &trace, cancel).await;
+        trace.record(bosun_core::Event::RunFinished {
+            outcome: crate::commands::run_outcome(&outcome.result),
+        });
+        trace.finish().map_err(|e| e.to_string())?;
+        Ok::<_, String>(outcome.result)
+    }
+    .await;
+    // Nothing the call started outlives it.
+    host.shutdown().await;
+    outcome
 }
 
 async fn turn(

@@ -31,6 +31,8 @@ pub(crate) enum AppEvent {
     TurnEnded(Box<TurnEnd>),
     /// A `/compact` is over.
     Compacted(Box<CompactEnd>),
+    /// A command the person typed is over.
+    CommandEnded(Box<CommandEnd>),
 }
 
 impl AppEvent {
@@ -53,4 +55,43 @@ pub(crate) struct TurnEnd {
 pub(crate) struct CompactEnd {
     pub open: Conversation,
     pub result: Result<bosun_agent::compaction::Compacted, String>,
+}
+
+/// A command the person runs themselves, through the chokepoint and the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PersonCommand {
+    /// `!cmd`: a shell command line, run by `sh -c`; its output goes into the conversation.
+    Shell(String),
+    /// `/review [FOCUS]`: the working tree's diff against `HEAD`, then a review of it.
+    Review(Option<String>),
+}
+
+impl PersonCommand {
+    /// What the trace says started it.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Self::Shell(line) => format!("!{line}"),
+            Self::Review(_) => "/review".to_owned(),
+        }
+    }
+
+    /// The input of the `run_command` call. A shell line is given to `sh -c` whole, so policy
+    /// judges `process.spawn:sh` and the approval box shows the line as typed.
+    pub(crate) fn input(&self) -> serde_json::Value {
+        match self {
+            Self::Shell(line) => serde_json::json!({"program": "sh", "args": ["-c", line]}),
+            Self::Review(_) => serde_json::json!({
+                "program": "git",
+                "args": ["--no-pager", "diff", "HEAD", "--no-color", "--no-ext-diff"],
+            }),
+        }
+    }
+}
+
+/// The end of a person's command: the session back, and the call's result or why it could not
+/// be made.
+pub(crate) struct CommandEnd {
+    pub open: Conversation,
+    pub command: PersonCommand,
+    pub result: Result<bosun_core::ToolResult, String>,
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 use bosun_core::ApprovalAnswer;
 use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::permission::PermissionMode;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{ARM_DELAY, App, Asked, CONFIRM_PAGE, LEAVE_WINDOW, Running, SCROLL_STEP};
@@ -149,6 +150,9 @@ impl App {
             }
             return;
         }
+        if self.mention_key(&key) {
+            return;
+        }
         match key.code {
             KeyCode::PageUp => {
                 self.scroll = (self.scroll + SCROLL_STEP).min(self.max_scroll.get());
@@ -159,7 +163,10 @@ impl App {
             KeyCode::Char('d') if ctrl && self.input.is_empty() && self.running.is_none() => {
                 self.exit = true;
             }
-            KeyCode::Tab => self.complete_mention(),
+            KeyCode::Tab => {
+                self.complete_mention();
+                self.follow_mention();
+            }
             KeyCode::BackTab => self.cycle_mode(),
             // Esc stops a run, as Ctrl-C does, but never leaves.
             KeyCode::Esc if self.running.as_ref().is_some_and(|run| !run.cancelling) => {
@@ -179,8 +186,38 @@ impl App {
                 if let Edit::Submit(line) = self.input.key(key) {
                     self.submit(line);
                 }
+                self.follow_mention();
             }
         }
+    }
+
+    /// The `@path` list's keys while it is on screen: Up/Down choose, Enter takes the chosen
+    /// path, Esc closes it (Tab still completes the typed start, as a shell does). False when the list is not shown or the key is not its own.
+    fn mention_key(&mut self, key: &KeyEvent) -> bool {
+        if self.mentions.popup.is_none() {
+            return false;
+        }
+        match key.code {
+            KeyCode::Up => self.mentions.select(-1),
+            KeyCode::Down => self.mentions.select(1),
+            KeyCode::Esc => self.mentions.dismiss(),
+            KeyCode::Enter if key.modifiers.is_empty() => {
+                if let Some(path) = self.mentions.take() {
+                    self.input.complete_mention(&path);
+                    self.input.insert_str(" ");
+                }
+                self.follow_mention();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Opens, narrows or closes the `@path` list after the input changed.
+    pub(super) fn follow_mention(&mut self) {
+        let word = self.input.mention();
+        self.mentions
+            .follow(self.env.workspace.root(), word.as_deref());
     }
 
     /// Text pasted into the terminal: inserted into the input whole (a paste never answers an
@@ -194,6 +231,7 @@ impl App {
         if self.approvals.is_empty() && self.confirm.is_none() {
             self.leave_armed = None;
             self.input.insert_str(text);
+            self.follow_mention();
         }
     }
 
@@ -323,12 +361,25 @@ impl App {
             return;
         }
         super::history::append(&self.env, &line);
+        if let Some(command) = line.strip_prefix('!') {
+            self.entries
+                .push(Entry::Command(sanitize_for_terminal(&line)));
+            if let Err(e) = self.shell(command) {
+                self.entries.push(Entry::Error(format!("{e:#}")));
+            }
+            return;
+        }
         self.entries.push(Entry::User(line.clone()));
         self.start_turn(line, "");
     }
 
     /// Starts a turn with `task`; `note`, when given, is shown instead of the task.
     pub(super) fn start_turn(&mut self, task: String, note: &str) {
+        self.start_turn_in(task, note, self.permission);
+    }
+
+    /// Starts a turn with `task` in permission mode `mode` (`/review` runs in plan mode).
+    pub(super) fn start_turn_in(&mut self, task: String, note: &str, mode: PermissionMode) {
         let Some(mut open) = self.session.take() else {
             return;
         };
@@ -336,9 +387,7 @@ impl App {
             self.entries.push(Entry::Notice(note.to_owned()));
         }
         self.model.clone_into(&mut open.stored.model);
-        let cancel = self
-            .engine
-            .start(self.env.clone(), open, task, self.permission);
+        let cancel = self.engine.start(self.env.clone(), open, task, mode);
         self.steps = 0;
         self.children.clear();
         self.tool_calls = 0;

@@ -49,6 +49,8 @@ pub(crate) enum Slash {
     Status,
     /// `/mode [NAME]`: the permission mode, or switch to NAME.
     Mode(Option<String>),
+    /// `/review [FOCUS]`: a review of the working tree's changes, changing nothing.
+    Review(Option<String>),
 }
 
 /// Every command with what it does, as `/help` lists them.
@@ -119,6 +121,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "/mode [NAME]",
         "the permission mode (read-only, workspace-write, full, plan); Shift-Tab cycles it",
     ),
+    (
+        "/review [FOCUS]",
+        "the model reviews the working tree's changes (git diff HEAD) in plan mode: comments, no edits",
+    ),
     ("/inspect", "the trace of this session's last run"),
     (
         "/mouse",
@@ -179,6 +185,8 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/mode", []) => Ok(Slash::Mode(None)),
         ("/mode", [name]) => Ok(Slash::Mode(Some((*name).to_owned()))),
         ("/mode", _) => usage("/mode [read-only | workspace-write | full | plan]"),
+        ("/review", []) => Ok(Slash::Review(None)),
+        ("/review", focus) => Ok(Slash::Review(Some(focus.join(" ")))),
         (
             "/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit" | "/clear"
             | "/new" | "/diff" | "/init" | "/compact" | "/mouse" | "/status",
@@ -199,9 +207,12 @@ pub(crate) fn help() -> String {
         let _ = writeln!(text, "  {command:<width$}  {what}");
     }
     text.push_str(
-        "Anything else is a task for the model; typed while a run goes, it is queued.\n\
-         Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); Tab \
-         completes @path from the workspace; Up/Down move between lines, then through this \
+        "Anything else is a task for the model; typed while a run goes, it is queued. !cmd runs a \
+         shell command yourself, through the same policy and sandbox: its output is shown and \
+         goes to the model with your next message.\n\
+         Keys: Enter sends; Ctrl-J or Alt-Enter starts a new line (a paste keeps its lines); @ opens \
+         a list of the workspace's files (fuzzy, ignore files honoured: type to narrow, Up/Down \
+         choose, Enter takes one, Esc closes it; Tab completes the typed start); Up/Down move between lines, then through this \
          workspace's history; PageUp/PageDown or the mouse wheel scroll (Shift-drag selects text; \
          /mouse leaves the mouse to the terminal), End returns; Ctrl-O shows all of each result and each call's JSON input (again: hides them).\n\
          Approvals: o or y allow once, s allow for this session, w always here, d or Esc deny, f deny with a reason.\n\

@@ -1741,3 +1741,236 @@ fn init_asks_before_a_run_writes_agents_md() {
     let request = h.server.requests()[0].to_string();
     assert!(request.contains("Write an AGENTS.md file"), "{request}");
 }
+
+/// Commands may run without asking (as a person's config may say).
+const COMMANDS_ALLOWED: &str = "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n";
+
+#[test]
+fn a_shell_command_runs_through_the_chokepoint_and_its_output_reaches_the_next_request() {
+    let mut h = harness_with(
+        vec![Step::text("It printed the marker.")],
+        COMMANDS_ALLOWED,
+        |_| {},
+    );
+    h.submit("!echo shell-marker-1 | tr a-z A-Z");
+    assert!(h.app.is_running());
+    h.pump_until_idle();
+    // Shown as a call, with its output, and traced as one.
+    let tool = h.tool("run_command");
+    assert!(matches!(tool.state, ToolState::Done(_)), "{tool:?}");
+    let screen = h.screen();
+    assert!(screen.contains("SHELL-MARKER-1"), "{screen}");
+    assert!(notice(&h).contains("goes to the model with your next message"));
+    assert_eq!(h.server.steps_played(), 0, "no model request for a command");
+    h.submit("What did it print?");
+    h.pump_until_idle();
+    let request = h.server.requests()[0].to_string();
+    assert!(
+        request.contains("The person ran this command themselves"),
+        "{request}"
+    );
+    assert!(request.contains("SHELL-MARKER-1"), "{request}");
+    // Sent once: it is part of the conversation now, not a note any more.
+    let store = SessionStore::in_home(&h.home());
+    let stored = store.load(&h.app.session_id).unwrap();
+    assert!(stored.notes.is_empty());
+}
+
+#[test]
+fn a_shell_command_policy_asks_about_is_not_run_or_told_when_denied() {
+    let mut h = harness(vec![Step::text("Nothing to see.")]);
+    let marker = h.dir.path().join("ws/ran-it");
+    h.submit(&format!("!touch {}", marker.display()));
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    let screen = h.screen();
+    assert!(screen.contains("touch"), "{screen}");
+    h.press(KeyCode::Char('d'));
+    h.pump_until_idle();
+    assert!(!marker.exists(), "a denied command ran");
+    assert!(last_error(&h).contains("denied"), "{:?}", h.app.entries);
+    h.submit("Anything?");
+    h.pump_until_idle();
+    let request = h.server.requests()[0].to_string();
+    assert!(!request.contains("ran this command"), "{request}");
+}
+
+#[test]
+fn review_reads_the_diff_through_the_chokepoint_and_the_model_cannot_edit() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "43", "newText": "44"}]}),
+            ),
+            Step::text("Review: answer() now returns 43; no test covers it."),
+        ],
+        &format!("{COMMANDS_ALLOWED}\n{WRITES_ALLOWED}"),
+        |at| {
+            std::fs::remove_dir_all(at.ws.join(".git")).unwrap();
+            let git = |args: &[&str]| {
+                let out = std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(&at.ws)
+                    .env("GIT_AUTHOR_NAME", "t")
+                    .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                    .env("GIT_COMMITTER_NAME", "t")
+                    .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            };
+            git(&["init", "-q"]);
+            git(&["add", "."]);
+            git(&["commit", "-qm", "first"]);
+            std::fs::write(at.ws.join("src/lib.rs"), "pub fn answer() -> u32 { 43 }\n").unwrap();
+        },
+    );
+    h.submit("/review the return value");
+    h.pump_until("the review", |app| {
+        !app.is_running()
+            && app
+                .entries
+                .iter()
+                .any(|e| matches!(e, Entry::Assistant(t) if t.starts_with("Review:")))
+    });
+    let request = h.server.requests()[0].to_string();
+    assert!(request.contains("```diff"), "{request}");
+    assert!(
+        request.contains("+pub fn answer() -> u32 { 43 }"),
+        "{request}"
+    );
+    assert!(
+        request.contains("in particular: the return value"),
+        "{request}"
+    );
+    assert!(request.contains("Plan mode is on"), "{request}");
+    // The review's edit was refused by plan mode, whatever the rules allow.
+    let patch = h.tool("apply_patch");
+    assert!(
+        matches!(&patch.state, ToolState::Failed { message, .. } if message.contains("plan mode")),
+        "{patch:?}"
+    );
+    assert_eq!(
+        ws_file(&h, "src/lib.rs").unwrap(),
+        "pub fn answer() -> u32 { 43 }\n"
+    );
+    // The session's own mode is untouched.
+    assert_ne!(
+        h.app.permission,
+        bosun_host::permission::PermissionMode::Plan
+    );
+}
+
+#[test]
+fn review_with_nothing_changed_says_so_and_asks_no_model() {
+    let mut h = harness_with(vec![], COMMANDS_ALLOWED, |at| {
+        std::fs::remove_dir_all(at.ws.join(".git")).unwrap();
+        let out = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&at.ws)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    });
+    h.submit("/review");
+    h.pump_until_idle();
+    // No commit yet: no HEAD to compare with, said so.
+    assert!(
+        matches!(h.last_entry(), Entry::Notice(t) if t.contains("no commit yet")),
+        "{:?}",
+        h.last_entry()
+    );
+    assert_eq!(h.server.steps_played(), 0);
+}
+
+#[test]
+fn undo_tells_the_model_with_the_next_request() {
+    let mut h = harness_with(
+        vec![
+            Step::call(
+                "apply_patch",
+                json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+            ),
+            Step::text("Changed it."),
+            Step::text("Understood."),
+        ],
+        WRITES_ALLOWED,
+        |_| {},
+    );
+    h.submit("Make it 43.");
+    h.pump_until_idle();
+    h.submit("/undo");
+    assert!(notice(&h).contains("the model is told with your next message"));
+    h.submit("Why is it 42 again?");
+    h.pump_until_idle();
+    let request = h.server.requests()[2].to_string();
+    assert!(
+        request.contains("The person undid the file changes of the run for"),
+        "{request}"
+    );
+    assert!(request.contains("Restored: src/lib.rs."), "{request}");
+    // Only once.
+    assert_eq!(request.matches("The person undid").count(), 1, "{request}");
+}
+
+#[test]
+fn a_cancelled_answer_keeps_what_it_had_said_in_the_session() {
+    let mut h = harness(vec![Step {
+        hang: true,
+        ..Step::text("The first half of a long answer")
+    }]);
+    h.submit("Explain everything.");
+    h.pump_until("streamed text", |app| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Assistant(t) if t.contains("long answer")))
+    });
+    h.press(KeyCode::Esc);
+    h.pump_until_idle();
+    let store = SessionStore::in_home(&h.home());
+    let stored = store.load(&h.app.session_id).unwrap();
+    let last = serde_json::to_string(stored.messages.last().unwrap()).unwrap();
+    assert!(last.contains("The first half of a long answer"), "{last}");
+    assert!(last.contains(bosun_agent::run::CANCELLED_MARK), "{last}");
+    // A resume shows it.
+    let (resumed, _) = open_app(&h.at(), Some(&h.app.session_id));
+    assert!(
+        resumed
+            .entries
+            .iter()
+            .any(|e| matches!(e, Entry::Assistant(t) if t.contains("The first half"))),
+        "{:?}",
+        resumed.entries
+    );
+}
+
+#[test]
+fn the_at_popup_lists_workspace_files_fuzzily_and_leaves_out_ignored_ones() {
+    let mut h = harness_with(vec![], "", |at| {
+        std::fs::write(at.ws.join(".gitignore"), "secrets/\n").unwrap();
+        std::fs::create_dir_all(at.ws.join("secrets")).unwrap();
+        std::fs::write(at.ws.join("secrets/librarian-key.txt"), "k").unwrap();
+        std::fs::write(at.ws.join("src/library.rs"), "").unwrap();
+    });
+    h.type_text("look at @lbrs");
+    let popup = h.app.mentions.popup.clone().expect("the list is shown");
+    assert_eq!(popup.matches, vec!["src/lib.rs", "src/library.rs"]);
+    let screen = h.screen();
+    assert!(screen.contains("@lbrs · 2 matches"), "{screen}");
+    assert!(!screen.contains("librarian"), "{screen}");
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.input.text(), "look at @src/library.rs ");
+    assert!(h.app.mentions.popup.is_none());
+    assert!(!h.app.is_running(), "Enter took the path, it sent nothing");
+    // Esc closes the list without touching the input or cancelling anything.
+    h.type_text("@lib");
+    assert!(h.app.mentions.popup.is_some());
+    h.press(KeyCode::Esc);
+    assert!(h.app.mentions.popup.is_none());
+    assert_eq!(h.app.input.text(), "look at @src/library.rs @lib");
+    // Nothing outside the workspace, even by name.
+    h.app.input.clear();
+    h.type_text("@../");
+    assert!(h.app.mentions.popup.is_none());
+}

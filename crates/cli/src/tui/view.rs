@@ -38,6 +38,12 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
     conversation(app, frame, body);
     input_line(app, frame, input);
     status_line(app, frame, status);
+    if app.approvals.is_empty()
+        && app.confirm.is_none()
+        && let Some(popup) = &app.mentions.popup
+    {
+        mention_popup(popup, frame, body);
+    }
     if let Some(asked) = app.approvals.front() {
         let lines = approval_lines(app, asked, body);
         modal(frame, body, " Approval ", lines);
@@ -94,6 +100,51 @@ pub(crate) fn draw(app: &App, frame: &mut Frame) {
         }
         modal(frame, body, " Confirm ", lines);
     }
+}
+
+/// Rows of the `@path` list.
+const MENTION_ROWS: usize = 8;
+
+/// The `@path` list, at the bottom of `area` just over the input: the window of matches around
+/// the chosen one, which is highlighted.
+fn mention_popup(popup: &super::mention::Popup, frame: &mut Frame, area: Rect) {
+    let rows = popup.matches.len().min(MENTION_ROWS);
+    let first = (popup.selected + 1).saturating_sub(rows);
+    let width = usize::from(area.width.saturating_sub(4));
+    let lines: Vec<Line> = popup
+        .matches
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, path)| {
+            let mut shown = sanitize_for_terminal(path);
+            cut_to(&mut shown, width);
+            if i == popup.selected {
+                Line::styled(shown, Style::new().fg(Color::Black).bg(Color::Cyan))
+            } else {
+                Line::raw(shown)
+            }
+        })
+        .collect();
+    let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
+    let rect = Rect {
+        x: area.x,
+        y: area.y + area.height.saturating_sub(height),
+        width: area.width,
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    let title = format!(
+        " @{} · {} match{} · ↑↓ Enter Esc ",
+        sanitize_for_terminal(&popup.query),
+        popup.matches.len(),
+        if popup.matches.len() == 1 { "" } else { "es" }
+    );
+    let block = Block::bordered()
+        .title(title)
+        .border_style(Style::new().fg(Color::DarkGray));
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
 /// The approval modal's lines, fitted to `area`: the keys, the reason and what the call uses

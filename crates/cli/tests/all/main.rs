@@ -663,9 +663,14 @@ mod hardening;
 mod js;
 mod mcp_client;
 mod mcp_trust;
+/// The OCI crate's real-registry helper, shared rather than copied.
+#[path = "../../../oci/tests/all/peers.rs"]
+#[allow(dead_code)]
+mod oci_peers;
 mod plugins;
 mod processes;
 mod registry;
+mod registry_oci;
 mod review;
 mod run;
 mod serve;

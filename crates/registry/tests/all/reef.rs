@@ -200,3 +200,114 @@ async fn a_source_sending_more_than_allowed_is_cut_off() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_busy_or_failing_source_is_asked_again_a_bounded_number_of_times() {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("files")).unwrap();
+    std::fs::write(tree.path().join("files/catalog.json"), "{}").unwrap();
+    let server = serve(tree.path().to_owned()).await;
+    let origin = Origin::http(&server.url, Duration::from_secs(20)).unwrap();
+    let path = "/files/catalog.json";
+    // Busy, then overloaded with a Retry-After the client honours, then the file.
+    server.script(path, "503 Service Unavailable", &[]);
+    server.script(path, "429 Too Many Requests", &[("Retry-After", "1")]);
+    let started = std::time::Instant::now();
+    let bytes = origin
+        .get("files/catalog.json", 1024, &Quiet)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(bytes, b"{}");
+    assert_eq!(server.asked(path), 3);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After was honoured"
+    );
+
+    // Failing every time: the bound, then the status.
+    for _ in 0..bosun_registry::fetch::MAX_ATTEMPTS {
+        server.script(path, "500 Internal Server Error", &[]);
+    }
+    let error = origin
+        .get("files/catalog.json", 1024, &Quiet)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("HTTP 500"), "{error}");
+    assert_eq!(
+        server.asked(path),
+        3 + bosun_registry::fetch::MAX_ATTEMPTS as usize
+    );
+
+    // A client error is not tried again, and a wait longer than Bosun's bound ends it at once.
+    let before = server.asked(path);
+    server.script(path, "403 Forbidden", &[]);
+    assert!(
+        origin
+            .get("files/catalog.json", 1024, &Quiet)
+            .await
+            .is_err()
+    );
+    assert_eq!(server.asked(path), before + 1);
+    server.script(path, "429 Too Many Requests", &[("Retry-After", "3600")]);
+    let started = std::time::Instant::now();
+    let error = origin
+        .get("files/catalog.json", 1024, &Quiet)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("3600"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_static_hosts_redirects_are_followed_and_a_loop_is_cut() {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("files")).unwrap();
+    std::fs::write(tree.path().join("files/catalog.json"), "{}").unwrap();
+    let server = serve(tree.path().to_owned()).await;
+    let other = serve(tree.path().to_owned()).await;
+    let origin = Origin::http(&server.url, Duration::from_secs(20)).unwrap();
+    for (i, status) in [
+        "301 Moved Permanently",
+        "302 Found",
+        "303 See Other",
+        "307 Temporary Redirect",
+        "308 Permanent Redirect",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let from = format!("/moved{i}/catalog.json");
+        // Relative, and to another host of the same scheme (a CDN), as static hosts do.
+        server.script(&from, status, &[("Location", "/hop/catalog.json")]);
+        server.script(
+            "/hop/catalog.json",
+            status,
+            &[("Location", &format!("{}files/catalog.json", other.url))],
+        );
+        let bytes = origin
+            .get(&from[1..], 1024, &Quiet)
+            .await
+            .unwrap_or_else(|e| panic!("{status}: {e}"))
+            .unwrap();
+        assert_eq!(bytes, b"{}", "{status}");
+    }
+    assert_eq!(other.asked("/files/catalog.json"), 5);
+
+    for _ in 0..=bosun_registry::fetch::MAX_REDIRECTS {
+        server.script(
+            "/loop/catalog.json",
+            "302 Found",
+            &[("Location", "/loop/catalog.json")],
+        );
+    }
+    let error = origin
+        .get("loop/catalog.json", 1024, &Quiet)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("redirects"), "{error}");
+    assert_eq!(
+        server.asked("/loop/catalog.json"),
+        bosun_registry::fetch::MAX_REDIRECTS + 1
+    );
+}

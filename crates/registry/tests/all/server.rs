@@ -1,17 +1,50 @@
 //! A tiny HTTP/1.1 server on loopback serving a folder, for tests: `GET /path` answers the
 //! file (or 404); `/hang/…` never answers; `/endless/…` sends bytes until the client hangs up,
-//! with no length. It records every path asked for.
+//! with no length. It records every path asked for; answers scripted for a path
+//! ([`Server::script`]) are sent first, one per request, in order.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+/// Raw answers to send for a path before its file.
+type Script = Arc<Mutex<BTreeMap<String, VecDeque<String>>>>;
+
 pub struct Server {
     pub url: String,
     pub requests: Arc<Mutex<Vec<String>>>,
+    script: Script,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Answers the next request for `path` with `status` and `headers` (no body).
+    pub fn script(&self, path: &str, status: &str, headers: &[(&str, &str)]) {
+        let mut head = format!("HTTP/1.1 {status}\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("Content-Length: 0\r\nConnection: close\r\n\r\n");
+        self.script
+            .lock()
+            .unwrap()
+            .entry(path.to_owned())
+            .or_default()
+            .push_back(head);
+    }
+
+    /// How many requests asked for `path`.
+    pub fn asked(&self, path: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| *p == path)
+            .count()
+    }
 }
 
 impl Drop for Server {
@@ -25,6 +58,8 @@ pub async fn serve(root: PathBuf) -> Server {
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
     let seen = requests.clone();
+    let script: Script = Arc::default();
+    let scripted = script.clone();
     let task = tokio::spawn(async move {
         loop {
             let Ok((mut stream, _)) = listener.accept().await else {
@@ -32,6 +67,7 @@ pub async fn serve(root: PathBuf) -> Server {
             };
             let root = root.clone();
             let seen = seen.clone();
+            let scripted = scripted.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let mut read = 0;
@@ -44,6 +80,15 @@ pub async fn serve(root: PathBuf) -> Server {
                 let head = String::from_utf8_lossy(&buf[..read]).into_owned();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 seen.lock().unwrap().push(path.clone());
+                let next = scripted
+                    .lock()
+                    .unwrap()
+                    .get_mut(&path)
+                    .and_then(VecDeque::pop_front);
+                if let Some(answer) = next {
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                    return;
+                }
                 if path.starts_with("/hang/") {
                     tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
                     return;
@@ -79,6 +124,7 @@ pub async fn serve(root: PathBuf) -> Server {
     Server {
         url,
         requests,
+        script,
         task,
     }
 }

@@ -1,29 +1,33 @@
 //! Installing and updating from a registry: one path for every source (Reef, Bosun's signed
-//! catalogs, offline folders, OCI through the same seam).
+//! catalogs, offline folders, OCI through the same seam) and for plugins and skills alike.
 //!
 //! 1. The name and version were checked when they were parsed (`Requested`), before any URL or
 //!    path is built; the source resolves them to a target with its length and SHA-256.
 //! 2. A downgrade below what the lock records is refused unless forced.
 //! 3. The source fetches the bytes with a size cap and a timeout and verifies length, digest
 //!    and (for signed sources) the catalog's signatures.
-//! 4. They are laid out in a staging folder beside the plugins (`.install-NAME-PID/plugins/NAME`),
-//!    read by the catalog's readers without running anything, and scanned (JS/TS).
-//! 5. The catalog's claims must agree with what the plugin declares.
+//! 4. They are laid out in a staging folder beside the plugins or skills
+//!    (`.install-NAME-PID/<plugins|skills>/NAME`, whose `.owner` file this process holds locked
+//!    while it lives, so the next start removes a dead install's folder at once and never a
+//!    live one's), read by the loaders' own readers without running anything — the plugin
+//!    catalog, or the skills' discovery — and scanned (JS/TS).
+//! 5. The catalog's claims must agree with what the plugin or skill declares.
 //! 6. The caller shows [`Staged::review`] (source, signer, digest, tools, capabilities,
 //!    endpoints, classification, and for an update what changed) and asks.
 //! 7. [`Staged::commit`] swaps it in atomically (the old version kept aside until the new one
-//!    is enabled and trusted, and put back if that fails), then writes the integrity record
-//!    to the lock, which the catalog checks at every load.
+//!    is in place — a plugin enabled and trusted — and put back if that fails), then writes the
+//!    integrity record to the lock, which the plugin catalog and the skills' discovery check at
+//!    every load.
 //!
 //! Any failure before the swap leaves the installed version serving and no staging behind.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use bosun_plugins::discovery::{install_staging_dir, user_plugins_dir};
+use bosun_plugins::discovery::{STAGING_OWNER_FILE, install_staging_dir, user_plugins_dir};
 use bosun_plugins::lock::{InstallLock, LockRecord, file_digests};
 use bosun_registry::fetch::Progress;
-use bosun_registry::inspect::{Inspected, Strictness, compare, inspect_plugin};
+use bosun_registry::inspect::{Strictness, compare, inspect_plugin};
 use bosun_registry::{ArtifactKind, Claims, RegistryError, Requested, Signer, Source, Target};
 use chrono::{DateTime, Utc};
 
@@ -50,7 +54,7 @@ pub enum RegistryInstallError {
     },
     /// The version asked for is the one installed.
     #[error(
-        "{name} {version} is installed already (from {source_name}); `bosun plugins verify {name}` checks it"
+        "{name} {version} is installed already (from {source_name}); pass --force to install it again"
     )]
     Current {
         /// The plugin.
@@ -60,13 +64,24 @@ pub enum RegistryInstallError {
         /// Where it came from.
         source_name: String,
     },
-    /// A plugin of that name is installed but not from a registry.
+    /// A plugin or skill of that name is installed but not from a registry.
     #[error(
-        "a plugin `{name}` is installed already and did not come from a registry: remove it first (bosun plugins remove {name}) or pass --force to replace it"
+        "a {} `{name}` is installed already and did not come from a registry: remove it first or pass --force to replace it",
+        kind_word(*kind)
     )]
     NotFromRegistry {
-        /// The plugin.
+        /// Plugin or skill.
+        kind: ArtifactKind,
+        /// Its name.
         name: String,
+    },
+    /// The skill as staged cannot be loaded.
+    #[error("the skill {name} cannot be loaded ({reason}): nothing was installed")]
+    Skill {
+        /// The skill.
+        name: String,
+        /// Why, as the skills' discovery says it.
+        reason: String,
     },
     /// Enabling or trusting after the swap failed; the old version was put back.
     #[error("the new version could not be enabled ({0}); the previous state was restored")]
@@ -104,29 +119,76 @@ pub struct Change {
     pub grew: bool,
 }
 
-/// A verified plugin in its staging folder, not yet in place.
+fn kind_word(kind: ArtifactKind) -> &'static str {
+    match kind {
+        ArtifactKind::Plugin => "plugin",
+        ArtifactKind::Skill => "skill",
+    }
+}
+
+/// A staging folder of this process, `<root>/.install-<name>-<pid>`: its `.owner` file stays
+/// locked while the process lives (the kernel releases the lock when it dies, however it
+/// dies), so the next start's sweep removes a dead install's folder at once and leaves a live
+/// one's alone (`bosun_plugins::sweep_stale_temporaries`). Removed when dropped.
+#[derive(Debug)]
+pub struct StagingDir {
+    path: PathBuf,
+    _owner: std::fs::File,
+}
+
+impl StagingDir {
+    /// Creates the staging folder of `name` in `root` (removing one this pid left before).
+    pub fn create(root: &Path, name: &str) -> Result<Self, RegistryInstallError> {
+        let path = install_staging_dir(root, name, std::process::id());
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).map_err(io(format!("creating {}", path.display())))?;
+        let owner_path = path.join(STAGING_OWNER_FILE);
+        let owned = std::fs::File::create(&owner_path).and_then(|owner| {
+            owner.try_lock().map_err(std::io::Error::other)?;
+            Ok(owner)
+        });
+        match owned {
+            Ok(owner) => Ok(Self {
+                path,
+                _owner: owner,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                Err(io(format!("locking {}", owner_path.display()))(e))
+            }
+        }
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for StagingDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A verified plugin or skill in its staging folder, not yet in place.
 #[derive(Debug)]
 pub struct Staged {
-    /// What the catalog said.
+    /// What the catalog said (its `kind` says whether this is a plugin or a skill).
     pub target: Target,
-    /// What the plugin declares.
-    pub inspected: Inspected,
+    /// What the plugin or skill declares, read by its loader's own reader.
+    pub declared: Claims,
+    /// The content hash that trust and the lock pin: the plugin catalog's, or a skill's
+    /// `SKILL.md` digest.
+    pub sha256: String,
     /// The source's name.
     pub source: String,
     /// The record of the version installed now, for an update.
     pub previous: Option<LockRecord>,
     /// What changes against it.
     pub changes: Vec<Change>,
-    staging: Option<PathBuf>,
-    plugins: PathBuf,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if let Some(staging) = self.staging.take() {
-            let _ = std::fs::remove_dir_all(staging);
-        }
-    }
+    staging: Option<StagingDir>,
+    root: PathBuf,
 }
 
 /// The classifications in order, so "higher" can be told.
@@ -209,11 +271,83 @@ pub async fn stage(
     force: bool,
     builtins: &[&str],
 ) -> Result<Staged, RegistryInstallError> {
-    let target = source.resolve(ArtifactKind::Plugin, requested, now).await?;
+    stage_kind(
+        home,
+        source,
+        ArtifactKind::Plugin,
+        requested,
+        now,
+        progress,
+        force,
+        builtins,
+    )
+    .await
+}
+
+/// Steps 1–5 for skill `requested` from `source`: resolved, fetched, verified, staged, read by
+/// the skills' own discovery (front matter, hidden characters, name) and compared. `force`
+/// allows a downgrade and replacing a skill not installed from a registry.
+pub async fn stage_skill(
+    home: &Path,
+    source: &dyn Source,
+    requested: &Requested,
+    now: DateTime<Utc>,
+    progress: &dyn Progress,
+    force: bool,
+) -> Result<Staged, RegistryInstallError> {
+    stage_kind(
+        home,
+        source,
+        ArtifactKind::Skill,
+        requested,
+        now,
+        progress,
+        force,
+        &[],
+    )
+    .await
+}
+
+/// Where installed artifacts of `kind` live: `$BOSUN_HOME/plugins` or `$BOSUN_HOME/skills`.
+pub fn installed_root(home: &Path, kind: ArtifactKind) -> PathBuf {
+    match kind {
+        ArtifactKind::Plugin => user_plugins_dir(home),
+        ArtifactKind::Skill => crate::skills::user_skills_dir(home),
+    }
+}
+
+fn record_of(lock: &InstallLock, kind: ArtifactKind, name: &str) -> Option<LockRecord> {
+    match kind {
+        ArtifactKind::Plugin => lock.plugin(name),
+        ArtifactKind::Skill => lock.skill(name),
+    }
+    .cloned()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn stage_kind(
+    home: &Path,
+    source: &dyn Source,
+    kind: ArtifactKind,
+    requested: &Requested,
+    now: DateTime<Utc>,
+    progress: &dyn Progress,
+    force: bool,
+    builtins: &[&str],
+) -> Result<Staged, RegistryInstallError> {
+    let target = source.resolve(kind, requested, now).await?;
     let name = target.claims.name.clone();
-    let plugins = user_plugins_dir(home);
+    if target.kind != kind || name != requested.name {
+        return Err(RegistryError::ClaimMismatch {
+            field: "name".to_owned(),
+            catalog: bosun_core::escape_hidden(&name),
+            plugin: requested.name.clone(),
+        }
+        .into());
+    }
+    let root = installed_root(home, kind);
     let lock = InstallLock::load(home)?;
-    let previous = lock.plugin(&name).cloned();
+    let previous = record_of(&lock, kind, &name);
     match &previous {
         Some(record) => {
             let installed = bosun_registry::name::parse_version(&record.version)?;
@@ -234,61 +368,152 @@ pub async fn stage(
                 });
             }
         }
-        None if plugins.join(&name).symlink_metadata().is_ok() && !force => {
-            return Err(RegistryInstallError::NotFromRegistry { name });
+        None if root.join(&name).symlink_metadata().is_ok() && !force => {
+            return Err(RegistryInstallError::NotFromRegistry { kind, name });
         }
         None => {}
     }
     let bytes = source.fetch(&target, progress).await?;
 
-    let staging = install_staging_dir(&plugins, &name, std::process::id());
-    let _ = std::fs::remove_dir_all(&staging);
-    let laid = staging.join("plugins").join(&name);
+    // From here the staging folder goes with it on any error.
+    let staging = StagingDir::create(&root, &name)?;
+    let laid = staging.path().join(kind.dir()).join(&name);
     std::fs::create_dir_all(&laid).map_err(io(format!("creating {}", laid.display())))?;
-    // From here the staging folder goes with `staged` on any error.
-    let mut staged = Staged {
-        target,
-        inspected: Inspected {
-            claims: Claims::default(),
-            sha256: String::new(),
-            format: bosun_plugins::PluginFormat::Native,
-        },
-        source: source.name().to_owned(),
-        previous,
-        changes: Vec::new(),
-        staging: Some(staging.clone()),
-        plugins,
-    };
-    bosun_registry::artifact::lay_out(&staged.target.file, &bytes, &laid)?;
+    bosun_registry::artifact::lay_out(&target.file, &bytes, &laid)?;
     drop(bytes);
-    staged.inspected = inspect_plugin(&staging, &name, builtins)?;
-    if staged.inspected.format.is_js() {
-        let report =
-            bosun_plugins::scan::scan_dir(&laid).map_err(|e| RegistryInstallError::Io {
-                doing: format!("scanning {}", laid.display()),
-                source: std::io::Error::other(e.to_string()),
-            })?;
-        if report.refused {
-            return Err(RegistryInstallError::Scan {
-                name,
-                version: staged.target.claims.version.clone(),
-                total: report.total,
-            });
+    let (declared, sha256) = match kind {
+        ArtifactKind::Plugin => {
+            let inspected = inspect_plugin(staging.path(), &name, builtins)?;
+            if inspected.format.is_js() {
+                let report =
+                    bosun_plugins::scan::scan_dir(&laid).map_err(|e| RegistryInstallError::Io {
+                        doing: format!("scanning {}", laid.display()),
+                        source: std::io::Error::other(e.to_string()),
+                    })?;
+                if report.refused {
+                    return Err(RegistryInstallError::Scan {
+                        name,
+                        version: target.claims.version.clone(),
+                        total: report.total,
+                    });
+                }
+            }
+            (inspected.claims, inspected.sha256)
         }
-    }
-    let strictness = match staged.target.signer {
+        ArtifactKind::Skill => read_skill(staging.path(), &laid, &target)?,
+    };
+    let strictness = match target.signer {
         Signer::Unsigned { .. } => Strictness::Stated,
         Signer::Signed { .. } => Strictness::Every,
     };
-    compare(&staged.target.claims, &staged.inspected.claims, strictness)?;
-    if let Some(previous) = &staged.previous {
-        staged.changes = changes(
-            previous,
-            &staged.inspected.claims,
-            &staged.target.signer.describe(),
-        );
+    compare(&target.claims, &declared, strictness)?;
+    let changes = previous
+        .as_ref()
+        .map(|p| changes(p, &declared, &target.signer.describe()))
+        .unwrap_or_default();
+    Ok(Staged {
+        target,
+        declared,
+        sha256,
+        source: source.name().to_owned(),
+        previous,
+        changes,
+        staging: Some(staging),
+        root,
+    })
+}
+
+/// Reads the skill laid out in `laid` (under `staging_home/skills/`) with the skills' own
+/// discovery, as loading will: a skill it leaves out or remarks on is refused. A skill declares
+/// no version, tools or endpoints; what it declares is its name and description.
+fn read_skill(
+    staging_home: &Path,
+    laid: &Path,
+    target: &Target,
+) -> Result<(Claims, String), RegistryInstallError> {
+    let name = &target.claims.name;
+    let refuse = |reason: String| RegistryInstallError::Skill {
+        name: name.clone(),
+        reason,
+    };
+    let skill_md = laid.join("SKILL.md");
+    let text = std::fs::read(&skill_md)
+        .map_err(|_| refuse("it holds no SKILL.md at its top".to_owned()))?;
+    let skills = crate::skills::Skills::discover(staging_home, &staging_home.join(".none"), false);
+    if let Some(d) = skills.diagnostics().first() {
+        return Err(refuse(d.message.clone()));
     }
-    Ok(staged)
+    let skill = skills
+        .all()
+        .iter()
+        .find(|s| s.source == crate::skills::SkillSource::User && &s.name == name)
+        .ok_or_else(|| refuse("the skills' discovery does not find it".to_owned()))?;
+    let declared = Claims {
+        name: skill.name.clone(),
+        version: target.claims.version.clone(),
+        description: skill.description.clone(),
+        format: Some("skill".to_owned()),
+        // A skill declares neither; the catalog's values are requests shown in the review.
+        classification: target.claims.classification.clone(),
+        trust: target.claims.trust.clone(),
+        ..Claims::default()
+    };
+    let sha256 = {
+        use sha2::Digest as _;
+        format!("{:x}", sha2::Sha256::digest(&text))
+    };
+    Ok((declared, sha256))
+}
+
+/// The installed copy being replaced: moved aside while the new one goes in, put back or
+/// removed once the outcome is known.
+struct Swap {
+    target: PathBuf,
+    aside: PathBuf,
+    had_old: bool,
+}
+
+impl Swap {
+    /// Moves `laid` to `<root>/<name>`, the version there kept aside.
+    fn into_place(root: &Path, name: &str, laid: &Path) -> Result<Self, RegistryInstallError> {
+        let target = root.join(name);
+        let aside = root.join(format!(".replaced-{name}-{}", std::process::id()));
+        let had_old = target.symlink_metadata().is_ok();
+        if had_old {
+            let _ = std::fs::remove_dir_all(&aside);
+            std::fs::rename(&target, &aside)
+                .map_err(io(format!("moving {} aside", target.display())))?;
+        }
+        if let Err(e) = std::fs::rename(laid, &target) {
+            if had_old {
+                let _ = std::fs::rename(&aside, &target);
+            }
+            return Err(io(format!(
+                "moving the new version to {}",
+                target.display()
+            ))(e));
+        }
+        Ok(Self {
+            target,
+            aside,
+            had_old,
+        })
+    }
+
+    /// Removes the new version and puts the previous one back.
+    fn put_back(&self) {
+        let _ = std::fs::remove_dir_all(&self.target);
+        if self.had_old {
+            let _ = std::fs::rename(&self.aside, &self.target);
+        }
+    }
+
+    /// The new version stays: the previous one goes.
+    fn keep(self) {
+        if self.had_old {
+            let _ = std::fs::remove_dir_all(&self.aside);
+        }
+    }
 }
 
 impl Staged {
@@ -304,7 +529,7 @@ impl Staged {
 
     /// The trust review: what a person reads before deciding.
     pub fn review(&self) -> String {
-        let c = &self.inspected.claims;
+        let c = &self.declared;
         let list = |s: &BTreeSet<String>| {
             if s.is_empty() {
                 "none".to_owned()
@@ -316,7 +541,7 @@ impl Staged {
             "{} {} ({}) from the registry `{}`\n  signer: {}\n  sha256: {}\n",
             c.name,
             c.version,
-            c.format.as_deref().unwrap_or("plugin"),
+            c.format.as_deref().unwrap_or(kind_word(self.target.kind)),
             self.source,
             self.target.signer.describe(),
             self.target.sha256,
@@ -372,8 +597,9 @@ impl Staged {
         text
     }
 
-    /// Step 7: swaps the plugin in, enables and trusts exactly what was staged, and writes its
-    /// integrity record. A failure after the swap puts the previous version (or nothing) back.
+    /// Step 7: swaps the plugin or skill in, enables and trusts exactly what was staged (a
+    /// plugin), and writes its integrity record. A failure after the swap puts the previous
+    /// version (or nothing) back.
     pub fn commit(
         mut self,
         workspace: &Workspace,
@@ -381,30 +607,16 @@ impl Staged {
         now: DateTime<Utc>,
     ) -> Result<LockRecord, RegistryInstallError> {
         let name = self.name().to_owned();
-        let staging = self.staging.clone().unwrap_or_default();
-        let laid = staging.join("plugins").join(&name);
+        let kind = self.target.kind;
+        let laid = self
+            .staging
+            .as_ref()
+            .map(|s| s.path().join(kind.dir()).join(&name))
+            .unwrap_or_default();
         let files = file_digests(&laid);
-        let target = self.plugins.join(&name);
-        let aside = self
-            .plugins
-            .join(format!(".replaced-{name}-{}", std::process::id()));
-        let had_old = target.symlink_metadata().is_ok();
-        if had_old {
-            let _ = std::fs::remove_dir_all(&aside);
-            std::fs::rename(&target, &aside)
-                .map_err(io(format!("moving {} aside", target.display())))?;
-        }
-        if let Err(e) = std::fs::rename(&laid, &target) {
-            if had_old {
-                let _ = std::fs::rename(&aside, &target);
-            }
-            return Err(io(format!(
-                "moving the new version to {}",
-                target.display()
-            ))(e));
-        }
-        let expected = self.inspected.sha256.clone();
-        let c = &self.inspected.claims;
+        let swap = Swap::into_place(&self.root, &name, &laid)?;
+        let expected = self.sha256.clone();
+        let c = &self.declared;
         let record = LockRecord {
             source: self.source.clone(),
             name: name.clone(),
@@ -421,17 +633,21 @@ impl Staged {
         };
         // The record goes in before enabling: the catalog that enabling reads checks it.
         let mut lock = InstallLock::load(home)?;
-        let before = lock.plugin(&name).cloned();
-        lock.set_plugin(&name, record.clone());
+        let before = record_of(&lock, kind, &name);
+        match kind {
+            ArtifactKind::Plugin => lock.set_plugin(&name, record.clone()),
+            ArtifactKind::Skill => lock.set_skill(&name, record.clone()),
+        }
         let put_back = |lock: &mut InstallLock| {
-            let _ = std::fs::remove_dir_all(&target);
-            if had_old {
-                let _ = std::fs::rename(&aside, &target);
-            }
-            match &before {
-                Some(old) => lock.set_plugin(&name, old.clone()),
-                None => {
+            swap.put_back();
+            match (kind, &before) {
+                (ArtifactKind::Plugin, Some(old)) => lock.set_plugin(&name, old.clone()),
+                (ArtifactKind::Skill, Some(old)) => lock.set_skill(&name, old.clone()),
+                (ArtifactKind::Plugin, None) => {
                     lock.remove_plugin(&name);
+                }
+                (ArtifactKind::Skill, None) => {
+                    lock.remove_skill(&name);
                 }
             }
             let _ = lock.save();
@@ -440,53 +656,57 @@ impl Staged {
             put_back(&mut lock);
             return Err(e.into());
         }
-        let enabled = crate::user_plugins::enable(
-            workspace,
-            home,
-            &name,
-            Some(Path::new(&name)),
-            |_review| {
-                // The person decided on the registry's review; trust pins only what is in place,
-                // and what it pinned is compared with what was verified below.
-                Ok(true)
-            },
-        );
-        match enabled {
-            Ok(Trusted::Now(_) | Trusted::Already) => {}
-            Ok(Trusted::Declined) => {
-                put_back(&mut lock);
-                return Err(RegistryInstallError::Enable(Box::new(
-                    UserPluginError::NotFound { name },
-                )));
-            }
-            Err(e) => {
-                put_back(&mut lock);
-                return Err(RegistryInstallError::Enable(Box::new(e)));
-            }
-        }
-        // What trust pinned must be what was verified: a change between swap and trust fails.
-        let store = bosun_plugins::TrustStore::load(home.join("trust.toml")).ok();
-        let pinned = store
-            .as_ref()
-            .and_then(|s| s.get(&bosun_plugins::PluginScope::User, &name))
-            .map(|r| r.sha256.clone());
-        if pinned.as_deref() != Some(expected.as_str()) {
+        if kind == ArtifactKind::Plugin
+            && let Err(e) = enable_as_verified(workspace, home, &name, &expected)
+        {
             put_back(&mut lock);
-            return Err(RegistryError::Digest {
-                what: format!("{name} as installed"),
-                expected,
-                got: pinned.unwrap_or_default(),
-            }
-            .into());
+            return Err(e);
         }
-        if had_old {
-            let _ = std::fs::remove_dir_all(&aside);
-        }
-        if let Some(staging) = self.staging.take() {
-            let _ = std::fs::remove_dir_all(staging);
-        }
+        swap.keep();
+        self.staging.take();
         Ok(record)
     }
+}
+
+/// Enables and trusts the plugin `name` just swapped in; what trust pinned must be `expected`,
+/// what was verified (a change between swap and trust fails).
+fn enable_as_verified(
+    workspace: &Workspace,
+    home: &Path,
+    name: &str,
+    expected: &str,
+) -> Result<(), RegistryInstallError> {
+    let enabled =
+        crate::user_plugins::enable(workspace, home, name, Some(Path::new(name)), |_review| {
+            // The person decided on the registry's review; trust pins only what is in place,
+            // and what it pinned is compared with what was verified below.
+            Ok(true)
+        });
+    match enabled {
+        Ok(Trusted::Now(_) | Trusted::Already) => {}
+        Ok(Trusted::Declined) => {
+            return Err(RegistryInstallError::Enable(Box::new(
+                UserPluginError::NotFound {
+                    name: name.to_owned(),
+                },
+            )));
+        }
+        Err(e) => return Err(RegistryInstallError::Enable(Box::new(e))),
+    }
+    let store = bosun_plugins::TrustStore::load(home.join("trust.toml")).ok();
+    let pinned = store
+        .as_ref()
+        .and_then(|s| s.get(&bosun_plugins::PluginScope::User, name))
+        .map(|r| r.sha256.clone());
+    if pinned.as_deref() != Some(expected) {
+        return Err(RegistryError::Digest {
+            what: format!("{name} as installed"),
+            expected: expected.to_owned(),
+            got: pinned.unwrap_or_default(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// How the plugin `name` as installed differs from its integrity record: `None` when it is not

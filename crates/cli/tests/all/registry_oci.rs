@@ -1,0 +1,285 @@
+//! `kind = "oci"` through the binary, against Debian's `docker-registry` on loopback (installed
+//! by `scripts/oci-peers`): `bosun plugins publish --to` pushes the standard artifact and its
+//! signature, Python's `oras` pulls what Bosun pushed, and an install takes only the digest a
+//! signature by a pinned key names.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::oci_peers::{LocalRegistry, oras_python};
+use super::{Env, code, json, stderr};
+
+const WEATHER: &str = r#"export const manifest = {
+  name: "weather",
+  version: "1.0.0",
+  description: "Weather by city",
+  classification: "PUBLIC",
+  trust: "sandboxed",
+  declaredEndpoints: ["https://api.weather.example"],
+};
+export async function activate(ctx) {}
+"#;
+
+fn ok(out: &std::process::Output) {
+    assert_eq!(
+        code(out),
+        0,
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(out)
+    );
+}
+
+fn plugin_dirs(env: &Env) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(env.home().join("plugins"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A signing key made by `bosun registry keygen`, and its id.
+fn keygen(env: &Env, file: &str) -> (PathBuf, String) {
+    let key = env.dir.path().join(file);
+    let out = env.bosun(&["registry", "keygen", key.to_str().unwrap()]);
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("key id: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    (key, id)
+}
+
+fn weather_dir(env: &Env, text: &str) -> PathBuf {
+    let dir = env.dir.path().join("src/weather");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), text).unwrap();
+    dir
+}
+
+/// `[registries.hub]` of kind oci on `registry`'s `acme` namespace, pinning `keyid`.
+fn configure(env: &Env, registry: &LocalRegistry, keyid: &str) {
+    env.user_config(&format!(
+        "[registries.hub]\nkind = \"oci\"\nurl = \"{}/acme\"\nkeys = [\"{keyid}\"]\ntimeout_secs = 20\n",
+        registry.address
+    ));
+}
+
+/// Runs the OCI crate's ORAS driver in `dir`; fails the test when it fails.
+fn oras(dir: &Path, args: &[&str]) -> std::process::Output {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../oci/tests/peers/oras_peer.py");
+    let output = Command::new(oras_python())
+        .arg(&script)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "oras_peer.py {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn a_plugin_published_to_oci_installs_by_its_signed_digest() {
+    let registry = LocalRegistry::start();
+    let env = Env::new();
+    let (key, id) = keygen(&env, "key.json");
+    configure(&env, &registry, &id);
+    let src = weather_dir(&env, WEATHER);
+    let published = env.bosun(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        "hub",
+        "--key",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&published);
+    let published = json(&published);
+    let manifest = published["manifest"].as_str().unwrap().to_owned();
+    assert!(manifest.starts_with("sha256:"), "{published}");
+    assert!(
+        published["reference"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/acme/weather:1.0.0@{manifest}")),
+        "{published}"
+    );
+
+    // A published version is never replaced.
+    let again = env.bosun(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        "hub",
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&again), 0);
+    assert!(
+        stderr(&again).contains("never replaced"),
+        "{}",
+        stderr(&again)
+    );
+
+    let installed = env.bosun(&[
+        "plugins", "install", "weather", "--from", "hub", "--yes", "--json",
+    ]);
+    ok(&installed);
+    let record = &json(&installed)["installed"];
+    assert_eq!(record["version"], "1.0.0");
+    assert_eq!(record["source"], "hub");
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("plugins/weather/mod.ts")).unwrap(),
+        WEATHER
+    );
+    let verified = env.bosun(&["plugins", "verify", "weather", "--json"]);
+    ok(&verified);
+    assert_eq!(json(&verified)["plugins"][0]["intact"], true);
+}
+
+#[test]
+fn an_oci_plugin_without_a_pinned_signature_for_its_digest_is_refused() {
+    let registry = LocalRegistry::start();
+    let env = Env::new();
+    let (key, id) = keygen(&env, "key.json");
+    let (_, other_id) = keygen(&env, "other.json");
+    let src = weather_dir(&env, WEATHER);
+    ok(&env.bosun(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        &format!("oci://{}/acme", registry.address),
+        "--key",
+        key.to_str().unwrap(),
+    ]));
+
+    // Signed, but by a key nobody pinned for this source.
+    configure(&env, &registry, &other_id);
+    let foreign = env.bosun(&["plugins", "install", "weather", "--from", "hub", "--yes"]);
+    assert_ne!(code(&foreign), 0);
+    assert_eq!(plugin_dirs(&env), Vec::<String>::new());
+
+    // Pushed with a standard tool and never signed.
+    configure(&env, &registry, &id);
+    let push = env.dir.path().join("push");
+    std::fs::create_dir_all(&push).unwrap();
+    std::fs::write(push.join("config.json"), "{}").unwrap();
+    std::fs::write(
+        push.join("mod.ts"),
+        "export const manifest = {name: \"tides\", version: \"1.0.0\"};\n",
+    )
+    .unwrap();
+    oras(
+        &push,
+        &[
+            "push",
+            &registry.address,
+            "acme/tides:1.0.0",
+            "config.json",
+            "application/vnd.oci.empty.v1+json",
+            "--",
+            "mod.ts:application/typescript",
+        ],
+    );
+    let unsigned = env.bosun(&["plugins", "install", "tides", "--from", "hub", "--yes"]);
+    assert_ne!(code(&unsigned), 0);
+    assert_eq!(plugin_dirs(&env), Vec::<String>::new());
+
+    // The signed tag moved to other content by someone with push rights but not the key: the
+    // signature names the old digest, so nothing resolves.
+    std::fs::write(
+        push.join("mod.ts"),
+        WEATHER.replace("activate(ctx) {}", "activate(ctx) { globalThis.x = 1; }"),
+    )
+    .unwrap();
+    oras(
+        &push,
+        &[
+            "push",
+            &registry.address,
+            "acme/weather:1.0.0",
+            "config.json",
+            "application/vnd.oci.empty.v1+json",
+            "--",
+            "mod.ts:application/typescript",
+        ],
+    );
+    let moved = env.bosun(&["plugins", "install", "weather", "--from", "hub", "--yes"]);
+    assert_ne!(code(&moved), 0, "{}", stderr(&moved));
+    assert_eq!(plugin_dirs(&env), Vec::<String>::new());
+}
+
+#[test]
+fn a_component_published_to_oci_is_the_standard_wasm_artifact_oras_pulls() {
+    let registry = LocalRegistry::start();
+    let env = Env::new();
+    let (key, id) = keygen(&env, "key.json");
+    configure(&env, &registry, &id);
+    let src = env.dir.path().join("src/hello");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(bosun_test_programs::HELLO, src.join("plugin.wasm")).unwrap();
+    let published = env.bosun(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        "hub",
+        "--key",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&published);
+    let version = json(&published)["claims"]["version"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let manifest = oras(
+        env.dir.path(),
+        &[
+            "manifest",
+            &registry.address,
+            &format!("acme/hello:{version}"),
+        ],
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.wasm.config.v0+json"
+    );
+    assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.version"],
+        version.as_str()
+    );
+    let out = env.dir.path().join("pulled");
+    oras(
+        env.dir.path(),
+        &[
+            "pull",
+            &registry.address,
+            &format!("acme/hello:{version}"),
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        std::fs::read(out.join("plugin.wasm")).unwrap(),
+        std::fs::read(bosun_test_programs::HELLO).unwrap()
+    );
+
+    ok(&env.bosun(&["plugins", "install", "hello", "--from", "hub", "--yes"]));
+    assert_eq!(plugin_dirs(&env), ["hello"]);
+}
