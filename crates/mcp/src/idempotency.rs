@@ -47,10 +47,13 @@ pub enum KeyRefused {
     OtherCall,
 }
 
+/// Keyed calls by caller and key.
+type Entries<R> = HashMap<(String, String), Arc<Entry<R>>>;
+
 /// The results of keyed calls on this instance.
 pub struct Idempotency<R> {
     ttl: Duration,
-    entries: Mutex<HashMap<(String, String), Arc<Entry<R>>>>,
+    entries: Mutex<Entries<R>>,
 }
 
 impl<R: Clone> Idempotency<R> {
