@@ -485,6 +485,25 @@ fn publish_to_catalog(path: &Path, dir: &Path, key: &PrivateKey, json: bool) -> 
     Ok(exit::OK)
 }
 
+/// The login for pushing: `BOSUN_OCI_USERNAME` with `BOSUN_OCI_PASSWORD` (a password or access
+/// token), or `BOSUN_OCI_TOKEN` (a bearer token); anonymous when none is set.
+fn oci_credentials() -> Result<bosun_registry::oci::Credentials> {
+    use bosun_registry::oci::Credentials;
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (
+        var("BOSUN_OCI_USERNAME"),
+        var("BOSUN_OCI_PASSWORD"),
+        var("BOSUN_OCI_TOKEN"),
+    ) {
+        (Some(username), Some(password), None) => Ok(Credentials::Basic { username, password }),
+        (None, None, Some(token)) => Ok(Credentials::Bearer(token)),
+        (None, None, None) => Ok(Credentials::Anonymous),
+        _ => bail!(
+            "set BOSUN_OCI_USERNAME and BOSUN_OCI_PASSWORD together, or BOSUN_OCI_TOKEN alone, to log in to the registry"
+        ),
+    }
+}
+
 fn publish_to_oci(
     path: &Path,
     url: &str,
@@ -493,8 +512,9 @@ fn publish_to_oci(
     json: bool,
 ) -> Result<u8> {
     let prepared = bosun_registry::publish::prepare_plugin(path)?;
-    let (client, namespace) = bosun_registry::oci::client_for(url, timeout_secs)
-        .with_context(|| format!("reading the OCI registry address `{url}`"))?;
+    let (client, namespace) =
+        bosun_registry::oci::client_with(url, timeout_secs, oci_credentials()?)
+            .with_context(|| format!("reading the OCI registry address `{url}`"))?;
     let rt = runtime()?;
     let published = rt.block_on(bosun_registry::oci::publish(
         &client, &namespace, prepared, key,

@@ -7,6 +7,8 @@
 //! - [`granter`]: from what the chokepoint judged for a call to what it may reach (preopens,
 //!   HTTP, a spawned process's confinement), and the one rule that withholds a plugin tool;
 //! - [`slot`]: the lazily created instance every format replaces after it is poisoned;
+//! - `call_report`: the one path by which a call's log lines, dropped lines and refused
+//!   requests reach the trace, for every format and whether the call succeeded or failed;
 //! - [`native`]: Bosun's WebAssembly components, instantiated lazily on the first call that
 //!   passed policy;
 //! - [`chock`]: Chock plugins, core modules called through Chock's ABI, instantiated lazily
@@ -21,6 +23,7 @@
 
 use std::sync::Arc;
 
+mod call_report;
 pub mod chock;
 pub mod contract;
 pub mod error;

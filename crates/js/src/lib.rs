@@ -15,12 +15,14 @@
 
 mod descriptor;
 mod plugin;
+mod thrown;
 
 pub use descriptor::{
     ActivationRequest, Descriptor, Format, HookCounts, JsCommand, JsLimits, JsSubagent,
     JsSubagentLimits, JsTool, Trust, UnknownRisk, tool_risk_of,
 };
 pub use plugin::{CommandOutput, JsError, JsPlugin, Restriction, ToolOutcome};
+pub use thrown::ThrownAt;
 
 /// The JavaScript engine component (QuickJS for `wasm32-wasip2`), as built by this crate.
 ///

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::descriptor::{ActivationRequest, Descriptor};
+use crate::thrown::ThrownAt;
 
 /// Why a plugin could not be started or a hook failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,9 @@ pub enum JsError {
         /// What the sandbox reported.
         #[source]
         source: CallError,
+        /// Where the plugin's own error was thrown, when the engine named a place in the
+        /// message of a [`bosun_sandbox::CallErrorKind::Tool`].
+        thrown_at: Option<ThrownAt>,
     },
     /// The engine answered with JSON the host could not read.
     #[error(
@@ -33,6 +37,21 @@ pub enum JsError {
         /// What was wrong.
         reason: String,
     },
+}
+
+impl JsError {
+    /// A failed engine call of `plugin`, with the place its error was thrown read once here.
+    fn call(plugin: &str, source: CallError) -> Self {
+        let thrown_at = match &source.kind {
+            bosun_sandbox::CallErrorKind::Tool { message, .. } => ThrownAt::find(message),
+            _ => None,
+        };
+        Self::Call {
+            plugin: plugin.to_owned(),
+            source,
+            thrown_at,
+        }
+    }
 }
 
 /// Parses the engine's JSON answer. JavaScript strings may hold lone UTF-16 surrogates, which
@@ -112,6 +131,8 @@ pub enum ToolOutcome {
         code: String,
         /// The message.
         message: String,
+        /// Where in the plugin's code the error was thrown, when the message names it.
+        thrown_at: Option<ThrownAt>,
         /// Whether retrying may help.
         retryable: bool,
     },
@@ -219,10 +240,7 @@ impl JsPlugin {
         let out = instance
             .activate(files, &request_json, opts)
             .await
-            .map_err(|source| JsError::Call {
-                plugin: name.clone(),
-                source,
-            })?;
+            .map_err(|source| JsError::call(&name, source))?;
         let descriptor: Descriptor =
             serde_json::from_str(&out.output_json).map_err(|e| JsError::Protocol {
                 plugin: name.clone(),
@@ -272,10 +290,7 @@ impl JsPlugin {
             .instance
             .call(tool, input_json, opts)
             .await
-            .map_err(|source| JsError::Call {
-                plugin: self.name.clone(),
-                source,
-            })?;
+            .map_err(|source| JsError::call(&self.name, source))?;
         let envelope: Envelope = parse_answer(&out.output_json).map_err(|e| JsError::Protocol {
             plugin: self.name.clone(),
             reason: e.to_string(),
@@ -287,6 +302,7 @@ impl JsPlugin {
             },
             (false, Some(e)) => ToolOutcome::Err {
                 code: e.code,
+                thrown_at: ThrownAt::find(&e.message),
                 message: e.message,
                 retryable: e.retryable,
             },
@@ -311,10 +327,7 @@ impl JsPlugin {
             .instance
             .hook(op, &payload.to_string(), opts)
             .await
-            .map_err(|source| JsError::Call {
-                plugin: self.name.clone(),
-                source,
-            })?;
+            .map_err(|source| JsError::call(&self.name, source))?;
         parse_answer(&out.output_json).map_err(|e| JsError::Protocol {
             plugin: self.name.clone(),
             reason: format!("{op} hook: {e}"),

@@ -38,7 +38,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use bosun_core::Classification;
+use bosun_core::{Authority, Classification};
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
     ArrayExpressionElement, BindingPattern, Declaration, Expression, ModuleExportName,
@@ -102,9 +102,10 @@ pub struct TriggerfishManifest {
     pub trust: ManifestTrust,
     /// `declaredEndpoints` as written.
     pub declared_endpoints: Vec<String>,
-    /// The authorities (`host` or `host:port`) of the endpoints, sorted, each once: what Bosun
-    /// lets the plugin's HTTP reach.
-    pub endpoint_authorities: Vec<String>,
+    /// The authorities (host, and the port when it is not the scheme's default) of the
+    /// endpoints, sorted, each once: what Bosun lets the plugin's HTTP reach. Read here, with the
+    /// manifest; the runtime only consumes them.
+    pub endpoint_authorities: Vec<Authority>,
     /// Bosun's extension `bosun: { codeFromStrings: true }`: the plugin may use `eval` and
     /// `Function` (refused otherwise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -369,6 +370,11 @@ pub enum EndpointError {
     /// No host.
     #[error("has no host: write the URL with its host")]
     NoHost,
+    /// A host that is not a host name by Bosun's one rule ([`bosun_core::is_host_name`]).
+    #[error(
+        "has the host `{0}`, which is not a host name: write dot-separated labels of a-z, 0-9, `-` and `_` (such as \"https://api.example.com\")"
+    )]
+    HostName(String),
 }
 
 /// `a string`, `a number`… for messages.
@@ -383,9 +389,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// The authority Bosun grants for an endpoint: the lowercase host (IPv6 in brackets) and the
-/// port when it is not the scheme's default.
-pub fn endpoint_authority(endpoint: &str) -> Result<String, EndpointError> {
+/// The authority Bosun grants for an endpoint: the lowercase host and the port when it is not
+/// the scheme's default.
+pub fn endpoint_authority(endpoint: &str) -> Result<Authority, EndpointError> {
     if let Some(c) = endpoint
         .chars()
         .find(|&c| c.is_whitespace() || c.is_control() || bosun_core::is_hidden_char(c))
@@ -400,15 +406,19 @@ pub fn endpoint_authority(endpoint: &str) -> Result<String, EndpointError> {
         return Err(EndpointError::UserInfo);
     }
     let host = match url.host() {
-        Some(url::Host::Domain(d)) if !d.is_empty() => d.to_ascii_lowercase(),
+        Some(url::Host::Domain(d)) if !d.is_empty() => {
+            let name = d.to_ascii_lowercase();
+            let name = name.strip_suffix('.').unwrap_or(&name).to_owned();
+            if !bosun_core::is_host_name(&name) {
+                return Err(EndpointError::HostName(name));
+            }
+            name
+        }
         Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
         _ => return Err(EndpointError::NoHost),
     };
-    Ok(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host,
-    })
+    Ok(Authority::new(&host, url.port()))
 }
 
 /// The value of `mod.ts`'s `manifest` export, read from its literal without running anything.
@@ -859,7 +869,7 @@ export function createExecutor(context) {
                 classification: Classification::Public,
                 trust: ManifestTrust::Sandboxed,
                 declared_endpoints: vec!["https://api.weather.com".to_owned()],
-                endpoint_authorities: vec!["api.weather.com".to_owned()],
+                endpoint_authorities: vec![Authority::new("api.weather.com", None)],
                 code_from_strings: false,
             }
         );
@@ -1104,7 +1114,7 @@ export { manifest, other };"#,
             check(&with("declaredEndpoints", json!([])))
                 .unwrap()
                 .endpoint_authorities,
-            Vec::<String>::new()
+            Vec::<Authority>::new()
         );
     }
 
@@ -1117,10 +1127,28 @@ export { manifest, other };"#,
             ("https://user:pw@api.example.com", "user info"),
             ("https://api.example.com/\u{202e}x", "U+202E"),
             (" https://api.example.com", "U+0020"),
+            (
+                "https://api*.example.com",
+                "`api*.example.com`, which is not a host name",
+            ),
         ] {
             let text = refusal(&with("declaredEndpoints", json!([bad])));
             assert!(text.contains(why), "{bad}: {text}");
         }
+    }
+
+    #[test]
+    fn a_malformed_endpoint_is_refused_naming_the_endpoint_and_the_fix() {
+        let text = refusal(&with(
+            "declaredEndpoints",
+            json!(["https://api.weather.com", "https://api*.weather.com/v1"]),
+        ));
+        assert_eq!(
+            text,
+            "mod.ts: manifest `declaredEndpoints[1]` \"https://api*.weather.com/v1\" has the host \
+             `api*.weather.com`, which is not a host name: write dot-separated labels of a-z, \
+             0-9, `-` and `_` (such as \"https://api.example.com\")"
+        );
     }
 
     #[test]
@@ -1137,7 +1165,10 @@ export { manifest, other };"#,
         ))
         .unwrap();
         assert_eq!(
-            m.endpoint_authorities,
+            m.endpoint_authorities
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
             [
                 "10.0.0.1",
                 "[::1]:9000",

@@ -118,11 +118,24 @@ pub fn open(
     }))
 }
 
-/// The client of `url`'s registry and its namespace (`host[:port]/a/b` or
+/// Credentials for a registry that needs a login (publishing, mostly).
+pub use bosun_oci::Credentials;
+
+/// The anonymous client of `url`'s registry and its namespace (`host[:port]/a/b` or
 /// `https://host/a/b`).
 pub fn client_for(
     url: &str,
     timeout_secs: Option<u64>,
+) -> Result<(Client, String), bosun_oci::OciError> {
+    client_with(url, timeout_secs, Credentials::Anonymous)
+}
+
+/// The client of `url`'s registry with `credentials` (kept on that registry's origin by the
+/// client), and its namespace.
+pub fn client_with(
+    url: &str,
+    timeout_secs: Option<u64>,
+    credentials: Credentials,
 ) -> Result<(Client, String), bosun_oci::OciError> {
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) => (Some(scheme), rest),
@@ -142,7 +155,10 @@ pub fn client_for(
     if let Some(seconds) = timeout_secs {
         limits.idle_timeout = std::time::Duration::from_secs(seconds);
     }
-    let client = Client::builder(registry).limits(limits).build()?;
+    let client = Client::builder(registry)
+        .limits(limits)
+        .credentials(credentials)
+        .build()?;
     Ok((client, namespace))
 }
 

@@ -8,7 +8,7 @@
 //! keys or thresholds is laid out by hand (`metadata::sign`) and published to with the
 //! key of each role.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
@@ -244,40 +244,63 @@ pub fn add(
     bytes: &[u8],
     signing: &Signing<'_>,
 ) -> Result<Published, RegistryError> {
-    crate::name::check_name(&claims.name)?;
-    crate::name::parse_version(&claims.version)?;
+    let mut published = add_all(dir, kind, vec![(claims, file, bytes)], signing)?;
+    published.pop().ok_or_else(|| RegistryError::NotFound {
+        what: "the published entry".to_owned(),
+    })
+}
+
+/// Adds every `(claims, file, bytes)` as [`add`] does one, and signs once: a mirror or a whole
+/// release published in one step. Nothing is signed when any of them is refused.
+pub fn add_all(
+    dir: &Path,
+    kind: ArtifactKind,
+    items: Vec<(Claims, &str, &[u8])>,
+    signing: &Signing<'_>,
+) -> Result<Vec<Published>, RegistryError> {
     check_signer(dir, signing.key)?;
-    let path = format!("{}/{}/{}/{file}", kind.dir(), claims.name, claims.version);
-    crate::fetch::check_relative(&path)?;
     let mut targets: Targets = signed_part("targets", &read_envelope(dir, "targets.json")?)?;
-    let sha256 = hex::encode(Sha256::digest(bytes));
-    let prefix = format!("{}/{}/{}/", kind.dir(), claims.name, claims.version);
-    if let Some((existing, _)) = targets.targets.iter().find(|(p, _)| p.starts_with(&prefix)) {
-        return Err(RegistryError::Config {
-            source_name: dir.display().to_string(),
-            message: format!(
-                "{} {} is already published ({existing}): a published version is never replaced; raise the version",
-                claims.name, claims.version
-            ),
+    let mut published = Vec::with_capacity(items.len());
+    let mut versions: BTreeSet<String> = targets
+        .targets
+        .keys()
+        .filter_map(|p| p.rsplit_once('/').map(|(prefix, _)| prefix.to_owned()))
+        .collect();
+    for (claims, file, bytes) in items {
+        crate::name::check_name(&claims.name)?;
+        crate::name::parse_version(&claims.version)?;
+        let prefix = format!("{}/{}/{}", kind.dir(), claims.name, claims.version);
+        let path = format!("{prefix}/{file}");
+        crate::fetch::check_relative(&path)?;
+        if !versions.insert(prefix) {
+            return Err(RegistryError::Config {
+                source_name: dir.display().to_string(),
+                message: format!(
+                    "{} {} is already published: a published version is never replaced; raise the version",
+                    claims.name, claims.version
+                ),
+            });
+        }
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let target_file = dir.join("targets").join(&path);
+        write(&target_file, bytes)?;
+        targets.targets.insert(
+            path.clone(),
+            TargetFile {
+                length: bytes.len() as u64,
+                hashes: BTreeMap::from([("sha256".to_owned(), sha256.clone())]),
+                custom: Some(to_value(&claims)?),
+            },
+        );
+        published.push(Published {
+            path,
+            length: bytes.len() as u64,
+            sha256,
+            claims,
         });
     }
-    let target_file = dir.join("targets").join(&path);
-    write(&target_file, bytes)?;
-    targets.targets.insert(
-        path.clone(),
-        TargetFile {
-            length: bytes.len() as u64,
-            hashes: BTreeMap::from([("sha256".to_owned(), sha256.clone())]),
-            custom: Some(to_value(&claims)?),
-        },
-    );
     resign(dir, targets, signing)?;
-    Ok(Published {
-        path,
-        length: bytes.len() as u64,
-        sha256,
-        claims,
-    })
+    Ok(published)
 }
 
 /// Publishes the plugin in `plugin_dir` to the catalog in `dir`: its metadata read without

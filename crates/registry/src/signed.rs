@@ -15,9 +15,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RegistryError;
-use crate::fetch::{ARTIFACT_TIMEOUT, Origin, Progress};
+use crate::fetch::{Origin, Progress};
 use crate::source::{ArtifactKind, Claims, Signer, Source, Target};
-use crate::trusted::{FoundTarget, StoredMetadata, TrustedSet, verify_bytes};
+use crate::trusted::{FoundTarget, StoredMetadata, TrustedSet, fetch_target};
 
 /// Largest artifact a signed catalog may list (the largest component the catalog loads).
 pub const MAX_ARTIFACT_BYTES: u64 = bosun_plugins::catalog::MAX_COMPONENT_BYTES;
@@ -174,26 +174,6 @@ impl Source for SignedSource {
         target: &Target,
         progress: &dyn Progress,
     ) -> Result<Vec<u8>, RegistryError> {
-        let length = target.length.unwrap_or(MAX_ARTIFACT_BYTES);
-        if length > MAX_ARTIFACT_BYTES {
-            return Err(RegistryError::TooLarge {
-                what: target.location.clone(),
-                limit: MAX_ARTIFACT_BYTES,
-            });
-        }
-        let origin = self.origin.clone().with_timeout(ARTIFACT_TIMEOUT);
-        let bytes = origin
-            .get(&target.location, length, progress)
-            .await?
-            .ok_or_else(|| RegistryError::NotFound {
-                what: origin.describe(&target.location),
-            })?;
-        verify_bytes(
-            &target.location,
-            &bytes,
-            target.length,
-            Some(&target.sha256),
-        )?;
-        Ok(bytes)
+        fetch_target(&self.origin, target, MAX_ARTIFACT_BYTES, progress).await
     }
 }

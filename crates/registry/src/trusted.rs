@@ -105,6 +105,38 @@ pub fn verify_bytes(
     Ok(())
 }
 
+/// Fetches `target` from `origin` within the download timeout — at most its length, or `cap`
+/// when the catalog gives none (a length above `cap` is refused before any request) — and
+/// checks the bytes against that length and SHA-256: the one fetch of every catalog source.
+pub async fn fetch_target(
+    origin: &crate::fetch::Origin,
+    target: &crate::source::Target,
+    cap: u64,
+    progress: &dyn crate::fetch::Progress,
+) -> Result<Vec<u8>, RegistryError> {
+    let length = target.length.unwrap_or(cap);
+    if length > cap {
+        return Err(RegistryError::TooLarge {
+            what: target.location.clone(),
+            limit: cap,
+        });
+    }
+    let origin = origin.clone().with_timeout(crate::fetch::ARTIFACT_TIMEOUT);
+    let bytes = origin
+        .get(&target.location, length, progress)
+        .await?
+        .ok_or_else(|| RegistryError::NotFound {
+            what: origin.describe(&target.location),
+        })?;
+    verify_bytes(
+        &target.location,
+        &bytes,
+        target.length,
+        Some(&target.sha256),
+    )?;
+    Ok(bytes)
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

@@ -95,6 +95,25 @@ fn a_plugin_published_to_oci_installs_by_its_signed_digest() {
     let (key, id) = keygen(&env, "key.json");
     configure(&env, &registry, &id);
     let src = weather_dir(&env, WEATHER);
+    // Half a login is refused before anything is pushed.
+    let half = env.bosun_with_env(
+        &[
+            "plugins",
+            "publish",
+            src.to_str().unwrap(),
+            "--to",
+            "hub",
+            "--key",
+            key.to_str().unwrap(),
+        ],
+        &[("BOSUN_OCI_USERNAME", "ci")],
+    );
+    assert_ne!(code(&half), 0);
+    assert!(
+        stderr(&half).contains("BOSUN_OCI_PASSWORD"),
+        "{}",
+        stderr(&half)
+    );
     let published = env.bosun(&[
         "plugins",
         "publish",

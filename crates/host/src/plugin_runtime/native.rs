@@ -20,6 +20,7 @@ use bosun_policy::Policy;
 use bosun_sandbox::{CallOptions, FsGrant, Grants, Instance, Loaded, NetGrant, Sandbox};
 use serde_json::Value;
 
+use crate::plugin_runtime::call_report;
 use crate::plugin_runtime::contract::{Assembly, Offer, Prompts, Runtime};
 use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error};
 use crate::plugin_runtime::granter::{self, grant_dir};
@@ -132,12 +133,7 @@ impl NativePlugin {
             .await?;
         match result {
             Ok(out) => {
-                ctx.log_lines(
-                    out.report
-                        .logs
-                        .iter()
-                        .map(|l| (l.level.to_string(), l.message.clone())),
-                );
+                call_report::keep(ctx, &out.report);
                 let value: Value = serde_json::from_str(&out.output_json).map_err(|e| {
                     plugin_error(
                         &self.local_name,
@@ -148,9 +144,7 @@ impl NativePlugin {
             }
             Err(error) => {
                 // A poisoned instance was already dropped by its slot.
-                for refused in &error.report.refused_requests {
-                    ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
-                }
+                call_report::keep(ctx, &error.report);
                 Err(call_error(&self.local_name, &error.kind))
             }
         }

@@ -10,6 +10,7 @@ mod chokepoint;
 mod flow;
 mod js_plugins;
 mod managed;
+mod plugin_logs;
 mod remembered;
 mod skills;
 

@@ -268,6 +268,7 @@ pub fn tool_error(code: &str, message: &str, retryable: bool) -> ToolOutcome {
     ToolOutcome::Err {
         code: code.to_owned(),
         message: message.to_owned(),
+        thrown_at: bosun_js::ThrownAt::find(message),
         retryable,
     }
 }

@@ -212,7 +212,10 @@ fn a_triggerfish_plugin_records_its_endpoints_and_its_trust() {
     let Some(JsManifest::Triggerfish(m)) = e.js() else {
         panic!("{:?}", e.js())
     };
-    assert_eq!(m.endpoint_authorities, ["api.weather.com"]);
+    assert_eq!(
+        m.endpoint_authorities,
+        [bosun_core::Authority::new("api.weather.com", None)]
+    );
     assert_eq!(e.js().unwrap().entry(), "mod.ts");
     assert_eq!(
         e.js().unwrap().classification(),

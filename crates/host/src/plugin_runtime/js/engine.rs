@@ -132,7 +132,7 @@ impl DescriptorCache {
                 .to_le_bytes(),
         );
         for endpoint in &spec.endpoints {
-            field(endpoint.as_bytes());
+            field(endpoint.to_string().as_bytes());
         }
         field(b"files");
         for (path, text) in &spec.files {

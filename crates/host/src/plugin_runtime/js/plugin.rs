@@ -36,14 +36,22 @@ impl std::fmt::Debug for JsRuntime {
     }
 }
 
-fn js_error(local: &str, error: &JsError) -> ToolError {
+/// The tool error for a failed engine call of the plugin `spec`: the plugin's own message
+/// placed in the TypeScript its author wrote.
+fn js_error(spec: &JsPluginSpec, error: &JsError) -> ToolError {
+    let local = &spec.local_name;
     match error {
-        JsError::Call { source, .. } => {
+        JsError::Call {
+            source, thrown_at, ..
+        } => {
             let mut error = call_error(local, &source.kind);
             if matches!(source.kind, CallErrorKind::Tool { .. }) {
                 // The engine's own errors (activation, a promise that cannot settle) name no
                 // plugin; say which.
-                error.message = format!("plugin `{local}`: {}", error.message);
+                error.message = format!(
+                    "plugin `{local}`: {}",
+                    spec.place(&error.message, thrown_at.as_ref())
+                );
             }
             error
         }
@@ -51,20 +59,25 @@ fn js_error(local: &str, error: &JsError) -> ToolError {
     }
 }
 
-/// Why activation failed, said once: the plugin's own error without the layers that each
-/// named the plugin again (`plugin x: tool error plugin_error: the promise was rejected:
-/// Activation failed for plugin "x": TypeError: …` becomes `activate() threw TypeError: …`).
-fn activation_failure(name: &str, error: &JsError) -> String {
-    let JsError::Call { source, .. } = error else {
+/// Why activation failed, said once and placed in the TypeScript its author wrote: the
+/// plugin's own error without the layers that each named the plugin again (`plugin x: tool
+/// error plugin_error: the promise was rejected: Activation failed for plugin "x": TypeError:
+/// …` becomes `activate() threw TypeError: …`).
+fn activation_failure(spec: &JsPluginSpec, error: &JsError) -> String {
+    let JsError::Call {
+        source, thrown_at, ..
+    } = error
+    else {
         return error.to_string();
     };
     let bosun_sandbox::CallErrorKind::Tool { message, .. } = &source.kind else {
         return source.kind.to_string();
     };
-    let message = message
+    let placed = spec.place(message, thrown_at.as_ref());
+    let message = placed
         .strip_prefix("the promise was rejected: ")
-        .unwrap_or(message);
-    match message.strip_prefix(&format!("Activation failed for plugin \"{name}\": ")) {
+        .unwrap_or(&placed);
+    match message.strip_prefix(&format!("Activation failed for plugin \"{}\": ", spec.name)) {
         Some(thrown) => format!("its activate() threw {thrown}"),
         None => message.to_owned(),
     }
@@ -85,7 +98,7 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| LeftOut::Activation(spec.place(&activation_failure(&spec.name, &e))))?;
+        .map_err(|e| LeftOut::Activation(activation_failure(&spec, &e)))?;
         let descriptor = plugin.descriptor().clone();
         if let Some(expected) = &spec.static_manifest {
             // What was reviewed is the manifest read without running code; a module that
@@ -145,7 +158,7 @@ impl JsRuntime {
             .plugin
             .with(|_| true, async || self.activate_again().await, f)
             .await?;
-        result.map_err(|e| self.placed(js_error(&self.spec.local_name, &e)))
+        result.map_err(|e| js_error(&self.spec, &e))
     }
 
     /// A fresh instance of the plugin, which must register exactly what it was offered as.
@@ -165,7 +178,7 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| self.placed(js_error(local, &e)))?;
+        .map_err(|e| js_error(&self.spec, &e))?;
         // Its tools, schemas and hooks were offered as described; an instance that
         // registers anything else is not the plugin those offers name.
         if *plugin.descriptor() != self.descriptor {
@@ -182,12 +195,6 @@ impl JsRuntime {
             ));
         }
         Ok(plugin)
-    }
-
-    /// `error` with its position placed in the TypeScript (see [`JsPluginSpec::place`]).
-    fn placed(&self, mut error: ToolError) -> ToolError {
-        error.message = self.spec.place(&error.message);
-        error
     }
 
     /// The plugin's prompt contributions (Forge `contributePrompt`, Triggerfish `systemPrompt`).

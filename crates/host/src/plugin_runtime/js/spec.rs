@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bosun_core::{Classification, ToolName};
-use bosun_js::{ActivationRequest, Format, JsLimits, Trust};
+use bosun_core::{Authority, Classification, ToolName};
+use bosun_js::{ActivationRequest, Format, JsLimits, ThrownAt, Trust};
 use bosun_plugins::PluginContent;
 use bosun_sandbox::{Grants, JsGrants};
 use serde_json::Value;
@@ -35,8 +35,8 @@ pub struct JsPluginSpec {
     /// Forge capabilities as declared (`tools:register`, `network:access`, ...), read once
     /// with the manifest.
     pub capabilities: Vec<bosun_plugins::ForgeCapability>,
-    /// Triggerfish `declaredEndpoints` as authorities (`host` or `host:port`).
-    pub endpoints: Vec<String>,
+    /// Triggerfish `declaredEndpoints` as authorities, read with the manifest.
+    pub endpoints: Vec<Authority>,
     /// Classification of the plugin's results (Triggerfish manifest; Forge: `PUBLIC`).
     pub classification: Classification,
     /// Triggerfish effective trust.
@@ -214,39 +214,19 @@ impl JsPluginSpec {
         Ok(spec)
     }
 
-    /// `message` with its closing `(at file:line:column)` moved from the stripped JavaScript of
-    /// a TypeScript file to the TypeScript the author wrote. Other messages are returned as
-    /// they are.
-    pub fn place(&self, message: &str) -> String {
-        let Some(open) = message.rfind("(at ") else {
+    /// `message` with the place its error was thrown (`at`, read from it once where it left
+    /// the engine) moved from the stripped JavaScript of a TypeScript file to the TypeScript the
+    /// author wrote. A message from a JavaScript file, or a place no mark covers, is returned as
+    /// it is.
+    pub fn place(&self, message: &str, at: Option<&ThrownAt>) -> String {
+        let Some(at) = at else {
             return message.to_owned();
         };
-        let inner = &message[open + 4..];
-        let Some(close) = inner.find(')') else {
+        let Some(map) = self.positions.get(&at.file) else {
             return message.to_owned();
         };
-        let mut parts = inner[..close].rsplitn(3, ':');
-        let (Some(last), Some(middle)) = (parts.next(), parts.next()) else {
-            return message.to_owned();
-        };
-        // `file:line:column`, or `file:line` when the engine knew no column.
-        let (file, line, column) = match parts.next() {
-            Some(file) => (file, middle, Some(last)),
-            None => (middle, last, None),
-        };
-        let Some(map) = self.positions.get(file) else {
-            return message.to_owned();
-        };
-        let (Ok(line), Ok(column)) = (line.parse::<u32>(), column.map_or(Ok(1), str::parse::<u32>))
-        else {
-            return message.to_owned();
-        };
-        match map.original(line, column) {
-            Some((line, column)) => format!(
-                "{}(at {file}:{line}:{column}){}",
-                &message[..open],
-                &inner[close + 1..]
-            ),
+        match map.original(at.line, at.column.unwrap_or(1)) {
+            Some((line, column)) => at.replace_in(message, line, column),
             None => message.to_owned(),
         }
     }

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chokepoint::{PolicyHook, ToolCall};
 use crate::hooks::HookFailure;
+use crate::plugin_runtime::call_report;
 use crate::plugin_runtime::error::LeftOut;
 use crate::plugin_runtime::granter;
 use crate::plugin_runtime::js::plugin::JsRuntime;
@@ -165,8 +166,9 @@ impl std::fmt::Debug for JsTool {
 }
 
 impl JsTool {
-    /// The authorities this call may reach, from the plugin's grants and the input. A grant
-    /// that is not an authority reaches nothing.
+    /// The authorities this call may reach, from the plugin's grants and the input: a
+    /// Triggerfish plugin's endpoints as its manifest was read; a Forge `hosts` entry that is not
+    /// an authority reaches nothing.
     fn hosts(&self, input: &Value) -> Vec<Authority> {
         if !self.network {
             return Vec::new();
@@ -174,13 +176,7 @@ impl JsTool {
         let spec = &self.runtime.spec;
         let mut hosts: Vec<Authority> = Vec::new();
         match spec.format {
-            Format::Triggerfish => {
-                hosts.extend(
-                    spec.endpoints
-                        .iter()
-                        .filter_map(|a| Authority::parse(a).ok()),
-                );
-            }
+            Format::Triggerfish => hosts.extend(spec.endpoints.iter().cloned()),
             Format::Forge => {
                 hosts.extend(
                     spec.config_hosts()
@@ -275,19 +271,24 @@ impl Tool for JsTool {
         };
         let input_json = input.to_string();
         let tool = self.tool.clone();
-        let (outcome, report) = self
+        let outcome = self
             .runtime
-            .with_plugin(async |p| p.call(&tool, &input_json, opts).await)
+            .with_plugin(async |p| {
+                // What the call left behind reaches the trace whether it succeeded or failed.
+                match p.call(&tool, &input_json, opts).await {
+                    Ok((outcome, report)) => {
+                        call_report::keep(ctx, &report);
+                        Ok(outcome)
+                    }
+                    Err(error) => {
+                        if let bosun_js::JsError::Call { source, .. } = &error {
+                            call_report::keep(ctx, &source.report);
+                        }
+                        Err(error)
+                    }
+                }
+            })
             .await?;
-        ctx.log_lines(
-            report
-                .logs
-                .iter()
-                .map(|l| (l.level.to_string(), l.message.clone())),
-        );
-        for refused in &report.refused_requests {
-            ctx.log_lines([("warn".to_owned(), format!("refused request: {refused:?}"))]);
-        }
         match outcome {
             ToolOutcome::Ok { output, truncated } => Ok(ToolOutput {
                 value: output,
@@ -300,10 +301,11 @@ impl Tool for JsTool {
             ToolOutcome::Err {
                 code,
                 message,
+                thrown_at,
                 retryable,
             } => Err(ToolError::from_plugin(
                 &code,
-                self.runtime.spec.place(&message),
+                self.runtime.spec.place(&message, thrown_at.as_ref()),
                 retryable,
             )),
         }
