@@ -19,8 +19,8 @@ use agent_client_protocol::v1::schema::{
 };
 use bosun_host::config::LoadedConfig;
 use bosun_host::mcp_config::{McpServerConfig, valid_server_name};
-use bosun_mcp::client::{Server, model_name};
-use bosun_mcp::pins::{Pin, PinStore, PinnedTool, identity};
+use bosun_mcp::client::ServerReview;
+use bosun_mcp::pins::{PinStore, identity};
 
 use crate::client::ClientLink;
 use crate::updates::text_content;
@@ -142,8 +142,9 @@ pub fn approved(home: &Path, name: &str, config: &McpServerConfig) -> bool {
         .unwrap_or(false)
 }
 
-/// Starts the server, lists its tools, asks the person in the editor to approve them exactly
-/// as listed and pins them when they do. Returns what to tell the person.
+/// Starts the server, lists its tools (the step `bosun mcp trust` takes,
+/// [`ServerReview::list`]), asks the person in the editor to approve them exactly as listed and
+/// pins them when they do. Returns what to tell the person.
 pub async fn ask_and_pin(
     link: &ClientLink,
     session: &SessionId,
@@ -157,25 +158,19 @@ pub async fn ask_and_pin(
             .private(&config.home)
             .cache_in(config.home.join("cache")),
     );
-    let server = Server::new(name, server_config.clone(), root, &config.home, launcher);
-    let listed = server
-        .list()
+    let reviewed = ServerReview::list(name, server_config, root, &config.home, launcher)
         .await
         .map_err(|e| format!("MCP server `{name}` could not be listed: {e}"))?;
     let mut review = Vec::new();
-    let mut tools = std::collections::BTreeMap::new();
-    for tool in &listed {
-        match &tool.refused {
-            Some(reason) => review.push(format!(
+    for tool in &reviewed.tools {
+        match &tool.offered {
+            None => review.push(format!(
                 "✗ {} — not offered: {}",
                 bosun_core::escape_hidden(&tool.name),
-                bosun_core::escape_hidden(reason)
+                bosun_core::escape_hidden(tool.refused.as_deref().unwrap_or_default())
             )),
-            None => {
-                let offered_as = model_name(name, &tool.name);
-                let pinned = PinnedTool::approve(&offered_as, tool.hash.clone(), &tool.raw);
+            Some((offered_as, pinned)) => {
                 review.push(format!("• {offered_as}\n{}", pinned.review()));
-                tools.insert(tool.name.clone(), pinned);
             }
         }
     }
@@ -188,7 +183,7 @@ pub async fn ask_and_pin(
     let call_id = format!("mcp-approval-{name}");
     let title = format!(
         "Offer the {} tool(s) of MCP server `{name}` ({}) to the model?",
-        tools.len(),
+        reviewed.count(),
         server_config
             .command
             .as_deref()
@@ -247,15 +242,6 @@ pub async fn ask_and_pin(
             "MCP server `{name}`: not approved, so its tools are not offered in this session"
         ));
     }
-    let count = tools.len();
-    let mut pins = PinStore::load(&config.home).map_err(|e| e.to_string())?;
-    pins.servers.insert(
-        name.to_owned(),
-        Pin {
-            identity: identity(server_config),
-            tools,
-        },
-    );
-    pins.save(&config.home).map_err(|e| e.to_string())?;
+    let count = reviewed.record(&config.home).map_err(|e| e.to_string())?;
     Ok(format!("approved {count} tool(s) of MCP server `{name}`"))
 }

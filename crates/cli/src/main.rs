@@ -15,6 +15,7 @@
 //! | 130 | `bosun run`: cancelled with Ctrl-C (the session is saved) |
 
 mod acp;
+mod claude;
 mod commands;
 mod doctor;
 mod env;
@@ -487,6 +488,10 @@ enum PluginsCommand {
         /// Trust it without asking.
         #[arg(long)]
         yes: bool,
+        /// A Claude Code plugin (NAME@MARKETPLACE) whose source pins no commit: take what its
+        /// branch holds now.
+        #[arg(long)]
+        allow_unpinned: bool,
     },
     /// Search the configured registries' plugins (name, description, tags, author).
     Search {
@@ -822,8 +827,15 @@ fn main() -> ExitCode {
                 link,
                 force,
                 yes,
+                allow_unpinned,
             } => {
-                if registry::names_registry_plugin(&path, from.as_deref()) {
+                if let Some((plugin, marketplace)) = path
+                    .to_str()
+                    .and_then(claude::names_claude_plugin)
+                    .filter(|_| from.is_none())
+                {
+                    claude::install(&plugin, &marketplace, allow_unpinned, yes, json)
+                } else if registry::names_registry_plugin(&path, from.as_deref()) {
                     registry::install(
                         bosun_registry::ArtifactKind::Plugin,
                         &path.to_string_lossy(),

@@ -1,15 +1,14 @@
 //! `bosun mcp list|trust|untrust`: the MCP servers of `[mcp.<name>]` and what the user approved
 //! of each. Trusting starts the server once, lists its tools, shows them (and what changed
 //! since the last approval) and pins exactly what was shown: each tool's review is rendered
-//! from the pin it would record ([`PinnedTool::review`]), every line of it, with its digest.
+//! from the pin it would record ([`bosun_mcp::pins::PinnedTool::review`]), every line of it, with its digest.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_host::approval::sanitize_for_terminal;
-use bosun_mcp::client::{ListedTool, Server, model_name};
-use bosun_mcp::pins::{Pin, PinStore, PinnedTool, identity};
+use bosun_mcp::client::{Change, ReviewError, ServerReview};
+use bosun_mcp::pins::PinStore;
 use bosun_mcp::{ServerState, server_state};
 use serde_json::json;
 
@@ -112,10 +111,11 @@ pub(crate) struct Review {
     pub text: String,
     /// How many tools would be offered.
     pub count: usize,
-    pin: Pin,
+    reviewed: ServerReview,
 }
 
-/// Starts server `name`, lists its tools and compares them with what was approved before.
+/// Starts server `name`, lists its tools and compares them with what was approved before
+/// ([`ServerReview::list`], the step the editor face shares), rendered for a terminal.
 pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
     let Some(config) = env.config.user.mcp.get(name) else {
         bail!(
@@ -123,119 +123,99 @@ pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
             crate::env::config_path(env)
         );
     };
-    let pins = PinStore::load(&env.config.home)?;
     let launcher = Arc::new(
         bosun_launch::Launcher::new(env.config.user.sandbox.clone())
             .private(&env.config.home)
             .cache_in(env.config.home.join("cache")),
     );
-    let server = Server::new(
-        name,
-        config.clone(),
-        env.workspace.root(),
-        &env.config.home,
-        launcher,
-    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let listed: Vec<ListedTool> = runtime
-        .block_on(server.list())
-        .map_err(|e| anyhow::anyhow!("MCP server `{name}`: {e}"))?;
-    let previous = pins
-        .servers
-        .get(name)
-        .filter(|pin| pin.identity == identity(config));
-    let mut offered = BTreeMap::new();
+    let reviewed = runtime
+        .block_on(ServerReview::list(
+            name,
+            config,
+            env.workspace.root(),
+            &env.config.home,
+            launcher,
+        ))
+        .map_err(|e| match e {
+            ReviewError::Client(e) => anyhow::anyhow!("MCP server `{name}`: {e}"),
+            ReviewError::Pins(e) => anyhow::anyhow!(e),
+        })?;
     let mut lines = Vec::new();
-    for tool in &listed {
-        let change = match previous.and_then(|p| p.tools.get(&tool.name)) {
-            None if previous.is_some() => "new",
-            None => "",
-            Some(pinned) if pinned.hash == tool.hash => "unchanged",
-            Some(_) => "CHANGED",
-        };
-        match &tool.refused {
-            Some(reason) => lines.push(format!(
+    for tool in &reviewed.tools {
+        let Some((offered_as, pinned)) = &tool.offered else {
+            lines.push(format!(
                 "  ✗ {} — not offered: {}",
                 sanitize_for_terminal(&tool.name),
-                sanitize_for_terminal(reason)
-            )),
-            None => {
-                let offered_as = model_name(name, &tool.name);
-                let pinned = PinnedTool::approve(&offered_as, tool.hash.clone(), &tool.raw);
-                let digest = pinned.reviewed.clone().unwrap_or_default();
-                lines.push(format!(
-                    "  {} {offered_as} {}(review {})",
-                    if change == "CHANGED" { "!" } else { "•" },
-                    if change.is_empty() {
-                        String::new()
-                    } else {
-                        format!("[{change}] ")
-                    },
-                    digest.get(..16).unwrap_or(&digest)
-                ));
-                lines.push(pinned.review());
-                if change == "CHANGED"
-                    && let Some(old) = previous.and_then(|p| p.tools.get(&tool.name))
-                {
-                    if old.description != pinned.description {
-                        lines.extend(
-                            old.description
-                                .split('\n')
-                                .filter(|line| !line.trim().is_empty())
-                                .map(|line| format!("      was: {}", sanitize_for_terminal(line))),
-                        );
-                    }
-                    if (&old.input_schema, &old.annotations, &old.output_schema)
-                        != (
-                            &pinned.input_schema,
-                            &pinned.annotations,
-                            &pinned.output_schema,
-                        )
-                    {
-                        lines.push("    as approved before:".to_owned());
-                        lines.push(old.review());
-                    }
-                }
-                offered.insert(tool.name.clone(), pinned);
+                sanitize_for_terminal(tool.refused.as_deref().unwrap_or_default())
+            ));
+            continue;
+        };
+        let change = match tool.change {
+            Change::First => "",
+            Change::New => "new",
+            Change::Unchanged => "unchanged",
+            Change::Changed => "CHANGED",
+        };
+        let digest = pinned.reviewed.clone().unwrap_or_default();
+        lines.push(format!(
+            "  {} {offered_as} {}(review {})",
+            if tool.change == Change::Changed {
+                "!"
+            } else {
+                "•"
+            },
+            if change.is_empty() {
+                String::new()
+            } else {
+                format!("[{change}] ")
+            },
+            digest.get(..16).unwrap_or(&digest)
+        ));
+        lines.push(pinned.review());
+        if let Some(old) = &tool.previous {
+            if old.description != pinned.description {
+                lines.extend(
+                    old.description
+                        .split('\n')
+                        .filter(|line| !line.trim().is_empty())
+                        .map(|line| format!("      was: {}", sanitize_for_terminal(line))),
+                );
+            }
+            if (&old.input_schema, &old.annotations, &old.output_schema)
+                != (
+                    &pinned.input_schema,
+                    &pinned.annotations,
+                    &pinned.output_schema,
+                )
+            {
+                lines.push("    as approved before:".to_owned());
+                lines.push(old.review());
             }
         }
     }
-    if let Some(previous) = previous {
-        for gone in previous
-            .tools
-            .keys()
-            .filter(|t| !listed.iter().any(|l| &l.name == *t))
-        {
-            lines.push(format!("  - {} [removed]", sanitize_for_terminal(gone)));
-        }
+    for gone in &reviewed.removed {
+        lines.push(format!("  - {} [removed]", sanitize_for_terminal(gone)));
     }
-    if !config.trusted {
+    if !reviewed.trusted {
         lines.push(format!(
             "Every tool is judged by policy as `process` risk (set trusted = true in [mcp.{name}] to let its annotations set the risk)."
         ));
     }
     Ok(Review {
         text: lines.join("\n"),
-        count: offered.len(),
-        pin: Pin {
-            identity: identity(config),
-            tools: offered,
-        },
+        count: reviewed.count(),
+        reviewed,
     })
 }
 
 /// Pins what `review` showed as approved.
 pub(crate) fn record(env: &crate::env::Env, name: &str, review: Review) -> Result<String> {
-    let mut pins = PinStore::load(&env.config.home)?;
-    pins.servers.insert(name.to_owned(), review.pin);
-    pins.save(&env.config.home)?;
-    Ok(format!(
-        "approved {} tool(s) of MCP server `{name}`",
-        review.count
-    ))
+    let count = review.reviewed.record(&env.config.home)?;
+    Ok(format!("approved {count} tool(s) of MCP server `{name}`"))
 }
 
 /// Forgets server `name`'s approval.

@@ -61,7 +61,8 @@ impl Progress for Bar {
 fn registries(env: &Env) -> Result<Registries> {
     let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
     let registries = Registries::new(&env.config.user.registries, project)?
-        .with_opener(RegistryKind::Oci, bosun_registry::oci::open);
+        .with_opener(RegistryKind::Oci, bosun_registry::oci::open)
+        .with_opener(RegistryKind::ClaudeMarketplace, bosun_claude::source::open);
     for warning in registries.warnings() {
         errln!("warning: {warning}");
     }

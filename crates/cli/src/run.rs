@@ -15,6 +15,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use bosun_agent::assembly::TurnError;
@@ -81,45 +82,165 @@ fn read_task(task: Option<&str>) -> Result<String> {
     Ok(task)
 }
 
-/// The person's view on stderr: the model's text as it streams and a line per tool call.
+/// The person's view on stderr: the model's text as it streams, a line per tool call, a running
+/// command's output as it comes and, on a terminal, a spinner on the last line while the model
+/// thinks or a tool runs (erased before anything else is written), coloured unless `NO_COLOR`
+/// is set.
 #[derive(Default)]
 struct Terminal {
-    /// Whether the cursor is at the start of a line.
-    mid_line: Mutex<bool>,
+    screen: Mutex<Screen>,
     /// Whether a running command's output is shown as it comes (stderr is a terminal).
     live: bool,
+    /// Whether marks are coloured (stderr is a terminal and `NO_COLOR` is unset).
+    colour: bool,
+}
+
+/// What is on stderr now.
+#[derive(Default)]
+struct Screen {
+    /// Whether the cursor is after streamed text, not at the start of a line.
+    mid_line: bool,
+    /// What the run waits on (the model, a tool) and since when, for the spinner.
+    waiting: Option<(String, Instant)>,
+    /// Whether the spinner's line is drawn now.
+    spinner_shown: bool,
+    /// The spinner's next frame.
+    frame: usize,
+}
+
+/// The spinner's frames.
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/// How often the spinner turns.
+const SPINNER_TICK: Duration = Duration::from_millis(100);
+
+impl Screen {
+    /// Erases the spinner's line, if drawn, so what comes next starts on a clean line.
+    fn erase_spinner(&mut self, err: &mut impl Write) {
+        if self.spinner_shown {
+            let _ = write!(err, "\r\x1b[2K");
+            self.spinner_shown = false;
+        }
+    }
 }
 
 impl Terminal {
+    fn screen(&self) -> std::sync::MutexGuard<'_, Screen> {
+        self.screen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn line(&self, text: &str) {
-        let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
+        let mut screen = self.screen();
         let mut err = std::io::stderr().lock();
-        if *mid_line {
+        screen.erase_spinner(&mut err);
+        if screen.mid_line {
             let _ = writeln!(err);
         }
         let _ = writeln!(err, "{text}");
-        *mid_line = false;
+        let _ = err.flush();
+        screen.mid_line = false;
     }
 
-    /// Ends the streamed text's last line, if it is open.
+    /// Ends the streamed text's last line, if it is open, and stops the spinner.
     fn end_line(&self) {
-        let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
-        if *mid_line {
-            let _ = writeln!(std::io::stderr().lock());
+        let mut screen = self.screen();
+        let mut err = std::io::stderr().lock();
+        screen.waiting = None;
+        screen.erase_spinner(&mut err);
+        if screen.mid_line {
+            let _ = writeln!(err);
         }
-        *mid_line = false;
+        let _ = err.flush();
+        screen.mid_line = false;
+    }
+
+    /// What the run waits on now (`None`: nothing, the spinner goes).
+    fn wait_on(&self, what: Option<String>) {
+        let mut screen = self.screen();
+        if what.is_none() {
+            let mut err = std::io::stderr().lock();
+            screen.erase_spinner(&mut err);
+            let _ = err.flush();
+        }
+        screen.waiting = what.map(|what| (what, Instant::now()));
+    }
+
+    /// One turn of the spinner, when the run waits and the cursor is at the start of a line.
+    fn tick(&self) {
+        let mut screen = self.screen();
+        if screen.mid_line {
+            return;
+        }
+        let Some((what, since)) = &screen.waiting else {
+            return;
+        };
+        let frame = SPINNER[screen.frame % SPINNER.len()];
+        let text = format!(
+            "\r\x1b[2K{} {} {}s  (Ctrl-C cancels)",
+            crate::term::paint(&frame.to_string(), crate::term::Paint::Cyan, self.colour),
+            sanitize_for_terminal(what),
+            since.elapsed().as_secs()
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+        screen.frame += 1;
+        screen.spinner_shown = true;
+    }
+
+    fn paint(&self, text: &str, paint: crate::term::Paint) -> String {
+        crate::term::paint(text, paint, self.colour)
+    }
+}
+
+/// Turns the spinner every [`SPINNER_TICK`] until dropped.
+struct Spinner {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(terminal: Arc<Terminal>) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(SPINNER_TICK);
+                terminal.tick();
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
 impl Observer for Terminal {
     fn observe(&self, envelope: &Envelope) {
+        use crate::term::Paint;
+        // What a subagent does is its own business: the spinner follows this run.
+        let own = envelope.parent_run_id.is_none();
         match &envelope.event {
+            Event::ModelStarted { .. } if own => self.wait_on(Some("thinking".to_owned())),
             Event::ModelText { text, .. } => {
-                let mut mid_line = self.mid_line.lock().unwrap_or_else(|e| e.into_inner());
+                let mut screen = self.screen();
                 let mut err = std::io::stderr().lock();
+                screen.erase_spinner(&mut err);
+                if own {
+                    screen.waiting = None;
+                }
                 let _ = write!(err, "{}", crate::term::escape(text));
                 let _ = err.flush();
-                *mid_line = !text.ends_with('\n');
+                screen.mid_line = !text.ends_with('\n');
             }
             Event::ModelRetrying {
                 attempt,
@@ -127,11 +248,11 @@ impl Observer for Terminal {
                 delay_ms,
                 reason,
                 ..
-            } => self.line(&format!(
+            } => self.line(&self.paint(&format!(
                 "  … the model's provider failed ({reason}); retrying in {:.0} s (attempt {} of {attempts})",
                 (*delay_ms as f64 / 1000.0).ceil(),
                 attempt + 1
-            )),
+            ), Paint::Yellow)),
             Event::ContextElided { tool, bytes, .. } => self.line(&format!(
                 "  (elided {bytes} bytes of an earlier {tool} output to fit the context window)"
             )),
@@ -151,33 +272,49 @@ impl Observer for Terminal {
                 let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 let shown: String = first.chars().take(160).collect();
                 let more = if shown.len() < text.trim().len() { "…" } else { "" };
-                self.line(&format!(
-                    "  ✻ {}{more}",
-                    sanitize_for_terminal(&shown)
+                self.line(&self.paint(
+                    &format!("  ✻ {}{more}", sanitize_for_terminal(&shown)),
+                    Paint::Dim,
                 ));
             }
             Event::ToolProposed { tool, input, .. } => {
+                if own {
+                    self.wait_on(None);
+                }
                 let input = input.to_string();
                 let shown: String = input.chars().take(120).collect();
                 let more = if shown.len() < input.len() { "…" } else { "" };
                 self.line(&format!(
-                    "→ {} {}{more}",
+                    "{} {} {}{more}",
+                    self.paint("→", Paint::Cyan),
                     sanitize_for_terminal(tool),
                     sanitize_for_terminal(&shown)
                 ));
             }
+            Event::ToolStarted { tool, .. } if own => self.wait_on(Some(format!("running {tool}"))),
+            Event::ToolCompleted { .. } if own => self.wait_on(None),
             // A running command's output, as it comes, under its call: on a terminal only,
             // and only the run's own (a subagent's calls are its own business).
-            Event::ToolOutput { text, .. } if self.live && envelope.parent_run_id.is_none() => {
+            Event::ToolOutput { text, .. } if self.live && own => {
                 for line in text.lines() {
-                    self.line(&format!("  │ {}", sanitize_for_terminal(line)));
+                    self.line(&format!(
+                        "  {} {}",
+                        self.paint("│", Paint::Dim),
+                        sanitize_for_terminal(line)
+                    ));
                 }
             }
-            Event::ToolFailed { error, .. } => self.line(&format!(
-                "  ✗ {}: {}",
-                error.code,
-                sanitize_for_terminal(&error.message)
-            )),
+            Event::ToolFailed { error, .. } => {
+                if own {
+                    self.wait_on(None);
+                }
+                self.line(&format!(
+                    "  {} {}",
+                    self.paint(&format!("✗ {}:", error.code), Paint::Red),
+                    sanitize_for_terminal(&error.message)
+                ));
+            }
+            Event::RunFinished { .. } if own => self.wait_on(None),
             _ => {}
         }
     }
@@ -338,8 +475,13 @@ pub fn run(
 
     let terminal = Arc::new(Terminal {
         live: std::io::stderr().is_terminal(),
+        colour: crate::term::colour_on_stderr(),
         ..Terminal::default()
     });
+    // A spinner only where a person watches the text stream: never into a file, never with
+    // `--json`.
+    let spinner =
+        (!json && std::io::stderr().is_terminal()).then(|| Spinner::start(terminal.clone()));
     let json_lines = json.then(|| {
         Arc::new(JsonLines {
             stream,
@@ -385,6 +527,8 @@ pub fn run(
         });
         Ok::<_, anyhow::Error>(turn.run(&mut open, &task, &cancel).await)
     })?;
+    drop(spinner);
+    terminal.end_line();
     for warning in &done.warnings {
         errln!("warning: {warning}");
     }

@@ -75,6 +75,8 @@ pub enum Paint {
     Green,
     Yellow,
     Red,
+    Cyan,
+    Dim,
 }
 
 /// Whether stdout gets colour: it is a terminal and `NO_COLOR` is unset or empty
@@ -82,6 +84,12 @@ pub enum Paint {
 pub fn colour_on_stdout() -> bool {
     use std::io::IsTerminal;
     colour_allowed(std::env::var_os("NO_COLOR").as_deref()) && std::io::stdout().is_terminal()
+}
+
+/// Whether stderr gets colour and a spinner: it is a terminal and `NO_COLOR` is unset or empty.
+pub fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    colour_allowed(std::env::var_os("NO_COLOR").as_deref()) && std::io::stderr().is_terminal()
 }
 
 fn colour_allowed(no_color: Option<&std::ffi::OsStr>) -> bool {
@@ -99,6 +107,8 @@ pub fn paint(text: &str, paint: Paint, colour: bool) -> String {
         Paint::Green => "32",
         Paint::Yellow => "33",
         Paint::Red => "1;31",
+        Paint::Cyan => "36",
+        Paint::Dim => "2",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
 }

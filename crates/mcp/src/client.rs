@@ -20,6 +20,7 @@
 //!   entry names — never the whole environment.
 
 mod error;
+mod review;
 mod tool;
 
 use std::collections::{HashMap, VecDeque};
@@ -43,6 +44,7 @@ use tokio::io::AsyncReadExt;
 
 use crate::pins::{Pin, PinStore, identity, tool_hash};
 pub use error::{ClientError, OfferError};
+pub use review::{Change, ReviewError, ReviewedTool, ServerReview};
 pub use tool::McpTool;
 
 /// Bytes of a server's stderr kept for error messages.

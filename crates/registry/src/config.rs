@@ -44,6 +44,10 @@ pub enum RegistryKind {
     Dir,
     /// An OCI distribution registry (opened by the OCI crate through [`Registries::with_opener`]).
     Oci,
+    /// A Claude Code marketplace (`path` or a git `url`; opened by the `bosun-claude` crate
+    /// through [`Registries::with_opener`]).
+    #[serde(rename = "claude-marketplace")]
+    ClaudeMarketplace,
 }
 
 impl std::fmt::Display for RegistryKind {
@@ -53,6 +57,7 @@ impl std::fmt::Display for RegistryKind {
             Self::Bosun => "bosun",
             Self::Dir => "dir",
             Self::Oci => "oci",
+            Self::ClaudeMarketplace => "claude-marketplace",
         })
     }
 }
@@ -120,6 +125,11 @@ pub fn check(sources: &BTreeMap<String, RegistryConfig>) -> Result<(), RegistryE
         match config.kind {
             RegistryKind::Reef | RegistryKind::Oci if config.url.is_none() => {
                 return Err(bad("needs url = \"https://…\""));
+            }
+            RegistryKind::ClaudeMarketplace if config.url.is_none() == config.path.is_none() => {
+                return Err(bad(
+                    "needs exactly one of path = \"/the/marketplace\" or url = \"https://host/repo.git\"",
+                ));
             }
             RegistryKind::Dir if config.path.is_none() => {
                 return Err(bad("needs path = \"/the/bundle\""));

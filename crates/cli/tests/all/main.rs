@@ -657,6 +657,7 @@ fn no_command_opens_the_terminal_ui_only_on_a_terminal() {
 mod acp;
 mod binary;
 mod chock;
+mod claude;
 mod clients;
 mod first_hour;
 mod hardening;

@@ -495,3 +495,85 @@ fn the_terminal_ui_in_a_real_pseudo_terminal() {
     assert!(shown.contains("✓ exit 0"), "{shown}");
     assert!(shown.contains("bosun --resume"), "{shown}");
 }
+
+/// `bosun run` on a terminal (`script` gives it one): a spinner says what the run waits on
+/// while a command runs, its marks are coloured, and `NO_COLOR` keeps the spinner but drops the
+/// colour.
+#[test]
+fn run_on_a_terminal_spins_while_it_waits_and_honours_no_color() {
+    let on_a_terminal = |no_color: bool| {
+        let env = Env::new();
+        let (_runtime, server) = serve([
+            Step::call("run_command", json!({"program": "sleep", "args": ["1"]})),
+            Step::text("Slept."),
+        ]);
+        env.user_config(&model_config(
+            &server,
+            "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+        ));
+        let mut cmd = Command::new("script");
+        cmd.args(["-qec"])
+            .arg(format!(
+                "{} run 'Sleep a second.'",
+                env!("CARGO_BIN_EXE_bosun")
+            ))
+            .arg("/dev/null")
+            .current_dir(env.ws())
+            .env("BOSUN_HOME", env.home())
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null());
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = on_a_terminal(false);
+    assert!(coloured.contains("running run_command"), "{coloured:?}");
+    assert!(coloured.contains("(Ctrl-C cancels)"), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[36m→\u{1b}[0m"), "{coloured:?}");
+    // The spinner's line is erased before the answer: it never ends up in it.
+    assert!(coloured.contains("Slept."), "{coloured:?}");
+    let plain = on_a_terminal(true);
+    assert!(plain.contains("running run_command"), "{plain:?}");
+    assert!(!plain.contains("\u{1b}[36m"), "{plain:?}");
+    assert!(plain.contains("→ run_command"), "{plain:?}");
+}
+
+/// A run waiting for approval rings the terminal's bell (outside any escape sequence), in the
+/// real binary on a pseudo-terminal.
+#[test]
+fn the_bell_rings_when_a_run_waits_for_approval() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call("run_command", json!({"program": "echo", "args": ["hi"]})),
+        Step::text("It printed hi."),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_session.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // An OSC sequence may end with BEL; the bell is a BEL outside of one.
+    let mut shown = out.stdout.clone();
+    while let Some(start) = shown.windows(2).position(|w| w == b"\x1b]") {
+        let end = shown[start..]
+            .iter()
+            .position(|b| *b == 0x07 || *b == b'\\')
+            .map_or(shown.len(), |e| start + e + 1);
+        shown.drain(start..end);
+    }
+    assert!(
+        shown.contains(&0x07),
+        "no bell in {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -272,7 +272,7 @@ async fn patch_through(
     let workspace = ctx.workspace.clone();
     let checkpoint = ctx.session.checkpoint();
     let (checked, opened) = (shown.clone(), path.clone());
-    tokio::task::spawn_blocking(move || {
+    let target = tokio::task::spawn_blocking(move || {
         let root = workspace.handle().map_err(|err| io_error(&err, &checked))?;
         let file = root
             .open_read(workspace.beneath(&opened)?)
@@ -284,7 +284,10 @@ async fn patch_through(
                 checkpoint.as_deref(),
                 &workspace,
                 workspace.beneath(&opened)?,
-            )
+            )?;
+            // What the face may write: this file, at this path, and nothing swapped in.
+            crate::file_access::ConfinedPath::new(workspace.root(), &opened, &file)
+                .map_err(|err| io_error(&err, &checked))
         } else {
             Err(ToolError::new(
                 ErrorCode::NotFile,
@@ -308,10 +311,7 @@ async fn patch_through(
     if ctx.cancel.is_cancelled() {
         return Err(cancelled());
     }
-    files
-        .write_text(&path, &updated)
-        .await
-        .map_err(|err| io_error(&err, &shown))?;
+    crate::file_access::write_confined(files, &target, &updated, &shown).await?;
     let diff = unified_diff(&original, &updated, &shown);
     bounded_output(
         json!({"path": shown, "edits": input.edits.len(), "diff": diff}),

@@ -205,7 +205,7 @@ async fn create_through(
     let workspace = ctx.workspace.clone();
     let checkpoint = ctx.session.checkpoint();
     let path = input.path.clone();
-    let (target, shown) = tokio::task::spawn_blocking(move || {
+    let target = tokio::task::spawn_blocking(move || {
         let target = target(
             &workspace,
             &Input {
@@ -214,15 +214,24 @@ async fn create_through(
             },
         )?;
         let Parent { dir, name, shown } = open_parent(&workspace, &target, checkpoint.as_deref())?;
-        dir.create_new(&name)
+        let created = dir
+            .create_new(&name)
             .map_err(|err| write_error(&err, &shown))?;
-        Ok::<_, ToolError>((target, shown))
+        // What the face may write: this new file, at this path, and nothing swapped in.
+        let confined = crate::file_access::ConfinedPath::new(workspace.root(), &target, &created)
+            .map_err(|err| io_error(&err, &shown))?;
+        Ok::<_, ToolError>((confined, dir, name, shown))
     })
     .await
     .map_err(|err| ToolError::new(ErrorCode::IoError, format!("create_file failed: {err}")))??;
-    if let Err(err) = files.write_text(&target, &input.content).await {
-        let _ = std::fs::remove_file(&target);
-        return Err(io_error(&err, &shown));
+    let (confined, dir, name, shown) = target;
+    if let Err(err) =
+        crate::file_access::write_confined(files, &confined, &input.content, &shown).await
+    {
+        // The empty file goes again, through its directory's handle, never by a path that may
+        // have been swapped.
+        let _ = dir.remove(&name);
+        return Err(err);
     }
     bounded_output(
         json!({"path": shown, "bytes": input.content.len()}),

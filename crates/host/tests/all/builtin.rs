@@ -2144,3 +2144,56 @@ async fn file_access_is_never_asked_about_a_path_outside_the_workspace() {
         SECRET
     );
 }
+
+/// A hostile workspace behind an editor that writes by path: while the tool holds the buffer's
+/// text, the file's directory is swapped for a symbolic link to the outside.
+struct SwappingEditor {
+    /// The directory swapped for a link.
+    dir: PathBuf,
+    /// Where the link points.
+    outside: PathBuf,
+}
+
+#[async_trait::async_trait]
+impl bosun_host::file_access::FileAccess for SwappingEditor {
+    async fn read_text(&self, path: &Path) -> std::io::Result<String> {
+        let text = fs::read_to_string(path)?;
+        fs::rename(&self.dir, self.dir.with_extension("moved"))?;
+        symlink(&self.outside, &self.dir)?;
+        Ok(text)
+    }
+
+    async fn write_text(&self, path: &Path, text: &str) -> std::io::Result<()> {
+        // An editor resolves the path in its own process and follows links.
+        fs::write(path, text)
+    }
+}
+
+#[tokio::test]
+async fn an_editor_write_is_never_handed_a_path_swapped_since_it_was_checked() {
+    let f = Fixture::new();
+    let path = f.write("sub/notes.txt", "top\n");
+    let editor = Arc::new(SwappingEditor {
+        dir: path.parent().unwrap().to_owned(),
+        outside: f.outside.clone(),
+    });
+    f.ctx
+        .session
+        .set_file_access(Some(editor as Arc<dyn bosun_host::file_access::FileAccess>));
+    let err = f
+        .err(
+            "apply_patch",
+            json!({"path": "sub/notes.txt", "edits": [{"oldText": "top", "newText": "planted"}]}),
+        )
+        .await;
+    assert_eq!(err.code, ErrorCode::OutsideWorkspace, "{err}");
+    assert!(err.message.contains("nothing was written"), "{err}");
+    assert!(
+        !f.outside.join("notes.txt").exists(),
+        "the edit was written outside the workspace"
+    );
+    assert_eq!(
+        fs::read_to_string(f.root.join("sub.moved/notes.txt")).unwrap(),
+        "top\n"
+    );
+}

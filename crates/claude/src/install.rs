@@ -1,0 +1,554 @@
+//! Installing a Claude Code plugin: the marketplace is opened, the plugin's source fetched into
+//! a staging folder (git through the sandbox launcher, a third-party source only at a pinned
+//! commit unless the person allows otherwise), read without running anything, and reviewed;
+//! on commit it moves into a cache keyed by its content digest and `installed.json` records that
+//! digest and every file. At every load the files are checked against the record: a plugin whose
+//! files changed after it was trusted is refused until it is installed (and reviewed) again.
+//!
+//! Layout under `$BOSUN_HOME/claude/`: `cache/<digest>/` (the plugins, read-only to their own
+//! processes), `installed.json`, `config/<plugin@marketplace>.json` (non-sensitive
+//! `userConfig`), `secrets/<plugin@marketplace>.json` (mode 0600, sensitive values), `data/`
+//! (`${CLAUDE_PLUGIN_DATA}`) and `staging/`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use bosun_launch::Launcher;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ClaudeError;
+use crate::layout::{Executable, PluginLayout};
+use crate::marketplace::{
+    Marketplace, MarketplaceEntry, PluginSource, RemoteSource, parse_marketplace,
+};
+use crate::tree::{Tree, copy_tree};
+
+/// `$BOSUN_HOME/claude`.
+pub fn claude_home(home: &Path) -> PathBuf {
+    home.join("claude")
+}
+
+/// Where a marketplace is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarketplaceLocation {
+    /// A folder holding `.claude-plugin/marketplace.json` (or that file itself).
+    Dir(PathBuf),
+    /// A git repository holding one.
+    Git(String),
+}
+
+/// A marketplace read, with the folder its relative sources are in.
+#[derive(Debug)]
+pub struct OpenedMarketplace {
+    /// What it lists.
+    pub marketplace: Marketplace,
+    /// Its root folder.
+    pub root: PathBuf,
+    /// Where it came from, as shown.
+    pub origin: String,
+    /// The commit, for a git marketplace.
+    pub commit: Option<String>,
+    _clone: Option<tempfile::TempDir>,
+}
+
+fn scratch(home: &Path) -> Result<tempfile::TempDir, ClaudeError> {
+    let dir = claude_home(home).join("staging");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ClaudeError::io(format!("creating {}", dir.display()), e))?;
+    tempfile::Builder::new()
+        .prefix(&format!("{}-", std::process::id()))
+        .tempdir_in(&dir)
+        .map_err(|e| ClaudeError::io(format!("creating a folder in {}", dir.display()), e))
+}
+
+/// Opens the marketplace at `location`; a git one is cloned (sandboxed) into a scratch folder
+/// under `home` that lives as long as the result.
+pub async fn open_marketplace(
+    location: &MarketplaceLocation,
+    launcher: &Launcher,
+    home: &Path,
+) -> Result<OpenedMarketplace, ClaudeError> {
+    let (root, origin, commit, clone) = match location {
+        MarketplaceLocation::Dir(path) => {
+            let root = if path.is_file() {
+                let parent = path.parent().unwrap_or(Path::new("/"));
+                if parent.file_name().is_some_and(|n| n == ".claude-plugin") {
+                    parent.parent().unwrap_or(parent).to_path_buf()
+                } else {
+                    parent.to_path_buf()
+                }
+            } else {
+                path.clone()
+            };
+            (root, path.display().to_string(), None, None)
+        }
+        MarketplaceLocation::Git(url) => {
+            let work = scratch(home)?;
+            let (repo, commit) =
+                crate::fetch::clone_at(launcher, work.path(), url, None, None).await?;
+            (repo, url.clone(), Some(commit), Some(work))
+        }
+    };
+    let file = [
+        root.join(".claude-plugin/marketplace.json"),
+        root.join("marketplace.json"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .ok_or_else(|| ClaudeError::Source {
+        message: format!("{origin} holds no .claude-plugin/marketplace.json"),
+    })?;
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?;
+    let marketplace = parse_marketplace(&text, &origin)?;
+    Ok(OpenedMarketplace {
+        marketplace,
+        root,
+        origin,
+        commit,
+        _clone: clone,
+    })
+}
+
+/// One installed plugin, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstalledPlugin {
+    /// `name@marketplace`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its marketplace (the `[registries.<name>]`).
+    pub marketplace: String,
+    /// Its version, as it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Where it was fetched from.
+    pub source: String,
+    /// The git commit, for a git source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The content digest: its folder is `cache/<digest>`.
+    pub digest: String,
+    /// Every file as reviewed.
+    pub files: Tree,
+    /// What runs code, as the review listed it.
+    pub executables: Vec<Executable>,
+    /// The marketplace entry's manifest fields (the manifest itself when `strict` is false).
+    #[serde(default)]
+    pub entry_fields: serde_json::Map<String, serde_json::Value>,
+    /// Whether `plugin.json` is the authority.
+    #[serde(default = "yes")]
+    pub strict: bool,
+    /// The `userConfig` keys that are secrets.
+    #[serde(default)]
+    pub sensitive: Vec<String>,
+    /// When the person decided.
+    pub installed_at: DateTime<Utc>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `installed.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Installed {
+    /// By id.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, InstalledPlugin>,
+}
+
+/// Writes `bytes` to `path` whole or not at all, with `mode`.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ClaudeError::io(format!("creating {}", dir.display()), e))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
+    file.write_all(bytes)
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
+    file.as_file()
+        .sync_all()
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
+    file.persist(path)
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e.error))?;
+    Ok(())
+}
+
+impl Installed {
+    /// `$BOSUN_HOME/claude/installed.json`.
+    pub fn path(home: &Path) -> PathBuf {
+        claude_home(home).join("installed.json")
+    }
+
+    /// Reads the record (empty when there is none).
+    pub fn load(home: &Path) -> Result<Installed, ClaudeError> {
+        let path = Self::path(home);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
+                what: path.display().to_string(),
+                message: format!("{e}; reinstall the Claude plugins or restore the file"),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Installed::default()),
+            Err(e) => Err(ClaudeError::io(format!("reading {}", path.display()), e)),
+        }
+    }
+
+    /// Writes it atomically.
+    pub fn save(&self, home: &Path) -> Result<(), ClaudeError> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| ClaudeError::Manifest {
+            what: "installed.json".to_owned(),
+            message: e.to_string(),
+        })?;
+        write_atomic(&Self::path(home), &text, 0o644)
+    }
+
+    /// The folder of `plugin`.
+    pub fn dir_of(home: &Path, plugin: &InstalledPlugin) -> PathBuf {
+        claude_home(home).join("cache").join(&plugin.digest)
+    }
+}
+
+/// What a person allows for one install.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InstallOptions {
+    /// Allow a third-party source with no pinned commit.
+    pub allow_unpinned: bool,
+}
+
+/// A plugin fetched and read, not yet installed.
+#[derive(Debug)]
+pub struct Staged {
+    /// `name@marketplace`.
+    pub id: String,
+    /// The marketplace's entry.
+    pub entry: MarketplaceEntry,
+    /// The marketplace's name.
+    pub marketplace: String,
+    /// What it holds.
+    pub layout: PluginLayout,
+    /// Its files.
+    pub tree: Tree,
+    /// Its content digest.
+    pub digest: String,
+    /// The commit it was fetched at (git).
+    pub commit: Option<String>,
+    /// What is installed under this id now.
+    pub previous: Option<InstalledPlugin>,
+    work: tempfile::TempDir,
+}
+
+/// Fetches and reads `name` from `opened` into a staging folder. Refuses a third-party source
+/// with no pinned commit (unless allowed), an npm source, a relative source that leaves the
+/// marketplace, and a plugin with monitors.
+/// `registry` is the name the person's config gives the marketplace: the `@MARKETPLACE` of
+/// the plugin's id.
+pub async fn stage(
+    opened: &OpenedMarketplace,
+    registry: &str,
+    name: &str,
+    options: InstallOptions,
+    launcher: &Launcher,
+    home: &Path,
+) -> Result<Staged, ClaudeError> {
+    let m = &opened.marketplace;
+    let entry = m
+        .plugins
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .ok_or_else(|| ClaudeError::NotFound {
+            what: format!(
+                "the plugin `{}` in the marketplace `{}` (it lists: {})",
+                bosun_core::escape_hidden(name),
+                m.name,
+                m.plugins
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+    let work = scratch(home)?;
+    let staged_dir = work.path().join("plugin");
+    let mut commit = opened.commit.clone();
+    match &entry.source {
+        PluginSource::Relative(rel) => {
+            let base = match &m.plugin_root {
+                Some(root) if !rel.starts_with("./") => {
+                    opened.root.join(root.trim_start_matches("./"))
+                }
+                _ => opened.root.clone(),
+            };
+            let from = base.join(rel);
+            let canonical_root = opened
+                .root
+                .canonicalize()
+                .map_err(|e| ClaudeError::io(format!("reading {}", opened.root.display()), e))?;
+            let canonical = from.canonicalize().map_err(|e| {
+                ClaudeError::io(format!("reading the plugin folder {}", from.display()), e)
+            })?;
+            if !canonical.starts_with(&canonical_root) || !canonical.is_dir() {
+                return Err(ClaudeError::Source {
+                    message: format!(
+                        "the source `{}` is not a folder inside the marketplace",
+                        bosun_core::escape_hidden(rel)
+                    ),
+                });
+            }
+            copy_tree(&canonical, &staged_dir)?;
+        }
+        PluginSource::Remote(RemoteSource::Npm { package, .. }) => {
+            return Err(ClaudeError::Source {
+                message: format!(
+                    "the plugin comes from the npm package `{}`: npm sources are not supported (installing one runs its scripts)",
+                    bosun_core::escape_hidden(package)
+                ),
+            });
+        }
+        PluginSource::Remote(remote) => {
+            if remote.sha().is_none() && !options.allow_unpinned {
+                return Err(ClaudeError::Unpinned {
+                    plugin: name.to_owned(),
+                    source_text: entry.source.to_string(),
+                });
+            }
+            let url = remote.git_url().unwrap_or_default();
+            let (repo, head) = crate::fetch::clone_at(
+                launcher,
+                &work.path().join("git"),
+                &url,
+                remote.reference(),
+                remote.sha(),
+            )
+            .await?;
+            let from = match remote.subdir() {
+                Some(sub) => {
+                    let path = Path::new(sub.trim_start_matches("./"));
+                    if path
+                        .components()
+                        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+                    {
+                        return Err(ClaudeError::Source {
+                            message: format!(
+                                "the folder `{}` leaves the repository",
+                                bosun_core::escape_hidden(sub)
+                            ),
+                        });
+                    }
+                    repo.join(path)
+                }
+                None => repo.clone(),
+            };
+            copy_tree(&from, &staged_dir)?;
+            commit = Some(head);
+        }
+    }
+    let layout = PluginLayout::read(
+        &staged_dir,
+        name,
+        Some(&entry.manifest_fields),
+        entry.strict,
+    )?;
+    if !layout.refused.is_empty() {
+        return Err(ClaudeError::Refused {
+            plugin: name.to_owned(),
+            why: layout.refused.join("; "),
+        });
+    }
+    let tree = Tree::read(&staged_dir)?;
+    let digest = tree.digest();
+    let id = format!("{name}@{registry}");
+    let previous = Installed::load(home)?.plugins.get(&id).cloned();
+    Ok(Staged {
+        id,
+        entry,
+        marketplace: registry.to_owned(),
+        layout,
+        tree,
+        digest,
+        commit,
+        previous,
+        work,
+    })
+}
+
+impl Staged {
+    /// Whether this is exactly what is installed already.
+    pub fn unchanged(&self) -> bool {
+        self.previous
+            .as_ref()
+            .is_some_and(|p| p.digest == self.digest)
+    }
+
+    /// The trust review: every part that runs code, what is not supported, the digest.
+    pub fn review(&self) -> String {
+        let m = &self.layout.manifest;
+        let mut text = format!(
+            "{} {} (Claude Code plugin) from the marketplace `{}`\n  source: {}\n",
+            self.id,
+            m.version.as_deref().unwrap_or("(no version)"),
+            self.marketplace,
+            bosun_core::escape_hidden(&self.entry.source.to_string()),
+        );
+        if let Some(commit) = &self.commit {
+            text.push_str(&format!("  commit: {commit}\n"));
+        }
+        text.push_str(&format!(
+            "  content sha256: {} ({} files)\n",
+            self.digest,
+            self.tree.files.len()
+        ));
+        if let Some(about) = &m.description {
+            text.push_str(&format!("  about: {}\n", bosun_core::escape_hidden(about)));
+        }
+        let names = |map: &BTreeMap<String, PathBuf>| {
+            if map.is_empty() {
+                "none".to_owned()
+            } else {
+                map.keys()
+                    .map(|k| format!("{}:{k}", m.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        text.push_str(&format!("  skills: {}\n", names(&self.layout.skills)));
+        text.push_str(&format!("  commands: {}\n", names(&self.layout.commands)));
+        text.push_str(&format!("  agents: {}\n", names(&self.layout.agents)));
+        let executables = self.layout.executables();
+        if executables.is_empty() {
+            text.push_str("  runs code: nothing\n");
+        } else {
+            text.push_str("  runs code (each in the OS sandbox, judged by your policy):\n");
+            for part in &executables {
+                text.push_str(&format!("    {} {}: {}\n", part.kind, part.name, part.runs));
+            }
+        }
+        for (key, option) in &m.user_config {
+            text.push_str(&format!(
+                "  asks for: {key} ({}{})\n",
+                bosun_core::escape_hidden(&option.title),
+                if option.sensitive { ", secret" } else { "" }
+            ));
+        }
+        for dep in &m.dependencies {
+            text.push_str(&format!(
+                "  needs the plugin: {} (not installed by this)\n",
+                bosun_core::escape_hidden(&dep.to_string())
+            ));
+        }
+        for item in &self.layout.unsupported {
+            text.push_str(&format!("  found, not supported: {item}\n"));
+        }
+        for warning in &self.layout.warnings {
+            text.push_str(&format!("  warning: {warning}\n"));
+        }
+        match &self.previous {
+            Some(p) if p.digest == self.digest => {
+                text.push_str("  the same content is installed already\n")
+            }
+            Some(p) => {
+                let drift = p.files.drift(&self.tree);
+                text.push_str(&format!(
+                    "  replaces the installed content {} ({} file changes: {})\n",
+                    &p.digest[..16.min(p.digest.len())],
+                    drift.len(),
+                    drift
+                        .iter()
+                        .take(10)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            None => {}
+        }
+        text
+    }
+
+    /// Moves the plugin into the cache under its digest and records it. The previous content
+    /// stays in the cache (another marketplace may share it) until `bosun plugins` prunes it.
+    pub fn commit(self, home: &Path, now: DateTime<Utc>) -> Result<InstalledPlugin, ClaudeError> {
+        let cache = claude_home(home).join("cache");
+        std::fs::create_dir_all(&cache)
+            .map_err(|e| ClaudeError::io(format!("creating {}", cache.display()), e))?;
+        let target = cache.join(&self.digest);
+        let staged_dir = self.work.path().join("plugin");
+        if target.exists() {
+            // Same digest, same content — unless someone changed it: then replace it.
+            let intact = Tree::read(&target).is_ok_and(|t| t.digest() == self.digest);
+            if !intact {
+                let aside = cache.join(format!(".replaced-{}-{}", self.digest, std::process::id()));
+                std::fs::rename(&target, &aside).map_err(|e| {
+                    ClaudeError::io(format!("moving {} aside", target.display()), e)
+                })?;
+                let _ = make_writable_and_remove(&aside);
+                std::fs::rename(&staged_dir, &target).map_err(|e| {
+                    ClaudeError::io(format!("moving the plugin to {}", target.display()), e)
+                })?;
+            }
+        } else {
+            std::fs::rename(&staged_dir, &target).map_err(|e| {
+                ClaudeError::io(format!("moving the plugin to {}", target.display()), e)
+            })?;
+        }
+        // What moved must still be what was reviewed.
+        let now_tree = Tree::read(&target)?;
+        if now_tree.digest() != self.digest {
+            return Err(ClaudeError::Changed {
+                plugin: self.id.clone(),
+                drift: self.tree.drift(&now_tree).join(", "),
+            });
+        }
+        let record = InstalledPlugin {
+            id: self.id.clone(),
+            name: self.layout.manifest.name.clone(),
+            marketplace: self.marketplace.clone(),
+            version: self.layout.manifest.version.clone(),
+            source: self.entry.source.to_string(),
+            commit: self.commit.clone(),
+            digest: self.digest.clone(),
+            files: self.tree.clone(),
+            executables: self.layout.executables(),
+            entry_fields: self.entry.manifest_fields.clone(),
+            strict: self.entry.strict,
+            sensitive: self
+                .layout
+                .manifest
+                .user_config
+                .iter()
+                .filter(|(_, o)| o.sensitive)
+                .map(|(k, _)| k.clone())
+                .collect(),
+            installed_at: now,
+        };
+        let mut installed = Installed::load(home)?;
+        installed.plugins.insert(self.id.clone(), record.clone());
+        installed.save(home)?;
+        Ok(record)
+    }
+}
+
+fn make_writable_and_remove(dir: &Path) -> std::io::Result<()> {
+    std::fs::remove_dir_all(dir)
+}
+
+/// Removes `id` from the record; its cached content stays for other ids sharing it.
+pub fn uninstall(home: &Path, id: &str) -> Result<bool, ClaudeError> {
+    let mut installed = Installed::load(home)?;
+    let removed = installed.plugins.remove(id).is_some();
+    if removed {
+        installed.save(home)?;
+        let _ = std::fs::remove_file(claude_home(home).join("config").join(format!("{id}.json")));
+        let _ = std::fs::remove_file(claude_home(home).join("secrets").join(format!("{id}.json")));
+    }
+    Ok(removed)
+}

@@ -1,0 +1,424 @@
+//! The fixture marketplace installed from a folder and from a loopback git server: the review
+//! lists every part that runs code, the cache is keyed by content, an unpinned third-party
+//! source is refused, and a plugin whose files change after trust is refused at load.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use bosun_claude::install::{InstallOptions, MarketplaceLocation, open_marketplace, stage};
+use bosun_claude::{ClaudeError, Installed, Loaded};
+use bosun_launch::{Launcher, SandboxConfig};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dst = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), &dst).unwrap();
+        }
+    }
+}
+
+fn launcher(home: &Path) -> Launcher {
+    Launcher::new(SandboxConfig::default()).private(home)
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_fixtures_match_the_schemas_and_the_readers_agree_with_them() {
+    let schemas = fixtures().join("schemas");
+    let manifest_schema =
+        jsonschema::validator_for(&json(&schemas.join("plugin-manifest.schema.json"))).unwrap();
+    let marketplace_schema =
+        jsonschema::validator_for(&json(&schemas.join("marketplace.schema.json"))).unwrap();
+    let market = fixtures().join("marketplace");
+    let manifest = json(&market.join("plugins/toolbox/.claude-plugin/plugin.json"));
+    let marketplace = json(&market.join(".claude-plugin/marketplace.json"));
+    assert!(manifest_schema.is_valid(&manifest));
+    assert!(marketplace_schema.is_valid(&marketplace));
+    assert!(bosun_claude::manifest::parse_manifest(&manifest.to_string()).is_ok());
+
+    // What the schema refuses in a strict object, the reader refuses too; what it allows at the
+    // top level (an unknown key), the reader only warns about.
+    let mut strict = manifest.clone();
+    strict["userConfig"]["greeting"]["colour"] = "red".into();
+    assert!(!manifest_schema.is_valid(&strict));
+    assert!(bosun_claude::manifest::parse_manifest(&strict.to_string()).is_err());
+    let mut loose = manifest.clone();
+    loose["flavour"] = "mint".into();
+    assert!(manifest_schema.is_valid(&loose));
+    let read = bosun_claude::manifest::parse_manifest(&loose.to_string()).unwrap();
+    assert_eq!(read.warnings.len(), 1);
+    let mut nameless = manifest.clone();
+    nameless.as_object_mut().unwrap().remove("name");
+    assert!(!manifest_schema.is_valid(&nameless));
+    assert!(bosun_claude::manifest::parse_manifest(&nameless.to_string()).is_err());
+
+    let mut short_sha = marketplace.clone();
+    short_sha["plugins"][0]["source"] =
+        serde_json::json!({"source": "url", "url": "https://x/y.git", "sha": "abc"});
+    assert!(!marketplace_schema.is_valid(&short_sha));
+    let read =
+        bosun_claude::marketplace::parse_marketplace(&short_sha.to_string(), "test").unwrap();
+    assert!(
+        read.plugins.is_empty(),
+        "a plugin with a bad sha is left out"
+    );
+}
+
+#[tokio::test]
+async fn a_directory_marketplace_installs_reviews_every_executable_part_and_pins_content() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let market = tmp.path().join("market");
+    copy_dir(&fixtures().join("marketplace"), &market);
+    let launcher = launcher(&home);
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    assert_eq!(opened.marketplace.name, "bosun-fixtures");
+    let staged = stage(
+        &opened,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.id, "toolbox@fixtures");
+    let review = staged.review();
+    for part in [
+        "hook PreToolUse Bash: python3 ${CLAUDE_PLUGIN_ROOT}/hooks/no_rm.py",
+        "mcp server toolbox:echo: stdio: python3 ${CLAUDE_PLUGIN_ROOT}/servers/echo.py",
+        "bin toolbox-helper",
+        "skills: toolbox:tidy-notes",
+        "commands: toolbox:greet",
+        "agents: toolbox:checker",
+        "asks for: api_token (API token, secret)",
+        &format!("content sha256: {}", staged.digest),
+    ] {
+        assert!(review.contains(part), "`{part}` missing from:\n{review}");
+    }
+    let digest = staged.digest.clone();
+    let record = staged.commit(&home, chrono::Utc::now()).unwrap();
+    assert_eq!(record.digest, digest);
+    assert_eq!(record.sensitive, ["api_token"]);
+    assert!(
+        home.join("claude/cache")
+            .join(&digest)
+            .join("hooks/no_rm.py")
+            .is_file()
+    );
+
+    let loaded = Loaded::load(&home);
+    assert!(loaded.refused.is_empty(), "{:?}", loaded.refused);
+    assert_eq!(loaded.plugins.len(), 1);
+    let plugin = &loaded.plugins[0];
+    assert_eq!(
+        plugin.layout.skills.keys().collect::<Vec<_>>(),
+        ["tidy-notes"]
+    );
+    assert_eq!(
+        plugin.layout.mcp_servers.keys().collect::<Vec<_>>(),
+        ["echo"]
+    );
+
+    // The same content again is the same install; a change in the marketplace is a new review
+    // that names the changed file, and the new content gets its own cache entry.
+    let again = stage(
+        &opened,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert!(again.unchanged());
+    drop(again);
+    std::fs::write(
+        market.join("plugins/toolbox/hooks/no_rm.py"),
+        "import sys\nsys.exit(0)\n",
+    )
+    .unwrap();
+    let changed = stage(
+        &opened,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert!(!changed.unchanged());
+    assert_ne!(changed.digest, digest);
+    assert!(
+        changed.review().contains("changed hooks/no_rm.py"),
+        "{}",
+        changed.review()
+    );
+    drop(changed);
+    // Until then what is installed is what was reviewed.
+    assert_eq!(
+        Installed::load(&home).unwrap().plugins["toolbox@fixtures"].digest,
+        digest
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_whose_files_change_after_trust_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let launcher = launcher(&home);
+    let opened = open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    let record = stage(
+        &opened,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap()
+    .commit(&home, chrono::Utc::now())
+    .unwrap();
+    let root = Installed::dir_of(&home, &record);
+    std::fs::write(root.join("hooks/no_rm.py"), "import sys\nsys.exit(0)\n").unwrap();
+    std::fs::write(root.join("extra.sh"), "echo hi\n").unwrap();
+    let loaded = Loaded::load(&home);
+    assert!(loaded.plugins.is_empty());
+    assert_eq!(loaded.refused.len(), 1);
+    let why = &loaded.refused[0];
+    assert!(
+        why.contains("changed hooks/no_rm.py") && why.contains("added extra.sh"),
+        "{why}"
+    );
+    assert!(why.contains("install it again"), "{why}");
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A repository `toolbox.git` holding the plugin, served by `git daemon` on 127.0.0.1.
+fn serve_plugin(base: &Path) -> (Daemon, u16, String) {
+    let work = base.join("work");
+    copy_dir(&fixtures().join("marketplace/plugins/toolbox"), &work);
+    git(&work, &["init", "-q"]);
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "toolbox"]);
+    let sha = git(&work, &["rev-parse", "HEAD"]);
+    let served = base.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    git(
+        base,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.join("toolbox.git").to_str().unwrap(),
+        ],
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("git")
+        .args([
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+            &format!("--base-path={}", served.display()),
+            served.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let daemon = Daemon(child);
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (daemon, port, sha);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("git daemon did not start on port {port}");
+}
+
+fn git_marketplace(dir: &Path, source: serde_json::Value) {
+    std::fs::create_dir_all(dir.join(".claude-plugin")).unwrap();
+    let text = serde_json::json!({
+        "name": "remote", "owner": {"name": "t"},
+        "plugins": [{"name": "toolbox", "source": source}]
+    });
+    std::fs::write(
+        dir.join(".claude-plugin/marketplace.json"),
+        text.to_string(),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_git_source_is_fetched_in_the_sandbox_at_its_pinned_commit_and_unpinned_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let launcher = launcher(&home);
+    let (_daemon, port, sha) = serve_plugin(tmp.path());
+    let url = format!("git://127.0.0.1:{port}/toolbox.git");
+    let market = tmp.path().join("market");
+
+    git_marketplace(&market, serde_json::json!({"source": "url", "url": url}));
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let unpinned = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(unpinned, ClaudeError::Unpinned { .. }),
+        "{unpinned}"
+    );
+    assert!(unpinned.to_string().contains("--allow-unpinned"));
+    let allowed = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions {
+            allow_unpinned: true,
+        },
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(allowed.commit.as_deref(), Some(sha.as_str()));
+    drop(allowed);
+
+    let wrong = "0".repeat(40);
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "url", "url": url, "sha": wrong}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    assert!(
+        stage(
+            &opened,
+            "remote",
+            "toolbox",
+            InstallOptions::default(),
+            &launcher,
+            &home
+        )
+        .await
+        .is_err()
+    );
+
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "url", "url": url, "sha": sha}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let staged = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.commit.as_deref(), Some(sha.as_str()));
+    assert!(staged.review().contains(&format!("commit: {sha}")));
+    // The same files from git and from the folder are the same content.
+    let local = open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    let from_dir = stage(
+        &local,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.digest, from_dir.digest);
+    let record = staged.commit(&home, chrono::Utc::now()).unwrap();
+    assert_eq!(record.id, "toolbox@remote");
+    assert_eq!(Loaded::load(&home).plugins.len(), 1);
+}
