@@ -549,10 +549,18 @@ pub fn config_check(json: bool) -> Result<u8> {
                 }
                 return Ok(exit::USAGE);
             }
+            let settings = env.config.settings();
+            if let Some(managed) = &env.config.managed {
+                files.insert(0, managed.path.display().to_string());
+            }
             if json {
-                crate::env::print_json(
-                    &json!({"ok": true, "files": files, "trusted_workspace": env.config.trusted}),
-                )?;
+                crate::env::print_json(&json!({
+                    "ok": true,
+                    "files": files,
+                    "trusted_workspace": env.config.trusted,
+                    "managed": env.config.managed.as_ref().map(|m| m.path.display().to_string()),
+                    "settings": settings,
+                }))?;
             } else if files.is_empty() {
                 outln!("no config files; defaults apply");
             } else {
@@ -563,6 +571,26 @@ pub fn config_check(json: bool) -> Result<u8> {
                         crate::term::paint("ok", crate::term::Paint::Green, colour),
                         crate::term::escape(&f)
                     ));
+                }
+                // Each setting in force and the layer it came from.
+                let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+                outln!();
+                for setting in &settings {
+                    let mut line = format!(
+                        "{:width$}  {}  [{}{}]",
+                        setting.key,
+                        setting.value,
+                        setting.layer,
+                        setting
+                            .at
+                            .as_ref()
+                            .map(|at| format!(" {at}"))
+                            .unwrap_or_default(),
+                    );
+                    if let Some(rule) = &setting.constrained_by {
+                        line.push_str(&format!(" (managed: {rule})"));
+                    }
+                    crate::term::write_stdout(&format!("{}\n", crate::term::escape(&line)));
                 }
             }
             Ok(exit::OK)
