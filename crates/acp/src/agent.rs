@@ -317,5 +317,6 @@ fn config_for_notes(home: &std::path::Path, cwd: &std::path::Path) -> LoadedConf
             project: None,
             trusted: false,
             remembered: None,
+            managed: None,
         })
 }

@@ -1,6 +1,6 @@
 //! The subcommands. Each loads what it needs, calls a library and prints.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -253,29 +253,13 @@ pub fn render_explanation(explanation: &Explanation) -> String {
 
 pub fn inspect(run: &str, json: bool, kind: Option<&str>) -> Result<u8> {
     let home = bosun_home()?;
+    let mut out = Stdout::default();
     if json {
-        let path = trace::find_run(&home.join("runs"), run)?;
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let text: String = match kind {
-            None => text,
-            Some(kind) => text
-                .lines()
-                .filter(|line| {
-                    serde_json::from_str::<Value>(line).is_ok_and(|v| {
-                        v["event"]["type"]
-                            .as_str()
-                            .is_some_and(|t| t.starts_with(kind))
-                    })
-                })
-                .map(|line| format!("{line}\n"))
-                .collect(),
-        };
-        let mut out = std::io::stdout().lock();
-        write!(out, "{}", crate::term::json_safe(&text))?;
+        inspect_json(&home, run, kind, &mut out)?;
     } else {
-        out!("{}", inspect_text_of(&home, run, kind)?);
+        inspect_to(&home, run, kind, &mut out)?;
     }
+    out.flush();
     Ok(exit::OK)
 }
 
@@ -337,31 +321,148 @@ pub fn inspect_export(run: &str) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
-pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
-    inspect_text_of(home, run, None)
+/// Output gathered into pieces of about 64 KiB, each written to stdout through the escape of
+/// its kind once it ends a line, so that `bosun inspect` holds one piece of a trace of any size.
+#[derive(Default)]
+struct Stdout {
+    text: String,
+    json: bool,
 }
 
-/// As [`inspect_text`], with only the events whose type starts with `kind` when given.
-fn inspect_text_of(home: &Path, run: &str, kind: Option<&str>) -> Result<String> {
-    let runs = home.join("runs");
-    let path = trace::find_run(&runs, run)?;
-    let mut envelopes = trace::read_run(&path)?;
-    if let Some(kind) = kind {
-        envelopes.retain(|e| e.event.kind().starts_with(kind));
-    }
-    let mut text = trace::render(&envelopes);
-    // Its subagents' runs, each a trace of its own.
-    if let Some(first) = envelopes.first() {
-        let children = trace::children_of(&runs, &first.run_id);
-        if !children.is_empty() {
-            text.push_str("children (open one with `bosun inspect <run>`):\n");
-            for (id, command) in children {
-                text.push_str(&format!("  {id}  {}\n", sanitize_for_terminal(&command)));
-            }
+impl Stdout {
+    const PIECE: usize = 64 * 1024;
+
+    fn written(&mut self) {
+        if self.text.len() >= Self::PIECE && self.text.ends_with('\n') {
+            self.flush();
         }
     }
+
+    fn flush(&mut self) {
+        if self.text.is_empty() {
+            return;
+        }
+        if self.json {
+            crate::term::write_stdout(&crate::term::json_safe(&self.text));
+        } else {
+            crate::term::write_stdout(&crate::term::escape(&self.text));
+        }
+        self.text.clear();
+    }
+}
+
+/// Where a rendered trace goes: a string (the terminal UI) or stdout in pieces.
+trait Sink {
+    fn text(&mut self) -> &mut String;
+    /// Called after each envelope's lines.
+    fn written(&mut self) {}
+}
+
+impl Sink for String {
+    fn text(&mut self) -> &mut String {
+        self
+    }
+}
+
+impl Sink for Stdout {
+    fn text(&mut self) -> &mut String {
+        &mut self.text
+    }
+    fn written(&mut self) {
+        Stdout::written(self);
+    }
+}
+
+/// `bosun inspect --json`: the trace's lines as they are, or those of one kind, read and
+/// written a line at a time.
+fn inspect_json(home: &Path, run: &str, kind: Option<&str>, out: &mut Stdout) -> Result<()> {
+    use std::io::BufRead as _;
+    out.json = true;
+    let path = trace::find_run(&home.join("runs"), run)?;
+    let file = std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let keep = match kind {
+            None => true,
+            Some(kind) => serde_json::from_str::<Value>(&line).is_ok_and(|v| {
+                v["event"]["type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(kind))
+            }),
+        };
+        if !keep {
+            continue;
+        }
+        if kind.is_some() {
+            // A filtered line is written with a newline of its own, whatever ended it.
+            let bare = line.strip_suffix('\n').unwrap_or(&line);
+            out.text.push_str(bare.strip_suffix('\r').unwrap_or(bare));
+            out.text.push('\n');
+        } else {
+            out.text.push_str(&line);
+        }
+        out.written();
+    }
+}
+
+/// The trace of `run` (an id, a unique prefix, or `last`) rendered for a person.
+pub fn inspect_text(home: &Path, run: &str) -> Result<String> {
+    let mut text = String::new();
+    inspect_to(home, run, None, &mut text)?;
     Ok(text)
+}
+
+/// Renders the trace of `run` into `out`, with only the events whose type starts with `kind`
+/// when given. The trace is read twice, one envelope at a time — the timeline, then the labels
+/// — so no envelope is held past its own lines.
+fn inspect_to(home: &Path, run: &str, kind: Option<&str>, out: &mut impl Sink) -> Result<()> {
+    let runs = home.join("runs");
+    let path = trace::find_run(&runs, run)?;
+    let wanted =
+        |e: &bosun_core::Envelope| kind.is_none_or(|kind| e.event.kind().starts_with(kind));
+    let mut timeline = trace::Timeline::default();
+    let mut run_id = None;
+    for envelope in trace::envelopes(&path)? {
+        let envelope = envelope?;
+        if !wanted(&envelope) {
+            continue;
+        }
+        if run_id.is_none() {
+            run_id = Some(envelope.run_id.clone());
+        }
+        timeline.write(&envelope, out.text());
+        out.written();
+    }
+    let Some(run_id) = run_id else {
+        out.text().push_str(trace::EMPTY);
+        return Ok(());
+    };
+    let mut labels = trace::Labels::default();
+    for envelope in trace::envelopes(&path)? {
+        let envelope = envelope?;
+        if wanted(&envelope) {
+            labels.write(&envelope, out.text());
+            out.written();
+        }
+    }
+    // Its subagents' runs, each a trace of its own.
+    let children = trace::children_of(&runs, &run_id);
+    if !children.is_empty() {
+        let text = out.text();
+        text.push_str("children (open one with `bosun inspect <run>`):\n");
+        for (id, command) in children {
+            text.push_str(&format!("  {id}  {}\n", sanitize_for_terminal(&command)));
+        }
+    }
+    Ok(())
 }
 
 /// `bosun sandbox status`: what each layer enforces on this machine, under the user's
@@ -506,10 +607,18 @@ pub fn config_check(json: bool) -> Result<u8> {
                 }
                 return Ok(exit::USAGE);
             }
+            let settings = env.config.settings();
+            if let Some(managed) = &env.config.managed {
+                files.insert(0, managed.path.display().to_string());
+            }
             if json {
-                crate::env::print_json(
-                    &json!({"ok": true, "files": files, "trusted_workspace": env.config.trusted}),
-                )?;
+                crate::env::print_json(&json!({
+                    "ok": true,
+                    "files": files,
+                    "trusted_workspace": env.config.trusted,
+                    "managed": env.config.managed.as_ref().map(|m| m.path.display().to_string()),
+                    "settings": settings,
+                }))?;
             } else if files.is_empty() {
                 outln!("no config files; defaults apply");
             } else {
@@ -520,6 +629,26 @@ pub fn config_check(json: bool) -> Result<u8> {
                         crate::term::paint("ok", crate::term::Paint::Green, colour),
                         crate::term::escape(&f)
                     ));
+                }
+                // Each setting in force and the layer it came from.
+                let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+                outln!();
+                for setting in &settings {
+                    let mut line = format!(
+                        "{:width$}  {}  [{}{}]",
+                        setting.key,
+                        setting.value,
+                        setting.layer,
+                        setting
+                            .at
+                            .as_ref()
+                            .map(|at| format!(" {at}"))
+                            .unwrap_or_default(),
+                    );
+                    if let Some(rule) = &setting.constrained_by {
+                        line.push_str(&format!(" (managed: {rule})"));
+                    }
+                    crate::term::write_stdout(&format!("{}\n", crate::term::escape(&line)));
                 }
             }
             Ok(exit::OK)

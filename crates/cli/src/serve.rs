@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bosun_mcp::{HttpOptions, Served};
+use bosun_mcp::{HttpOptions, ServeOptions, Served};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
@@ -51,7 +51,28 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         Some(addr) => format!("serve --http {addr}"),
         None => "serve --stdio".to_owned(),
     };
-    let served = Served::new(host.clone(), command);
+    let serve = &env.config.user.serve;
+    let state_key = match &serve.state_key_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .with_context(|| {
+                    format!("[serve] state_key_env = \"{var}\": the variable is not set; set it to the same random key (at least 32 bytes, e.g. `openssl rand -hex 32`) on every instance")
+                })?
+                .trim()
+                .as_bytes()
+                .to_vec(),
+        ),
+        None => None,
+    };
+    let served = Served::with_options(
+        host.clone(),
+        command,
+        ServeOptions {
+            state_key,
+            state_ttl: serve.state_ttl_secs.map(std::time::Duration::from_secs),
+        },
+    )?;
+    let allowed_hosts = serve.allowed_hosts.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -84,6 +105,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
                         HttpOptions {
                             token,
                             allowed_origins: args.allowed_origins,
+                            allowed_hosts,
                             cancel,
                         },
                     )

@@ -71,6 +71,9 @@ pub enum Layer {
     SessionGrant,
     /// Information flow: write-down protection and integrity (`[classification]`).
     Flow,
+    /// The system's managed policy (`/etc/bosun/requirements.toml`): only tightens, and
+    /// nothing loosens it.
+    Managed,
 }
 
 impl fmt::Display for Layer {
@@ -84,6 +87,7 @@ impl fmt::Display for Layer {
             Self::Promise => "restrict_self promise",
             Self::SessionGrant => "session grant",
             Self::Flow => "information flow",
+            Self::Managed => "managed policy",
         })
     }
 }

@@ -50,6 +50,29 @@ pub enum ConfigError {
     /// `$BOSUN_HOME` cannot be determined.
     #[error("cannot find a home directory: set BOSUN_HOME or HOME")]
     NoHome,
+    /// A setting the managed policy does not allow.
+    #[error("{path}: {key}: refused by the managed policy ({rule}): {message}")]
+    Managed {
+        /// The file holding the refused setting.
+        path: PathBuf,
+        /// The setting.
+        key: String,
+        /// The managed rule: `file:line: what it says`.
+        rule: String,
+        /// What to do.
+        message: String,
+    },
+}
+
+impl ConfigError {
+    fn managed(path: &Path, refusal: crate::managed::Refusal) -> Self {
+        Self::Managed {
+            path: path.to_owned(),
+            key: refusal.key,
+            rule: refusal.rule,
+            message: refusal.message,
+        }
+    }
 }
 
 /// `[trace]` settings.
@@ -79,6 +102,25 @@ impl Default for AgentConfig {
             max_tool_calls: 60,
         }
     }
+}
+
+/// `[serve]`: how `bosun serve --http` runs as one of several instances behind a load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The environment variable holding the key (at least 32 bytes) that seals 2026-07-28
+    /// request states; set the same key on every instance so a retry may reach any of them.
+    /// Without it each process seals with a random key of its own.
+    #[serde(default)]
+    pub state_key_env: Option<String>,
+    /// How long a request state may be answered, in seconds (10–3600; default 300). It is
+    /// also how long a state replayed to another instance could be accepted there.
+    #[serde(default)]
+    pub state_ttl_secs: Option<u64>,
+    /// `Host` header values served besides the listening address, e.g. the load balancer's
+    /// `lb.example.com` or `127.0.0.1:8080`.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The user's configuration file.
@@ -131,6 +173,9 @@ pub struct Config {
     /// OpenTelemetry export: `[telemetry]`, off unless a signal names an exporter.
     #[serde(default)]
     pub telemetry: bosun_telemetry::TelemetryConfig,
+    /// `bosun serve` behind a load balancer: `[serve]`.
+    #[serde(default)]
+    pub serve: ServeConfig,
 }
 
 impl Config {
@@ -191,6 +236,8 @@ pub struct LoadedConfig {
     /// Approvals remembered for this workspace (`$BOSUN_HOME/approvals/…`, see
     /// [`crate::remembered`]), added as user rules.
     pub remembered: Option<ConfigFile>,
+    /// The system's managed policy ([`crate::managed`]), already applied to `user`.
+    pub managed: Option<crate::managed::Managed>,
 }
 
 /// `$BOSUN_HOME`, or `~/.bosun`.
@@ -248,8 +295,34 @@ impl LoadedConfig {
 
     /// Reads the user's and the project's config for `workspace`.
     pub fn load(home: &Path, workspace: &Workspace) -> Result<Self, ConfigError> {
+        let managed =
+            crate::managed::managed_path(std::env::var_os(crate::managed::PATH_ENV).as_deref());
+        Self::load_with(home, workspace, managed.as_deref())
+    }
+
+    /// Reads the user's and the project's config for `workspace` under the managed policy in
+    /// `managed` (none when `None`); [`LoadedConfig::load`] finds the machine's.
+    pub fn load_with(
+        home: &Path,
+        workspace: &Workspace,
+        managed: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
+        let managed = managed
+            .map(crate::managed::Managed::read)
+            .transpose()
+            .map_err(|e| match e {
+                crate::managed::LoadError::Read(path, source) => ConfigError::Read { path, source },
+                crate::managed::LoadError::Parse(path, line, column, message) => {
+                    ConfigError::Parse {
+                        path,
+                        line,
+                        column,
+                        message,
+                    }
+                }
+            })?;
         let user_file = read_optional(&home.join("config.toml"))?;
-        let user: Config = match &user_file {
+        let mut user: Config = match &user_file {
             Some(file) => parse(file)?,
             None => Config::default(),
         };
@@ -262,6 +335,17 @@ impl LoadedConfig {
                     key: "models".to_owned(),
                     message: e.to_string(),
                 })?;
+            if user
+                .serve
+                .state_ttl_secs
+                .is_some_and(|ttl| !(10..=3600).contains(&ttl))
+            {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "serve.state_ttl_secs".to_owned(),
+                    message: "use a value between 10 and 3600 seconds".to_owned(),
+                });
+            }
             if user.agent.max_steps == 0 || user.agent.max_tool_calls == 0 {
                 return Err(ConfigError::Invalid {
                     path: file.path.clone(),
@@ -324,6 +408,21 @@ impl LoadedConfig {
                     message: other.to_string(),
                 },
             })?;
+        }
+        if let Some(managed) = &managed {
+            let path = user_file
+                .as_ref()
+                .map_or_else(|| home.join("config.toml"), |f| f.path.clone());
+            let refused = |refusal| ConfigError::managed(&path, refusal);
+            managed.check_mode(user.mode).map_err(refused)?;
+            managed.apply_sandbox(&mut user.sandbox).map_err(refused)?;
+            managed.check_mcp(&user.mcp).map_err(refused)?;
+            managed
+                .apply_registries(&mut user.registries)
+                .map_err(refused)?;
+            managed
+                .check_plugins(&user.plugins, home)
+                .map_err(refused)?;
         }
         let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
             Some(file) => {
@@ -389,6 +488,7 @@ impl LoadedConfig {
             project,
             trusted,
             remembered,
+            managed,
         })
     }
 
@@ -412,6 +512,21 @@ impl LoadedConfig {
         known_risks: impl IntoIterator<Item = (String, bosun_core::Risk)>,
     ) -> Result<Policy, ConfigError> {
         let mut builder = Policy::builder(self.user.mode).known_risks(known_risks);
+        if let Some(managed) = &self.managed {
+            // A mode chosen at run time (a turn's `--mode`) passes here too.
+            managed.check_mode(self.user.mode).map_err(|refusal| {
+                ConfigError::managed(
+                    self.user_file
+                        .as_ref()
+                        .map_or(&self.home.join("config.toml"), |f| &f.path),
+                    refusal,
+                )
+            })?;
+            builder = builder.managed(
+                managed.config.policy.clone(),
+                Source::with_text(managed.path.display().to_string(), managed.text.clone()),
+            )?;
+        }
         if let Some(file) = &self.user_file {
             builder = builder.user(self.user.policy.clone(), source(file))?;
         }
@@ -425,12 +540,155 @@ impl LoadedConfig {
                     ),
                 }
             })?;
-            builder = builder.user(rules, source(file))?;
+            builder = builder.remembered(rules, source(file))?;
         }
         if let Some((project, file)) = &self.project {
             builder = builder.project(project.policy.clone(), source(file), self.trusted)?;
         }
         Ok(builder.build())
+    }
+
+    /// Each setting in force and the layer it came from (`managed`, `user`, `project`,
+    /// `default`), with where it is written and the managed rule constraining it: what
+    /// `bosun config check` shows.
+    pub fn settings(&self) -> Vec<Setting> {
+        let managed = self.managed.as_ref();
+        let user_at = |path: &[&str]| -> Option<String> {
+            let file = self.user_file.as_ref()?;
+            let line = line_of_key(&file.text, path)?;
+            Some(format!("{}:{line}", file.path.display()))
+        };
+        let from_user = |path: &[&str]| match user_at(path) {
+            Some(at) => ("user", Some(at)),
+            None => ("default", None),
+        };
+        let mut out = Vec::new();
+        let (layer, at) = from_user(&["mode"]);
+        out.push(Setting {
+            key: "mode".to_owned(),
+            value: self.user.mode.as_str().to_owned(),
+            layer,
+            at,
+            constrained_by: managed
+                .and_then(|m| m.config.allowed_modes.as_ref().map(|a| m.at(a.span()))),
+        });
+        for (key, value, managed_rule) in [
+            (
+                "enabled",
+                self.user.sandbox.enabled,
+                managed.and_then(|m| m.config.sandbox.enabled.as_ref().map(|s| m.at(s.span()))),
+            ),
+            (
+                "require",
+                self.user.sandbox.require,
+                managed.and_then(|m| m.config.sandbox.require.as_ref().map(|s| m.at(s.span()))),
+            ),
+        ] {
+            let (mut layer, mut at) = from_user(&["sandbox", key]);
+            if at.is_none() && managed_rule.is_some() && key == "require" && value {
+                (layer, at) = ("managed", managed_rule.clone());
+            }
+            out.push(Setting {
+                key: format!("sandbox.{key}"),
+                value: value.to_string(),
+                layer,
+                at,
+                constrained_by: managed_rule,
+            });
+        }
+        if let Some(m) = managed {
+            out.push(Setting {
+                key: "policy.rules".to_owned(),
+                value: format!("{} rules, judged last", m.config.policy.rules.len()),
+                layer: "managed",
+                at: Some(m.path.display().to_string()),
+                constrained_by: None,
+            });
+        }
+        if let Some(file) = &self.user_file {
+            out.push(Setting {
+                key: "policy.rules".to_owned(),
+                value: format!("{} rules", self.user.policy.rules.len()),
+                layer: "user",
+                at: Some(file.path.display().to_string()),
+                constrained_by: None,
+            });
+        }
+        if let Some((project, file)) = &self.project {
+            out.push(Setting {
+                key: "policy.rules".to_owned(),
+                value: format!(
+                    "{} rules ({})",
+                    project.policy.rules.len(),
+                    if self.trusted {
+                        "trusted workspace"
+                    } else {
+                        "only tighten"
+                    }
+                ),
+                layer: "project",
+                at: Some(file.path.display().to_string()),
+                constrained_by: None,
+            });
+        }
+        for (name, server) in &self.user.mcp {
+            let value = server
+                .command
+                .as_ref()
+                .map(|c| format!("command = {c:?}"))
+                .or_else(|| server.url.as_ref().map(|u| format!("url = {u:?}")))
+                .unwrap_or_default();
+            out.push(Setting {
+                key: format!("mcp.{name}"),
+                value,
+                layer: "user",
+                at: user_at(&["mcp", name]),
+                constrained_by: managed.and_then(|m| {
+                    m.config.mcp.allowed.as_ref().and_then(|allowed| {
+                        allowed
+                            .iter()
+                            .find(|a| a.get_ref().name == *name)
+                            .map(|a| m.at(a.span()))
+                    })
+                }),
+            });
+        }
+        for (name, source) in &self.user.registries {
+            let keys_at = user_at(&["registries", name, "keys"]);
+            let managed_entry = managed.and_then(|m| {
+                m.config.registries.allowed.as_ref().and_then(|allowed| {
+                    allowed
+                        .iter()
+                        .find(|a| {
+                            (a.get_ref().url.is_some() && a.get_ref().url == source.url)
+                                || (a.get_ref().path.is_some() && a.get_ref().path == source.path)
+                        })
+                        .map(|a| m.at(a.span()))
+                })
+            });
+            let (layer, at) = match (&keys_at, &managed_entry) {
+                (Some(at), _) => ("user", Some(at.clone())),
+                (None, Some(entry)) if !source.keys.is_empty() => ("managed", Some(entry.clone())),
+                _ => ("default", None),
+            };
+            out.push(Setting {
+                key: format!("registries.{name}.keys"),
+                value: format!("{} pinned", source.keys.len()),
+                layer,
+                at,
+                constrained_by: managed_entry,
+            });
+        }
+        if let Some(var) = &self.user.serve.state_key_env {
+            out.push(Setting {
+                key: "serve.state_key_env".to_owned(),
+                value: var.clone(),
+                layer: "user",
+                at: user_at(&["serve", "state_key_env"]),
+                constrained_by: None,
+            });
+        }
+        out
     }
 
     /// The redactor for traces: secret-looking environment variables plus those named in config.
@@ -460,6 +718,34 @@ impl LoadedConfig {
     pub fn runs_dir(&self) -> PathBuf {
         self.home.join("runs")
     }
+}
+
+/// One setting in force, as `bosun config check` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Setting {
+    /// The key, e.g. `mode` or `mcp.docs`.
+    pub key: String,
+    /// Its value, readable.
+    pub value: String,
+    /// Where it came from: `managed`, `user`, `project` or `default`.
+    pub layer: &'static str,
+    /// `file:line` (or the file) where it is written.
+    pub at: Option<String>,
+    /// The managed rule constraining it, `file:line`.
+    pub constrained_by: Option<String>,
+}
+
+/// The 1-based line where the key `path` (tables, then the key) is written in `text`.
+fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
+    let document = toml_edit::Document::parse(text).ok()?;
+    let (last, tables) = path.split_last()?;
+    let mut table: &dyn toml_edit::TableLike = document.as_table();
+    for name in tables {
+        table = table.get(name)?.as_table_like()?;
+    }
+    let (key, item) = table.get_key_value(last)?;
+    let span = key.span().or_else(|| item.span())?;
+    Some(line_col(text, span.start).0)
 }
 
 /// Removes secret variables: names ending in `_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` (any case)

@@ -37,6 +37,7 @@ pub mod flow;
 pub mod front_matter;
 pub mod hooks;
 mod host;
+pub mod managed;
 pub mod mcp_config;
 pub mod model_setup;
 pub mod permission;

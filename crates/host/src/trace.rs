@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use bosun_core::{Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
 use chrono::Utc;
 
-pub use render::render;
-pub use runs::{children_of, find_run, read_run};
+pub use render::{EMPTY, Labels, Timeline, render};
+pub use runs::{Envelopes, children_of, envelopes, find_run, read_run};
 
 /// A trace that could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -719,5 +719,93 @@ mod tests {
                 assert_eq!(back, envelope);
             }
         }
+    }
+
+    /// Every time in a trace file replaced by `T`: the only bytes a run cannot fix.
+    fn masked_times(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("\"timestamp\":\"") {
+            let (head, tail) = rest.split_at(at + "\"timestamp\":\"".len());
+            out.push_str(head);
+            out.push('T');
+            rest = &tail[tail.find('"').unwrap()..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The bytes of a call's four lines and of a recorded event as the file holds them, pinned:
+    /// a change to the encoding or the write path that moves one byte (order of fields, escaping,
+    /// numbers, the redacted spelling of a secret, the line ends) fails here, whatever both
+    /// paths agree on.
+    #[test]
+    fn the_trace_file_is_pinned_byte_for_byte() {
+        use bosun_core::{CapabilityRequest, Decision, Explanation, Layer, MatchedRule};
+        let dir = tempfile::tempdir().unwrap();
+        let redactor = Arc::new(Redactor::new([("API_KEY", "sk-secret-123456")]));
+        let trace = Trace::create(
+            dir.path(),
+            "run-1".into(),
+            Some("parent-0".into()),
+            redactor,
+        )
+        .unwrap();
+        let input = serde_json::json!({"path": "src/läs \"q\".rs", "n": 1.5, "big": 18446744073709551615_u64, "list": [null, true, -3]});
+        let output = serde_json::json!({"content": "line\twith\u{1b}[31m escape and key sk-secret-123456", "bytes": 42});
+        let capabilities = vec![CapabilityRequest::parse("fs.read:src/läs.rs").unwrap()];
+        let explanation = Explanation {
+            decision: Decision::Allow,
+            deciding: 0,
+            checks: vec![MatchedRule {
+                subject: "builtin.tool.read_file".into(),
+                layer: Layer::User,
+                rule: "action = \"builtin.tool.*\" decision = \"allow\"".into(),
+                source: Some("config.toml:3".into()),
+                decision: Decision::Allow,
+            }],
+        };
+        trace.record_call(CallEvent::Proposed {
+            call_id: "c1",
+            tool: "read_file",
+            input: &input,
+        });
+        trace.record_call(CallEvent::Decided {
+            call_id: "c1",
+            tool: "read_file",
+            action: "builtin.tool.read_file",
+            capabilities: &capabilities,
+            explanation: &explanation,
+        });
+        trace.record_call(CallEvent::Started {
+            call_id: "c1",
+            tool: "read_file",
+        });
+        trace.record_call(CallEvent::Completed {
+            call_id: "c1",
+            tool: "read_file",
+            output: &output,
+            truncated: false,
+            duration_us: 1234,
+        });
+        trace.record(Event::BudgetExhausted {
+            budget: bosun_core::Budget::ToolCalls,
+            limit: 7,
+        });
+        trace.finish().unwrap();
+        let text = fs::read_to_string(dir.path().join("run-1.jsonl")).unwrap();
+        let expected = concat!(
+            r#"{"schema_version":1,"run_id":"run-1","parent_run_id":"parent-0","sequence":0,"timestamp":"T","event":{"type":"tool.proposed","call_id":"c1","tool":"read_file","input":{"path":"src/läs \"q\".rs","n":1.5,"big":18446744073709551615,"list":[null,true,-3]}}}"#,
+            "\n",
+            r#"{"schema_version":1,"run_id":"run-1","parent_run_id":"parent-0","sequence":1,"timestamp":"T","event":{"type":"tool.decided","call_id":"c1","tool":"read_file","action":"builtin.tool.read_file","capabilities":[{"capability":"fs.read","scope":{"path":"src/läs.rs"}}],"explanation":{"decision":"allow","deciding":0,"checks":[{"subject":"builtin.tool.read_file","layer":"user","rule":"action = \"builtin.tool.*\" decision = \"allow\"","source":"config.toml:3","decision":"allow"}]}}}"#,
+            "\n",
+            r#"{"schema_version":1,"run_id":"run-1","parent_run_id":"parent-0","sequence":2,"timestamp":"T","event":{"type":"tool.started","call_id":"c1","tool":"read_file"}}"#,
+            "\n",
+            r#"{"schema_version":1,"run_id":"run-1","parent_run_id":"parent-0","sequence":3,"timestamp":"T","event":{"type":"tool.completed","call_id":"c1","tool":"read_file","output":{"content":"line\twith\u001b[31m escape and key [REDACTED:API_KEY]","bytes":42},"truncated":false,"duration_us":1234}}"#,
+            "\n",
+            r#"{"schema_version":1,"run_id":"run-1","parent_run_id":"parent-0","sequence":4,"timestamp":"T","event":{"type":"budget.exhausted","budget":"tool_calls","limit":7}}"#,
+            "\n",
+        );
+        assert_eq!(masked_times(&text), expected, "\n{}", masked_times(&text));
     }
 }

@@ -14,7 +14,10 @@
 //! ends the call with an `input_required` result carrying the elicitation, and the client's retry
 //! of the same call carries the answer ([`RoundTrip`], multi-round-trip requests): the call runs
 //! again from the start with that question answered. Answers from earlier rounds travel in the
-//! request state, bound to the call (tool and arguments) they were given for.
+//! request state, sealed ([`crate::state`]): bound to the caller and to the call (tool and
+//! arguments) they were given for, valid until it expires, and opened once per instance, so a
+//! retry may reach any instance holding the key while a forged, altered, expired or replayed
+//! state is refused.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +34,8 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::state::{StateRefused, StateSeal};
 
 /// How long the client's user has to answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -175,6 +180,10 @@ pub(crate) struct Round {
     can_elicit: bool,
     /// What binds answers to this call: the tool and its arguments.
     call: String,
+    /// What the state is sealed to: the caller and the call.
+    binding: Vec<u8>,
+    /// Seals the state a retry echoes.
+    seal: Option<Arc<StateSeal>>,
     /// Answers given in earlier rounds, by question.
     answers: BTreeMap<String, Answer>,
     /// Questions this attempt raised without an answer: key and form.
@@ -182,8 +191,8 @@ pub(crate) struct Round {
 }
 
 /// The request state a retry echoes: the call it is bound to, the answers so far and the
-/// questions of the last round. Not sealed: it holds nothing the client could not say in an
-/// answer anyway (the client's user is who answers), and a state for another call is ignored.
+/// questions of the last round. Sealed to the caller and the call: an accepted answer in it is
+/// an approval, so it must come from this server, for this call, once.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct State {
     call: String,
@@ -213,6 +222,12 @@ impl Answer {
     }
 }
 
+/// The digest naming one call: its tool and arguments.
+pub(crate) fn call_digest(tool: &str, arguments: &serde_json::Value) -> String {
+    let digest = Sha256::digest(format!("{tool}\n{arguments}").as_bytes());
+    bosun_core::text::hex(&digest)
+}
+
 /// A key naming one question: the same question (tool, action, input, reason, capabilities)
 /// always has the same key, another question never.
 fn question_key(request: &ApprovalRequest) -> String {
@@ -221,24 +236,30 @@ fn question_key(request: &ApprovalRequest) -> String {
 }
 
 impl Round {
-    /// The round of a call of `tool` with `arguments`, from what the client sent: its
-    /// capability to elicit, and the state and answers of a retry (both ignored unless the
-    /// state is this call's).
+    /// The round of `caller`'s call of `tool` with `arguments`, from what the client sent:
+    /// its capability to elicit, and the state and answers of a retry (answers count only with
+    /// the state they answer).
+    ///
+    /// # Errors
+    /// A state that `seal` does not open for this caller and call: forged, altered, another
+    /// caller's or call's, expired, or already used here.
     pub(crate) fn new(
         can_elicit: bool,
+        seal: &Arc<StateSeal>,
+        caller: &str,
         tool: &str,
         arguments: &serde_json::Value,
         state: Option<&str>,
         responses: Option<&InputResponses>,
-    ) -> Round {
-        let call = {
-            let digest = Sha256::digest(format!("{tool}\n{arguments}").as_bytes());
-            bosun_core::text::hex(&digest)
-        };
+    ) -> Result<Round, StateRefused> {
+        let call = call_digest(tool, arguments);
+        let binding = format!("{caller}\n{call}").into_bytes();
         let mut answers = BTreeMap::new();
-        if let Some(state) = state.and_then(|s| serde_json::from_str::<State>(s).ok())
-            && state.call == call
-        {
+        if let Some(state) = state {
+            let state: State = seal.open(state, &binding)?;
+            if state.call != call {
+                return Err(StateRefused::Forged);
+            }
             answers = state.answers;
             for key in state.asked {
                 let answer = responses
@@ -252,12 +273,14 @@ impl Round {
                 }
             }
         }
-        Round {
+        Ok(Round {
             can_elicit,
             call,
+            binding,
+            seal: Some(seal.clone()),
             answers,
             asked: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// The `input_required` answer when this attempt raised questions: the forms to show and
@@ -276,7 +299,8 @@ impl Round {
             .into_iter()
             .map(|(key, form)| (key, InputRequest::Elicitation(ElicitRequest::new(form))))
             .collect();
-        Some((requests, serde_json::to_string(&state).ok()?))
+        let sealed = self.seal.as_ref()?.seal(&state, &self.binding)?;
+        Some((requests, sealed))
     }
 }
 
@@ -363,48 +387,116 @@ mod tests {
         (state, responses)
     }
 
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    /// The round of alice's call as an instance holding [`KEY`] opens it: each call of this is
+    /// another instance behind the same load balancer, so a state it opened elsewhere opens
+    /// here too.
+    fn round(
+        can_elicit: bool,
+        tool: &str,
+        args: &Value,
+        state: Option<&str>,
+        responses: Option<&InputResponses>,
+    ) -> Round {
+        let seal = Arc::new(StateSeal::new(KEY, crate::state::DEFAULT_STATE_TTL).unwrap());
+        Round::new(can_elicit, &seal, "alice", tool, args, state, responses)
+            .unwrap_or_else(|e| panic!("the state opens: {e}"))
+    }
+
     #[test]
     fn an_answer_allows_only_the_call_and_the_question_it_was_given_for() {
         let args = json!({"program": "touch"});
-        let (answer, first) = ask(Round::new(true, "run_command", &args, None, None), "touch");
+        let (answer, first) = ask(round(true, "run_command", &args, None, None), "touch");
         assert_eq!(answer, ApprovalAnswer::Unavailable);
         let (state, responses) = answered(&first);
 
         // The retry of the same call with the answer: allowed, once.
-        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&responses));
+        let retry = round(true, "run_command", &args, Some(&state), Some(&responses));
         assert_eq!(ask(retry, "touch").0, ApprovalAnswer::AllowOnce);
 
-        // The same state and answers sent with other arguments: nothing carries over.
+        // The same state and answers sent with other arguments: nothing carries over (the
+        // state is refused outright).
         let other = json!({"program": "rm"});
-        let replayed = Round::new(true, "run_command", &other, Some(&state), Some(&responses));
-        assert_eq!(ask(replayed, "rm").0, ApprovalAnswer::Unavailable);
+        let seal = Arc::new(StateSeal::new(KEY, crate::state::DEFAULT_STATE_TTL).unwrap());
+        let replayed = Round::new(
+            true,
+            &seal,
+            "alice",
+            "run_command",
+            &other,
+            Some(&state),
+            Some(&responses),
+        );
+        assert_eq!(replayed.err(), Some(StateRefused::Forged));
 
         // Within the same call, an answer settles only its own question.
-        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&responses));
+        let retry = round(true, "run_command", &args, Some(&state), Some(&responses));
         assert_eq!(ask(retry, "something else").0, ApprovalAnswer::Unavailable);
 
         // Answers without the state are not taken; a declined question is a refusal.
-        let bare = Round::new(true, "run_command", &args, None, Some(&responses));
+        let bare = round(true, "run_command", &args, None, Some(&responses));
         assert_eq!(ask(bare, "touch").0, ApprovalAnswer::Unavailable);
         let declined: InputResponses = responses
             .keys()
             .map(|key| (key.clone(), json!({"action": "decline"})))
             .collect();
-        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&declined));
+        let retry = round(true, "run_command", &args, Some(&state), Some(&declined));
         assert_eq!(ask(retry, "touch").0, ApprovalAnswer::Deny);
+    }
+
+    #[test]
+    fn an_answered_state_is_refused_to_another_caller_and_the_second_time_here() {
+        let args = json!({"program": "touch"});
+        let seal = Arc::new(StateSeal::new(KEY, crate::state::DEFAULT_STATE_TTL).unwrap());
+        let first = Round::new(true, &seal, "alice", "run_command", &args, None, None).unwrap();
+        let (_, first) = ask(first, "touch");
+        let (state, responses) = answered(&first);
+        let open = |caller: &str| {
+            Round::new(
+                true,
+                &seal,
+                caller,
+                "run_command",
+                &args,
+                Some(&state),
+                Some(&responses),
+            )
+            .err()
+        };
+        assert_eq!(open("mallory"), Some(StateRefused::Forged));
+        assert_eq!(open("alice"), None);
+        assert_eq!(open("alice"), Some(StateRefused::Replayed));
+        // A state written by hand, as the unsealed one used to be, approves nothing.
+        let forged = serde_json::to_string(&State {
+            call: call_digest("run_command", &args),
+            answers: BTreeMap::new(),
+            asked: responses.keys().cloned().collect(),
+        })
+        .unwrap();
+        let refused = Round::new(
+            true,
+            &seal,
+            "alice",
+            "run_command",
+            &args,
+            Some(&forged),
+            Some(&responses),
+        );
+        assert_eq!(refused.err(), Some(StateRefused::Forged));
     }
 
     #[test]
     fn a_dismissed_question_is_unanswered_not_refused_and_not_asked_again() {
         let args = json!({"program": "touch"});
-        let (_, first) = ask(Round::new(true, "run_command", &args, None, None), "touch");
+        let (_, first) = ask(round(true, "run_command", &args, None, None), "touch");
         let (requests, state) = first.input_required().unwrap();
         // What `claude -p` answers: the question dismissed, nobody having seen it.
         let cancelled: InputResponses = requests
             .keys()
             .map(|key| (key.clone(), json!({"action": "cancel"})))
             .collect();
-        let retry = Round::new(true, "run_command", &args, Some(&state), Some(&cancelled));
+        let retry = round(true, "run_command", &args, Some(&state), Some(&cancelled));
         let (answer, retry) = ask(retry, "touch");
         assert_eq!(answer, ApprovalAnswer::Unavailable);
         // Not put again: the call ends with needs_approval instead of another round.
@@ -482,7 +574,7 @@ mod tests {
     #[test]
     fn a_client_that_cannot_elicit_is_never_asked() {
         let args = json!({});
-        let (answer, round) = ask(Round::new(false, "run_command", &args, None, None), "touch");
+        let (answer, round) = ask(round(false, "run_command", &args, None, None), "touch");
         assert_eq!(answer, ApprovalAnswer::Unavailable);
         assert!(round.input_required().is_none());
         // Outside a round (no call being made) nobody is asked either.

@@ -10,7 +10,11 @@
 //! - request bodies are bounded by the SDK (4 MiB by default).
 //!
 //! Each MCP session gets its own [`ToolServer`](crate::ToolServer), so its own trace. Under the
-//! stateless 2026-07-28 revision a "session" is one request.
+//! stateless 2026-07-28 revision a "session" is one request, so any instance behind a
+//! round-robin load balancer may answer any request: the state a call needs between rounds
+//! travels sealed with the client ([`crate::state`]), and `allowed_hosts` names the balancer's
+//! `Host`. Sessions of the older revisions live in one instance's memory and need sticky
+//! routing (docs/mcp.md).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -37,6 +41,8 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Browser origins allowed besides loopback ones, e.g. `https://app.example.com:443`.
     pub allowed_origins: Vec<String>,
+    /// `Host` values served besides the listening address (a load balancer's name).
+    pub allowed_hosts: Vec<String>,
     /// Stops the server.
     pub cancel: CancellationToken,
 }
@@ -100,6 +106,7 @@ pub async fn serve_http(
                 .flat_map(|h| [(*h).to_owned(), format!("{h}:{}", local.port())]),
         );
     }
+    allowed_hosts.extend(options.allowed_hosts.iter().cloned());
     let mut allowed_origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
         .flat_map(|h| [format!("http://{h}:*"), format!("https://{h}:*")])

@@ -12,13 +12,15 @@ pub mod approval;
 pub mod client;
 pub mod http;
 mod http_client;
+pub mod idempotency;
 #[cfg(test)]
 mod loopback;
 pub mod oauth;
 pub mod pins;
 pub mod server;
+pub mod state;
 
 pub use client::{ServerState, attach, server_state};
 pub use http::{HttpOptions, serve_http};
 pub use http_client::HttpClientError;
-pub use server::{ServeError, Served, ToolServer, serve_stdio};
+pub use server::{ServeError, ServeOptions, Served, ToolServer, serve_stdio};

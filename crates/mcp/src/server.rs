@@ -19,6 +19,11 @@
 //! - A call policy would `ask` about is put to the client's user when the client declared
 //!   elicitation ([`crate::approval`]); otherwise it fails at once with `needs_approval` and says
 //!   how to pre-approve it. Never a silent allow.
+//! - Under 2026-07-28 the state of a call that asked (`input_required`) is sealed to the caller
+//!   and the call ([`crate::state`]), so its retry may reach any instance holding the key
+//!   (`[serve] state_key_env`); a forged, expired or replayed state is refused with an
+//!   invalid-params error. A call with an idempotency key (`Idempotency-Key` header or `_meta`
+//!   `io.bosun/idempotencyKey`) runs once per key on an instance ([`crate::idempotency`]).
 //! - A connection's revision is the connection's, never a request's claim: every request of a
 //!   session opened with `initialize` runs in that session (its labels, its approvals, its
 //!   trace), whatever revision its `_meta` names.
@@ -44,8 +49,27 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
+use sha2::Digest;
 
-use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, can_elicit_form};
+use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, call_digest, can_elicit_form};
+use crate::idempotency::{DEFAULT_KEY_TTL, Idempotency};
+use crate::state::{DEFAULT_STATE_TTL, StateSeal};
+
+/// The `_meta` key carrying an idempotency key where there are no HTTP headers (stdio).
+pub const IDEMPOTENCY_META_KEY: &str = "io.bosun/idempotencyKey";
+
+/// The HTTP header carrying an idempotency key.
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// How the calls of one `bosun serve` are sealed and kept.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The key sealing request states, shared by every instance behind one load balancer; a
+    /// random key of this process when `None` (states then open only here).
+    pub state_key: Option<Vec<u8>>,
+    /// How long a request state may be answered (default five minutes).
+    pub state_ttl: Option<std::time::Duration>,
+}
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +83,9 @@ pub enum ServeError {
     /// The HTTP listener failed.
     #[error("{0}")]
     Http(String),
+    /// The request-state key cannot be used.
+    #[error("[serve] state_key_env: {0}")]
+    State(String),
 }
 
 /// What every session of one `bosun serve` shares: the host and where traces go.
@@ -73,6 +100,10 @@ pub struct Served {
     stateless_run_id: String,
     /// The open `subscriptions/listen` streams (2026-07-28 clients), told when tools change.
     listeners: Mutex<Vec<SubscriptionSink>>,
+    /// Seals the request state of 2026-07-28 calls that ask.
+    seal: Arc<StateSeal>,
+    /// The results of calls made with an idempotency key.
+    keyed: Idempotency<Result<CallToolResponse, McpError>>,
 }
 
 impl std::fmt::Debug for Served {
@@ -84,12 +115,35 @@ impl std::fmt::Debug for Served {
 }
 
 impl Served {
-    /// Serves `host`'s tools; `command` is what each session's trace says started it.
-    pub fn new(host: Arc<Host>, command: impl Into<String>) -> Arc<Self> {
+    /// Serves `host`'s tools with a request-state key of this process alone; `command` is
+    /// what each session's trace says started it.
+    ///
+    /// # Errors
+    /// [`ServeError::State`] when no random key can be made.
+    pub fn new(host: Arc<Host>, command: impl Into<String>) -> Result<Arc<Self>, ServeError> {
+        Self::with_options(host, command, ServeOptions::default())
+    }
+
+    /// Serves `host`'s tools as `options` say.
+    ///
+    /// # Errors
+    /// [`ServeError::State`] for a key shorter than 32 bytes, or when no random key or nonce
+    /// can be made.
+    pub fn with_options(
+        host: Arc<Host>,
+        command: impl Into<String>,
+        options: ServeOptions,
+    ) -> Result<Arc<Self>, ServeError> {
+        let ttl = options.state_ttl.unwrap_or(DEFAULT_STATE_TTL);
+        let seal = match &options.state_key {
+            Some(key) => StateSeal::new(key, ttl),
+            None => StateSeal::ephemeral(ttl),
+        }
+        .map_err(ServeError::State)?;
         let config = host.config();
         let runs_dir = config.runs_dir();
         let redactor = Arc::new(config.redactor());
-        Arc::new(Self {
+        Ok(Arc::new(Self {
             host,
             runs_dir,
             redactor,
@@ -97,7 +151,9 @@ impl Served {
             stateless: Mutex::new(None),
             stateless_run_id: trace::new_run_id(),
             listeners: Mutex::new(Vec::new()),
-        })
+            seal: Arc::new(seal),
+            keyed: Idempotency::new(DEFAULT_KEY_TTL),
+        }))
     }
 
     /// The host's skills, discovered now.
@@ -414,20 +470,93 @@ impl ServerHandler for ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let modern = self.is_modern(&context);
-        let live = match self.live(modern, &context) {
+        let arguments = request
+            .arguments
+            .clone()
+            .map_or_else(|| Value::Object(Map::new()), Value::Object);
+        let Some(key) = idempotency_key(&request, &context) else {
+            return self.call_once(request, arguments, &context).await;
+        };
+        let caller = caller(&context);
+        let call = call_digest(&request.name, &arguments);
+        let outcome = self
+            .served
+            .keyed
+            .run(&caller, &key, &call, || async {
+                match self.call_once(request, arguments, &context).await {
+                    // A finished call answers retries; a question, a cancelled call or a
+                    // refused request does not, so a retry runs.
+                    Ok(CallToolResponse::Complete(result)) if !context.ct.is_cancelled() => {
+                        Ok(Ok(CallToolResponse::Complete(result)))
+                    }
+                    other => Err(other),
+                }
+            })
+            .await;
+        match outcome {
+            Ok(response) => response,
+            Err(refused) => Err(McpError::invalid_params(refused.to_string(), None)),
+        }
+    }
+}
+
+/// The idempotency key a call carries: the `Idempotency-Key` header, else `_meta`'s.
+fn idempotency_key(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    let header = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get(IDEMPOTENCY_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    header.or_else(|| {
+        request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(IDEMPOTENCY_META_KEY))
+            .or_else(|| context.meta.get(IDEMPOTENCY_META_KEY))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    })
+}
+
+/// Who is calling, as far as this server can tell: the bearer token presented (a digest of
+/// it), so request states and idempotency keys are one caller's. Over HTTP without a token
+/// (loopback only) every client is the same caller; over stdio the one client is.
+fn caller(context: &RequestContext<RoleServer>) -> String {
+    match context.extensions.get::<http::request::Parts>() {
+        Some(parts) => match parts.headers.get(http::header::AUTHORIZATION) {
+            Some(value) => {
+                let digest = sha2::Sha256::digest(value.as_bytes());
+                format!("bearer:{}", bosun_core::text::hex(&digest[..16]))
+            }
+            None => "http:anonymous".to_owned(),
+        },
+        None => "stdio".to_owned(),
+    }
+}
+
+impl ToolServer {
+    /// One attempt of a call: judged, asked, run and traced by the chokepoint.
+    async fn call_once(
+        &self,
+        request: CallToolRequestParams,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let modern = self.is_modern(context);
+        let live = match self.live(modern, context) {
             Ok(live) => live,
             Err(message) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
-        let number = live.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall {
-            id: format!("mcp-{number}"),
+            id: String::new(),
             name: request.name.into_owned(),
-            input: request
-                .arguments
-                .map_or_else(|| Value::Object(Map::new()), Value::Object),
+            input: arguments,
         };
         // The caller's span (SEP-414 `_meta.traceparent`, else the HTTP header) parents the
         // call's, so one trace crosses the client, Bosun and the servers the call reaches.
@@ -450,16 +579,36 @@ impl ServerHandler for ToolServer {
         }
         // Under 2026-07-28 a question ends the call; the retry carries the answers. The
         // handshake revisions ask during the call instead, and need no round.
-        let round = modern.then(|| {
+        let round = if modern {
             let can_elicit = can_elicit_form(context.client_capabilities().as_ref());
-            Arc::new(Round::new(
-                can_elicit,
-                &call.name,
-                &call.input,
-                request.request_state.as_deref(),
-                request.input_responses.as_ref(),
-            ))
-        });
+            let round = Round::new(
+                    can_elicit,
+                    &self.served.seal,
+                    &caller(context),
+                    &call.name,
+                    &call.input,
+                    request.request_state.as_deref(),
+                    request.input_responses.as_ref(),
+                )
+                .map_err(|refused| {
+                    // One answer for every failure to open (SEP-2322); the kind is in the text
+                    // for whoever reads the client's log.
+                    McpError::invalid_params(
+                        format!(
+                            "requestState refused ({refused}): call again without requestState and inputResponses to be asked anew"
+                        ),
+                        None,
+                    )
+                })?;
+            Some(Arc::new(round))
+        } else {
+            None
+        };
+        let number = live.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call = ToolCall {
+            id: format!("mcp-{number}"),
+            ..call
+        };
         let generation = self.served.host.tools_generation();
         let calling = live
             .chokepoint

@@ -136,6 +136,41 @@ pub enum PolicyError {
         earlier: bool,
     },
 
+    /// A managed rule with `decision = "allow"`: the managed policy only restricts.
+    #[error(
+        "{}: managed rule `{action}` has decision = \"allow\"; the managed policy can only \
+         restrict: use review, ask or deny (loosen in the user's config instead)",
+        at(file, *line)
+    )]
+    ManagedAllows {
+        /// The managed file.
+        file: String,
+        /// 1-based line of the rule, when known.
+        line: Option<usize>,
+        /// The rule's action pattern.
+        action: String,
+    },
+
+    /// A user or project rule that would loosen a managed rule.
+    #[error(
+        "{}: {rule} would loosen the managed rule {managed} ({managed_at}), which users and \
+         projects cannot loosen; remove the rule, narrow it so it cannot match what the managed \
+         rule covers, or ask whoever manages this machine",
+        at(file, *line)
+    )]
+    LoosensManaged {
+        /// The user's or project's file.
+        file: String,
+        /// 1-based line of its rule, when known.
+        line: Option<usize>,
+        /// The rule, as explanations show it.
+        rule: String,
+        /// The managed rule, as explanations show it.
+        managed: String,
+        /// Where the managed rule is: `file:line`.
+        managed_at: String,
+    },
+
     /// A mode name that is not one of the three.
     #[error("unknown mode `{0}`: use read-only, workspace-write or full")]
     UnknownMode(String),

@@ -113,6 +113,45 @@ impl Source {
     }
 }
 
+/// Locates increasing offsets of one source, counting only the newlines since the offset
+/// before: a table of n rules is located in one pass over its text instead of one pass per
+/// rule, which made loading 10,000 rules take seconds. An offset before the last one starts
+/// again from the top, so any order gives [`Source::locate`]'s answer.
+pub(crate) struct Locator<'a> {
+    source: &'a Source,
+    /// The offset last located, and its 1-based line.
+    offset: usize,
+    line: usize,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(source: &'a Source) -> Self {
+        Self {
+            source,
+            offset: 0,
+            line: 1,
+        }
+    }
+
+    /// The location of byte `offset` of the text.
+    pub(crate) fn locate(&mut self, offset: usize) -> Location {
+        let Some(text) = self.source.text.as_deref() else {
+            return self.source.locate(offset);
+        };
+        let offset = offset.min(text.len());
+        if offset < self.offset {
+            (self.offset, self.line) = (0, 1);
+        }
+        let between = &text.as_bytes()[self.offset..offset];
+        self.line += between.iter().filter(|&&b| b == b'\n').count();
+        self.offset = offset;
+        Location {
+            file: self.source.name.clone(),
+            line: Some(self.line),
+        }
+    }
+}
+
 /// A file and, when known, a 1-based line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Location {
@@ -133,6 +172,23 @@ pub(crate) use bosun_core::text::line_col;
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_locator_gives_each_offset_the_line_a_fresh_count_gives() {
+        let text = "[[policy.rules]]\naction = \"a\"\n\né = 1\nx";
+        let source = Source::with_text("config.toml", text);
+        let mut locator = Locator::new(&source);
+        // Increasing, repeated, decreasing and past the end.
+        for offset in [0, 1, 17, 17, 18, 30, 31, 32, 33, 5, 0, 40, 999, 3] {
+            assert_eq!(
+                locator.locate(offset),
+                source.locate(offset),
+                "offset {offset}"
+            );
+        }
+        let named = Source::named("config.toml");
+        assert_eq!(Locator::new(&named).locate(7), named.locate(7));
+    }
 
     #[test]
     fn line_col_counts_lines_and_characters() {

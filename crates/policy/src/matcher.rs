@@ -117,6 +117,42 @@ impl ScopePattern {
     }
 }
 
+/// Whether `rule` and `managed` could both match one subject. Two globs overlap when they are
+/// equal or either matches the other's text; a narrowing key one of them leaves unset overlaps
+/// anything. This errs towards "yes" (a user rule it flags could in fact be disjoint only for
+/// two globs that match each other's text without sharing a subject), which is the safe side
+/// for refusing a rule that might loosen the managed policy.
+pub(crate) fn may_overlap(rule: &Rule, managed: &CompiledRule) -> bool {
+    let action = rule.action == managed.rule.action
+        || managed.action.is_match(&rule.action)
+        || ActionPattern::new(&rule.action).is_ok_and(|mine| mine.is_match(&managed.rule.action));
+    let scope = |field: Field, mine: &Option<String>, theirs: Option<&ScopePattern>| match (
+        mine,
+        managed_text(field, managed),
+        theirs,
+    ) {
+        (Some(mine), Some(text), Some(theirs)) => {
+            mine == text
+                || theirs.is_match(mine)
+                || ScopePattern::new(field, mine).is_ok_and(|p| p.is_match(text))
+        }
+        _ => true,
+    };
+    action
+        && scope(Field::Host, &rule.host, managed.host.as_ref())
+        && scope(Field::Path, &rule.path, managed.path.as_ref())
+        && scope(Field::Program, &rule.program, managed.program.as_ref())
+}
+
+fn managed_text(field: Field, managed: &CompiledRule) -> Option<&str> {
+    match field {
+        Field::Host => managed.rule.host.as_deref(),
+        Field::Path => managed.rule.path.as_deref(),
+        Field::Program => managed.rule.program.as_deref(),
+        Field::Action => Some(managed.rule.action.as_str()),
+    }
+}
+
 /// A rule ready to match: its patterns compiled and its explanation text rendered once.
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {

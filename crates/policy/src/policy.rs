@@ -21,6 +21,8 @@ pub struct Policy {
     user: RuleSet,
     project: RuleSet,
     project_trusted: bool,
+    /// The system's managed rules: they only tighten, last, so nothing loosens them.
+    managed: RuleSet,
 }
 
 /// Builds a [`Policy`] file by file, checking each file's examples as it is added.
@@ -84,6 +86,7 @@ impl Policy {
                 user: RuleSet::default(),
                 project: RuleSet::default(),
                 project_trusted: false,
+                managed: RuleSet::default(),
             },
             project_trust: None,
         }
@@ -101,7 +104,12 @@ impl Policy {
 
     /// How many user and project rules are loaded.
     pub fn rule_count(&self) -> usize {
-        self.user.len() + self.project.len()
+        self.user.len() + self.project.len() + self.managed.len()
+    }
+
+    /// How many managed rules are loaded.
+    pub fn managed_rule_count(&self) -> usize {
+        self.managed.len()
     }
 
     /// True when a rule the user wrote (or a trusted project's rule) allows `net.http` for
@@ -133,7 +141,7 @@ impl Policy {
     /// count too). A grant of a whole directory may reach these paths although the call named
     /// only the directory; callers judge them as subjects of their own.
     pub fn restricted_paths(&self, action: &str) -> Vec<String> {
-        let mut out: Vec<String> = [&self.user, &self.project]
+        let mut out: Vec<String> = [&self.user, &self.project, &self.managed]
             .into_iter()
             .flat_map(|layer| layer.rules())
             .filter(|rule| rule.rule.decision != Decision::Allow && rule.action.is_match(action))
@@ -263,6 +271,11 @@ impl Policy {
             winner.offer(Layer::Promise, promise.compiled(), false);
         }
 
+        // The managed policy last: it only tightens, and no layer before it can undo that.
+        if let Some(rule) = self.managed.strictest(&subject.action, &candidate, &scope) {
+            winner.offer(Layer::Managed, rule, false);
+        }
+
         self.explain(subject, winner)
     }
 
@@ -334,9 +347,64 @@ impl PolicyBuilder {
         self
     }
 
+    /// Adds the system's managed rules (`/etc/bosun/requirements.toml`) and checks the file's
+    /// examples. Add them first: user and project rules added later that would loosen one of
+    /// them are refused. A managed rule may only restrict (`review`, `ask`, `deny`).
+    pub fn managed(self, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        if let Some(rule) = file
+            .rules
+            .iter()
+            .find(|rule| rule.get_ref().decision == Decision::Allow)
+        {
+            let location = source.locate(rule.span().start);
+            return Err(PolicyError::ManagedAllows {
+                file: location.file,
+                line: location.line,
+                action: rule.get_ref().action.clone(),
+            });
+        }
+        self.add(Layer::Managed, file, source)
+    }
+
     /// Adds the user's config rules (`$BOSUN_HOME/config.toml`) and checks the file's examples.
+    ///
+    /// # Errors
+    /// Besides a bad pattern or a failing example, a rule that would loosen a managed rule
+    /// ([`PolicyError::LoosensManaged`]).
     pub fn user(self, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        self.check_managed(&file, &source)?;
         self.add(Layer::User, file, source)
+    }
+
+    /// Adds rules the user's answers wrote (approvals remembered as "always"), in the user
+    /// layer. Unlike [`PolicyBuilder::user`] a rule looser than a managed one is kept, not
+    /// refused (the person wrote no rule; the managed one still decides).
+    pub fn remembered(self, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        self.add(Layer::User, file, source)
+    }
+
+    /// Refuses a rule of `file` that decides more loosely than a managed rule on a subject both
+    /// could match: strictest wins, so such a rule could never take effect, and a person who
+    /// wrote it should hear so at load rather than find out at a call.
+    fn check_managed(&self, file: &PolicyFile, source: &Source) -> Result<(), PolicyError> {
+        for spanned in &file.rules {
+            let rule = spanned.get_ref();
+            if let Some(managed) =
+                self.policy.managed.rules().iter().find(|m| {
+                    rule.decision < m.rule.decision && crate::matcher::may_overlap(rule, m)
+                })
+            {
+                let location = source.locate(spanned.span().start);
+                return Err(PolicyError::LoosensManaged {
+                    file: location.file,
+                    line: location.line,
+                    rule: rule.to_string(),
+                    managed: managed.text.clone(),
+                    managed_at: managed.source.clone().unwrap_or_default(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Adds a project's config rules (`<workspace>/.bosun/config.toml`) and checks the file's
@@ -358,6 +426,7 @@ impl PolicyBuilder {
         }
         self.project_trust = Some(trusted);
         self.policy.project_trusted = trusted;
+        self.check_managed(&file, &source)?;
         self.add(Layer::Project, file, source)
     }
 
@@ -367,18 +436,19 @@ impl PolicyBuilder {
     }
 
     fn add(mut self, layer: Layer, file: PolicyFile, source: Source) -> Result<Self, PolicyError> {
+        let mut locator = crate::file::Locator::new(&source);
         let rules = file
             .rules
             .into_iter()
             .map(|spanned| {
-                let location = source.locate(spanned.span().start);
+                let location = locator.locate(spanned.span().start);
                 crate::matcher::CompiledRule::compile(spanned.into_inner(), &location, true)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let set = if layer == Layer::User {
-            &mut self.policy.user
-        } else {
-            &mut self.policy.project
+        let set = match layer {
+            Layer::User => &mut self.policy.user,
+            Layer::Managed => &mut self.policy.managed,
+            _ => &mut self.policy.project,
         };
         *set = set
             .extended(rules)

@@ -458,6 +458,123 @@ fn every_call_writes_a_trace_that_inspect_renders() {
     assert_eq!(code(&env.bosun(&["inspect", "no-such-run"])), 2);
 }
 
+/// Runs `bosun ARGS` to its end, handing each line of its stdout to `line` as it comes, and
+/// returns its exit code, its stderr and its own peak resident set in KiB (from `wait4`, which
+/// reports that child alone). The peak of a child includes the memory of the process that
+/// started it up to its `exec`, so the caller must not hold much itself: this reads the output
+/// a line at a time.
+// The child is waited for with `wait4` (for its resource use), which the lint cannot see.
+#[allow(unsafe_code, clippy::zombie_processes)]
+fn bosun_lines_with_peak_rss(
+    env: &Env,
+    args: &[&str],
+    mut line: impl FnMut(&str),
+) -> (i32, String, i64) {
+    use std::io::{BufRead as _, Read as _};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(args)
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut text = String::new();
+    while reader.read_line(&mut text).unwrap() > 0 {
+        line(&text);
+        text.clear();
+    }
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data that `wait4` fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: the pid is our own child, not waited for yet; the pointers are to locals.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, errors.join().unwrap(), usage.ru_maxrss)
+}
+
+/// `bosun inspect` reads a trace a line at a time, in text and in JSON: on a trace of 64 MB its
+/// peak memory stays below half the file's size, where reading it whole (as it once did) holds
+/// the file and more. Memory, not time, so the bound does not depend on the machine's load.
+#[test]
+fn inspect_streams_a_long_trace_holding_none_of_it() {
+    use std::io::{BufRead as _, Write as _};
+    let env = Env::new();
+    env.bosun(&["tools", "call", "read_file", r#"{"path": "src/lib.rs"}"#]);
+    let [path] = env.runs().try_into().unwrap();
+    let recorded = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = recorded.lines().collect();
+    let (first, call, last) = (lines[0], &lines[1..lines.len() - 1], lines[lines.len() - 1]);
+    assert_eq!(call.len(), 4, "{recorded}");
+    let mut one_call = call.join("\n");
+    one_call.push('\n');
+    let size = 64 * 1024 * 1024;
+    let calls = size / one_call.len() + 1;
+    // Written as it is made: this process's own peak counts in its child's (see above).
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(file, "{first}").unwrap();
+    for _ in 0..calls {
+        file.write_all(one_call.as_bytes()).unwrap();
+    }
+    writeln!(file, "{last}").unwrap();
+    file.into_inner().unwrap().sync_all().unwrap();
+    let half_the_file_kib = i64::try_from(size / 2 / 1024).unwrap();
+
+    let mut expected = std::io::BufReader::new(std::fs::File::open(&path).unwrap()).lines();
+    let mut same = true;
+    let (code, err, peak) =
+        bosun_lines_with_peak_rss(&env, &["inspect", "last", "--json"], |line| {
+            same &= expected.next().is_some_and(|e| e.unwrap() + "\n" == line);
+        });
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        same && expected.next().is_none(),
+        "--json must write the trace as it is"
+    );
+    assert!(
+        peak < half_the_file_kib,
+        "inspect --json peaked at {peak} KiB"
+    );
+
+    let mut started = 0;
+    let (code, err, peak) = bosun_lines_with_peak_rss(
+        &env,
+        &["inspect", "last", "--kind", "tool.started"],
+        |line| {
+            started += usize::from(line.contains(" started read_file"));
+        },
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(started, calls);
+    assert!(
+        peak < half_the_file_kib,
+        "inspect --kind peaked at {peak} KiB"
+    );
+
+    let (mut proposed, mut end) = (0, String::new());
+    let (code, err, peak) = bosun_lines_with_peak_rss(&env, &["inspect", "last"], |line| {
+        proposed += usize::from(line.contains(" proposed read_file"));
+        end = line.to_owned();
+    });
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(proposed, calls);
+    assert!(end.trim_end().ends_with("finished: completed"), "{end}");
+    assert!(peak < half_the_file_kib, "inspect peaked at {peak} KiB");
+}
+
 /// The rendered trace as a person reads it (`bosun inspect`): a snapshot, so a change to the
 /// rendering is a reviewed change. Run ids, times, durations and paths vary and are masked.
 #[test]

@@ -13,19 +13,54 @@ fn short(value: &serde_json::Value, max: usize) -> String {
     }
 }
 
-/// Renders a run for a person.
+/// Renders a run for a person: its events, then the labels the session took on.
 pub fn render(envelopes: &[Envelope]) -> String {
-    use std::fmt::Write as _;
     let mut out = String::new();
-    let Some(first) = envelopes.first() else {
-        return "empty trace\n".to_owned();
-    };
-    let start = first.timestamp;
-    let _ = writeln!(out, "run {}", first.run_id);
-    if let Some(parent) = &first.parent_run_id {
-        let _ = writeln!(out, "  parent run {parent}");
-    }
+    let mut timeline = Timeline::default();
     for envelope in envelopes {
+        timeline.write(envelope, &mut out);
+    }
+    if timeline.is_empty() {
+        return EMPTY.to_owned();
+    }
+    let mut labels = Labels::default();
+    for envelope in envelopes {
+        labels.write(envelope, &mut out);
+    }
+    out
+}
+
+/// What a run with no event renders as.
+pub const EMPTY: &str = "empty trace\n";
+
+/// The timeline of a run's events, rendered one envelope at a time so that a reader can
+/// stream a trace of any length: it keeps only the run's start time.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    start: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Timeline {
+    /// Whether no envelope was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_none()
+    }
+
+    /// Appends the lines of `envelope` to `out`; the first envelope also writes the run's
+    /// heading and sets the time the others are counted from.
+    pub fn write(&mut self, envelope: &Envelope, out: &mut String) {
+        use std::fmt::Write as _;
+        let start = match self.start {
+            Some(start) => start,
+            None => {
+                let _ = writeln!(out, "run {}", envelope.run_id);
+                if let Some(parent) = &envelope.parent_run_id {
+                    let _ = writeln!(out, "  parent run {parent}");
+                }
+                self.start = Some(envelope.timestamp);
+                envelope.timestamp
+            }
+        };
         let at = (envelope.timestamp - start).num_milliseconds();
         let _ = match &envelope.event {
             Event::RunStarted {
@@ -291,23 +326,39 @@ pub fn render(envelopes: &[Envelope]) -> String {
             }
         };
     }
-    out.push_str(&labels_timeline(envelopes, start));
-    out
 }
 
 /// The session's labels over the run, apart: each rise of its level, the untrusted input it
-/// read, a hook's label, and every decision information flow tightened — with why.
-fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>) -> String {
-    use std::fmt::Write as _;
-    let mut lines = String::new();
-    let mut level = Classification::Public;
-    let mut untrusted: Option<String> = None;
-    for envelope in envelopes {
+/// read, a hook's label, and every decision information flow tightened — with why. Written
+/// one envelope at a time, after the [`Timeline`] (a second pass over the same envelopes); it
+/// keeps only the session's state, not the lines it wrote.
+#[derive(Debug, Default)]
+pub struct Labels {
+    start: Option<chrono::DateTime<chrono::Utc>>,
+    level: Classification,
+    untrusted: bool,
+    /// Whether the heading was written.
+    headed: bool,
+    /// One envelope's lines, before the heading is known to be needed.
+    lines: String,
+}
+
+impl Labels {
+    /// Appends the label lines of `envelope` to `out`, under the heading written before the
+    /// first of them.
+    pub fn write(&mut self, envelope: &Envelope, out: &mut String) {
+        use std::fmt::Write as _;
+        let start = *self.start.get_or_insert(envelope.timestamp);
         let at = (envelope.timestamp - start).num_milliseconds();
-        let state = |level: Classification, untrusted: &Option<String>| match untrusted {
-            Some(_) => format!("{level}, untrusted"),
-            None => level.to_string(),
+        let state = |level: Classification, untrusted: bool| {
+            if untrusted {
+                format!("{level}, untrusted")
+            } else {
+                level.to_string()
+            }
         };
+        let lines = &mut self.lines;
+        lines.clear();
         match &envelope.event {
             Event::TaintRaised {
                 call_id,
@@ -315,11 +366,11 @@ fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>)
                 from,
                 to,
             } => {
-                level = level.max(*to);
+                self.level = self.level.max(*to);
                 let _ = writeln!(
                     lines,
                     "  [{at:>5} ms] {call_id} {tool}: level {from} → {to}  (session: {})",
-                    state(level, &untrusted)
+                    state(self.level, self.untrusted)
                 );
             }
             Event::UntrustedInput {
@@ -327,12 +378,12 @@ fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>)
                 tool,
                 source,
             } => {
-                untrusted.get_or_insert_with(|| source.clone());
+                self.untrusted = true;
                 let _ = writeln!(
                     lines,
                     "  [{at:>5} ms] {call_id} {tool}: untrusted input from {}  (session: {})",
                     crate::approval::sanitize_for_terminal(source),
-                    state(level, &untrusted)
+                    state(self.level, self.untrusted)
                 );
             }
             Event::HookApplied {
@@ -371,15 +422,19 @@ fn labels_timeline(envelopes: &[Envelope], start: chrono::DateTime<chrono::Utc>)
                         check.decision,
                         crate::approval::sanitize_for_terminal(&check.subject),
                         crate::approval::sanitize_for_terminal(&check.rule),
-                        state(level, &untrusted)
+                        state(self.level, self.untrusted)
                     );
                 }
             }
             _ => {}
         }
+        if lines.is_empty() {
+            return;
+        }
+        if !self.headed {
+            out.push_str("labels (the session's level and integrity, and what they decided):\n");
+            self.headed = true;
+        }
+        out.push_str(lines);
     }
-    if lines.is_empty() {
-        return String::new();
-    }
-    format!("labels (the session's level and integrity, and what they decided):\n{lines}")
 }

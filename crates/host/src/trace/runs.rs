@@ -70,32 +70,70 @@ pub fn find_run(runs_dir: &Path, which: &str) -> Result<PathBuf, TraceError> {
         })
 }
 
-/// Reads every envelope of a trace file.
+/// Reads every envelope of a trace file into memory. A reader that can take them one at a
+/// time (rendering, filtering) uses [`envelopes`], which holds one line at a time.
 pub fn read_run(path: &Path) -> Result<Vec<Envelope>, TraceError> {
+    envelopes(path)?.collect()
+}
+
+/// The envelopes of a trace file, read one line at a time: memory stays that of the longest
+/// line however many calls the run made.
+pub fn envelopes(path: &Path) -> Result<Envelopes, TraceError> {
     let file = File::open(path).map_err(|source| TraceError::Read {
         path: path.into(),
         source,
     })?;
-    let mut envelopes = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| TraceError::Read {
-            path: path.into(),
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let envelope = serde_json::from_str(&line).map_err(|e| TraceError::Parse {
-            path: path.into(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        envelopes.push(envelope);
-    }
-    Ok(envelopes)
+    Ok(Envelopes {
+        path: path.into(),
+        reader: BufReader::with_capacity(64 * 1024, file),
+        line: String::new(),
+        number: 0,
+    })
 }
 
-/// started it), oldest first. Reads only the first line of each trace.
+/// The envelopes of one trace file, in order; see [`envelopes`].
+pub struct Envelopes {
+    path: PathBuf,
+    reader: BufReader<File>,
+    /// The line being read, reused for every line.
+    line: String,
+    /// The 1-based number of the line last read.
+    number: usize,
+}
+
+impl Iterator for Envelopes {
+    type Item = Result<Envelope, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.line.clear();
+            self.number += 1;
+            match self.reader.read_line(&mut self.line) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(source) => {
+                    return Some(Err(TraceError::Read {
+                        path: self.path.clone(),
+                        source,
+                    }));
+                }
+            }
+            if self.line.trim().is_empty() {
+                continue;
+            }
+            return Some(
+                serde_json::from_str(&self.line).map_err(|e| TraceError::Parse {
+                    path: self.path.clone(),
+                    line: self.number,
+                    message: e.to_string(),
+                }),
+            );
+        }
+    }
+}
+
+/// The runs `run_id` started: its subagents' runs, each with the command that
+/// started it, oldest first. Reads only the first line of each trace.
 pub fn children_of(runs_dir: &Path, run_id: &str) -> Vec<(String, String)> {
     use std::io::Read as _;
     let Ok(entries) = fs::read_dir(runs_dir) else {
@@ -135,4 +173,54 @@ pub fn children_of(runs_dir: &Path, run_id: &str) -> Vec<(String, String)> {
         .into_iter()
         .map(|(_, id, command)| (id, command))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn line(sequence: u64) -> String {
+        let envelope = Envelope {
+            schema_version: bosun_core::TRACE_SCHEMA_VERSION,
+            run_id: "r1".into(),
+            parent_run_id: None,
+            sequence,
+            timestamp: chrono::Utc::now(),
+            event: Event::ToolStarted {
+                call_id: format!("c{sequence}"),
+                tool: "read_file".into(),
+            },
+        };
+        serde_json::to_string(&envelope).unwrap()
+    }
+
+    /// The reader hands out each envelope as its line is read: the ones before a damaged line
+    /// come out before the damage is found, and the error names the damaged line (blank lines
+    /// counted, as an editor counts them). A reader that loaded the file first would fail
+    /// before giving any.
+    #[test]
+    fn envelopes_are_read_one_line_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r1.jsonl");
+        fs::write(
+            &path,
+            format!("{}\n\n{}\nnot json\n{}\n", line(0), line(1), line(2)),
+        )
+        .unwrap();
+        let mut read = envelopes(&path).unwrap();
+        assert_eq!(read.next().unwrap().unwrap().sequence, 0);
+        assert_eq!(read.next().unwrap().unwrap().sequence, 1);
+        match read.next().unwrap() {
+            Err(TraceError::Parse { line, .. }) => assert_eq!(line, 4),
+            other => panic!("expected the damaged line, got {other:?}"),
+        }
+        assert_eq!(read.next().unwrap().unwrap().sequence, 2);
+        assert!(read.next().is_none());
+        // `read_run` stops at the damage, as it always did.
+        assert!(matches!(
+            read_run(&path),
+            Err(TraceError::Parse { line: 4, .. })
+        ));
+    }
 }

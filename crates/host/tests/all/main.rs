@@ -9,6 +9,7 @@ mod checkpoint;
 mod chokepoint;
 mod flow;
 mod js_plugins;
+mod managed;
 mod plugin_logs;
 mod remembered;
 mod skills;

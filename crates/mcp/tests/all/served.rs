@@ -29,9 +29,10 @@ async fn serve(host: Host, token: Option<&str>) -> (String, CancellationToken) {
     let options = HttpOptions {
         token: token.map(str::to_owned),
         allowed_origins: Vec::new(),
+        allowed_hosts: Vec::new(),
         cancel: cancel.clone(),
     };
-    let served = Served::new(Arc::new(host), "serve --http");
+    let served = Served::new(Arc::new(host), "serve --http").unwrap();
     tokio::spawn(serve_http(served, listener, options));
     (url, cancel)
 }
@@ -47,7 +48,7 @@ async fn session(
     rmcp::service::RunningService<rmcp::RoleClient, ()>,
     tokio::task::JoinHandle<()>,
 ) {
-    let served = Served::new(Arc::new(host), "serve --stdio");
+    let served = Served::new(Arc::new(host), "serve --stdio").unwrap();
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let server = tokio::spawn(async move {
         if let Ok(running) = served.session().serve(tokio::io::split(server_io)).await {
@@ -264,7 +265,7 @@ async fn a_served_host_with_a_token_refuses_a_client_without_it() {
 async fn serving_beyond_loopback_without_a_token_is_refused() {
     let dirs = Dirs::new();
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let served = Served::new(Arc::new(dirs.host()), "serve --http");
+    let served = Served::new(Arc::new(dirs.host()), "serve --http").unwrap();
     let error = serve_http(served, listener, HttpOptions::default())
         .await
         .unwrap_err();

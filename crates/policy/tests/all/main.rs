@@ -6,6 +6,7 @@
 mod common;
 mod files;
 mod fuzzing;
+mod managed;
 mod matching;
 mod precedence;
 mod scale;

@@ -1,0 +1,489 @@
+//! The managed policy: a system file (`/etc/bosun/requirements.toml`) of constraints that the
+//! user's and the project's configs cannot loosen — permission modes, the OS sandbox, policy
+//! rules, which MCP servers (by name and identity), registries (with their pinned keys) and
+//! plugin directories may be used.
+//!
+//! Strictest wins. Where the user's config leaves a constrained setting at its default, the
+//! managed value is applied (the sandbox's `require`, a registry's pinned keys); where the
+//! user's or project's config *says* something looser, loading refuses it with an error naming
+//! the managed rule's `file:line`. The policy rules are a layer of their own in `bosun-policy`
+//! ([`bosun_policy::PolicyBuilder::managed`]), judged last at every call.
+//!
+//! `BOSUN_MANAGED_CONFIG` names the file on machines without the system file (containers,
+//! tests). It never replaces a system file: when `/etc/bosun/requirements.toml` exists, it is
+//! the managed policy, whatever the variable says, so a user cannot point Bosun elsewhere.
+//! This module reads and checks; it never writes a config.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bosun_policy::{Mode, PolicyFile};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::mcp_config::McpServerConfig;
+
+/// Where the managed policy lives.
+pub const SYSTEM_PATH: &str = "/etc/bosun/requirements.toml";
+
+/// The variable naming the managed file where there is no system file.
+pub const PATH_ENV: &str = "BOSUN_MANAGED_CONFIG";
+
+/// The managed file: every table optional; an absent one constrains nothing.
+///
+/// ```toml
+/// allowed_modes = ["read-only", "workspace-write"]
+///
+/// [sandbox]
+/// enabled = true     # users cannot turn the OS sandbox off
+/// require = true     # every confinement layer enforced, or no child starts
+///
+/// [[policy.rules]]
+/// action = "process.spawn"
+/// program = "**/curl"
+/// decision = "deny"
+///
+/// [[mcp.allowed]]
+/// name = "docs"
+/// command = "/usr/local/bin/docs-mcp"
+///
+/// [[registries.allowed]]
+/// url = "https://plugins.example.com/"
+/// keys = ["<64 hex digits>"]
+///
+/// [plugins]
+/// allowed_dirs = ["/opt/bosun/plugins"]
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedConfig {
+    /// The permission modes a user may choose.
+    #[serde(default)]
+    pub allowed_modes: Option<Spanned<Vec<Mode>>>,
+    /// The OS sandbox of every child process.
+    #[serde(default)]
+    pub sandbox: ManagedSandbox,
+    /// Rules judged last, which only tighten: `review`, `ask` or `deny`.
+    #[serde(default)]
+    pub policy: PolicyFile,
+    /// Which MCP servers may be configured.
+    #[serde(default)]
+    pub mcp: ManagedMcp,
+    /// Which plugin registries may be configured, and their keys.
+    #[serde(default)]
+    pub registries: ManagedRegistries,
+    /// Where user plugins may be loaded from.
+    #[serde(default)]
+    pub plugins: ManagedPlugins,
+}
+
+/// `[sandbox]` of the managed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedSandbox {
+    /// `true`: the user's `[sandbox] enabled = false` is refused.
+    #[serde(default)]
+    pub enabled: Option<Spanned<bool>>,
+    /// `true`: children start only when every confinement layer is enforced.
+    #[serde(default)]
+    pub require: Option<Spanned<bool>>,
+}
+
+/// `[mcp]` of the managed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedMcp {
+    /// When set, the only servers a user may configure: each by name **and** identity.
+    #[serde(default)]
+    pub allowed: Option<Vec<Spanned<McpIdentity>>>,
+}
+
+/// One allowed MCP server: its name and exactly what it runs or reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpIdentity {
+    /// The `[mcp.<name>]` it may be configured as.
+    pub name: String,
+    /// The program, exactly as the user's `command` must say it.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The endpoint, exactly as the user's `url` must say it.
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// `[registries]` of the managed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedRegistries {
+    /// When set, the only sources a user may configure, by `url` or `path`.
+    #[serde(default)]
+    pub allowed: Option<Vec<Spanned<RegistryIdentity>>>,
+    /// URL prefixes no source may have.
+    #[serde(default)]
+    pub blocked: Vec<Spanned<String>>,
+}
+
+/// One allowed registry and the root keys pinned for it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryIdentity {
+    /// Its address.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Its folder.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// Root key ids: a user's `keys` for it must be among them; none written means these.
+    #[serde(default)]
+    pub keys: Vec<String>,
+}
+
+/// `[plugins]` of the managed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedPlugins {
+    /// When set, a user plugin's directory must lie beneath one of these (absolute; `~/` is
+    /// the user's home, `$BOSUN_HOME` Bosun's).
+    #[serde(default)]
+    pub allowed_dirs: Option<Spanned<Vec<String>>>,
+    /// Local plugin names that may not be configured.
+    #[serde(default)]
+    pub blocked: Vec<Spanned<String>>,
+}
+
+/// The managed file as read: where, its text, and what it says.
+#[derive(Debug, Clone)]
+pub struct Managed {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text (for line numbers).
+    pub text: String,
+    /// Its constraints.
+    pub config: ManagedConfig,
+}
+
+/// Why the managed file, or a setting against it, was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The setting refused, e.g. `mode` or `mcp.docs.command`.
+    pub key: String,
+    /// The managed rule: `file:line: what it says`.
+    pub rule: String,
+    /// What to do.
+    pub message: String,
+}
+
+/// The managed file cannot be read or parsed.
+#[derive(Debug)]
+pub enum LoadError {
+    /// Unreadable.
+    Read(PathBuf, std::io::Error),
+    /// Not valid (line and column, message).
+    Parse(PathBuf, usize, usize, String),
+}
+
+/// Which file holds the managed policy: the system file when it exists, else the one
+/// `BOSUN_MANAGED_CONFIG` names, else none.
+pub fn managed_path(var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    let system = Path::new(SYSTEM_PATH);
+    if system.exists() {
+        return Some(system.to_owned());
+    }
+    var.filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+impl Managed {
+    /// Reads the managed file at `path` ([`managed_path`] finds this machine's).
+    ///
+    /// # Errors
+    /// A file that cannot be read or parsed: Bosun does not run without the policy it was
+    /// given.
+    pub fn read(path: &Path) -> Result<Managed, LoadError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| LoadError::Read(path.to_owned(), e))?;
+        let config: ManagedConfig = toml::from_str(&text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|s| bosun_core::text::line_col(&text, s.start))
+                .unwrap_or((1, 1));
+            LoadError::Parse(path.to_owned(), line, column, e.message().trim().to_owned())
+        })?;
+        Ok(Managed {
+            path: path.to_owned(),
+            text,
+            config,
+        })
+    }
+
+    /// `file:line` of a managed entry.
+    pub fn at(&self, span: std::ops::Range<usize>) -> String {
+        format!(
+            "{}:{}",
+            self.path.display(),
+            bosun_core::text::line_col(&self.text, span.start).0
+        )
+    }
+
+    fn refusal(
+        &self,
+        key: impl Into<String>,
+        span: std::ops::Range<usize>,
+        says: &str,
+        message: impl Into<String>,
+    ) -> Refusal {
+        Refusal {
+            key: key.into(),
+            rule: format!("{}: {says}", self.at(span)),
+            message: message.into(),
+        }
+    }
+
+    /// Refuses a permission mode the managed file does not allow.
+    ///
+    /// # Errors
+    /// The mode is not among `allowed_modes`.
+    pub fn check_mode(&self, mode: Mode) -> Result<(), Refusal> {
+        let Some(allowed) = &self.config.allowed_modes else {
+            return Ok(());
+        };
+        if allowed.get_ref().contains(&mode) {
+            return Ok(());
+        }
+        let names: Vec<&str> = allowed.get_ref().iter().map(|m| m.as_str()).collect();
+        Err(self.refusal(
+            "mode",
+            allowed.span(),
+            &format!("allowed_modes = {names:?}"),
+            format!(
+                "mode `{}` is not allowed on this machine: use one of {}",
+                mode.as_str(),
+                names.join(", ")
+            ),
+        ))
+    }
+
+    /// Checks the user's sandbox settings and applies the managed ones the user left at their
+    /// defaults.
+    ///
+    /// # Errors
+    /// The user turned the sandbox off where the managed file keeps it on.
+    pub fn apply_sandbox(&self, sandbox: &mut bosun_launch::SandboxConfig) -> Result<(), Refusal> {
+        if let Some(enabled) = &self.config.sandbox.enabled
+            && *enabled.get_ref()
+            && !sandbox.enabled
+        {
+            return Err(self.refusal(
+                "sandbox.enabled",
+                enabled.span(),
+                "[sandbox] enabled = true",
+                "the OS sandbox cannot be turned off on this machine: remove `enabled = false` from [sandbox]",
+            ));
+        }
+        if let Some(require) = &self.config.sandbox.require
+            && *require.get_ref()
+        {
+            sandbox.require = true;
+        }
+        Ok(())
+    }
+
+    /// Refuses an MCP server the managed file does not allow by name and identity.
+    ///
+    /// # Errors
+    /// A configured server (enabled or not) that no `[[mcp.allowed]]` entry names with the same
+    /// `command` or `url`.
+    pub fn check_mcp(&self, servers: &BTreeMap<String, McpServerConfig>) -> Result<(), Refusal> {
+        let Some(allowed) = &self.config.mcp.allowed else {
+            return Ok(());
+        };
+        for (name, server) in servers {
+            let by_name: Vec<&Spanned<McpIdentity>> = allowed
+                .iter()
+                .filter(|a| a.get_ref().name == *name)
+                .collect();
+            let same = by_name.iter().any(|a| {
+                let a = a.get_ref();
+                match (&server.command, &server.url) {
+                    (Some(command), None) => a.command.as_ref() == Some(command) && a.url.is_none(),
+                    (None, Some(url)) => a.url.as_ref() == Some(url) && a.command.is_none(),
+                    _ => false,
+                }
+            });
+            if same {
+                continue;
+            }
+            let (span, says, message) = match by_name.first() {
+                Some(entry) => {
+                    let identity = entry
+                        .get_ref()
+                        .command
+                        .as_ref()
+                        .map(|c| format!("command = {c:?}"))
+                        .or_else(|| entry.get_ref().url.as_ref().map(|u| format!("url = {u:?}")))
+                        .unwrap_or_default();
+                    (
+                        entry.span(),
+                        format!("[[mcp.allowed]] name = {name:?} {identity}"),
+                        format!(
+                            "[mcp.{name}] is allowed only as {identity}: a server under an allowed name that runs or reaches something else is refused"
+                        ),
+                    )
+                }
+                None => (
+                    allowed.first().map_or(0..0, Spanned::span),
+                    "[[mcp.allowed]] (an allowlist)".to_owned(),
+                    format!(
+                        "[mcp.{name}] is not among the MCP servers allowed on this machine: remove it, or ask whoever manages this machine to allow it"
+                    ),
+                ),
+            };
+            return Err(self.refusal(format!("mcp.{name}"), span, &says, message));
+        }
+        Ok(())
+    }
+
+    /// Checks the user's registries against the allowlist, blocklist and pinned keys, and pins
+    /// the managed keys where the user pinned none.
+    ///
+    /// # Errors
+    /// A blocked or unlisted source, or keys the managed file does not pin.
+    pub fn apply_registries(
+        &self,
+        sources: &mut BTreeMap<String, bosun_registry::RegistryConfig>,
+    ) -> Result<(), Refusal> {
+        let rules = &self.config.registries;
+        for (name, source) in sources.iter_mut() {
+            let key = format!("registries.{name}");
+            if let Some(url) = &source.url
+                && let Some(block) = rules.blocked.iter().find(|b| url.starts_with(b.get_ref()))
+            {
+                return Err(self.refusal(
+                    key,
+                    block.span(),
+                    &format!("[registries] blocked = [{:?}]", block.get_ref()),
+                    format!(
+                        "the source {url} is blocked on this machine: remove [registries.{name}]"
+                    ),
+                ));
+            }
+            let Some(allowed) = &rules.allowed else {
+                continue;
+            };
+            let entry = allowed.iter().find(|a| {
+                let a = a.get_ref();
+                (a.url.is_some() && a.url == source.url)
+                    || (a.path.is_some() && a.path == source.path)
+            });
+            let Some(entry) = entry else {
+                let identity = source
+                    .url
+                    .clone()
+                    .or_else(|| source.path.as_ref().map(|p| p.display().to_string()))
+                    .unwrap_or_default();
+                return Err(self.refusal(
+                    key,
+                    allowed.first().map_or(0..0, Spanned::span),
+                    "[[registries.allowed]] (an allowlist)",
+                    format!(
+                        "the source {identity} is not among the registries allowed on this machine: remove [registries.{name}], or ask whoever manages this machine to allow it"
+                    ),
+                ));
+            };
+            let pinned = &entry.get_ref().keys;
+            if pinned.is_empty() {
+                continue;
+            }
+            if let Some(stray) = source.keys.iter().find(|k| !pinned.contains(k)) {
+                return Err(self.refusal(
+                    format!("{key}.keys"),
+                    entry.span(),
+                    "[[registries.allowed]] keys = [...]",
+                    format!(
+                        "the root key {stray} is not one this machine pins for this source: remove it (the managed keys apply)"
+                    ),
+                ));
+            }
+            if source.keys.is_empty() {
+                source.keys = pinned.clone();
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a user plugin outside the allowed directories, or blocked by name. `home` is
+    /// `$BOSUN_HOME`, against which relative plugin paths resolve.
+    ///
+    /// # Errors
+    /// The first plugin refused.
+    pub fn check_plugins(
+        &self,
+        plugins: &BTreeMap<String, bosun_plugins::PluginConfig>,
+        home: &Path,
+    ) -> Result<(), Refusal> {
+        let rules = &self.config.plugins;
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        let dirs: Option<Vec<PathBuf>> = rules.allowed_dirs.as_ref().map(|dirs| {
+            dirs.get_ref()
+                .iter()
+                .map(|d| expand(d, home, user_home.as_deref()))
+                .collect()
+        });
+        for (name, plugin) in plugins {
+            let key = format!("plugins.{name}");
+            if let Some(block) = rules.blocked.iter().find(|b| b.get_ref() == name) {
+                return Err(self.refusal(
+                    key,
+                    block.span(),
+                    &format!("[plugins] blocked = [{name:?}]"),
+                    format!(
+                        "the plugin {name} is blocked on this machine: remove [plugins.{name}]"
+                    ),
+                ));
+            }
+            let (Some(dirs), Some(spanned)) = (&dirs, &rules.allowed_dirs) else {
+                continue;
+            };
+            let path = lexical(&home.join("plugins").join(&plugin.path));
+            if !dirs.iter().any(|d| path.starts_with(lexical(d))) {
+                return Err(self.refusal(
+                    key,
+                    spanned.span(),
+                    &format!("[plugins] allowed_dirs = {:?}", spanned.get_ref()),
+                    format!(
+                        "{} is not in a plugin directory allowed on this machine: install the plugin from an allowed registry, or ask whoever manages this machine",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `~/` and `$BOSUN_HOME` expanded.
+fn expand(dir: &str, home: &Path, user_home: Option<&Path>) -> PathBuf {
+    if let Some(rest) = dir.strip_prefix("$BOSUN_HOME") {
+        return home.join(rest.trim_start_matches('/'));
+    }
+    match (dir.strip_prefix("~/"), user_home) {
+        (Some(rest), Some(user_home)) => user_home.join(rest),
+        _ => PathBuf::from(dir),
+    }
+}
+
+/// `path` with `.` dropped and `dir/..` folded, so `allowed/../elsewhere` is not beneath
+/// `allowed`.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
