@@ -97,3 +97,211 @@ pub fn read_hooks(value: &Value, what: &str, into: &mut HookMap, warnings: &mut 
         }
     }
 }
+
+/// Whether `matcher` (a regular expression over Claude Code's tool names, whole-name; empty or
+/// `*` for all) matches `tool`. A matcher that is not a valid expression matches nothing.
+pub fn matches(matcher: Option<&str>, tool: &str) -> bool {
+    match matcher.map(str::trim) {
+        None | Some("" | "*") => true,
+        Some(pattern) => {
+            regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|r| r.is_match(tool))
+        }
+    }
+}
+
+/// What a hook said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookOutcome {
+    /// Go on (exit 0 with nothing to say, or an `allow`, which never loosens Bosun's policy).
+    Continue,
+    /// Stop the call or the prompt (exit 2, `deny`, `decision: "block"`, `continue: false`).
+    Block(String),
+    /// Ask a person (`permissionDecision: "ask"`).
+    Ask(String),
+    /// Exit 0 with text to add as context (UserPromptSubmit, SessionStart).
+    Context(String),
+    /// It failed without blocking (another exit code, a timeout): shown, not obeyed.
+    Failed(String),
+}
+
+/// Where and how a plugin's hook runs.
+#[derive(Debug, Clone, Copy)]
+pub struct HookPlace<'a> {
+    /// The sandbox launcher.
+    pub launcher: &'a bosun_launch::Launcher,
+    /// `${CLAUDE_PLUGIN_ROOT}`: readable.
+    pub root: &'a std::path::Path,
+    /// `${CLAUDE_PLUGIN_DATA}`: the one folder it may write.
+    pub data: &'a std::path::Path,
+    /// The workspace (`CLAUDE_PROJECT_DIR`, its working directory): readable.
+    pub workspace: &'a std::path::Path,
+}
+
+/// Most bytes of a hook's stdout or stderr kept.
+const MAX_HOOK_OUTPUT: usize = 64 * 1024;
+
+/// Runs a `command` handler with `input` on stdin, confined: it reads the plugin and the
+/// workspace, writes only its data folder, has no network, and is killed after its timeout
+/// (default 60 s). Its command line runs under `/bin/sh -c` inside the sandbox, as Claude
+/// Code's does under the user's shell.
+pub async fn run_handler(place: HookPlace<'_>, handler: &Handler, input: &Value) -> HookOutcome {
+    use tokio::io::AsyncWriteExt;
+    let Some(command_line) = &handler.command else {
+        return HookOutcome::Failed("the hook has no command".to_owned());
+    };
+    let expanded = crate::mcp::expand(command_line, place.root, place.data, &BTreeMap::new());
+    if let Err(e) = std::fs::create_dir_all(place.data) {
+        return HookOutcome::Failed(format!("could not create {}: {e}", place.data.display()));
+    }
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(&expanded)
+        .current_dir(place.workspace)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", place.data)
+        .env("CLAUDE_PLUGIN_ROOT", place.root)
+        .env("CLAUDE_PLUGIN_DATA", place.data)
+        .env("CLAUDE_PROJECT_DIR", place.workspace)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut confinement =
+        bosun_launch::Confinement::new(place.data.to_path_buf(), bosun_launch::Network::Off);
+    confinement.read = vec![place.root.to_path_buf(), place.workspace.to_path_buf()];
+    let seconds = handler
+        .timeout
+        .filter(|t| *t > 0.0 && *t <= 600.0)
+        .unwrap_or(60.0);
+    confinement.cpu_seconds = Some(seconds.ceil() as u64 + 1);
+    let (mut child, jail) = match place.launcher.spawn(command, &confinement) {
+        Ok(started) => started,
+        Err(e) => return HookOutcome::Failed(format!("could not start the hook: {e}")),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = input.to_string().into_bytes();
+        // A hook that does not read its input is its own business.
+        let _ = stdin.write_all(&bytes).await;
+        drop(stdin);
+    }
+    let waited = tokio::time::timeout(
+        std::time::Duration::from_secs_f64(seconds),
+        child.wait_with_output(),
+    )
+    .await;
+    drop(jail);
+    let output = match waited {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return HookOutcome::Failed(format!("the hook failed: {e}")),
+        Err(_) => {
+            return HookOutcome::Failed(format!(
+                "the hook took longer than {seconds} s and was stopped"
+            ));
+        }
+    };
+    let text = |bytes: &[u8]| -> String {
+        let s = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_HOOK_OUTPUT)]);
+        bosun_core::escape_hidden(s.trim())
+    };
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
+    match output.status.code() {
+        Some(2) => HookOutcome::Block(if stderr.is_empty() {
+            "blocked by the hook (exit 2)".to_owned()
+        } else {
+            stderr
+        }),
+        Some(0) => answer(&stdout),
+        Some(code) => HookOutcome::Failed(format!("the hook exited {code}: {stderr}")),
+        None => HookOutcome::Failed(format!("the hook was killed: {stderr}")),
+    }
+}
+
+/// Reads a hook's stdout on exit 0: Claude Code's JSON answer, else plain text as context.
+pub fn answer(stdout: &str) -> HookOutcome {
+    let Ok(Value::Object(json)) = serde_json::from_str::<Value>(stdout) else {
+        return if stdout.is_empty() {
+            HookOutcome::Continue
+        } else {
+            HookOutcome::Context(stdout.to_owned())
+        };
+    };
+    let reason = |keys: &[&str]| -> String {
+        keys.iter()
+            .find_map(|k| {
+                json.get(*k)
+                    .or_else(|| json.get("hookSpecificOutput").and_then(|h| h.get(*k)))
+                    .and_then(Value::as_str)
+            })
+            .map(bosun_core::escape_hidden)
+            .unwrap_or_else(|| "the hook said so".to_owned())
+    };
+    let specific = json.get("hookSpecificOutput");
+    match specific
+        .and_then(|h| h.get("permissionDecision"))
+        .and_then(Value::as_str)
+    {
+        Some("deny") => return HookOutcome::Block(reason(&["permissionDecisionReason", "reason"])),
+        Some("ask") => return HookOutcome::Ask(reason(&["permissionDecisionReason", "reason"])),
+        _ => {}
+    }
+    if json.get("decision").and_then(Value::as_str) == Some("block") {
+        return HookOutcome::Block(reason(&["reason"]));
+    }
+    if json.get("continue").and_then(Value::as_bool) == Some(false) {
+        return HookOutcome::Block(reason(&["stopReason", "reason"]));
+    }
+    match specific
+        .and_then(|h| h.get("additionalContext"))
+        .and_then(Value::as_str)
+    {
+        Some(context) => HookOutcome::Context(bosun_core::escape_hidden(context)),
+        None => HookOutcome::Continue,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_are_whole_name_expressions() {
+        assert!(matches(Some("Bash"), "Bash"));
+        assert!(!matches(Some("Bash"), "BashOutput"));
+        assert!(matches(Some("Write|Edit"), "Edit"));
+        assert!(matches(None, "Read"));
+        assert!(matches(Some("*"), "Read"));
+        assert!(matches(Some("mcp__.*"), "mcp__s__t"));
+        assert!(!matches(Some("(unclosed"), "Bash"));
+    }
+
+    #[test]
+    fn answers_block_ask_or_continue_and_allow_is_only_continue() {
+        let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#;
+        assert_eq!(answer(deny), HookOutcome::Block("no".to_owned()));
+        let allow = r#"{"hookSpecificOutput":{"permissionDecision":"allow","permissionDecisionReason":"trust me"}}"#;
+        assert_eq!(answer(allow), HookOutcome::Continue);
+        assert_eq!(
+            answer(r#"{"hookSpecificOutput":{"permissionDecision":"ask"}}"#),
+            HookOutcome::Ask("the hook said so".to_owned())
+        );
+        assert_eq!(
+            answer(r#"{"decision":"block","reason":"r"}"#),
+            HookOutcome::Block("r".to_owned())
+        );
+        assert_eq!(
+            answer(r#"{"continue":false,"stopReason":"s"}"#),
+            HookOutcome::Block("s".to_owned())
+        );
+        assert_eq!(
+            answer("plain words"),
+            HookOutcome::Context("plain words".to_owned())
+        );
+        assert_eq!(answer(""), HookOutcome::Continue);
+    }
+}

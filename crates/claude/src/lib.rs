@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod marketplace;
 pub mod mcp;
 pub mod source;
+pub mod tools;
 pub mod tree;
 
 pub use install::{

@@ -1,0 +1,80 @@
+//! Claude Code's tool names and Bosun's: how a hook's `matcher`, an agent's `tools` and a
+//! command's `allowed-tools` name Bosun's tools, and how a Bosun call is shown to a hook.
+
+/// Claude Code's built-in tools and the Bosun tool each one is.
+pub const TOOL_MAP: &[(&str, &str)] = &[
+    ("Bash", "run_command"),
+    ("Read", "read_file"),
+    ("Write", "create_file"),
+    ("Edit", "apply_patch"),
+    ("MultiEdit", "apply_patch"),
+    ("Glob", "list_files"),
+    ("LS", "list_files"),
+    ("Grep", "search"),
+    ("WebFetch", "web_fetch"),
+];
+
+/// The Bosun tool a Claude Code tool name means: the map above, or an MCP tool's
+/// `mcp__<server>__<tool>` (Bosun names MCP tools the same way), else `None`.
+pub fn to_bosun(claude: &str) -> Option<String> {
+    if let Some((_, bosun)) = TOOL_MAP.iter().find(|(c, _)| *c == claude) {
+        return Some((*bosun).to_owned());
+    }
+    claude.starts_with("mcp__").then(|| claude.to_owned())
+}
+
+/// The name a hook sees for Bosun's tool `bosun` (the first Claude Code name that maps to it;
+/// any other, MCP tools included, as itself).
+pub fn to_claude(bosun: &str) -> String {
+    if let Some((claude, _)) = TOOL_MAP.iter().find(|(_, b)| *b == bosun) {
+        return (*claude).to_owned();
+    }
+    bosun.to_owned()
+}
+
+/// A tool list as Claude Code writes it (`"Read, Grep, Bash(git *)"` or YAML items): the Bosun
+/// names, each once, in order; a permission pattern such as `Bash(git *)` counts as its tool.
+/// Names with no Bosun tool are returned apart.
+pub fn list_to_bosun(items: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut known = Vec::new();
+    let mut unknown = Vec::new();
+    for item in items.iter().flat_map(|i| i.split(',')) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let base = item.split('(').next().unwrap_or(item).trim();
+        match to_bosun(base) {
+            Some(name) if !known.contains(&name) => known.push(name),
+            Some(_) => {}
+            None => unknown.push(base.to_owned()),
+        }
+    }
+    (known, unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_both_ways_and_patterns_count_as_their_tool() {
+        assert_eq!(to_bosun("Bash").as_deref(), Some("run_command"));
+        assert_eq!(
+            to_bosun("mcp__toolbox_echo__echo").as_deref(),
+            Some("mcp__toolbox_echo__echo")
+        );
+        assert_eq!(to_bosun("NotebookEdit"), None);
+        assert_eq!(to_claude("run_command"), "Bash");
+        assert_eq!(to_claude("apply_patch"), "Edit");
+        assert_eq!(to_claude("mcp__srv__tool"), "mcp__srv__tool");
+        let (known, unknown) = list_to_bosun(&[
+            "Read, Grep".to_owned(),
+            "Bash(git *)".to_owned(),
+            "Task".to_owned(),
+            "Read".to_owned(),
+        ]);
+        assert_eq!(known, ["read_file", "search", "run_command"]);
+        assert_eq!(unknown, ["Task"]);
+    }
+}
