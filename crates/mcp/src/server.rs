@@ -558,25 +558,6 @@ impl ToolServer {
             name: request.name.into_owned(),
             input: arguments,
         };
-        // The caller's span (SEP-414 `_meta.traceparent`, else the HTTP header) parents the
-        // call's, so one trace crosses the client, Bosun and the servers the call reaches.
-        let traceparent = request
-            .meta
-            .as_ref()
-            .and_then(|meta| meta.get_traceparent())
-            .or_else(|| context.meta.get_traceparent())
-            .map(str::to_owned)
-            .or_else(|| {
-                context
-                    .extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.headers.get("traceparent"))
-                    .and_then(|value| value.to_str().ok())
-                    .map(str::to_owned)
-            });
-        if let Some(traceparent) = traceparent {
-            bosun_host::telemetry::adopt_parent(live.trace.run_id(), &call.id, &traceparent);
-        }
         // Under 2026-07-28 a question ends the call; the retry carries the answers. The
         // handshake revisions ask during the call instead, and need no round.
         let round = if modern {
@@ -609,6 +590,26 @@ impl ToolServer {
             id: format!("mcp-{number}"),
             ..call
         };
+        // The caller's span (SEP-414 `_meta.traceparent`, else the HTTP header) parents the
+        // call's, so one trace crosses the client, Bosun and the servers the call reaches. It
+        // is adopted under the call's id, which the call's span is found by.
+        let traceparent = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_traceparent())
+            .or_else(|| context.meta.get_traceparent())
+            .map(str::to_owned)
+            .or_else(|| {
+                context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get("traceparent"))
+                    .and_then(|value| value.to_str().ok())
+                    .map(str::to_owned)
+            });
+        if let Some(traceparent) = traceparent {
+            bosun_host::telemetry::adopt_parent(live.trace.run_id(), &call.id, &traceparent);
+        }
         let generation = self.served.host.tools_generation();
         let calling = live
             .chokepoint
