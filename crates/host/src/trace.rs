@@ -17,6 +17,7 @@ mod runs;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
@@ -297,6 +298,9 @@ pub struct RunInfo {
     pub redactor: Arc<Redactor>,
     /// Who watches the run's events.
     pub observers: Vec<Arc<dyn Observer>>,
+    /// The sequence number the trace's next recorded event will have, which a live event
+    /// carries (as one recorded through [`Trace::record`] does).
+    pub next_sequence: Arc<AtomicU64>,
 }
 
 impl RunInfo {
@@ -316,8 +320,9 @@ impl RunInfo {
             schema_version: TRACE_SCHEMA_VERSION,
             run_id: self.run_id.clone(),
             parent_run_id: self.parent_run_id.clone(),
-            // Live events are not numbered in the trace; observers order them by arrival.
-            sequence: 0,
+            // Live events are not numbered in the trace: each carries the number the next
+            // recorded event will have, so observers can place it between two recorded ones.
+            sequence: self.next_sequence.load(Ordering::Relaxed),
             timestamp: Timestamp::now().utc(),
             event,
         };
@@ -383,6 +388,7 @@ impl Trace {
             runs_dir: Some(runs_dir.to_path_buf()),
             redactor: redactor.clone(),
             observers: Vec::new(),
+            next_sequence: Arc::default(),
         });
         Ok(Self {
             info,
@@ -404,6 +410,7 @@ impl Trace {
                 runs_dir: None,
                 redactor: redactor.clone(),
                 observers: Vec::new(),
+                next_sequence: Arc::default(),
             }),
             run_id,
             parent_run_id: None,
@@ -423,6 +430,7 @@ impl Trace {
             runs_dir: self.info.runs_dir.clone(),
             redactor: self.info.redactor.clone(),
             observers: self.observers.clone(),
+            next_sequence: self.info.next_sequence.clone(),
         });
         self
     }
@@ -484,6 +492,9 @@ impl Trace {
         let sequence = writer.sequence;
         if !live {
             writer.sequence += 1;
+            self.info
+                .next_sequence
+                .store(writer.sequence, Ordering::Relaxed);
         }
         writer.line.clear();
         let written = serde_json::to_writer(
@@ -807,5 +818,45 @@ mod tests {
             "\n",
         );
         assert_eq!(masked_times(&text), expected, "\n{}", masked_times(&text));
+    }
+
+    /// A live event carries the number the next recorded event will have, whichever way it
+    /// reaches the observers: recorded through the trace (`--json`) or handed on by a running
+    /// call through its run's info (the terminal, the editor face, telemetry).
+    #[test]
+    fn a_live_event_carries_the_next_sequence_by_either_path() {
+        struct Seen(Mutex<Vec<(String, u64)>>);
+        impl Observer for Seen {
+            fn observe(&self, envelope: &Envelope) {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push((envelope.event.kind().to_owned(), envelope.sequence));
+            }
+        }
+        let seen = Arc::new(Seen(Mutex::new(Vec::new())));
+        let trace =
+            Trace::in_memory("run-1".into(), Arc::new(Redactor::default())).observe(seen.clone());
+        let output = |text: &str| Event::ToolOutput {
+            call_id: "c1".into(),
+            stream: bosun_core::OutputStream::Stdout,
+            text: text.into(),
+        };
+        trace.info().live(output("before any"));
+        for limit in [1, 2] {
+            trace.record(Event::BudgetExhausted {
+                budget: bosun_core::Budget::ToolCalls,
+                limit,
+            });
+        }
+        trace.info().live(output("through the call"));
+        trace.record(output("through the trace"));
+        trace.record(Event::BudgetExhausted {
+            budget: bosun_core::Budget::ToolCalls,
+            limit: 3,
+        });
+        let seen = seen.0.lock().unwrap().clone();
+        let numbers: Vec<u64> = seen.iter().map(|(_, n)| *n).collect();
+        assert_eq!(numbers, [0, 0, 1, 2, 2, 2], "{seen:?}");
     }
 }

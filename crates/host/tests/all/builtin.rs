@@ -1965,6 +1965,7 @@ async fn run_command_output_arrives_in_pieces_before_it_ends_and_is_redacted() {
             secret.to_owned(),
         )])),
         observers: vec![watcher.clone()],
+        next_sequence: Arc::default(),
     });
     let marker = "34.0423";
     let script = format!("echo one; echo {secret} >&2; sleep {marker}; echo never");

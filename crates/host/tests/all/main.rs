@@ -31,6 +31,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
             runs_dir: None,
             redactor: Arc::new(bosun_core::Redactor::new(Vec::<(String, String)>::new())),
             observers: Vec::new(),
+            next_sequence: Arc::default(),
         }),
         session: Arc::new(bosun_host::Session::new("test-session")),
         call_id: "call-1".to_owned(),
