@@ -407,6 +407,7 @@ impl Host {
                 reserved: &reserved,
                 home: &host.config.home,
                 limits: &host.config.user.limits,
+                launcher: &host.launcher,
             })?;
             warnings.extend(offer.warnings);
             host.register_plugin_tools(offer.tools, &mut warnings);
@@ -420,15 +421,6 @@ impl Host {
             }));
         }
         host.runtimes = runtimes;
-        // Installed Claude Code plugins: checked against what was reviewed, then their
-        // PreToolUse hooks join the policy hooks (which only tighten).
-        let claude = bosun_claude::Loaded::load(&host.config.home);
-        warnings.extend(claude.refused.iter().cloned());
-        host.hooks.extend(crate::claude_plugins::pre_tool_use_hooks(
-            &claude.plugins,
-            &host.launcher,
-            host.workspace.root(),
-        ));
         // Tools of plugins held back until the user looks at them again: a call names why.
         for entry in host.catalog.entries() {
             let why = match &entry.state {

@@ -30,7 +30,6 @@ pub mod builtin;
 pub mod checkpoint;
 mod child;
 pub mod chokepoint;
-pub mod claude_plugins;
 pub mod config;
 pub mod config_edit;
 pub mod file_access;

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 mod call_report;
 pub mod chock;
+pub mod claude;
 pub mod contract;
 pub mod error;
 pub mod granter;
@@ -43,5 +44,6 @@ pub fn runtimes(engine: &Arc<js::JsEngine>) -> Vec<Box<dyn Runtime>> {
         Box::new(native::NativeRuntime::default()),
         Box::new(chock::ChockRuntime),
         Box::new(js::JavaScriptRuntime::new(Arc::clone(engine))),
+        Box::new(claude::ClaudeRuntime),
     ]
 }

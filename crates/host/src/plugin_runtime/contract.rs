@@ -76,6 +76,8 @@ pub struct Assembly<'a> {
     pub home: &'a Path,
     /// The host's `[limits]`, which a plugin's tool context reports.
     pub limits: &'a bosun_core::Limits,
+    /// What starts processes in the OS sandbox (a Claude Code plugin's command hooks).
+    pub launcher: &'a Arc<bosun_launch::Launcher>,
 }
 
 impl<'a> Assembly<'a> {

@@ -1,7 +1,9 @@
 //! Installed Claude Code plugins in the host: their `PreToolUse` command hooks as policy hooks
 //! (which can only tighten: a hook's `allow` never loosens a decision), run in the OS sandbox
-//! with Claude Code's stdin JSON, exit codes and JSON answers; and their skills beside the
-//! user's, named `plugin:skill`.
+//! with Claude Code's stdin JSON, exit codes and JSON answers. They enter the host as one more
+//! [`Runtime`]: installed plugins are checked against what was reviewed at every assembly, and a
+//! changed one is left out with a warning. Their skills, commands, agents and MCP servers are
+//! reviewed at install but not used by runs yet (docs/claude-plugins.md).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +16,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookFailure, PolicyHook, SessionLabels};
+use crate::plugin_runtime::contract::{Assembly, Offer, Runtime};
+use crate::plugin_runtime::error::RuntimeError;
 use crate::tool::Tool;
 
 /// One plugin's `PreToolUse` hooks, asked about every call.
@@ -29,6 +33,27 @@ impl std::fmt::Debug for PreToolUse {
         f.debug_struct("PreToolUse")
             .field("plugin", &self.plugin.record.id)
             .finish_non_exhaustive()
+    }
+}
+
+/// Installed Claude Code plugins (`$BOSUN_HOME/claude`), as a runtime: they offer policy
+/// hooks, never tools.
+#[derive(Debug, Default)]
+pub struct ClaudeRuntime;
+
+#[async_trait::async_trait]
+impl Runtime for ClaudeRuntime {
+    fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
+        let loaded = bosun_claude::Loaded::load(at.home);
+        Ok(Offer {
+            hooks: pre_tool_use_hooks(&loaded.plugins, at.launcher, at.workspace),
+            warnings: loaded.refused,
+            ..Offer::default()
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
