@@ -3,69 +3,24 @@
 //! trace written to a real file with redaction on — so what is measured is everything Bosun adds
 //! to a call, and nothing of the tool's own work.
 //!
-//! `cargo bench -p bosun-agent --bench chokepoint` prints criterion's estimate and, after it, a
+//! `cargo bench -p bosun-host --bench chokepoint` prints criterion's estimate and, after it, a
 //! per-call distribution (p50/p90/p99) measured call by call.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::{Noop, policy_with_1000_rules};
+
 use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
-use bosun_core::{Redactor, Risk, ToolError, ToolName, ToolOutput, ToolSpec};
+use bosun_core::{Redactor, Risk, ToolName, ToolSpec};
 use bosun_host::trace::Trace;
-use bosun_host::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace};
-use bosun_policy::{Mode, Policy, PolicyFile, Source};
+use bosun_host::{Chokepoint, Session, Tool, ToolCall, Workspace};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-struct Noop {
-    spec: ToolSpec,
-}
-
-#[async_trait]
-impl Tool for Noop {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn action(&self) -> &str {
-        "builtin.tool.noop"
-    }
-    async fn call(
-        &self,
-        _input: serde_json::Value,
-        _ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::new(json!({"ok": 1})))
-    }
-}
-
-fn policy_with_1000_rules() -> Policy {
-    let mut text = String::from("[policy]\n");
-    for i in 0..900 {
-        text.push_str(&format!(
-            "[[policy.rules]]\naction = \"plugin.p{i}.tool.t{i}\"\ndecision = \"ask\"\n"
-        ));
-    }
-    for i in 0..99 {
-        text.push_str(&format!(
-            "[[policy.rules]]\naction = \"plugin.g{i}.tool.*\"\ndecision = \"deny\"\n"
-        ));
-    }
-    text.push_str("[[policy.rules]]\naction = \"builtin.tool.*\"\ndecision = \"allow\"\n");
-    let file = PolicyFile::parse(&text).unwrap();
-    Policy::builder(Mode::WorkspaceWrite)
-        .user(
-            file,
-            Source {
-                name: "bench.toml".into(),
-                text: Some(text),
-            },
-        )
-        .unwrap()
-        .build()
-}
 
 struct Setup {
     chokepoint: Chokepoint,

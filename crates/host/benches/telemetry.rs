@@ -8,67 +8,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::{Noop, policy_with_1000_rules};
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
-use bosun_core::{Event, Redactor, Risk, ToolError, ToolName, ToolOutput, ToolSpec};
+use bosun_core::{Event, Redactor, Risk, ToolName, ToolSpec};
 use bosun_host::telemetry::TelemetryObserver;
 use bosun_host::trace::Trace;
-use bosun_host::{Chokepoint, Session, Tool, ToolCall, ToolContext, Workspace};
-use bosun_policy::{Mode, Policy, PolicyFile, Source};
+use bosun_host::{Chokepoint, Session, Tool, ToolCall, Workspace};
 use bosun_telemetry::{Exporter, ExporterConfig, OtlpHttpConfig, TelemetryConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-struct Noop {
-    spec: ToolSpec,
-}
-
-#[async_trait]
-impl Tool for Noop {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn action(&self) -> &str {
-        "builtin.tool.noop"
-    }
-    async fn call(
-        &self,
-        _input: serde_json::Value,
-        _ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::new(json!({"ok": 1})))
-    }
-}
-
-fn policy_with_1000_rules() -> Policy {
-    let mut text = String::from("[policy]\n");
-    for i in 0..900 {
-        text.push_str(&format!(
-            "[[policy.rules]]\naction = \"plugin.p{i}.tool.t{i}\"\ndecision = \"ask\"\n"
-        ));
-    }
-    for i in 0..99 {
-        text.push_str(&format!(
-            "[[policy.rules]]\naction = \"plugin.g{i}.tool.*\"\ndecision = \"deny\"\n"
-        ));
-    }
-    text.push_str("[[policy.rules]]\naction = \"builtin.tool.*\"\ndecision = \"allow\"\n");
-    let file = PolicyFile::parse(&text).unwrap();
-    Policy::builder(Mode::WorkspaceWrite)
-        .user(
-            file,
-            Source {
-                name: "bench.toml".into(),
-                text: Some(text),
-            },
-        )
-        .unwrap()
-        .build()
-}
 
 /// A collector that takes every request and answers 200, keeping connections open.
 fn sink() -> u16 {
