@@ -5,20 +5,13 @@
 
 use anyhow::{Context, Result};
 use bosun_claude::install::{InstallOptions, open_marketplace, stage};
-use bosun_registry::{Registries, RegistryKind};
+use bosun_registry::RegistryKind;
 use serde_json::json;
 
-use crate::env::{Env, load, print_json};
+use crate::env::{load, print_json};
 use crate::exit;
 use crate::plugins::confirm;
 use crate::term::{errln, outln};
-
-/// The registries in effect, with the Claude marketplace opener.
-pub fn registries(env: &Env) -> Result<Registries> {
-    let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
-    Ok(Registries::new(&env.config.user.registries, project)?
-        .with_opener(RegistryKind::ClaudeMarketplace, bosun_claude::source::open))
-}
 
 /// `NAME@MARKETPLACE` when `spec` names a plugin of a configured Claude marketplace.
 pub fn names_claude_plugin(spec: &str) -> Option<(String, String)> {
@@ -41,7 +34,7 @@ pub fn install(
     json: bool,
 ) -> Result<u8> {
     let env = load()?;
-    let registries = registries(&env)?;
+    let registries = crate::registry::registries(&env)?;
     let config = registries.sources().get(marketplace).with_context(|| {
         format!("the marketplace `{marketplace}` is not in effect here (the project's [registries] allow leaves it out)")
     })?;

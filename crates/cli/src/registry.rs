@@ -58,7 +58,9 @@ impl Progress for Bar {
     }
 }
 
-fn registries(env: &Env) -> Result<Registries> {
+/// The registries in effect, with every kind's opener (OCI, Claude Code marketplaces); their
+/// configuration warnings printed once.
+pub(crate) fn registries(env: &Env) -> Result<Registries> {
     let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
     let registries = Registries::new(&env.config.user.registries, project)?
         .with_opener(RegistryKind::Oci, bosun_registry::oci::open)
