@@ -354,6 +354,9 @@ impl UserConfigEdit {
                 table[key] = toml_edit::value(number);
             }
         }
+        if let Some(images) = entry.images {
+            table["images"] = toml_edit::value(images);
+        }
         self.section("models")?.insert(name, Item::Table(table));
         if default {
             // A top-level key: toml_edit writes it with the others, before the first table.
@@ -503,6 +506,7 @@ mod tests {
             context_window: Some(32_000),
             max_output_tokens: None,
             read_timeout_secs: None,
+            images: None,
         };
         edit.add_model("ollama", &entry, true).unwrap();
         assert!(edit.trust_workspace(Path::new("/work/p")).unwrap());

@@ -94,6 +94,7 @@ pub fn entry(
         context_window: None,
         max_output_tokens: None,
         read_timeout_secs: None,
+        images: None,
     }
 }
 

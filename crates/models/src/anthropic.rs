@@ -18,7 +18,7 @@ use crate::sse::SseEvent;
 use crate::stream::{WireParser, parse_arguments, parse_json, shape_error, start};
 use crate::transport::{Connection, Transport, header};
 use crate::{
-    AssistantPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
+    AssistantPart, FinishReason, Image, Message, ModelError, ModelEvent, ModelRequest, ModelStream,
     Provider, ReasoningFormat, ReasoningItem, TokenUsage, ToolCall,
 };
 
@@ -63,7 +63,13 @@ impl Anthropic {
         };
         for message in &request.messages {
             match message {
-                Message::User { text } => push("user", json!({"type": "text", "text": text})),
+                Message::User { text, images } => {
+                    // Images before the text, as the API's guide advises.
+                    for image in images {
+                        push("user", image_block(image));
+                    }
+                    push("user", json!({"type": "text", "text": text}));
+                }
                 Message::Tool(result) => push(
                     "user",
                     json!({
@@ -130,6 +136,17 @@ impl Anthropic {
         }
         body.insert("stream".into(), json!(true));
         Value::Object(body)
+    }
+}
+
+/// An `image` content block with a base64 source, or a text note when the bytes are not held.
+fn image_block(image: &Image) -> Value {
+    match image.base64() {
+        Some(data) => json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.media_type.media_type(), "data": data},
+        }),
+        None => json!({"type": "text", "text": image.placeholder("its bytes are not stored")}),
     }
 }
 

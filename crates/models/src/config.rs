@@ -16,6 +16,12 @@
 //! provider = "openai-chat"
 //! base_url = "http://127.0.0.1:11434/v1"   # Ollama; no api_key_env: no key is sent
 //! model = "qwen3:8b"
+//!
+//! [models.vision]
+//! provider = "openai-chat"
+//! base_url = "http://127.0.0.1:11434/v1"
+//! model = "qwen2.5vl:7b"
+//! images = true                     # reads images; known for the official providers' models
 //! ```
 
 use std::collections::BTreeMap;
@@ -118,6 +124,11 @@ pub struct ModelConfig {
     /// think for long before their first token.
     #[serde(default)]
     pub read_timeout_secs: Option<u64>,
+    /// Whether the model reads images. Absent: known for the official providers' models
+    /// ([`crate::capability::known_images`]), no for any other. A request with an image to an
+    /// entry that takes none is refused before it is sent, naming this key.
+    #[serde(default)]
+    pub images: Option<bool>,
 }
 
 impl ModelConfig {
@@ -126,6 +137,13 @@ impl ModelConfig {
         self.base_url
             .as_deref()
             .unwrap_or_else(|| self.provider.default_base_url())
+    }
+
+    /// Whether the model reads images: `images`, else the known table, else no.
+    pub fn takes_images(&self) -> bool {
+        self.images
+            .or_else(|| crate::capability::known_images(&self.model))
+            .unwrap_or(false)
     }
 
     /// The variable the key is read from: `api_key_env`, else the provider's standard variable
@@ -244,6 +262,8 @@ pub struct ConfiguredModel {
     pub context_window: Option<u64>,
     /// The entry's output cap, if set.
     pub max_output_tokens: Option<u32>,
+    /// Whether the model reads images ([`ModelConfig::takes_images`]).
+    pub images: bool,
 }
 
 impl ConfiguredModel {
@@ -372,6 +392,7 @@ impl ModelsConfig {
             model: entry.model.clone(),
             context_window: entry.context_window,
             max_output_tokens: entry.max_output_tokens,
+            images: entry.takes_images(),
         })
     }
 
@@ -449,10 +470,18 @@ fn connect(
         ProviderKind::OpenaiResponses => OpenAiResponses::new(connection).map(|p| Arc::new(p) as _),
         ProviderKind::Anthropic => Anthropic::new(connection).map(|p| Arc::new(p) as _),
     };
-    provider.map_err(|source| ConfigError::Provider {
+    let provider = provider.map_err(|source| ConfigError::Provider {
         model: name.to_owned(),
         source: Box::new(source),
-    })
+    })?;
+    if entry.takes_images() {
+        Ok(provider)
+    } else {
+        Ok(Arc::new(crate::capability::TextOnly {
+            inner: provider,
+            entry: name.to_owned(),
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -666,6 +695,7 @@ api_key_env = "OPENAI_API_KEY"
             context_window: None,
             max_output_tokens: None,
             read_timeout_secs: None,
+            images: None,
         };
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" => Some("sk-ant-standard".to_owned()),

@@ -140,6 +140,15 @@ pub enum ModelError {
         /// What was wrong.
         message: String,
     },
+    /// The request carries an image and the model entry does not take images; nothing was
+    /// sent.
+    #[error(
+        "[models.{model}] does not take images, so the request was not sent: set `images = true` in [models.{model}] if the model reads images, or switch to a model that does"
+    )]
+    ImagesNotTaken {
+        /// The `[models.<name>]` entry.
+        model: String,
+    },
     /// The cancellation token fired.
     #[error("the model request was cancelled")]
     Cancelled,
@@ -176,6 +185,7 @@ impl ModelError {
             | Self::Protocol { .. }
             | Self::ToolArguments { .. }
             | Self::Request { .. }
+            | Self::ImagesNotTaken { .. }
             | Self::Cancelled => false,
         }
     }

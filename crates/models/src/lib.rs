@@ -45,9 +45,11 @@
 //! ```
 
 pub mod anthropic;
+pub mod capability;
 pub mod config;
 mod error;
 mod event;
+pub mod image;
 mod message;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -66,6 +68,7 @@ pub use config::{
 };
 pub use error::{MAX_QUOTED_CHARS, ModelError};
 pub use event::{Answer, ModelEvent};
+pub use image::{Image, ImageError, ImageType, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE};
 pub use message::{
     AssistantPart, Message, ModelRequest, ReasoningFormat, ReasoningItem, ToolDefinition,
     ToolResult,

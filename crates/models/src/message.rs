@@ -2,6 +2,8 @@
 //! its own wire format; nothing here knows about HTTP or about how tools run.
 
 use bosun_core::ToolCall;
+
+use crate::image::Image;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,6 +24,11 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
+    /// Whether any message carries an image.
+    pub fn has_images(&self) -> bool {
+        self.messages.iter().any(|m| !m.images().is_empty())
+    }
+
     /// A request with no system prompt, no messages, no tools and no token cap.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
@@ -42,6 +49,10 @@ pub enum Message {
     User {
         /// The text.
         text: String,
+        /// Images attached to it, sent before the text. Serialised as references only
+        /// ([`Image`]): the bytes live beside the stored session.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     /// What the model answered in one step, in the order it produced it.
     Assistant {
@@ -55,7 +66,26 @@ pub enum Message {
 impl Message {
     /// A user message.
     pub fn user(text: impl Into<String>) -> Self {
-        Self::User { text: text.into() }
+        Self::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// A user message with images attached.
+    pub fn user_with_images(text: impl Into<String>, images: Vec<Image>) -> Self {
+        Self::User {
+            text: text.into(),
+            images,
+        }
+    }
+
+    /// The images of this message (none unless it is a person's).
+    pub fn images(&self) -> &[Image] {
+        match self {
+            Self::User { images, .. } => images,
+            _ => &[],
+        }
     }
 
     /// An assistant turn.

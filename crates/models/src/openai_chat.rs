@@ -49,7 +49,24 @@ impl OpenAiChat {
         }
         for message in &request.messages {
             match message {
-                Message::User { text } => messages.push(json!({"role": "user", "content": text})),
+                Message::User { text, images } if images.is_empty() => {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+                Message::User { text, images } => {
+                    // Content parts: the images as `data:` URLs, then the text.
+                    let mut content: Vec<Value> = images
+                        .iter()
+                        .map(|image| match image.data_url() {
+                            Some(url) => json!({"type": "image_url", "image_url": {"url": url}}),
+                            None => json!({
+                                "type": "text",
+                                "text": image.placeholder("its bytes are not stored"),
+                            }),
+                        })
+                        .collect();
+                    content.push(json!({"type": "text", "text": text}));
+                    messages.push(json!({"role": "user", "content": content}));
+                }
                 Message::Assistant { parts } => messages.push(assistant_message(parts)),
                 Message::Tool(result) => messages.push(json!({
                     "role": "tool",

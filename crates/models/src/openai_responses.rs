@@ -60,11 +60,22 @@ impl OpenAiResponses {
         let mut input = Vec::new();
         for message in &request.messages {
             match message {
-                Message::User { text } => input.push(json!({
-                    "type": "message",
-                    "role": "user",
-                    "content": [{"type": "input_text", "text": text}],
-                })),
+                Message::User { text, images } => {
+                    let mut content: Vec<Value> = images
+                        .iter()
+                        .map(|image| match image.data_url() {
+                            Some(url) => {
+                                json!({"type": "input_image", "image_url": url, "detail": "auto"})
+                            }
+                            None => json!({
+                                "type": "input_text",
+                                "text": image.placeholder("its bytes are not stored"),
+                            }),
+                        })
+                        .collect();
+                    content.push(json!({"type": "input_text", "text": text}));
+                    input.push(json!({"type": "message", "role": "user", "content": content}));
+                }
                 Message::Assistant { parts } => assistant_items(parts, &mut input),
                 Message::Tool(result) => input.push(json!({
                     "type": "function_call_output",

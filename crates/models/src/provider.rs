@@ -22,6 +22,12 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// The wire format's name: `openai-chat`, `openai-responses` or `anthropic`.
     fn name(&self) -> &'static str;
 
+    /// Whether requests may carry images. The adapters themselves send any image; an entry
+    /// that takes none is wrapped so that it refuses them ([`crate::config`]'s `images` key).
+    fn takes_images(&self) -> bool {
+        true
+    }
+
     /// Starts one model request.
     async fn stream(
         &self,

@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod config;
+mod images;
 mod openai_chat;
 mod openai_responses;
 mod redirect;
