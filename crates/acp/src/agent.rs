@@ -104,6 +104,28 @@ impl Agent {
         methods
     }
 
+    /// Whether the model a new session would use (the `default_model`, or the only entry)
+    /// reads images: what `initialize` advertises as the `image` prompt capability. A model
+    /// chosen later that takes none refuses an image with an error naming its `images` key.
+    fn model_takes_images(&self) -> bool {
+        let Ok(workspace) =
+            std::env::current_dir().and_then(|cwd| bosun_host::Workspace::new(&cwd, &cwd))
+        else {
+            return false;
+        };
+        let Ok(config) = LoadedConfig::load(&self.home, &workspace) else {
+            return false;
+        };
+        let models = &config.user.models;
+        let chosen =
+            config.user.default_model.as_deref().or_else(|| {
+                (models.len() == 1).then(|| models.keys().next().map(String::as_str))?
+            });
+        chosen
+            .and_then(|name| models.get(name))
+            .is_some_and(bosun_models::ModelConfig::takes_images)
+    }
+
     /// Answers one request.
     pub async fn request(
         self: &Arc<Self>,
@@ -117,7 +139,11 @@ impl Agent {
                 link.set_capabilities(initialize.client_capabilities.clone());
                 let capabilities = AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .prompt_capabilities(
+                        PromptCapabilities::new()
+                            .embedded_context(true)
+                            .image(self.model_takes_images()),
+                    )
                     .mcp_capabilities(McpCapabilities::new().http(true));
                 responder.respond(json(
                     InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)

@@ -42,7 +42,7 @@ mod session;
 pub mod updates;
 
 pub use agent::ENV_METHOD;
-pub use session::{commands, prompt_text};
+pub use session::{Prompt, commands, prompt_content};
 
 /// Why serving ended badly.
 #[derive(Debug, thiserror::Error)]

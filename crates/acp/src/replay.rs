@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionId, SessionUpdate, TextContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, ImageContent, SessionId, SessionUpdate, TextContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use bosun_models::{AssistantPart, Message, ReasoningFormat};
 use serde_json::Value;
@@ -23,9 +23,25 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
     let mut tools: HashMap<&str, &str> = HashMap::new();
     for message in messages {
         match message {
-            Message::User { text } => updates.push(SessionUpdate::UserMessageChunk(
-                ContentChunk::new(ContentBlock::Text(TextContent::new(text.clone()))),
-            )),
+            Message::User { text, images } => {
+                // Each image as the editor sent it, from the bytes the session keeps (or its
+                // label when they are gone), then the text.
+                for image in images {
+                    let block = match image.base64() {
+                        Some(data) => ContentBlock::Image(ImageContent::new(
+                            data,
+                            image.media_type.media_type(),
+                        )),
+                        None => ContentBlock::Text(TextContent::new(image.label())),
+                    };
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(block)));
+                }
+                if !text.is_empty() || images.is_empty() {
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        ContentBlock::Text(TextContent::new(text.clone())),
+                    )));
+                }
+            }
             Message::Assistant { parts } => {
                 for part in parts {
                     match part {

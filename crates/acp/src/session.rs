@@ -22,6 +22,7 @@ use bosun_agent::turn::{TurnBuilder, compact_conversation};
 use bosun_host::Workspace;
 use bosun_host::config::LoadedConfig;
 use bosun_host::mcp_config::McpServerConfig;
+use bosun_models::Image;
 use bosun_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
@@ -119,13 +120,30 @@ pub fn commands() -> Vec<AvailableCommand> {
     ]
 }
 
-/// The task text of a prompt: text as it is, a linked resource as its URI, an embedded text
-/// resource as a fenced block under its URI. Images and audio are refused with a reason.
-pub fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
+/// What an editor's prompt asks: the task's text and the images attached to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The task.
+    pub text: String,
+    /// The images, in the prompt's order.
+    pub images: Vec<Image>,
+}
+
+/// The task of a prompt: text as it is, a linked resource as its URI, an embedded text resource
+/// as a fenced block under its URI, and images (their type read from their bytes, each under
+/// the size cap) as image parts. Audio and binary resources are refused with a reason.
+pub fn prompt_content(prompt: &[ContentBlock]) -> Result<Prompt, Error> {
     let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     for block in prompt {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::Image(image) => {
+                let what = format!("image {} of the prompt", images.len() + 1);
+                images.push(
+                    Image::from_base64(&what, &image.data).map_err(|e| invalid(e.to_string()))?,
+                );
+            }
             ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(resource) => parts.push(format!(
@@ -140,16 +158,24 @@ pub fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
             },
             _ => {
                 return Err(invalid(
-                    "Bosun accepts text, resource links and embedded text resources (images and audio are not sent to models yet)",
+                    "Bosun accepts text, images, resource links and embedded text resources (audio is not sent to models)",
                 ));
             }
         }
     }
     let text = parts.join("\n\n");
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(invalid("the prompt is empty: type a task"));
     }
-    Ok(text)
+    if images.len() > bosun_models::MAX_IMAGES_PER_MESSAGE {
+        return Err(invalid(
+            bosun_models::ImageError::TooMany {
+                count: images.len(),
+            }
+            .to_string(),
+        ));
+    }
+    Ok(Prompt { text, images })
 }
 
 impl AcpSession {
@@ -314,7 +340,7 @@ impl AcpSession {
 
     /// Runs one prompt to its end and says why it stopped.
     pub async fn prompt(&self, prompt: &[ContentBlock]) -> Result<StopReason, Error> {
-        let task = prompt_text(prompt)?;
+        let prompt = prompt_content(prompt)?;
         let cancel = CancellationToken::new();
         {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
@@ -327,13 +353,16 @@ impl AcpSession {
             *running = Some(cancel.clone());
         }
         self.cancelled_by_editor.store(false, Ordering::SeqCst);
-        let result = self.run(&task, &cancel).await;
+        let result = self.run(prompt, &cancel).await;
         *self.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
         result
     }
 
-    async fn run(&self, task: &str, cancel: &CancellationToken) -> Result<StopReason, Error> {
-        if let Some(stop) = self.command(task, cancel).await? {
+    async fn run(&self, prompt: Prompt, cancel: &CancellationToken) -> Result<StopReason, Error> {
+        let task = prompt.text.as_str();
+        if prompt.images.is_empty()
+            && let Some(stop) = self.command(task, cancel).await?
+        {
             return Ok(stop);
         }
         let config = self.turn_config()?;
@@ -357,7 +386,8 @@ impl AcpSession {
                 self.id.clone(),
                 self.workspace.root().to_owned(),
             )))
-            .command("acp");
+            .command("acp")
+            .images(prompt.images.clone());
         // Assembling a host reads plugins and may compile; keep it off the async workers.
         let owned = std::mem::replace(&mut *conversation, placeholder(&self.home, self.root()));
         let task_owned = task.to_owned();

@@ -81,6 +81,19 @@ pub enum TurnError {
     /// The run's trace cannot be created.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// Images were attached for a model entry that takes none; nothing was sent.
+    #[error(
+        "the model `{name}` does not take images, so nothing was sent: set `images = true` in [models.{name}] of {config} if it reads images, or choose a model that does (/model, --model)"
+    )]
+    ImagesNotTaken {
+        /// The entry.
+        name: String,
+        /// The user config file.
+        config: String,
+    },
+    /// An attached image cannot be sent.
+    #[error(transparent)]
+    Image(#[from] bosun_models::ImageError),
 }
 
 /// The user config file, as messages name it.

@@ -206,7 +206,16 @@ fn transcript(messages: &[Message], limit: usize) -> String {
     let mut blocks: Vec<String> = Vec::new();
     for message in messages {
         match message {
-            Message::User { text } => blocks.push(format!("[person]\n{text}\n\n")),
+            Message::User { text, images } => {
+                // The summariser gets no images; it learns that there were some.
+                let labels: Vec<String> = images.iter().map(bosun_models::Image::label).collect();
+                let attached = if labels.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}\n", labels.join(" "))
+                };
+                blocks.push(format!("[person]\n{attached}{text}\n\n"));
+            }
             Message::Assistant { parts } => {
                 let mut block = String::from("[agent]\n");
                 for part in parts {

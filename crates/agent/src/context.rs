@@ -25,6 +25,9 @@ pub const ELIDE_TO_PERCENT: u64 = 75;
 pub const BYTES_PER_TOKEN: u64 = 4;
 /// Estimated framing bytes per message (role, ids, separators).
 const MESSAGE_OVERHEAD_BYTES: u64 = 16;
+/// Tokens counted for one image: the providers bill an image by its pixels, about 1,600 tokens
+/// for one scaled to their largest size, whatever its bytes.
+pub const IMAGE_TOKENS: u64 = 1_600;
 
 /// The model's size limits, for context elision.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -105,7 +108,9 @@ pub fn estimate_tokens(system: &str, tools: &[ToolDefinition], messages: &[Messa
 
 fn message_bytes(message: &Message) -> u64 {
     let bytes = match message {
-        Message::User { text } => text.len(),
+        Message::User { text, images } => {
+            text.len() + images.len() * IMAGE_TOKENS as usize * BYTES_PER_TOKEN as usize
+        }
         Message::Tool(result) => result.call_id.len() + result.content.len(),
         Message::Assistant { parts } => parts
             .iter()

@@ -199,7 +199,7 @@ impl Conversation {
                     .iter()
                     .rev()
                     .find_map(|m| match m {
-                        Message::User { text } => Some(text.clone()),
+                        Message::User { text, .. } => Some(text.clone()),
                         _ => None,
                     })
                     .ok_or(RewindError::Nothing)?;
@@ -219,7 +219,7 @@ impl Conversation {
         };
         let messages = &self.stored.messages;
         let is_request =
-            |i: usize| matches!(messages.get(i), Some(Message::User { text }) if *text == task);
+            |i: usize| matches!(messages.get(i), Some(Message::User { text, .. }) if *text == task);
         // Where the run recorded it started, unless a compaction moved it: then the last time
         // the same request was made.
         let cut = at

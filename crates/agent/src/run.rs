@@ -27,7 +27,7 @@ use std::sync::Arc;
 pub use bosun_core::Budget;
 use bosun_core::{ErrorCode, Event, RunOutcome, TokenUsage, ToolCall, ToolError, ToolResult};
 use bosun_models::{
-    Answer, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
+    Answer, Image, Message, ModelError, ModelEvent, ModelRequest, Provider, ToolDefinition,
 };
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -272,6 +272,30 @@ impl Agent {
         &self.tools
     }
 
+    /// The conversation as this model may be sent it: for a model that takes no images, the
+    /// images of earlier turns (attached while another model was chosen) become text notes. The
+    /// request's own images stay, so the provider refuses them rather than dropping them.
+    fn sendable(&self, messages: &[Message], turn_start: usize) -> Vec<Message> {
+        if self.provider.takes_images() {
+            return messages.to_vec();
+        }
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, message)| match message {
+                Message::User { text, images } if i < turn_start && !images.is_empty() => {
+                    let mut notes: Vec<String> = images
+                        .iter()
+                        .map(|image| image.placeholder("this model takes no images"))
+                        .collect();
+                    notes.push(text.clone());
+                    Message::user(notes.join("\n"))
+                }
+                other => other.clone(),
+            })
+            .collect()
+    }
+
     /// The tools the chokepoint holds now.
     fn current_tools(&self) -> Vec<ToolDefinition> {
         self.chokepoint
@@ -288,6 +312,23 @@ impl Agent {
         &self,
         conversation: Vec<Message>,
         task: &str,
+        session: &Arc<Session>,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> RunReport {
+        self.run_with_images(conversation, task, Vec::new(), session, trace, cancel)
+            .await
+    }
+
+    /// [`Agent::run`] with `images` attached to the request, sent before its text. The trace
+    /// records each image's digest, media type and size (`input.image`), never its bytes. A
+    /// model that takes no images refuses them before anything is sent, and the run ends with
+    /// [`RunEnd::ModelFailed`] naming the `images` key.
+    pub async fn run_with_images(
+        &self,
+        conversation: Vec<Message>,
+        task: &str,
+        images: Vec<Image>,
         session: &Arc<Session>,
         trace: &Trace,
         cancel: &CancellationToken,
@@ -309,7 +350,16 @@ impl Agent {
             partial: None,
         };
         let turn_start = report.messages.len();
-        report.messages.push(Message::user(task));
+        for image in &images {
+            trace.record(Event::InputImage {
+                sha256: image.sha256.clone(),
+                media_type: image.media_type.media_type().to_owned(),
+                bytes: image.size,
+            });
+        }
+        report
+            .messages
+            .push(Message::user_with_images(task, images));
         // A reviewer weighs each call against what the person asked.
         session.set_request(task);
         // The run's pool, which the subagents it starts draw from too.
@@ -376,7 +426,7 @@ impl Agent {
                 let request = ModelRequest {
                     model: self.model.clone(),
                     system: Some(self.system_prompt.text.clone()),
-                    messages: report.messages.clone(),
+                    messages: self.sendable(&report.messages, turn_start),
                     tools: tools.clone(),
                     max_output_tokens: self.context.max_output_tokens,
                 };

@@ -7,6 +7,14 @@
 //! "allow for this session" lives in the in-memory [`crate::Session`] only, and a file that
 //! carries any field not listed here is refused, so a session file cannot smuggle authority in.
 //!
+//! Images the person attached are kept once, by their SHA-256, in `sessions/<id>/images/`; a
+//! message holds only the reference (media type, digest, size), so the session file stays small
+//! and a trace of the same message never holds the bytes. Saving writes the images the kept
+//! messages name and removes those no message names any more; loading puts the bytes back after
+//! checking them against their digest (a missing or changed file leaves the reference alone, and
+//! the model is told an image was there). Images count against their own bound,
+//! [`MAX_SESSION_IMAGE_BYTES`], the oldest whole turns being dropped to fit.
+//!
 //! Files are written atomically (a temporary file in the same directory, fsync, rename, fsync of
 //! the directory) with mode 0600 in a 0700 directory, and are bounded: at most
 //! [`MAX_MESSAGES`] messages and [`MAX_SESSION_BYTES`] bytes, the oldest whole turns being
@@ -28,6 +36,8 @@ pub const SESSION_SCHEMA_VERSION: u32 = 1;
 pub const MAX_SESSION_BYTES: u64 = 16 * 1024 * 1024;
 /// Most messages kept in a session.
 pub const MAX_MESSAGES: usize = 1000;
+/// Most bytes of images a session keeps.
+pub const MAX_SESSION_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest title (from the first task), in characters.
 const TITLE_CHARS: usize = 80;
 
@@ -72,6 +82,15 @@ pub enum SessionError {
         MAX_SESSION_BYTES >> 20
     )]
     TurnTooLarge {
+        /// The session.
+        id: String,
+    },
+    /// The session's images are over their bound even with every earlier turn dropped.
+    #[error(
+        "session {id} was not saved: the images of its latest turn alone are over {} MiB; attach fewer or smaller images",
+        MAX_SESSION_IMAGE_BYTES >> 20
+    )]
+    ImagesTooLarge {
         /// The session.
         id: String,
     },
@@ -208,11 +227,22 @@ impl StoredSession {
         }
     }
 
+    /// Bytes of the distinct images the messages name.
+    fn image_bytes(&self) -> u64 {
+        let mut seen = std::collections::BTreeSet::new();
+        self.messages
+            .iter()
+            .flat_map(Message::images)
+            .filter(|image| seen.insert(image.sha256.as_str()))
+            .map(|image| image.size)
+            .sum()
+    }
+
     fn set_title_from_first_task(&mut self) {
         if !self.title.is_empty() {
             return;
         }
-        if let Some(Message::User { text }) = self.messages.first() {
+        if let Some(Message::User { text, .. }) = self.messages.first() {
             let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             let mut title: String = line.trim().chars().take(TITLE_CHARS).collect();
             if line.trim().chars().count() > TITLE_CHARS {
@@ -229,6 +259,14 @@ pub struct SessionStore {
     dir: PathBuf,
     /// `$BOSUN_HOME` when the store is the home's: a removed session's checkpoints go too.
     home: Option<PathBuf>,
+}
+
+/// A lowercase hex SHA-256, the only name an image file has.
+fn is_digest(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn is_id(text: &str) -> bool {
@@ -256,9 +294,12 @@ impl SessionStore {
         }
     }
 
-    /// Forgets the checkpoints of session `id` (its files can no longer be undone). Best
-    /// effort: the session itself is gone already, and what is left only takes space.
+    /// Forgets the checkpoints and images of session `id` (its files can no longer be undone).
+    /// Best effort: the session itself is gone already, and what is left only takes space.
     fn remove_checkpoints(&self, id: &str) {
+        if is_id(id) {
+            let _ = fs::remove_dir_all(self.dir.join(id));
+        }
         if let Some(home) = &self.home {
             let _ = bosun_host::checkpoint::CheckpointStore::of_session(home, id).remove_all();
         }
@@ -305,6 +346,13 @@ impl SessionStore {
                 });
             }
         }
+        while session.image_bytes() > MAX_SESSION_IMAGE_BYTES {
+            if !session.drop_oldest_turn() {
+                return Err(SessionError::ImagesTooLarge {
+                    id: session.id.clone(),
+                });
+            }
+        }
         let text = loop {
             let text = serde_json::to_vec_pretty(&*session).map_err(|e| SessionError::Parse {
                 path: self.path_of(&session.id),
@@ -334,6 +382,8 @@ impl SessionStore {
             fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
                 .map_err(io("restrict", &self.dir))?;
         }
+        // The images first, so a session file never names an image not yet on disk.
+        self.write_images(session)?;
         let path = self.path_of(&session.id);
         let mut bytes = text;
         bytes.push(b'\n');
@@ -345,7 +395,94 @@ impl SessionStore {
                 source,
             });
         }
+        self.sweep_images(session);
         Ok(path)
+    }
+
+    /// `sessions/<id>/images/`.
+    fn images_dir(&self, id: &str) -> PathBuf {
+        self.dir.join(id).join("images")
+    }
+
+    /// Writes each held image the messages name that is not on disk yet.
+    fn write_images(&self, session: &StoredSession) -> Result<(), SessionError> {
+        let images: Vec<_> = session
+            .messages
+            .iter()
+            .flat_map(Message::images)
+            .filter(|image| image.bytes().is_some())
+            .collect();
+        if images.is_empty() {
+            return Ok(());
+        }
+        let dir = self.images_dir(&session.id);
+        let io = |action, path: &Path| {
+            let path = path.to_owned();
+            move |source| SessionError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        if let Some(parent) = dir.parent() {
+            create_private_dir(parent).map_err(io("create", parent))?;
+        }
+        create_private_dir(&dir).map_err(io("create", &dir))?;
+        for image in images {
+            let path = dir.join(&image.sha256);
+            if !is_digest(&image.sha256) || path.exists() {
+                continue;
+            }
+            if let Some(bytes) = image.bytes() {
+                bosun_host::write_atomic(&path, bytes).map_err(io("write", &path))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the images no kept message names (their turns were dropped or rewound).
+    fn sweep_images(&self, session: &StoredSession) {
+        let dir = self.images_dir(&session.id);
+        let Ok(entries) = fs::read_dir(&dir) else {
+            return;
+        };
+        let named: std::collections::BTreeSet<&str> = session
+            .messages
+            .iter()
+            .flat_map(Message::images)
+            .map(|image| image.sha256.as_str())
+            .collect();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let keep = name.to_str().is_some_and(|n| named.contains(n));
+            if !keep {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// Puts the bytes of every image the messages name back, each read from the session's
+    /// images folder, bounded, and checked against its digest and type.
+    fn load_images(&self, session: &mut StoredSession) {
+        let dir = self.images_dir(&session.id);
+        for message in &mut session.messages {
+            let Message::User { images, .. } = message else {
+                continue;
+            };
+            for image in images.iter_mut() {
+                let Ok(file) = File::open(dir.join(&image.sha256)) else {
+                    continue;
+                };
+                let mut bytes = Vec::new();
+                let limit = bosun_models::MAX_IMAGE_BYTES as u64 + 1;
+                if file.take(limit).read_to_end(&mut bytes).is_err() {
+                    continue;
+                }
+                if let Ok(held) = image.clone().with_bytes(bytes) {
+                    *image = held;
+                }
+            }
+        }
     }
 
     /// Loads a session: `last` is the most recently saved; otherwise an id or a unique prefix.
@@ -400,6 +537,23 @@ impl SessionStore {
                 message: format!("the file names session {} inside", session.id),
             });
         }
+        // A digest names a file in the session's images folder: nothing else may be named.
+        if let Some(bad) = session
+            .messages
+            .iter()
+            .flat_map(Message::images)
+            .find(|image| !is_digest(&image.sha256))
+        {
+            return Err(SessionError::Parse {
+                path,
+                message: format!(
+                    "an image reference `{}` is not a SHA-256 digest",
+                    bad.sha256.chars().take(80).collect::<String>()
+                ),
+            });
+        }
+        let mut session = session;
+        self.load_images(&mut session);
         Ok(session)
     }
 
@@ -578,6 +732,95 @@ mod tests {
         assert_eq!(session.messages.len(), 2);
         assert_eq!(session.dropped_messages, 3);
         assert!(!session.drop_oldest_turn());
+    }
+
+    /// The smallest valid PNG: one transparent pixel.
+    const PNG: &[u8] = &[
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+
+    fn image() -> bosun_models::Image {
+        bosun_models::Image::from_bytes("dot.png", PNG.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn images_are_kept_once_beside_the_session_and_come_back_on_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut session = store.create("m", Path::new("/ws"));
+        session.messages = vec![
+            Message::user_with_images("look", vec![image()]),
+            Message::assistant(vec![]),
+            Message::user_with_images("again", vec![image()]),
+        ];
+        let path = store.save(&mut session).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let b64 = image().base64().unwrap();
+        assert!(
+            !text.contains(&b64[..20]),
+            "the session file holds no image bytes"
+        );
+        assert!(text.contains(&image().sha256));
+        let images: Vec<_> = fs::read_dir(store.images_dir(&session.id))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(
+            images,
+            vec![image().sha256],
+            "one file for the two references"
+        );
+        let loaded = store.load(&session.id).unwrap();
+        assert_eq!(loaded.messages[0].images()[0].bytes(), Some(PNG));
+        assert_eq!(loaded.messages[2].images()[0].bytes(), Some(PNG));
+        // Once no message names it, the image goes.
+        let mut loaded = loaded;
+        loaded.messages = vec![Message::user("text only")];
+        store.save(&mut loaded).unwrap();
+        assert_eq!(
+            fs::read_dir(store.images_dir(&session.id)).unwrap().count(),
+            0
+        );
+        store.remove(&session.id).unwrap();
+        assert!(!dir.path().join(&session.id).exists());
+    }
+
+    #[test]
+    fn a_changed_image_file_is_not_sent_as_the_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut session = store.create("m", Path::new("/ws"));
+        session.messages = vec![Message::user_with_images("look", vec![image()])];
+        store.save(&mut session).unwrap();
+        let file = store.images_dir(&session.id).join(image().sha256);
+        let mut other = PNG.to_vec();
+        other[30] ^= 0xFF;
+        fs::write(&file, other).unwrap();
+        let loaded = store.load(&session.id).unwrap();
+        assert_eq!(loaded.messages[0].images()[0], image());
+        assert!(loaded.messages[0].images()[0].bytes().is_none());
+    }
+
+    #[test]
+    fn a_session_file_cannot_name_an_image_outside_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut session = store.create("m", Path::new("/ws"));
+        session.messages = vec![Message::user_with_images("look", vec![image()])];
+        let path = store.save(&mut session).unwrap();
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace(&image().sha256, "../../../../etc/passwd");
+        fs::write(&path, text).unwrap();
+        let err = store.load(&session.id).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::Parse { message, .. } if message.contains("not a SHA-256 digest")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use bosun_host::permission::PermissionMode;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
 use bosun_host::{EngineNotice, Host, TraceBuilder, Workspace};
-use bosun_models::ConfiguredModel;
+use bosun_models::{ConfiguredModel, Image};
 use tokio_util::sync::CancellationToken;
 
 use crate::assembly::{TurnError, open_host, open_model, reviewer};
@@ -36,6 +36,7 @@ pub struct TurnBuilder {
     notice: EngineNotice,
     command: String,
     mode: Option<PermissionMode>,
+    images: Vec<Image>,
 }
 
 /// What the model is told in plan mode; the chokepoint enforces it whatever the model does.
@@ -56,7 +57,17 @@ impl TurnBuilder {
             notice: Arc::new(|_: &str| {}),
             command: "run".to_owned(),
             mode: None,
+            images: Vec::new(),
         }
+    }
+
+    /// Images the person attached to this turn's request, sent before its text. Building
+    /// fails, before anything runs, if the model entry takes no images
+    /// ([`TurnError::ImagesNotTaken`]) or there are more than
+    /// [`bosun_models::MAX_IMAGES_PER_MESSAGE`].
+    pub fn images(mut self, images: Vec<Image>) -> Self {
+        self.images = images;
+        self
     }
 
     /// The permission mode of this turn, over the configured one: its policy mode builds the
@@ -103,6 +114,20 @@ impl TurnBuilder {
         }
         let config = &self.config;
         let configured = open_model(config, &conversation.stored.model)?;
+        if !self.images.is_empty() {
+            if !configured.images {
+                return Err(TurnError::ImagesNotTaken {
+                    name: configured.name.clone(),
+                    config: crate::assembly::config_path(config),
+                });
+            }
+            if self.images.len() > bosun_models::MAX_IMAGES_PER_MESSAGE {
+                return Err(bosun_models::ImageError::TooMany {
+                    count: self.images.len(),
+                }
+                .into());
+            }
+        }
         let host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
         let chokepoint = host.chokepoint_reviewed(self.broker, reviewer(config)?)?;
         let (contributions, mut warnings) = host.prompts_blocking(task)?;
@@ -155,6 +180,7 @@ impl TurnBuilder {
             workspace: self.workspace.clone(),
             home: config.home.clone(),
             mode: self.mode,
+            images: self.images,
             run_id: trace.run_id().to_owned(),
             trace,
             warnings,
@@ -251,6 +277,8 @@ pub struct Turn {
     /// `$BOSUN_HOME`, where the run's checkpoint is kept.
     home: std::path::PathBuf,
     mode: Option<PermissionMode>,
+    /// The images attached to the request.
+    images: Vec<Image>,
     /// The run's id (`bosun inspect <run-id>`).
     pub run_id: String,
     /// What the plugin catalog, the instructions files, subagents and skills warned about.
@@ -300,7 +328,14 @@ impl Turn {
         session.set_checkpoint(Some(checkpoint.clone()));
         let report = self
             .agent
-            .run(messages, task, session, &self.trace, cancel)
+            .run_with_images(
+                messages,
+                task,
+                self.images.clone(),
+                session,
+                &self.trace,
+                cancel,
+            )
             .await;
         session.set_checkpoint(None);
         // Nothing the turn started (a stdio MCP server) outlives it.

@@ -46,7 +46,12 @@ pub fn show(which: &str, json: bool) -> Result<u8> {
     for message in &session.messages {
         outln!();
         match message {
-            Message::User { text } => outln!("> {}", sanitize_for_terminal(text)),
+            Message::User { text, images } => {
+                for image in images {
+                    outln!("> {}", image.label());
+                }
+                outln!("> {}", sanitize_for_terminal(text));
+            }
             Message::Assistant { parts } => {
                 for part in parts {
                     match part {

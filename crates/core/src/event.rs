@@ -247,6 +247,17 @@ pub enum Event {
         /// Each part, in order.
         sources: Vec<PromptPart>,
     },
+    /// The person attached an image to the run's request. The trace names it — digest, media
+    /// type and size — and never holds its bytes.
+    #[serde(rename = "input.image")]
+    InputImage {
+        /// Lowercase hex SHA-256 of the bytes.
+        sha256: String,
+        /// Its media type, read from the bytes (`image/png`, …).
+        media_type: String,
+        /// Its size in bytes.
+        bytes: u64,
+    },
     /// A model request is about to be sent.
     #[serde(rename = "model.started")]
     ModelStarted {
@@ -476,6 +487,7 @@ impl Event {
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",
             Self::PromptAssembled { .. } => "prompt.assembled",
+            Self::InputImage { .. } => "input.image",
             Self::ModelStarted { .. } => "model.started",
             Self::ModelCompleted { .. } => "model.completed",
             Self::ModelFailed { .. } => "model.failed",

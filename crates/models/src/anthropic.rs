@@ -68,7 +68,10 @@ impl Anthropic {
                     for image in images {
                         push("user", image_block(image));
                     }
-                    push("user", json!({"type": "text", "text": text}));
+                    // The API refuses empty text blocks; images alone are a whole message.
+                    if !text.is_empty() || images.is_empty() {
+                        push("user", json!({"type": "text", "text": text}));
+                    }
                 }
                 Message::Tool(result) => push(
                     "user",

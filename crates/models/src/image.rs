@@ -209,6 +209,16 @@ impl Image {
             .map(|data| format!("data:{};base64,{data}", self.media_type))
     }
 
+    /// How a person is shown the image: `[image: image/png, 12 KiB]`.
+    pub fn label(&self) -> String {
+        let size = if self.size >= 1024 {
+            format!("{} KiB", self.size.div_ceil(1024))
+        } else {
+            format!("{} bytes", self.size)
+        };
+        format!("[image: {}, {size}]", self.media_type)
+    }
+
     /// What stands for the image where it cannot be sent: a text the model reads.
     pub fn placeholder(&self, why: &str) -> String {
         format!(

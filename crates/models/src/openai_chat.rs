@@ -64,7 +64,9 @@ impl OpenAiChat {
                             }),
                         })
                         .collect();
-                    content.push(json!({"type": "text", "text": text}));
+                    if !text.is_empty() {
+                        content.push(json!({"type": "text", "text": text}));
+                    }
                     messages.push(json!({"role": "user", "content": content}));
                 }
                 Message::Assistant { parts } => messages.push(assistant_message(parts)),

@@ -73,7 +73,9 @@ impl OpenAiResponses {
                             }),
                         })
                         .collect();
-                    content.push(json!({"type": "input_text", "text": text}));
+                    if !text.is_empty() || images.is_empty() {
+                        content.push(json!({"type": "input_text", "text": text}));
+                    }
                     input.push(json!({"type": "message", "role": "user", "content": content}));
                 }
                 Message::Assistant { parts } => assistant_items(parts, &mut input),

@@ -241,3 +241,125 @@ async fn a_client_that_disappears_mid_turn_loses_no_session() {
     assert_eq!(stored["run_ids"].as_array().unwrap().len(), 1, "{stored:#}");
     assert_eq!(stored["messages"][0]["text"], "Start.");
 }
+
+/// The smallest valid PNG (one transparent pixel), base64 as an editor sends it.
+const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAACklEQVR4nGMAAQAABQABDQottAAAAABJRU5ErkJggg==";
+
+fn with_images(config: &Path, images: bool) {
+    let text = std::fs::read_to_string(config).unwrap();
+    std::fs::write(config, format!("{text}images = {images}\n")).unwrap();
+}
+
+/// Sends one prompt of `blocks` in a new session; returns whether `initialize` advertised
+/// images and the prompt's answer.
+async fn prompt_once(
+    home: &Path,
+    ws: PathBuf,
+    blocks: Vec<ContentBlock>,
+) -> (bool, Result<StopReason, agent_client_protocol::Error>) {
+    let (transport, served) = agent(home);
+    let answer = Client
+        .v1()
+        .connect_with(transport, async move |cx| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let answer = cx
+                .send_request(PromptRequest::new(session.session_id, blocks))
+                .block_task()
+                .await
+                .map(|done| done.stop_reason);
+            Ok((init.agent_capabilities.prompt_capabilities.image, answer))
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+    answer
+}
+
+fn image_block(data: &str) -> ContentBlock {
+    ContentBlock::Image(agent_client_protocol::v1::schema::ImageContent::new(
+        data,
+        "image/png",
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_in_the_prompt_reaches_a_model_that_takes_images() {
+    let server = ScriptedModel::serve(Script::new([Step::text("A dot.")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    with_images(&f.home.join("config.toml"), true);
+    let mut blocks = vec![image_block(PNG_BASE64)];
+    blocks.extend(text("What is this?"));
+    let (advertised, answer) = prompt_once(&f.home, f.ws.clone(), blocks).await;
+    assert!(advertised, "initialize advertises the image capability");
+    assert_eq!(answer.unwrap(), StopReason::EndTurn);
+    let sent = server.requests();
+    let user = sent[0]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        user["content"],
+        serde_json::json!([
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG_BASE64}")}},
+            {"type": "text", "text": "What is this?"},
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_to_a_text_only_model_is_refused_naming_the_key() {
+    let server = ScriptedModel::serve(Script::new([Step::text("never")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    let mut blocks = vec![image_block(PNG_BASE64)];
+    blocks.extend(text("What is this?"));
+    let (advertised, answer) = prompt_once(&f.home, f.ws.clone(), blocks).await;
+    assert!(
+        !advertised,
+        "a text-only default model: no image capability"
+    );
+    let error = answer.expect_err("refused");
+    assert!(
+        error
+            .message
+            .contains("set `images = true` in [models.scripted]"),
+        "{}",
+        error.message
+    );
+    assert!(server.requests().is_empty(), "nothing reached the model");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_is_not_one_is_refused_whatever_its_mime_type() {
+    let server = ScriptedModel::serve(Script::new([Step::text("never")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    with_images(&f.home.join("config.toml"), true);
+    // A shell script, base64, claimed to be a PNG.
+    let script = "IyEvYmluL3NoCmVjaG8gaGkK";
+    let (_, answer) = prompt_once(&f.home, f.ws.clone(), vec![image_block(script)]).await;
+    let error = answer.expect_err("refused");
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        error
+            .message
+            .contains("is not a PNG, JPEG, GIF or WebP image"),
+        "{}",
+        error.message
+    );
+    assert!(server.requests().is_empty());
+}

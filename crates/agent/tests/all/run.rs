@@ -796,7 +796,7 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
         .messages
         .iter()
         .map(|m| match m {
-            Message::User { text } => format!("user: {}", text.lines().next().unwrap_or("")),
+            Message::User { text, .. } => format!("user: {}", text.lines().next().unwrap_or("")),
             Message::Assistant { .. } => "assistant".to_owned(),
             Message::Tool(_) => "tool".to_owned(),
         })
@@ -813,7 +813,7 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
             "assistant".to_owned(),
         ]
     );
-    let Message::User { text } = &report.messages[0] else {
+    let Message::User { text, .. } = &report.messages[0] else {
         unreachable!()
     };
     assert!(text.ends_with("SUMMARY: tasks a and b are done."));

@@ -157,7 +157,7 @@ impl App {
             return;
         };
         let Some(task) = open.stored.messages.iter().rev().find_map(|m| match m {
-            bosun_models::Message::User { text } => Some(text.clone()),
+            bosun_models::Message::User { text, .. } => Some(text.clone()),
             _ => None,
         }) else {
             self.entries.push(Entry::Notice(

@@ -83,12 +83,21 @@ pub(crate) fn sanitize_for_terminal_lines(text: &str) -> String {
         .collect()
 }
 
+/// A person's message as the transcript shows it: a label for each image, then the text.
+pub(crate) fn with_image_labels(text: &str, images: &[bosun_models::Image]) -> String {
+    let mut shown: String = images.iter().map(|i| format!("{}\n", i.label())).collect();
+    shown.push_str(text);
+    shown
+}
+
 /// The entries of a resumed session's conversation.
 pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
     let mut entries = Vec::new();
     for message in messages {
         match message {
-            Message::User { text } => entries.push(Entry::User(text.clone())),
+            Message::User { text, images } => entries.push(Entry::User(with_image_labels(
+                text, images,
+            ))),
             Message::Assistant { parts } => {
                 for part in parts {
                     match part {

@@ -156,6 +156,16 @@ impl Timeline {
                     crate::approval::sanitize_for_terminal(&parts.join("; "))
                 )
             }
+            Event::InputImage {
+                sha256,
+                media_type,
+                bytes,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] image attached: {} {bytes} B sha256:{}",
+                crate::approval::sanitize_for_terminal(media_type),
+                crate::approval::sanitize_for_terminal(sha256)
+            ),
             Event::ModelStarted {
                 step,
                 model,
