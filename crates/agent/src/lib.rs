@@ -8,6 +8,7 @@
 //! [`bosun_host::Chokepoint`], which judges, runs and records it.
 
 pub mod assembly;
+pub mod attach;
 pub mod compaction;
 pub mod context;
 pub mod conversation;

@@ -133,6 +133,10 @@ enum Command {
         /// Continue a stored session: an id, a unique prefix, or `last`.
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
+        /// Attach an image in the workspace (PNG, JPEG, GIF or WebP; repeat for several), for a
+        /// model that takes images (`images = true` in its [models.NAME]).
+        #[arg(long, value_name = "FILE")]
+        image: Vec<String>,
         /// Print JSON lines: the trace as it happens, each step's text as a `model.text` line,
         /// then a `run.result` event in the same envelope.
         #[arg(long)]
@@ -716,6 +720,7 @@ fn main() -> ExitCode {
             task,
             model,
             resume,
+            image,
             json,
             stream,
             yes,
@@ -723,6 +728,7 @@ fn main() -> ExitCode {
             task.as_deref(),
             model.as_deref(),
             resume.as_deref(),
+            &image,
             json,
             stream,
             yes,

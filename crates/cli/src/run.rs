@@ -437,7 +437,7 @@ impl Interrupts {
     }
 }
 
-/// `bosun run [TASK] [--model NAME] [--resume ID] [--json] [--yes]`.
+/// `bosun run [TASK] [--model NAME] [--resume ID] [--image FILE]… [--json] [--yes]`.
 ///
 /// Runs the task with the configured model (`--model`, else the resumed session's, else
 /// `default_model`, else the only model configured), every tool call through the chokepoint, and
@@ -457,6 +457,7 @@ pub fn run(
     task: Option<&str>,
     model: Option<&str>,
     resume: Option<&str>,
+    image_paths: &[String],
     json: bool,
     stream: bool,
     yes: bool,
@@ -470,6 +471,11 @@ pub fn run(
             Err(hint) => bail!("{}\n{hint:#}", no_model_message(&env)),
         }
     }
+    // Each image read beneath the workspace root and checked by its bytes before anything runs.
+    let images = image_paths
+        .iter()
+        .map(|path| bosun_agent::attach::attach_image(&env.workspace, path))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut open = open_session(&env, resume, model)?;
     let name = open.stored.model.clone();
 
@@ -502,6 +508,7 @@ pub fn run(
         .observe(observer)
         .on_js_engine_compile(Arc::new(|notice: &str| errln!("{notice}")))
         .command(command)
+        .images(images)
         .build(&open, &task)?;
     for warning in &turn.warnings {
         errln!("warning: {warning}");

@@ -45,13 +45,14 @@ impl Engine {
         env: Arc<Env>,
         open: Conversation,
         task: String,
+        images: Vec<bosun_models::Image>,
         mode: PermissionMode,
     ) -> CancellationToken {
         let cancel = CancellationToken::new();
         let events = self.events.clone();
         let token = cancel.clone();
         self.runtime.spawn(async move {
-            let end = turn(&env, open, &task, mode, &events, &token).await;
+            let end = turn(&env, open, &task, images, mode, &events, &token).await;
             let _ = events.send(AppEvent::TurnEnded(Box::new(end)));
         });
         cancel
@@ -149,6 +150,7 @@ async fn turn(
     env: &Env,
     mut open: Conversation,
     task: &str,
+    images: Vec<bosun_models::Image>,
     mode: PermissionMode,
     events: &Sender<AppEvent>,
     cancel: &CancellationToken,
@@ -169,6 +171,7 @@ async fn turn(
         }))
         .command(COMMAND)
         .mode(mode)
+        .images(images)
         .build(&open, task);
     let turn = match prepared {
         Ok(turn) => turn,

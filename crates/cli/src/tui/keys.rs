@@ -230,7 +230,11 @@ impl App {
         }
         if self.approvals.is_empty() && self.confirm.is_none() {
             self.leave_armed = None;
-            self.input.insert_str(text);
+            // A pasted (or dropped) path to an image becomes its `@` mention, attached on send.
+            match super::mention::pasted_image(self.env.workspace.root(), text) {
+                Some(mention) => self.input.insert_str(&mention),
+                None => self.input.insert_str(text),
+            }
             self.follow_mention();
         }
     }
@@ -380,6 +384,17 @@ impl App {
 
     /// Starts a turn with `task` in permission mode `mode` (`/review` runs in plan mode).
     pub(super) fn start_turn_in(&mut self, task: String, note: &str, mode: PermissionMode) {
+        // `@shot.png`: read beneath the workspace root and checked by its bytes now, so a path
+        // outside the workspace or a file that is no image stops here, with the task kept.
+        let images = match super::mention::attach_images(&self.env.workspace, &task) {
+            Ok(images) => images,
+            Err(e) => {
+                self.entries
+                    .push(Entry::Error(format!("{e}; nothing was sent")));
+                self.input.insert_str(&task);
+                return;
+            }
+        };
         let Some(mut open) = self.session.take() else {
             return;
         };
@@ -387,7 +402,9 @@ impl App {
             self.entries.push(Entry::Notice(note.to_owned()));
         }
         self.model.clone_into(&mut open.stored.model);
-        let cancel = self.engine.start(self.env.clone(), open, task, mode);
+        let cancel = self
+            .engine
+            .start(self.env.clone(), open, task, images, mode);
         self.steps = 0;
         self.children.clear();
         self.tool_calls = 0;

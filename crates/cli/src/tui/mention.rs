@@ -4,7 +4,10 @@
 //! the list. The files are walked once per popup from the workspace root, honouring
 //! `.gitignore`, `.ignore` and git's excludes, never following a link and never listing one
 //! that leads outside the workspace. Choosing only writes the path into the input: the model
-//! reads the file through the chokepoint like any other.
+//! reads the file through the chokepoint like any other — except an image (`@shot.png`), which
+//! is attached to the request when it is sent ([`attach_images`], read beneath the root by
+//! `bosun_agent::attach`); a path to an image pasted or dropped into the input becomes its
+//! mention ([`pasted_image`]).
 
 use std::path::Path;
 
@@ -173,6 +176,52 @@ pub(crate) fn score(path: &str, query: &str) -> Option<i64> {
     Some(total * 100 - i64::try_from(chars.len()).unwrap_or(i64::MAX / 200))
 }
 
+/// The images a task mentions (`@shot.png`, by the extension), each read beneath the
+/// workspace root and checked by its bytes; the first that cannot be attached is the error.
+pub(crate) fn attach_images(
+    workspace: &bosun_host::Workspace,
+    task: &str,
+) -> Result<Vec<bosun_models::Image>, bosun_agent::attach::AttachError> {
+    image_mentions(task)
+        .into_iter()
+        .map(|path| bosun_agent::attach::attach_image(workspace, path))
+        .collect()
+}
+
+/// The paths of the `@` words of `task` that name images.
+pub(crate) fn image_mentions(task: &str) -> Vec<&str> {
+    task.split_whitespace()
+        .filter_map(|word| word.strip_prefix('@'))
+        .map(|path| path.trim_end_matches([',', ';', ':', '!', '?', ')']))
+        .filter(|path| bosun_agent::attach::is_image_path(path))
+        .collect()
+}
+
+/// A pasted text that is one path to an image file (as a terminal pastes a dropped file:
+/// perhaps quoted, perhaps a `file://` URL) as the `@` mention to insert: relative to the
+/// workspace root when inside it, else as given (sending then refuses it).
+pub(crate) fn pasted_image(root: &Path, text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    let unquoted = trimmed
+        .strip_prefix('\'')
+        .and_then(|t| t.strip_suffix('\''))
+        .or_else(|| trimmed.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
+        .unwrap_or(trimmed);
+    let path = unquoted.strip_prefix("file://").unwrap_or(unquoted);
+    if path.is_empty()
+        || path.contains(char::is_whitespace)
+        || !bosun_agent::attach::is_image_path(path)
+    {
+        return None;
+    }
+    let full = Path::new(path);
+    let shown = match full.strip_prefix(root) {
+        Ok(relative) if full.is_absolute() => relative.display().to_string(),
+        _ => path.to_owned(),
+    };
+    Some(format!("@{shown} "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +270,29 @@ mod tests {
             workspace_files(root),
             vec![".env.example", ".gitignore", "lib-link", "src/lib.rs"]
         );
+    }
+
+    #[test]
+    fn image_mentions_and_pasted_image_paths() {
+        assert_eq!(
+            image_mentions("look at @shots/a.png, and @src/lib.rs and @b.JPG"),
+            vec!["shots/a.png", "b.JPG"]
+        );
+        let root = Path::new("/work/p");
+        assert_eq!(
+            pasted_image(root, "'/work/p/shots/a b.png'"),
+            None,
+            "a path with spaces cannot be a mention"
+        );
+        assert_eq!(
+            pasted_image(root, "file:///work/p/shots/a.png\n").as_deref(),
+            Some("@shots/a.png ")
+        );
+        assert_eq!(
+            pasted_image(root, "\"/etc/secret.png\"").as_deref(),
+            Some("@/etc/secret.png ")
+        );
+        assert_eq!(pasted_image(root, "some text"), None);
     }
 
     #[test]

@@ -1974,3 +1974,73 @@ fn the_at_popup_lists_workspace_files_fuzzily_and_leaves_out_ignored_ones() {
     h.type_text("@../");
     assert!(h.app.mentions.popup.is_none());
 }
+
+/// The smallest valid PNG: one transparent pixel.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
+
+#[test]
+fn a_pasted_image_path_is_attached_and_sent_to_a_model_that_takes_images() {
+    let mut h = harness_with(vec![Step::text("A dot.")], "", |at| {
+        std::fs::write(at.ws.join("dot.png"), PNG).unwrap();
+        let config = at.home.join("config.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(config, format!("{text}images = true\n")).unwrap();
+    });
+    let ws = h.dir.path().join("ws").canonicalize().unwrap();
+    h.app.handle(AppEvent::Paste(format!(
+        "'{}'",
+        ws.join("dot.png").display()
+    )));
+    assert_eq!(h.app.input.text(), "@dot.png ");
+    h.type_text("what is this?");
+    h.press(KeyCode::Enter);
+    h.pump_until_idle();
+    let sent = &h.server.requests()[0]["messages"];
+    let user = sent.as_array().unwrap().last().unwrap();
+    assert!(
+        user["content"][0]["image_url"]["url"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("data:image/png;base64,iVBORw0KGgo")),
+        "{user}"
+    );
+}
+
+#[test]
+fn an_image_outside_the_workspace_or_not_an_image_is_refused_and_nothing_is_sent() {
+    let mut h = harness_with(vec![Step::text("never")], "", |at| {
+        std::fs::write(at.ws.parent().unwrap().join("secret.png"), PNG).unwrap();
+        std::fs::write(at.ws.join("fake.png"), "#!/bin/sh\necho hi\n").unwrap();
+        let config = at.home.join("config.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(config, format!("{text}images = true\n")).unwrap();
+    });
+    h.type_text("look @../secret.png");
+    h.press(KeyCode::Enter);
+    assert!(!h.app.is_running());
+    assert_eq!(
+        h.app.input.text(),
+        "look @../secret.png",
+        "the task is kept"
+    );
+    let screen = h.screen();
+    assert!(screen.contains("outside"), "{screen}");
+    h.ctrl('u');
+    while !h.app.input.text().is_empty() {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_text("look @fake.png please");
+    h.press(KeyCode::Enter);
+    assert!(!h.app.is_running());
+    let screen = h.screen();
+    assert!(
+        screen.contains("fake.png is not a PNG"),
+        "{screen}"
+    );
+    assert!(h.server.requests().is_empty(), "nothing reached the model");
+}

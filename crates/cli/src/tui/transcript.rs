@@ -95,9 +95,9 @@ pub(crate) fn earlier_entries(messages: &[Message]) -> Vec<Entry> {
     let mut entries = Vec::new();
     for message in messages {
         match message {
-            Message::User { text, images } => entries.push(Entry::User(with_image_labels(
-                text, images,
-            ))),
+            Message::User { text, images } => {
+                entries.push(Entry::User(with_image_labels(text, images)))
+            }
             Message::Assistant { parts } => {
                 for part in parts {
                     match part {
