@@ -156,7 +156,11 @@ pub(crate) fn caller_of(run_id: &str, call_id: &str) -> Option<SpanContext> {
 
 /// The span of call `call_id` in the run whose root span is `root`: in the caller's trace when
 /// the call adopted one.
-pub(crate) fn call_context(root: &SpanContext, caller: Option<&SpanContext>, call_id: &str) -> SpanContext {
+pub(crate) fn call_context(
+    root: &SpanContext,
+    caller: Option<&SpanContext>,
+    call_id: &str,
+) -> SpanContext {
     SpanContext {
         trace_id: caller.map_or(root.trace_id, |c| c.trace_id),
         span_id: call_span_id(root, call_id),
