@@ -448,3 +448,29 @@ async fn plan_mode_and_a_deny_rule_refuse_a_registry_install() {
     assert!(broker.asked().is_empty());
     assert_eq!(setup.plugin_entries(), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_rule_may_allow_installs_from_one_named_registry() {
+    let setup = Setup::new();
+    setup.user(
+        "[policy]\n[[policy.rules]]\naction = \"plugin.install\"\nhost = \"other\"\ndecision = \"allow\"\n",
+    );
+    // A rule for another registry does not cover this one.
+    let broker = Recorder::new(ApprovalAnswer::Deny);
+    let result = setup
+        .install(broker.clone(), json!({"name": "weather", "registry": "corp"}))
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert_eq!(broker.asked().len(), 1);
+
+    setup.user(
+        "[policy]\n[[policy.rules]]\naction = \"plugin.install\"\nhost = \"corp\"\ndecision = \"allow\"\n",
+    );
+    let broker = Recorder::new(ApprovalAnswer::Deny);
+    let result = setup
+        .install(broker.clone(), json!({"name": "weather", "registry": "corp"}))
+        .await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), ["weather"]);
+}
