@@ -201,8 +201,10 @@ impl Chokepoint {
         let plan: Vec<_> = super::plan_verdict(session, risk, &capabilities)
             .into_iter()
             .collect();
-        let mut explanation = session
-            .with_promises(|promises| self.policy.decide(&[subject.clone()], promises, &plan));
+        let mut explanation = session.with_promises(|promises| {
+            self.policy
+                .decide(std::slice::from_ref(&subject), promises, &plan)
+        });
         let reach = crate::flow::Reach {
             capabilities: &capabilities,
             sink: None,

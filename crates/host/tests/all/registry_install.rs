@@ -458,7 +458,10 @@ async fn a_user_rule_may_allow_installs_from_one_named_registry() {
     // A rule for another registry does not cover this one.
     let broker = Recorder::new(ApprovalAnswer::Deny);
     let result = setup
-        .install(broker.clone(), json!({"name": "weather", "registry": "corp"}))
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
         .await;
     assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
     assert_eq!(broker.asked().len(), 1);
@@ -468,7 +471,10 @@ async fn a_user_rule_may_allow_installs_from_one_named_registry() {
     );
     let broker = Recorder::new(ApprovalAnswer::Deny);
     let result = setup
-        .install(broker.clone(), json!({"name": "weather", "registry": "corp"}))
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
         .await;
     assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
     assert!(broker.asked().is_empty());
