@@ -2038,9 +2038,6 @@ fn an_image_outside_the_workspace_or_not_an_image_is_refused_and_nothing_is_sent
     h.press(KeyCode::Enter);
     assert!(!h.app.is_running());
     let screen = h.screen();
-    assert!(
-        screen.contains("fake.png is not a PNG"),
-        "{screen}"
-    );
+    assert!(screen.contains("fake.png is not a PNG"), "{screen}");
     assert!(h.server.requests().is_empty(), "nothing reached the model");
 }
