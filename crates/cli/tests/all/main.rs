@@ -777,6 +777,7 @@ mod chock;
 mod claude;
 mod clients;
 mod first_hour;
+mod fleet;
 mod hardening;
 mod js;
 mod mcp_client;
