@@ -7,6 +7,7 @@
 //! Only a call's own four events are written here field by field; any other event, and the
 //! decision's capabilities and explanation, go through serde_json into the same buffer.
 
+use bosun_core::{Decision, Explanation, Layer};
 use serde_json::Value;
 
 use super::{CallEvent, Recorded};
@@ -77,9 +78,13 @@ fn call_event(out: &mut Vec<u8>, event: &CallEvent<'_>) -> Result<(), serde_json
             out.extend_from_slice(b",\"action\":");
             string(out, action);
             out.extend_from_slice(b",\"capabilities\":");
-            serde_json::to_writer(&mut *out, capabilities)?;
+            if capabilities.is_empty() {
+                out.extend_from_slice(b"[]");
+            } else {
+                serde_json::to_writer(&mut *out, capabilities)?;
+            }
             out.extend_from_slice(b",\"explanation\":");
-            serde_json::to_writer(&mut *out, explanation)?;
+            explanation_(out, explanation);
         }
         CallEvent::Started { .. } => {}
         CallEvent::Completed {
@@ -100,6 +105,59 @@ fn call_event(out: &mut Vec<u8>, event: &CallEvent<'_>) -> Result<(), serde_json
     }
     out.push(b'}');
     Ok(())
+}
+
+/// A decision's explanation, as its derived serialisation writes it.
+fn explanation_(out: &mut Vec<u8>, explanation: &Explanation) {
+    out.extend_from_slice(b"{\"decision\":\"");
+    out.extend_from_slice(decision(explanation.decision));
+    out.extend_from_slice(b"\",\"deciding\":");
+    uint(out, explanation.deciding as u64);
+    out.extend_from_slice(b",\"checks\":[");
+    for (i, check) in explanation.checks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"subject\":");
+        string(out, &check.subject);
+        out.extend_from_slice(b",\"layer\":\"");
+        out.extend_from_slice(layer(check.layer));
+        out.extend_from_slice(b"\",\"rule\":");
+        string(out, &check.rule);
+        if let Some(source) = &check.source {
+            out.extend_from_slice(b",\"source\":");
+            string(out, source);
+        }
+        out.extend_from_slice(b",\"decision\":\"");
+        out.extend_from_slice(decision(check.decision));
+        out.extend_from_slice(b"\"}");
+    }
+    out.extend_from_slice(b"]}");
+}
+
+/// A decision's serialised name (`snake_case`).
+fn decision(decision: Decision) -> &'static [u8] {
+    match decision {
+        Decision::Allow => b"allow",
+        Decision::Review => b"review",
+        Decision::Ask => b"ask",
+        Decision::Deny => b"deny",
+    }
+}
+
+/// A layer's serialised name (`snake_case`).
+fn layer(layer: Layer) -> &'static [u8] {
+    match layer {
+        Layer::Fallback => b"fallback",
+        Layer::Mode => b"mode",
+        Layer::User => b"user",
+        Layer::Project => b"project",
+        Layer::Hook => b"hook",
+        Layer::Promise => b"promise",
+        Layer::SessionGrant => b"session_grant",
+        Layer::Flow => b"flow",
+        Layer::Managed => b"managed",
+    }
 }
 
 /// A JSON value as serde_json writes it compactly (objects in their map's order).
@@ -282,6 +340,52 @@ mod tests {
                 String::from_utf8(out).unwrap(),
                 serde_json::to_string(v).unwrap()
             );
+        }
+    }
+
+    /// Every decision and layer, with and without a source, as the derived serialisation
+    /// writes them.
+    #[test]
+    fn explanations_are_written_as_serde_writes_them() {
+        use bosun_core::MatchedRule;
+        let decisions = [Decision::Allow, Decision::Review, Decision::Ask, Decision::Deny];
+        let layers = [
+            Layer::Fallback,
+            Layer::Mode,
+            Layer::User,
+            Layer::Project,
+            Layer::Hook,
+            Layer::Promise,
+            Layer::SessionGrant,
+            Layer::Flow,
+            Layer::Managed,
+        ];
+        let mut checks = Vec::new();
+        for (i, layer) in layers.iter().enumerate() {
+            for decision in decisions {
+                checks.push(MatchedRule {
+                    subject: format!("fs.read:src/\"{i}\"\n"),
+                    layer: *layer,
+                    rule: "action = \"builtin.tool.*\" decision = \"allow\" → ✓".into(),
+                    source: (i % 2 == 0).then(|| format!("config.toml:{i}")),
+                    decision,
+                });
+            }
+        }
+        for (deciding, decision) in decisions.into_iter().enumerate() {
+            for checks in [Vec::new(), checks.clone()] {
+                let explanation = Explanation {
+                    decision,
+                    deciding,
+                    checks,
+                };
+                let mut out = Vec::new();
+                explanation_(&mut out, &explanation);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    serde_json::to_string(&explanation).unwrap()
+                );
+            }
         }
     }
 
