@@ -84,7 +84,11 @@ const PENDING_LIMIT: usize = 64 * 1024;
 
 impl Writer {
     fn new(file: Option<File>) -> Self {
-        let capacity = if file.is_some() { 2 * PENDING_LIMIT } else { 1024 };
+        let capacity = if file.is_some() {
+            2 * PENDING_LIMIT
+        } else {
+            1024
+        };
         Self {
             file,
             pending: Vec::with_capacity(capacity),
@@ -145,7 +149,10 @@ pub(crate) enum CallEvent<'a> {
         capabilities: &'a [bosun_core::CapabilityRequest],
         explanation: &'a bosun_core::Explanation,
     },
-    Started { call_id: &'a str, tool: &'a str },
+    Started {
+        call_id: &'a str,
+        tool: &'a str,
+    },
     Completed {
         call_id: &'a str,
         tool: &'a str,
@@ -499,9 +506,7 @@ impl Trace {
                 .next_sequence
                 .store(writer.sequence, Ordering::Relaxed);
         }
-        let Writer {
-            pending, clock, ..
-        } = writer;
+        let Writer { pending, clock, .. } = writer;
         let start = pending.len();
         let written = line::write(pending, &self.prefix, sequence, clock.format(now), &event);
         if let Err(e) = written {

@@ -305,11 +305,7 @@ mod tests {
         for special in &specials {
             for before in 0..17 {
                 for after in [0, 1, 7, 8, 9] {
-                    let text = format!(
-                        "{}{special}{}",
-                        "a".repeat(before),
-                        "läs".repeat(after)
-                    );
+                    let text = format!("{}{special}{}", "a".repeat(before), "läs".repeat(after));
                     assert_eq!(ours(&text), serde_string(&text), "{text:?}");
                 }
             }
@@ -348,7 +344,12 @@ mod tests {
     #[test]
     fn explanations_are_written_as_serde_writes_them() {
         use bosun_core::MatchedRule;
-        let decisions = [Decision::Allow, Decision::Review, Decision::Ask, Decision::Deny];
+        let decisions = [
+            Decision::Allow,
+            Decision::Review,
+            Decision::Ask,
+            Decision::Deny,
+        ];
         let layers = [
             Layer::Fallback,
             Layer::Mode,
