@@ -84,14 +84,10 @@ const PENDING_LIMIT: usize = 64 * 1024;
 
 impl Writer {
     fn new(file: Option<File>) -> Self {
-        let capacity = if file.is_some() {
-            2 * PENDING_LIMIT
-        } else {
-            1024
-        };
         Self {
             file,
-            pending: Vec::with_capacity(capacity),
+            // A call's four lines fit; it grows for larger ones and keeps what it grew to.
+            pending: Vec::with_capacity(8 * 1024),
             sequence: 0,
             error: None,
             clock: Clock::default(),
