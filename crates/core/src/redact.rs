@@ -104,12 +104,7 @@ impl Redactor {
 
     /// True when `text` holds a secret.
     pub fn finds(&self, text: &str) -> bool {
-        self.finds_bytes(text.as_bytes())
-    }
-
-    /// True when `bytes` (UTF-8 text, such as a JSON line being written) hold a secret.
-    pub fn finds_bytes(&self, bytes: &[u8]) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(bytes))
+        self.matcher.as_ref().is_some_and(|m| m.is_match(text))
     }
 
     /// Redacts a string.

@@ -520,7 +520,11 @@ impl Trace {
         };
         // The common case has no secret in it: one scan. Otherwise redact every string of the
         // value (never the raw line, where a replacement could break the JSON) and rebuild.
-        let observed = if self.redactor.finds_bytes(&pending[start..]) {
+        // The encoder writes whole UTF-8 strings only, so the check cannot fail; were it to,
+        // the line is treated as holding a secret and rebuilt.
+        let finds =
+            std::str::from_utf8(&pending[start..]).map_or(true, |line| self.redactor.finds(line));
+        let observed = if finds {
             pending.truncate(start);
             match redacted(&self.redactor, &envelope(event)) {
                 Some((redacted_envelope, line)) => {
