@@ -2,14 +2,14 @@
 //! version [`TRACE_SCHEMA_VERSION`]). Secret values are redacted before an event is written or
 //! handed to an observer; nothing unredacted leaves this module.
 //!
-//! Lines are buffered and flushed at the end of every tool call and of the run, so a trace costs
-//! one write per call; a crash loses at most the call in flight.
+//! Lines are kept and written at the end of every tool call and of the run, so a trace costs
+//! one `write` per call; a crash loses at most the call in flight.
 //!
-//! Recording is on every call's path, so a line is serialised from borrowed fields into a
-//! buffer the trace keeps, with the time formatted from a per-second prefix; the four events of
-//! every call ([`Trace::record_call`]) are borrowed from the call itself. An owned [`Envelope`]
-//! is built only for observers or when a line holds a secret. Whichever way, the line is the
-//! one serialising the envelope writes (tested).
+//! Recording is on every call's path, so a line is encoded by hand (`line.rs`) from borrowed
+//! fields straight into the buffer of lines not written yet, with the time formatted from a
+//! per-second prefix; the four events of every call ([`Trace::record_call`]) are borrowed from
+//! the call itself. An owned [`Envelope`] is built only for observers or when a line holds a
+//! secret. Whichever way, the line is the one serialising the envelope writes (tested).
 
 mod line;
 mod render;
