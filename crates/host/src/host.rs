@@ -627,6 +627,18 @@ impl Host {
             .map_or(&[], JavaScriptRuntime::plugins)
     }
 
+    /// The installed Claude Code plugins found intact at this assembly (for their skills,
+    /// commands and agents); none for a host built without plugins.
+    pub fn claude_plugins(&self) -> &[bosun_claude::LoadedPlugin] {
+        self.runtimes
+            .iter()
+            .find_map(|r| {
+                r.as_any()
+                    .downcast_ref::<crate::plugin_runtime::claude::ClaudeRuntime>()
+            })
+            .map_or(&[], crate::plugin_runtime::claude::ClaudeRuntime::plugins)
+    }
+
     /// Every tool, in registration order: built-ins, configured plugins' tools, the
     /// plugin-installing tools (a snapshot: plugins installed later add to it).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
