@@ -41,6 +41,7 @@ pub mod managed;
 pub mod mcp_config;
 pub mod model_setup;
 pub mod permission;
+pub mod plugin_agents;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;
