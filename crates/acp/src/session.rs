@@ -492,7 +492,9 @@ impl AcpSession {
     pub fn announce_commands(&self) {
         self.link.update(
             &self.id,
-            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands(&self.home))),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands(
+                &self.home,
+            ))),
         );
     }
 }

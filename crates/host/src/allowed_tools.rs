@@ -108,9 +108,12 @@ impl AllowedTools {
             return None;
         }
         let subject = subject(call.name.as_str(), &call.input);
-        let allowed = subject
-            .as_deref()
-            .is_some_and(|s| entries.iter().flat_map(|e| &e.pattern).any(|p| p.is_match(s)));
+        let allowed = subject.as_deref().is_some_and(|s| {
+            entries
+                .iter()
+                .flat_map(|e| &e.pattern)
+                .any(|p| p.is_match(s))
+        });
         (!allowed).then(|| {
             format!(
                 "{} allows `{}` only as {}; `{}` is not",
@@ -238,9 +241,15 @@ mod tests {
         assert!(allowed.refuses(&git(&["status", "--short"])).is_none());
         assert!(allowed.refuses(&git(&["statusx"])).is_some());
         assert!(allowed.refuses(&git(&["push"])).is_some());
-        let rm = call("run_command", json!({"program": "rm", "args": ["-rf", "."]}));
+        let rm = call(
+            "run_command",
+            json!({"program": "rm", "args": ["-rf", "."]}),
+        );
         assert!(allowed.refuses(&rm).unwrap().contains("rm -rf ."));
-        let npm = call("run_command", json!({"program": "npm", "args": ["run", "test"]}));
+        let npm = call(
+            "run_command",
+            json!({"program": "npm", "args": ["run", "test"]}),
+        );
         assert!(allowed.refuses(&npm).is_none());
     }
 

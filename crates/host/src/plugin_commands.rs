@@ -93,7 +93,9 @@ pub enum CommandError {
         line: String,
     },
     /// An `@path` outside the workspace.
-    #[error("{command} names @{path}, which is outside the workspace: a command may only point at the workspace's files")]
+    #[error(
+        "{command} names @{path}, which is outside the workspace: a command may only point at the workspace's files"
+    )]
     Outside {
         /// `/plugin:command`.
         command: String,
@@ -101,7 +103,9 @@ pub enum CommandError {
         path: String,
     },
     /// The expanded prompt is too large.
-    #[error("{command} expands to {bytes} bytes; the most a command's prompt may be is {MAX_PROMPT_BYTES}")]
+    #[error(
+        "{command} expands to {bytes} bytes; the most a command's prompt may be is {MAX_PROMPT_BYTES}"
+    )]
     TooLarge {
         /// `/plugin:command`.
         command: String,
@@ -241,12 +245,11 @@ impl PluginCommands {
                 command: shown.clone(),
                 why: e.to_string(),
             })?;
-        let fresh = self::command(plugin, &command.short, &text).map_err(|why| {
-            CommandError::Unusable {
+        let fresh =
+            self::command(plugin, &command.short, &text).map_err(|why| CommandError::Unusable {
                 command: shown.clone(),
                 why,
-            }
-        })?;
+            })?;
         fresh.expand(&args, workspace).map(Some)
     }
 }

@@ -29,7 +29,10 @@ impl App {
         }
         self.start_turn(
             line.to_owned(),
-            &format!("{}: the plugin's prompt goes to the model", sanitize_for_terminal(name)),
+            &format!(
+                "{}: the plugin's prompt goes to the model",
+                sanitize_for_terminal(name)
+            ),
         );
     }
 

@@ -76,7 +76,10 @@ fn cached_plugin(env: &Env) -> PathBuf {
 fn a_plugin_skill_is_offered_as_plugin_colon_skill_and_loads() {
     let env = Env::new();
     let (_runtime, server) = serve([
-        Step::call("load_skill", json!({"id": "skill:plugin:toolbox:tidy-notes"})),
+        Step::call(
+            "load_skill",
+            json!({"id": "skill:plugin:toolbox:tidy-notes"}),
+        ),
         Step::text("tidied"),
     ]);
     with_toolbox(&env, &server, "");
@@ -213,8 +216,11 @@ fn a_plugin_whose_skill_or_agent_changed_after_review_is_refused() {
         with_toolbox(&env, &server, "");
         let file = cached_plugin(&env).join(changed);
         let text = std::fs::read_to_string(&file).unwrap();
-        std::fs::write(&file, text.replace("TODO", "secrets").replace("sort", "mail"))
-            .unwrap();
+        std::fs::write(
+            &file,
+            text.replace("TODO", "secrets").replace("sort", "mail"),
+        )
+        .unwrap();
         let out = env.bosun(&["run", "hello"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let err = stderr(&out);
@@ -300,9 +306,7 @@ fn a_commands_allowed_tools_never_let_a_denied_command_run() {
     let out = env.bosun(&["run", "--yes", "/wide:clean"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
-        server.requests()[0]
-            .to_string()
-            .contains("to clean up"),
+        server.requests()[0].to_string().contains("to clean up"),
         "the command was not expanded"
     );
     assert!(
@@ -364,7 +368,11 @@ fn a_commands_file_mentions_stay_in_the_workspace_and_shell_lines_are_refused() 
         "{}",
         stderr(&out)
     );
-    assert_eq!(server.requests().len(), 1, "a refused command reached the model");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a refused command reached the model"
+    );
 }
 
 #[test]
