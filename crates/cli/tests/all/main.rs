@@ -778,6 +778,7 @@ mod claude;
 mod claude_components;
 mod clients;
 mod first_hour;
+mod fleet;
 mod hardening;
 mod js;
 mod mcp_client;
