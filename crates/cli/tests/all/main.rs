@@ -775,6 +775,7 @@ mod acp;
 mod binary;
 mod chock;
 mod claude;
+mod claude_components;
 mod clients;
 mod first_hour;
 mod fleet;
