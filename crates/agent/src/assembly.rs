@@ -94,6 +94,9 @@ pub enum TurnError {
     /// An attached image cannot be sent.
     #[error(transparent)]
     Image(#[from] bosun_models::ImageError),
+    /// The task runs a plugin command that cannot run.
+    #[error(transparent)]
+    Command(#[from] bosun_host::plugin_commands::CommandError),
 }
 
 /// The user config file, as messages name it.
