@@ -775,6 +775,7 @@ mod acp;
 mod binary;
 mod chock;
 mod claude;
+mod claude_mcp;
 mod clients;
 mod first_hour;
 mod hardening;
