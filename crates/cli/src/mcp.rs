@@ -47,8 +47,7 @@ fn servers(env: &crate::env::Env) -> Vec<(String, McpServerConfig)> {
         .iter()
         .map(|(name, config)| (name.clone(), config.clone()))
         .collect();
-    let (provided, _) =
-        installed_mcp_servers(&env.config.home, &env.config.user.claude);
+    let (provided, _) = installed_mcp_servers(&env.config.home, &env.config.user.claude);
     servers.extend(provided);
     servers
 }
@@ -58,9 +57,8 @@ fn server(env: &crate::env::Env, name: &str) -> Result<McpServerConfig> {
     if let Some(config) = env.config.user.mcp.get(name) {
         return Ok(config.clone());
     }
-    if name.contains(':') {
-        let (provided, warnings) =
-            installed_mcp_servers(&env.config.home, &env.config.user.claude);
+    if bosun_host::mcp_config::valid_plugin_server_name(name) {
+        let (provided, warnings) = installed_mcp_servers(&env.config.home, &env.config.user.claude);
         if let Some((_, config)) = provided.into_iter().find(|(n, _)| n == name) {
             return Ok(config);
         }

@@ -268,6 +268,38 @@ mod tests {
         BTreeMap::from([("peer".to_owned(), config)])
     }
 
+    /// Enforcement: `valid_server_name` in `check_mcp_configs`. A config file can never name
+    /// a server the way the plugin layer names a plugin's (`<plugin>:<server>`), so it can
+    /// neither take one's pin nor shadow it.
+    #[test]
+    fn only_the_plugin_layer_names_a_server_with_a_colon() {
+        let config: McpServerConfig = toml::from_str("command = \"srv\"\n").unwrap();
+        for name in ["toolbox:echo", "toolbox_echo", "plugin_toolbox_echo"] {
+            let servers = BTreeMap::from([(name.to_owned(), config.clone())]);
+            let (key, _) = check_mcp_configs(&servers).expect_err(name);
+            assert_eq!(key, format!("mcp.{name}"));
+        }
+        // `provided` is never read from a file.
+        let read: McpServerConfig =
+            toml::from_str("command = \"srv\"\nprovided = { plugin = \"x\" }\n").unwrap_or(config);
+        assert!(read.provided.is_none());
+        assert_eq!(
+            plugin_server_name("toolbox", "echo").as_deref(),
+            Some("toolbox:echo")
+        );
+        assert!(valid_plugin_server_name("toolbox:echo"));
+        for bad in [
+            "toolbox",
+            "a:b:c",
+            "Tool:echo",
+            "toolbox:",
+            ":echo",
+            "tool_box:echo",
+        ] {
+            assert!(!valid_plugin_server_name(bad), "{bad}");
+        }
+    }
+
     /// Enforcement: the protected-path check in `check_mcp_configs`. Every spelling of a
     /// protected directory or file, at any depth, is refused naming the key and the path.
     #[test]
