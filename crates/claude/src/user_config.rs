@@ -66,8 +66,10 @@ pub fn check_answer(key: &str, option: &UserConfigOption, text: &str) -> Result<
     for item in items {
         let value = match option.kind {
             UserConfigType::String | UserConfigType::Directory | UserConfigType::File => {
-                if matches!(option.kind, UserConfigType::Directory | UserConfigType::File)
-                    && !item.is_empty()
+                if matches!(
+                    option.kind,
+                    UserConfigType::Directory | UserConfigType::File
+                ) && !item.is_empty()
                     && !Path::new(item).is_absolute()
                 {
                     return Err(format!("{key}: `{item}` is not an absolute path"));
@@ -206,11 +208,17 @@ mod tests {
         let mut number = option(UserConfigType::Number);
         number.min = Some(1.0);
         number.max = Some(10.0);
-        assert_eq!(check_answer("n", &number, "3").unwrap(), serde_json::json!(3.0));
+        assert_eq!(
+            check_answer("n", &number, "3").unwrap(),
+            serde_json::json!(3.0)
+        );
         assert!(check_answer("n", &number, "11").is_err());
         assert!(check_answer("n", &number, "three").is_err());
         let boolean = option(UserConfigType::Boolean);
-        assert_eq!(check_answer("b", &boolean, "yes").unwrap(), Value::Bool(true));
+        assert_eq!(
+            check_answer("b", &boolean, "yes").unwrap(),
+            Value::Bool(true)
+        );
         assert!(check_answer("b", &boolean, "maybe").is_err());
         let dir = option(UserConfigType::Directory);
         assert!(check_answer("d", &dir, "relative/x").is_err());

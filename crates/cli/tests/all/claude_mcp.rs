@@ -252,5 +252,8 @@ fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the
     assert!(probe("write", &escaped).starts_with("refused"));
     assert!(!escaped.exists(), "the server wrote the workspace");
     assert!(probe("write", &root.join("added.txt")).starts_with("refused"));
-    assert!(!root.join("added.txt").exists(), "the server changed its own files");
+    assert!(
+        !root.join("added.txt").exists(),
+        "the server changed its own files"
+    );
 }

@@ -295,7 +295,11 @@ fn provided(
             return Err(format!(
                 "a `{}` server needs {}",
                 bosun_core::escape_hidden(kind),
-                if kind == "stdio" { "a command" } else { "a url" }
+                if kind == "stdio" {
+                    "a command"
+                } else {
+                    "a url"
+                }
             ));
         }
     };
