@@ -232,6 +232,32 @@ pub(crate) fn help() -> String {
     text
 }
 
+/// The commands of the installed Claude Code plugins, for `/help`.
+pub(crate) fn plugin_command_lines(env: &Env) -> String {
+    let plugins = bosun_host::plugin_commands::PluginCommands::load(&env.config.home);
+    let mut text = String::new();
+    for command in plugins.all() {
+        let mut form = plugins.shown_name(command);
+        if let Some(hint) = &command.argument_hint {
+            form.push(' ');
+            form.push_str(hint);
+        }
+        let _ = writeln!(
+            text,
+            "  {}  {} (plugin {})",
+            sanitize_for_terminal(&form),
+            sanitize_for_terminal(&command.description),
+            sanitize_for_terminal(&command.plugin)
+        );
+    }
+    if text.is_empty() {
+        return text;
+    }
+    format!(
+        "Plugin commands (their prompt goes to the model; /plugin:name always reaches one):\n{text}"
+    )
+}
+
 /// `/skills`: what `bosun skills list` shows, diagnostics included.
 pub(crate) fn skills(env: &Env) -> String {
     let skills = bosun_host::skills::Skills::of(&env.config, env.workspace.root());
