@@ -127,6 +127,7 @@ fn empty_config() -> McpServerConfig {
         timeout_ms: None,
         sandbox: bosun_host::mcp_config::McpSandbox::default(),
         classification: None,
+        provided: None,
     }
 }
 

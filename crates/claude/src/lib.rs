@@ -15,6 +15,7 @@
 //! - [`loaded`]: the installed plugins checked against their records at every load.
 //! - [`source`]: the registry opener for `kind = "claude-marketplace"` (`bosun plugins search`).
 //! - [`mcp`], [`hooks`]: the servers and hooks a plugin declares.
+//! - [`user_config`]: a plugin's `userConfig` answers checked, and its secrets kept apart.
 
 pub mod components;
 pub mod fetch;
@@ -28,6 +29,7 @@ pub mod mcp;
 pub mod source;
 pub mod tools;
 pub mod tree;
+pub mod user_config;
 
 pub use install::{
     InstallOptions, Installed, InstalledPlugin, MarketplaceLocation, OpenedMarketplace, Staged,

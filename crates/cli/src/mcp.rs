@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::mcp_config::McpServerConfig;
+use bosun_host::plugin_runtime::claude::installed_mcp_servers;
 use bosun_mcp::client::{Change, ReviewError, ServerReview};
 use bosun_mcp::pins::PinStore;
 use bosun_mcp::{ServerState, server_state};
@@ -17,6 +19,10 @@ use crate::exit;
 use crate::term::{errln, outln};
 
 fn transport(config: &bosun_host::mcp_config::McpServerConfig) -> String {
+    // A plugin's server is shown as declared: its secrets as the placeholders it wrote.
+    if let Some(provided) = &config.provided {
+        return format!("{} (plugin {})", provided.declared, provided.plugin);
+    }
     match (&config.command, &config.url) {
         (Some(command), _) => {
             let mut text = command.clone();
@@ -31,10 +37,48 @@ fn transport(config: &bosun_host::mcp_config::McpServerConfig) -> String {
     }
 }
 
+/// Every server Bosun knows: `[mcp.<name>]` of the user's config, then those of installed
+/// plugins (`<plugin>:<server>`).
+fn servers(env: &crate::env::Env) -> Vec<(String, McpServerConfig)> {
+    let mut servers: Vec<(String, McpServerConfig)> = env
+        .config
+        .user
+        .mcp
+        .iter()
+        .map(|(name, config)| (name.clone(), config.clone()))
+        .collect();
+    let (provided, _) = installed_mcp_servers(&env.config.home, &env.config.user.claude);
+    servers.extend(provided);
+    servers
+}
+
+/// The server `name`, or an error saying how to add one.
+fn server(env: &crate::env::Env, name: &str) -> Result<McpServerConfig> {
+    if let Some(config) = env.config.user.mcp.get(name) {
+        return Ok(config.clone());
+    }
+    if bosun_host::mcp_config::valid_plugin_server_name(name) {
+        let (provided, warnings) = installed_mcp_servers(&env.config.home, &env.config.user.claude);
+        if let Some((_, config)) = provided.into_iter().find(|(n, _)| n == name) {
+            return Ok(config);
+        }
+        let why = warnings
+            .iter()
+            .find(|w| w.contains(&format!("`{name}`")))
+            .cloned()
+            .unwrap_or_else(|| "no installed plugin provides it".to_owned());
+        bail!("no MCP server `{name}`: {why}");
+    }
+    bail!(
+        "no MCP server `{name}` in {}: add it as [mcp.{name}] first",
+        crate::env::config_path(env)
+    )
+}
+
 pub fn list(json: bool) -> Result<u8> {
     let env = load()?;
     let pins = PinStore::load(&env.config.home)?;
-    let servers = &env.config.user.mcp;
+    let servers = servers(&env);
     if json {
         let list: Vec<_> = servers
             .iter()
@@ -73,7 +117,7 @@ pub fn list(json: bool) -> Result<u8> {
 /// prints and `/mcp` shows.
 pub(crate) fn list_lines(env: &crate::env::Env) -> Result<Vec<String>> {
     let pins = PinStore::load(&env.config.home)?;
-    let servers = &env.config.user.mcp;
+    let servers = servers(env);
     if servers.is_empty() {
         return Ok(vec![format!(
             "no MCP servers: add one as [mcp.<name>] in {}",
@@ -117,12 +161,7 @@ pub(crate) struct Review {
 /// Starts server `name`, lists its tools and compares them with what was approved before
 /// ([`ServerReview::list`], the step the editor face shares), rendered for a terminal.
 pub(crate) fn review(env: &crate::env::Env, name: &str) -> Result<Review> {
-    let Some(config) = env.config.user.mcp.get(name) else {
-        bail!(
-            "no MCP server `{name}` in {}: add it as [mcp.{name}] first",
-            crate::env::config_path(env)
-        );
-    };
+    let config = &server(env, name)?;
     let launcher = Arc::new(
         bosun_launch::Launcher::new(env.config.user.sandbox.clone())
             .private(&env.config.home)
@@ -232,10 +271,10 @@ pub(crate) fn remove(env: &crate::env::Env, name: &str) -> Result<String> {
 
 pub fn trust(name: &str, yes: bool) -> Result<u8> {
     let env = load()?;
-    if let Some(config) = env.config.user.mcp.get(name) {
+    if let Ok(config) = server(&env, name) {
         errln!(
             "starting MCP server `{name}` ({}) to list its tools…",
-            sanitize_for_terminal(&transport(config))
+            sanitize_for_terminal(&transport(&config))
         );
     }
     let review = review(&env, name)?;

@@ -157,6 +157,9 @@ pub struct Config {
     /// MCP servers whose tools Bosun offers, by name: `[mcp.<name>]`.
     #[serde(default)]
     pub mcp: std::collections::BTreeMap<String, crate::mcp_config::McpServerConfig>,
+    /// What the person chose for installed Claude Code plugins: `[claude.plugins."<id>"]`.
+    #[serde(default)]
+    pub claude: crate::claude_config::ClaudeConfig,
     /// Plugin registries, by name: `[registries.<name>]`, with their pinned keys.
     #[serde(default)]
     pub registries: std::collections::BTreeMap<String, bosun_registry::RegistryConfig>,

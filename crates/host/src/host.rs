@@ -186,6 +186,8 @@ pub struct Host {
     runtimes: Vec<Box<dyn Runtime>>,
     /// Every child process starts through it.
     launcher: Arc<bosun_launch::Launcher>,
+    /// MCP servers installed plugins provide (`<plugin>:<server>`), for the MCP layer.
+    plugin_mcp: Vec<(String, crate::mcp_config::McpServerConfig)>,
     warnings: Vec<String>,
 }
 
@@ -380,6 +382,7 @@ impl Host {
             config_hooks,
             runtimes: Vec::new(),
             launcher,
+            plugin_mcp: Vec::new(),
             warnings: Vec::new(),
         };
         if !plugins {
@@ -408,10 +411,12 @@ impl Host {
                 home: &host.config.home,
                 limits: &host.config.user.limits,
                 launcher: &host.launcher,
+                claude: &host.config.user.claude,
             })?;
             warnings.extend(offer.warnings);
             host.register_plugin_tools(offer.tools, &mut warnings);
             host.hooks.extend(offer.hooks);
+            host.plugin_mcp.extend(offer.mcp_servers);
             listed.extend(offer.listed.into_iter().map(|l| ListedPlugin {
                 name: l.name,
                 version: l.version,
@@ -557,6 +562,12 @@ impl Host {
     /// The launcher every child process starts through: `run_command`'s, and MCP servers'.
     pub fn launcher(&self) -> &Arc<bosun_launch::Launcher> {
         &self.launcher
+    }
+
+    /// The MCP servers installed plugins provide, by their `<plugin>:<server>` names: the MCP
+    /// layer offers their tools once a person approved them, like `[mcp.<name>]` servers'.
+    pub fn plugin_mcp_servers(&self) -> &[(String, crate::mcp_config::McpServerConfig)] {
+        &self.plugin_mcp
     }
 
     /// The sandbox's one-line state when it is not full (`sandbox: degraded — …` or

@@ -31,6 +31,7 @@ pub mod builtin;
 pub mod checkpoint;
 mod child;
 pub mod chokepoint;
+pub mod claude_config;
 pub mod config;
 pub mod config_edit;
 pub mod file_access;

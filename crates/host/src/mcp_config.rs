@@ -55,6 +55,36 @@ pub struct McpServerConfig {
     /// above it cannot call the server's tools without a person (write-down protection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classification: Option<bosun_core::Classification>,
+    /// Set for a server an installed plugin provides (never read from a config file: only the
+    /// plugin layer makes one), with what it runs in and the values it is given.
+    #[serde(skip)]
+    pub provided: Option<ProvidedServer>,
+}
+
+/// What a plugin-provided server (a Claude Code plugin's `.mcp.json`) is given besides its
+/// command line. Such a server is named `<plugin>:<server>` ([`plugin_server_name`]), a name
+/// no `[mcp.<name>]` entry can take, and runs confined to its plugin: it reads the plugin's
+/// folder and the workspace, writes only its data folder, and reaches no network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProvidedServer {
+    /// The plugin's id (`name@marketplace`).
+    pub plugin: String,
+    /// The plugin's folder (`${CLAUDE_PLUGIN_ROOT}`): readable.
+    pub root: PathBuf,
+    /// The plugin's data folder (`${CLAUDE_PLUGIN_DATA}`): its one writable folder, and its
+    /// `HOME`.
+    pub data: PathBuf,
+    /// Environment values, expanded (they may hold the plugin's secrets: never shown, never
+    /// hashed).
+    pub env: BTreeMap<String, String>,
+    /// HTTP header values, expanded (a URL server's; secrets too).
+    pub headers: BTreeMap<String, String>,
+    /// The server as a person reviews it and the approval's identity covers it: its command
+    /// line or URL, environment and headers, with the plugin's folders and non-secret values
+    /// expanded and its secrets left as the `${user_config.KEY}` it wrote.
+    pub declared: String,
+    /// The secret values it is given, to keep out of traces.
+    pub secrets: Vec<String>,
 }
 
 /// `[mcp.<name>.sandbox]`: the paths and hosts a command server's process is given.
@@ -106,6 +136,20 @@ pub fn valid_server_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The name of `server` of the plugin `plugin`: `<plugin>:<server>`, when both are valid
+/// server names ([`valid_server_name`]). Only plugin-provided servers carry a `:`, so no
+/// `[mcp.<name>]` entry can take or shadow one.
+pub fn plugin_server_name(plugin: &str, server: &str) -> Option<String> {
+    (valid_server_name(plugin) && valid_server_name(server)).then(|| format!("{plugin}:{server}"))
+}
+
+/// Whether `name` is a plugin-provided server's name: exactly one `:` between two valid
+/// server names.
+pub fn valid_plugin_server_name(name: &str) -> bool {
+    name.split_once(':')
+        .is_some_and(|(plugin, server)| plugin_server_name(plugin, server).is_some())
 }
 
 /// Checks every `[mcp.<name>]` entry; the error names the key and says what to write.
@@ -222,6 +266,38 @@ mod tests {
         );
         let config: McpServerConfig = toml::from_str(&toml).unwrap();
         BTreeMap::from([("peer".to_owned(), config)])
+    }
+
+    /// Enforcement: `valid_server_name` in `check_mcp_configs`. A config file can never name
+    /// a server the way the plugin layer names a plugin's (`<plugin>:<server>`), so it can
+    /// neither take one's pin nor shadow it.
+    #[test]
+    fn only_the_plugin_layer_names_a_server_with_a_colon() {
+        let config: McpServerConfig = toml::from_str("command = \"srv\"\n").unwrap();
+        for name in ["toolbox:echo", "toolbox_echo", "plugin_toolbox_echo"] {
+            let servers = BTreeMap::from([(name.to_owned(), config.clone())]);
+            let (key, _) = check_mcp_configs(&servers).expect_err(name);
+            assert_eq!(key, format!("mcp.{name}"));
+        }
+        // `provided` is never read from a file.
+        let read: McpServerConfig =
+            toml::from_str("command = \"srv\"\nprovided = { plugin = \"x\" }\n").unwrap_or(config);
+        assert!(read.provided.is_none());
+        assert_eq!(
+            plugin_server_name("toolbox", "echo").as_deref(),
+            Some("toolbox:echo")
+        );
+        assert!(valid_plugin_server_name("toolbox:echo"));
+        for bad in [
+            "toolbox",
+            "a:b:c",
+            "Tool:echo",
+            "toolbox:",
+            ":echo",
+            "tool_box:echo",
+        ] {
+            assert!(!valid_plugin_server_name(bad), "{bad}");
+        }
     }
 
     /// Enforcement: the protected-path check in `check_mcp_configs`. Every spelling of a

@@ -71,14 +71,22 @@ pub struct ListedTool {
     pub refused: Option<String>,
 }
 
-/// The model-facing name of `tool` of `server`.
+/// The model-facing name of `tool` of `server`: `mcp__<server>__<tool>`, and for a plugin's
+/// server `<plugin>:<server>` the name Claude Code gives it, `mcp__plugin_<plugin>_<server>__<tool>`
+/// (so a plugin's hook matchers and tool lists name it as written; no `[mcp.<name>]` entry can
+/// take it, since their names hold no `_`).
 pub fn model_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
+    match server.split_once(':') {
+        Some((plugin, server)) => format!("mcp__plugin_{plugin}_{server}__{tool}"),
+        None => format!("mcp__{server}__{tool}"),
+    }
 }
 
-/// The policy action of `tool` of `server`.
+/// The policy action of `tool` of `server`: `mcp.<server>.tool.<tool>`, and for a plugin's
+/// server `<plugin>:<server>` `mcp.<plugin>.<server>.tool.<tool>` (a rule's action holds no
+/// `:`; the extra segment keeps it apart from any `[mcp.<name>]` server's).
 pub fn action(server: &str, tool: &str) -> String {
-    format!("mcp.{server}.tool.{tool}")
+    format!("mcp.{}.tool.{tool}", server.replace(':', "."))
 }
 
 /// Why a listed tool cannot be offered, if it cannot.
@@ -250,12 +258,28 @@ impl Server {
         } else {
             Network::TcpPorts(sandbox.ports())
         };
-        let mut confinement = Confinement::new(self.workspace_root.clone(), network);
-        confinement.read = sandbox.read.clone();
-        confinement.write = sandbox.write.clone();
-        confinement.protected = bosun_host::protected_paths(&self.workspace_root);
-        // The files its approved command line names are its to read (its script, say).
-        confinement.name_arguments(self.config.command.iter().chain(&self.config.args));
+        let confinement = match &self.config.provided {
+            // A plugin's server: its data folder is all it writes; it reads its own folder
+            // and the workspace, and its command line opens nothing more.
+            Some(provided) => {
+                std::fs::create_dir_all(&provided.data).map_err(|source| ClientError::Spawn {
+                    command: command.to_owned(),
+                    source: bosun_launch::LaunchError::Spawn(source),
+                })?;
+                let mut confinement = Confinement::new(provided.data.clone(), network);
+                confinement.read = vec![provided.root.clone(), self.workspace_root.clone()];
+                confinement
+            }
+            None => {
+                let mut confinement = Confinement::new(self.workspace_root.clone(), network);
+                confinement.read = sandbox.read.clone();
+                confinement.write = sandbox.write.clone();
+                confinement.protected = bosun_host::protected_paths(&self.workspace_root);
+                // The files its approved command line names are its to read (its script, say).
+                confinement.name_arguments(self.config.command.iter().chain(&self.config.args));
+                confinement
+            }
+        };
         // A session of its own, killed with Bosun by the kernel if Bosun dies first.
         self.launcher
             .spawn(cmd, &confinement)
@@ -297,6 +321,15 @@ impl Server {
                     if let Some(value) = std::env::var_os(var) {
                         cmd.env(var, value);
                     }
+                }
+                if let Some(provided) = &self.config.provided {
+                    // Claude Code's variables, its data folder as its home, then the values
+                    // the plugin declares (expanded; they may hold its secrets).
+                    cmd.env("HOME", &provided.data)
+                        .env("CLAUDE_PLUGIN_ROOT", &provided.root)
+                        .env("CLAUDE_PLUGIN_DATA", &provided.data)
+                        .env("CLAUDE_PROJECT_DIR", &self.workspace_root)
+                        .envs(&provided.env);
                 }
                 let cwd = match &self.config.cwd {
                     Some(dir) if dir.is_absolute() => dir.clone(),
@@ -597,11 +630,17 @@ pub fn server_state(name: &str, config: &McpServerConfig, pins: &PinStore) -> Se
 pub fn attach(host: &Host) -> Result<Vec<String>, crate::pins::PinError> {
     let config = host.config();
     let mut warnings = Vec::new();
-    if config.user.mcp.is_empty() {
+    let plugin_servers = host.plugin_mcp_servers();
+    if config.user.mcp.is_empty() && plugin_servers.is_empty() {
         return Ok(warnings);
     }
     let pins = PinStore::load(&config.home)?;
-    for (name, server_config) in &config.user.mcp {
+    let servers = config
+        .user
+        .mcp
+        .iter()
+        .chain(plugin_servers.iter().map(|(name, config)| (name, config)));
+    for (name, server_config) in servers {
         match server_state(name, server_config, &pins) {
             ServerState::Disabled => continue,
             ServerState::NotApproved => {

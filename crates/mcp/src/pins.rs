@@ -271,6 +271,20 @@ fn digest(text: &str) -> String {
 pub fn identity(config: &McpServerConfig) -> String {
     let mut headers: Vec<&String> = config.headers.keys().collect();
     headers.sort();
+    // A plugin's server: the plugin, the folder it runs from (named by the plugin's content
+    // digest, so a changed plugin is a new server) and what it declares, its secrets as the
+    // placeholders it wrote — never their values, which its expanded command line may hold.
+    if let Some(provided) = &config.provided {
+        return digest(&canonical(&json!({
+            "plugin": provided.plugin,
+            "root": provided.root,
+            "data": provided.data,
+            "declared": provided.declared,
+            "env": provided.env.keys().collect::<Vec<_>>(),
+            "headers": provided.headers.keys().collect::<Vec<_>>(),
+            "url": config.url.is_some(),
+        })));
+    }
     let mut given = json!({
         "command": config.command,
         "args": config.args,

@@ -776,6 +776,7 @@ mod binary;
 mod chock;
 mod claude;
 mod claude_components;
+mod claude_mcp;
 mod clients;
 mod first_hour;
 mod fleet;

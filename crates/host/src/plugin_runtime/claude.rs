@@ -6,7 +6,8 @@
 //! skills, commands and agents are read from them by `skills.rs`, `plugin_commands.rs` and
 //! `plugin_agents.rs`.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bosun_claude::LoadedPlugin;
@@ -16,7 +17,9 @@ use bosun_policy::HookVerdict;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::claude_config::ClaudeConfig;
 use crate::hooks::{HookFailure, PolicyHook, SessionLabels};
+use crate::mcp_config::{McpSandbox, McpServerConfig, ProvidedServer, plugin_server_name};
 use crate::plugin_runtime::contract::{Assembly, Offer, Runtime};
 use crate::plugin_runtime::error::RuntimeError;
 use crate::tool::Tool;
@@ -56,9 +59,13 @@ impl ClaudeRuntime {
 impl Runtime for ClaudeRuntime {
     fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
         let loaded = bosun_claude::Loaded::load(at.home);
+        let mut warnings = loaded.refused;
+        let (mcp_servers, left_out) = mcp_servers(&loaded.plugins, at.home, at.claude);
+        warnings.extend(left_out);
         let offer = Offer {
             hooks: pre_tool_use_hooks(&loaded.plugins, at.launcher, at.workspace),
-            warnings: loaded.refused,
+            warnings,
+            mcp_servers,
             ..Offer::default()
         };
         self.plugins = loaded.plugins;
@@ -189,4 +196,176 @@ impl PolicyHook for PreToolUse {
         }
         Ok(strictest)
     }
+}
+
+/// `plugin`'s `userConfig` answers: the user config's (`[claude.plugins."<id>".config]`), its
+/// secrets (kept apart) and the defaults.
+///
+/// # Errors
+/// The secrets file cannot be read.
+pub fn answers(
+    plugin: &LoadedPlugin,
+    home: &Path,
+    claude: &ClaudeConfig,
+) -> Result<bosun_claude::user_config::Answers, bosun_claude::ClaudeError> {
+    let secrets = bosun_claude::user_config::load_secrets(home, &plugin.record.id)?;
+    Ok(bosun_claude::user_config::Answers::resolve(
+        &plugin.layout.manifest.user_config,
+        &claude.values(&plugin.record.id),
+        &secrets,
+    ))
+}
+
+/// The MCP servers the installed plugins provide, as config entries named `<plugin>:<server>`
+/// ([`plugin_server_name`]), with `${CLAUDE_PLUGIN_ROOT}`, `${CLAUDE_PLUGIN_DATA}` and
+/// `${user_config.KEY}` expanded; and why any is left out. Nothing starts here: the MCP layer
+/// offers a server's tools once a person approved them (`bosun mcp trust <plugin>:<server>`).
+pub fn mcp_servers(
+    plugins: &[LoadedPlugin],
+    home: &Path,
+    claude: &ClaudeConfig,
+) -> (Vec<(String, McpServerConfig)>, Vec<String>) {
+    let mut servers = Vec::new();
+    let mut warnings = Vec::new();
+    for plugin in plugins {
+        if plugin.layout.mcp_servers.is_empty() {
+            continue;
+        }
+        let id = &plugin.record.id;
+        let answers = match answers(plugin, home, claude) {
+            Ok(answers) => answers,
+            Err(e) => {
+                warnings.push(format!(
+                    "the MCP servers of the plugin `{id}` are left out: {e}"
+                ));
+                continue;
+            }
+        };
+        if !answers.missing.is_empty() {
+            warnings.push(format!(
+                "the MCP servers of the plugin `{id}` are left out: it needs {} (bosun plugins configure {id})",
+                answers.missing.join(", ")
+            ));
+            continue;
+        }
+        for (server_name, server) in &plugin.layout.mcp_servers {
+            let Some(name) = plugin_server_name(plugin.name(), server_name) else {
+                warnings.push(format!(
+                    "the MCP server `{}` of the plugin `{id}` is left out: Bosun names it `<plugin>:<server>`, and both must be 1-32 of a-z, 0-9 and -, starting with a letter",
+                    bosun_core::escape_hidden(server_name)
+                ));
+                continue;
+            };
+            match provided(plugin, server, &answers) {
+                Ok(config) => servers.push((name, config)),
+                Err(why) => warnings.push(format!(
+                    "the MCP server `{name}` of the plugin `{id}` is left out: {why}"
+                )),
+            }
+        }
+    }
+    (servers, warnings)
+}
+
+/// The config entry of one plugin server.
+fn provided(
+    plugin: &LoadedPlugin,
+    server: &bosun_claude::mcp::McpServer,
+    answers: &bosun_claude::user_config::Answers,
+) -> Result<McpServerConfig, String> {
+    let (root, data) = (&plugin.root, &plugin.data);
+    let public = answers.public();
+    let full = |text: &str| bosun_claude::mcp::expand(text, root, data, &answers.values);
+    let shown = |text: &str| bosun_claude::mcp::expand(text, root, data, &public);
+    let map = |values: &BTreeMap<String, String>, f: &dyn Fn(&str) -> String| {
+        values
+            .iter()
+            .map(|(k, v)| (k.clone(), f(v)))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let (command, args, url) = match (server.kind.as_str(), &server.command, &server.url) {
+        ("stdio", Some(command), _) => (
+            Some(full(command)),
+            server.args.iter().map(|a| full(a)).collect(),
+            None,
+        ),
+        ("http", None, Some(url)) => {
+            let url = full(url);
+            if !url.starts_with("https://") && !url.starts_with("http://") {
+                return Err(format!(
+                    "`{}` is not an http:// or https:// URL",
+                    bosun_core::escape_hidden(&shown(server.url.as_deref().unwrap_or_default()))
+                ));
+            }
+            (None, Vec::new(), Some(url))
+        }
+        (kind @ ("sse" | "ws"), _, _) => {
+            return Err(format!(
+                "its transport `{kind}` is not one Bosun speaks (stdio and Streamable HTTP)"
+            ));
+        }
+        (kind, _, _) => {
+            return Err(format!(
+                "a `{}` server needs {}",
+                bosun_core::escape_hidden(kind),
+                if kind == "stdio" {
+                    "a command"
+                } else {
+                    "a url"
+                }
+            ));
+        }
+    };
+    let mut declared = match (&server.command, &server.url) {
+        (Some(command), _) => {
+            let mut line = shown(command);
+            for arg in &server.args {
+                line.push(' ');
+                line.push_str(&shown(arg));
+            }
+            format!("stdio: {line}")
+        }
+        (None, url) => format!("http: {}", shown(url.as_deref().unwrap_or_default())),
+    };
+    for (key, value) in map(&server.env, &shown) {
+        declared.push_str(&format!(" env {key}={value}"));
+    }
+    for (key, value) in map(&server.headers, &shown) {
+        declared.push_str(&format!(" header {key}: {value}"));
+    }
+    Ok(McpServerConfig {
+        command,
+        args,
+        cwd: None,
+        env: Vec::new(),
+        url,
+        headers: BTreeMap::new(),
+        bearer_token_env: None,
+        trusted: false,
+        enabled: true,
+        timeout_ms: None,
+        sandbox: McpSandbox::default(),
+        classification: None,
+        provided: Some(ProvidedServer {
+            plugin: plugin.record.id.clone(),
+            root: root.clone(),
+            data: data.clone(),
+            env: map(&server.env, &full),
+            headers: map(&server.headers, &full),
+            declared: bosun_core::escape_hidden(&declared),
+            secrets: answers.secret_values(),
+        }),
+    })
+}
+
+/// The MCP servers of the plugins installed under `home` (what `bosun mcp list` and
+/// `bosun mcp trust` show beside `[mcp.<name>]`), and why any is left out.
+pub fn installed_mcp_servers(
+    home: &Path,
+    claude: &ClaudeConfig,
+) -> (Vec<(String, McpServerConfig)>, Vec<String>) {
+    let loaded = bosun_claude::Loaded::load(home);
+    let (servers, mut warnings) = mcp_servers(&loaded.plugins, home, claude);
+    warnings.extend(loaded.refused);
+    (servers, warnings)
 }

@@ -78,6 +78,8 @@ pub struct Assembly<'a> {
     pub limits: &'a bosun_core::Limits,
     /// What starts processes in the OS sandbox (a Claude Code plugin's command hooks).
     pub launcher: &'a Arc<bosun_launch::Launcher>,
+    /// The user's choices for installed Claude Code plugins (`[claude]`).
+    pub claude: &'a crate::claude_config::ClaudeConfig,
 }
 
 impl<'a> Assembly<'a> {
@@ -111,6 +113,9 @@ pub struct Offer {
     pub listed: Vec<Listed>,
     /// What a person should know (plugins left out and why).
     pub warnings: Vec<String>,
+    /// MCP servers the plugins provide, by their `<plugin>:<server>` names: the MCP layer
+    /// offers their tools once a person approved them, like `[mcp.<name>]` servers'.
+    pub mcp_servers: Vec<(String, crate::mcp_config::McpServerConfig)>,
 }
 
 impl std::fmt::Debug for Offer {
@@ -119,6 +124,7 @@ impl std::fmt::Debug for Offer {
             .field("tools", &self.tools.len())
             .field("hooks", &self.hooks.len())
             .field("warnings", &self.warnings)
+            .field("mcp_servers", &self.mcp_servers.len())
             .finish_non_exhaustive()
     }
 }

@@ -204,6 +204,7 @@ impl Runtime for JavaScriptRuntime {
             hooks: started.hooks,
             listed,
             warnings,
+            ..Offer::default()
         })
     }
 

@@ -1,0 +1,259 @@
+//! The MCP servers of installed Claude Code plugins: named `<plugin>:<server>`, offered only
+//! once a person approved their tools (`bosun mcp trust <plugin>:<server>`), run in the OS
+//! sandbox confined to their plugin, and withheld again when the plugin changes.
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use super::{Env, code, json, stderr, tool_names};
+
+const ECHO: &str = "mcp__plugin_toolbox_echo__echo";
+
+fn fixture_marketplace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../claude/tests/fixtures/marketplace")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dst = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// `market` as the `claude-marketplace` registry `local`, with `extra` config after it.
+fn configure(env: &Env, market: &Path, extra: &str) {
+    env.user_config(&format!(
+        "[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n{extra}",
+        market.display()
+    ));
+}
+
+fn install(env: &Env, spec: &str) {
+    let out = env.bosun(&["plugins", "install", spec, "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+fn state(env: &Env, name: &str) -> Value {
+    let out = env.bosun(&["mcp", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .map(|s| s["state"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn call(env: &Env, tool: &str, input: &str) -> (i32, Value) {
+    let out = env.bosun(&["tools", "call", tool, input, "--json", "--yes"]);
+    (code(&out), json(&out))
+}
+
+#[test]
+fn a_plugins_mcp_server_is_offered_only_once_approved_with_its_user_config_expanded() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    copy_dir(&fixture_marketplace(), &market);
+    configure(&env, &market, "");
+    install(&env, "toolbox@local");
+
+    // Installed is not approved: the server is listed under its plugin's name, nothing of it
+    // is offered, and the person is told how to review it.
+    assert_eq!(state(&env, "toolbox:echo"), "not_approved");
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(ECHO));
+    assert!(
+        stderr(&out).contains("bosun mcp trust toolbox:echo"),
+        "{}",
+        stderr(&out)
+    );
+    let (rc, out) = call(&env, ECHO, r#"{"text": "hi"}"#);
+    assert_ne!(rc, 0, "an unapproved server's tool ran: {out}");
+
+    let out = env.bosun(&["mcp", "trust", "toolbox:echo", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains(ECHO), "{}", stderr(&out));
+    assert!(tool_names(&env).contains(&ECHO.to_owned()));
+    // `${user_config.greeting}` took the option's default.
+    let (rc, out) = call(&env, ECHO, r#"{"text": "hi"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["content"][0]["text"], "ahoy: hi", "{out}");
+
+    // An answer in the user config is what it expands to — and a different command line is a
+    // different server: it needs approving again.
+    configure(
+        &env,
+        &market,
+        "\n[claude.plugins.\"toolbox@local\".config]\ngreeting = \"hello\"\n",
+    );
+    assert_eq!(state(&env, "toolbox:echo"), "changed");
+    assert!(!tool_names(&env).contains(&ECHO.to_owned()));
+    let out = env.bosun(&["mcp", "trust", "toolbox:echo", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (rc, out) = call(&env, ECHO, r#"{"text": "hi"}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["content"][0]["text"], "hello: hi", "{out}");
+}
+
+#[test]
+fn a_plugin_server_whose_command_changed_after_trust_is_refused() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    copy_dir(&fixture_marketplace(), &market);
+    configure(&env, &market, "");
+    install(&env, "toolbox@local");
+    let out = env.bosun(&["mcp", "trust", "toolbox:echo", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(tool_names(&env).contains(&ECHO.to_owned()));
+
+    // The marketplace now ships another command line; installing it is a new review of the
+    // plugin, and its server is a new server: withheld until approved again.
+    let mcp = market.join("plugins/toolbox/.mcp.json");
+    let changed = std::fs::read_to_string(&mcp)
+        .unwrap()
+        .replace("\"--greeting\"", "\"--greeting\", \"evil\", \"--x\"");
+    std::fs::write(&mcp, changed).unwrap();
+    install(&env, "toolbox@local");
+    assert_eq!(state(&env, "toolbox:echo"), "changed");
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(ECHO));
+    assert!(
+        stderr(&out).contains("changed since you approved it"),
+        "{}",
+        stderr(&out)
+    );
+    let (rc, out) = call(&env, ECHO, r#"{"text": "hi"}"#);
+    assert_ne!(rc, 0, "a changed server's tool ran: {out}");
+
+    // Files changed in the cache behind Bosun's back: the plugin is refused, its server with it.
+    let out = env.bosun(&["mcp", "trust", "toolbox:echo", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let cache = env.home().join("claude/cache");
+    for entry in std::fs::read_dir(&cache).unwrap().flatten() {
+        let script = entry.path().join("servers/echo.py");
+        if script.exists() {
+            std::fs::write(&script, "import os; os.system('id')\n").unwrap();
+        }
+    }
+    let out = env.bosun(&["tools", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(ECHO));
+    assert!(
+        stderr(&out).contains("changed since you trusted it"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A stdio MCP server (no SDK) whose `probe` tool reads or writes a path and says what happened.
+const PROBE: &str = r#"
+import json, sys
+
+def reply(i, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": result}) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        reply(m["id"], {"protocolVersion": m["params"].get("protocolVersion", "2025-06-18"),
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}})
+    elif m["method"] == "tools/list":
+        reply(m["id"], {"tools": [{"name": "probe", "description": "Reads or writes a path",
+            "inputSchema": {"type": "object", "properties": {"op": {"type": "string"}, "path": {"type": "string"}},
+                            "required": ["op", "path"]}}]})
+    elif m["method"] == "tools/call":
+        a = m["params"]["arguments"]
+        try:
+            if a["op"] == "read":
+                with open(a["path"]) as f:
+                    text = "read: " + f.read()
+            else:
+                with open(a["path"], "w") as f:
+                    f.write("pwned")
+                text = "wrote"
+        except OSError as e:
+            text = "refused: " + type(e).__name__
+        reply(m["id"], {"content": [{"type": "text", "text": text}]})
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
+"#;
+
+#[test]
+fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the_workspace() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    let plugin = market.join("plugins/prober");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "prober", "source": "./plugins/prober"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(plugin.join("probe.py"), PROBE).unwrap();
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {"probe": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/probe.py"]}}}"#,
+    )
+    .unwrap();
+    let outside = env.dir.path().join("outside.txt");
+    std::fs::write(&outside, "outside secret").unwrap();
+    let user_home = env.dir.path().join("user-home/.ssh");
+    std::fs::create_dir_all(&user_home).unwrap();
+    std::fs::write(user_home.join("id_ed25519"), "PRIVATE KEY").unwrap();
+    configure(&env, &market, "");
+    install(&env, "prober@local");
+    let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let probe = |op: &str, path: &Path| -> String {
+        let input = serde_json::json!({"op": op, "path": path}).to_string();
+        let (rc, out) = call(&env, "mcp__plugin_prober_probe__probe", &input);
+        assert_eq!(rc, 0, "{out}");
+        out["output"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // What it may do, so the refusals below are the sandbox's and not a broken probe.
+    let root = std::fs::read_dir(env.home().join("claude/cache"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("probe.py").exists())
+        .unwrap();
+    assert!(probe("read", &root.join("probe.py")).starts_with("read: "));
+    assert!(probe("read", &env.ws().join("src/lib.rs")).contains("answer"));
+    let data = env.home().join("claude/data/prober@local/note");
+    assert_eq!(probe("write", &data), "wrote");
+
+    for path in [
+        outside.clone(),
+        user_home.join("id_ed25519"),
+        env.home().join("config.toml"),
+        env.home().join("mcp/pins.json"),
+    ] {
+        let said = probe("read", &path);
+        assert!(said.starts_with("refused"), "{}: {said}", path.display());
+    }
+    let escaped = env.ws().join("escaped.txt");
+    assert!(probe("write", &escaped).starts_with("refused"));
+    assert!(!escaped.exists(), "the server wrote the workspace");
+    assert!(probe("write", &root.join("added.txt")).starts_with("refused"));
+    assert!(
+        !root.join("added.txt").exists(),
+        "the server changed its own files"
+    );
+}

@@ -1,0 +1,62 @@
+//! `[claude.plugins."<name>@<marketplace>"]` in the user's config: what a person chose for an
+//! installed Claude Code plugin — its `userConfig` answers that are not secrets, and whether its
+//! `bin/` goes on the sandboxed `run_command`'s `PATH`. Only the user's file holds it (a
+//! project's config cannot), and a plugin's secrets never do: they are kept under
+//! `$BOSUN_HOME/claude/secrets/`, which no tool reads.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `[claude]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaudeConfig {
+    /// By plugin id (`name@marketplace`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, ClaudePluginConfig>,
+}
+
+/// `[claude.plugins."<id>"]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaudePluginConfig {
+    /// Put the plugin's `bin/` on the `PATH` of `run_command` (inside the sandbox only; never
+    /// on Bosun's own `PATH`). Off unless asked for.
+    #[serde(default)]
+    pub bin: bool,
+    /// Its `userConfig` answers that are not secrets, by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, toml::Value>,
+}
+
+impl ClaudeConfig {
+    /// The non-secret answers stored for `id`, as text (`${user_config.KEY}` expands to it):
+    /// a string as written, a number or boolean as TOML writes it, a list joined with `,`.
+    pub fn values(&self, id: &str) -> BTreeMap<String, String> {
+        self.plugins
+            .get(id)
+            .map(|plugin| {
+                plugin
+                    .config
+                    .iter()
+                    .map(|(key, value)| (key.clone(), text_of(value)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether `id`'s `bin/` was asked for.
+    pub fn bin(&self, id: &str) -> bool {
+        self.plugins.get(id).is_some_and(|p| p.bin)
+    }
+}
+
+/// A stored answer as the text it expands to.
+pub fn text_of(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(text) => text.clone(),
+        toml::Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
