@@ -437,7 +437,19 @@ impl Interrupts {
     }
 }
 
-/// `bosun run [TASK] [--model NAME] [--resume ID] [--json] [--yes]`.
+/// The switches of `bosun run`.
+pub struct Flags {
+    /// `--json`.
+    pub json: bool,
+    /// `--stream`.
+    pub stream: bool,
+    /// `--yes`.
+    pub yes: bool,
+    /// `--trust-workspace`.
+    pub trust_workspace: bool,
+}
+
+/// `bosun run [TASK] [--model NAME] [--resume ID] [--json] [--yes] [--trust-workspace]`.
 ///
 /// Runs the task with the configured model (`--model`, else the resumed session's, else
 /// `default_model`, else the only model configured), every tool call through the chokepoint, and
@@ -457,12 +469,16 @@ pub fn run(
     task: Option<&str>,
     model: Option<&str>,
     resume: Option<&str>,
-    json: bool,
-    stream: bool,
-    yes: bool,
+    flags: Flags,
 ) -> Result<u8> {
+    let Flags {
+        json,
+        stream,
+        yes,
+        trust_workspace,
+    } = flags;
     let task = read_task(task)?;
-    let mut env = load()?;
+    let mut env = crate::workspace_trust::settle(load()?, trust_workspace)?;
     if env.config.user.models.is_empty() {
         match crate::first_run::prepare_run(&env) {
             Ok(Some(configured)) => env = configured,

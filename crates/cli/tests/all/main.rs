@@ -795,3 +795,4 @@ mod serve;
 mod skills;
 mod subagents;
 mod telemetry;
+mod workspace_trust;
