@@ -26,6 +26,7 @@ use bosun_agent::session_store::{SessionStore, SessionSummary};
 use bosun_agent::turn::TurnDone;
 use bosun_core::{Envelope, Event};
 use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::builtin::StepStatus;
 use bosun_host::config::bosun_home;
 use bosun_host::trace::Observer;
 use bosun_models::{KeyStatus, process_env};
@@ -292,7 +293,24 @@ impl Observer for Terminal {
                 ));
             }
             Event::ToolStarted { tool, .. } if own => self.wait_on(Some(format!("running {tool}"))),
-            Event::ToolCompleted { .. } if own => self.wait_on(None),
+            Event::ToolCompleted { tool, output, .. } if own => {
+                self.wait_on(None);
+                // The plan the model keeps, whole, each time it changes.
+                if let Some(plan) = bosun_host::builtin::Plan::from_result(tool, output) {
+                    self.line(&format!("  Plan ({}):", plan.progress()));
+                    if let Some(explanation) = &plan.explanation {
+                        self.line(&format!("    {}", sanitize_for_terminal(explanation)));
+                    }
+                    for step in &plan.plan {
+                        let mark = match step.status {
+                            StepStatus::Completed => self.paint(step.status.mark(), Paint::Green),
+                            StepStatus::InProgress => self.paint(step.status.mark(), Paint::Cyan),
+                            StepStatus::Pending => step.status.mark().to_owned(),
+                        };
+                        self.line(&format!("    {mark} {}", sanitize_for_terminal(&step.step)));
+                    }
+                }
+            }
             // A running command's output, as it comes, under its call: on a terminal only,
             // and only the run's own (a subagent's calls are its own business).
             Event::ToolOutput { text, .. } if self.live && own => {
