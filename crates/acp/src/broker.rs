@@ -122,6 +122,9 @@ pub fn permission_request(
     if let Some(preview) = &request.preview {
         content.push(text_content(format!("```diff\n{preview}\n```")));
     }
+    if let Some(review) = &request.review {
+        content.push(text_content(review.clone()));
+    }
     let mut why = format!("policy says {}: {}", request.decision, request.reason);
     if let Some(uses) = request.uses() {
         why.push_str(&format!("\nuses: {uses}"));

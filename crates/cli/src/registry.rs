@@ -61,10 +61,7 @@ impl Progress for Bar {
 /// The registries in effect, with every kind's opener (OCI, Claude Code marketplaces); their
 /// configuration warnings printed once.
 pub(crate) fn registries(env: &Env) -> Result<Registries> {
-    let project = env.config.project.as_ref().map(|(p, _)| &p.registries);
-    let registries = Registries::new(&env.config.user.registries, project)?
-        .with_opener(RegistryKind::Oci, bosun_registry::oci::open)
-        .with_opener(RegistryKind::ClaudeMarketplace, bosun_claude::source::open);
+    let registries = install::registries(&env.config)?;
     for warning in registries.warnings() {
         errln!("warning: {warning}");
     }

@@ -31,6 +31,10 @@ pub struct ApprovalRequest {
     /// What the call would change, as diff lines (`-` removed, `+` added), when the tool can
     /// say before it runs (already redacted).
     pub preview: Option<String>,
+    /// What the call would install, as the trust review a person reads before deciding
+    /// (source, signer, digest, tools, capabilities, endpoints, classification; already
+    /// redacted): asked only once the call has fetched, verified and staged it.
+    pub review: Option<String>,
     /// The capabilities the call uses.
     pub capabilities: Vec<CapabilityRequest>,
     /// `ask` or `review`.
@@ -215,6 +219,12 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
             text.push_str(&format!("    {}\n", sanitize_for_terminal(line)));
         }
     }
+    if let Some(review) = &request.review {
+        text.push_str("  review:\n");
+        for line in review.lines() {
+            text.push_str(&format!("    {}\n", sanitize_for_terminal(line)));
+        }
+    }
     if let Some(uses) = request.uses() {
         text.push_str(&format!("  capabilities: {uses}\n"));
     }
@@ -223,16 +233,20 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         request.decision,
         sanitize_for_terminal(&request.reason)
     ));
-    if request.capabilities.is_empty() {
+    if request.review.is_some() {
+        text.push_str("  [s] and [w] allow this install only: another install asks again\n");
+    } else if request.capabilities.is_empty() {
         text.push_str("  [s] allows this tool for the rest of the session\n");
     } else {
         text.push_str(
             "  [s] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
         );
     }
-    text.push_str(
-        "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
-    );
+    if request.review.is_none() {
+        text.push_str(
+            "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
+        );
+    }
     // The same keys as the terminal UI's approval box.
     text.push_str(
         "Allow? [o] once  [s] this session  [w] always here  [d] deny (default; `d <reason>` tells the model why): ",
@@ -433,6 +447,7 @@ mod tests {
             action: "builtin.tool.run_command".into(),
             summary: "$ rm '-rf' '\u{1b}[2Jgone'".into(),
             preview: None,
+            review: None,
             capabilities: vec![CapabilityRequest::parse("process.spawn:rm").unwrap()],
             decision: Decision::Ask,
             reason: "mode workspace-write asks for process".into(),

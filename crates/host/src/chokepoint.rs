@@ -315,13 +315,14 @@ impl Chokepoint {
                 .await
         };
         // Plan mode is a layer like a hook: it can only tighten, and denies all but reading.
-        verdicts.extend(plan_verdict(session, Some(tool.spec().risk), capabilities));
-        let mut explanation = self.explain_with(tool, capabilities, session, &verdicts);
+        let risk = tool.risk_of_call(&call.input);
+        verdicts.extend(plan_verdict(session, Some(risk), capabilities));
+        let mut explanation = self.explain_with(tool, risk, capabilities, session, &verdicts);
         // A tool is judged by what it can do, not only by what it declares: one of risk
         // `process` runs a program of its own (a stdio MCP server's tool), unless it names
         // each program it starts (`process.spawn`, now or judged mid-call).
-        let own_process = tool.spec().risk == Risk::Process
-            && !tool.judges_mid_call()
+        let own_process = risk == Risk::Process
+            && !tool.judges_mid_call(&call.input)
             && !capabilities
                 .iter()
                 .any(|r| r.capability == Capability::ProcessSpawn);
@@ -364,7 +365,7 @@ impl Chokepoint {
         let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
         let remaining = deadline.saturating_sub(started.elapsed());
         // Only a tool that may ask for capabilities while it runs gets a channel for it.
-        let mut asked = if tool.judges_mid_call() {
+        let mut asked = if tool.judges_mid_call(&call.input) {
             let (judge, asked) = tokio::sync::mpsc::channel(1);
             ctx.judge = Some(judge);
             Some(asked)
@@ -422,18 +423,19 @@ impl Chokepoint {
         capabilities: &[CapabilityRequest],
         session: &Session,
     ) -> Explanation {
-        self.explain_with(tool, capabilities, session, &[])
+        self.explain_with(tool, tool.spec().risk, capabilities, session, &[])
     }
 
     fn explain_with(
         &self,
         tool: &dyn Tool,
+        risk: Risk,
         capabilities: &[CapabilityRequest],
         session: &Session,
         hooks: &[HookVerdict],
     ) -> Explanation {
         let mut subjects = Vec::with_capacity(1 + capabilities.len());
-        subjects.push(Subject::tool(tool.action(), tool.spec().risk));
+        subjects.push(Subject::tool(tool.action(), risk));
         subjects.extend(capabilities.iter().map(Subject::capability));
         session.with_promises(|promises| self.policy.decide(&subjects, promises, hooks))
     }

@@ -443,12 +443,21 @@ impl Host {
                 }
             }
         }
+        // The registries `plugin_install` may install from; the configuration was checked at
+        // load, so an error here only leaves registry installs out.
+        let registries = plugin_runtime::install::registry::registries(&host.config)
+            .ok()
+            .map(|registries| plugin_runtime::install::RegistryAccess {
+                registries,
+                home: host.config.home.clone(),
+            });
         let manager = PluginManager::new(
             engine,
             host.policy.clone(),
             host.registry.clone(),
             reserved,
             listed,
+            registries,
         );
         for tool in manager.tools() {
             host.registry

@@ -62,11 +62,34 @@ impl std::fmt::Debug for Broker {
     }
 }
 
-/// A capability a running call needs, sent to the chokepoint that runs it.
+/// An action a running call asks to take once it has prepared what the person must read
+/// first: installing a plugin it has already fetched, verified and staged (`plugin.install`),
+/// where the question is only worth asking with the trust review in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionAsk {
+    /// The policy action (`plugin.install`), judged with risk `process` (what it installs runs
+    /// as code later): asked in the default mode, denied in `read-only` and in plan mode.
+    pub action: String,
+    /// Where it reaches, for rules that narrow (`host` is the registry's name).
+    pub scope: bosun_core::Scope,
+    /// What the person reads before deciding (the trust review), unredacted.
+    pub review: String,
+}
+
+/// What a running call asks the chokepoint to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MidCallAsk {
+    /// A capability (a JS plugin starting a program).
+    Capability(CapabilityRequest),
+    /// An action of its own, with the review the person reads.
+    Action(ActionAsk),
+}
+
+/// A capability or action a running call needs, sent to the chokepoint that runs it.
 #[derive(Debug)]
 pub struct JudgeRequest {
     /// What is asked for.
-    pub request: CapabilityRequest,
+    pub request: MidCallAsk,
     /// What the person is shown if policy asks (e.g. `$ python3 server.py`), unredacted.
     pub summary: String,
     /// The chokepoint's answer: `Ok` when policy (or a person) allows it.
@@ -89,6 +112,16 @@ impl ToolContext {
     ) -> Result<(), ToolError> {
         judge(self.judge.as_ref(), request, summary).await
     }
+
+    /// Asks the chokepoint running this call to judge the action `ask` now, showing its review
+    /// to the person when policy asks; the decision is recorded in the trace. A session or
+    /// "always" answer allows this one action only: each install is its own question.
+    ///
+    /// # Errors
+    /// `denied` or `needs_approval` as for a call, or `denied` outside a chokepoint.
+    pub async fn judge_action(&self, ask: ActionAsk, summary: String) -> Result<(), ToolError> {
+        ask_chokepoint(self.judge.as_ref(), MidCallAsk::Action(ask), summary).await
+    }
 }
 
 /// Asks the chokepoint behind `judge` to judge `request` now (see [`ToolContext::judge`]).
@@ -98,6 +131,14 @@ impl ToolContext {
 pub async fn judge(
     judge: Option<&MidCallJudge>,
     request: CapabilityRequest,
+    summary: String,
+) -> Result<(), ToolError> {
+    ask_chokepoint(judge, MidCallAsk::Capability(request), summary).await
+}
+
+async fn ask_chokepoint(
+    judge: Option<&MidCallJudge>,
+    request: MidCallAsk,
     summary: String,
 ) -> Result<(), ToolError> {
     let denied = || {
@@ -265,10 +306,18 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Whether a call may ask the chokepoint for capabilities while it runs (a JS plugin's
-    /// tool of risk `process` starting programs). Only such calls get `ToolContext::judge`.
-    fn judges_mid_call(&self) -> bool {
+    /// Whether a call with `input` may ask the chokepoint for capabilities or actions while it
+    /// runs (a JS plugin's tool of risk `process` starting programs, `plugin_install` asking
+    /// to install what it staged). Only such calls get `ToolContext::judge`.
+    fn judges_mid_call(&self, _input: &Value) -> bool {
         false
+    }
+
+    /// The risk of one call with `input`: the spec's, unless the tool's calls differ by input
+    /// (`plugin_install` naming a registry only fetches and stages before the call asks for
+    /// `plugin.install` itself). Never lower than what the call does before it asks mid-call.
+    fn risk_of_call(&self, _input: &Value) -> bosun_core::Risk {
+        self.spec().risk
     }
 
     /// A readable one-line summary of the call for an approval prompt.

@@ -81,6 +81,9 @@ pub(crate) fn question(request: &ApprovalRequest) -> String {
             .collect();
         text.push_str(&format!("\nUses: {}", caps.join(", ")));
     }
+    if let Some(review) = &request.review {
+        text.push_str(&format!("\n\nReview:\n{review}"));
+    }
     text.push_str("\n\nAccept to allow it; decline to refuse it.");
     text
 }
@@ -360,6 +363,7 @@ mod tests {
             action: "builtin.tool.run_command".to_owned(),
             summary: format!("run {program}"),
             preview: None,
+            review: None,
             capabilities: Vec::new(),
             decision: Decision::Ask,
             reason: "mode rule".to_owned(),

@@ -276,6 +276,17 @@ fn approval_layout(
             );
         }
     }
+    // What the call would install, as the trust review: read before deciding.
+    if let Some(review) = &request.review {
+        for (i, line) in review.lines().enumerate() {
+            let lead = if i == 0 { "review " } else { "       " };
+            input.extend(
+                wrap(&sanitize_for_terminal(line), width, lead, "        ")
+                    .into_iter()
+                    .map(|row| (row, Style::new())),
+            );
+        }
+    }
     let mut tail: Vec<Line<'static>> = Vec::new();
     if !tight {
         tail.push(Line::raw(""));

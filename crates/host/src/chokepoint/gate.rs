@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bosun_core::{
-    ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, ToolError,
+    ApprovalAnswer, CapabilityRequest, Decision, ErrorCode, Event, Explanation, Risk, ToolError,
 };
 use bosun_policy::Subject;
 
@@ -14,6 +14,7 @@ use crate::Tool;
 use crate::approval::ApprovalRequest;
 use crate::review::{ReviewContext, ReviewError, ReviewRequest, Verdict};
 use crate::session::Session;
+use crate::tool::MidCallAsk;
 use crate::trace::Trace;
 
 /// What a person is asked to approve.
@@ -26,8 +27,12 @@ struct Asking<'a> {
     preview: Option<String>,
     capabilities: &'a [CapabilityRequest],
     explanation: &'a Explanation,
+    /// The trust review of what the call would install, redacted.
+    review: Option<String>,
     /// Whether "always" may be written as policy rules.
     rememberable: bool,
+    /// Whether a session grant may answer it, or be given by its answer.
+    grantable: bool,
 }
 
 impl<'a> Asking<'a> {
@@ -46,9 +51,11 @@ impl<'a> Asking<'a> {
             action: tool.action(),
             summary,
             preview: tool.preview(&call.input).map(|p| trace.redact_text(&p)),
+            review: None,
             capabilities,
             explanation,
             rememberable: true,
+            grantable: true,
         }
     }
 }
@@ -165,38 +172,65 @@ impl Chokepoint {
         answer.ok().map(|review| review.verdict)
     }
 
-    /// Judges a capability a running call asks for: policy on the capability alone (the call
-    /// itself was already allowed), a person when policy asks, the decision in the trace.
+    /// Judges what a running call asks for: a capability, by policy on the capability alone
+    /// (the call itself was already allowed), or an action of its own with the review the
+    /// person reads (`plugin.install`); a person when policy asks, the decision in the trace.
     pub(super) async fn judge_mid_call(
         &self,
         call: &ToolCall,
         action: &str,
-        request: CapabilityRequest,
+        ask: MidCallAsk,
         summary: &str,
         session: &Session,
         trace: &Trace,
     ) -> Result<(), ToolError> {
-        let subjects = [Subject::capability(&request)];
-        let plan: Vec<_> = super::plan_verdict(session, None, std::slice::from_ref(&request))
+        let (subject, capability, asked_action, review) = match ask {
+            MidCallAsk::Capability(request) => {
+                (Subject::capability(&request), Some(request), None, None)
+            }
+            MidCallAsk::Action(ask) => (
+                Subject::tool(ask.action.clone(), Risk::Process).with_scope(ask.scope),
+                None,
+                Some(ask.action),
+                Some(ask.review),
+            ),
+        };
+        let capabilities: Vec<CapabilityRequest> = capability.into_iter().collect();
+        // An action of its own is more than reading: plan mode refuses it.
+        let risk = asked_action.as_ref().map(|_| Risk::Process);
+        let plan: Vec<_> = super::plan_verdict(session, risk, &capabilities)
             .into_iter()
             .collect();
-        let mut explanation =
-            session.with_promises(|promises| self.policy.decide(&subjects, promises, &plan));
+        let mut explanation = session.with_promises(|promises| {
+            self.policy
+                .decide(std::slice::from_ref(&subject), promises, &plan)
+        });
         let reach = crate::flow::Reach {
-            capabilities: std::slice::from_ref(&request),
+            capabilities: &capabilities,
             sink: None,
-            own_process: false,
+            // What an action installs runs later as code of its own: judged like a tool that
+            // starts its own program (untrusted input in the session means a person decides).
+            own_process: asked_action.is_some(),
             root: Some(self.workspace.root()),
         };
         for check in self.flow.judge(&reach, session) {
             crate::flow::tighten(&mut explanation, check);
         }
-        trace.record(Event::CapabilityDecided {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            capability: request.clone(),
-            explanation: explanation.clone(),
-        });
+        match capabilities.first() {
+            Some(request) => trace.record(Event::CapabilityDecided {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                capability: request.clone(),
+                explanation: explanation.clone(),
+            }),
+            None => trace.record(Event::ToolDecided {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                action: subject.action.clone(),
+                capabilities: Vec::new(),
+                explanation: explanation.clone(),
+            }),
+        }
         let summary = trace.redact_text(summary);
         match explanation.decision {
             Decision::Allow => Ok(()),
@@ -210,15 +244,18 @@ impl Chokepoint {
                 ),
             )),
             Decision::Ask | Decision::Review => {
-                let capabilities = [request];
                 let asking = Asking {
                     call,
-                    action,
+                    action: asked_action.as_deref().unwrap_or(action),
                     summary,
                     preview: None,
+                    review: review.map(|r| trace.redact_text(&r)),
                     capabilities: &capabilities,
                     explanation: &explanation,
                     rememberable: false,
+                    // One install is one question: a session grant would let the next
+                    // install through without its review.
+                    grantable: asked_action.is_none(),
                 };
                 self.approve(asking, session, trace).await
             }
@@ -281,13 +318,15 @@ impl Chokepoint {
             action,
             summary,
             preview,
+            review,
             capabilities,
             explanation,
             rememberable,
+            grantable,
         } = asking;
         // A session grant covers this action with exactly the capabilities it was given for.
         let grant_key = crate::approval::session_grant_key(action, capabilities);
-        if session.is_granted(&grant_key) {
+        if grantable && session.is_granted(&grant_key) {
             trace.record(Event::ApprovalAnswered {
                 call_id: call.id.clone(),
                 answer: ApprovalAnswer::AllowSession,
@@ -306,6 +345,7 @@ impl Chokepoint {
             action: action.to_owned(),
             summary,
             preview,
+            review,
             capabilities: capabilities.to_vec(),
             decision: explanation.decision,
             reason,
@@ -318,11 +358,15 @@ impl Chokepoint {
         match answer {
             ApprovalAnswer::AllowOnce => Ok(()),
             ApprovalAnswer::AllowSession => {
-                session.grant(&grant_key);
+                if grantable {
+                    session.grant(&grant_key);
+                }
                 Ok(())
             }
             ApprovalAnswer::AllowAlways => {
-                session.grant(&grant_key);
+                if grantable {
+                    session.grant(&grant_key);
+                }
                 // A mid-call capability is remembered for the session only: a rule written
                 // for it alone could say more than the person saw.
                 if rememberable {

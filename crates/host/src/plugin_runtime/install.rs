@@ -19,6 +19,17 @@
 //! Plugins the model installs contribute tools only: their prompt contributions and policy hooks
 //! are not applied to the run already under way.
 //!
+//! `plugin_install` may also name a plugin of a registry the user configured (`registry`, with
+//! an optional `version`). That takes the one registry install path ([`registry`]) and asks only
+//! once the person can judge: the call itself only fetches and stages (risk `read`: no code
+//! runs, nothing is in place), then the plugin is resolved, fetched, verified, read by the
+//! loader's own reader, scanned and compared with the catalog's claims, and only then does the
+//! call ask the chokepoint for the action `plugin.install` (scope `host` = the registry's name;
+//! risk `process`, so it asks in the default mode) with the trust review in the question. A
+//! refusal, a denial or a failure drops the staging folder; only a yes swaps the plugin in,
+//! enabled, trusted and locked like `bosun plugins install`. A registry only the project names
+//! cannot be used (a project narrows the user's sources, never adds one).
+//!
 //! A plugin a person installs (`bosun plugins install`) is copied into `$BOSUN_HOME/plugins` by
 //! [`directory`], under the same loader's bounds as the snapshot these tools read.
 
@@ -44,7 +55,7 @@ use tokio::sync::Mutex;
 
 use crate::chokepoint::ToolRegistry;
 use crate::plugin_runtime::js::{JsBounds, JsEngine, JsManifestRef, JsPluginSpec, JsRuntime};
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{ActionAsk, Tool, ToolContext};
 
 /// Where a plugin is looked for when `plugin_install` names no path: the project's plugin
 /// directory, so that a plugin the model built can later be reviewed and trusted like any other.
@@ -84,6 +95,19 @@ pub struct ListedPlugin {
     pub tools: Vec<String>,
 }
 
+/// What `plugin_install` needs to install from a registry.
+#[derive(Debug, Clone)]
+pub struct RegistryAccess {
+    /// The registries in effect: the user's, narrowed by the project's
+    /// ([`registry::registries`]).
+    pub registries: bosun_registry::Registries,
+    /// `$BOSUN_HOME`, where plugins, the trust store and the lock live.
+    pub home: PathBuf,
+}
+
+/// The policy action of installing a plugin from a registry.
+pub const INSTALL_ACTION: &str = "plugin.install";
+
 /// The state behind the four tools.
 pub struct PluginManager {
     engine: Arc<JsEngine>,
@@ -94,6 +118,8 @@ pub struct PluginManager {
     installed: Mutex<BTreeMap<String, Installed>>,
     /// Each installed plugin's directory, for the capability request of `plugin_reload`.
     dirs: std::sync::Mutex<BTreeMap<String, PathBuf>>,
+    /// The registries `plugin_install` may install from; `None` when none could be read.
+    registries: Option<RegistryAccess>,
 }
 
 impl std::fmt::Debug for PluginManager {
@@ -117,13 +143,15 @@ fn failed(message: impl Into<String>) -> ToolError {
 impl PluginManager {
     /// A manager that registers tools into `registry` (the chokepoint's), judged by `policy`.
     /// `reserved` are names no plugin tool may take; `configured` lists the plugins loaded from
-    /// configuration, for `plugin_list`.
+    /// configuration, for `plugin_list`; `registries` are what `plugin_install` may install
+    /// from.
     pub fn new(
         engine: Arc<JsEngine>,
         policy: Arc<Policy>,
         registry: Arc<ToolRegistry>,
         mut reserved: Vec<String>,
         configured: Vec<ListedPlugin>,
+        registries: Option<RegistryAccess>,
     ) -> Arc<Self> {
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
         Arc::new(Self {
@@ -134,6 +162,7 @@ impl PluginManager {
             configured,
             installed: Mutex::new(BTreeMap::new()),
             dirs: std::sync::Mutex::new(BTreeMap::new()),
+            registries,
         })
     }
 
@@ -265,6 +294,93 @@ impl PluginManager {
         }))
     }
 
+    /// `plugin_install` naming a registry: staged and reviewed first, asked once, then swapped
+    /// in (see the module doc).
+    async fn install_from_registry(
+        &self,
+        name: &str,
+        registry: &str,
+        version: Option<&str>,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        // The name and version are checked before any path or address is built from them.
+        let spec = match version {
+            Some(v) => format!("{name}@{v}"),
+            None => name.to_owned(),
+        };
+        let requested =
+            bosun_registry::Requested::parse(&spec).map_err(|e| invalid(e.to_string()))?;
+        let Some(access) = &self.registries else {
+            return Err(ToolError::new(
+                ErrorCode::NotFound,
+                "no registry can be used here: the person adds one to their config ([registries.<name>])",
+            ));
+        };
+        if !access.registries.names().contains(registry) {
+            let configured: Vec<String> = access.registries.names().into_iter().collect();
+            return Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "`{}` is not a registry the person configured ({}): only the person's own config adds registries; install from one of those or ask them",
+                    bosun_core::escape_hidden(registry),
+                    if configured.is_empty() {
+                        "none is".to_owned()
+                    } else {
+                        format!("configured: {}", configured.join(", "))
+                    }
+                ),
+            ));
+        }
+        let source = access
+            .registries
+            .open(registry, &access.home)
+            .map_err(|e| failed(e.to_string()))?;
+        let builtins: Vec<&str> = self.reserved.iter().map(String::as_str).collect();
+        let staged = tokio::select! {
+            staged = registry::stage(
+                &access.home,
+                source.as_ref(),
+                &requested,
+                chrono::Utc::now(),
+                &bosun_registry::fetch::Quiet,
+                false,
+                &builtins,
+            ) => staged.map_err(|e| ToolError::new(ErrorCode::PluginError, format!("nothing was installed: {e}")))?,
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError::new(ErrorCode::Cancelled, "the install was cancelled; nothing was installed"));
+            }
+        };
+        let version = staged.target.claims.version.clone();
+        let ask = ActionAsk {
+            action: INSTALL_ACTION.to_owned(),
+            scope: Scope {
+                host: Some(registry.to_owned()),
+                ..Scope::default()
+            },
+            review: staged.review(),
+        };
+        let summary = format!(
+            "install the plugin {} {version} from the registry `{registry}`",
+            staged.name()
+        );
+        // Dropping `staged` on a refusal removes its staging folder: nothing is left.
+        ctx.judge_action(ask, summary).await?;
+        let record = staged
+            .commit(&ctx.workspace, &access.home, chrono::Utc::now())
+            .map_err(|e| failed(format!("nothing was installed: {e}")))?;
+        Ok(json!({
+            "message": format!(
+                "Plugin \"{}@{}\" installed from the registry `{}` ({}), enabled and trusted after the person's review. Its tools are offered from the next turn: {}",
+                record.name,
+                record.version,
+                record.source,
+                record.signer,
+                if record.tools.is_empty() { "none declared".to_owned() } else { record.tools.iter().cloned().collect::<Vec<_>>().join(", ") }
+            ),
+            "installed": record,
+        }))
+    }
+
     async fn reload(&self, name: &str) -> Result<Value, ToolError> {
         let mut installed = self.installed.lock().await;
         let Some(current) = installed.get(name) else {
@@ -393,12 +509,14 @@ impl Op {
             ),
             Op::Install => (
                 "plugin_install",
-                "Install a Forge (plugin.json + index.mjs) or Triggerfish (mod.ts) plugin from a workspace directory for this session: it is scanned, then loaded sandboxed and untrusted, and its tools become available. The directory must be named like the plugin.",
+                "Install a Forge (plugin.json + index.mjs) or Triggerfish (mod.ts) plugin from a workspace directory for this session: it is scanned, then loaded sandboxed and untrusted, and its tools become available. The directory must be named like the plugin. With `registry`, install the plugin `name` from one of the person's configured registries instead: it is fetched, verified and reviewed, the person is asked with the review, and its tools are offered from the next turn.",
                 json!({
                     "type": "object",
                     "properties": {
-                        "name": { "type": "string", "description": "The plugin's name (its directory's name)." },
-                        "path": { "type": "string", "description": "The plugin directory relative to the workspace; default .bosun/plugins/<name>." }
+                        "name": { "type": "string", "description": "The plugin's name (its directory's name, or its name in the registry)." },
+                        "path": { "type": "string", "description": "The plugin directory relative to the workspace; default .bosun/plugins/<name>." },
+                        "registry": { "type": "string", "description": "A registry the person configured, to install from it instead of the workspace." },
+                        "version": { "type": "string", "description": "With `registry`: the version to install; default the newest." }
                     },
                     "required": ["name"],
                     "additionalProperties": false
@@ -471,6 +589,8 @@ impl Tool for ManagerTool {
         let path = match self.op {
             Op::List => return Ok(Vec::new()),
             Op::Scan => str_field(input, "path").unwrap_or(".").to_owned(),
+            // From a registry: nothing in the workspace is read.
+            Op::Install if input.get("registry").is_some() => return Ok(Vec::new()),
             Op::Install => {
                 let name = str_field(input, "name").unwrap_or_default();
                 str_field(input, "path")
@@ -501,6 +621,20 @@ impl Tool for ManagerTool {
         }])
     }
 
+    /// Installing from a registry asks mid-call, once the review exists.
+    fn judges_mid_call(&self, input: &Value) -> bool {
+        self.op == Op::Install && input.get("registry").is_some()
+    }
+
+    /// Installing from a registry only fetches and stages before it asks for `plugin.install`.
+    fn risk_of_call(&self, input: &Value) -> Risk {
+        if self.judges_mid_call(input) {
+            Risk::Read
+        } else {
+            self.spec.risk
+        }
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let value = match self.op {
             Op::Scan => {
@@ -511,9 +645,33 @@ impl Tool for ManagerTool {
             Op::Install => {
                 let name = str_field(&input, "name")
                     .ok_or_else(|| invalid("plugin_install needs a \"name\""))?;
-                self.manager
-                    .install(name, str_field(&input, "path"), ctx)
-                    .await?
+                match str_field(&input, "registry") {
+                    Some(registry) => {
+                        if input.get("path").is_some() {
+                            return Err(invalid(
+                                "plugin_install takes either \"registry\" or \"path\", not both",
+                            ));
+                        }
+                        self.manager
+                            .install_from_registry(
+                                name,
+                                registry,
+                                str_field(&input, "version"),
+                                ctx,
+                            )
+                            .await?
+                    }
+                    None if input.get("version").is_some() => {
+                        return Err(invalid(
+                            "\"version\" goes with \"registry\": a workspace plugin's version is its manifest's",
+                        ));
+                    }
+                    None => {
+                        self.manager
+                            .install(name, str_field(&input, "path"), ctx)
+                            .await?
+                    }
+                }
             }
             Op::Reload => {
                 let name = str_field(&input, "name")

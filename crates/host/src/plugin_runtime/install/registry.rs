@@ -34,6 +34,27 @@ use chrono::{DateTime, Utc};
 use crate::user_plugins::{Trusted, UserPluginError};
 use crate::workspace::Workspace;
 
+/// The registries in effect for `config`: the user's sources narrowed by the project's (a
+/// project can never add one), with every kind's opener (OCI, Claude Code marketplaces). The
+/// one place they are assembled: the CLI's commands, the TUI and the model's `plugin_install`
+/// all open sources through it. Warnings are in [`bosun_registry::Registries::warnings`].
+///
+/// # Errors
+/// A user entry that is not valid (its key and the fix named).
+pub fn registries(
+    config: &crate::config::LoadedConfig,
+) -> Result<bosun_registry::Registries, RegistryError> {
+    let project = config.project.as_ref().map(|(p, _)| &p.registries);
+    Ok(
+        bosun_registry::Registries::new(&config.user.registries, project)?
+            .with_opener(bosun_registry::RegistryKind::Oci, bosun_registry::oci::open)
+            .with_opener(
+                bosun_registry::RegistryKind::ClaudeMarketplace,
+                bosun_claude::source::open,
+            ),
+    )
+}
+
 /// Why an install from a registry did not happen. Each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryInstallError {

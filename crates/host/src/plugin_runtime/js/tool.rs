@@ -230,7 +230,7 @@ impl Tool for JsTool {
             .collect())
     }
 
-    fn judges_mid_call(&self) -> bool {
+    fn judges_mid_call(&self, _input: &Value) -> bool {
         self.spec.risk == Risk::Process
     }
 

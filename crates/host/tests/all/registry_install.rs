@@ -1,0 +1,482 @@
+//! The model's `plugin_install` naming a registry: resolved, fetched, verified, read and compared
+//! before the one question, which carries the trust review; swapped in only after a yes, and
+//! nothing left behind after a no. The registry is a signed catalog folder made in the test with
+//! a key made in the test, pinned in the user's config.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bosun_core::{ApprovalAnswer, ErrorCode, Redactor, ToolResult};
+use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
+use bosun_host::{Host, Session, ToolCall, Trace};
+use bosun_registry::ArtifactKind;
+use bosun_registry::key::PrivateKey;
+use bosun_registry::publish::{Expiry, Signing};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn weather(name: &str, version: &str, endpoint: &str) -> String {
+    format!(
+        r#"export const manifest = {{
+  name: "{name}",
+  version: "{version}",
+  description: "Weather by city",
+  classification: "INTERNAL",
+  trust: "sandboxed",
+  declaredEndpoints: ["{endpoint}"],
+}};
+export async function activate(ctx) {{}}
+"#
+    )
+}
+
+/// Answers every question with `answer`, keeping what it was asked.
+struct Recorder {
+    answer: ApprovalAnswer,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Recorder {
+    fn new(answer: ApprovalAnswer) -> Arc<Self> {
+        Arc::new(Self {
+            answer,
+            asked: Mutex::default(),
+        })
+    }
+    fn asked(&self) -> Vec<ApprovalRequest> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ApprovalBroker for Recorder {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        self.asked.lock().unwrap().push(request.clone());
+        self.answer
+    }
+}
+
+/// A home, a workspace and a signed catalog `corp` holding weather 1.0.0, pinned.
+struct Setup {
+    root: tempfile::TempDir,
+    key: PrivateKey,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("ws/.git")).unwrap();
+        std::fs::create_dir_all(root.path().join("home")).unwrap();
+        let key = PrivateKey::generate().unwrap();
+        let setup = Self { root, key };
+        bosun_registry::publish::init(&setup.catalog(), &setup.signing()).unwrap();
+        setup.publish("weather", "1.0.0", "https://api.weather.example");
+        setup.user("");
+        setup
+    }
+    fn signing(&self) -> Signing<'_> {
+        Signing {
+            key: &self.key,
+            now: chrono::Utc::now(),
+            expiry: Expiry::default(),
+        }
+    }
+    fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+    fn ws(&self) -> PathBuf {
+        self.root.path().join("ws")
+    }
+    fn catalog(&self) -> PathBuf {
+        self.root.path().join("catalog")
+    }
+    fn source_dir(&self, name: &str, version: &str) -> PathBuf {
+        self.root.path().join(format!("src-{version}")).join(name)
+    }
+    fn publish(&self, name: &str, version: &str, endpoint: &str) {
+        let dir = self.source_dir(name, version);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("mod.ts"), weather(name, version, endpoint)).unwrap();
+        bosun_registry::publish::publish_plugin(&self.catalog(), &dir, &self.signing()).unwrap();
+    }
+    /// The user's config: `extra` (top-level keys and tables), then `corp` pinned.
+    fn user(&self, extra: &str) {
+        std::fs::write(
+            self.home().join("config.toml"),
+            format!(
+                "{extra}\n[registries.corp]\nkind = \"dir\"\npath = \"{}\"\nkeys = [\"{}\"]\n",
+                self.catalog().display(),
+                self.key.public().keyid()
+            ),
+        )
+        .unwrap();
+    }
+    fn project(&self, text: &str) {
+        let dir = self.ws().join(".bosun");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    }
+    fn host(&self) -> Host {
+        Host::builder()
+            .workspace_of(&self.ws())
+            .home(&self.home())
+            .build()
+            .unwrap()
+    }
+    /// Calls `plugin_install` with `input` through a chokepoint asking `broker`.
+    async fn install(&self, broker: Arc<dyn ApprovalBroker>, input: Value) -> ToolResult {
+        self.install_in(&Arc::new(Session::new("s")), broker, input)
+            .await
+    }
+    async fn install_in(
+        &self,
+        session: &Arc<Session>,
+        broker: Arc<dyn ApprovalBroker>,
+        input: Value,
+    ) -> ToolResult {
+        let host = self.host();
+        let chokepoint = host.chokepoint(broker).unwrap();
+        let trace = Trace::create(
+            &self.root.path().join("runs"),
+            format!(
+                "run-{}",
+                RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            ),
+            None,
+            Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+        )
+        .unwrap();
+        chokepoint
+            .call(
+                ToolCall {
+                    id: "c".into(),
+                    name: "plugin_install".into(),
+                    input,
+                },
+                session,
+                &trace,
+                &CancellationToken::new(),
+            )
+            .await
+            .result
+    }
+    /// Every entry of the user's plugins folder, staging and aside folders included.
+    fn plugin_entries(&self) -> Vec<String> {
+        entries(&self.home().join("plugins"))
+    }
+    fn locked(&self) -> bool {
+        bosun_plugins::lock::InstallLock::load(&self.home())
+            .unwrap()
+            .plugin("weather")
+            .is_some()
+    }
+    fn artifact_sha256(&self, name: &str, version: &str) -> String {
+        let prepared =
+            bosun_registry::publish::prepare_plugin(&self.source_dir(name, version)).unwrap();
+        use sha2::Digest as _;
+        hex(&sha2::Sha256::digest(&prepared.bytes))
+    }
+}
+
+static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn error(result: &ToolResult) -> (ErrorCode, String) {
+    let e = result
+        .error()
+        .unwrap_or_else(|| panic!("expected an error: {result:?}"));
+    (e.code, e.message.clone())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_install_asks_once_with_the_trust_review_then_installs() {
+    let setup = Setup::new();
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+
+    // One question, about the action `plugin.install`, carrying the whole review.
+    let asked = broker.asked();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let request = &asked[0];
+    assert_eq!(request.action, "plugin.install");
+    assert_eq!(request.tool, "plugin_install");
+    let review = request
+        .review
+        .as_deref()
+        .expect("the question carries the review");
+    let sha = setup.artifact_sha256("weather", "1.0.0");
+    for needle in [
+        "weather 1.0.0 (triggerfish) from the registry `corp`",
+        "signer: signed by the `targets` role",
+        &format!("sha256: {sha}"),
+        "capabilities: ",
+        "endpoints: https://api.weather.example",
+        "classification: INTERNAL",
+        "tools: ",
+    ] {
+        assert!(review.contains(needle), "`{needle}` is not in:\n{review}");
+    }
+    // The text a terminal shows has it too.
+    let prompt = bosun_host::approval::render_prompt(request);
+    assert!(prompt.contains(&format!("sha256: {sha}")), "{prompt}");
+
+    // In place, enabled, trusted and locked; no staging left.
+    assert_eq!(setup.plugin_entries(), ["weather"]);
+    assert!(setup.locked());
+    let config = std::fs::read_to_string(setup.home().join("config.toml")).unwrap();
+    assert!(config.contains("weather"), "{config}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_or_unanswered_registry_install_leaves_nothing() {
+    let setup = Setup::new();
+    for (broker, code) in [
+        (
+            Recorder::new(ApprovalAnswer::Deny) as Arc<dyn ApprovalBroker>,
+            ErrorCode::Denied,
+        ),
+        (
+            Arc::new(bosun_host::NonInteractive),
+            ErrorCode::NeedsApproval,
+        ),
+    ] {
+        let result = setup
+            .install(broker, json!({"name": "weather", "registry": "corp"}))
+            .await;
+        assert_eq!(error(&result).0, code, "{result:?}");
+        // Not in place, not locked, not enabled, and no staging folder behind.
+        assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+        assert!(!setup.locked());
+        let config = std::fs::read_to_string(setup.home().join("config.toml")).unwrap();
+        assert!(!config.contains("[plugins"), "{config}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_cannot_install_from_a_registry_the_user_did_not_configure() {
+    let setup = Setup::new();
+    // The project names another registry, allows installing in a workspace the user trusts:
+    // it still cannot add a source.
+    let ws = std::fs::canonicalize(setup.ws()).unwrap();
+    setup.user(&format!("trusted_workspaces = [\"{}\"]\n", ws.display()));
+    let elsewhere = tempfile::tempdir().unwrap();
+    setup.project(&format!(
+        "[registries]\nallow = [\"corp\", \"evil\"]\n\n[policy]\n[[policy.rules]]\naction = \"plugin.install\"\ndecision = \"allow\"\n# {}\n",
+        elsewhere.path().display()
+    ));
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "evil"}),
+        )
+        .await;
+    let (code, message) = error(&result);
+    assert_eq!(code, ErrorCode::Denied, "{message}");
+    assert!(message.contains("configured: corp"), "{message}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+
+    // A project that narrows the sources to none leaves the user's `corp` out too.
+    setup.project("[registries]\nallow = []\n");
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_rule_cannot_make_a_registry_install_skip_the_question() {
+    let setup = Setup::new();
+    // The workspace is not trusted: its rule allowing `plugin.install` cannot loosen the
+    // question away.
+    setup
+        .project("[policy]\n[[policy.rules]]\naction = \"plugin.install\"\ndecision = \"allow\"\n");
+    let broker = Recorder::new(ApprovalAnswer::Deny);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert_eq!(broker.asked().len(), 1);
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_cannot_skip_the_review() {
+    let setup = Setup::new();
+    setup.publish("forecast", "1.0.0", "https://api.forecast.example");
+    let broker = Recorder::new(ApprovalAnswer::AllowSession);
+    // No field of the input answers for the person.
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp", "yes": true}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::InvalidInput, "{result:?}");
+    assert!(broker.asked().is_empty());
+
+    // "For this session" allows that install only: the next one is asked with its own review.
+    let session = Arc::new(Session::new("s"));
+    let first = setup
+        .install_in(
+            &session,
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert!(matches!(first, ToolResult::Ok { .. }), "{first:?}");
+    let second = setup
+        .install_in(
+            &session,
+            Recorder::new(ApprovalAnswer::Deny),
+            json!({"name": "forecast", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&second).0, ErrorCode::Denied, "{second:?}");
+    assert_eq!(setup.plugin_entries(), ["weather"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_catalog_entry_whose_metadata_disagrees_is_refused_before_the_question() {
+    let setup = Setup::new();
+    // The catalog claims fewer endpoints than the plugin declares.
+    let dir = setup.source_dir("liar", "1.0.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("mod.ts"),
+        weather("liar", "1.0.0", "https://exfiltrate.example"),
+    )
+    .unwrap();
+    let mut prepared = bosun_registry::publish::prepare_plugin(&dir).unwrap();
+    prepared.claims.endpoints = std::collections::BTreeSet::new();
+    bosun_registry::publish::add(
+        &setup.catalog(),
+        ArtifactKind::Plugin,
+        prepared.claims,
+        prepared.file,
+        &prepared.bytes,
+        &setup.signing(),
+    )
+    .unwrap();
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = setup
+        .install(broker.clone(), json!({"name": "liar", "registry": "corp"}))
+        .await;
+    let (code, message) = error(&result);
+    assert_eq!(code, ErrorCode::PluginError, "{message}");
+    assert!(message.contains("endpoints"), "{message}");
+    assert!(broker.asked().is_empty(), "asked before the comparison");
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_names_and_versions_are_refused_before_any_fetch() {
+    let setup = Setup::new();
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    for input in [
+        json!({"name": "../weather", "registry": "corp"}),
+        json!({"name": "weather", "registry": "corp", "version": "../../1.0.0"}),
+        json!({"name": "weather", "registry": "corp", "path": ".bosun/plugins/weather"}),
+    ] {
+        let result = setup.install(broker.clone(), input.clone()).await;
+        assert_eq!(
+            error(&result).0,
+            ErrorCode::InvalidInput,
+            "{input}: {result:?}"
+        );
+    }
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_mode_and_a_deny_rule_refuse_a_registry_install() {
+    let setup = Setup::new();
+    setup.user("[policy]\n[[policy.rules]]\naction = \"plugin.install\"\ndecision = \"deny\"\n");
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+
+    setup.user("");
+    let session = Arc::new(Session::new("s"));
+    session.set_plan(true);
+    let result = setup
+        .install_in(
+            &session,
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_rule_may_allow_installs_from_one_named_registry() {
+    let setup = Setup::new();
+    setup.user(
+        "[policy]\n[[policy.rules]]\naction = \"plugin.install\"\nhost = \"other\"\ndecision = \"allow\"\n",
+    );
+    // A rule for another registry does not cover this one.
+    let broker = Recorder::new(ApprovalAnswer::Deny);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert_eq!(error(&result).0, ErrorCode::Denied, "{result:?}");
+    assert_eq!(broker.asked().len(), 1);
+
+    setup.user(
+        "[policy]\n[[policy.rules]]\naction = \"plugin.install\"\nhost = \"corp\"\ndecision = \"allow\"\n",
+    );
+    let broker = Recorder::new(ApprovalAnswer::Deny);
+    let result = setup
+        .install(
+            broker.clone(),
+            json!({"name": "weather", "registry": "corp"}),
+        )
+        .await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+    assert!(broker.asked().is_empty());
+    assert_eq!(setup.plugin_entries(), ["weather"]);
+}
