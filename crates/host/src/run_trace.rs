@@ -49,7 +49,7 @@ impl TraceBuilder {
         config: &LoadedConfig,
         remote_parent: Option<bosun_telemetry::SpanContext>,
     ) -> Self {
-        match crate::telemetry::observer(config, remote_parent) {
+        match crate::telemetry::observer(config, &self.run_id, remote_parent) {
             Some(observer) => self.observe(observer),
             None => self,
         }

@@ -1,7 +1,8 @@
 //! OpenTelemetry export wired into runs: the process's exporter, started from `[telemetry]`
-//! the first time a run needs it, and the trace observer that projects each run's events into
-//! it (`bosun_telemetry::Projection`). The trace stays the source of truth; nothing here can
-//! fail or slow a run beyond handing an event to a bounded queue.
+//! the first time a run needs it, and the trace observer that hands each run's events to it
+//! (`bosun_telemetry::Projection`) as the lines the trace writes, to be projected on the
+//! exporter's thread. The trace stays the source of truth; nothing here can fail or slow a run
+//! beyond copying a line into a bounded buffer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +35,14 @@ impl TelemetryObserver {
 impl Observer for TelemetryObserver {
     fn observe(&self, envelope: &Envelope) {
         self.0.observe(envelope);
+    }
+
+    fn reads_lines(&self) -> bool {
+        true
+    }
+
+    fn observe_line(&self, line: &[u8]) {
+        self.0.observe_line(line);
     }
 }
 
@@ -69,9 +78,11 @@ pub fn exporter(config: &LoadedConfig) -> Option<Arc<Exporter>> {
     )
 }
 
-/// A new run's watcher for `config`'s exporter, if it has one.
+/// A new watcher of run `run_id` for `config`'s exporter, if it has one; the run's span ids are
+/// fixed now, so its calls can hand on their `traceparent` at once.
 pub fn observer(
     config: &LoadedConfig,
+    run_id: &str,
     remote_parent: Option<SpanContext>,
 ) -> Option<Arc<dyn Observer>> {
     let exporter = exporter(config)?;
@@ -85,15 +96,19 @@ pub fn observer(
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default();
-    Some(Arc::new(TelemetryObserver(
-        Projection::new(exporter, remote_parent).plugin_digests(digests),
-    )))
+    let projection = Projection::new(exporter, remote_parent).plugin_digests(digests);
+    projection.open_run(run_id, None);
+    Some(Arc::new(TelemetryObserver(projection)))
 }
 
 /// The `traceparent` a call hands on (an MCP request's `_meta`, a process's `TRACEPARENT`):
 /// its `execute_tool` span's. `None` when nothing is exported.
 pub fn traceparent(ctx: &crate::tool::ToolContext) -> Option<String> {
-    bosun_telemetry::traceparent(&ctx.run.run_id, &ctx.call_id)
+    bosun_telemetry::traceparent(
+        &ctx.run.run_id,
+        ctx.run.parent_run_id.as_deref(),
+        &ctx.call_id,
+    )
 }
 
 /// Makes call `call_id` of run `run_id`, recorded next, a child of the caller's span

@@ -66,6 +66,18 @@ pub enum TraceError {
 pub trait Observer: Send + Sync {
     /// Called once per event, in order.
     fn observe(&self, envelope: &Envelope);
+
+    /// Whether this observer takes recorded events as the lines the trace writes
+    /// ([`Observer::observe_line`]) instead: no envelope is built for it. Live events still
+    /// come through [`Observer::observe`].
+    fn reads_lines(&self) -> bool {
+        false
+    }
+
+    /// A recorded event as the trace wrote it (one JSON envelope, redacted, no newline), for an
+    /// observer that [`reads_lines`](Observer::reads_lines). Called under the trace's lock, in
+    /// order: it must only copy the bytes.
+    fn observe_line(&self, _line: &[u8]) {}
 }
 
 struct Writer {
@@ -281,6 +293,9 @@ pub struct Trace {
     path: Option<PathBuf>,
     redactor: Arc<Redactor>,
     observers: Vec<Arc<dyn Observer>>,
+    /// Those of `observers` that take recorded events as lines, and those that take envelopes.
+    line_observers: Vec<Arc<dyn Observer>>,
+    typed_observers: Vec<Arc<dyn Observer>>,
     writer: Mutex<Writer>,
     info: Arc<RunInfo>,
 }
@@ -397,6 +412,8 @@ impl Trace {
             path: Some(path),
             redactor,
             observers: Vec::new(),
+            line_observers: Vec::new(),
+            typed_observers: Vec::new(),
             writer: Mutex::new(Writer::new(Some(BufWriter::with_capacity(64 * 1024, file)))),
         })
     }
@@ -417,12 +434,19 @@ impl Trace {
             path: None,
             redactor,
             observers: Vec::new(),
+            line_observers: Vec::new(),
+            typed_observers: Vec::new(),
             writer: Mutex::new(Writer::new(None)),
         }
     }
 
     /// Adds an observer.
     pub fn observe(mut self, observer: Arc<dyn Observer>) -> Self {
+        if observer.reads_lines() {
+            self.line_observers.push(observer.clone());
+        } else {
+            self.typed_observers.push(observer.clone());
+        }
         self.observers.push(observer);
         self.info = Arc::new(RunInfo {
             run_id: self.info.run_id.clone(),
@@ -526,6 +550,13 @@ impl Trace {
             Ok(line) => self.redactor.finds(line),
             Err(_) => true,
         };
+        // A live event goes to every observer as an envelope; a recorded one as its line to
+        // those that read lines.
+        let typed = if live {
+            &self.observers
+        } else {
+            &self.typed_observers
+        };
         let observed = if finds {
             match redacted(&self.redactor, &envelope(event)) {
                 Some((redacted_envelope, line)) => {
@@ -535,11 +566,16 @@ impl Trace {
                 }
                 None => return,
             }
-        } else if self.observers.is_empty() {
+        } else if typed.is_empty() {
             None
         } else {
             Some(envelope(event))
         };
+        if !live {
+            for observer in &self.line_observers {
+                observer.observe_line(&writer.line);
+            }
+        }
         if !live && let Some(file) = writer.file.as_mut() {
             writer.line.push(b'\n');
             if let Err(e) = file.write_all(&writer.line) {
@@ -550,7 +586,7 @@ impl Trace {
         let Some(envelope) = observed else {
             return;
         };
-        for observer in &self.observers {
+        for observer in typed {
             observer.observe(&envelope);
         }
     }

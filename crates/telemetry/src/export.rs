@@ -1,7 +1,9 @@
-//! The exporter: a bounded queue and one thread that batches spans and log records, snapshots
-//! the metrics, and POSTs them over OTLP/HTTP. A run only ever `try_send`s: a full queue drops
-//! (counted, one warning), a collector that is down, slow or answering 500 costs one warning per
-//! signal and never an error of the run. A process's exit waits a bounded time to flush.
+//! The exporter: one thread that projects the runs' events (each run's feed of trace lines,
+//! taken every [`FEED_INTERVAL`]), batches spans and log records, snapshots the metrics, and
+//! POSTs them over OTLP/HTTP. A run only appends bytes to its feed or `try_send`s: a full feed
+//! or queue drops (counted, one warning), a collector that is down, slow or answering 500 costs
+//! one warning per signal and never an error of the run. A process's exit waits a bounded time
+//! to flush.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -9,8 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::{Endpoint, Settings, Signal};
+use crate::ids;
 use crate::metrics::Metrics;
 use crate::otlp::{self, Origin};
+use crate::projector::{Feed, Out};
 use crate::signal::{LogRecord, Span};
 
 /// Where the exporter's warnings go (a person reads them once).
@@ -27,12 +31,19 @@ const METRIC_INTERVAL: Duration = Duration::from_secs(30);
 /// After a failed export of a signal, its batches are dropped for this long rather than
 /// queueing behind a collector that hangs.
 const BACKOFF: Duration = Duration::from_secs(5);
+/// How often the exporter's thread takes what the runs' feeds hold (sooner when one fills).
+pub const FEED_INTERVAL: Duration = Duration::from_millis(200);
 
 enum Message {
     Span(Span),
     Log(LogRecord),
+    /// A feed holds much, or was finished or dropped: take the feeds now.
+    Wake,
     Flush(SyncSender<()>),
 }
+
+/// The runs' feeds the exporter's thread projects.
+type Feeds = Arc<Mutex<Vec<Arc<Feed>>>>;
 
 /// A running exporter; cheap to share, safe to call from any thread.
 pub struct Exporter {
@@ -43,6 +54,7 @@ pub struct Exporter {
     warned_full: AtomicBool,
     failures: Arc<AtomicU64>,
     warn: Warn,
+    feeds: Feeds,
 }
 
 /// Nanoseconds since the epoch, now.
@@ -68,7 +80,9 @@ impl Exporter {
             version: env!("CARGO_PKG_VERSION"),
         };
         let failures = Arc::new(AtomicU64::new(0));
+        let feeds = Feeds::default();
         let worker = Worker {
+            feeds: feeds.clone(),
             failures: failures.clone(),
             settings: settings.clone(),
             origin,
@@ -86,7 +100,9 @@ impl Exporter {
             ));
             return None;
         }
+        ids::set_exporting();
         Some(Arc::new(Self {
+            feeds,
             sender,
             settings,
             metrics,
@@ -112,6 +128,38 @@ impl Exporter {
         self.settings.endpoint(signal).is_some()
     }
 
+    /// The process's metrics, shared with the projections counting into them.
+    pub(crate) fn shared_metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Adds a run's feed to those the exporter's thread projects.
+    pub(crate) fn register(&self, feed: Arc<Feed>) {
+        if let Ok(mut feeds) = self.feeds.lock() {
+            feeds.push(feed);
+        }
+    }
+
+    /// Asks the exporter's thread to take the feeds now; never blocks.
+    pub(crate) fn wake(&self) {
+        let _ = self.sender.try_send(Message::Wake);
+    }
+
+    /// Counts `n` events a full feed refused, warning once.
+    pub(crate) fn lost(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+        self.warn_full();
+    }
+
+    fn warn_full(&self) {
+        if !self.warned_full.swap(true, Ordering::Relaxed) {
+            (self.warn)(
+                "telemetry: the export queue is full (the collector is slow or down); \
+                 spans are dropped until it catches up — the run trace keeps everything",
+            );
+        }
+    }
+
     /// Queues a finished span; never blocks.
     pub fn span(&self, span: Span) {
         if self.settings.traces.is_some() {
@@ -129,15 +177,7 @@ impl Exporter {
     fn offer(&self, message: Message) {
         match self.sender.try_send(message) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                if !self.warned_full.swap(true, Ordering::Relaxed) {
-                    (self.warn)(
-                        "telemetry: the export queue is full (the collector is slow or down); \
-                         spans are dropped until it catches up — the run trace keeps everything",
-                    );
-                }
-            }
+            Err(TrySendError::Full(_)) => self.lost(1),
             Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -176,6 +216,7 @@ impl Exporter {
 }
 
 struct Worker {
+    feeds: Feeds,
     failures: Arc<AtomicU64>,
     settings: Settings,
     origin: Origin,
@@ -216,19 +257,25 @@ impl Worker {
         let mut logs: Vec<LogRecord> = Vec::new();
         let mut oldest: Option<Instant> = None;
         let mut next_metrics = Instant::now() + METRIC_INTERVAL;
+        let mut next_feeds = Instant::now() + FEED_INTERVAL;
         loop {
-            let due = oldest
+            let mut due = oldest
                 .map(|t| t + SCHEDULED_DELAY)
                 .unwrap_or(next_metrics)
                 .min(next_metrics);
+            if self.has_feeds() {
+                due = due.min(next_feeds);
+            }
             let message = receiver.recv_timeout(due.saturating_duration_since(Instant::now()));
             let mut flush: Option<SyncSender<()>> = None;
             let mut closed = false;
+            let mut wake = false;
             match message {
                 Ok(Message::Span(span)) => {
                     spans.push(span);
                     oldest.get_or_insert_with(Instant::now);
                 }
+                Ok(Message::Wake) => wake = true,
                 Ok(Message::Log(record)) => {
                     logs.push(record);
                     oldest.get_or_insert_with(Instant::now);
@@ -238,6 +285,18 @@ impl Worker {
                 Err(RecvTimeoutError::Disconnected) => closed = true,
             }
             let now = Instant::now();
+            if wake || flush.is_some() || closed || now >= next_feeds {
+                let mut out = Out {
+                    spans: std::mem::take(&mut spans),
+                    logs: std::mem::take(&mut logs),
+                };
+                self.drain_feeds(&mut out);
+                (spans, logs) = (out.spans, out.logs);
+                if !spans.is_empty() || !logs.is_empty() {
+                    oldest.get_or_insert(now);
+                }
+                next_feeds = now + FEED_INTERVAL;
+            }
             let batch_due = oldest.is_some_and(|t| now >= t + SCHEDULED_DELAY);
             if flush.is_some() || closed || batch_due || spans.len() >= MAX_BATCH {
                 self.send_spans(&runtime, &client, &mut spans);
@@ -258,6 +317,29 @@ impl Worker {
             if closed {
                 return;
             }
+        }
+    }
+
+    fn has_feeds(&self) -> bool {
+        self.feeds.lock().is_ok_and(|feeds| !feeds.is_empty())
+    }
+
+    /// Projects what every feed holds into `out`, and forgets the feeds whose projection is
+    /// gone (after finishing their open runs).
+    fn drain_feeds(&self, out: &mut Out) {
+        let feeds: Vec<Arc<Feed>> = match self.feeds.lock() {
+            Ok(feeds) => feeds.clone(),
+            Err(_) => return,
+        };
+        let now = now_ns();
+        let closed: Vec<Arc<Feed>> = feeds
+            .into_iter()
+            .filter(|feed| feed.drain(out, now))
+            .collect();
+        if !closed.is_empty()
+            && let Ok(mut feeds) = self.feeds.lock()
+        {
+            feeds.retain(|feed| !closed.iter().any(|c| Arc::ptr_eq(c, feed)));
         }
     }
 
@@ -412,10 +494,7 @@ pub fn global(
         .clone()
 }
 
-/// Whether this process has started an exporter.
-pub fn exporting() -> bool {
-    matches!(GLOBAL.get(), Some(Some(_)))
-}
+pub use crate::ids::exporting;
 
 /// Sends what the process's exporter holds, waiting at most `timeout` (at exit).
 pub fn flush_global(timeout: Duration) {

@@ -1,7 +1,9 @@
 //! OpenTelemetry export of Bosun's runs. The JSONL run trace stays the source of truth; this
 //! crate projects its events ([`Projection`]) to GenAI spans (`invoke_agent` → `chat {model}` /
 //! `execute_tool {tool}`), metrics and log records, and sends them over OTLP/HTTP (protobuf or
-//! JSON, [`otlp`]) from one thread with a bounded queue ([`Exporter`]). It never blocks a run and
+//! JSON, [`otlp`]) from one thread with a bounded queue ([`Exporter`]). The run's thread only
+//! copies the trace's lines; parsing and projecting happen on the exporter's thread, and the
+//! span ids a call hands on are derived where the call runs ([`ids`]). It never blocks a run and
 //! never fails one: a collector that is down costs a warning. It reads `[telemetry]`
 //! ([`TelemetryConfig`]) and the standard `OTEL_*` variables; it knows no tools and no policy.
 //!
@@ -23,9 +25,11 @@
 pub mod config;
 pub mod context;
 pub mod export;
+pub mod ids;
 pub mod metrics;
 pub mod otlp;
 pub mod projection;
+mod projector;
 pub mod signal;
 
 pub use config::{
@@ -34,4 +38,5 @@ pub use config::{
 };
 pub use context::{SpanContext, SpanId, TraceId};
 pub use export::{Exporter, Warn, flush_global, global};
-pub use projection::{Projection, adopt_parent, traceparent};
+pub use ids::{adopt_parent, traceparent};
+pub use projection::Projection;

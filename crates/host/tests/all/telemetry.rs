@@ -54,3 +54,76 @@ fn the_user_config_turns_telemetry_on_and_is_checked_at_load() {
     let grpc = load(Some("[telemetry]\nlogs = { otlp-grpc = {} }\n"), None).unwrap_err();
     assert!(grpc.contains("use { otlp-http"), "{grpc}");
 }
+
+/// Watches a trace: as lines when `lines`, else as envelopes.
+#[derive(Default)]
+struct Watcher {
+    lines: bool,
+    seen_lines: std::sync::Mutex<Vec<String>>,
+    seen: std::sync::Mutex<Vec<bosun_core::Envelope>>,
+}
+
+impl bosun_host::trace::Observer for Watcher {
+    fn observe(&self, envelope: &bosun_core::Envelope) {
+        self.seen.lock().unwrap().push(envelope.clone());
+    }
+    fn reads_lines(&self) -> bool {
+        self.lines
+    }
+    fn observe_line(&self, line: &[u8]) {
+        self.seen_lines
+            .lock()
+            .unwrap()
+            .push(String::from_utf8(line.to_vec()).unwrap());
+    }
+}
+
+/// The exporter takes a run's recorded events as the lines the trace writes (projected later,
+/// on its own thread): each line is the envelope another observer gets, redacted the same way,
+/// and live events still come as envelopes.
+#[test]
+fn a_line_observer_gets_the_written_lines_redacted_and_live_events_typed() {
+    use bosun_core::{Event, Redactor};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let lines = Arc::new(Watcher {
+        lines: true,
+        ..Watcher::default()
+    });
+    let typed = Arc::new(Watcher::default());
+    let redactor = Arc::new(Redactor::new([("T_KEY", "sk-line-secret-value")]));
+    let trace = bosun_host::trace::Trace::create(dir.path(), "run-lines".into(), None, redactor)
+        .unwrap()
+        .observe(lines.clone())
+        .observe(typed.clone());
+    trace.record(Event::RunStarted {
+        command: "test".into(),
+        workspace: "/w".into(),
+        mode: "workspace-write".into(),
+        sandbox: String::new(),
+    });
+    trace.record(Event::ToolProposed {
+        call_id: "c1".into(),
+        tool: "read_file".into(),
+        input: serde_json::json!({"path": "sk-line-secret-value"}),
+    });
+    trace.record(Event::ModelText {
+        step: 1,
+        text: "streamed".into(),
+    });
+    trace.finish().unwrap();
+    let written = std::fs::read_to_string(trace.path().unwrap()).unwrap();
+    let seen_lines = lines.seen_lines.lock().unwrap().clone();
+    assert_eq!(seen_lines, written.lines().collect::<Vec<_>>());
+    assert!(!written.contains("sk-line-secret-value"), "{written}");
+    let typed_seen = typed.seen.lock().unwrap();
+    let as_lines: Vec<String> = typed_seen
+        .iter()
+        .filter(|e| !e.event.is_live())
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert_eq!(seen_lines, as_lines);
+    let live_to_lines = lines.seen.lock().unwrap();
+    assert_eq!(live_to_lines.len(), 1);
+    assert!(matches!(live_to_lines[0].event, Event::ModelText { .. }));
+}
