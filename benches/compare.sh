@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the chokepoint and native-plugin-call benchmarks of two revisions side by side, in one
-# run on one machine: BASE_REV in a git worktree under the target directory (kept for the next
+# Runs the chokepoint, native-plugin-call and JavaScript-plugin benchmarks of two revisions side
+# by side, in one run on one machine: BASE_REV in a git worktree under the target directory (kept for the next
 # run), then the working tree. Both share one target directory, so only
 # Bosun's own crates are built twice.
 #
@@ -34,11 +34,15 @@ run() {
   # dependencies stay shared.
   rm -rf "$target"/release/.fingerprint/bosun-* "$target"/release/deps/libbosun_* \
     "$target"/release/deps/bosun_* "$target"/release/build/bosun-*
-  for bench in chokepoint plugin_call; do
-    echo "== $label ($package) $bench"
+  local benches=("$package chokepoint" "$package plugin_call")
+  # The JavaScript engine's bench (a warm Forge call, first calls, an instance's memory).
+  if [ -f "$dir/crates/js/benches/js_plugin.rs" ]; then benches+=("bosun-js js_plugin"); fi
+  for entry in "${benches[@]}"; do
+    local crate="${entry% *}" bench="${entry#* }"
+    echo "== $label ($crate) $bench"
     local log="$target/compare-$bench.log"
-    if (cd "$dir" && CARGO_TARGET_DIR="$target" cargo bench --locked -p "$package" --bench "$bench") >"$log" 2>&1; then
-      grep -E "time:|p50" "$log" || true
+    if (cd "$dir" && CARGO_TARGET_DIR="$target" cargo bench --locked -p "$crate" --bench "$bench") >"$log" 2>&1; then
+      grep -E "time:|p50|MiB" "$log" || true
     else
       echo "failed; the last lines of $log:"
       tail -20 "$log"

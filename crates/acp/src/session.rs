@@ -100,8 +100,28 @@ fn load_config(home: &Path, workspace: &Workspace) -> Result<LoadedConfig, Error
     LoadedConfig::load(home, workspace).map_err(|e| error(ErrorCode::INTERNAL_ERROR, chain(&e)))
 }
 
-/// Bosun's slash commands, as the editor offers them.
-pub fn commands() -> Vec<AvailableCommand> {
+/// Bosun's slash commands, as the editor offers them, then the commands of the Claude Code
+/// plugins installed under `home` (a prompt naming one is expanded by the turn).
+pub fn commands(home: &Path) -> Vec<AvailableCommand> {
+    let mut commands = builtin_commands();
+    let plugins = bosun_host::plugin_commands::PluginCommands::load(home);
+    for command in plugins.all() {
+        let name = plugins.shown_name(command);
+        let mut offered = AvailableCommand::new(
+            name.trim_start_matches('/'),
+            format!("{} (plugin {})", command.description, command.plugin),
+        );
+        if let Some(hint) = &command.argument_hint {
+            offered = offered.input(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new(hint.clone()),
+            ));
+        }
+        commands.push(offered);
+    }
+    commands
+}
+
+fn builtin_commands() -> Vec<AvailableCommand> {
     vec![
         AvailableCommand::new(
             "compact",
@@ -472,7 +492,9 @@ impl AcpSession {
     pub fn announce_commands(&self) {
         self.link.update(
             &self.id,
-            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands())),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands(
+                &self.home,
+            ))),
         );
     }
 }

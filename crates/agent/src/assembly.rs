@@ -81,6 +81,9 @@ pub enum TurnError {
     /// The run's trace cannot be created.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// The task runs a plugin command that cannot run.
+    #[error(transparent)]
+    Command(#[from] bosun_host::plugin_commands::CommandError),
 }
 
 /// The user config file, as messages name it.

@@ -1,10 +1,14 @@
 //! Subagents: a delegate tool that runs a child agent with its own conversation, only the tools
 //! it declared, and the parent's policy, broker, cancellation and budgets.
 //!
-//! Subagents come from Forge plugins (`api.registerSubagent`, Forge's rules and limits exactly)
-//! and from files: `$BOSUN_HOME/agents/<name>.md` and, in trusted workspaces,
+//! Subagents come from Forge plugins (`api.registerSubagent`, Forge's rules and limits exactly),
+//! from files: `$BOSUN_HOME/agents/<name>.md` and, in trusted workspaces,
 //! `<workspace>/.bosun/agents/<name>.md` (front matter `name`, `description`, `tools`, `model`,
-//! `max_steps`, `max_tool_calls`; the body is the instructions). Each becomes one tool of risk
+//! `max_steps`, `max_tool_calls`; the body is the instructions), and from installed Claude Code
+//! plugins' `agents/*.md` (`bosun_host::plugin_agents`), named `plugin:agent`: their `tools`
+//! (all the parent's when absent) less `disallowedTools`, never a tool the parent lacks, their
+//! `model` when it names a configured one, `maxTurns` as the model steps (at most
+//! [`MAX_MODEL_STEPS`]). Each becomes one tool of risk
 //! `model` whose action is `subagent.<name>`; calling it starts a child run:
 //!
 //! - a fresh conversation with the task, the instructions Forge assembles (instructions files,
@@ -65,6 +69,8 @@ pub enum SubagentSource {
     User(PathBuf),
     /// `<workspace>/.bosun/agents/<name>.md`.
     Project(PathBuf),
+    /// An installed Claude Code plugin's `agents/*.md` (its id, `name@marketplace`).
+    ClaudePlugin(String),
 }
 
 impl SubagentSource {
@@ -72,6 +78,7 @@ impl SubagentSource {
     fn label(&self) -> String {
         match self {
             SubagentSource::Plugin(name) => format!("plugin {name}"),
+            SubagentSource::ClaudePlugin(id) => format!("Claude Code plugin {id}"),
             SubagentSource::User(path) | SubagentSource::Project(path) => {
                 path.display().to_string()
             }
@@ -108,16 +115,24 @@ impl SubagentSpec {
     /// # Errors
     /// What is wrong and how to fix it.
     pub fn check(&self) -> Result<(), SubagentError> {
-        let kebab = !self.name.is_empty()
-            && self.name.len() <= 64
-            && self.name.starts_with(|c: char| c.is_ascii_lowercase())
-            && self.name.split('-').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            });
-        if !kebab {
+        let kebab = |name: &str| {
+            !name.is_empty()
+                && name.len() <= 64
+                && name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name.split('-').all(|part| {
+                    !part.is_empty()
+                        && part
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                })
+        };
+        // A Claude Code plugin's agent is `plugin:agent`; the plugin's name was checked when
+        // it was installed.
+        let own = match (&self.source, self.name.split_once(':')) {
+            (SubagentSource::ClaudePlugin(_), Some((plugin, own))) if !plugin.is_empty() => own,
+            _ => self.name.as_str(),
+        };
+        if !kebab(own) {
             return Err(SubagentError::Name(escape_hidden(&self.name)));
         }
         let snake = !self.tool_name.is_empty()
@@ -718,7 +733,112 @@ pub fn declared(host: &Host) -> (Vec<SubagentSpec>, Vec<String>) {
         specs.extend(project);
         warnings.extend(project_warnings);
     }
+    let (agents, agent_warnings) = bosun_host::plugin_agents::plugin_agents(host.claude_plugins());
+    warnings.extend(agent_warnings);
+    let mut delegates: Vec<String> = specs.iter().map(|s| s.tool_name.clone()).collect();
+    delegates.extend(agents.iter().map(|a| claude_tool_name(&a.name)));
+    let parent: Vec<String> = host
+        .tools()
+        .iter()
+        .map(|t| t.spec().name.to_string())
+        .filter(|name| !delegates.contains(name))
+        .collect();
+    for agent in agents {
+        let (spec, notes) = claude_agent(agent, &parent, config);
+        warnings.extend(notes);
+        specs.extend(spec);
+    }
     (specs, warnings)
+}
+
+/// The delegate tool of a Claude Code plugin's agent `plugin:agent`: `agent_plugin__agent`.
+fn claude_tool_name(qualified: &str) -> String {
+    let snake = |part: &str| -> String {
+        part.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    match qualified.split_once(':') {
+        Some((plugin, own)) => format!("agent_{}__{}", snake(plugin), snake(own)),
+        None => format!("agent_{}", snake(qualified)),
+    }
+}
+
+/// A Claude Code plugin's agent as a subagent: its tools only narrow `parent`'s (a name the
+/// parent lacks is left out, with a note), less its `disallowedTools`; its model only when it
+/// names a configured one. `None` when no tool is left. The notes are warnings.
+fn claude_agent(
+    agent: bosun_host::plugin_agents::PluginAgent,
+    parent: &[String],
+    config: &bosun_host::config::LoadedConfig,
+) -> (Option<SubagentSpec>, Vec<String>) {
+    let mut notes: Vec<String> = agent
+        .notes
+        .iter()
+        .map(|note| format!("subagent `{}`: {note}", agent.name))
+        .collect();
+    let mut tools: Vec<String> = match &agent.tools {
+        None => parent.to_vec(),
+        Some(asked) => {
+            let (have, lacks): (Vec<String>, Vec<String>) =
+                asked.iter().cloned().partition(|t| parent.contains(t));
+            if !lacks.is_empty() {
+                notes.push(format!(
+                    "subagent `{}` asks for {}, which this run does not offer: left out (a plugin's agent gets only tools its parent has)",
+                    agent.name,
+                    lacks.join(", ")
+                ));
+            }
+            have
+        }
+    };
+    tools.retain(|t| !agent.disallowed.contains(t));
+    if tools.len() > MAX_TOOLS {
+        notes.push(format!(
+            "subagent `{}` would inherit {} tools; it gets the first {MAX_TOOLS} (name the tools it needs in its `tools`)",
+            agent.name,
+            tools.len()
+        ));
+        tools.truncate(MAX_TOOLS);
+    }
+    if tools.is_empty() {
+        notes.push(format!(
+            "subagent `{}` is not offered: none of the tools it may use is offered to this run",
+            agent.name
+        ));
+        return (None, notes);
+    }
+    let model = match agent.model {
+        Some(model) if config.user.models.contains_key(&model) => Some(model),
+        Some(model) => {
+            notes.push(format!(
+                "subagent `{}` names the model `{model}`, which is not a configured model here: it uses the conversation's",
+                agent.name
+            ));
+            None
+        }
+        None => None,
+    };
+    let spec = SubagentSpec {
+        tool_name: claude_tool_name(&agent.name),
+        description: agent.description,
+        instructions: agent.instructions,
+        tools,
+        max_steps: agent
+            .max_turns
+            .map_or(DEFAULT_MODEL_STEPS, |n| n.clamp(1, MAX_MODEL_STEPS)),
+        max_tool_calls: DEFAULT_TOOL_CALLS,
+        model,
+        source: SubagentSource::ClaudePlugin(agent.plugin),
+        name: agent.name,
+    };
+    (Some(spec), notes)
 }
 
 /// Registers a delegate tool for every subagent [`declared`] by `host`, each over a child

@@ -3,7 +3,10 @@
 //! reviewer, the system prompt (instructions files, plugins' contributions, skills and
 //! `load_skill`), the subagents' delegate tools, the run's trace with its watchers, and the
 //! budgets. `bosun run` and the terminal UI differ only in who answers approvals and who
-//! watches. Nothing here prints: what the parts warned about is returned.
+//! watches. A task that runs an installed Claude Code plugin's command (`/plugin:command ARGS`)
+//! is expanded here, for every face alike: the model is sent the command's prompt, and its
+//! `allowed-tools` narrows the turn's host ([`Host::narrow`]). Nothing here prints: what the
+//! parts warned about is returned.
 
 use std::sync::Arc;
 
@@ -11,6 +14,7 @@ use bosun_host::approval::{ApprovalBroker, NonInteractive};
 use bosun_host::checkpoint::CheckpointStore;
 use bosun_host::config::LoadedConfig;
 use bosun_host::permission::PermissionMode;
+use bosun_host::plugin_commands::PluginCommands;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
 use bosun_host::workspace_trust::WorkspaceTrust;
@@ -106,8 +110,34 @@ impl TurnBuilder {
             self.config = Arc::new(config);
         }
         let config = &self.config;
-        let configured = open_model(config, &conversation.stored.model)?;
-        let host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
+        let mut host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
+        let mut command_notes = Vec::new();
+        let expanded = if task.trim_start().starts_with('/') {
+            let commands = PluginCommands::of(host.claude_plugins());
+            command_notes.extend(commands.warnings().iter().cloned());
+            commands.expand(task, &self.workspace)?
+        } else {
+            None
+        };
+        let model = match expanded.as_ref().and_then(|e| e.model.as_deref()) {
+            Some(model) if config.user.models.contains_key(model) => model.to_owned(),
+            Some(model) => {
+                command_notes.push(format!(
+                    "the command asks for the model `{model}`, which is not a configured model here: it runs on the conversation's"
+                ));
+                conversation.stored.model.clone()
+            }
+            None => conversation.stored.model.clone(),
+        };
+        let configured = open_model(config, &model)?;
+        let allowed = expanded.as_ref().and_then(|e| e.allowed.clone());
+        if let Some(allowed) = &allowed {
+            host.narrow(allowed);
+        }
+        if let Some(expanded) = &expanded {
+            command_notes.extend(expanded.notes.iter().cloned());
+        }
+        let task = expanded.as_ref().map_or(task, |e| e.prompt.as_str());
         let chokepoint = host.chokepoint_reviewed(self.broker, reviewer(config)?)?;
         let (contributions, mut warnings) = host.prompts_blocking(task)?;
         let (prompt, prompt_warnings) = system_prompt(
@@ -127,12 +157,17 @@ impl TurnBuilder {
             prompt.append_section("Plan mode", PLAN_MODE);
         }
         let skill_warnings = attach_skills(&host, config, self.workspace.root(), task, &mut prompt);
+        // What the subagents and skills added is narrowed too.
+        if let Some(allowed) = &allowed {
+            host.narrow(allowed);
+        }
         warnings.splice(0..0, host.warnings().iter().cloned());
         // A sandbox that is not full is said at the start of every run, not only in the trace.
         warnings.splice(0..0, host.sandbox_warning());
         warnings.extend(prompt_warnings);
         warnings.extend(subagent_warnings);
         warnings.extend(skill_warnings);
+        warnings.extend(command_notes);
 
         let mut trace = TraceBuilder::for_config(config);
         for observer in self.observers {
@@ -166,6 +201,8 @@ impl TurnBuilder {
             run_id: trace.run_id().to_owned(),
             trace,
             warnings,
+            command: expanded.as_ref().map(|e| e.command.clone()),
+            prompt: expanded.map(|e| e.prompt),
         })
     }
 }
@@ -263,6 +300,10 @@ pub struct Turn {
     pub run_id: String,
     /// What the plugin catalog, the instructions files, subagents and skills warned about.
     pub warnings: Vec<String>,
+    /// The plugin command the task ran (`/plugin:command`), if it ran one.
+    pub command: Option<String>,
+    /// The command's expanded prompt, sent in place of the task.
+    prompt: Option<String>,
 }
 
 /// What a finished turn did to the conversation.
@@ -288,6 +329,7 @@ impl Turn {
         task: &str,
         cancel: &CancellationToken,
     ) -> TurnDone {
+        let task = self.prompt.as_deref().unwrap_or(task);
         let mut messages = std::mem::take(&mut conversation.stored.messages);
         // What the person did since the last run, told before the request.
         let notes = std::mem::take(&mut conversation.stored.notes);

@@ -7,6 +7,8 @@
 //!   refuse, as in Claude Code.
 //! - [`layout`]: what a plugin folder holds — skills, commands, agents, hooks, MCP servers,
 //!   `bin/` — and every part that runs code, for the trust review.
+//! - [`components`]: a plugin's skills, commands and agents, named `plugin:name`, each file
+//!   read only when its bytes are the ones reviewed.
 //! - [`tree`]: a plugin's files as one content digest; the cache is keyed by it.
 //! - [`fetch`]: git, run through the sandbox launcher, never a shell.
 //! - [`install`]: open a marketplace, stage a plugin, review, commit into the cache, record.
@@ -14,6 +16,7 @@
 //! - [`source`]: the registry opener for `kind = "claude-marketplace"` (`bosun plugins search`).
 //! - [`mcp`], [`hooks`]: the servers and hooks a plugin declares.
 
+pub mod components;
 pub mod fetch;
 pub mod hooks;
 pub mod install;

@@ -81,7 +81,14 @@ fn now() -> chrono::DateTime<chrono::Utc> {
 
 /// The sources to look in: the one named, else every source in effect.
 fn sources(env: &Env, from: Option<&str>) -> Result<Vec<Box<dyn Source>>> {
-    let registries = registries(env)?;
+    sources_of(env, &registries(env)?, from)
+}
+
+fn sources_of(
+    env: &Env,
+    registries: &Registries,
+    from: Option<&str>,
+) -> Result<Vec<Box<dyn Source>>> {
     let names: Vec<String> = match from {
         Some(name) => vec![name.to_owned()],
         None => registries.names().into_iter().collect(),
@@ -106,37 +113,76 @@ fn target_json(source: &dyn Source, t: &Target) -> serde_json::Value {
     })
 }
 
-/// `bosun plugins search QUERY` / `bosun skills search QUERY`.
-pub fn search(kind: ArtifactKind, query: &str, from: Option<&str>, json: bool) -> Result<u8> {
-    let env = load()?;
+/// One search result.
+pub(crate) struct Found {
+    /// As `--json` prints it.
+    pub json: serde_json::Value,
+    /// What the source says it holds.
+    pub target: Target,
+    /// The source's name.
+    pub source: String,
+    /// Its trust label (signed, or "unsigned: checksum from the same origin").
+    pub label: String,
+}
+
+/// Searches every source in effect (or the one named) for `query`; a source that fails is a
+/// warning, not the end. Prints nothing: the terminal and the TUI share it.
+pub(crate) fn find(
+    env: &Env,
+    kind: ArtifactKind,
+    query: &str,
+    from: Option<&str>,
+) -> Result<(Vec<Found>, Vec<String>)> {
+    let registries = install::registries(&env.config)?;
+    let mut warnings: Vec<String> = registries.warnings().to_vec();
     let rt = runtime()?;
     let mut found = Vec::new();
-    for source in sources(&env, from)? {
+    for source in sources_of(env, &registries, from)? {
         match rt.block_on(source.entries(kind, now())) {
             Ok(entries) => {
                 for t in bosun_registry::source::search(entries, query, 50) {
-                    found.push((target_json(source.as_ref(), &t), t, source.label()));
+                    found.push(Found {
+                        json: target_json(source.as_ref(), &t),
+                        target: t,
+                        source: source.name().to_owned(),
+                        label: source.label(),
+                    });
                 }
             }
-            Err(e) => errln!("warning: the registry `{}`: {e}", source.name()),
+            Err(e) => warnings.push(format!("the registry `{}`: {e}", source.name())),
         }
     }
+    Ok((found, warnings))
+}
+
+/// One line of a search result: name, version, source and its trust label, description.
+pub(crate) fn found_line(f: &Found) -> String {
+    format!(
+        "{} {}  [{}: {}]  {}",
+        f.target.claims.name,
+        f.target.claims.version,
+        f.source,
+        f.label,
+        bosun_core::escape_hidden(&f.target.claims.description)
+    )
+}
+
+/// `bosun plugins search QUERY` / `bosun skills search QUERY`.
+pub fn search(kind: ArtifactKind, query: &str, from: Option<&str>, json: bool) -> Result<u8> {
+    let env = load()?;
+    let (found, warnings) = find(&env, kind, query, from)?;
+    for warning in &warnings {
+        errln!("warning: {warning}");
+    }
     if json {
-        print_json(&json!({"results": found.iter().map(|f| &f.0).collect::<Vec<_>>()}))?;
+        print_json(&json!({"results": found.iter().map(|f| &f.json).collect::<Vec<_>>()}))?;
         return Ok(exit::OK);
     }
     if found.is_empty() {
         outln!("nothing matches `{}`", bosun_core::escape_hidden(query));
     }
-    for (value, t, label) in &found {
-        outln!(
-            "{} {}  [{}: {}]  {}",
-            t.claims.name,
-            t.claims.version,
-            value["source"].as_str().unwrap_or_default(),
-            label,
-            bosun_core::escape_hidden(&t.claims.description)
-        );
+    for f in &found {
+        outln!("{}", found_line(f));
     }
     Ok(exit::OK)
 }

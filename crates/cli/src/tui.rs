@@ -22,6 +22,7 @@ mod keys;
 mod markdown;
 mod mention;
 mod person;
+mod registry;
 mod results;
 mod slash;
 #[cfg(test)]

@@ -57,6 +57,11 @@ impl FrontMatter {
         }
     }
 
+    /// Whether `key` is present, whatever its value (a nested map included).
+    pub fn has(&self, key: &str) -> bool {
+        self.fields.contains_key(key)
+    }
+
     /// The items of `key`: a list's, or a scalar's comma-separated parts (`read_file, search`),
     /// each trimmed and unquoted, empty ones left out. `None` when it is absent or a map.
     pub fn list(&self, key: &str) -> Option<Vec<String>> {

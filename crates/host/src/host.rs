@@ -638,6 +638,32 @@ impl Host {
             .map_or(&[], JavaScriptRuntime::plugins)
     }
 
+    /// Narrows this host to what one prompt may use (a plugin command's `allowed-tools`): every
+    /// chokepoint built after this, and every subagent's, denies a call outside it, and the
+    /// tools it leaves out are no longer offered. It never widens: policy still judges every
+    /// call it allows. Call it before the chokepoint is built and again after tools are added,
+    /// to leave those out too.
+    pub fn narrow(&mut self, allowed: &Arc<crate::allowed_tools::AllowedTools>) {
+        let hook: Arc<dyn PolicyHook> = allowed.clone();
+        if !self.hooks.iter().any(|h| Arc::ptr_eq(h, &hook)) {
+            self.hooks.push(hook);
+        }
+        let why = "the command this prompt runs does not allow it (its allowed-tools)";
+        self.registry.retain(|name| allowed.offers(name), why);
+    }
+
+    /// The installed Claude Code plugins found intact at this assembly (for their skills,
+    /// commands and agents); none for a host built without plugins.
+    pub fn claude_plugins(&self) -> &[bosun_claude::LoadedPlugin] {
+        self.runtimes
+            .iter()
+            .find_map(|r| {
+                r.as_any()
+                    .downcast_ref::<crate::plugin_runtime::claude::ClaudeRuntime>()
+            })
+            .map_or(&[], crate::plugin_runtime::claude::ClaudeRuntime::plugins)
+    }
+
     /// Every tool, in registration order: built-ins, configured plugins' tools, the
     /// plugin-installing tools (a snapshot: plugins installed later add to it).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {

@@ -24,6 +24,7 @@
 //! The host never talks to a model and never prints: the agent crate runs the model loop over
 //! its chokepoint, and the CLI shows what the host warned about.
 
+pub mod allowed_tools;
 pub mod approval;
 pub mod beneath;
 pub mod builtin;
@@ -41,6 +42,8 @@ pub mod managed;
 pub mod mcp_config;
 pub mod model_setup;
 pub mod permission;
+pub mod plugin_agents;
+pub mod plugin_commands;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;

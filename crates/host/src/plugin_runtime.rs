@@ -44,6 +44,6 @@ pub fn runtimes(engine: &Arc<js::JsEngine>) -> Vec<Box<dyn Runtime>> {
         Box::new(native::NativeRuntime::default()),
         Box::new(chock::ChockRuntime),
         Box::new(js::JavaScriptRuntime::new(Arc::clone(engine))),
-        Box::new(claude::ClaudeRuntime),
+        Box::new(claude::ClaudeRuntime::default()),
     ]
 }

@@ -3,7 +3,12 @@
 //!
 //! Roots, by precedence (a name in a higher root shadows the lower, with a `collision`
 //! diagnostic): project `<workspace>/.agents/skills/` (trusted workspaces only), user
-//! `$BOSUN_HOME/skills/`, built-in (compiled into Bosun). Discovery follows Forge's rules: the
+//! `$BOSUN_HOME/skills/`, built-in (compiled into Bosun). Installed Claude Code plugins add
+//! their `skills/` under their own namespace, `plugin:skill`, so they never shadow and are never
+//! shadowed; a plugin skill whose own name is also a built-in, user or project skill's is a
+//! `collision` diagnostic saying which one `$name` selects. A plugin skill's files are read only
+//! when their bytes are the ones reviewed at install (`bosun_claude::components`), at discovery
+//! and again at every load. Discovery follows Forge's rules: the
 //! root is resolved, only real subdirectories are looked at, `SKILL.md` must be a regular,
 //! non-symlink file of at most 64 KiB whose real path stays inside the root, and its identity
 //! (device, inode, size, modification time) is recorded and checked again when it is loaded.
@@ -71,6 +76,8 @@ pub enum SkillSource {
     User,
     /// `<workspace>/.agents/skills/` of a trusted workspace.
     Project,
+    /// An installed Claude Code plugin's `skills/`, named `plugin:skill`.
+    Plugin,
 }
 
 /// A file's identity when it was discovered.
@@ -100,16 +107,25 @@ pub struct Resource {
     pub id: String,
     /// Its path inside the skill's directory.
     pub relative: String,
-    path: PathBuf,
-    identity: Identity,
+    file: ResourceFile,
+}
+
+/// Where a resource's bytes are, and how they are checked when read.
+#[derive(Debug, Clone)]
+enum ResourceFile {
+    /// On disk, with its identity when discovered.
+    Disk { path: PathBuf, identity: Identity },
+    /// In a Claude Code plugin, checked against the digest reviewed at install.
+    Plugin { path: String },
 }
 
 /// One usable skill.
 #[derive(Debug, Clone)]
 pub struct Skill {
-    /// `skill:builtin:<name>` or `skill:<user|project>:<root hash>:<name>`.
+    /// `skill:builtin:<name>`, `skill:<user|project>:<root hash>:<name>` or
+    /// `skill:plugin:<plugin>:<name>`.
     pub id: String,
-    /// Its name (the directory's).
+    /// Its name (the directory's; `plugin:skill` for a Claude Code plugin's).
     pub name: String,
     /// What it is for.
     pub description: String,
@@ -131,6 +147,11 @@ enum Location {
         root: PathBuf,
         dir: PathBuf,
         identity: Identity,
+    },
+    /// `SKILL.md` of an installed Claude Code plugin, at `dir` under its root.
+    Plugin {
+        plugin: Arc<bosun_claude::LoadedPlugin>,
+        dir: String,
     },
 }
 
@@ -227,8 +248,114 @@ impl Skills {
                 }
             }
         }
+        for plugin in bosun_claude::Loaded::load(home).plugins {
+            let plugin = Arc::new(plugin);
+            for skill in skills.plugin_skills(&plugin) {
+                let own = skill.name.rsplit(':').next().unwrap_or_default();
+                if let Some(other) = found.get(own) {
+                    skills.diagnose(
+                        "collision",
+                        &skill.name,
+                        format!(
+                            "the plugin skill `{}` and the {} skill `{own}` share a name: `${own}` selects the {} one, `${}` the plugin's",
+                            skill.name,
+                            label(other.source),
+                            label(other.source),
+                            skill.name
+                        ),
+                    );
+                }
+                found.insert(skill.name.clone(), skill);
+            }
+        }
         skills.skills = found.into_values().collect();
         skills
+    }
+
+    /// The usable skills of one installed Claude Code plugin; each `SKILL.md` read only when
+    /// its bytes are the ones reviewed.
+    fn plugin_skills(&mut self, plugin: &Arc<bosun_claude::LoadedPlugin>) -> Vec<Skill> {
+        let mut out = Vec::new();
+        for found in plugin.skills() {
+            let file = found.skill_file();
+            let shown = format!("{} ({})", found.qualified, plugin.record.id);
+            let text = match plugin.read_reviewed(&file) {
+                Ok(text) if text.len() as u64 <= MAX_SKILL_BYTES => text,
+                Ok(text) => {
+                    self.diagnose(
+                        "size_limit",
+                        &shown,
+                        format!("{} bytes; keep it within {MAX_SKILL_BYTES}", text.len()),
+                    );
+                    continue;
+                }
+                Err(e @ bosun_claude::ClaudeError::Changed { .. }) => {
+                    self.diagnose("changed_on_disk", &shown, e.to_string());
+                    continue;
+                }
+                Err(e) => {
+                    self.diagnose("io_error", &shown, e.to_string());
+                    continue;
+                }
+            };
+            let front = match parse(&text) {
+                Ok((front, _)) => front,
+                Err(e) => {
+                    self.diagnose("invalid_metadata", &shown, e.to_string());
+                    continue;
+                }
+            };
+            if !valid_name(&found.name) {
+                self.diagnose(
+                    "invalid_metadata",
+                    &shown,
+                    format!(
+                        "the directory name `{}` is not a skill name (a-z, 0-9 and single dashes, at most 64)",
+                        found.name
+                    ),
+                );
+                continue;
+            }
+            if front.name.as_deref() != Some(found.name.as_str()) {
+                self.diagnose(
+                    "invalid_metadata",
+                    &shown,
+                    format!(
+                        "its name `{}` differs from its directory `{}`; loaded as `{}`",
+                        front.name.unwrap_or_default(),
+                        found.name,
+                        found.qualified
+                    ),
+                );
+            }
+            let id = format!("skill:plugin:{}", found.qualified);
+            let resources = found
+                .resources
+                .iter()
+                .take(MAX_RESOURCES)
+                .map(|relative| Resource {
+                    id: format!("{id}:resource:{}", hex12(relative.as_bytes())),
+                    relative: relative.clone(),
+                    file: ResourceFile::Plugin {
+                        path: format!("{}/{relative}", found.dir),
+                    },
+                })
+                .collect();
+            out.push(Skill {
+                id,
+                name: found.qualified,
+                description: front.description,
+                source: SkillSource::Plugin,
+                explicit_only: front.explicit_only,
+                shadowed: Vec::new(),
+                resources,
+                location: Location::Plugin {
+                    plugin: plugin.clone(),
+                    dir: found.dir,
+                },
+            });
+        }
+        out
     }
 
     /// The skills of `config` for the workspace at `workspace_root` (project skills only when
@@ -370,7 +497,9 @@ impl Skills {
         let id = match source {
             SkillSource::Builtin => format!("skill:builtin:{dir_name}"),
             SkillSource::User => format!("skill:user:{root_hash}:{dir_name}"),
-            SkillSource::Project => format!("skill:project:{root_hash}:{dir_name}"),
+            SkillSource::Project | SkillSource::Plugin => {
+                format!("skill:project:{root_hash}:{dir_name}")
+            }
         };
         let resources = resources_of(&id, root, dir);
         Ok(Some(Skill {
@@ -462,8 +591,19 @@ impl Skills {
                 dir,
                 identity,
             } => recheck(&dir.join("SKILL.md"), root, *identity),
+            Location::Plugin { plugin, dir } => plugin_file(plugin, &format!("{dir}/SKILL.md")),
         }
     }
+}
+
+/// A file of a Claude Code plugin's skill, read only if its bytes are the ones reviewed.
+fn plugin_file(plugin: &bosun_claude::LoadedPlugin, path: &str) -> Result<String, ToolError> {
+    plugin.read_reviewed(path).map_err(|e| {
+        ToolError::new(
+            ErrorCode::IoError,
+            format!("the skill file {path} cannot be used: {e}"),
+        )
+    })
 }
 
 /// `load_skill`: a registered skill's `SKILL.md`, or one of its resources, checked again
@@ -576,11 +716,27 @@ impl LoadSkill {
                     "SKILL.md".to_owned(),
                 )
             }
-            (Location::File { root, dir, .. }, Some(resource)) => (
-                recheck(&resource.path, root, resource.identity)?,
-                dir.display().to_string(),
-                resource.relative.clone(),
+            (Location::File { root, dir, .. }, Some(resource)) => match &resource.file {
+                ResourceFile::Disk { path, identity } => (
+                    recheck(path, root, *identity)?,
+                    dir.display().to_string(),
+                    resource.relative.clone(),
+                ),
+                ResourceFile::Plugin { .. } => return Err(not_found()),
+            },
+            (Location::Plugin { plugin, dir }, None) => (
+                plugin_file(plugin, &format!("{dir}/SKILL.md"))?,
+                plugin.root.join(dir).display().to_string(),
+                "SKILL.md".to_owned(),
             ),
+            (Location::Plugin { plugin, dir }, Some(resource)) => match &resource.file {
+                ResourceFile::Plugin { path } => (
+                    plugin_file(plugin, path)?,
+                    plugin.root.join(dir).display().to_string(),
+                    resource.relative.clone(),
+                ),
+                ResourceFile::Disk { .. } => return Err(not_found()),
+            },
         };
         let resources: Vec<Value> = skill
             .resources
@@ -734,6 +890,7 @@ fn label(source: SkillSource) -> &'static str {
         SkillSource::Builtin => "built-in",
         SkillSource::User => "user",
         SkillSource::Project => "project",
+        SkillSource::Plugin => "plugin",
     }
 }
 
@@ -842,8 +999,10 @@ fn resources_of(skill_id: &str, root: &Path, dir: &Path) -> Vec<Resource> {
             found.push(Resource {
                 id: format!("{skill_id}:resource:{}", hex12(relative.as_bytes())),
                 relative,
-                path,
-                identity: Identity::of(&meta),
+                file: ResourceFile::Disk {
+                    path,
+                    identity: Identity::of(&meta),
+                },
             });
             if found.len() >= MAX_RESOURCES {
                 return found;

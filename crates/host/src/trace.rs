@@ -2,20 +2,21 @@
 //! version [`TRACE_SCHEMA_VERSION`]). Secret values are redacted before an event is written or
 //! handed to an observer; nothing unredacted leaves this module.
 //!
-//! Lines are buffered and flushed at the end of every tool call and of the run, so a trace costs
-//! one write per call; a crash loses at most the call in flight.
+//! Lines are kept and written at the end of every tool call and of the run, so a trace costs
+//! one `write` per call; a crash loses at most the call in flight.
 //!
-//! Recording is on every call's path, so a line is serialised from borrowed fields into a
-//! buffer the trace keeps, with the time formatted from a per-second prefix; the four events of
-//! every call ([`Trace::record_call`]) are borrowed from the call itself. An owned [`Envelope`]
-//! is built only for observers or when a line holds a secret. Whichever way, the line is the
-//! one serialising the envelope writes (tested).
+//! Recording is on every call's path, so a line is encoded by hand (`line.rs`) from borrowed
+//! fields straight into the buffer of lines not written yet, with the time formatted from a
+//! per-second prefix; the four events of every call ([`Trace::record_call`]) are borrowed from
+//! the call itself. An owned [`Envelope`] is built only for observers or when a line holds a
+//! secret. Whichever way, the line is the one serialising the envelope writes (tested).
 
+mod line;
 mod render;
 mod runs;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,36 +82,48 @@ pub trait Observer: Send + Sync {
 }
 
 struct Writer {
-    file: Option<BufWriter<File>>,
+    file: Option<File>,
+    /// Lines not written to the file yet (a call's lines until the call ends), each encoded in
+    /// place at the end, so recording allocates nothing and a call costs one `write`.
+    pending: Vec<u8>,
     sequence: u64,
     error: Option<std::io::Error>,
-    /// The line being written, kept between events so recording allocates no buffer.
-    line: Vec<u8>,
     clock: Clock,
 }
 
+/// Lines kept before they are written even if no call ends (a long stretch of other events).
+const PENDING_LIMIT: usize = 64 * 1024;
+
 impl Writer {
-    fn new(file: Option<BufWriter<File>>) -> Self {
+    fn new(file: Option<File>) -> Self {
         Self {
             file,
+            // A call's four lines fit; it grows for larger ones and keeps what it grew to.
+            pending: Vec::with_capacity(8 * 1024),
             sequence: 0,
             error: None,
-            line: Vec::with_capacity(1024),
             clock: Clock::default(),
+        }
+    }
+
+    /// Writes the pending lines to the file in one `write` (from then on the kernel holds
+    /// them, whatever becomes of this process).
+    fn write_out(&mut self) {
+        if let Some(file) = self.file.as_mut()
+            && !self.pending.is_empty()
+        {
+            if let Err(e) = file.write_all(&self.pending) {
+                self.error.get_or_insert(e);
+            }
+            self.pending.clear();
         }
     }
 }
 
-/// One trace line as written: [`Envelope`]'s fields, in its order and with its names, borrowed.
-#[derive(serde::Serialize)]
-struct Line<'a> {
-    schema_version: u32,
-    run_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parent_run_id: Option<&'a str>,
-    sequence: u64,
-    timestamp: &'a str,
-    event: &'a Recorded<'a>,
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.write_out();
+    }
 }
 
 /// An event to record: owned, or one of a call's own events borrowed from the call.
@@ -128,27 +141,15 @@ impl Recorded<'_> {
     }
 }
 
-impl serde::Serialize for Recorded<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Recorded::Owned(event) => event.serialize(serializer),
-            Recorded::Call(event) => event.serialize(serializer),
-        }
-    }
-}
-
 /// The four events of every tool call, borrowed: the same tags, fields and order as their
 /// [`Event`] variants, so a line is the same whichever records it (tested).
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-#[serde(tag = "type")]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum CallEvent<'a> {
-    #[serde(rename = "tool.proposed")]
     Proposed {
         call_id: &'a str,
         tool: &'a str,
         input: &'a serde_json::Value,
     },
-    #[serde(rename = "tool.decided")]
     Decided {
         call_id: &'a str,
         tool: &'a str,
@@ -156,9 +157,10 @@ pub(crate) enum CallEvent<'a> {
         capabilities: &'a [bosun_core::CapabilityRequest],
         explanation: &'a bosun_core::Explanation,
     },
-    #[serde(rename = "tool.started")]
-    Started { call_id: &'a str, tool: &'a str },
-    #[serde(rename = "tool.completed")]
+    Started {
+        call_id: &'a str,
+        tool: &'a str,
+    },
     Completed {
         call_id: &'a str,
         tool: &'a str,
@@ -298,6 +300,8 @@ pub struct Trace {
     typed_observers: Vec<Arc<dyn Observer>>,
     writer: Mutex<Writer>,
     info: Arc<RunInfo>,
+    /// Every line's bytes up to its sequence number (the run's part, encoded once).
+    prefix: Vec<u8>,
 }
 
 /// What a tool call may know of the run it belongs to (a subagent's trace goes beside it, and
@@ -407,6 +411,7 @@ impl Trace {
         });
         Ok(Self {
             info,
+            prefix: line::prefix(TRACE_SCHEMA_VERSION, &run_id, parent_run_id.as_deref()),
             run_id,
             parent_run_id,
             path: Some(path),
@@ -414,7 +419,7 @@ impl Trace {
             observers: Vec::new(),
             line_observers: Vec::new(),
             typed_observers: Vec::new(),
-            writer: Mutex::new(Writer::new(Some(BufWriter::with_capacity(64 * 1024, file)))),
+            writer: Mutex::new(Writer::new(Some(file))),
         })
     }
 
@@ -429,6 +434,7 @@ impl Trace {
                 observers: Vec::new(),
                 next_sequence: Arc::default(),
             }),
+            prefix: line::prefix(TRACE_SCHEMA_VERSION, &run_id, None),
             run_id,
             parent_run_id: None,
             path: None,
@@ -520,19 +526,11 @@ impl Trace {
                 .next_sequence
                 .store(writer.sequence, Ordering::Relaxed);
         }
-        writer.line.clear();
-        let written = serde_json::to_writer(
-            &mut writer.line,
-            &Line {
-                schema_version: TRACE_SCHEMA_VERSION,
-                run_id: &self.run_id,
-                parent_run_id: self.parent_run_id.as_deref(),
-                sequence,
-                timestamp: writer.clock.format(now),
-                event: &event,
-            },
-        );
+        let Writer { pending, clock, .. } = writer;
+        let start = pending.len();
+        let written = line::write(pending, &self.prefix, sequence, clock.format(now), &event);
         if let Err(e) = written {
+            pending.truncate(start);
             writer.error.get_or_insert(std::io::Error::other(e));
             return;
         }
@@ -546,10 +544,10 @@ impl Trace {
         };
         // The common case has no secret in it: one scan. Otherwise redact every string of the
         // value (never the raw line, where a replacement could break the JSON) and rebuild.
-        let finds = match std::str::from_utf8(&writer.line) {
-            Ok(line) => self.redactor.finds(line),
-            Err(_) => true,
-        };
+        // The encoder writes whole UTF-8 strings only, so the check cannot fail; were it to,
+        // the line is treated as holding a secret and rebuilt.
+        let finds =
+            std::str::from_utf8(&pending[start..]).map_or(true, |line| self.redactor.finds(line));
         // A live event goes to every observer as an envelope; a recorded one as its line to
         // those that read lines.
         let typed = if live {
@@ -558,10 +556,10 @@ impl Trace {
             &self.typed_observers
         };
         let observed = if finds {
+            pending.truncate(start);
             match redacted(&self.redactor, &envelope(event)) {
                 Some((redacted_envelope, line)) => {
-                    writer.line.clear();
-                    writer.line.extend_from_slice(line.as_bytes());
+                    pending.extend_from_slice(line.as_bytes());
                     Some(redacted_envelope)
                 }
                 None => return,
@@ -573,13 +571,17 @@ impl Trace {
         };
         if !live {
             for observer in &self.line_observers {
-                observer.observe_line(&writer.line);
+                observer.observe_line(&writer.pending[start..]);
             }
         }
-        if !live && let Some(file) = writer.file.as_mut() {
-            writer.line.push(b'\n');
-            if let Err(e) = file.write_all(&writer.line) {
-                writer.error.get_or_insert(e);
+        if live || writer.file.is_none() {
+            // Encoded only to be scanned and observed: a live event is never written, nor is
+            // anything without a file.
+            writer.pending.truncate(start);
+        } else {
+            writer.pending.push(b'\n');
+            if writer.pending.len() >= PENDING_LIMIT {
+                writer.write_out();
             }
         }
         drop(guard);
@@ -591,12 +593,11 @@ impl Trace {
         }
     }
 
-    /// Writes buffered lines to the file.
+    /// Writes the pending lines to the file, in one `write`: the chokepoint calls this at the end
+    /// of every tool call, so a crash loses at most the call in flight.
     pub fn flush(&self) {
-        if let Ok(mut writer) = self.writer.lock()
-            && let Some(Err(e)) = writer.file.as_mut().map(|f| f.flush())
-        {
-            writer.error.get_or_insert(e);
+        if let Ok(mut writer) = self.writer.lock() {
+            writer.write_out();
         }
     }
 
@@ -605,8 +606,9 @@ impl Trace {
         let Ok(mut writer) = self.writer.lock() else {
             return Ok(());
         };
-        if let Some(file) = writer.file.as_mut()
-            && let Err(e) = file.flush().and_then(|()| file.get_ref().sync_data())
+        writer.write_out();
+        if let Some(file) = writer.file.as_ref()
+            && let Err(e) = file.sync_data()
         {
             writer.error.get_or_insert(e);
         }
@@ -744,15 +746,11 @@ mod tests {
             let borrowed = call_events.iter().map(|e| Recorded::Call(*e));
             for recorded in owned.chain(borrowed) {
                 let at = Timestamp::now();
-                let line = serde_json::to_string(&Line {
-                    schema_version: TRACE_SCHEMA_VERSION,
-                    run_id: "run \"quoted\"",
-                    parent_run_id: parent.as_deref(),
-                    sequence: 7,
-                    timestamp: clock.format(at),
-                    event: &recorded,
-                })
-                .unwrap();
+                let prefix =
+                    line::prefix(TRACE_SCHEMA_VERSION, "run \"quoted\"", parent.as_deref());
+                let mut bytes = Vec::new();
+                line::write(&mut bytes, &prefix, 7, clock.format(at), &recorded).unwrap();
+                let line = String::from_utf8(bytes).unwrap();
                 let envelope = Envelope {
                     schema_version: TRACE_SCHEMA_VERSION,
                     run_id: "run \"quoted\"".into(),

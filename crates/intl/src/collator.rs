@@ -6,7 +6,7 @@ use icu::collator::options::{AlternateHandling, CaseLevel, CollatorOptions, Stre
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{IntlError, ResolveRequest, choice, flag, locale};
+use crate::{IntlError, ResolveRequest, choice, data, flag, locale};
 
 const CTOR: &str = "Intl.Collator";
 
@@ -75,9 +75,10 @@ pub(crate) fn compare(request: CompareRequest) -> Result<Value, IntlError> {
     if r.ignore_punctuation {
         options.alternate_handling = Some(AlternateHandling::Shifted);
     }
-    let collator = Collator::try_new((&locale).into(), options)
-        .map_err(|e| IntlError::range(format!("no collation data for this locale: {e}")))?;
-    let result = match collator.compare(&request.a, &request.b) {
+    let collator =
+        Collator::try_new_with_buffer_provider(data::provider()?, (&locale).into(), options)
+            .map_err(|e| IntlError::range(format!("no collation data for this locale: {e}")))?;
+    let result = match collator.as_borrowed().compare(&request.a, &request.b) {
         std::cmp::Ordering::Less => -1,
         std::cmp::Ordering::Equal => 0,
         std::cmp::Ordering::Greater => 1,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::parts::{Parts, literal, to_json};
-use crate::{IntlError, choice, digits, flag, locale};
+use crate::{IntlError, choice, data, digits, flag, locale};
 
 const CTOR: &str = "Intl.DateTimeFormat";
 /// The largest |time value| ECMAScript dates hold, in milliseconds.
@@ -239,7 +239,7 @@ fn formatter(
         .clone()
         .build_composite()
         .map_err(|e| IntlError::type_error(format!("unsupported combination of fields: {e}")))?;
-    DateTimeFormatter::try_new(locale.into(), field_set)
+    DateTimeFormatter::try_new_with_buffer_provider(data::provider()?, locale.into(), field_set)
         .map_err(|e| IntlError::range(format!("no date formats for this locale: {e}")))
 }
 
@@ -272,7 +272,12 @@ fn zoned(
         civil.datetime().strftime("%Y-%m-%dT%H:%M:%S%.f"),
         civil.offset()
     );
-    ZonedDateTime::try_strict_from_str(&text, Iso, IanaParser::new())
+    let parser = IanaParser::try_new_with_buffer_provider(data::provider()?).map_err(|e| {
+        IntlError::type_error(format!(
+            "Bosun's Intl data lacks time zone identifiers: {e}"
+        ))
+    })?;
+    ZonedDateTime::try_strict_from_str(&text, Iso, parser.as_borrowed())
         .map_err(|e| IntlError::range(format!("cannot place {text} in its zone: {e:?}")))
 }
 

@@ -22,6 +22,7 @@
 //! is `en-US`, whatever the host's, so a plugin learns nothing of the user's language settings.
 
 mod collator;
+pub mod data;
 mod datetime;
 mod locale;
 mod number;

@@ -5,7 +5,7 @@ use icu::locale::{Locale, LocaleCanonicalizer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::IntlError;
+use crate::{IntlError, data};
 
 /// Longest locale tag accepted.
 const MAX_TAG_BYTES: usize = 256;
@@ -37,8 +37,21 @@ pub(crate) fn parse(tag: &str) -> Result<Locale, IntlError> {
         return Err(bad());
     }
     let mut locale = Locale::try_from_str(tag).map_err(|_| bad())?;
-    LocaleCanonicalizer::new_extended().canonicalize(&mut locale);
+    canonicalizer()?.canonicalize(&mut locale);
     Ok(locale)
+}
+
+/// The extended canonicaliser (aliases and likely subtags), made once from the data file.
+fn canonicalizer() -> Result<&'static LocaleCanonicalizer, IntlError> {
+    static CANONICALIZER: std::sync::OnceLock<LocaleCanonicalizer> = std::sync::OnceLock::new();
+    if let Some(made) = CANONICALIZER.get() {
+        return Ok(made);
+    }
+    let made = LocaleCanonicalizer::try_new_extended_with_buffer_provider(data::provider()?)
+        .map_err(|e| {
+            IntlError::type_error(format!("Bosun's Intl data lacks locale aliases: {e}"))
+        })?;
+    Ok(CANONICALIZER.get_or_init(|| made))
 }
 
 /// The locale a constructor uses: every tag must be well-formed; the first is chosen (ICU4X
@@ -80,9 +93,12 @@ pub(crate) fn base_name(locale: &Locale) -> String {
 /// zero (`latn` when the digit is not one of the common systems).
 pub(crate) fn numbering_system(locale: &str) -> Result<String, IntlError> {
     let locale = parse(locale)?;
-    let formatter =
-        icu::decimal::DecimalFormatter::try_new((&locale).into(), Default::default())
-            .map_err(|e| IntlError::range(format!("no number data for this locale: {e}")))?;
+    let formatter = icu::decimal::DecimalFormatter::try_new_with_buffer_provider(
+        data::provider()?,
+        (&locale).into(),
+        Default::default(),
+    )
+    .map_err(|e| IntlError::range(format!("no number data for this locale: {e}")))?;
     let zero = writeable::Writeable::write_to_string(
         &formatter.format(&icu::decimal::input::Decimal::from(0)),
     )

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::parts::{Parts, to_json};
-use crate::{IntlError, ResolveRequest, choice, digits, locale};
+use crate::{IntlError, ResolveRequest, choice, data, digits, locale};
 
 const CTOR: &str = "Intl.NumberFormat";
 
@@ -306,9 +306,17 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
     if r.notation == "compact" {
         let options = decimal_options(r).into();
         let formatter = if r.compact_display.as_deref() == Some("long") {
-            CompactDecimalFormatter::try_new_long((&locale).into(), options)
+            CompactDecimalFormatter::try_new_long_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                options,
+            )
         } else {
-            CompactDecimalFormatter::try_new_short((&locale).into(), options)
+            CompactDecimalFormatter::try_new_short_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                options,
+            )
         }
         .map_err(data_error)?;
         sign(r, &mut d);
@@ -324,10 +332,18 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
     sign(r, &mut d);
     let parts = match r.style.as_str() {
         "percent" => {
-            let formatter = PercentFormatter::try_new((&locale).into(), Default::default())
-                .map_err(data_error)?;
-            let decimal = DecimalFormatter::try_new((&locale).into(), decimal_options(r))
-                .map_err(data_error)?;
+            let formatter = PercentFormatter::try_new_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                Default::default(),
+            )
+            .map_err(data_error)?;
+            let decimal = DecimalFormatter::try_new_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                decimal_options(r),
+            )
+            .map_err(data_error)?;
             // The percent pattern around digits grouped as the options say.
             let digits = Parts::of(&decimal.format(&d));
             let pattern = Parts::of(&formatter.format(&Decimal::from(7)));
@@ -343,14 +359,22 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
             let tiny = tinystr::TinyAsciiStr::<3>::try_from_str(&code)
                 .map_err(|_| IntlError::range(format!("Invalid currency code : {code}")))?;
             let code_value = CurrencyCode(tiny);
-            let decimal = DecimalFormatter::try_new((&locale).into(), decimal_options(r))
-                .map_err(data_error)?;
+            let decimal = DecimalFormatter::try_new_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                decimal_options(r),
+            )
+            .map_err(data_error)?;
             let digits =
                 Parts::of(&decimal.format(&d)).entries(decimal_part, |g| gap_parts(g, "currency"));
             match r.currency_display.as_deref() {
                 Some("name") => {
-                    let formatter = LongCurrencyFormatter::try_new((&locale).into(), &code_value)
-                        .map_err(data_error)?;
+                    let formatter = LongCurrencyFormatter::try_new_with_buffer_provider(
+                        data::provider()?,
+                        (&locale).into(),
+                        &code_value,
+                    )
+                    .map_err(data_error)?;
                     let pattern =
                         Parts::of(&formatter.format_fixed_decimal(&Decimal::from(7), code_value));
                     splice(&pattern, "7", digits, "currency")
@@ -367,7 +391,8 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
                     } else {
                         Width::Short
                     };
-                    let formatter = CurrencyFormatter::try_new(
+                    let formatter = CurrencyFormatter::try_new_with_buffer_provider(
+                        data::provider()?,
                         (&locale).into(),
                         CurrencyFormatterOptions::from(width),
                     )
@@ -379,8 +404,12 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
             }
         }
         _ => {
-            let decimal = DecimalFormatter::try_new((&locale).into(), decimal_options(r))
-                .map_err(data_error)?;
+            let decimal = DecimalFormatter::try_new_with_buffer_provider(
+                data::provider()?,
+                (&locale).into(),
+                decimal_options(r),
+            )
+            .map_err(data_error)?;
             Parts::of(&decimal.format(&d)).entries(decimal_part, |g| gap_parts(g, "literal"))
         }
     };

@@ -8,7 +8,7 @@ use icu::plurals::{PluralCategory, PluralRuleType, PluralRules};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{IntlError, ResolveRequest, choice, digits, locale};
+use crate::{IntlError, ResolveRequest, choice, data, digits, locale};
 
 const CTOR: &str = "Intl.PluralRules";
 
@@ -43,7 +43,7 @@ fn rules(locale: &str, kind: &str) -> Result<PluralRules, IntlError> {
     } else {
         PluralRuleType::Cardinal
     };
-    PluralRules::try_new((&locale).into(), kind.into())
+    PluralRules::try_new_with_buffer_provider(data::provider()?, (&locale).into(), kind.into())
         .map_err(|e| IntlError::range(format!("no plural rules for this locale: {e}")))
 }
 

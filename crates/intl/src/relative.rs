@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::parts::{Parts, literal, to_json};
-use crate::{IntlError, ResolveRequest, choice, locale};
+use crate::{IntlError, ResolveRequest, choice, data, locale};
 
 const CTOR: &str = "Intl.RelativeTimeFormat";
 
@@ -46,7 +46,7 @@ pub(crate) struct FormatRequest {
 macro_rules! formatter {
     ($style:expr, $unit:expr, $prefs:expr, $options:expr, { $($s:literal, $u:literal => $ctor:ident;)* }) => {
         match ($style, $unit) {
-            $(($s, $u) => Some(RelativeTimeFormatter::$ctor($prefs, $options)),)*
+            $(($s, $u) => Some(RelativeTimeFormatter::$ctor(data::provider()?, $prefs, $options)),)*
             _ => None,
         }
     };
@@ -68,18 +68,18 @@ pub(crate) fn format(request: FormatRequest) -> Result<Value, IntlError> {
     };
     let prefs = (&locale).into();
     let made = formatter!(r.style.as_str(), unit, prefs, options, {
-        "long", "second" => try_new_long_second; "long", "minute" => try_new_long_minute;
-        "long", "hour" => try_new_long_hour; "long", "day" => try_new_long_day;
-        "long", "week" => try_new_long_week; "long", "month" => try_new_long_month;
-        "long", "quarter" => try_new_long_quarter; "long", "year" => try_new_long_year;
-        "short", "second" => try_new_short_second; "short", "minute" => try_new_short_minute;
-        "short", "hour" => try_new_short_hour; "short", "day" => try_new_short_day;
-        "short", "week" => try_new_short_week; "short", "month" => try_new_short_month;
-        "short", "quarter" => try_new_short_quarter; "short", "year" => try_new_short_year;
-        "narrow", "second" => try_new_narrow_second; "narrow", "minute" => try_new_narrow_minute;
-        "narrow", "hour" => try_new_narrow_hour; "narrow", "day" => try_new_narrow_day;
-        "narrow", "week" => try_new_narrow_week; "narrow", "month" => try_new_narrow_month;
-        "narrow", "quarter" => try_new_narrow_quarter; "narrow", "year" => try_new_narrow_year;
+        "long", "second" => try_new_long_second_with_buffer_provider; "long", "minute" => try_new_long_minute_with_buffer_provider;
+        "long", "hour" => try_new_long_hour_with_buffer_provider; "long", "day" => try_new_long_day_with_buffer_provider;
+        "long", "week" => try_new_long_week_with_buffer_provider; "long", "month" => try_new_long_month_with_buffer_provider;
+        "long", "quarter" => try_new_long_quarter_with_buffer_provider; "long", "year" => try_new_long_year_with_buffer_provider;
+        "short", "second" => try_new_short_second_with_buffer_provider; "short", "minute" => try_new_short_minute_with_buffer_provider;
+        "short", "hour" => try_new_short_hour_with_buffer_provider; "short", "day" => try_new_short_day_with_buffer_provider;
+        "short", "week" => try_new_short_week_with_buffer_provider; "short", "month" => try_new_short_month_with_buffer_provider;
+        "short", "quarter" => try_new_short_quarter_with_buffer_provider; "short", "year" => try_new_short_year_with_buffer_provider;
+        "narrow", "second" => try_new_narrow_second_with_buffer_provider; "narrow", "minute" => try_new_narrow_minute_with_buffer_provider;
+        "narrow", "hour" => try_new_narrow_hour_with_buffer_provider; "narrow", "day" => try_new_narrow_day_with_buffer_provider;
+        "narrow", "week" => try_new_narrow_week_with_buffer_provider; "narrow", "month" => try_new_narrow_month_with_buffer_provider;
+        "narrow", "quarter" => try_new_narrow_quarter_with_buffer_provider; "narrow", "year" => try_new_narrow_year_with_buffer_provider;
     });
     let formatter = made
         .ok_or_else(|| {

@@ -297,7 +297,7 @@ impl Policy {
     }
 
     fn explain(&self, subject: &Subject, winner: Winner<'_>) -> MatchedRule {
-        let subject = subject.to_string();
+        let subject = subject.text();
         match winner {
             Winner::Fallback => MatchedRule {
                 subject,

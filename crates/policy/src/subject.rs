@@ -54,16 +54,37 @@ impl Subject {
 impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.action)?;
+        if let Some(value) = self.shown_scope() {
+            write!(f, ":{value}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Subject {
+    /// The scope value its text shows, if any: the first of host, program and path.
+    fn shown_scope(&self) -> Option<&String> {
         let scope = &self.scope;
-        if let Some(value) = scope
+        scope
             .host
             .as_ref()
             .or(scope.program.as_ref())
             .or(scope.path.as_ref())
-        {
-            write!(f, ":{value}")?;
+    }
+
+    /// Its [`Display`](fmt::Display) text, built without the formatter: every decision names
+    /// its subjects, so this is on every call's path.
+    pub(crate) fn text(&self) -> String {
+        match self.shown_scope() {
+            None => self.action.clone(),
+            Some(value) => {
+                let mut text = String::with_capacity(self.action.len() + 1 + value.len());
+                text.push_str(&self.action);
+                text.push(':');
+                text.push_str(value);
+                text
+            }
         }
-        Ok(())
     }
 }
 
@@ -158,6 +179,22 @@ mod tests {
             assert_eq!(normalize_path(input), expected, "{input}");
         }
         assert!(matches!(normalize_path("src/lib.rs"), Cow::Borrowed(_)));
+    }
+
+    /// The text decisions name a subject by is its `Display`, scoped or not.
+    #[test]
+    fn a_subjects_text_is_its_display() {
+        for spec in [
+            "fs.read:src/lib.rs",
+            "net.http:example.com",
+            "process.spawn:git",
+            "secret.GH_TOKEN",
+        ] {
+            let subject = Subject::capability(&CapabilityRequest::parse(spec).unwrap());
+            assert_eq!(subject.text(), subject.to_string());
+        }
+        let tool = Subject::tool("builtin.tool.read_file", Risk::Read);
+        assert_eq!(tool.text(), "builtin.tool.read_file");
     }
 
     #[test]

@@ -15,17 +15,55 @@ use super::transcript::{Entry, ToolState, earlier_entries, sanitize_for_terminal
 use crate::env::Env;
 
 impl App {
+    /// Runs the plugin command `line` (`name` is its full name) as a turn, or queues it behind
+    /// the run going on.
+    fn plugin_command(&mut self, line: &str, name: &str) {
+        super::history::append(&self.env, line);
+        if self.running.is_some() {
+            self.entries.push(Entry::Notice(format!(
+                "queued (sent when this run ends): {}",
+                sanitize_for_terminal(line)
+            )));
+            self.queued.push_back(line.to_owned());
+            return;
+        }
+        self.start_turn(
+            line.to_owned(),
+            &format!(
+                "{}: the plugin's prompt goes to the model",
+                sanitize_for_terminal(name)
+            ),
+        );
+    }
+
     pub(super) fn slash(&mut self, line: &str) {
         let command = match slash::parse(line) {
             Ok(command) => command,
             Err(message) => {
-                self.entries.push(Entry::Error(message));
+                // Not Bosun's own: an installed plugin's command is a task the turn expands.
+                let plugins =
+                    bosun_host::plugin_commands::PluginCommands::load(&self.env.config.home);
+                match plugins.find(line) {
+                    Ok(Some((command, _))) => {
+                        let name = format!("/{}", command.name);
+                        self.plugin_command(line, &name);
+                    }
+                    Ok(None) => self.entries.push(Entry::Error(message)),
+                    Err(e) => self.entries.push(Entry::Error(e.to_string())),
+                }
                 return;
             }
         };
         let env = self.env.clone();
         let shown = match command {
-            Slash::Help => Ok(slash::help()),
+            Slash::Help => {
+                let plugins = slash::plugin_command_lines(&env);
+                Ok(if plugins.is_empty() {
+                    slash::help()
+                } else {
+                    format!("{}\n{}", slash::help(), plugins.trim_end())
+                })
+            }
             Slash::Mouse => {
                 self.mouse = !self.mouse;
                 Ok(if self.mouse {
@@ -37,6 +75,10 @@ impl App {
             Slash::Plugins => slash::plugins(&env),
             Slash::Trust(name) => self.ask_trust(&name).map(|()| String::new()),
             Slash::Untrust(name) => self.ask_untrust(&name).map(|()| String::new()),
+            Slash::PluginSearch { query, from } => {
+                super::registry::search(&env, &query, from.as_deref())
+            }
+            Slash::PluginInstall { spec, from } => self.install_plugin(&spec, from.as_deref()),
             Slash::Policy => Ok(slash::policy(&env)),
             Slash::PolicyCheck {
                 action,

@@ -129,7 +129,7 @@ async fn person_command(
             .map_err(|e| e.to_string())?;
         let call = bosun_core::ToolCall {
             id: "person_1".to_owned(),
-            name: "run_command".to_owned(),
+            name: command.tool().to_owned(),
             input: command.input(),
         };
         let outcome = chokepoint.call(call, &open.grants, &trace, cancel).await;

@@ -64,6 +64,13 @@ pub(crate) enum PersonCommand {
     Shell(String),
     /// `/review [FOCUS]`: the working tree's diff against `HEAD`, then a review of it.
     Review(Option<String>),
+    /// `/plugins install`: one `plugin_install` call naming a registry, so the plugin is
+    /// fetched, verified and reviewed before the approval box asks (with the review in it).
+    Install {
+        name: String,
+        version: Option<String>,
+        registry: String,
+    },
 }
 
 impl PersonCommand {
@@ -72,10 +79,19 @@ impl PersonCommand {
         match self {
             Self::Shell(line) => format!("!{line}"),
             Self::Review(_) => "/review".to_owned(),
+            Self::Install { name, .. } => format!("/plugins install {name}"),
         }
     }
 
-    /// The input of the `run_command` call. A shell line is given to `sh -c` whole, so policy
+    /// The tool the command calls.
+    pub(crate) fn tool(&self) -> &'static str {
+        match self {
+            Self::Shell(_) | Self::Review(_) => "run_command",
+            Self::Install { .. } => "plugin_install",
+        }
+    }
+
+    /// The input of the call. A shell line is given to `sh -c` whole, so policy
     /// judges `process.spawn:sh` and the approval box shows the line as typed.
     pub(crate) fn input(&self) -> serde_json::Value {
         match self {
@@ -84,6 +100,17 @@ impl PersonCommand {
                 "program": "git",
                 "args": ["--no-pager", "diff", "HEAD", "--no-color", "--no-ext-diff"],
             }),
+            Self::Install {
+                name,
+                version,
+                registry,
+            } => {
+                let mut input = serde_json::json!({"name": name, "registry": registry});
+                if let Some(version) = version {
+                    input["version"] = serde_json::Value::from(version.as_str());
+                }
+                input
+            }
         }
     }
 }

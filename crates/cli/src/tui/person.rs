@@ -42,7 +42,7 @@ impl App {
         Ok("/review: reading `git diff HEAD` through the chokepoint; the model then reviews it in plan mode (it can read, not change)".to_owned())
     }
 
-    fn person_command(&mut self, command: PersonCommand) -> Result<()> {
+    pub(super) fn person_command(&mut self, command: PersonCommand) -> Result<()> {
         self.idle(&command.label())?;
         let Some(open) = self.session.take() else {
             return Ok(());
@@ -50,6 +50,7 @@ impl App {
         let doing = match &command {
             PersonCommand::Shell(_) => "running your command",
             PersonCommand::Review(_) => "reading the diff",
+            PersonCommand::Install { .. } => "fetching and verifying the plugin",
         };
         let cancel = self.engine.person_command(self.env.clone(), open, command);
         self.running = Some(Running {
@@ -114,6 +115,14 @@ impl App {
                     Ok(task) => review = Some(task),
                     Err(why) => self.entries.push(Entry::Notice(why)),
                 },
+                PersonCommand::Install { .. } => {
+                    self.entries.push(Entry::Notice(sanitize_for_terminal(
+                        output
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("installed"),
+                    )))
+                }
             }
         }
         self.session = Some(open);

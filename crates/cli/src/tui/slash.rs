@@ -21,6 +21,16 @@ pub(crate) enum Slash {
     Plugins,
     Trust(String),
     Untrust(String),
+    /// `/plugins search QUERY [--from SOURCE]`: the registries' plugins matching QUERY.
+    PluginSearch {
+        query: String,
+        from: Option<String>,
+    },
+    /// `/plugins install NAME[@VERSION] [--from SOURCE]`: through the chokepoint, reviewed.
+    PluginInstall {
+        spec: String,
+        from: Option<String>,
+    },
     Policy,
     PolicyCheck {
         action: String,
@@ -64,6 +74,14 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     (
         "/plugins untrust NAME",
         "forget a project plugin's trust (asks first)",
+    ),
+    (
+        "/plugins search QUERY [--from SOURCE]",
+        "plugins in your registries, signed or not",
+    ),
+    (
+        "/plugins install NAME[@VERSION] [--from SOURCE]",
+        "install from a registry after its review",
     ),
     ("/policy", "the mode and the rules in force"),
     (
@@ -144,7 +162,23 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/plugins", []) => Ok(Slash::Plugins),
         ("/plugins", ["trust", name]) => Ok(Slash::Trust((*name).to_owned())),
         ("/plugins", ["untrust", name]) => Ok(Slash::Untrust((*name).to_owned())),
-        ("/plugins", _) => usage("/plugins [trust NAME | untrust NAME]"),
+        ("/plugins", ["search", rest @ ..]) => match super::registry::with_from(rest) {
+            Some((words, from)) if !words.is_empty() => Ok(Slash::PluginSearch {
+                query: words.join(" "),
+                from,
+            }),
+            _ => usage("/plugins search QUERY [--from SOURCE]"),
+        },
+        ("/plugins", ["install", rest @ ..]) => match super::registry::with_from(rest) {
+            Some((words, from)) if words.len() == 1 => Ok(Slash::PluginInstall {
+                spec: words[0].to_owned(),
+                from,
+            }),
+            _ => usage("/plugins install NAME[@VERSION] [--from SOURCE]"),
+        },
+        ("/plugins", _) => usage(
+            "/plugins [trust NAME | untrust NAME | search QUERY | install NAME[@VERSION]] [--from SOURCE]",
+        ),
         ("/policy", []) => Ok(Slash::Policy),
         ("/policy", ["check", action, capabilities @ ..]) => Ok(Slash::PolicyCheck {
             action: (*action).to_owned(),
@@ -230,6 +264,32 @@ pub(crate) fn help() -> String {
          the earlier turns are summarised automatically.",
     );
     text
+}
+
+/// The commands of the installed Claude Code plugins, for `/help`.
+pub(crate) fn plugin_command_lines(env: &Env) -> String {
+    let plugins = bosun_host::plugin_commands::PluginCommands::load(&env.config.home);
+    let mut text = String::new();
+    for command in plugins.all() {
+        let mut form = plugins.shown_name(command);
+        if let Some(hint) = &command.argument_hint {
+            form.push(' ');
+            form.push_str(hint);
+        }
+        let _ = writeln!(
+            text,
+            "  {}  {} (plugin {})",
+            sanitize_for_terminal(&form),
+            sanitize_for_terminal(&command.description),
+            sanitize_for_terminal(&command.plugin)
+        );
+    }
+    if text.is_empty() {
+        return text;
+    }
+    format!(
+        "Plugin commands (their prompt goes to the model; /plugin:name always reaches one):\n{text}"
+    )
 }
 
 /// `/skills`: what `bosun skills list` shows, diagnostics included.
@@ -371,7 +431,7 @@ mod tests {
         assert_eq!(parse("/skills"), Ok(Slash::Skills));
         assert_eq!(
             parse("/plugins trust"),
-            Err("usage: /plugins [trust NAME | untrust NAME] (/help lists the commands)".into())
+            Err("usage: /plugins [trust NAME | untrust NAME | search QUERY | install NAME[@VERSION]] [--from SOURCE] (/help lists the commands)".into())
         );
         assert_eq!(
             parse("/frobnicate now"),

@@ -19,6 +19,8 @@ use serde_json::json;
 
 use super::app::{ARM_DELAY, App, AppEvent, Entry, ToolState};
 
+mod plugins_registry;
+
 /// Longest a test waits for the run to get somewhere before it fails.
 const PATIENCE: Duration = Duration::from_secs(60);
 

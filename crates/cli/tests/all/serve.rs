@@ -445,6 +445,11 @@ impl HttpServer {
         Self { child, url, addr }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// One raw HTTP/1.1 POST to /mcp; returns the status code.
     fn post(&self, headers: &[(&str, &str)]) -> u16 {
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;

@@ -210,6 +210,24 @@ impl ToolRegistry {
         names
     }
 
+    /// Leaves out every tool `keep` refuses, recording `why` for a call that names one (a
+    /// prompt whose command narrows the tools it may use).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool, why: &str) {
+        let mut map = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        let dropped: Vec<String> = map.keys().filter(|name| !keep(name)).cloned().collect();
+        if dropped.is_empty() {
+            return;
+        }
+        for name in &dropped {
+            map.remove(name);
+        }
+        drop(map);
+        for name in dropped {
+            self.withhold(name, why);
+        }
+        self.changed();
+    }
+
     /// Whether a tool of this name exists.
     pub fn contains(&self, name: &str) -> bool {
         self.read().contains_key(name)

@@ -2,8 +2,9 @@
 //! (which can only tighten: a hook's `allow` never loosens a decision), run in the OS sandbox
 //! with Claude Code's stdin JSON, exit codes and JSON answers. They enter the host as one more
 //! [`Runtime`]: installed plugins are checked against what was reviewed at every assembly, and a
-//! changed one is left out with a warning. Their skills, commands, agents and MCP servers are
-//! reviewed at install but not used by runs yet (docs/claude-plugins.md).
+//! changed one is left out with a warning. The plugins found intact are kept for the turn: their
+//! skills, commands and agents are read from them by `skills.rs`, `plugin_commands.rs` and
+//! `plugin_agents.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,19 +38,31 @@ impl std::fmt::Debug for PreToolUse {
 }
 
 /// Installed Claude Code plugins (`$BOSUN_HOME/claude`), as a runtime: they offer policy
-/// hooks, never tools.
+/// hooks, never tools. The plugins it found intact are kept for the turn's skills, commands
+/// and subagents ([`crate::Host::claude_plugins`]).
 #[derive(Debug, Default)]
-pub struct ClaudeRuntime;
+pub struct ClaudeRuntime {
+    plugins: Vec<LoadedPlugin>,
+}
+
+impl ClaudeRuntime {
+    /// The plugins checked against what was reviewed at this assembly.
+    pub fn plugins(&self) -> &[LoadedPlugin] {
+        &self.plugins
+    }
+}
 
 #[async_trait::async_trait]
 impl Runtime for ClaudeRuntime {
     fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
         let loaded = bosun_claude::Loaded::load(at.home);
-        Ok(Offer {
+        let offer = Offer {
             hooks: pre_tool_use_hooks(&loaded.plugins, at.launcher, at.workspace),
             warnings: loaded.refused,
             ..Offer::default()
-        })
+        };
+        self.plugins = loaded.plugins;
+        Ok(offer)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

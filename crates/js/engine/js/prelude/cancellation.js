@@ -6,12 +6,13 @@
 (function bosunPreludeCancellation(shared) {
   const { ObjectFreeze, nativeIsCancelled, DOMException, abortError, AbortController } = shared;
 
-  const trackedControllers = new Set();
+  /** The calls running now, each a handle whose controller is made when first needed. */
+  const trackedCalls = new Set();
 
   function cancelAll(reason) {
-    for (const controller of [...trackedControllers]) {
-      trackedControllers.delete(controller);
-      controller.abort(reason === undefined ? abortError() : reason);
+    for (const call of [...trackedCalls]) {
+      trackedCalls.delete(call);
+      call.abort(reason === undefined ? abortError() : reason);
     }
   }
 
@@ -23,18 +24,54 @@
     } catch {
       cancelled = false;
     }
-    if (cancelled && trackedControllers.size > 0) {
+    if (cancelled && trackedCalls.size > 0) {
       cancelAll(new DOMException("The call was cancelled or ran past its deadline", "AbortError"));
     }
     return cancelled;
   }
 
+  /**
+   * One call's cancellation. Most tools never read their signal, so its AbortController is made
+   * on first use of `signal`; a call cancelled before that gets a signal already aborted with
+   * the reason it was cancelled with, as if it had been made first.
+   */
+  class TrackedCall {
+    #controller = null;
+    #aborted = false;
+    #reason = undefined;
+
+    get signal() {
+      if (this.#controller === null) {
+        this.#controller = new AbortController();
+        if (this.#aborted) this.#controller.abort(this.#reason);
+      }
+      return this.#controller.signal;
+    }
+
+    get aborted() {
+      return this.#controller === null ? this.#aborted : this.#controller.signal.aborted;
+    }
+
+    abort(reason) {
+      if (this.#controller !== null) {
+        this.#controller.abort(reason);
+      } else if (!this.#aborted) {
+        this.#aborted = true;
+        this.#reason = reason;
+      }
+    }
+
+    release() {
+      trackedCalls.delete(this);
+    }
+  }
+
   const cancellation = ObjectFreeze({
-    /** A new AbortController for one call; `release()` stops tracking it. */
+    /** A new call's cancellation (`signal`, `aborted`); `release()` stops tracking it. */
     track() {
-      const controller = new AbortController();
-      trackedControllers.add(controller);
-      return ObjectFreeze({ controller, release: () => trackedControllers.delete(controller) });
+      const call = new TrackedCall();
+      trackedCalls.add(call);
+      return call;
     },
     cancelAll,
     checkCancelled,

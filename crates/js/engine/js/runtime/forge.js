@@ -6,6 +6,8 @@ const toJSONSchema = z.toJSONSchema;
 
 /** Where the workspace is mounted in the sandbox (the ToolContext's root and cwd). */
 const WORKSPACE = "/workspace";
+/** The workspace as every tool call's context shows it: frozen, so one object serves all. */
+const CONTEXT_WORKSPACE = ObjectFreeze({ root: WORKSPACE, cwd: WORKSPACE });
 
 /** Forge's name rules. */
 const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -293,15 +295,17 @@ function normaliseForgeResult(result, toolName, pluginName) {
 }
 
 /**
- * The tool's input through its schema. zod's synchronous parse gives what its asynchronous parse
- * gives for a schema without async parts, at a fraction of the cost in this engine (no promise
- * per check); on the first async part it throws, and from then on the tool's input is parsed
- * asynchronously. Only that first call runs the schema's checks before its async part twice, as
- * zod's own Standard Schema `validate` does. A schema object with only `safeParse` is awaited.
+ * The tool's input through its schema: the result, or a promise of it. zod's synchronous parse
+ * gives what its asynchronous parse gives for a schema without async parts, at a fraction of the
+ * cost in this engine (no promise per check), and its result is used as it is, without a turn
+ * of the job queue; on the first async part it throws, and from then on the tool's input is
+ * parsed asynchronously. Only that first call runs the schema's checks before its async part
+ * twice, as zod's own Standard Schema `validate` does. A schema object with only `safeParse` is
+ * awaited.
  */
-async function parseToolInput(state, tool, input) {
+function parseToolInput(state, tool, input) {
   const schema = tool.schema;
-  if (typeof schema.safeParseAsync !== "function") return await schema.safeParse(input);
+  if (typeof schema.safeParseAsync !== "function") return awaited(schema.safeParse(input));
   if (!state.asyncInputs.has(tool.name)) {
     let result;
     try {
@@ -312,12 +316,23 @@ async function parseToolInput(state, tool, input) {
     if (result !== null && typeof result === "object") {
       if (typeof result.then !== "function") return result;
       state.asyncInputs.add(tool.name);
-      return await result;
+      return awaited(result);
     }
     // It threw (zod's async error, or a check that throws again below) or gave no result.
     state.asyncInputs.add(tool.name);
   }
-  return await schema.safeParseAsync(input);
+  return schema.safeParseAsync(input);
+}
+
+/** A promise of `value` settled (a thenable's result, or the value). */
+async function awaited(value) {
+  return await value;
+}
+
+/** Whether `value` must be awaited: a promise or another thenable. */
+function isThenable(value) {
+  return value !== null && (typeof value === "object" || typeof value === "function")
+    && typeof value.then === "function";
 }
 
 async function callForge(state, toolName, inputJson) {
@@ -333,7 +348,8 @@ async function callForge(state, toolName, inputJson) {
   // zod's transforms and defaults (trim, default(…)) that the tool expects.
   let parsed;
   try {
-    parsed = await parseToolInput(state, tool, input);
+    parsed = parseToolInput(state, tool, input);
+    if (isThenable(parsed)) parsed = await parsed;
   } catch (error) {
     return failure("plugin_error", `The input schema of ${toolName} failed: ${describeThrown(error)}`);
   }
@@ -341,22 +357,24 @@ async function callForge(state, toolName, inputJson) {
     return failure("plugin_error", `The input schema of ${toolName} returned ${kindOf(parsed)} from safeParse.`);
   }
   if (!parsed.success) return failure("invalid_input", `Invalid input for ${toolName}: ${describeIssues(parsed.error)}`);
-  const { controller, release } = cancellation.track();
+  const tracked = cancellation.track();
   cancellation.checkCancelled();
   const context = ObjectFreeze({
-    workspace: ObjectFreeze({ root: WORKSPACE, cwd: WORKSPACE }),
-    signal: controller.signal,
+    workspace: CONTEXT_WORKSPACE,
+    get signal() {
+      return tracked.signal;
+    },
     limits: state.limits,
   });
   let result;
   try {
     result = await ReflectApply(tool.execute, tool.self, [parsed.data, context]);
   } catch (thrown) {
-    if (controller.signal.aborted) return failure("cancelled", `The call to ${toolName} was cancelled.`);
+    if (tracked.aborted) return failure("cancelled", `The call to ${toolName} was cancelled.`);
     // Forge's own mapping of a throw, with a bounded description of what was thrown added.
     return failure("io_error", `The tool failed unexpectedly. ${describeThrown(thrown, MAX_THROWN_CHARS)}`, true);
   } finally {
-    release();
+    tracked.release();
   }
   return normaliseForgeResult(result, toolName, state.name);
 }
@@ -457,12 +475,12 @@ async function forgeCommandHook(state, payload) {
     streams[which] += `${part}\n[output truncated at ${MAX_COMMAND_OUTPUT_BYTES} bytes]\n`;
     truncated[which] = true;
   };
-  const { controller, release } = cancellation.track();
+  const tracked = cancellation.track();
   const context = ObjectFreeze({
     cwd: String(cwd),
     workspaceRoot: String(workspaceRoot),
     args: ObjectFreeze([...args]),
-    signal: controller.signal,
+    signal: tracked.signal,
     write: (text) => append("stdout", text),
     writeError: (text) => append("stderr", text),
   });
@@ -480,7 +498,7 @@ async function forgeCommandHook(state, payload) {
     append("stderr", `The command "${name}" of plugin "${state.name}" failed: ${describeThrown(error)}\n`);
   } finally {
     open = false;
-    release();
+    tracked.release();
   }
   return { exitCode, stdout: streams.stdout, stderr: streams.stderr };
 }

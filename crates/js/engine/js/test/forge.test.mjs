@@ -625,6 +625,29 @@ test("cancellation reaches the tool's signal: __engine.cancel and the host's isC
   assert.deepEqual(JSON.parse(await second), { ok: false, error: { code: "cancelled", message: "The call to wait_throw was cancelled.", retryable: false } });
 });
 
+test("a tool that reads its signal only after it was cancelled finds it aborted with the reason", async () => {
+  const { engine, activation } = await inline(`
+    export default function activate(api) {
+      api.registerTool({ name: "late", description: "Reads its signal after a while.", risk: "read",
+        inputSchema: api.z.object({}),
+        execute: (_input, context) => new Promise((resolve) => {
+          setTimeout(() => {
+            const { signal } = context;
+            let heard = false;
+            signal.addEventListener("abort", () => { heard = true; });
+            resolve({ ok: true, output: { aborted: signal.aborted, reason: signal.reason?.name ?? null, same: context.signal === signal, heard }, truncated: false });
+          }, 60);
+        }) });
+    }`);
+  await activation;
+  const cancelled = engine.settle(engine.engine.call("late", "{}"));
+  setTimeout(() => engine.engine.cancel(), 20);
+  assert.deepEqual(JSON.parse(await cancelled), { ok: true, output: { aborted: true, reason: "AbortError", same: true, heard: false }, truncated: false });
+  // A call nobody cancels sees a live signal, and the earlier call's cancellation is not its own.
+  const live = await engine.settle(engine.engine.call("late", "{}"));
+  assert.deepEqual(JSON.parse(live), { ok: true, output: { aborted: false, reason: null, same: true, heard: false }, truncated: false });
+});
+
 test("a network tool written like Forge's web-tools runs on the prelude and node modules", async () => {
   const engine = await createEngine({
     files: loadFixture("page-fetch"),

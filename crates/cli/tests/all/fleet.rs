@@ -1,0 +1,209 @@
+//! Three `bosun serve --http` instances behind a real HAProxy (Debian's, from
+//! `scripts/lb-peers`), round-robin on loopback, driven by the official Python MCP SDK on
+//! 2026-07-28 (`tests/peers/fleet_client.py`): calls work; an ask answered on retry lands on
+//! another instance and works there; a forged and a replayed request state are refused; one
+//! instance killed during a load run costs the clients retries, never a call.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Env;
+use super::serve::{HttpServer, python};
+use pretty_assertions::assert_eq;
+
+/// HAProxy as `scripts/lb-peers` unpacked it, with its libraries.
+fn haproxy() -> (PathBuf, PathBuf) {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let dir = target.join("tools/haproxy");
+    let binary = dir.join("usr/sbin/haproxy");
+    assert!(
+        binary.exists(),
+        "HAProxy is not installed: run scripts/lb-peers (scripts/test does)"
+    );
+    (binary, dir.join("usr/lib/x86_64-linux-gnu"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// HAProxy in the foreground, stopped on drop.
+struct Balancer(Child);
+
+impl Balancer {
+    fn start(dir: &std::path::Path, port: u16, backends: &[(String, String)]) -> Self {
+        let servers: String = backends
+            .iter()
+            .map(|(name, addr)| {
+                format!("    server {name} {addr} check inter 200ms fall 1 rise 2\n")
+            })
+            .collect();
+        let config = format!(
+            "global\n    maxconn 512\n\
+             defaults\n    mode http\n    timeout connect 2s\n    timeout client 60s\n    timeout server 60s\n\
+             \x20   retries 3\n    option redispatch\n    retry-on conn-failure\n\
+             frontend fleet\n    bind 127.0.0.1:{port}\n    default_backend bosun\n\
+             backend bosun\n    balance roundrobin\n    http-response set-header X-Bosun-Instance %[srv_name]\n{servers}"
+        );
+        let path = dir.join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        let (binary, libs) = haproxy();
+        let check = Command::new(&binary)
+            .args(["-c", "-f"])
+            .arg(&path)
+            .env("LD_LIBRARY_PATH", &libs)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let child = Command::new(&binary)
+            .args(["-db", "-f"])
+            .arg(&path)
+            .env("LD_LIBRARY_PATH", &libs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "HAProxy did not listen in 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self(child)
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn run_client(plan: &Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/fleet_client.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(plan.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the fleet client did not finish in 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{e}: client printed {out:?}; stderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Every `tool.completed` of `tool` in the runs the instances wrote.
+fn completed(env: &Env, tool: &str) -> usize {
+    env.runs()
+        .iter()
+        .flat_map(|run| {
+            std::fs::read_to_string(run)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|v| v["event"]["type"] == "tool.completed" && v["event"]["tool"] == tool)
+                .collect::<Vec<_>>()
+        })
+        .count()
+}
+
+#[test]
+fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_and_survive_a_kill()
+{
+    let env = Env::new();
+    let port = free_port();
+    env.user_config(&format!(
+        "[serve]\nstate_key_env = \"BOSUN_FLEET_STATE_KEY\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\n"
+    ));
+    let key = [(
+        "BOSUN_FLEET_STATE_KEY",
+        "fleet-test-key-0123456789abcdef0123456789abcdef",
+    )];
+    let instances: Vec<HttpServer> = (0..3).map(|_| HttpServer::start(&env, &[], &key)).collect();
+    let backends: Vec<(String, String)> = instances
+        .iter()
+        .enumerate()
+        .map(|(n, server)| {
+            let addr = server
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_owned();
+            (format!("s{}", n + 1), addr)
+        })
+        .collect();
+    let _balancer = Balancer::start(env.dir.path(), port, &backends);
+    let direct: serde_json::Map<String, Value> = backends
+        .iter()
+        .zip(&instances)
+        .map(|((name, _), server)| (name.clone(), json!(server.url)))
+        .collect();
+    let out = run_client(&json!({
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "instances": direct,
+        "kill": instances[1].pid(),
+        "clients": 8,
+        "calls": 60,
+    }));
+
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert!(out["read"]["isError"] != true, "{out}");
+    assert!(out["read"].to_string().contains("pub fn answer"), "{out}");
+    // The ask: the first attempt ended with input_required on one instance, the retry with the
+    // answer was served by another, and the command ran exactly once.
+    let attempts: Vec<&str> = out["asked_attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(attempts.len() >= 2, "{out}");
+    assert_ne!(attempts[0], attempts[attempts.len() - 1], "{out}");
+    assert_eq!(out["retry_found"], true, "{out}");
+    assert!(out["asked"]["isError"] != true, "{out}");
+    assert!(env.ws().join("asked.txt").exists(), "{out}");
+
+    // A forged state and a replayed one are refused, and run nothing.
+    for what in ["forged", "replayed"] {
+        let answer = out[what]["text"].as_str().unwrap_or_default();
+        assert!(
+            answer.contains("\"error\"") && !answer.contains("\"isError\":false"),
+            "{what}: {answer}"
+        );
+    }
+    assert_eq!(completed(&env, "run_command"), 1, "{out}");
+
+    // The load run: one instance was killed a third of the way; every call succeeded.
+    assert_eq!(out["load"]["calls"], 480, "{out}");
+    assert_eq!(out["load"]["failed"], 0, "{out}");
+    assert!(out["load"]["killed_at"].as_u64().is_some(), "{out}");
+}

@@ -1,0 +1,110 @@
+"""Drives three `bosun serve --http` instances behind HAProxy with the official Python MCP SDK
+(protocol 2026-07-28) and raw HTTP for what the SDK will not send (a forged or replayed
+request state). HAProxy names the instance that answered in `X-Bosun-Instance`.
+
+Usage: python fleet_client.py PLAN_JSON
+PLAN: {"url": HAProxy's /mcp, "instances": {"s1": direct /mcp URL, ...},
+       "kill": PID to kill during the load run, "clients": N, "calls": M}
+Prints one JSON object with what happened.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def main():
+    plan = json.loads(sys.argv[1])
+    out = {}
+    exchanges = []
+
+    async def on_request(request):
+        request.read()
+
+    async def on_response(response):
+        request = response.request
+        body = request.content.decode() if request.content else ""
+        exchanges.append({
+            "instance": response.headers.get("x-bosun-instance"),
+            "status": response.status_code,
+            "body": body,
+            "headers": {k: v for k, v in request.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")},
+        })
+
+    async def accept(context, params):
+        return types.ElicitResult(action="accept", content={})
+
+    http = httpx2.AsyncClient(timeout=30, event_hooks={"request": [on_request], "response": [on_response]})
+    async with Client(streamable_http_client(plan["url"], http_client=http), mode="auto",
+                      elicitation_callback=accept, cache=None) as client:
+        out["protocol"] = client.protocol_version
+        read = await client.call_tool("read_file", {"path": "src/lib.rs"})
+        out["read"] = dump(read)
+        exchanges.clear()
+        asked = await client.call_tool("run_command", {"program": "touch", "args": ["asked.txt"]})
+        out["asked"] = dump(asked)
+    calls = [e for e in exchanges if '"tools/call"' in e["body"]]
+    out["asked_attempts"] = [e["instance"] for e in calls]
+    retry = next((e for e in calls if "requestState" in e["body"]), None)
+    out["retry_found"] = retry is not None
+
+    raw = httpx2.AsyncClient(timeout=30)
+
+    async def post(url, body, headers):
+        response = await raw.post(url, content=body, headers=headers)
+        return {"status": response.status_code, "instance": response.headers.get("x-bosun-instance"),
+                "text": response.text}
+
+    if retry is not None:
+        message = json.loads(retry["body"])
+        state = message["params"]["requestState"]
+        # Forged: the state with one character changed, through the load balancer.
+        flipped = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
+        forged = dict(message, params=dict(message["params"], requestState=flipped))
+        out["forged"] = await post(plan["url"], json.dumps(forged), retry["headers"])
+        # Replayed: the very retry again, to the instance that redeemed it.
+        out["replayed"] = await post(plan["instances"][retry["instance"]], retry["body"], retry["headers"])
+
+    # The load run: clients call through the load balancer while one instance is killed;
+    # a call that fails is retried (read_file is idempotent).
+    done = {"calls": 0, "retries": 0, "failed": 0}
+    total = plan["clients"] * plan["calls"]
+
+    async def worker():
+        async with Client(streamable_http_client(plan["url"], http_client=httpx2.AsyncClient(timeout=30)),
+                          mode="auto", cache=None) as c:
+            for _ in range(plan["calls"]):
+                for attempt in range(5):
+                    try:
+                        r = await c.call_tool("read_file", {"path": "src/lib.rs"})
+                        if r.is_error:
+                            raise RuntimeError("tool error")
+                        break
+                    except Exception:
+                        done["retries"] += 1
+                        await asyncio.sleep(0.05 * (attempt + 1))
+                else:
+                    done["failed"] += 1
+                done["calls"] += 1
+                if done["calls"] == total // 3 and plan.get("kill"):
+                    os.kill(plan["kill"], signal.SIGKILL)
+                    done["killed_at"] = done["calls"]
+
+    await asyncio.gather(*(worker() for _ in range(plan["clients"])))
+    out["load"] = done
+    print(json.dumps(out))
+
+
+asyncio.run(main())
