@@ -342,6 +342,7 @@ fn config_for_notes(home: &std::path::Path, cwd: &std::path::Path) -> LoadedConf
             user_file: None,
             project: None,
             trusted: false,
+            workspace_trust: bosun_host::workspace_trust::WorkspaceTrust::Unasked,
             remembered: None,
             managed: None,
         })

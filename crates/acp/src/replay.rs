@@ -1,6 +1,7 @@
 //! `session/load`: a stored Bosun session told to the editor again as the updates it would
 //! have seen — the person's messages as `user_message_chunk`, the model's text and reasoning,
-//! each tool call with its kind, locations and diff, and how it ended — so the editor shows the
+//! each tool call with its kind, locations and diff, and how it ended, and the plan after each
+//! `update_plan` — so the editor shows the
 //! conversation before the next prompt. Only what the session stores is replayed: a command's
 //! streamed output is its stored result.
 
@@ -11,11 +12,12 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, ImageContent, SessionId, SessionUpdate, TextContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
+use bosun_host::builtin::Plan;
 use bosun_models::{AssistantPart, Message, ReasoningFormat};
 use serde_json::Value;
 
 use crate::client::ClientLink;
-use crate::updates::{message_chunk, proposed, text_content, thought_chunk};
+use crate::updates::{message_chunk, plan_update, proposed, text_content, thought_chunk};
 
 /// The updates that tell `messages` again, in order.
 pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
@@ -102,6 +104,13 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                     result.call_id.clone(),
                     fields,
                 )));
+                // The plan as it stood after this call, as the editor saw it then.
+                if !result.is_error
+                    && let Some(tool) = tools.get(result.call_id.as_str())
+                    && let Some(plan) = Plan::from_result(tool, raw.get("output").unwrap_or(&raw))
+                {
+                    updates.push(plan_update(&plan));
+                }
             }
         }
     }

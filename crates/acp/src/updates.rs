@@ -1,7 +1,8 @@
 //! A turn's events as ACP session updates (protocol v1, `session/update`): the model's text as
 //! `agent_message_chunk`, its reasoning as `agent_thought_chunk`, and every tool call as a
 //! `tool_call` followed by `tool_call_update`s — its kind, the files it touches as locations, an
-//! edit as a `diff`, a command's output as it arrives, and how it ended. The events come from the
+//! edit as a `diff`, a command's output as it arrives, and how it ended; the plan the model
+//! keeps (`update_plan`) as a `plan` update. The events come from the
 //! run's trace, already redacted; this module only translates, and never decides or blocks.
 
 use std::collections::HashMap;
@@ -9,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, SessionId, SessionUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ContentBlock, ContentChunk, Diff, Plan as AcpPlan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, SessionId, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use bosun_core::{Capability, CapabilityRequest, Decision, Envelope, Event};
 use bosun_host::Tool;
+use bosun_host::builtin::{Plan, StepStatus};
 use bosun_host::trace::Observer;
 use serde_json::Value;
 
@@ -38,6 +40,7 @@ pub fn tool_kind(tool: &str) -> ToolKind {
         "create_file" | "apply_patch" => ToolKind::Edit,
         "run_command" => ToolKind::Execute,
         "load_skill" => ToolKind::Read,
+        bosun_host::builtin::update_plan::NAME => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }
@@ -131,6 +134,27 @@ pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The plan the model keeps, as the editor's plan view takes it (the whole list each time;
+/// Bosun's steps carry no priority, so each is `medium`).
+pub fn plan_update(plan: &Plan) -> SessionUpdate {
+    SessionUpdate::Plan(AcpPlan::new(
+        plan.plan
+            .iter()
+            .map(|step| {
+                PlanEntry::new(
+                    step.step.clone(),
+                    PlanEntryPriority::Medium,
+                    match step.status {
+                        StepStatus::Pending => PlanEntryStatus::Pending,
+                        StepStatus::InProgress => PlanEntryStatus::InProgress,
+                        StepStatus::Completed => PlanEntryStatus::Completed,
+                    },
+                )
+            })
+            .collect(),
+    ))
 }
 
 /// Text as a tool call's content.
@@ -273,8 +297,14 @@ impl Updates {
                 self.update(call_id, ToolCallUpdateFields::new().content(content));
             }
             Event::ToolCompleted {
-                call_id, output, ..
+                call_id,
+                tool,
+                output,
+                ..
             } => {
+                if let Some(plan) = Plan::from_result(tool, output) {
+                    self.send(plan_update(&plan));
+                }
                 let call = calls.remove(call_id).unwrap_or_default();
                 let mut fields = ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Completed)

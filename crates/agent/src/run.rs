@@ -38,7 +38,7 @@ pub use crate::context::{
     BYTES_PER_TOKEN, ContextBudget, DEFAULT_OUTPUT_RESERVE, ELIDE_AT_PERCENT, ELIDE_TO_PERCENT,
     Elision, elide_to_fit, elision_marker, estimate_tokens,
 };
-use crate::instructions::{SystemPrompt, SystemPromptBuilder, instruction_files};
+use crate::instructions::{PromptKind, SystemPrompt, SystemPromptBuilder, instruction_files};
 use bosun_host::chokepoint::Chokepoint;
 use bosun_host::session::{RunBudget, Session};
 use bosun_host::trace::Trace;
@@ -212,17 +212,22 @@ impl std::fmt::Debug for Agent {
 }
 
 /// Assembles the system prompt: Bosun's instructions, `AGENTS.md` in `home` and at the
-/// workspace root, then each plugin's contribution as `(local_name, text)`. An instructions file
-/// that exists but cannot be read is left out and named in the returned warnings.
+/// workspace root (not in a folder the person refused to trust, `project_instructions` false),
+/// then each plugin's contribution as `(local_name, text)`. An instructions file that exists but
+/// cannot be read is left out and named in the returned warnings.
 pub fn system_prompt(
     home: &Path,
     workspace_root: &Path,
+    project_instructions: bool,
     contributions: &[(String, String)],
 ) -> (SystemPrompt, Vec<String>) {
     let mut builder = SystemPromptBuilder::new();
     builder.environment(workspace_root);
     let mut warnings = Vec::new();
     for (kind, path) in instruction_files(home, workspace_root) {
+        if kind == PromptKind::ProjectInstructions && !project_instructions {
+            continue;
+        }
         if let Err(e) = builder.instructions_file(kind, &path) {
             warnings.push(format!(
                 "instructions file {} left out: {e}",

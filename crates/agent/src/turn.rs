@@ -17,6 +17,7 @@ use bosun_host::permission::PermissionMode;
 use bosun_host::plugin_commands::PluginCommands;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
+use bosun_host::workspace_trust::WorkspaceTrust;
 use bosun_host::{EngineNotice, Host, TraceBuilder, Workspace};
 use bosun_models::{ConfiguredModel, Image};
 use tokio_util::sync::CancellationToken;
@@ -109,9 +110,12 @@ impl TurnBuilder {
     /// read again for every turn), its chokepoint, the system prompt with the plugins'
     /// contributions for `task`, the subagents and skills, and a new trace.
     pub fn build(mut self, conversation: &Conversation, task: &str) -> Result<Turn, TurnError> {
+        let refused = self.config.workspace_trust == WorkspaceTrust::Refused;
         if let Some(mode) = self.mode
             && mode.policy_mode() != self.config.user.mode
+            && !refused
         {
+            // A folder the person refused to trust stays read-only whatever mode is chosen.
             let mut config = (*self.config).clone();
             config.user.mode = mode.policy_mode();
             self.config = Arc::new(config);
@@ -161,8 +165,12 @@ impl TurnBuilder {
         let task = expanded.as_ref().map_or(task, |e| e.prompt.as_str());
         let chokepoint = host.chokepoint_reviewed(self.broker, reviewer(config)?)?;
         let (contributions, mut warnings) = host.prompts_blocking(task)?;
-        let (prompt, prompt_warnings) =
-            system_prompt(&config.home, self.workspace.root(), &contributions);
+        let (prompt, prompt_warnings) = system_prompt(
+            &config.home,
+            self.workspace.root(),
+            !refused,
+            &contributions,
+        );
         // Subagents (Forge plugins' and the agent files'): delegate tools over the same host,
         // each child talking to this turn's model unless its file names another configured one.
         let subagent_warnings =

@@ -616,6 +616,7 @@ pub fn config_check(json: bool) -> Result<u8> {
                     "ok": true,
                     "files": files,
                     "trusted_workspace": env.config.trusted,
+                    "workspace_trust": env.config.workspace_trust,
                     "managed": env.config.managed.as_ref().map(|m| m.path.display().to_string()),
                     "settings": settings,
                 }))?;

@@ -29,6 +29,7 @@ mod serve;
 mod sessions;
 mod term;
 mod tui;
+mod workspace_trust;
 
 use std::process::ExitCode;
 
@@ -76,6 +77,10 @@ struct Cli {
     /// Interactive: the model entry ([models.NAME]) to start with.
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
+    /// Trust this folder as the workspace without asking, and remember it (its AGENTS.md,
+    /// .bosun/config.toml, skills and agents then apply).
+    #[arg(long)]
+    trust_workspace: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,6 +152,9 @@ enum Command {
         /// Approve what policy would ask about (never what it denies).
         #[arg(long)]
         yes: bool,
+        /// Trust this folder as the workspace without asking, and remember it.
+        #[arg(long)]
+        trust_workspace: bool,
     },
     /// Stored sessions.
     #[command(subcommand)]
@@ -673,6 +681,7 @@ fn main() -> ExitCode {
         return finish(tui::interactive(
             cli.resume.as_deref(),
             cli.model.as_deref(),
+            cli.trust_workspace,
         ));
     };
     let result = match command {
@@ -724,14 +733,18 @@ fn main() -> ExitCode {
             json,
             stream,
             yes,
+            trust_workspace,
         } => run::run(
             task.as_deref(),
             model.as_deref(),
             resume.as_deref(),
             &image,
-            json,
-            stream,
-            yes,
+            run::Flags {
+                json,
+                stream,
+                yes,
+                trust_workspace,
+            },
         ),
         Command::Sessions(SessionsCommand::List { all, json }) => run::sessions_list(all, json),
         Command::Sessions(SessionsCommand::Show { id, json }) => sessions::show(&id, json),

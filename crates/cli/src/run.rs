@@ -26,6 +26,7 @@ use bosun_agent::session_store::{SessionStore, SessionSummary};
 use bosun_agent::turn::TurnDone;
 use bosun_core::{Envelope, Event};
 use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::builtin::StepStatus;
 use bosun_host::config::bosun_home;
 use bosun_host::trace::Observer;
 use bosun_models::{KeyStatus, process_env};
@@ -292,7 +293,24 @@ impl Observer for Terminal {
                 ));
             }
             Event::ToolStarted { tool, .. } if own => self.wait_on(Some(format!("running {tool}"))),
-            Event::ToolCompleted { .. } if own => self.wait_on(None),
+            Event::ToolCompleted { tool, output, .. } if own => {
+                self.wait_on(None);
+                // The plan the model keeps, whole, each time it changes.
+                if let Some(plan) = bosun_host::builtin::Plan::from_result(tool, output) {
+                    self.line(&format!("  Plan ({}):", plan.progress()));
+                    if let Some(explanation) = &plan.explanation {
+                        self.line(&format!("    {}", sanitize_for_terminal(explanation)));
+                    }
+                    for step in &plan.plan {
+                        let mark = match step.status {
+                            StepStatus::Completed => self.paint(step.status.mark(), Paint::Green),
+                            StepStatus::InProgress => self.paint(step.status.mark(), Paint::Cyan),
+                            StepStatus::Pending => step.status.mark().to_owned(),
+                        };
+                        self.line(&format!("    {mark} {}", sanitize_for_terminal(&step.step)));
+                    }
+                }
+            }
             // A running command's output, as it comes, under its call: on a terminal only,
             // and only the run's own (a subagent's calls are its own business).
             Event::ToolOutput { text, .. } if self.live && own => {
@@ -437,7 +455,20 @@ impl Interrupts {
     }
 }
 
-/// `bosun run [TASK] [--model NAME] [--resume ID] [--image FILE]… [--json] [--yes]`.
+/// The switches of `bosun run`.
+pub struct Flags {
+    /// `--json`.
+    pub json: bool,
+    /// `--stream`.
+    pub stream: bool,
+    /// `--yes`.
+    pub yes: bool,
+    /// `--trust-workspace`.
+    pub trust_workspace: bool,
+}
+
+/// `bosun run [TASK] [--model NAME] [--resume ID] [--image FILE]… [--json] [--yes]
+/// [--trust-workspace]`.
 ///
 /// Runs the task with the configured model (`--model`, else the resumed session's, else
 /// `default_model`, else the only model configured), every tool call through the chokepoint, and
@@ -458,12 +489,16 @@ pub fn run(
     model: Option<&str>,
     resume: Option<&str>,
     image_paths: &[String],
-    json: bool,
-    stream: bool,
-    yes: bool,
+    flags: Flags,
 ) -> Result<u8> {
+    let Flags {
+        json,
+        stream,
+        yes,
+        trust_workspace,
+    } = flags;
     let task = read_task(task)?;
-    let mut env = load()?;
+    let mut env = crate::workspace_trust::settle(load()?, trust_workspace)?;
     if env.config.user.models.is_empty() {
         match crate::first_run::prepare_run(&env) {
             Ok(Some(configured)) => env = configured,

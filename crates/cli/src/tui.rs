@@ -50,16 +50,18 @@ const WHEEL_LINES: i32 = 3;
 /// How long leaving waits for a cancelled run to store its session.
 const WIND_DOWN: Duration = Duration::from_secs(10);
 
-/// `bosun [--resume ID] [--model NAME]`: opens the session (as `bosun run` would) and runs the
+/// `bosun [--resume ID] [--model NAME] [--trust-workspace]`: opens the session (as `bosun run` would) and runs the
 /// terminal UI until the person leaves. Needs a terminal on stdin and stdout.
-pub fn interactive(resume: Option<&str>, model: Option<&str>) -> Result<u8> {
+pub fn interactive(resume: Option<&str>, model: Option<&str>, trust: bool) -> Result<u8> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!(
             "`bosun` without a command opens the interactive terminal UI, which needs a terminal; from a script use `bosun run \"task\"` (see `bosun --help`)"
         );
     }
     // With no model configured: the first run (offers what it finds, else the demo model).
-    let (env, _demo) = crate::first_run::prepare_interactive(load()?)?;
+    // A folder not seen before: asked about before anything of it is read into a run.
+    let env = crate::workspace_trust::settle(load()?, trust)?;
+    let (env, _demo) = crate::first_run::prepare_interactive(env)?;
     let env = Arc::new(env);
     let open = crate::run::open_session(&env, resume, model)?;
     let (events, inbox) = mpsc::channel();

@@ -1,5 +1,6 @@
 //! The built-in workspace tools, with Forge's names, input shapes and bounds: `list_files`,
-//! `read_file`, `search`, `create_file`, `apply_patch` and `run_command`.
+//! `read_file`, `search`, `create_file`, `apply_patch` and `run_command`; then the model's own
+//! `update_plan` and `restrict_self`.
 //!
 //! Each tool confines every path to the [`Workspace`] (resolving it already in
 //! [`Tool::capability_requests`], so a path outside fails before policy runs), checks its input
@@ -34,6 +35,7 @@ mod read_file;
 mod restrict_self;
 mod run_command;
 mod search;
+pub mod update_plan;
 
 pub use apply_patch::ApplyPatch;
 pub use create_file::CreateFile;
@@ -42,8 +44,9 @@ pub use read_file::ReadFile;
 pub use restrict_self::RestrictSelf;
 pub use run_command::RunCommand;
 pub use search::Search;
+pub use update_plan::{Plan, PlanStep, StepStatus, UpdatePlan};
 
-/// The built-in tools: Forge's six, in Forge's order, then `restrict_self`.
+/// The built-in tools: Forge's six, in Forge's order, then `update_plan` and `restrict_self`.
 ///
 /// Their specs are constants checked by this module's tests, so in a tested build the list is
 /// always complete; [`try_tools`] reports a spec that breaks a bound instead of leaving it out.
@@ -60,6 +63,7 @@ pub fn try_tools() -> Result<Vec<Arc<dyn Tool>>, SpecError> {
         Arc::new(CreateFile::new()?),
         Arc::new(ApplyPatch::new()?),
         Arc::new(RunCommand::new()?),
+        Arc::new(UpdatePlan::new()?),
         Arc::new(RestrictSelf::new()?),
     ])
 }

@@ -10,6 +10,7 @@ use bosun_policy::{Mode, Policy, PolicyError, PolicyFile, Source};
 use serde::Deserialize;
 
 use crate::Workspace;
+use crate::workspace_trust::WorkspaceTrust;
 
 /// A configuration file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -234,8 +235,13 @@ pub struct LoadedConfig {
     pub user_file: Option<ConfigFile>,
     /// The project's config, if present.
     pub project: Option<(ProjectConfig, ConfigFile)>,
-    /// Whether the user trusts this workspace.
+    /// Whether the user trusts this workspace: it answered yes to the workspace question, or
+    /// lists it in `trusted_workspaces`. The project's config may then loosen policy, and its
+    /// skills and agents load.
     pub trusted: bool,
+    /// What the person answered for this folder ([`crate::workspace_trust`]); a refused one
+    /// gets no project config, no project instructions and read-only mode.
+    pub workspace_trust: WorkspaceTrust,
     /// Approvals remembered for this workspace (`$BOSUN_HOME/approvals/…`, see
     /// [`crate::remembered`]), added as user rules.
     pub remembered: Option<ConfigFile>,
@@ -427,7 +433,25 @@ impl LoadedConfig {
                 .check_plugins(&user.plugins, home)
                 .map_err(refused)?;
         }
-        let project = match read_optional(&workspace.root().join(".bosun").join("config.toml"))? {
+        let workspace_trust =
+            crate::workspace_trust::lookup(home, workspace.root()).map_err(|e| {
+                ConfigError::Invalid {
+                    path: home.join(crate::workspace_trust::RECORDS_FILE),
+                    key: "workspaces".to_owned(),
+                    message: e.to_string(),
+                }
+            })?;
+        let refused = workspace_trust == WorkspaceTrust::Refused;
+        if refused {
+            // A folder the person said no to: read-only, whatever the user's default mode.
+            user.mode = Mode::ReadOnly;
+        }
+        let project_file = if refused {
+            None
+        } else {
+            read_optional(&workspace.root().join(".bosun").join("config.toml"))?
+        };
+        let project = match project_file {
             Some(file) => {
                 let project: ProjectConfig = parse(&file)?;
                 if project.telemetry.is_some() {
@@ -478,11 +502,18 @@ impl LoadedConfig {
             }
             None => None,
         };
-        let trusted = user.trusted_workspaces.iter().any(|p| {
+        let listed = user.trusted_workspaces.iter().any(|p| {
             std::fs::canonicalize(p)
                 .map(|p| p == workspace.root())
                 .unwrap_or(false)
         });
+        // The person's answer for this very folder wins over a path listed in the config; a
+        // listed path counts as a yes for a folder never asked about.
+        let workspace_trust = match workspace_trust {
+            WorkspaceTrust::Unasked if listed => WorkspaceTrust::Trusted,
+            other => other,
+        };
+        let trusted = workspace_trust == WorkspaceTrust::Trusted;
         let remembered = read_optional(&crate::remembered::file_for(home, workspace.root()))?;
         Ok(Self {
             home: home.to_owned(),
@@ -490,6 +521,7 @@ impl LoadedConfig {
             user_file,
             project,
             trusted,
+            workspace_trust,
             remembered,
             managed,
         })

@@ -336,7 +336,9 @@ impl Host {
         let catalog = Catalog::build(CatalogInput {
             home: &config.home,
             user_plugins: &config.user.plugins,
-            workspace: Some(workspace.root()),
+            // A folder the person refused to trust offers none of its plugins.
+            workspace: (config.workspace_trust != crate::workspace_trust::WorkspaceTrust::Refused)
+                .then(|| workspace.root()),
             trust: &trust,
             builtins: &builtins,
             digests,

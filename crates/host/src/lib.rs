@@ -57,6 +57,7 @@ pub mod tool;
 pub mod trace;
 pub mod user_plugins;
 pub mod workspace;
+pub mod workspace_trust;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
 /// Bosun's one atomic file write (temporary file 0600, synced, renamed, directory synced).

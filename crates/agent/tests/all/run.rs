@@ -133,6 +133,7 @@ impl Harness {
         let (prompt, warnings) = system_prompt(
             &self.home,
             &self.root,
+            true,
             &[("todos".to_owned(), "Keep a todo list.".to_owned())],
         );
         assert_eq!(warnings, Vec::<String>::new());
@@ -624,6 +625,7 @@ async fn old_tool_outputs_are_elided_to_fit_a_tiny_context_window() {
     let (prompt, _) = system_prompt(
         &h.home,
         &h.root,
+        true,
         &[("todos".to_owned(), "Keep a todo list.".to_owned())],
     );
     let base = estimate_tokens(
@@ -750,6 +752,7 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
     let (prompt, _) = system_prompt(
         &h.home,
         &h.root,
+        true,
         &[("todos".to_owned(), "Keep a todo list.".to_owned())],
     );
     let base = estimate_tokens(&prompt.text, probe.tools(), &[Message::user("Now d.")]);

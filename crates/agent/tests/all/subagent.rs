@@ -51,7 +51,7 @@ async fn cancelling_the_parent_stops_its_child() {
         model: "scripted".into(),
         context: Default::default(),
     };
-    let (prompt, _) = system_prompt(&home, &ws, &[]);
+    let (prompt, _) = system_prompt(&home, &ws, true, &[]);
     let warnings = attach(&host, &model, &prompt, &|_| {
         Err(bosun_agent::assembly::TurnError::NoModel {
             config: "no other models".into(),

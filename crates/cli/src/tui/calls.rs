@@ -79,6 +79,7 @@ pub(crate) fn headline(tool: &str, input: &Value) -> String {
             };
             format!("Run {}{within}", cut(&words.join(" "), 2 * ARG_CHARS))
         }
+        "update_plan" => "Update the plan".to_owned(),
         "restrict_self" => format!(
             "Promise {} {}",
             str_of(input, "decision").unwrap_or_default(),
@@ -158,6 +159,8 @@ pub(crate) fn outcome(tool: &str, output: &Value) -> Option<String> {
             "({} bytes)",
             output.get("bytes").and_then(Value::as_u64).unwrap_or(0)
         )),
+        "update_plan" => bosun_host::builtin::Plan::from_result(tool, output)
+            .map(|plan| format!("({})", plan.progress())),
         _ => None,
     }
 }

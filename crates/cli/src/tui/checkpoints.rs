@@ -10,6 +10,7 @@ use bosun_agent::conversation::{Conversation, RewindError, Rewound};
 use bosun_host::approval::sanitize_for_terminal;
 use bosun_host::checkpoint::CheckpointError;
 use bosun_host::permission::PermissionMode;
+use bosun_host::workspace_trust::WorkspaceTrust;
 
 use super::app::{App, Confirm, PluginAction};
 use super::transcript::{Entry, earlier_entries};
@@ -243,6 +244,16 @@ impl App {
 
     /// Sets the permission mode of the next runs and says what it means.
     pub(super) fn set_mode(&mut self, mode: PermissionMode) {
+        if self.env.config.workspace_trust == WorkspaceTrust::Refused
+            && mode.policy_mode() != bosun_policy::Mode::ReadOnly
+        {
+            self.entries.push(Entry::Notice(format!(
+                "this folder is not trusted, so Bosun stays read-only here (plan mode works too); \
+                 to trust it, leave and start `{}`",
+                crate::workspace_trust::TRUST_COMMAND
+            )));
+            return;
+        }
         self.permission = mode;
         let what = match mode {
             PermissionMode::Plan => {
@@ -307,6 +318,11 @@ impl App {
         lines.push(format!(
             "mode: {} (configured: {})",
             self.permission, env.config.user.mode
+        ));
+        lines.push(format!(
+            "workspace: {} ({})",
+            sanitize_for_terminal(&env.workspace.root().display().to_string()),
+            env.config.workspace_trust.as_str()
         ));
         let launcher = bosun_launch::Launcher::new(env.config.user.sandbox.clone())
             .cache_in(env.config.home.join("cache"));

@@ -158,20 +158,42 @@ pub(crate) fn summarize(tool: &str, output: &Value) -> (String, Vec<Detail>) {
             }
             format!("{} matches{truncated}", matches.len())
         }
-        _ => {
-            // Unknown shape: the JSON, compact on the summary line, pretty when expanded.
-            if let Ok(pretty) = serde_json::to_string_pretty(output) {
-                lines(&pretty, Kind::Plain, &mut detail);
+        "update_plan" => {
+            let Some(plan) = bosun_host::builtin::Plan::from_result(tool, output) else {
+                return unknown(output);
+            };
+            if let Some(explanation) = &plan.explanation {
+                lines(explanation, Kind::Plain, &mut detail);
             }
-            let text = output.to_string();
-            let mut cut: String = text.chars().take(120).collect();
-            if cut.len() < text.len() {
-                cut.push('…');
+            for step in &plan.plan {
+                detail.push(Detail {
+                    text: sanitize_for_terminal(&format!("{} {}", step.status.mark(), step.step)),
+                    kind: match step.status {
+                        bosun_host::builtin::StepStatus::Completed => Kind::Added,
+                        bosun_host::builtin::StepStatus::InProgress => Kind::Hunk,
+                        bosun_host::builtin::StepStatus::Pending => Kind::Plain,
+                    },
+                });
             }
-            return (sanitize_for_terminal(&cut), detail);
+            plan.progress()
         }
+        _ => return unknown(output),
     };
     (summary, detail)
+}
+
+/// A result of unknown shape: the JSON, compact on the summary line, pretty when expanded.
+fn unknown(output: &Value) -> (String, Vec<Detail>) {
+    let mut detail = Vec::new();
+    if let Ok(pretty) = serde_json::to_string_pretty(output) {
+        lines(&pretty, Kind::Plain, &mut detail);
+    }
+    let text = output.to_string();
+    let mut cut: String = text.chars().take(120).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    (sanitize_for_terminal(&cut), detail)
 }
 
 #[cfg(test)]
@@ -231,6 +253,20 @@ mod tests {
                 .text,
             "a:3: x"
         );
+        let (summary, detail) = summarize(
+            "update_plan",
+            &json!({"explanation": "Found it.", "plan": [
+                {"step": "Read the code", "status": "completed"},
+                {"step": "Fix \u{1b}[2Jit", "status": "in_progress"},
+                {"step": "Test", "status": "pending"}
+            ]}),
+        );
+        assert_eq!(summary, "1 of 3 steps done");
+        let texts: Vec<&str> = detail.iter().map(|d| d.text.as_str()).collect();
+        assert_eq!(texts[0], "Found it.");
+        assert_eq!(texts[1], "✓ Read the code");
+        assert!(texts[2].starts_with("→ Fix") && !texts[2].contains('\u{1b}'));
+        assert_eq!(texts[3], "○ Test");
         let (summary, detail) = summarize("plugin.weather.forecast", &json!({"t": 21}));
         assert_eq!(summary, "{\"t\":21}");
         assert!(detail.len() >= 3);

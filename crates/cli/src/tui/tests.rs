@@ -2043,3 +2043,48 @@ fn an_image_outside_the_workspace_or_not_an_image_is_refused_and_nothing_is_sent
     assert!(screen.contains("fake.png is not a PNG"), "{screen}");
     assert!(h.server.requests().is_empty(), "nothing reached the model");
 }
+
+/// The plan the model keeps is shown whole under its call, and each update replaces what the
+/// next cell shows; in plan mode too (it changes nothing).
+#[test]
+fn the_plan_the_model_keeps_is_shown_as_it_changes() {
+    let plan = |statuses: [&str; 3]| {
+        Step::call(
+            "update_plan",
+            json!({"explanation": "Two files to change.", "plan": [
+                {"step": "Read the code", "status": statuses[0]},
+                {"step": "Fix the answer", "status": statuses[1]},
+                {"step": "Run the tests", "status": statuses[2]}
+            ]}),
+        )
+    };
+    let mut h = harness(vec![
+        plan(["in_progress", "pending", "pending"]),
+        plan(["completed", "completed", "in_progress"]),
+        Step::text("Planned."),
+    ]);
+    h.terminal = Terminal::new(TestBackend::new(100, 60)).unwrap();
+    h.submit("/mode plan");
+    h.submit("Fix the answer.");
+    h.pump_until_idle();
+    let screen = h.screen();
+    assert!(
+        screen.contains("✓ Update the plan (0 of 3 steps done)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("✓ Update the plan (2 of 3 steps done)"),
+        "{screen}"
+    );
+    for line in [
+        "Two files to change.",
+        "✓ Read the code",
+        "✓ Fix the answer",
+        "→ Run the tests",
+    ] {
+        assert!(screen.contains(line), "{line} missing from\n{screen}");
+    }
+    assert!(screen.contains("Planned."), "{screen}");
+    // Allowed by default, and no policy line for a plain allow.
+    assert!(!screen.contains("policy:"), "{screen}");
+}

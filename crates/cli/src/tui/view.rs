@@ -621,7 +621,9 @@ fn tool_lines(tool: &ToolEntry, width: usize, expanded: bool, out: &mut Vec<Line
             if tool.outcome.is_none() {
                 push(format!("  ✓ {output}"), Style::new().fg(Color::Green));
             }
-            detail_lines(&tool.detail, width, expanded, false, out);
+            // A plan is read whole: it is short (at most 50 steps) and the point of the call.
+            let whole = expanded || tool.tool == bosun_host::builtin::update_plan::NAME;
+            detail_lines(&tool.detail, width, whole, false, out);
         }
         ToolState::Failed { code, message } => {
             push(

@@ -492,3 +492,70 @@ fn garbage_and_unknown_sessions_get_clear_errors_and_the_connection_lives_on() {
     // After all that, the connection still serves a session.
     assert_eq!(prompts[1]["result"]["stopReason"], "end_turn", "{report:#}");
 }
+
+/// The plan the model keeps (`update_plan`) reaches the editor as `plan` updates, the whole
+/// list each time, in order; a session loaded back shows the plan as it last stood.
+#[test]
+fn the_plan_the_model_keeps_reaches_the_editor_as_plan_updates() {
+    let env = Env::new();
+    let plan = |first: &str, second: &str| {
+        call(
+            "update_plan",
+            json!({"plan": [
+                {"step": "Read the code", "status": first},
+                {"step": "Fix the answer", "status": second}
+            ]}),
+        )
+    };
+    let (_runtime, model) = serve(vec![
+        plan("in_progress", "pending"),
+        plan("completed", "in_progress"),
+        Step::text("On it."),
+    ]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({"steps": [{"initialize": true}, {"new": {}}, {"prompt": "Fix the answer."}]}),
+    );
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn",
+        "{report:#}"
+    );
+    let plans = updates(&report, "plan");
+    let entries: Vec<&Value> = plans.iter().map(|p| &p["entries"]).collect();
+    assert_eq!(
+        entries,
+        [
+            &json!([
+                {"content": "Read the code", "priority": "medium", "status": "in_progress"},
+                {"content": "Fix the answer", "priority": "medium", "status": "pending"}
+            ]),
+            &json!([
+                {"content": "Read the code", "priority": "medium", "status": "completed"},
+                {"content": "Fix the answer", "priority": "medium", "status": "in_progress"}
+            ]),
+        ],
+        "{report:#}"
+    );
+    // The call itself is a `think` call, allowed without a question.
+    assert!(
+        updates(&report, "tool_call")
+            .iter()
+            .all(|c| c["kind"] == "think"),
+        "{report:#}"
+    );
+    assert_eq!(report["permissions"], json!([]));
+
+    let session = responses(&report, "new")[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let loaded = editor(
+        &env,
+        json!({"steps": [{"initialize": true}, {"load": session}]}),
+    );
+    let replayed = updates(&loaded, "plan");
+    assert_eq!(replayed.len(), 2, "{loaded:#}");
+    assert_eq!(replayed[1]["entries"][0]["status"], "completed");
+}

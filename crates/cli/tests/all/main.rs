@@ -662,6 +662,7 @@ fn tools_list_json_describes_every_builtin() {
             "create_file",
             "apply_patch",
             "run_command",
+            "update_plan",
             "restrict_self",
             "plugin_scan",
             "plugin_install",
@@ -798,3 +799,4 @@ mod serve;
 mod skills;
 mod subagents;
 mod telemetry;
+mod workspace_trust;

@@ -577,3 +577,63 @@ fn the_bell_rings_when_a_run_waits_for_approval() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// `bosun run` shows the plan the model keeps each time it changes, and `--json` carries it in
+/// the call's `tool.completed` event; a plan that breaks the rules is refused to the model.
+#[test]
+fn run_prints_the_plan_and_json_carries_it() {
+    let env = Env::new();
+    let plan = json!({"explanation": "Small change.", "plan": [
+        {"step": "Read the code", "status": "completed"},
+        {"step": "Fix the answer", "status": "in_progress"},
+        {"step": "Run the tests", "status": "pending"}
+    ]});
+    let two_at_once = json!({"plan": [
+        {"step": "Fix", "status": "in_progress"},
+        {"step": "Test", "status": "in_progress"}
+    ]});
+    let steps = || {
+        [
+            Step::call("update_plan", plan.clone()),
+            Step::call("update_plan", two_at_once.clone()),
+            Step::text("Planned."),
+        ]
+    };
+    let (_runtime, server) = serve(steps());
+    env.user_config(&model_config(&server, ""));
+    let out = env.bosun(&["run", "Fix the answer."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stderr(&out);
+    for line in [
+        "  Plan (1 of 3 steps done):",
+        "    Small change.",
+        "    ✓ Read the code",
+        "    → Fix the answer",
+        "    ○ Run the tests",
+        "✗ invalid_input: 2 steps are in_progress",
+    ] {
+        assert!(shown.contains(line), "{line:?} missing from\n{shown}");
+    }
+    // The refusal went back to the model, saying what to fix.
+    let reply = server.requests()[2].to_string();
+    assert!(reply.contains("at most one step in_progress"), "{reply}");
+
+    let (_runtime2, server2) = serve(steps());
+    env.user_config(&model_config(&server2, ""));
+    let out = env.bosun(&["run", "--json", "Fix the answer."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines = json_lines(&out.stdout);
+    let completed: Vec<&Value> = lines
+        .iter()
+        .map(|l| &l["event"])
+        .filter(|e| e["type"] == "tool.completed" && e["tool"] == "update_plan")
+        .collect();
+    assert_eq!(completed.len(), 1, "{lines:#?}");
+    assert_eq!(completed[0]["output"], plan);
+    let decided = lines
+        .iter()
+        .map(|l| &l["event"])
+        .find(|e| e["type"] == "tool.decided" && e["tool"] == "update_plan")
+        .unwrap();
+    assert_eq!(decided["explanation"]["decision"], "allow", "{decided}");
+}

@@ -337,6 +337,12 @@ fn ask_becomes_an_elicitation_the_client_user_answers() {
     let accepted = peer(&stdio_plan(&env, "legacy", Some("accept"), calls));
     assert!(!is_error(&accepted["calls"][0]), "{accepted}");
     assert!(env.ws().join("made.txt").exists());
+    // Answered once, asked once.
+    assert_eq!(
+        accepted["elicited"].as_array().unwrap().len(),
+        1,
+        "{accepted}"
+    );
 
     // "For this session": the second call of the same tool is not asked about again.
     let twice = json!([
@@ -374,6 +380,13 @@ fn ask_becomes_an_elicitation_the_client_user_answers() {
     );
     assert!(!is_error(&accepted["calls"][0]), "{accepted}");
     assert!(env.ws().join("c.txt").exists());
+    // The retry carried the answer: the question it answered is not asked again (the call
+    // runs from the start, and its question finds the answer instead of a new elicitation).
+    assert_eq!(
+        accepted["elicited"].as_array().unwrap().len(),
+        1,
+        "{accepted}"
+    );
     // No answer lasts beyond its call (the revision has no sessions): the next call asks again.
     let twice = json!([
         {"name": "run_command", "arguments": {"program": "touch", "args": ["d.txt"]}},

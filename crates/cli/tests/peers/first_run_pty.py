@@ -1,10 +1,11 @@
 """Drives `bosun` with no model configured in a pseudo-terminal, as a new user would.
 
-Usage: first_run_pty.py BOSUN WORKSPACE ANSWER EXPECTED
-With ANSWER `y` or `n` it waits for the first run's question and answers it; with `-` it expects
-no question. Then it types a task, waits for EXPECTED on screen and leaves with Ctrl-C. Prints
-everything the terminal showed to stdout and exits 1 with a reason on stderr if a step did not
-happen in time.
+Usage: first_run_pty.py BOSUN WORKSPACE ANSWER EXPECTED [TRUST]
+It first answers the question about the folder with TRUST (`y` unless given; `-`: no question
+expected). With ANSWER `y` or `n` it waits for the first run's question about a model and
+answers it; with `-` it expects no question. Then it types a task, waits for EXPECTED on screen
+and leaves with Ctrl-C. Prints everything the terminal showed to stdout and exits 1 with a
+reason on stderr if a step did not happen in time.
 """
 
 import os
@@ -14,9 +15,12 @@ import time
 from pty_terminal import Terminal
 
 bosun, workspace, answer, expected = sys.argv[1:5]
+trust = sys.argv[5] if len(sys.argv) > 5 else "y"
 term = Terminal(bosun, workspace)
 read_for, wait_for = term.read_for, term.wait_for
 pid, fd = term.pid, term.fd
+if trust != "-":
+    term.answer_trust(trust)
 
 
 if answer != "-":

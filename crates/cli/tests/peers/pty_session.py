@@ -21,6 +21,8 @@ scenario = sys.argv[3] if len(sys.argv) > 3 else "allow"
 term = Terminal(bosun, workspace)
 read_for, screen_text, wait_for, send = term.read_for, term.screen_text, term.wait_for, term.send
 pid, fd = term.pid, term.fd
+# A folder Bosun has not run in: trusted, as a person starting in their project would.
+term.answer_trust("y")
 
 
 wait_for("Type a task", 30, "start screen")

@@ -16,14 +16,15 @@ ESCAPE = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[(
 
 
 class Terminal:
-    """`bosun` started in `workspace` on a 100x30 terminal; the environment is passed on."""
+    """`bosun` (with `args`) started in `workspace` on a 100x30 terminal; the environment is
+    passed on."""
 
-    def __init__(self, bosun, workspace):
+    def __init__(self, bosun, workspace, args=()):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.chdir(workspace)
             os.environ["TERM"] = "xterm-256color"
-            os.execv(bosun, [bosun])
+            os.execv(bosun, [bosun, *args])
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
         self.seen = b""
 
@@ -63,3 +64,8 @@ class Terminal:
     def dump(self):
         """Prints everything the terminal showed, escape sequences included."""
         sys.stdout.buffer.write(self.seen)
+
+    def answer_trust(self, answer):
+        """Answers the question a folder Bosun has not run in before is asked with."""
+        self.wait_for("Trust the files in this folder? [y/n]", 30, "workspace question")
+        self.send(answer + "\r")
