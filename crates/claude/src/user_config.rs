@@ -32,6 +32,31 @@ pub fn load_secrets(home: &Path, id: &str) -> Result<BTreeMap<String, String>, C
     }
 }
 
+/// Every secret kept for every installed plugin, as `(name, value)` pairs for the trace's
+/// redaction (`claude:<id>:<key>`). A file that cannot be read or parsed is skipped here: the
+/// plugin that needs it is refused when it loads, with the reason.
+pub fn all_secrets(home: &Path) -> Vec<(String, String)> {
+    let dir = claude_home(home).join("secrets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+            continue;
+        };
+        if let Ok(secrets) = load_secrets(home, id) {
+            out.extend(
+                secrets
+                    .into_iter()
+                    .map(|(key, value)| (format!("claude:{id}:{key}"), value)),
+            );
+        }
+    }
+    out
+}
+
 /// Keeps `secrets` for `id`, replacing what was kept: the file is 0600 and its folder 0700.
 pub fn save_secrets(
     home: &Path,

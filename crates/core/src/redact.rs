@@ -85,11 +85,25 @@ impl Redactor {
     /// Secrets from the environment: every variable whose name ends in one of
     /// [`SECRET_ENV_SUFFIXES`], plus the variables named in `extra`.
     pub fn from_env<I: IntoIterator<Item = (String, String)>>(vars: I, extra: &[String]) -> Self {
-        Self::new(vars.into_iter().filter(|(name, _)| {
-            let upper = name.to_ascii_uppercase();
-            SECRET_ENV_SUFFIXES.iter().any(|s| upper.ends_with(s))
-                || extra.iter().any(|e| e == name)
-        }))
+        Self::from_env_and(vars, extra, [])
+    }
+
+    /// [`from_env`](Self::from_env) plus secrets known by other means (`(name, value)` pairs:
+    /// the values a person gave a plugin as secrets, kept outside the environment).
+    pub fn from_env_and<I, M>(vars: I, extra: &[String], more: M) -> Self
+    where
+        I: IntoIterator<Item = (String, String)>,
+        M: IntoIterator<Item = (String, String)>,
+    {
+        Self::new(
+            vars.into_iter()
+                .filter(|(name, _)| {
+                    let upper = name.to_ascii_uppercase();
+                    SECRET_ENV_SUFFIXES.iter().any(|s| upper.ends_with(s))
+                        || extra.iter().any(|e| e == name)
+                })
+                .chain(more),
+        )
     }
 
     /// The names of the secrets this redactor knows.

@@ -1,6 +1,6 @@
 //! `[claude.plugins."<name>@<marketplace>"]` in the user's config: what a person chose for an
-//! installed Claude Code plugin — its `userConfig` answers that are not secrets, and whether its
-//! `bin/` goes on the sandboxed `run_command`'s `PATH`. Only the user's file holds it (a
+//! installed Claude Code plugin: its `userConfig` answers that are not secrets (a plugin's
+//! `bin/` is listed in its review and never run). Only the user's file holds it (a
 //! project's config cannot), and a plugin's secrets never do: they are kept under
 //! `$BOSUN_HOME/claude/secrets/`, which no tool reads.
 
@@ -21,10 +21,6 @@ pub struct ClaudeConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaudePluginConfig {
-    /// Put the plugin's `bin/` on the `PATH` of `run_command` (inside the sandbox only; never
-    /// on Bosun's own `PATH`). Off unless asked for.
-    #[serde(default)]
-    pub bin: bool,
     /// Its `userConfig` answers that are not secrets, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, toml::Value>,
@@ -44,11 +40,6 @@ impl ClaudeConfig {
                     .collect()
             })
             .unwrap_or_default()
-    }
-
-    /// Whether `id`'s `bin/` was asked for.
-    pub fn bin(&self, id: &str) -> bool {
-        self.plugins.get(id).is_some_and(|p| p.bin)
     }
 }
 

@@ -726,7 +726,8 @@ impl LoadedConfig {
         out
     }
 
-    /// The redactor for traces: secret-looking environment variables plus those named in config.
+    /// The redactor for traces: secret-looking environment variables, those named in config,
+    /// and the secrets a person gave installed Claude Code plugins (`$BOSUN_HOME/claude/secrets`).
     pub fn redactor(&self) -> Redactor {
         // The variables passed to plugins (`[plugins.<name>] env`) are redacted like secrets.
         let mut names = self.user.trace.redact_env.clone();
@@ -736,7 +737,11 @@ impl LoadedConfig {
                 .values()
                 .flat_map(|p| p.env.iter().cloned()),
         );
-        Redactor::from_env(std::env::vars(), &names)
+        Redactor::from_env_and(
+            std::env::vars(),
+            &names,
+            bosun_claude::user_config::all_secrets(&self.home),
+        )
     }
 
     /// The environment a child process gets: this process's, minus every secret.

@@ -854,6 +854,44 @@ mod tests {
         assert_eq!(masked_times(&text), expected, "\n{}", masked_times(&text));
     }
 
+    /// A secret holding a quote, a backslash or a control character is spelled differently in
+    /// the encoded line (`"` as `\"`); whichever spelling the hand-written encoder produces,
+    /// in a value, a key, a tool input or an output, the file holds neither the secret nor its
+    /// escaped spelling.
+    #[test]
+    fn a_secret_with_characters_json_escapes_never_reaches_the_file() {
+        let secret = "pa\"ss\\wo\nrd\u{7}-42";
+        let dir = tempfile::tempdir().unwrap();
+        let redactor = Arc::new(Redactor::new([("ODD_TOKEN", secret)]));
+        let trace = Trace::create(dir.path(), "run-odd".into(), None, redactor).unwrap();
+        let input = serde_json::json!({"command": format!("curl -H 'x: {secret}'"), secret: 1});
+        let output =
+            serde_json::json!({"content": format!("echoed {secret} back"), "list": [secret]});
+        trace.record_call(CallEvent::Proposed {
+            call_id: "c1",
+            tool: "run_command",
+            input: &input,
+        });
+        trace.record_call(CallEvent::Completed {
+            call_id: "c1",
+            tool: "run_command",
+            output: &output,
+            truncated: false,
+            duration_us: 1,
+        });
+        trace.finish().unwrap();
+        let text = fs::read_to_string(dir.path().join("run-odd.jsonl")).unwrap();
+        let escaped = serde_json::to_string(secret).unwrap();
+        let escaped = &escaped[1..escaped.len() - 1];
+        assert!(!text.contains(secret), "{text}");
+        assert!(!text.contains(escaped), "{text}");
+        assert!(!text.contains("wo\\nrd"), "{text}");
+        assert_eq!(text.matches("[REDACTED:ODD_TOKEN]").count(), 4, "{text}");
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line).expect("each line stays JSON");
+        }
+    }
+
     /// A live event carries the number the next recorded event will have, whichever way it
     /// reaches the observers: recorded through the trace (`--json`) or handed on by a running
     /// call through its run's info (the terminal, the editor face, telemetry).

@@ -243,7 +243,7 @@ pub fn mcp_servers(
         };
         if !answers.missing.is_empty() {
             warnings.push(format!(
-                "the MCP servers of the plugin `{id}` are left out: it needs {} (bosun plugins configure {id})",
+                "the MCP servers of the plugin `{id}` are left out: it needs {} (answers that are not secrets go in `[claude.plugins.\"{id}\"] config = {{ KEY = VALUE }}` in the user's config.toml, secrets in $BOSUN_HOME/claude/secrets/{id}.json as {{\"KEY\": \"VALUE\"}}, mode 0600)",
                 answers.missing.join(", ")
             ));
             continue;

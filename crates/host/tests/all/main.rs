@@ -11,6 +11,7 @@ mod flow;
 mod js_plugins;
 mod managed;
 mod plugin_logs;
+mod redaction;
 mod registry_install;
 mod remembered;
 mod skills;
