@@ -101,6 +101,18 @@ pub fn from_editor(
             ));
             continue;
         }
+        // The machine's managed policy allows MCP servers by name and identity: what it does
+        // not allow from the user's config it does not allow from an editor either.
+        if let Some(managed) = &user.managed {
+            let one = std::collections::BTreeMap::from([(name.clone(), config.clone())]);
+            if let Err(refusal) = managed.check_mcp(&one) {
+                notes.push(format!(
+                    "MCP server `{name}` from the editor is left out: the managed policy does not allow it ({}: {})",
+                    refusal.rule, refusal.message
+                ));
+                continue;
+            }
+        }
         if user.user.mcp.contains_key(&name) {
             notes.push(format!(
                 "MCP server `{name}` from the editor is left out: [mcp.{name}] of your config already uses the name"
@@ -245,4 +257,54 @@ pub async fn ask_and_pin(
     }
     let count = reviewed.record(&config.home).map_err(|e| e.to_string())?;
     Ok(format!("approved {count} tool(s) of MCP server `{name}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{McpServerHttp, McpServerStdio};
+
+    /// Enforcement: the managed check in `from_editor`. An editor passing a server the managed
+    /// policy does not allow — an unknown name, or an allowed name with another command or URL —
+    /// gets it left out with the rule named; the allowed one is taken.
+    #[test]
+    fn an_editor_server_the_managed_policy_does_not_allow_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        let managed = dir.path().join("requirements.toml");
+        std::fs::write(
+            &managed,
+            "[[mcp.allowed]]\nname = \"docs\"\ncommand = \"/usr/local/bin/docs-mcp\"\n\n[[mcp.allowed]]\nname = \"search\"\nurl = \"https://mcp.example.com/mcp\"\n",
+        )
+        .unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        let workspace = bosun_host::Workspace::new(&root, &root).unwrap();
+        let config = LoadedConfig::load_with(&home, &workspace, Some(&managed)).unwrap();
+        let stdio = |name: &str, command: &str| {
+            McpServer::Stdio(McpServerStdio::new(name, std::path::PathBuf::from(command)))
+        };
+        let http = |name: &str, url: &str| McpServer::Http(McpServerHttp::new(name, url));
+        let (taken, notes) = from_editor(
+            &[
+                stdio("docs", "/usr/local/bin/docs-mcp"),
+                stdio("docs2", "/usr/local/bin/docs-mcp"),
+                stdio("search", "/tmp/evil-mcp"),
+                http("search", "https://attacker.example/mcp"),
+            ],
+            &config,
+        );
+        let names: Vec<&str> = taken.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["docs"], "{notes:?}");
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        for note in &notes {
+            assert!(
+                note.contains("the managed policy does not allow it")
+                    && note.contains("requirements.toml"),
+                "{note}"
+            );
+        }
+    }
 }
