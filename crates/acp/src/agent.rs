@@ -144,7 +144,7 @@ impl Agent {
                             .embedded_context(true)
                             .image(self.model_takes_images()),
                     )
-                    .mcp_capabilities(McpCapabilities::new().http(true));
+                    .mcp_capabilities(McpCapabilities::new().http(true).sse(true));
                 responder.respond(json(
                     InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
                         .agent_capabilities(capabilities)

@@ -4,21 +4,23 @@
 //! asks through the editor (`session/request_permission`) before the first turn that would
 //! offer them, and pins. A changed server is asked about again.
 //!
-//! What Bosun cannot honour is said, never silently dropped: environment values Bosun's own
-//! environment does not hold, HTTP header values (Bosun's config names variables, it never holds
-//! values), SSE servers, and names that are not valid `[mcp.<name>]` names or that a server of
-//! the user's config already uses.
+//! Servers over stdio, Streamable HTTP and the older HTTP+SSE transport are taken. The header
+//! values an editor passes with a URL server are held in memory only: sent on every request,
+//! redacted from the traces like any secret, never written (the pin names the headers, not
+//! their values). What Bosun cannot honour is said, never silently dropped: environment values
+//! Bosun's own environment does not hold, a header that cannot be sent, and names that are not
+//! valid `[mcp.<name>]` names or that a server of the user's config already uses.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    HttpHeader, McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
     RequestPermissionRequest, SessionId, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind,
 };
 use bosun_host::config::LoadedConfig;
-use bosun_host::mcp_config::{McpServerConfig, valid_server_name};
+use bosun_host::mcp_config::{McpServerConfig, UrlTransport, valid_server_name};
 use bosun_mcp::client::ServerReview;
 use bosun_mcp::pins::{PinStore, identity};
 
@@ -65,28 +67,23 @@ pub fn from_editor(
                     },
                 )
             }
-            McpServer::Http(http) => {
-                if !http.headers.is_empty() {
-                    notes.push(format!(
-                        "MCP server `{}`: the editor's HTTP header values are not sent (Bosun's config names a variable for each header)",
-                        http.name
-                    ));
-                }
-                (
-                    http.name.clone(),
-                    McpServerConfig {
-                        url: Some(http.url.clone()),
-                        ..empty_config()
-                    },
-                )
-            }
-            McpServer::Sse(sse) => {
-                notes.push(format!(
-                    "MCP server `{}` is left out: Bosun speaks Streamable HTTP and stdio, not the older SSE transport",
-                    sse.name
-                ));
-                continue;
-            }
+            McpServer::Http(http) => (
+                http.name.clone(),
+                McpServerConfig {
+                    url: Some(http.url.clone()),
+                    given_headers: given_headers(&http.name, &http.headers, &mut notes),
+                    ..empty_config()
+                },
+            ),
+            McpServer::Sse(sse) => (
+                sse.name.clone(),
+                McpServerConfig {
+                    url: Some(sse.url.clone()),
+                    transport: UrlTransport::Sse,
+                    given_headers: given_headers(&sse.name, &sse.headers, &mut notes),
+                    ..empty_config()
+                },
+            ),
             _ => {
                 notes.push(
                     "an MCP server of a transport Bosun does not know is left out".to_owned(),
@@ -101,10 +98,17 @@ pub fn from_editor(
             ));
             continue;
         }
+        let one = std::collections::BTreeMap::from([(name.clone(), config.clone())]);
+        if let Err((key, message)) = bosun_host::mcp_config::check_mcp_configs(&one) {
+            notes.push(format!(
+                "MCP server `{name}` from the editor is left out: {key}: {}",
+                bosun_core::escape_hidden(&message)
+            ));
+            continue;
+        }
         // The machine's managed policy allows MCP servers by name and identity: what it does
         // not allow from the user's config it does not allow from an editor either.
         if let Some(managed) = &user.managed {
-            let one = std::collections::BTreeMap::from([(name.clone(), config.clone())]);
             if let Err(refusal) = managed.check_mcp(&one) {
                 notes.push(format!(
                     "MCP server `{name}` from the editor is left out: the managed policy does not allow it ({}: {})",
@@ -124,6 +128,48 @@ pub fn from_editor(
     (taken, notes)
 }
 
+/// The header values an editor gave a URL server, kept in memory (sent on every request,
+/// redacted from traces, never written): a name that is not an HTTP header name, or a value
+/// that cannot be sent in one, is left out with a note that never shows the value.
+fn given_headers(
+    server: &str,
+    headers: &[HttpHeader],
+    notes: &mut Vec<String>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut given = std::collections::BTreeMap::new();
+    for header in headers {
+        let name_ok = http_header_name(&header.name);
+        let value_ok = header
+            .value
+            .bytes()
+            .all(|b| b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80)
+            && !header.value.is_empty();
+        if name_ok && value_ok {
+            given.insert(header.name.clone(), header.value.clone());
+        } else {
+            notes.push(format!(
+                "MCP server `{}`: header {} is not sent ({}); fix it in the editor's settings",
+                bosun_core::escape_hidden(server),
+                bosun_core::escape_hidden(&header.name),
+                if name_ok {
+                    "its value cannot be sent in an HTTP header"
+                } else {
+                    "not an HTTP header name"
+                }
+            ));
+        }
+    }
+    given
+}
+
+/// Whether `name` is an HTTP header name (a token: RFC 9110 §5.6.2).
+fn http_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 /// A config entry with nothing set (every field at its default).
 fn empty_config() -> McpServerConfig {
     McpServerConfig {
@@ -132,7 +178,9 @@ fn empty_config() -> McpServerConfig {
         cwd: None,
         env: Vec::new(),
         url: None,
+        transport: UrlTransport::StreamableHttp,
         headers: std::collections::BTreeMap::new(),
+        given_headers: std::collections::BTreeMap::new(),
         bearer_token_env: None,
         trusted: false,
         enabled: true,
@@ -306,5 +354,65 @@ mod tests {
                 "{note}"
             );
         }
+    }
+
+    /// An HTTP and an SSE server from the editor are taken with their header values held in
+    /// memory (what the transport sends); a header that cannot be sent is left out with a note
+    /// that never shows its value, and a URL that is not http(s) leaves the server out.
+    #[test]
+    fn editor_url_servers_keep_their_header_values_in_memory_only() {
+        use agent_client_protocol::v1::schema::{McpServerHttp, McpServerSse};
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        let workspace = bosun_host::Workspace::new(&root, &root).unwrap();
+        let config = LoadedConfig::load(&home, &workspace).unwrap();
+        let key = HttpHeader::new("X-Api-Key", "editor-key-31337");
+        let (taken, notes) = from_editor(
+            &[
+                McpServer::Http(
+                    McpServerHttp::new("web", "https://mcp.example.com/mcp")
+                        .headers(vec![key.clone()]),
+                ),
+                McpServer::Sse(McpServerSse::new("old", "http://127.0.0.1:9/sse").headers(vec![
+                    key.clone(),
+                    HttpHeader::new("X-Broken", "line\nbreak-secret-value"),
+                    HttpHeader::new("Bad Name", "another-secret-value"),
+                ])),
+                McpServer::Sse(McpServerSse::new("local", "file:///etc/passwd")),
+            ],
+            &config,
+        );
+        let names: Vec<&str> = taken.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["web", "old"], "{notes:?}");
+        for (_, server) in &taken {
+            assert_eq!(
+                server.given_headers,
+                std::collections::BTreeMap::from([(
+                    "X-Api-Key".to_owned(),
+                    "editor-key-31337".to_owned()
+                )])
+            );
+            assert!(server.headers.is_empty(), "no variable is named");
+        }
+        assert_eq!(taken[0].1.transport, UrlTransport::StreamableHttp);
+        assert_eq!(taken[1].1.transport, UrlTransport::Sse);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("X-Broken") && notes[1].contains("Bad Name"));
+        assert!(notes[2].contains("`local`") && notes[2].contains("file:///etc/passwd"));
+        for note in &notes {
+            assert!(!note.contains("secret-value"), "a value is never shown: {note}");
+        }
+        // The pin's identity names the headers, never their values.
+        let mut other = taken[0].1.clone();
+        other
+            .given_headers
+            .insert("X-Api-Key".to_owned(), "another-value".to_owned());
+        assert_eq!(identity(&taken[0].1), identity(&other));
+        other.given_headers.insert("X-More".to_owned(), "v".to_owned());
+        assert_ne!(identity(&taken[0].1), identity(&other));
     }
 }

@@ -737,10 +737,23 @@ impl LoadedConfig {
                 .values()
                 .flat_map(|p| p.env.iter().cloned()),
         );
+        // Values an MCP entry holds in memory (an editor's header values) are secrets too.
+        let given: Vec<(String, String)> = self
+            .user
+            .mcp
+            .iter()
+            .flat_map(|(name, server)| {
+                server
+                    .secret_values()
+                    .map(move |value| (format!("mcp.{name}"), value.clone()))
+            })
+            .collect();
         Redactor::from_env_and(
             std::env::vars(),
             &names,
-            bosun_claude::user_config::all_secrets(&self.home),
+            bosun_claude::user_config::all_secrets(&self.home)
+                .into_iter()
+                .chain(given),
         )
     }
 

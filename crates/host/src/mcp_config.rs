@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 /// How long one request to a server may take, by default.
 pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 60_000;
 
-/// One configured MCP server: exactly one of `command` (stdio) or `url` (Streamable HTTP).
+/// One configured MCP server: exactly one of `command` (stdio) or `url` (Streamable HTTP, or
+/// the older HTTP+SSE transport with `transport = "sse"`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
@@ -30,10 +31,20 @@ pub struct McpServerConfig {
     /// The endpoint (Streamable HTTP transport), `http://` or `https://`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How a `url` server is spoken to: Streamable HTTP (the default) or the older HTTP+SSE
+    /// transport (the URL is then the SSE stream's, which names where to post).
+    #[serde(default, skip_serializing_if = "UrlTransport::is_default")]
+    pub transport: UrlTransport,
     /// HTTP headers to send: header name → the name of the environment variable holding the
     /// value (values never live in the config file).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Header values handed over in memory by the face that opened the session (the headers an
+    /// editor passes with an HTTP or SSE server over ACP): sent on every request like
+    /// `headers`, never read from or written to a file, left out of the pin's identity (only
+    /// their names count) and redacted from traces ([`McpServerConfig::secret_values`]).
+    #[serde(skip)]
+    pub given_headers: BTreeMap<String, String>,
     /// The environment variable holding a bearer token for `Authorization`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token_env: Option<String>,
@@ -59,6 +70,35 @@ pub struct McpServerConfig {
     /// plugin layer makes one), with what it runs in and the values it is given.
     #[serde(skip)]
     pub provided: Option<ProvidedServer>,
+}
+
+/// How a `url` server is reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UrlTransport {
+    /// Streamable HTTP (MCP 2025-03-26 and later): one endpoint, POST and GET.
+    #[default]
+    StreamableHttp,
+    /// The HTTP+SSE transport of MCP 2024-11-05: a GET opens an event stream whose first
+    /// `endpoint` event names the URL messages are POSTed to; answers arrive on the stream.
+    Sse,
+}
+
+impl UrlTransport {
+    /// Whether it is Streamable HTTP (left out of a written config).
+    pub fn is_default(&self) -> bool {
+        *self == Self::StreamableHttp
+    }
+}
+
+impl McpServerConfig {
+    /// The secret values this entry carries in memory (header values an editor gave, a
+    /// plugin's expanded secrets), for the trace's redaction.
+    pub fn secret_values(&self) -> impl Iterator<Item = &String> {
+        self.given_headers
+            .values()
+            .chain(self.provided.iter().flat_map(|p| &p.secrets))
+    }
 }
 
 /// What a plugin-provided server (a Claude Code plugin's `.mcp.json`) is given besides its
@@ -185,6 +225,12 @@ pub fn check_mcp_configs(
                     return Err((
                         key,
                         "headers and bearer_token_env are for url servers".to_owned(),
+                    ));
+                }
+                if !server.transport.is_default() {
+                    return Err((
+                        format!("{key}.transport"),
+                        "transport is for url servers (a command server speaks stdio)".to_owned(),
                     ));
                 }
             }

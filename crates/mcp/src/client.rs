@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use bosun_core::{ErrorCode, ToolError, ToolName};
 use bosun_host::Host;
-use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig};
+use bosun_host::mcp_config::{DEFAULT_MCP_TIMEOUT_MS, McpServerConfig, UrlTransport};
 use bosun_launch::{Confinement, Jail, Launcher, Network};
 use rmcp::model::{
     ClientConfig, Implementation, ProtocolVersion, ServerNotification, SubscriptionFilter,
@@ -375,6 +375,29 @@ impl Server {
                     .await
                     .map_err(|e| ClientError::Handshake(e.to_string()))?;
                 Ok((client, jail))
+            }
+            (None, Some(url)) if self.config.transport == UrlTransport::Sse => {
+                let transport =
+                    crate::sse_client::SseClientTransport::connect(url, &self.config, &self.redirects)
+                        .await
+                        .map_err(|e| {
+                            crate::http_client::redirect_refused(&self.name, &e, &self.redirects)
+                                .map_or_else(
+                                    || ClientError::HttpHandshake {
+                                        url: url.clone(),
+                                        message: e.to_string(),
+                                    },
+                                    ClientError::Redirected,
+                                )
+                        })?;
+                let client = info
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| ClientError::HttpHandshake {
+                        url: url.clone(),
+                        message: e.to_string(),
+                    })?;
+                Ok((client, Jail::default()))
             }
             (None, Some(url)) => {
                 let signed_in = crate::oauth::signed_in(&self.home, &self.name, url);

@@ -101,13 +101,19 @@ fn parts_from(
             .map_err(|_| HttpClientError::HeaderValue { var: var.clone() })?;
         settings.custom_headers.insert(header, value);
     }
-    // A plugin's server carries its header values itself (expanded from its user config).
-    for (name, value) in config.provided.iter().flat_map(|p| &p.headers) {
+    // A plugin's server carries its header values itself (expanded from its user config), and
+    // an editor's server the values the editor gave.
+    for (name, value) in config
+        .provided
+        .iter()
+        .flat_map(|p| &p.headers)
+        .chain(&config.given_headers)
+    {
         let header = http::HeaderName::from_str(name)
             .map_err(|_| HttpClientError::HeaderName { name: name.clone() })?;
         let value =
             http::HeaderValue::from_str(value).map_err(|_| HttpClientError::HeaderValue {
-                var: format!("the plugin's value for {name}"),
+                var: format!("the value given for {name}"),
             })?;
         settings.custom_headers.insert(header, value);
     }

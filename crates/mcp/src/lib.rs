@@ -18,6 +18,7 @@ mod loopback;
 pub mod oauth;
 pub mod pins;
 pub mod server;
+pub mod sse_client;
 pub mod state;
 
 pub use client::{ServerState, attach, server_state};

@@ -301,6 +301,19 @@ pub fn identity(config: &McpServerConfig) -> String {
     {
         map.insert("sandbox".to_owned(), json!(config.sandbox));
     }
+    // The transport and the names of headers given in memory, likewise only when set (never
+    // the values: they are secrets, and a pin is a file).
+    if let Value::Object(map) = &mut given {
+        if !config.transport.is_default() {
+            map.insert("transport".to_owned(), json!(config.transport));
+        }
+        if !config.given_headers.is_empty() {
+            map.insert(
+                "given_headers".to_owned(),
+                json!(config.given_headers.keys().collect::<Vec<_>>()),
+            );
+        }
+    }
     digest(&canonical(&given))
 }
 

@@ -559,3 +559,213 @@ fn the_plan_the_model_keeps_reaches_the_editor_as_plan_updates() {
     assert_eq!(replayed.len(), 2, "{loaded:#}");
     assert_eq!(replayed[1]["entries"][0]["status"], "completed");
 }
+
+/// The Python SDK's keyed server (`tests/peers/mcp_keyed_server.py`) over `transport` (`sse`
+/// or `http`) on a free loopback port, answering only requests carrying `key`; stopped on drop.
+struct KeyedPeer {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl KeyedPeer {
+    fn start(transport: &str, key: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_keyed_server.py");
+        let child = Command::new(super::serve::python())
+            .arg(script)
+            .args([transport, &port.to_string()])
+            .env("BOSUN_TEST_API_KEY", key)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the keyed MCP server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port, dir }
+    }
+
+    /// How many requests it refused for a missing or wrong key.
+    fn refused(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("refused.txt"))
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for KeyedPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every file beneath `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// An editor passes an SSE server and a Streamable HTTP server, each with the header value
+/// the server demands. Both are listed with the header (the servers refuse every request
+/// without it), the person approves the SSE one and declines the other: only the approved
+/// server's tools are offered, its call reaches the server, and the header value is in no
+/// file of `$BOSUN_HOME` (traces, session, pins) nor anything the editor was sent.
+#[test]
+fn editor_mcp_servers_over_sse_and_http_send_their_headers_and_only_approved_ones_offer_tools() {
+    const KEY: &str = "editor-secret-5b1e9f27";
+    let sse = KeyedPeer::start("sse", KEY);
+    let http = KeyedPeer::start("http", KEY);
+    let env = Env::new();
+    let (_runtime, model) = serve(vec![
+        call("mcp__keyed__whoami", json!({})),
+        Step::text("The key was accepted."),
+    ]);
+    env.user_config(&model_config(
+        &model,
+        "[[policy.rules]]\naction = \"mcp.keyed.tool.*\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n",
+    ));
+    let header = json!([{"name": "X-Api-Key", "value": KEY}]);
+    let report = editor(
+        &env,
+        json!({
+            "answers": ["approve", "decline"],
+            "steps": [
+                {"initialize": true},
+                {"new": {"mcpServers": [
+                    {"type": "sse", "name": "keyed", "url": format!("http://127.0.0.1:{}/sse", sse.port), "headers": header},
+                    {"type": "http", "name": "declined", "url": format!("http://127.0.0.1:{}/mcp", http.port), "headers": header},
+                ]}},
+                {"prompt": "Who am I to the keyed server?"},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let init = &responses(&report, "initialize")[0]["result"];
+    assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["sse"], true);
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn",
+        "{report:#}\n{stderr}"
+    );
+    // Both servers were listed (with the header: they refuse without it) and asked about.
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{report:#}");
+    assert!(
+        asked[0]["toolCall"]["content"]
+            .to_string()
+            .contains("mcp__keyed__whoami"),
+        "{:#}",
+        asked[0]
+    );
+    assert!(
+        asked[1]["toolCall"]["content"]
+            .to_string()
+            .contains("mcp__declined__add"),
+        "{:#}",
+        asked[1]
+    );
+    assert_eq!((sse.refused(), http.refused()), (0, 0), "every request carried the header");
+    // Only the approved server's tools were offered, and its call went through.
+    let requests = model.requests();
+    let offered = requests[0]["tools"].to_string();
+    assert!(offered.contains("mcp__keyed__whoami"), "{offered}");
+    assert!(
+        !offered.contains("mcp__declined__"),
+        "a declined server offers no tool: {offered}"
+    );
+    let results = serde_json::to_string(&requests[1]["messages"]).unwrap();
+    assert!(
+        results.contains("accepted: the editor's key reached the server"),
+        "{results}"
+    );
+    // The value is nowhere: not in a trace, the session, the pins, nor what the editor saw.
+    assert!(env.home().join("mcp/pins.json").exists());
+    assert_eq!(files_holding(&env.home(), KEY), Vec::<PathBuf>::new());
+    assert!(!report["updates"].to_string().contains(KEY));
+    assert!(!report["permissions"].to_string().contains(KEY));
+}
+
+/// A prompt with an image, from the TypeScript SDK's editor: a model that takes images gets the
+/// provider's image part on its loopback server; a text-only one refuses it naming the key to
+/// set, and nothing reaches it.
+#[test]
+fn an_editor_image_reaches_a_model_that_takes_images_and_a_text_only_one_refuses_it() {
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAACklEQVR4nGMAAQAABQABDQottAAAAABJRU5ErkJggg==";
+    let image = json!([{"type": "image", "mimeType": "image/png", "data": PNG}]);
+    let plan = json!({"steps": [
+        {"initialize": true},
+        {"new": {}},
+        {"prompt": "What is this?", "blocks": image},
+    ]});
+
+    let env = Env::new();
+    let (_runtime, model) = serve(vec![Step::text("A single dot.")]);
+    env.user_config(&format!("{}images = true\n", model_config(&model, "")));
+    let report = editor(&env, plan.clone());
+    let init = &responses(&report, "initialize")[0]["result"];
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{report:#}"
+    );
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn",
+        "{report:#}"
+    );
+    let requests = model.requests();
+    let user = requests[0]["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        user["content"],
+        json!([
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}},
+            {"type": "text", "text": "What is this?"},
+        ])
+    );
+
+    let env = Env::new();
+    let (_runtime2, model2) = serve(vec![Step::text("never")]);
+    env.user_config(&model_config(&model2, ""));
+    let report = editor(&env, plan);
+    let init = &responses(&report, "initialize")[0]["result"];
+    assert_ne!(
+        init["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "a text-only model: no image capability"
+    );
+    let refused = &responses(&report, "prompt")[0]["error"];
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("set `images = true` in [models.scripted]"),
+        "{report:#}"
+    );
+    assert!(model2.requests().is_empty(), "nothing reached the model");
+}

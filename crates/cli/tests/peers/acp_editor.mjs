@@ -14,6 +14,8 @@
 //   {"model": "<entry>"}                     session/set_config_option model
 //   {"prompt": "text", "cancelOn": "text"}   session/prompt; with cancelOn, session/cancel as
 //                                            soon as a tool call's content shows that text
+//   {"prompt": "text", "blocks": [...]}      session/prompt with these content blocks (an
+//                                            image, say) before the text
 //   {"raw": "<line>"}                        a raw line on the agent's stdin (garbage)
 //   {"request": {"method": m, "params": p}}  any request, its answer or error recorded
 import { spawn } from "node:child_process";
@@ -126,7 +128,7 @@ await editor.connectWith(stream, async (agent) => {
       cancelled = false;
       await record("prompt", agent.request(acp.methods.agent.session.prompt, {
         sessionId: step.session ?? sessionId,
-        prompt: [{ type: "text", text: step.prompt }],
+        prompt: [...(step.blocks ?? []), { type: "text", text: step.prompt }],
       }));
       cancelOn = null;
     } else if (step.raw !== undefined) {

@@ -33,3 +33,26 @@ fn a_claude_plugins_secrets_are_redacted_from_traces() {
     // Values too short to redact usefully are left, as for every secret.
     assert!(!redactor.finds("abc"));
 }
+
+/// Enforcement: `McpServerConfig::secret_values` in `LoadedConfig::redactor`. The header values
+/// an editor hands over with an MCP server live only in memory; once the server is part of a
+/// turn's config, the trace redacts them like any secret.
+#[test]
+fn header_values_an_mcp_entry_holds_in_memory_are_redacted_from_traces() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let workspace = Workspace::new(&root, &root).unwrap();
+    let mut config = LoadedConfig::load(home.path(), &workspace).unwrap();
+    let mut server: bosun_host::mcp_config::McpServerConfig =
+        toml::from_str("url = \"https://mcp.example.com/mcp\"\n").unwrap();
+    server
+        .given_headers
+        .insert("X-Api-Key".to_owned(), "editor-key-7731".to_owned());
+    config.user.mcp.insert("docs".to_owned(), server);
+    let redactor = config.redactor();
+    assert_eq!(
+        redactor.redact_str("the server echoed editor-key-7731"),
+        "the server echoed [REDACTED:mcp.docs]"
+    );
+}
