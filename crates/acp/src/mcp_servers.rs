@@ -377,11 +377,13 @@ mod tests {
                     McpServerHttp::new("web", "https://mcp.example.com/mcp")
                         .headers(vec![key.clone()]),
                 ),
-                McpServer::Sse(McpServerSse::new("old", "http://127.0.0.1:9/sse").headers(vec![
-                    key.clone(),
-                    HttpHeader::new("X-Broken", "line\nbreak-secret-value"),
-                    HttpHeader::new("Bad Name", "another-secret-value"),
-                ])),
+                McpServer::Sse(
+                    McpServerSse::new("old", "http://127.0.0.1:9/sse").headers(vec![
+                        key.clone(),
+                        HttpHeader::new("X-Broken", "line\nbreak-secret-value"),
+                        HttpHeader::new("Bad Name", "another-secret-value"),
+                    ]),
+                ),
                 McpServer::Sse(McpServerSse::new("local", "file:///etc/passwd")),
             ],
             &config,
@@ -404,7 +406,10 @@ mod tests {
         assert!(notes[0].contains("X-Broken") && notes[1].contains("Bad Name"));
         assert!(notes[2].contains("`local`") && notes[2].contains("file:///etc/passwd"));
         for note in &notes {
-            assert!(!note.contains("secret-value"), "a value is never shown: {note}");
+            assert!(
+                !note.contains("secret-value"),
+                "a value is never shown: {note}"
+            );
         }
         // The pin's identity names the headers, never their values.
         let mut other = taken[0].1.clone();
@@ -412,7 +417,9 @@ mod tests {
             .given_headers
             .insert("X-Api-Key".to_owned(), "another-value".to_owned());
         assert_eq!(identity(&taken[0].1), identity(&other));
-        other.given_headers.insert("X-More".to_owned(), "v".to_owned());
+        other
+            .given_headers
+            .insert("X-More".to_owned(), "v".to_owned());
         assert_ne!(identity(&taken[0].1), identity(&other));
     }
 }

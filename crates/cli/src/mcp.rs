@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use bosun_host::approval::sanitize_for_terminal;
-use bosun_host::mcp_config::McpServerConfig;
+use bosun_host::mcp_config::{McpServerConfig, UrlTransport};
 use bosun_host::plugin_runtime::claude::installed_mcp_servers;
 use bosun_mcp::client::{Change, ReviewError, ServerReview};
 use bosun_mcp::pins::PinStore;
@@ -18,7 +18,7 @@ use crate::env::load;
 use crate::exit;
 use crate::term::{errln, outln};
 
-fn transport(config: &bosun_host::mcp_config::McpServerConfig) -> String {
+fn transport(config: &McpServerConfig) -> String {
     // A plugin's server is shown as declared: its secrets as the placeholders it wrote.
     if let Some(provided) = &config.provided {
         return format!("{} (plugin {})", provided.declared, provided.plugin);
@@ -32,6 +32,7 @@ fn transport(config: &bosun_host::mcp_config::McpServerConfig) -> String {
             }
             format!("stdio: {text}")
         }
+        (None, Some(url)) if config.transport == UrlTransport::Sse => format!("sse: {url}"),
         (None, Some(url)) => format!("http: {url}"),
         (None, None) => "?".to_owned(),
     }
@@ -312,6 +313,11 @@ pub fn login(name: &str) -> Result<u8> {
     let Some(url) = &config.url else {
         bail!("MCP server `{name}` is a command, not a URL: only URL servers sign in with OAuth");
     };
+    if config.transport == UrlTransport::Sse {
+        bail!(
+            "MCP server `{name}` uses the older SSE transport, which Bosun does not sign in to with OAuth: give it headers or bearer_token_env in [mcp.{name}]"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

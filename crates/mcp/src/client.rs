@@ -377,19 +377,22 @@ impl Server {
                 Ok((client, jail))
             }
             (None, Some(url)) if self.config.transport == UrlTransport::Sse => {
-                let transport =
-                    crate::sse_client::SseClientTransport::connect(url, &self.config, &self.redirects)
-                        .await
-                        .map_err(|e| {
-                            crate::http_client::redirect_refused(&self.name, &e, &self.redirects)
-                                .map_or_else(
-                                    || ClientError::HttpHandshake {
-                                        url: url.clone(),
-                                        message: e.to_string(),
-                                    },
-                                    ClientError::Redirected,
-                                )
-                        })?;
+                let transport = crate::sse_client::SseClientTransport::connect(
+                    url,
+                    &self.config,
+                    &self.redirects,
+                )
+                .await
+                .map_err(|e| {
+                    crate::http_client::redirect_refused(&self.name, &e, &self.redirects)
+                        .map_or_else(
+                            || ClientError::HttpHandshake {
+                                url: url.clone(),
+                                message: e.to_string(),
+                            },
+                            ClientError::Redirected,
+                        )
+                })?;
                 let client = info
                     .serve_with_lifecycle(transport, lifecycle)
                     .await

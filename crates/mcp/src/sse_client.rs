@@ -495,10 +495,8 @@ mod tests {
         })
         .await;
         let url = format!("{}/sse", server.base());
-        let mut config: McpServerConfig = toml::from_str(&format!(
-            "url = {url:?}\ntransport = \"sse\"\n"
-        ))
-        .unwrap();
+        let mut config: McpServerConfig =
+            toml::from_str(&format!("url = {url:?}\ntransport = \"sse\"\n")).unwrap();
         config
             .given_headers
             .insert("X-Api-Key".into(), "the-editors-key".into());

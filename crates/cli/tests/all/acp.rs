@@ -692,7 +692,11 @@ fn editor_mcp_servers_over_sse_and_http_send_their_headers_and_only_approved_one
         "{:#}",
         asked[1]
     );
-    assert_eq!((sse.refused(), http.refused()), (0, 0), "every request carried the header");
+    assert_eq!(
+        (sse.refused(), http.refused()),
+        (0, 0),
+        "every request carried the header"
+    );
     // Only the approved server's tools were offered, and its call went through.
     let requests = model.requests();
     let offered = requests[0]["tools"].to_string();
