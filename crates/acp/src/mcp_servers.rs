@@ -108,14 +108,14 @@ pub fn from_editor(
         }
         // The machine's managed policy allows MCP servers by name and identity: what it does
         // not allow from the user's config it does not allow from an editor either.
-        if let Some(managed) = &user.managed {
-            if let Err(refusal) = managed.check_mcp(&one) {
-                notes.push(format!(
-                    "MCP server `{name}` from the editor is left out: the managed policy does not allow it ({}: {})",
-                    refusal.rule, refusal.message
-                ));
-                continue;
-            }
+        if let Some(managed) = &user.managed
+            && let Err(refusal) = managed.check_mcp(&one)
+        {
+            notes.push(format!(
+                "MCP server `{name}` from the editor is left out: the managed policy does not allow it ({}: {})",
+                refusal.rule, refusal.message
+            ));
+            continue;
         }
         if user.user.mcp.contains_key(&name) {
             notes.push(format!(
