@@ -773,3 +773,248 @@ fn an_editor_image_reaches_a_model_that_takes_images_and_a_text_only_one_refuses
     );
     assert!(model2.requests().is_empty(), "nothing reached the model");
 }
+
+/// Every answer the editor can give maps to Bosun's: allow for this session (the same call is
+/// not asked again), always in this workspace (the narrow rules written under
+/// `$BOSUN_HOME/approvals/`, and a later turn not asked), reject with a sentence (the model
+/// reads it at once), reject to explain later (the turn ends; the next message tells the model
+/// why), and a turn cancelled while a question is open withdraws it (`$/cancel_request`) and
+/// nothing runs.
+#[test]
+fn each_approval_answer_of_the_editor_becomes_bosuns() {
+    let env = Env::new();
+    let touch = |file: &str| call("run_command", json!({"program": "touch", "args": [file]}));
+    let echo = |word: &str| call("run_command", json!({"program": "echo", "args": [word]}));
+    let (_runtime, model) = serve(vec![
+        // 1: allowed for the session, then the same call again without a question.
+        touch("a.txt"),
+        touch("a.txt"),
+        Step::text("Touched twice."),
+        // 2: always in this workspace; 3: a later turn is not asked.
+        echo("one"),
+        Step::text("Said one."),
+        echo("two"),
+        Step::text("Said two."),
+        // 4: rejected with a sentence the model reads at once.
+        touch("b.txt"),
+        Step::text("Then the Makefile."),
+        // 5: rejected to explain later: the turn ends; 6: the reason arrives.
+        touch("c.txt"),
+        Step::text("Understood."),
+        // 7: cancelled while asked.
+        touch("d.txt"),
+        Step::text("never sent"),
+    ]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({
+            "answers": [
+                "allow-session",
+                "allow-always",
+                "reject|Use the Makefile instead",
+                "reject-explain",
+                "cancel-turn",
+            ],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Touch a.txt twice."},
+                {"prompt": "Say one."},
+                {"prompt": "Say two."},
+                {"prompt": "Touch b.txt."},
+                {"prompt": "Touch c.txt."},
+                {"prompt": "Because c.txt is generated."},
+                {"prompt": "Touch d.txt."},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let stops: Vec<&Value> = responses(&report, "prompt")
+        .iter()
+        .map(|p| &p["result"]["stopReason"])
+        .collect();
+    assert_eq!(
+        stops,
+        [
+            "end_turn",
+            "end_turn",
+            "end_turn",
+            "end_turn",
+            "end_turn",
+            "end_turn",
+            "cancelled"
+        ],
+        "{report:#}\n{stderr}"
+    );
+    let titles: Vec<String> = report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["toolCall"]["title"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(titles.len(), 5, "one question per answer: {titles:#?}");
+    for (title, word) in titles
+        .iter()
+        .zip(["a.txt", "one", "b.txt", "c.txt", "d.txt"])
+    {
+        assert!(title.contains(word), "{title} should name {word}");
+    }
+
+    // Allowed for the session: ran both times, asked once.
+    assert!(env.ws().join("a.txt").exists());
+    // Always: the narrow rule is written, and turn 3's echo ran unasked.
+    let approvals = env.home().join("approvals");
+    assert!(
+        !files_holding(&approvals, "echo").is_empty(),
+        "the rule is written under {}",
+        approvals.display()
+    );
+    let said = text_of(&updates(&report, "agent_message_chunk"));
+    assert!(said.contains("Said two."), "{said}");
+    // Rejected with a sentence: nothing ran, and the model read the sentence in the same turn.
+    assert!(!env.ws().join("b.txt").exists());
+    let requests = model.requests();
+    let after_b = serde_json::to_string(&requests[8]["messages"]).unwrap();
+    assert!(after_b.contains("Use the Makefile instead"), "{after_b}");
+    // Rejected to explain later: the turn ended without another model request, and the next
+    // message is what the model reads with the refusal.
+    assert!(!env.ws().join("c.txt").exists());
+    assert_eq!(
+        requests.len(),
+        12,
+        "no request after the explained rejection until the person spoke"
+    );
+    let reason = serde_json::to_string(&requests[10]["messages"]).unwrap();
+    assert!(reason.contains("Because c.txt is generated."), "{reason}");
+    // Cancelled while asked: the open question was withdrawn and nothing ran.
+    assert_eq!(report["withdrawn"], json!([true]), "{report:#}");
+    assert!(!env.ws().join("d.txt").exists());
+    let session = responses(&report, "new")[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        stored_session(&env.home(), &session)["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7,
+        "every turn is stored, the cancelled one included"
+    );
+}
+
+/// Keys and models: `initialize` lists an authentication method per missing key, named after
+/// its variable, and `authenticate` says which variable to set; the model option switches to
+/// another `[models.<name>]` entry for the next turn (its requests go to that model), while an
+/// unknown entry or one whose key is missing is refused at once, naming what to fix.
+#[test]
+fn the_editor_is_told_which_key_to_set_and_switches_between_configured_models() {
+    const MISSING: &str = "BOSUN_TEST_ACP_MISSING_KEY";
+    let env = Env::new();
+    let (_runtime, first) = serve(vec![Step::text("never")]);
+    let (_runtime2, other) = serve(vec![Step::text("From the other model.")]);
+    env.user_config(&format!(
+        "{}\n[models.other]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n\n[models.keyed]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\napi_key_env = \"{MISSING}\"\n",
+        model_config(&first, ""),
+        other.base_url(),
+        other.base_url()
+    ));
+    let method = format!("env:{MISSING}");
+    let report = editor(
+        &env,
+        json!({
+            "steps": [
+                {"initialize": true},
+                {"request": {"method": "authenticate", "params": {"methodId": method}}},
+                {"new": {}},
+                {"model": "keyed"},
+                {"model": "nope"},
+                {"model": "other"},
+                {"prompt": "Hello."},
+            ],
+        }),
+    );
+    let init = &responses(&report, "initialize")[0]["result"];
+    let methods: Vec<&str> = init["authMethods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, [method.as_str()], "{init:#}");
+    let refused = &responses(&report, "authenticate")[0]["error"];
+    assert_eq!(refused["code"], -32000, "auth_required: {report:#}");
+    assert!(
+        refused["message"].as_str().unwrap().contains(MISSING),
+        "{refused}"
+    );
+    let models = responses(&report, "model");
+    let keyed = models[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(keyed.contains(MISSING), "{report:#}");
+    let unknown = models[1]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        unknown.contains("no [models.nope]") && unknown.contains("other"),
+        "{unknown}"
+    );
+    let chosen = &models[2]["result"]["configOptions"][0];
+    assert_eq!(chosen["currentValue"], "other", "{report:#}");
+    assert_eq!(
+        responses(&report, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(first.requests().is_empty(), "the first model was left");
+    assert_eq!(other.requests().len(), 1);
+    assert!(text_of(&updates(&report, "agent_message_chunk")).contains("From the other model."));
+}
+
+/// Bosun's slash commands typed in the panel: `/mode read-only` switches the mode (the editor
+/// is told with `current_mode_update`) and `/status` names the session, the model, the mode
+/// and the last run's trace; neither reaches the model.
+#[test]
+fn slash_commands_in_the_panel_switch_the_mode_and_report_status() {
+    let env = Env::new();
+    let (_runtime, model) = serve(vec![Step::text("Hi.")]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({"steps": [
+            {"initialize": true},
+            {"new": {}},
+            {"prompt": "Hello."},
+            {"prompt": "/mode read-only"},
+            {"prompt": "/status"},
+        ]}),
+    );
+    let stops: Vec<&Value> = responses(&report, "prompt")
+        .iter()
+        .map(|p| &p["result"]["stopReason"])
+        .collect();
+    assert_eq!(stops, ["end_turn", "end_turn", "end_turn"], "{report:#}");
+    let switched = updates(&report, "current_mode_update");
+    assert_eq!(switched.len(), 1, "{report:#}");
+    assert_eq!(switched[0]["currentModeId"], "read-only");
+    let said = text_of(&updates(&report, "agent_message_chunk"));
+    let session = responses(&report, "new")[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = stored_session(&env.home(), &session)["run_ids"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for expected in [
+        format!("Session {session}"),
+        "model: scripted".to_owned(),
+        "mode: read-only".to_owned(),
+        format!("bosun inspect {run}"),
+    ] {
+        assert!(said.contains(&expected), "{expected} in {said}");
+    }
+    assert_eq!(model.requests().len(), 1, "commands never reach the model");
+}

@@ -2,7 +2,9 @@
 // npm, installed by scripts/acp-peers), used by Bosun's tests as the client of `bosun acp`. It
 // starts the agent, plays one scenario of a plan and prints, as one JSON object on stdout,
 // everything the agent sent: responses, session updates, permission requests, file reads and
-// writes. It answers permission requests from the plan's `answers`, in order, and keeps
+// writes. It answers permission requests from the plan's `answers`, in order (an option id,
+// `option|reason` to send a reason in `_meta`, `cancelled`, or `cancel-turn`: cancel the turn
+// and record in `withdrawn` whether the agent withdrew the open question), and keeps
 // "unsaved buffers" (the plan's `buffers`): reads see them, writes land in them, not on disk.
 //
 // Usage: BOSUN_ACP_NODE_MODULES=<dir> node acp_editor.mjs '<plan JSON>'
@@ -40,7 +42,7 @@ agentProcess.stderr.on("data", (chunk) => {
   stderr += chunk.toString();
 });
 
-const report = { responses: [], updates: [], permissions: [], reads: [], writes: [], errors: [] };
+const report = { responses: [], updates: [], permissions: [], reads: [], writes: [], errors: [], withdrawn: [] };
 const buffers = new Map(Object.entries(plan.buffers ?? {}));
 const answers = [...(plan.answers ?? [])];
 let sessionId = null;
@@ -62,9 +64,23 @@ const editor = acp
       await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
     }
   })
-  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params, agent, signal }) => {
     report.permissions.push(params);
     const answer = answers.shift();
+    if (answer === "cancel-turn") {
+      // Cancel the turn while the question is open, and wait for the agent to withdraw it.
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+      const withdrawn = await new Promise((resolve) => {
+        if (signal.aborted) return resolve(true);
+        const timer = setTimeout(() => resolve(false), 10000);
+        signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      report.withdrawn.push(withdrawn);
+      return { outcome: { outcome: "cancelled" } };
+    }
     if (answer === undefined || answer === "cancelled") {
       return { outcome: { outcome: "cancelled" } };
     }
