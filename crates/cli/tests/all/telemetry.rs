@@ -200,6 +200,10 @@ fn a_run_exports_genai_spans_metrics_and_logs_without_content_or_secrets() {
     assert!(attr_str(root, "bosun.sandbox").starts_with("sandbox: "));
     assert_eq!(attr_str(chat, "gen_ai.operation.name"), "chat");
     assert_eq!(attr_str(chat, "gen_ai.request.model"), "bosun-scripted");
+    // The scripted model speaks Chat Completions: the provider is named as its client knows it.
+    assert_eq!(attr_str(chat, "gen_ai.provider.name"), "openai");
+    assert_eq!(attr_str(chat, "bosun.model.api"), "openai-chat");
+    assert_eq!(attr_str(root, "gen_ai.provider.name"), "openai");
     assert!(
         attr(chat, "gen_ai.usage.input_tokens").is_some(),
         "{chat:#}"
