@@ -329,6 +329,9 @@ impl LoadedConfig {
                         message,
                     }
                 }
+                crate::managed::LoadError::Invalid(path, key, message) => {
+                    ConfigError::Invalid { path, key, message }
+                }
             })?;
         let user_file = read_optional(&home.join("config.toml"))?;
         let mut user: Config = match &user_file {
@@ -431,6 +434,16 @@ impl LoadedConfig {
                 .map_err(refused)?;
             managed
                 .check_plugins(&user.plugins, home)
+                .map_err(refused)?;
+            let written = |key: &str| {
+                user_file.as_ref().is_some_and(|file| {
+                    let mut path = vec!["telemetry"];
+                    path.extend(key.split('.'));
+                    line_of_key(&file.text, &path).is_some()
+                })
+            };
+            managed
+                .apply_telemetry(&mut user.telemetry, &written)
                 .map_err(refused)?;
         }
         let workspace_trust =

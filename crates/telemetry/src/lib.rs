@@ -33,7 +33,7 @@ mod projector;
 pub mod signal;
 
 pub use config::{
-    ContentConfig, Endpoint, ExporterConfig, HeaderValue, OtlpHttpConfig, Protocol, Settings,
+    ContentConfig, Endpoint, ExporterConfig, Forced, HeaderValue, OtlpHttpConfig, Protocol, Settings,
     Signal, TelemetryConfig,
 };
 pub use context::{SpanContext, SpanId, TraceId};
