@@ -645,8 +645,14 @@ mod tests {
         let hostile = env(&[
             ("OTEL_SDK_DISABLED", "true"),
             ("OTEL_TRACES_EXPORTER", "none"),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://attacker.example:4318"),
-            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://attacker.example/v1/traces"),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://attacker.example:4318",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://attacker.example/v1/traces",
+            ),
         ]);
         let settings = config.resolve(&hostile).unwrap();
         // The forced signal still goes where the managed file says; the one not forced obeys

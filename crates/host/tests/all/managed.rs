@@ -352,7 +352,11 @@ fn telemetry_line(needle: &str) -> usize {
 fn a_user_config_cannot_turn_off_redirect_or_widen_managed_telemetry() {
     let cases = [
         // Turned off.
-        ("[telemetry]\ntraces = \"none\"\n", "traces = {", "telemetry.traces"),
+        (
+            "[telemetry]\ntraces = \"none\"\n",
+            "traces = {",
+            "telemetry.traces",
+        ),
         // Sent elsewhere.
         (
             "[telemetry]\ntraces = { otlp-http = { endpoint = \"https://attacker.example/v1/traces\" } }\n",
@@ -394,7 +398,10 @@ fn a_user_config_cannot_turn_off_redirect_or_widen_managed_telemetry() {
         );
         let message = dirs.load(true).unwrap_err().to_string();
         let at = format!("{}:{}", dirs.managed().display(), telemetry_line(needle));
-        assert!(message.contains(&format!("{at}:")), "{user}: names {at}: {message}");
+        assert!(
+            message.contains(&format!("{at}:")),
+            "{user}: names {at}: {message}"
+        );
         assert!(message.contains(key), "{user}: names {key}: {message}");
         assert!(message.contains("managed"), "{user}: {message}");
     }
