@@ -114,10 +114,16 @@ pub struct ServeConfig {
     /// Without it each process seals with a random key of its own.
     #[serde(default)]
     pub state_key_env: Option<String>,
-    /// How long a request state may be answered, in seconds (10–3600; default 300). It is
-    /// also how long a state replayed to another instance could be accepted there.
+    /// How long a request state may be answered, in seconds (10–3600; default 300). Without
+    /// `state_redemptions_dir` it is also how long a state replayed to another instance could
+    /// be accepted there.
     #[serde(default)]
     pub state_ttl_secs: Option<u64>,
+    /// A directory every instance shares (created if missing), where each redeemed request
+    /// state is recorded as a file created exclusively, so a state replayed to any instance is
+    /// refused.
+    #[serde(default)]
+    pub state_redemptions_dir: Option<PathBuf>,
     /// `Host` header values served besides the listening address, e.g. the load balancer's
     /// `lb.example.com` or `127.0.0.1:8080`.
     #[serde(default)]

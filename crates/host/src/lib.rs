@@ -38,6 +38,7 @@ pub mod file_access;
 pub mod flow;
 pub mod front_matter;
 pub mod hooks;
+pub mod layers;
 mod host;
 pub mod managed;
 pub mod mcp_config;
