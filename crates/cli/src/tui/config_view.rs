@@ -20,3 +20,62 @@ pub(crate) fn config(env: &Env, mode: PermissionMode, model: &str) -> Result<Str
     };
     layers(&env.config, &flags).map(|settings| render(&settings).trim_end().to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_names_what_this_session_switched_as_the_flag_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let model = |name: &str| {
+            format!(
+                "[models.{name}]\nprovider = \"openai-chat\"\nmodel = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+            )
+        };
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "mode = \"read-only\"\ndefault_model = \"a\"\n\n{}\n{}",
+                model("a"),
+                model("b")
+            ),
+        )
+        .unwrap();
+        let env = crate::env::load_in(&ws, &home).unwrap();
+        let user = home.join("config.toml").display().to_string();
+        let line = |text: &str, key: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(key))
+                .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+                .to_owned()
+        };
+        // As configured: the user's file and its lines.
+        let text = config(&env, PermissionMode::ReadOnly, "a").unwrap();
+        assert!(
+            line(&text, "mode").contains(&format!("read-only  [user {user}:1]")),
+            "{text}"
+        );
+        assert!(
+            line(&text, "default_model").contains(&format!("a  [user {user}:2]")),
+            "{text}"
+        );
+        assert!(
+            line(&text, "models.b.provider").contains(&format!("[user {user}:")),
+            "{text}"
+        );
+        // Switched in this session: the flag layer, named by where it was switched.
+        let text = config(&env, PermissionMode::Plan, "b").unwrap();
+        assert!(
+            line(&text, "mode").contains("plan  [flag /mode (this session)]"),
+            "{text}"
+        );
+        assert!(
+            line(&text, "default_model").contains("b  [flag /model (this session)]"),
+            "{text}"
+        );
+    }
+}
