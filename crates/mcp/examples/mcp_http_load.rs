@@ -157,7 +157,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .enumerate()
                 .map(|(n, pid)| (
                     pid.clone(),
-                    samples.iter().map(|s| s[n]).collect::<Vec<_>>()
+                    json!(samples.iter().map(|s| s[n]).collect::<Vec<_>>())
                 ))
                 .collect::<serde_json::Map<_, _>>()
         );
