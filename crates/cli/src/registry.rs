@@ -478,7 +478,15 @@ pub fn publish(
             url,
             timeout_secs,
             auth,
-        } => publish_to_oci(kind, prepared, &url, timeout_secs, auth.as_ref(), &key, json),
+        } => publish_to_oci(
+            kind,
+            prepared,
+            &url,
+            timeout_secs,
+            auth.as_ref(),
+            &key,
+            json,
+        ),
     }
 }
 

@@ -146,10 +146,16 @@ pub fn credentials_for(
                     .ok()
                     .and_then(|d| String::from_utf8(d).ok())
                     .ok_or_else(|| {
-                        login(format!("its `auth` in {} is not base64 of user:password", path.display()))
+                        login(format!(
+                            "its `auth` in {} is not base64 of user:password",
+                            path.display()
+                        ))
                     })?;
                 let (username, password) = decoded.split_once(':').ok_or_else(|| {
-                    login(format!("its `auth` in {} is not user:password", path.display()))
+                    login(format!(
+                        "its `auth` in {} is not user:password",
+                        path.display()
+                    ))
                 })?;
                 return Ok(Credentials::Basic {
                     username: username.to_owned(),
@@ -303,7 +309,9 @@ mod tests {
             r#"{{"auths":{{"https://registry.example:5000/v1/":{{"auth":"{auth}"}},"other.example":{{"username":"u","password":"p"}},"tok.example":{{"registrytoken":"rt"}}}}}}"#
         ));
         let basic = credentials_for(&path, "registry.example:5000", Helpers::Never).unwrap();
-        assert!(matches!(basic, Credentials::Basic { ref username, ref password } if username == "me" && password == "s3cret"));
+        assert!(
+            matches!(basic, Credentials::Basic { ref username, ref password } if username == "me" && password == "s3cret")
+        );
         assert!(matches!(
             credentials_for(&path, "registry.example", Helpers::Never).unwrap(),
             Credentials::Anonymous
@@ -335,7 +343,8 @@ mod tests {
 
     #[test]
     fn helpers_run_only_when_allowed_and_only_by_plain_name() {
-        let (_dir, path) = config(r#"{"credHelpers":{"r.example":"../../bin/sh"},"credsStore":"desktop"}"#);
+        let (_dir, path) =
+            config(r#"{"credHelpers":{"r.example":"../../bin/sh"},"credsStore":"desktop"}"#);
         // Without leave to run programs, a helper is not asked: anonymous.
         assert!(matches!(
             credentials_for(&path, "r.example", Helpers::Never).unwrap(),
@@ -358,7 +367,9 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
         let got = ask_program(helper.as_os_str(), "r.example:5000", HELPER_TIMEOUT).unwrap();
-        assert!(matches!(got, Credentials::Basic { ref username, ref password } if username == "robot" && password == "hunter2"));
+        assert!(
+            matches!(got, Credentials::Basic { ref username, ref password } if username == "robot" && password == "hunter2")
+        );
         assert!(!format!("{got:?}").contains("hunter2"));
         assert!(matches!(
             ask_program(helper.as_os_str(), "elsewhere.example", HELPER_TIMEOUT).unwrap(),

@@ -612,7 +612,9 @@ mod tests {
         let mut header = tar::Header::new_ustar();
         header.set_size(2);
         header.set_mode(0o644);
-        builder.append_data(&mut header, "a/b.txt", &b"hi"[..]).unwrap();
+        builder
+            .append_data(&mut header, "a/b.txt", &b"hi"[..])
+            .unwrap();
         let plain = builder.into_inner().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("out");
@@ -652,7 +654,10 @@ mod tests {
             max_files: 1,
             ..UnpackLimits::default()
         };
-        assert!(matches!(refused(&two, &one_file), OciError::TooLarge { .. }));
+        assert!(matches!(
+            refused(&two, &one_file),
+            OciError::TooLarge { .. }
+        ));
     }
 
     #[cfg(unix)]

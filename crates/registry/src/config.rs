@@ -213,9 +213,10 @@ pub fn check(sources: &BTreeMap<String, RegistryConfig>) -> Result<(), RegistryE
                 } => vec![username_env, password_env],
                 RegistryAuth::Token { token_env } => vec![token_env],
             };
-            if names.iter().any(|n| {
-                n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            }) {
+            if names
+                .iter()
+                .any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            {
                 return Err(bad(
                     "auth names environment variables (letters, digits and _), never the secret itself",
                 ));

@@ -307,7 +307,11 @@ impl OciSource {
         signature: &Digest,
         (name, version): (&str, &str),
     ) -> Result<Target, RegistryError> {
-        let artifact = self.client().await?.pull_artifact(repository, signature).await?;
+        let artifact = self
+            .client()
+            .await?
+            .pull_artifact(repository, signature)
+            .await?;
         let manifest = &artifact.manifest.manifest;
         let layer = match artifact.layers() {
             [layer]

@@ -614,7 +614,11 @@ fn a_skill_is_published_signed_then_found_and_installed_from_the_catalog() {
         key.to_str().unwrap(),
     ]);
     assert_ne!(code(&again), 0);
-    assert!(stderr(&again).contains("already published"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already published"),
+        "{}",
+        stderr(&again)
+    );
     let bare = env.dir.path().join("skillsrc2/bare");
     std::fs::create_dir_all(&bare).unwrap();
     std::fs::write(bare.join("SKILL.md"), skill_md("bare", "x")).unwrap();

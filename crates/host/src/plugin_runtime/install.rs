@@ -399,7 +399,9 @@ impl PluginManager {
         // Offered now, by the runtimes' own code from what is in place (trusted, locked), so
         // the model's next request in this turn lists the tools; each call still passes the
         // chokepoint.
-        let offered = self.offer_installed(access, &record.name, &ctx.workspace).await;
+        let offered = self
+            .offer_installed(access, &record.name, &ctx.workspace)
+            .await;
         let listed = |tools: &[String]| {
             if tools.is_empty() {
                 "none declared".to_owned()
@@ -452,10 +454,9 @@ impl PluginManager {
         let plugin = name.to_owned();
         // Activating a JavaScript plugin blocks on a thread of its own: off the async workers.
         let offered = tokio::task::spawn_blocking(move || {
-            let trust = bosun_plugins::TrustStore::load(bosun_plugins::TrustStore::default_path(
-                &home,
-            ))
-            .map_err(|e| e.to_string())?;
+            let trust =
+                bosun_plugins::TrustStore::load(bosun_plugins::TrustStore::default_path(&home))
+                    .map_err(|e| e.to_string())?;
             let user_plugins = BTreeMap::from([(plugin.clone(), entry)]);
             let builtins: Vec<&str> = reserved.iter().map(String::as_str).collect();
             let catalog = bosun_plugins::Catalog::build(bosun_plugins::catalog::CatalogInput {

@@ -611,7 +611,9 @@ async fn a_plugin_installed_from_a_registry_offers_its_tools_in_the_same_turn() 
         panic!("{called:?}");
     };
     assert!(
-        serde_json::to_string(output).unwrap().contains("hello, Ada"),
+        serde_json::to_string(output)
+            .unwrap()
+            .contains("hello, Ada"),
         "{output:?}"
     );
     // Through the chokepoint as always: the call was decided and traced.

@@ -515,7 +515,8 @@ pub fn prepare_skill(
     for (rel, bytes) in &files {
         let path = laid.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("creating {}", parent.display())))?;
         }
         std::fs::write(&path, bytes).map_err(io(format!("writing {}", path.display())))?;
     }
