@@ -174,7 +174,7 @@ fn write_entries(mut entries: Vec<Entry>, origin: &Path) -> Result<Vec<u8>, OciE
                 builder.append_data(&mut header, path, bytes.as_slice())
             }
         };
-        result.map_err(|e| OciError::io(&origin.join(entry.path()), e))?;
+        result.map_err(|e| OciError::io(origin.join(entry.path()), e))?;
     }
     let encoder = builder.into_inner().map_err(|e| OciError::io(origin, e))?;
     encoder.finish().map_err(|e| OciError::io(origin, e))
