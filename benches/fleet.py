@@ -13,7 +13,7 @@ the commit it was built from), else the debug build, said so in the output; `--b
 names another. The load generator is built in the dev profile (its dependencies are optimised
 there; its own code is a loop).
 
-Usage: python3 benches/fleet.py [--calls N] [--clients N] [--max-seconds S] [--bosun PATH]
+Usage: python3 benches/fleet.py [--calls N] [--clients N] [--max-seconds S] [--bosun PATH] [--no-build]
 """
 
 import argparse
@@ -108,15 +108,18 @@ def main():
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--max-seconds", type=float, default=300)
     parser.add_argument("--bosun", type=Path)
+    parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
     args = parser.parse_args()
 
     bosun = args.bosun
     if bosun is None:
         bosun = TARGET / "release" / "bosun"
         if not bosun.exists():
-            run(["cargo", "build", "--quiet", "-p", "bosun-cli"], cwd=ROOT)
+            if not args.no_build:
+                run(["cargo", "build", "--quiet", "-p", "bosun-cli"], cwd=ROOT)
             bosun = TARGET / "debug" / "bosun"
-    run(["cargo", "build", "--quiet", "-p", "bosun-mcp", "--example", "mcp_http_load"], cwd=ROOT)
+    if not args.no_build:
+        run(["cargo", "build", "--quiet", "-p", "bosun-mcp", "--example", "mcp_http_load"], cwd=ROOT)
     generator = TARGET / "debug" / "examples" / "mcp_http_load"
     version = run([str(bosun), "--version"], capture_output=True).stdout.strip()
     profile = "release" if "release" in bosun.parts else "debug" if "debug" in bosun.parts else "as given"
