@@ -23,6 +23,7 @@ mod markdown;
 mod mention;
 mod person;
 mod registry;
+mod rendered;
 mod results;
 mod slash;
 #[cfg(test)]

@@ -223,6 +223,8 @@ pub(crate) struct App {
     pub(super) tokens: (u64, u64),
     /// The `@path` popup.
     pub(super) mentions: super::mention::Mentions,
+    /// Each entry's lines as last drawn, so a frame lays out only what changed.
+    pub(super) rendered: super::rendered::Rendered,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -289,6 +291,7 @@ impl App {
             context_warned: false,
             tokens: (0, 0),
             mentions: super::mention::Mentions::default(),
+            rendered: super::rendered::Rendered::default(),
             engine,
             env,
             session: None,

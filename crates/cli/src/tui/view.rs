@@ -442,37 +442,55 @@ fn modal(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>) {
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-/// The whole conversation as lines `width` columns wide.
-pub(super) fn conversation_lines(app: &App, width: usize) -> Vec<Line<'static>> {
-    let guard = app.url_guard();
-    let mut lines: Vec<Line> = Vec::new();
-    for (i, entry) in app.entries.iter().enumerate() {
-        if i > 0 && matches!(entry, Entry::User(_) | Entry::Command(_)) {
-            lines.push(Line::raw(""));
-        }
-        entry_lines(entry, width, guard.as_deref(), app.expanded, &mut lines);
-    }
-    lines
+/// The conversation's lines at `width`, laid out again only where an entry changed
+/// ([`super::rendered`]), handed to `read`.
+fn with_conversation<R>(
+    app: &App,
+    width: usize,
+    read: impl FnOnce(&super::rendered::Lines<'_>) -> R,
+) -> R {
+    let layout = super::rendered::Layout {
+        width,
+        expanded: app.expanded,
+        guard: app.url_guard(),
+    };
+    let lay_out = |entry: &Entry| {
+        let mut lines = Vec::new();
+        entry_lines(
+            entry,
+            width,
+            layout.guard.as_deref(),
+            layout.expanded,
+            &mut lines,
+        );
+        lines
+    };
+    app.rendered
+        .with_lines(&app.entries, &layout, lay_out, read)
 }
 
 /// The conversation as plain text, for the terminal's own scrollback after leaving.
 pub(crate) fn transcript_text(app: &App, width: usize) -> Vec<String> {
-    conversation_lines(app, width.max(10))
+    with_conversation(app, width.max(10), |lines| lines.range(0, lines.len()))
         .iter()
         .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
         .collect()
 }
 
+/// The conversation's rows that fit `area`, from the bottom up `app.scroll` lines: only those
+/// are copied and drawn, however long the conversation.
 fn conversation(app: &App, frame: &mut Frame, area: Rect) {
     let width = usize::from(area.width.max(10));
-    let mut lines = conversation_lines(app, width);
     let height = usize::from(area.height);
-    let most = lines.len().saturating_sub(height);
-    app.max_scroll.set(most);
-    let scroll = app.scroll.min(most);
-    let end = lines.len() - scroll;
-    let start = end.saturating_sub(height);
-    let mut shown: Vec<Line> = lines.drain(start..end).collect();
+    let (mut shown, scroll) = with_conversation(app, width, |lines| {
+        let total = lines.len();
+        let most = total.saturating_sub(height);
+        app.max_scroll.set(most);
+        let scroll = app.scroll.min(most);
+        let end = total - scroll;
+        let start = end.saturating_sub(height);
+        (lines.range(start, end), scroll)
+    });
     if scroll > 0
         && let Some(last) = shown.last_mut()
     {
