@@ -4,7 +4,7 @@
 //! on the terminal.
 
 use bosun_core::ApprovalAnswer;
-use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::approval::{AnswerReach, sanitize_for_terminal};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -319,7 +319,13 @@ fn approval_layout(
             tail.push(Line::raw(line));
         }
     } else {
-        if !tight && !request.capabilities.is_empty() {
+        let reach = request.reach;
+        if let Some(why) = reach.why_narrower() {
+            // Fewer keys than usual: say why, so the person does not look for the others.
+            for line in wrap(why, width, "", "") {
+                tail.push(Line::raw(line));
+            }
+        } else if !tight && !request.capabilities.is_empty() {
             // What "for this session" will cover, said before the key is pressed.
             for line in wrap(
                 "[s] covers exactly these capabilities; any other asks again",
@@ -330,20 +336,27 @@ fn approval_layout(
                 tail.push(Line::raw(line));
             }
         }
-        let keys: [(&str, &str); 4] = if width >= 58 {
-            [
+        let wide = width >= 58;
+        let keys: Vec<(&str, &str)> = match reach {
+            AnswerReach::Once => vec![("y", " yes  "), ("n", " no (Esc)")],
+            AnswerReach::Session if wide => vec![
+                ("o", " once  "),
+                ("s", " this session  "),
+                ("d", " deny (Esc)"),
+            ],
+            AnswerReach::Session => vec![("o", " once "), ("s", " session "), ("d", " deny")],
+            AnswerReach::Workspace if wide => vec![
                 ("o", " once  "),
                 ("s", " this session  "),
                 ("w", " always here  "),
                 ("d", " deny (Esc)"),
-            ]
-        } else {
-            [
+            ],
+            AnswerReach::Workspace => vec![
                 ("o", " once "),
                 ("s", " session "),
                 ("w", " always "),
                 ("d", " deny"),
-            ]
+            ],
         };
         let spans: Vec<Span<'static>> = keys
             .iter()
