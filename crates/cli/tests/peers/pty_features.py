@@ -116,9 +116,17 @@ for _ in range(10):
     if done:
         break
 else:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    term.fail("bosun did not leave after ten Ctrl-C presses")
+    # Left the screen, bosun may still be storing the session and closing the trace.
+    end = time.time() + 20
+    while time.time() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        term.read_for(0.2)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        term.fail("bosun did not leave after ten Ctrl-C presses and 20 s")
 term.read_for(0.5)
 term.dump()
 sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 2)

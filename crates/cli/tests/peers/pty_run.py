@@ -43,4 +43,8 @@ term.read_for(0.3)
 if not term.on_screen("│ partial-output-1"):
     term.fail("the command's output is gone after Ctrl-C")
 term.dump()
-sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 2)
+if os.WIFEXITED(status):
+    sys.stderr.write(f"bosun exited with {os.WEXITSTATUS(status)}\n")
+    sys.exit(os.WEXITSTATUS(status))
+sys.stderr.write(f"bosun was killed by signal {os.WTERMSIG(status)}\n")
+sys.exit(2)
