@@ -40,6 +40,12 @@ def wait_until(check, seconds, what):
             term.fail(f"no {what} within {seconds} s")
 
 
+def wait_ready(what):
+    """Waits for the idle prompt: a run's answer can be on screen while it is still storing
+    the session, and what is typed then is queued or refused."""
+    wait_until(lambda: " ready " in term.rows()[-3], 60, f"the idle prompt after {what}")
+
+
 term.answer_trust("y")
 wait("Type a task", 30, "start screen")
 
@@ -80,16 +86,19 @@ wait("› " + " " * 40, 10, "the emptied prompt")
 # `!cmd` runs through the chokepoint; its output streams into the transcript.
 send("!echo from-the-shell-$((6*7))\r")
 wait("from-the-shell-42", 30, "the command's output")
+wait_ready("the command")
 
 # A run that patches one file and creates another, then /undo puts both back.
 send("Change the answer.\r")
 wait("Changed it.", 60, "the run's answer")
+wait_ready("the run")
 with open(os.path.join(workspace, "src/lib.rs")) as f:
     if "43" not in f.read():
         term.fail("the run did not patch src/lib.rs")
 send("/undo\r")
 wait("undid the file changes", 30, "the undo")
 wait("removed (the run created them): notes.txt", 30, "the created file named")
+wait_ready("the undo")
 
 # Esc interrupts a running command: its output so far stays in its cell, and a task typed
 # while it ran comes back to the prompt instead of being sent.
