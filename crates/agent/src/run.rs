@@ -544,6 +544,9 @@ impl Agent {
                     .messages
                     .push(Message::tool_result(call.id, content, is_error));
             }
+            // The step's calls reach the trace file before their results go anywhere (the
+            // next request, a compaction, the caller): the trace's durability contract.
+            trace.flush();
             if cancel.is_cancelled() {
                 return RunEnd::Cancelled;
             }
