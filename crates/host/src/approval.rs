@@ -89,9 +89,9 @@ impl AnswerReach {
             Self::Session => Some(
                 "a capability asked mid-call is allowed once or for this session; no rule is written for it alone",
             ),
-            Self::Once => Some(
-                "one install at a time: the next one asks again, with its own review",
-            ),
+            Self::Once => {
+                Some("one install at a time: the next one asks again, with its own review")
+            }
         }
     }
 }
