@@ -258,6 +258,22 @@ enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Publish a skill to a signed catalog folder or an OCI registry: read by the skills'
+    /// discovery (nothing runs), its version from the front matter's `version`, signed with
+    /// the key.
+    Publish {
+        /// The skill's folder (its name is the skill's).
+        path: std::path::PathBuf,
+        /// A catalog folder, a configured registry, or oci://HOST[:PORT]/NAMESPACE.
+        #[arg(long)]
+        to: String,
+        /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -796,6 +812,18 @@ fn main() -> ExitCode {
             yes,
             json,
         ),
+        Command::Skills(SkillsCommand::Publish {
+            path,
+            to,
+            key,
+            json,
+        }) => registry::publish(
+            bosun_registry::ArtifactKind::Skill,
+            &path,
+            &to,
+            key.as_deref(),
+            json,
+        ),
         Command::Registry(command) => match command {
             RegistryCommand::Keygen { file } => registry::keygen(file.as_deref()),
             RegistryCommand::Init { dir, key } => registry::init(&dir, key.as_deref()),
@@ -904,7 +932,13 @@ fn main() -> ExitCode {
                 to,
                 key,
                 json,
-            } => registry::publish(&path, &to, key.as_deref(), json),
+            } => registry::publish(
+                bosun_registry::ArtifactKind::Plugin,
+                &path,
+                &to,
+                key.as_deref(),
+                json,
+            ),
             PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
         },
     };

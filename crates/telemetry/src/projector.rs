@@ -653,6 +653,26 @@ impl Projector {
                 );
                 Some(call.open.context())
             }
+            Event::ActionDecided {
+                call_id,
+                action,
+                explanation,
+                ..
+            } => {
+                let call = run.tools.get_mut(call_id)?;
+                call.open.event(
+                    now,
+                    "bosun.action.decided",
+                    vec![
+                        ("bosun.action".to_owned(), s(action.clone())),
+                        (
+                            "bosun.policy.decision".to_owned(),
+                            s(explanation.decision.to_string()),
+                        ),
+                    ],
+                );
+                Some(call.open.context())
+            }
             Event::ToolStarted { call_id, .. } => {
                 let call = run.tools.get_mut(call_id)?;
                 call.open.event(now, "bosun.tool.started", Vec::new());

@@ -75,9 +75,7 @@ impl App {
             Slash::Plugins => slash::plugins(&env),
             Slash::Trust(name) => self.ask_trust(&name).map(|()| String::new()),
             Slash::Untrust(name) => self.ask_untrust(&name).map(|()| String::new()),
-            Slash::PluginSearch { query, from } => {
-                super::registry::search(&env, &query, from.as_deref())
-            }
+            Slash::PluginSearch { query, from } => Ok(self.search_plugins(query, from)),
             Slash::PluginInstall { spec, from } => self.install_plugin(&spec, from.as_deref()),
             Slash::Policy => Ok(slash::policy(&env)),
             Slash::PolicyCheck {

@@ -225,6 +225,9 @@ pub(crate) struct App {
     pub(super) mentions: super::mention::Mentions,
     /// Each entry's lines as last drawn, so a frame lays out only what changed.
     pub(super) rendered: super::rendered::Rendered,
+    /// `/plugins search`es under way on a worker (their results arrive as
+    /// [`AppEvent::SearchEnded`]).
+    pub(super) searching: usize,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -292,6 +295,7 @@ impl App {
             tokens: (0, 0),
             mentions: super::mention::Mentions::default(),
             rendered: super::rendered::Rendered::default(),
+            searching: 0,
             engine,
             env,
             session: None,
@@ -386,6 +390,7 @@ impl App {
             AppEvent::TurnEnded(end) => self.turn_ended(*end),
             AppEvent::Compacted(end) => self.compacted(*end),
             AppEvent::CommandEnded(end) => self.command_ended(*end),
+            AppEvent::SearchEnded(end) => self.search_ended(*end),
         }
     }
 

@@ -118,6 +118,16 @@ impl Timeline {
                 capability.capability.as_action(),
                 explanation.summary()
             ),
+            Event::ActionDecided {
+                call_id,
+                action,
+                explanation,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} asked mid-call for {action} — decided {}",
+                explanation.summary()
+            ),
             Event::ReviewAnswered {
                 call_id,
                 reviewer,
@@ -416,6 +426,12 @@ impl Labels {
                 ..
             }
             | Event::CapabilityDecided {
+                call_id,
+                tool,
+                explanation,
+                ..
+            }
+            | Event::ActionDecided {
                 call_id,
                 tool,
                 explanation,
