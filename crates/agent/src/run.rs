@@ -438,6 +438,7 @@ impl Agent {
                 trace.record(Event::ModelStarted {
                     step,
                     model: self.model.clone(),
+                    provider: self.provider.name().to_owned(),
                     messages: request.messages.len() as u64,
                     estimated_input_tokens: estimate_tokens(
                         &self.system_prompt.text,

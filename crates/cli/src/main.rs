@@ -646,6 +646,19 @@ enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Each setting in force; with --layers, the layer that set it (managed, user, project,
+    /// flag, default), where (file:line), and the managed rule constraining it.
+    Show {
+        /// Say which layer set each setting, and where.
+        #[arg(long)]
+        layers: bool,
+        /// Show the settings as `bosun run --model NAME` would have them.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a commented starter config to $BOSUN_HOME/config.toml, with the models found on
     /// this machine (OPENAI_API_KEY, ANTHROPIC_API_KEY, a local Ollama or vLLM).
     Init {
@@ -727,6 +740,11 @@ fn main() -> ExitCode {
             run, json, kind, ..
         } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
+        Command::Config(ConfigCommand::Show {
+            layers,
+            model,
+            json,
+        }) => commands::config_show(layers, model, json),
         Command::Config(ConfigCommand::Init { force }) => first_run::config_init(force),
         Command::Doctor { json } => doctor::doctor(json),
         Command::Completions { shell } => {

@@ -283,6 +283,10 @@ pub enum Event {
         step: u32,
         /// The provider's model id.
         model: String,
+        /// The adapter that speaks to it (`openai-chat`, `openai-responses`, `anthropic`);
+        /// empty in traces written before it was recorded.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        provider: String,
         /// Messages in the request.
         messages: u64,
         /// Estimated input tokens (UTF-8 bytes / 4).

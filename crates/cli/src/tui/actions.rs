@@ -116,6 +116,8 @@ impl App {
             Slash::Rewind(None) => self.rewind_points(),
             Slash::Rewind(Some((n, force))) => self.rewind_to(n, force),
             Slash::Status => Ok(self.status()),
+            Slash::Config => super::config_view::config(&env, self.permission, &self.model)
+                .map_err(anyhow::Error::msg),
             Slash::Mode(name) => self.mode_command(name.as_deref()),
             Slash::Review(focus) => self.review(focus),
             Slash::Skills => Ok(slash::skills(&env)),

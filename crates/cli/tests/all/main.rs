@@ -779,6 +779,7 @@ mod claude;
 mod claude_components;
 mod claude_mcp;
 mod clients;
+mod config_layers;
 mod first_hour;
 mod fleet;
 mod hardening;

@@ -181,6 +181,7 @@ impl Timeline {
                 model,
                 messages,
                 estimated_input_tokens,
+                ..
             } => writeln!(
                 out,
                 "  [{at:>5} ms] model step {step}: {model}, {messages} messages, ~{estimated_input_tokens} tokens in"
