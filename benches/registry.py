@@ -10,6 +10,9 @@
 3. `bosun plugins list` with 20 installed plugins, with no registry configured and with three
    configured (a Reef, a signed folder and an OCI registry): a configured registry must cost a
    listing nothing, since listing never opens a source.
+4. The first call of a plugin's tool in a fresh process (`bosun tools call`, the whole host
+   assembled, the call through the chokepoint), with no registry configured and with the same
+   three: the host opens no source at start, so the Reef server must see no request at all.
 
 Usage: python3 benches/registry.py [RUNS]   (builds `bosun` in release unless BOSUN_BIN is set)
 """
@@ -65,12 +68,32 @@ def reef_tree(root):
     return (root / "plugins" / "index" / "catalog.json").stat().st_size
 
 
+REQUESTS = []
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        REQUESTS.append(self.path)
+
+
 def serve(root):
-    handler = lambda *a, **kw: http.server.SimpleHTTPRequestHandler(*a, directory=str(root), **kw)
-    http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+    handler = lambda *a, **kw: Handler(*a, directory=str(root), **kw)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+GREETER = """export const manifest = {
+  name: "greeter", version: "1.0.0", description: "Greets", classification: "PUBLIC",
+  trust: "sandboxed", declaredEndpoints: [],
+};
+export const toolDefinitions = [
+  { name: "greet", description: "Greets.", parameters: { who: { type: "string", description: "Whom", required: true } } },
+];
+export function createExecutor(context) {
+  return async (name, input) => (name === "greet" ? `hello, ${input.who}` : null);
+};
+"""
 
 
 def timed(cmd, env, cwd):
@@ -147,6 +170,32 @@ def main():
             for label, (env, samples) in lists.items():
                 samples.append(timed([str(bosun), "plugins", "list", "--json"], env, ws))
 
+        # 4. the first call of a plugin's tool, without and with registries configured.
+        src = scratch / "src" / "greeter"
+        src.mkdir(parents=True)
+        (src / "mod.ts").write_text(GREETER)
+        firsts = {}
+        for label, registries in [
+            ("no registry", ""),
+            ("three registries", f'[registries.reef]\nkind = "reef"\nurl = "{url}"\n\n'
+             f'[registries.corp]\nkind = "dir"\npath = "{scratch}/catalog"\nkeys = ["{"a" * 64}"]\n\n'
+             f'[registries.hub]\nkind = "oci"\nurl = "127.0.0.1:9/acme"\nkeys = ["{"b" * 64}"]\n'),
+        ]:
+            home = scratch / f"home-call-{len(firsts)}"
+            home.mkdir()
+            (home / "config.toml").write_text(registries)
+            env = dict(os.environ, BOSUN_HOME=str(home))
+            subprocess.run([str(bosun), "plugins", "install", str(src), "--yes"], env=env, cwd=ws, check=True, capture_output=True)
+            tools = json.loads(subprocess.run([str(bosun), "tools", "list", "--json"], env=env, cwd=ws, check=True, capture_output=True, text=True).stdout)
+            names = [t["name"] for t in (tools["tools"] if isinstance(tools, dict) else tools) if "greet" in t["name"]]
+            assert len(names) == 1, names
+            firsts[label] = (env, names[0], [])
+        before = len(REQUESTS)
+        for _ in range(runs):
+            for label, (env, tool, samples) in firsts.items():
+                samples.append(timed([str(bosun), "tools", "call", tool, '{"who": "Ada"}', "--yes", "--json"], env, ws))
+        assert len(REQUESTS) == before, f"the host fetched at start: {REQUESTS[before:]}"
+
         print(f"bosun: {bosun}  runs: {runs}  catalog: {ENTRIES} entries, {size / 1e6:.1f} MB")
         print(f"Reef catalog {size / 1e6:.1f} MB")
         print("| what | median (p90) |")
@@ -157,6 +206,9 @@ def main():
         print(f"| `plugins search` over a signed catalog of {ENTRIES:,}, trusted versions kept | {summary(kept)} |")
         for label, (_, samples) in lists.items():
             print(f"| `plugins list` (20 JS plugins), {label} | {summary(samples)} |")
+        for label, (_, _, samples) in firsts.items():
+            print(f"| first call of a JS plugin's tool (`tools call`, fresh process), {label} | {summary(samples)} |")
+        print(f"requests the Reef server saw during the first calls: {len(REQUESTS) - before}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

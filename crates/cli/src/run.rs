@@ -599,7 +599,18 @@ pub fn run(
                 stored.id
             )),
         ),
-        RunEnd::ModelFailed(e) => (MODEL_ERROR, Some(format!("model `{name}`: {e}"))),
+        RunEnd::ModelFailed(e) => (
+            MODEL_ERROR,
+            Some(if bosun_agent::compaction::is_overflow(e) {
+                // The run compacted once already; what is left is over the window.
+                format!(
+                    "model `{name}`: {e}; the conversation is over the model's context window even after compacting the earlier turns: start a new session (without --resume), or set `context_window` in [models.{name}] in {} so Bosun compacts in time",
+                    config_path(&env)
+                )
+            } else {
+                format!("model `{name}`: {e}")
+            }),
+        ),
     };
     if let Some(lines) = &json_lines {
         let outcome = serde_json::to_value(report.end.trace_outcome())?;

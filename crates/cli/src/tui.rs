@@ -24,6 +24,7 @@ mod markdown;
 mod mention;
 mod person;
 mod registry;
+mod rendered;
 mod results;
 mod slash;
 #[cfg(test)]

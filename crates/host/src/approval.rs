@@ -41,6 +41,59 @@ pub struct ApprovalRequest {
     pub decision: Decision,
     /// Why policy asks: the deciding rule.
     pub reason: String,
+    /// How far an allow can reach beyond this call: which answers a face offers.
+    pub reach: AnswerReach,
+}
+
+/// How far a person's allow can reach beyond the call asked about. A face offers only the
+/// answers that mean something for the question, so no key promises more than it grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerReach {
+    /// Once, for this session (the action with exactly these capabilities), or always in this
+    /// workspace (policy rules written to the approvals file): a whole tool call.
+    #[default]
+    Workspace,
+    /// Once or for this session: a capability a running call asks for. A rule written for it
+    /// alone could say more than the person saw, so nothing is written.
+    Session,
+    /// This call only: an action asked with its own review (installing a plugin). A wider
+    /// grant would let the next install through without its review being read.
+    Once,
+}
+
+impl AnswerReach {
+    /// Whether "for this session" means more than "once" here.
+    pub fn offers_session(self) -> bool {
+        matches!(self, Self::Workspace | Self::Session)
+    }
+
+    /// Whether "always in this workspace" writes rules here.
+    pub fn offers_always(self) -> bool {
+        self == Self::Workspace
+    }
+
+    /// `answer` if it is one offered here; an answer not offered denies, like any other
+    /// unrecognised answer.
+    pub fn admit(self, answer: ApprovalAnswer) -> ApprovalAnswer {
+        match answer {
+            ApprovalAnswer::AllowSession if !self.offers_session() => ApprovalAnswer::Deny,
+            ApprovalAnswer::AllowAlways if !self.offers_always() => ApprovalAnswer::Deny,
+            other => other,
+        }
+    }
+
+    /// Why the wider answers are not offered, for the person reading the question.
+    pub fn why_narrower(self) -> Option<&'static str> {
+        match self {
+            Self::Workspace => None,
+            Self::Session => Some(
+                "a capability asked mid-call is allowed once or for this session; no rule is written for it alone",
+            ),
+            Self::Once => {
+                Some("one install at a time: the next one asks again, with its own review")
+            }
+        }
+    }
 }
 
 impl ApprovalRequest {
@@ -233,8 +286,8 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
         request.decision,
         sanitize_for_terminal(&request.reason)
     ));
-    if request.review.is_some() {
-        text.push_str("  [s] and [w] allow this install only: another install asks again\n");
+    if let Some(why) = request.reach.why_narrower() {
+        text.push_str(&format!("  {why}\n"));
     } else if request.capabilities.is_empty() {
         text.push_str("  [s] allows this tool for the rest of the session\n");
     } else {
@@ -242,15 +295,23 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
             "  [s] allows this tool for the rest of the session with exactly these capabilities (another program, path or host asks again)\n",
         );
     }
-    if request.review.is_none() {
+    if request.reach.offers_always() {
         text.push_str(
             "  [w] always in this workspace: shows the policy rules it would write, then asks\n",
         );
     }
     // The same keys as the terminal UI's approval box.
-    text.push_str(
-        "Allow? [o] once  [s] this session  [w] always here  [d] deny (default; `d <reason>` tells the model why): ",
-    );
+    text.push_str(match request.reach {
+        AnswerReach::Workspace => {
+            "Allow? [o] once  [s] this session  [w] always here  [d] deny (default; `d <reason>` tells the model why): "
+        }
+        AnswerReach::Session => {
+            "Allow? [o] once  [s] this session  [d] deny (default; `d <reason>` tells the model why): "
+        }
+        AnswerReach::Once => {
+            "Allow? [y] yes  [n] no (default; `n <reason>` tells the model why): "
+        }
+    });
     text
 }
 
@@ -370,7 +431,7 @@ impl TerminalBroker {
             let Some(line) = ask(&prompt) else {
                 return ApprovalAnswer::Unavailable;
             };
-            let answer = parse_answer(&line);
+            let answer = request.reach.admit(parse_answer(&line));
             if answer == ApprovalAnswer::Deny
                 && let Some(reason) = deny_reason(&line)
                 && let Ok(mut kept) = self.feedback.lock()
@@ -451,6 +512,7 @@ mod tests {
             capabilities: vec![CapabilityRequest::parse("process.spawn:rm").unwrap()],
             decision: Decision::Ask,
             reason: "mode workspace-write asks for process".into(),
+            reach: AnswerReach::Workspace,
         }
     }
 
@@ -459,6 +521,55 @@ mod tests {
         let prompt = render_prompt(&request());
         assert!(!prompt.contains('\u{1b}'), "{prompt}");
         assert!(prompt.contains("\\u{1b}[2Jgone"));
+    }
+
+    /// An install is allowed one at a time: the prompt offers yes or no and says why, and an
+    /// `s` or `w` typed anyway denies instead of widening anything; a capability asked
+    /// mid-call offers the session but writes no rule.
+    #[test]
+    fn the_prompt_offers_only_the_answers_that_mean_something() {
+        let once = ApprovalRequest {
+            reach: AnswerReach::Once,
+            ..request()
+        };
+        let prompt = render_prompt(&once);
+        assert!(
+            prompt
+                .ends_with("Allow? [y] yes  [n] no (default; `n <reason>` tells the model why): "),
+            "{prompt}"
+        );
+        assert!(prompt.contains("the next one asks again"), "{prompt}");
+        assert!(
+            !prompt.contains("[s]") && !prompt.contains("[w]"),
+            "{prompt}"
+        );
+        for typed in ["s", "w", "always"] {
+            assert_eq!(
+                once.reach.admit(parse_answer(typed)),
+                ApprovalAnswer::Deny,
+                "{typed}"
+            );
+        }
+        assert_eq!(
+            once.reach.admit(parse_answer("y")),
+            ApprovalAnswer::AllowOnce
+        );
+        let session = ApprovalRequest {
+            reach: AnswerReach::Session,
+            ..request()
+        };
+        let prompt = render_prompt(&session);
+        assert!(prompt.contains("[s] this session"), "{prompt}");
+        assert!(!prompt.contains("[w]"), "{prompt}");
+        assert_eq!(
+            session.reach.admit(parse_answer("s")),
+            ApprovalAnswer::AllowSession
+        );
+        assert_eq!(session.reach.admit(parse_answer("w")), ApprovalAnswer::Deny);
+        assert_eq!(
+            AnswerReach::Workspace.admit(ApprovalAnswer::AllowAlways),
+            ApprovalAnswer::AllowAlways
+        );
     }
 
     /// The prompt as a person reads it, escape sequence and session scope included.

@@ -367,6 +367,7 @@ mod tests {
             capabilities: Vec::new(),
             decision: Decision::Ask,
             reason: "mode rule".to_owned(),
+            reach: bosun_host::approval::AnswerReach::Workspace,
         }
     }
 

@@ -91,7 +91,7 @@ impl SignedSource {
             });
         }
         let stored = load_state(&self.state)?.filter(|s| s.pinned == self.pinned);
-        let mut set = match stored {
+        let mut set = match &stored {
             Some(state) => TrustedSet::restore(&state.metadata)?,
             None => {
                 let bytes = crate::update::first_root(&self.origin).await?;
@@ -103,6 +103,10 @@ impl SignedSource {
             pinned: self.pinned.clone(),
             metadata: set.stored(),
         };
+        // Nothing new verified: the state on disk stands (no rewrite of a large catalog).
+        if stored.as_ref() == Some(&state) {
+            return Ok(set);
+        }
         let text =
             serde_json::to_vec_pretty(&state).map_err(|e| RegistryError::malformed("state", e))?;
         bosun_plugins::atomic::write_atomic(&self.state, &text).map_err(RegistryError::io(

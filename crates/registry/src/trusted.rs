@@ -555,19 +555,57 @@ impl TrustedSet {
         Ok(())
     }
 
-    /// The delegated roles to load next: those the trusted targets files delegate to that are
-    /// not loaded yet, in search order. Each comes with the name of the role delegating.
-    pub fn pending_delegations(&self) -> Vec<String> {
-        let mut pending = Vec::new();
-        let loaded = |name: &str| self.delegated.contains_key(name);
+    /// Whether the trusted file of `role` (`targets` or a delegated role) is exactly the one
+    /// the trusted snapshot pins — its version, and its length and SHA-256 where the snapshot
+    /// gives them — so it need not be fetched and verified again (a client keeping verified
+    /// metadata does so, as python-tuf's does). Its signatures were checked when it was
+    /// trusted or restored under the same root; its expiry is checked by [`Self::check_fresh`].
+    pub fn holds_pinned(&self, role: &str) -> bool {
+        let Ok(pinned) = self.snapshot_entry(role) else {
+            return false;
+        };
+        let held = if role == "targets" {
+            self.targets.as_ref()
+        } else {
+            self.delegated.get(role)
+        };
+        held.is_some_and(|held| {
+            held.signed.version == pinned.version
+                && verify_bytes(
+                    role,
+                    &held.bytes,
+                    pinned.length,
+                    pinned
+                        .hashes
+                        .as_ref()
+                        .and_then(|h| h.get("sha256"))
+                        .map(String::as_str),
+                )
+                .is_ok()
+        })
+    }
+
+    /// Every role the trusted targets files delegate to, in search order.
+    pub fn delegations(&self) -> Vec<String> {
+        let mut all: Vec<String> = Vec::new();
         for targets in self.targets.iter().chain(self.delegated.values()) {
             for role in targets.signed.delegations.iter().flat_map(|d| &d.roles) {
-                if !loaded(&role.name) && !pending.contains(&role.name) {
-                    pending.push(role.name.clone());
+                if !all.contains(&role.name) {
+                    all.push(role.name.clone());
                 }
             }
         }
-        pending
+        all
+    }
+
+    /// Forgets delegated roles not in `keep` (no longer delegated to).
+    pub fn retain_delegated(&mut self, keep: &BTreeSet<String>) {
+        self.delegated.retain(|name, _| keep.contains(name));
+    }
+
+    /// The bytes of the trusted delegated role `name`, if any.
+    pub fn held_delegated(&self, name: &str) -> Option<Vec<u8>> {
+        self.delegated.get(name).map(|v| v.bytes.clone())
     }
 
     /// The keys a delegated role is signed with, from the first loaded role that delegates it.

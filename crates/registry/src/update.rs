@@ -70,26 +70,42 @@ pub async fn refresh(
     let snapshot = required(origin, "snapshot.json", cap).await?;
     set.update_snapshot(&snapshot, now)?;
 
-    let cap = set
-        .targets_length("targets")
-        .unwrap_or(MAX_TARGETS_BYTES)
-        .min(MAX_TARGETS_BYTES);
-    let targets = required(origin, "targets.json", cap).await?;
-    set.update_targets(&targets, now)?;
+    // A targets file the snapshot pins exactly as trusted (same version, length and hash,
+    // verified under this same root) is not fetched and verified again: for a large catalog
+    // that was most of a search's time.
+    let same_root = set.root_version() == before.version;
+    let mut all_held = same_root && set.holds_pinned("targets");
+    if !all_held {
+        let cap = set
+            .targets_length("targets")
+            .unwrap_or(MAX_TARGETS_BYTES)
+            .min(MAX_TARGETS_BYTES);
+        let targets = required(origin, "targets.json", cap).await?;
+        set.update_targets(&targets, now)?;
+    }
 
-    let mut loaded = 0;
-    loop {
-        let pending = set.pending_delegations();
-        let Some(name) = pending.into_iter().next() else {
-            break;
-        };
-        loaded += 1;
-        if loaded > MAX_DELEGATED_ROLES {
+    // Every delegated role is checked against this snapshot, the ones kept from before too. A
+    // kept one is not fetched again; once any file above it changed, it is verified again
+    // under the keys now delegating to it.
+    let mut checked = std::collections::BTreeSet::new();
+    let mut kept = Vec::new();
+    while let Some(name) = set
+        .delegations()
+        .into_iter()
+        .find(|name| !checked.contains(name))
+    {
+        if checked.len() >= MAX_DELEGATED_ROLES {
             return Err(RegistryError::Delegation {
                 role: name,
                 message: format!("more than {MAX_DELEGATED_ROLES} delegated roles: refused"),
             });
         }
+        checked.insert(name.clone());
+        if same_root && set.holds_pinned(&name) {
+            kept.push(name);
+            continue;
+        }
+        all_held = false;
         let cap = set
             .targets_length(&name)
             .unwrap_or(MAX_TARGETS_BYTES)
@@ -97,5 +113,13 @@ pub async fn refresh(
         let bytes = required(origin, &format!("{name}.json"), cap).await?;
         set.update_delegated(&name, &bytes, now)?;
     }
+    if !all_held {
+        for name in kept {
+            if let Some(bytes) = set.held_delegated(&name) {
+                set.update_delegated(&name, &bytes, now)?;
+            }
+        }
+    }
+    set.retain_delegated(&checked);
     set.check_fresh(now)
 }

@@ -223,6 +223,8 @@ pub(crate) struct App {
     pub(super) tokens: (u64, u64),
     /// The `@path` popup.
     pub(super) mentions: super::mention::Mentions,
+    /// Each entry's lines as last drawn, so a frame lays out only what changed.
+    pub(super) rendered: super::rendered::Rendered,
     /// `/plugins search`es under way on a worker (their results arrive as
     /// [`AppEvent::SearchEnded`]).
     pub(super) searching: usize,
@@ -292,6 +294,7 @@ impl App {
             context_warned: false,
             tokens: (0, 0),
             mentions: super::mention::Mentions::default(),
+            rendered: super::rendered::Rendered::default(),
             searching: 0,
             engine,
             env,

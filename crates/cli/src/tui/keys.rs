@@ -85,6 +85,13 @@ impl App {
                     return;
                 }
                 KeyCode::Char('o' | 'O' | 'y' | 'Y') => ApprovalAnswer::AllowOnce,
+                // Keys the box does not offer (it says why) answer nothing.
+                KeyCode::Char('s' | 'S') if !asked.pending.request.reach.offers_session() => {
+                    return;
+                }
+                KeyCode::Char('w' | 'W') if !asked.pending.request.reach.offers_always() => {
+                    return;
+                }
                 KeyCode::Char('s' | 'S') => ApprovalAnswer::AllowSession,
                 KeyCode::Char('w' | 'W') => {
                     let request = &asked.pending.request;
@@ -104,7 +111,7 @@ impl App {
                     }
                     return;
                 }
-                KeyCode::Char('d' | 'D') | KeyCode::Esc => ApprovalAnswer::Deny,
+                KeyCode::Char('d' | 'D' | 'n' | 'N') | KeyCode::Esc => ApprovalAnswer::Deny,
                 _ => return,
             };
             if let Some(asked) = self.answered(at) {

@@ -1257,6 +1257,26 @@ fn a_rate_limited_model_shows_retrying_in_the_status_line_and_the_trace() {
     )));
 }
 
+/// A provider that says the request is over its window: with no earlier turn to compact, the
+/// error on screen says what to do about it.
+#[test]
+fn an_overflow_says_to_compact() {
+    let mut h = harness(vec![Step {
+        refuse: Some(413),
+        ..Step::default()
+    }]);
+    h.submit("Hello?");
+    h.pump_until_idle();
+    assert!(
+        h.app.entries.iter().any(|e| matches!(
+            e,
+            Entry::Error(error) if error.contains("over the model's context window: /compact summarises the earlier turns")
+        )),
+        "{:?}",
+        h.app.entries
+    );
+}
+
 #[test]
 fn a_denial_can_carry_a_reason_the_model_reads() {
     let mut h = harness(vec![

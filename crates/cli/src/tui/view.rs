@@ -4,7 +4,7 @@
 //! on the terminal.
 
 use bosun_core::ApprovalAnswer;
-use bosun_host::approval::sanitize_for_terminal;
+use bosun_host::approval::{AnswerReach, sanitize_for_terminal};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -319,7 +319,13 @@ fn approval_layout(
             tail.push(Line::raw(line));
         }
     } else {
-        if !tight && !request.capabilities.is_empty() {
+        let reach = request.reach;
+        if let Some(why) = reach.why_narrower() {
+            // Fewer keys than usual: say why, so the person does not look for the others.
+            for line in wrap(why, width, "", "") {
+                tail.push(Line::raw(line));
+            }
+        } else if !tight && !request.capabilities.is_empty() {
             // What "for this session" will cover, said before the key is pressed.
             for line in wrap(
                 "[s] covers exactly these capabilities; any other asks again",
@@ -330,20 +336,27 @@ fn approval_layout(
                 tail.push(Line::raw(line));
             }
         }
-        let keys: [(&str, &str); 4] = if width >= 58 {
-            [
+        let wide = width >= 58;
+        let keys: Vec<(&str, &str)> = match reach {
+            AnswerReach::Once => vec![("y", " yes  "), ("n", " no (Esc)")],
+            AnswerReach::Session if wide => vec![
+                ("o", " once  "),
+                ("s", " this session  "),
+                ("d", " deny (Esc)"),
+            ],
+            AnswerReach::Session => vec![("o", " once "), ("s", " session "), ("d", " deny")],
+            AnswerReach::Workspace if wide => vec![
                 ("o", " once  "),
                 ("s", " this session  "),
                 ("w", " always here  "),
                 ("d", " deny (Esc)"),
-            ]
-        } else {
-            [
+            ],
+            AnswerReach::Workspace => vec![
                 ("o", " once "),
                 ("s", " session "),
                 ("w", " always "),
                 ("d", " deny"),
-            ]
+            ],
         };
         let spans: Vec<Span<'static>> = keys
             .iter()
@@ -442,37 +455,55 @@ fn modal(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>) {
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-/// The whole conversation as lines `width` columns wide.
-pub(super) fn conversation_lines(app: &App, width: usize) -> Vec<Line<'static>> {
-    let guard = app.url_guard();
-    let mut lines: Vec<Line> = Vec::new();
-    for (i, entry) in app.entries.iter().enumerate() {
-        if i > 0 && matches!(entry, Entry::User(_) | Entry::Command(_)) {
-            lines.push(Line::raw(""));
-        }
-        entry_lines(entry, width, guard.as_deref(), app.expanded, &mut lines);
-    }
-    lines
+/// The conversation's lines at `width`, laid out again only where an entry changed
+/// ([`super::rendered`]), handed to `read`.
+fn with_conversation<R>(
+    app: &App,
+    width: usize,
+    read: impl FnOnce(&super::rendered::Lines<'_>) -> R,
+) -> R {
+    let layout = super::rendered::Layout {
+        width,
+        expanded: app.expanded,
+        guard: app.url_guard(),
+    };
+    let lay_out = |entry: &Entry| {
+        let mut lines = Vec::new();
+        entry_lines(
+            entry,
+            width,
+            layout.guard.as_deref(),
+            layout.expanded,
+            &mut lines,
+        );
+        lines
+    };
+    app.rendered
+        .with_lines(&app.entries, &layout, lay_out, read)
 }
 
 /// The conversation as plain text, for the terminal's own scrollback after leaving.
 pub(crate) fn transcript_text(app: &App, width: usize) -> Vec<String> {
-    conversation_lines(app, width.max(10))
+    with_conversation(app, width.max(10), |lines| lines.range(0, lines.len()))
         .iter()
         .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
         .collect()
 }
 
+/// The conversation's rows that fit `area`, from the bottom up `app.scroll` lines: only those
+/// are copied and drawn, however long the conversation.
 fn conversation(app: &App, frame: &mut Frame, area: Rect) {
     let width = usize::from(area.width.max(10));
-    let mut lines = conversation_lines(app, width);
     let height = usize::from(area.height);
-    let most = lines.len().saturating_sub(height);
-    app.max_scroll.set(most);
-    let scroll = app.scroll.min(most);
-    let end = lines.len() - scroll;
-    let start = end.saturating_sub(height);
-    let mut shown: Vec<Line> = lines.drain(start..end).collect();
+    let (mut shown, scroll) = with_conversation(app, width, |lines| {
+        let total = lines.len();
+        let most = total.saturating_sub(height);
+        app.max_scroll.set(most);
+        let scroll = app.scroll.min(most);
+        let end = total - scroll;
+        let start = end.saturating_sub(height);
+        (lines.range(start, end), scroll)
+    });
     if scroll > 0
         && let Some(last) = shown.last_mut()
     {

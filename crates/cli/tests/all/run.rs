@@ -637,3 +637,180 @@ fn run_prints_the_plan_and_json_carries_it() {
         .unwrap();
     assert_eq!(decided["explanation"]["decision"], "allow", "{decided}");
 }
+
+/// The terminal UI's switches in the real binary on a pseudo-terminal
+/// (`tests/peers/pty_features.py`, which reads the screen as it stands): Shift-Tab cycles the
+/// four modes, `@` lists the workspace's files and Enter writes the path, `!cmd` runs and its
+/// output reaches the model with the next message, `/undo` puts back the exact bytes of the file
+/// a run patched and removes the one it created (touching nothing else), and Esc interrupts a
+/// running command, its partial output kept and the task queued behind it back at the prompt.
+#[test]
+fn mode_cycle_mentions_commands_undo_and_esc_in_a_real_pseudo_terminal() {
+    let env = Env::new();
+    let original = std::fs::read(env.ws().join("src/lib.rs")).unwrap();
+    // A file the run does not touch, with bytes no text tool would keep as they are.
+    let untouched = b"keep\r\nme \xff as I am\n".to_vec();
+    std::fs::write(env.ws().join("other.bin"), &untouched).unwrap();
+    let (_runtime, server) = serve([
+        Step {
+            tool_calls: vec![
+                bosun_agent::scripted::ScriptedCall {
+                    name: "apply_patch".into(),
+                    arguments: json!({"path": "src/lib.rs", "edits": [{"oldText": "42", "newText": "43"}]}),
+                    id: None,
+                },
+                bosun_agent::scripted::ScriptedCall {
+                    name: "create_file".into(),
+                    arguments: json!({"path": "notes.txt", "content": "a note\n"}),
+                    id: None,
+                },
+            ],
+            ..Step::default()
+        },
+        Step::text("Changed it."),
+        Step::call(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "echo partial-output-1; sleep 60; echo never-$((6*7))"]}),
+        ),
+        Step::text("never reached"),
+    ]);
+    env.user_config(&model_config(
+        &server,
+        "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\nprogram = \"sh\"\ndecision = \"allow\"\n",
+    ));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_features.py");
+    let screens = tempfile::tempdir().unwrap();
+    let out = Command::new("timeout")
+        .arg("300")
+        .arg("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .arg(screens.path())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    // The line cleared with Ctrl-U was never sent; the person's command went with the task.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let first = requests[0].to_string();
+    assert!(first.contains("from-the-shell-42"), "{first}");
+    assert!(!first.contains("Look at"), "{first}");
+    // Undone: the patched file has its exact bytes back, the created one is gone, the rest is
+    // as it was; the model hears of it with the next task.
+    assert_eq!(
+        std::fs::read(env.ws().join("src/lib.rs")).unwrap(),
+        original
+    );
+    assert!(!env.ws().join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read(env.ws().join("other.bin")).unwrap(),
+        untouched
+    );
+    let last = requests[2].to_string();
+    assert!(last.contains("notes.txt"), "{last}");
+    // The task queued behind the cancelled run was returned, then dropped: never sent.
+    for request in &requests {
+        assert!(!request.to_string().contains("Then the next thing."));
+    }
+    // The command was stopped: it never got to its last line.
+    assert!(!shown.contains("never-42"), "{shown}");
+    // One session, stored with the interrupted run.
+    let sessions: Vec<String> = std::fs::read_dir(env.home().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    // What the screen showed, as a person saw it (the session's id masked).
+    let id: String = sessions[0].chars().take(13).collect();
+    for moment in ["modes", "mention", "resized"] {
+        let screen = std::fs::read_to_string(screens.path().join(format!("{moment}.txt")))
+            .unwrap()
+            .replace(&id, "xxxxxxxx-xxxx");
+        insta::assert_snapshot!(format!("pty_{moment}"), screen);
+    }
+}
+
+/// `bosun run` on a pseudo-terminal (`tests/peers/pty_run.py`): a command's output shows under
+/// its call while it still runs, and Ctrl-C cancels the run (exit 130) with that output kept on
+/// screen and the session stored.
+#[test]
+fn run_on_a_terminal_streams_a_commands_output_and_keeps_it_on_ctrl_c() {
+    let env = Env::new();
+    let (_runtime, server) = serve([
+        Step::call(
+            "run_command",
+            json!({"program": "sh", "args": ["-c", "echo partial-output-1; sleep 60; echo never-$((6*7))"]}),
+        ),
+        Step::text("never reached"),
+    ]);
+    env.user_config(&model_config(
+        &server,
+        "[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\nprogram = \"sh\"\ndecision = \"allow\"\n",
+    ));
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_run.py");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{:?}\n{}\n{shown}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(!shown.contains("never-42"), "{shown}");
+    assert_eq!(server.requests().len(), 1);
+    let (sessions, _) = SessionStore::in_home(&env.home()).list().unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+}
+
+/// A provider that answers that the request is over its window: the run compacts the earlier
+/// turns once (a request with no tools) and sends the step again; still over, it fails saying
+/// what to do.
+#[test]
+fn an_overflow_compacts_once_and_then_says_what_to_do() {
+    let env = Env::new();
+    let over = || Step {
+        refuse: Some(413),
+        ..Step::default()
+    };
+    let (_runtime, server) = serve([
+        Step::text("Hello."),
+        over(),
+        Step::text("Summary: the person said hello."),
+        over(),
+    ]);
+    env.user_config(&model_config(&server, ""));
+    let out = env.bosun(&["run", "Hi."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["run", "--resume", "last", "And again."]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("over the model's context window even after compacting")
+            && said.contains("context_window"),
+        "{said}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    // The summary was asked with no tools offered; the retry carried the summary.
+    assert!(requests[2].get("tools").is_none(), "{}", requests[2]);
+    assert!(
+        requests[3].to_string().contains("the person said hello"),
+        "{}",
+        requests[3]
+    );
+}

@@ -342,6 +342,11 @@ impl Chokepoint {
             tool: call.name.clone(),
             reason: reason.clone(),
         });
+        let reach = match (grantable, rememberable) {
+            (false, _) => crate::approval::AnswerReach::Once,
+            (true, false) => crate::approval::AnswerReach::Session,
+            (true, true) => crate::approval::AnswerReach::Workspace,
+        };
         let request = ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -352,6 +357,7 @@ impl Chokepoint {
             capabilities: capabilities.to_vec(),
             decision: explanation.decision,
             reason,
+            reach,
         };
         let answer = self.broker.ask(&request).await;
         trace.record(Event::ApprovalAnswered {

@@ -221,6 +221,8 @@ async fn a_registry_install_asks_once_with_the_trust_review_then_installs() {
     let request = &asked[0];
     assert_eq!(request.action, "plugin.install");
     assert_eq!(request.tool, "plugin_install");
+    // One install, one question: no session or workspace grant is offered for it.
+    assert_eq!(request.reach, bosun_host::approval::AnswerReach::Once);
     let review = request
         .review
         .as_deref()

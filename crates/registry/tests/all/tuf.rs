@@ -620,3 +620,56 @@ async fn a_file_of_one_role_served_as_another_is_refused() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn an_unchanged_targets_file_is_not_fetched_again_and_a_new_one_is() {
+    let mut repo = Repo::new();
+    repo.add("weather", "1.0.0", b"one");
+    repo.publish();
+    let server = crate::server::serve(repo.dir.path().to_path_buf()).await;
+    let home = tempfile::tempdir().unwrap();
+    let open = || {
+        bosun_registry::signed::SignedSource::new(
+            "corp",
+            bosun_registry::fetch::Origin::http(
+                &server.url,
+                bosun_registry::fetch::METADATA_TIMEOUT,
+            )
+            .unwrap(),
+            vec![key(1).public().keyid()],
+            home.path(),
+        )
+    };
+    assert_eq!(
+        open()
+            .entries(ArtifactKind::Plugin, now())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(server.asked("/metadata/targets.json"), 1);
+    // Kept from the run before and pinned by the same snapshot: not fetched again.
+    assert_eq!(
+        open()
+            .entries(ArtifactKind::Plugin, now())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(server.asked("/metadata/targets.json"), 1);
+    assert_eq!(server.asked("/metadata/timestamp.json"), 2);
+    // A new publication is fetched and verified.
+    repo.add("weather", "1.1.0", b"two");
+    repo.publish();
+    assert_eq!(
+        open()
+            .entries(ArtifactKind::Plugin, now())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(server.asked("/metadata/targets.json"), 2);
+}

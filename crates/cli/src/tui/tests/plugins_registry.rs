@@ -161,6 +161,45 @@ fn plugins_install_declined_in_the_approval_box_leaves_nothing() {
     assert_eq!(installed(&h), Vec::<String>::new());
 }
 
+/// An install is one question with its own review: a session or workspace grant could not
+/// cover the next install, so the box offers only yes and no and says why, and `s` and `w`
+/// answer nothing (the install stays undecided until `y`).
+#[test]
+fn an_install_is_offered_yes_or_no_only_and_the_box_says_why() {
+    let (mut h, _catalog) = registry_harness();
+    h.submit("/plugins install weather");
+    h.pump_until("approval", |app| !app.approvals.is_empty());
+    assert_eq!(
+        h.app.approvals[0].pending.request.reach,
+        bosun_host::approval::AnswerReach::Once
+    );
+    let screen = h.screen();
+    for needle in [
+        "[y] yes  [n] no (Esc)",
+        "one install at a time: the next one asks again, with its own review",
+    ] {
+        assert!(
+            screen.contains(needle),
+            "`{needle}` is not on screen:\n{screen}"
+        );
+    }
+    for absent in ["[s]", "[w]", "this session", "always here"] {
+        assert!(
+            !screen.contains(absent),
+            "`{absent}` is on screen:\n{screen}"
+        );
+    }
+    // The keys not offered answer nothing: the question stays, nothing is installed.
+    h.press(KeyCode::Char('s'));
+    h.press(KeyCode::Char('w'));
+    assert_eq!(h.app.approvals.len(), 1);
+    assert!(h.app.approvals[0].remember.is_none());
+    assert!(!installed(&h).contains(&"weather".to_owned()));
+    h.press(KeyCode::Char('y'));
+    h.pump_until_idle();
+    assert_eq!(installed(&h), ["weather"]);
+}
+
 #[test]
 fn plugins_search_runs_off_the_ui_thread_while_a_registry_hangs() {
     // A registry that accepts connections and never answers until released.
