@@ -124,7 +124,8 @@ impl TurnBuilder {
         let mut host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
         let mut command_notes = Vec::new();
         let expanded = if task.trim_start().starts_with('/') {
-            let commands = PluginCommands::of(host.claude_plugins());
+            let commands =
+                PluginCommands::of(host.claude_plugins()).withholding(host.claude_withheld());
             command_notes.extend(commands.warnings().iter().cloned());
             commands.expand(task, &self.workspace)?
         } else {
@@ -283,7 +284,7 @@ fn attach_skills(
     task: &str,
     prompt: &mut SystemPrompt,
 ) -> Vec<String> {
-    let skills = Arc::new(Skills::of(config, root));
+    let skills = Arc::new(Skills::of_host(config, root, host));
     let mut warnings: Vec<String> = skills
         .diagnostics()
         .iter()

@@ -46,12 +46,18 @@ impl std::fmt::Debug for PreToolUse {
 #[derive(Debug, Default)]
 pub struct ClaudeRuntime {
     plugins: Vec<LoadedPlugin>,
+    withheld: Vec<bosun_claude::Withheld>,
 }
 
 impl ClaudeRuntime {
     /// The plugins checked against what was reviewed at this assembly.
     pub fn plugins(&self) -> &[LoadedPlugin] {
         &self.plugins
+    }
+
+    /// The installed plugins this assembly did not load, and why.
+    pub fn withheld(&self) -> &[bosun_claude::Withheld] {
+        &self.withheld
     }
 }
 
@@ -69,6 +75,7 @@ impl Runtime for ClaudeRuntime {
             ..Offer::default()
         };
         self.plugins = loaded.plugins;
+        self.withheld = loaded.withheld;
         Ok(offer)
     }
 
