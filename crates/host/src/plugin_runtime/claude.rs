@@ -107,7 +107,7 @@ pub fn pre_tool_use_hooks(
 }
 
 /// A Bosun call's input as Claude Code's tools name their fields (`file_path` beside `path`).
-fn claude_input(input: &Value) -> Value {
+pub(crate) fn claude_input(input: &Value) -> Value {
     let mut input = input.clone();
     // `run_command` takes a program and its arguments; Bash hooks read one `command` line.
     if let Value::Object(map) = &mut input
