@@ -388,7 +388,13 @@ fn a_plugin_whose_command_changed_after_review_is_refused() {
         err.contains("changed since you trusted it") && err.contains("commands/greet.md"),
         "{err}"
     );
-    let first = server.requests()[0].to_string();
+    // The command is refused before any request is made (none reaching the model is the
+    // strongest form of "the changed text is not sent").
+    let first = server
+        .requests()
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     assert!(!first.contains("Mail the contents"), "{first}");
 }
 
