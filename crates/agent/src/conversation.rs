@@ -109,11 +109,7 @@ impl Conversation {
     /// they start afresh, `other`): the plugins' `SessionEnd` hooks of its last turn run, told
     /// and not asked. What failed is returned for the face to show.
     pub async fn end(&self, reason: &str) -> Vec<String> {
-        match self
-            .grants
-            .run_hooks()
-            .filter(|h| h.has("SessionEnd"))
-        {
+        match self.grants.run_hooks().filter(|h| h.has("SessionEnd")) {
             Some(hooks) => {
                 hooks
                     .session_end(reason, None, &tokio_util::sync::CancellationToken::new())

@@ -566,11 +566,16 @@ impl Agent {
             session.set_model_text(&report.text);
             report.messages.push(answer.into_message());
             if calls.is_empty() {
-                let event = if self.subagent { "SubagentStop" } else { "Stop" };
+                let event = if self.subagent {
+                    "SubagentStop"
+                } else {
+                    "Stop"
+                };
                 if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has(event))
                     && !cancel.is_cancelled()
-                    && let StopVerdict::Continue { plugin, reason } =
-                        hooks.stop(self.subagent, stop_continues, trace, cancel).await
+                    && let StopVerdict::Continue { plugin, reason } = hooks
+                        .stop(self.subagent, stop_continues, trace, cancel)
+                        .await
                 {
                     // Bounded by `MAX_STOP_CONTINUES` and by the run's budgets.
                     stop_continues += 1;

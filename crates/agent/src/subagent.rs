@@ -477,7 +477,9 @@ impl SubagentTool {
             ),
             RunEnd::Stopped { plugin, reason } => (
                 "stopped",
-                Some(format!("a hook of the plugin `{plugin}` stopped it: {reason}")),
+                Some(format!(
+                    "a hook of the plugin `{plugin}` stopped it: {reason}"
+                )),
             ),
             RunEnd::ModelFailed(error) => {
                 return Err(ToolError::new(

@@ -248,18 +248,13 @@ impl TurnBuilder {
         .context(context_of(&configured))
         .command(self.command)
         .plugin_hooks(hooks.clone())
-        .session_start(
-            conversation
-                .grants
-                .start_hooks()
-                .then(|| {
-                    if conversation.stored.messages.is_empty() {
-                        "startup"
-                    } else {
-                        "resume"
-                    }
-                }),
-        )
+        .session_start(conversation.grants.start_hooks().then(|| {
+            if conversation.stored.messages.is_empty() {
+                "startup"
+            } else {
+                "resume"
+            }
+        }))
         .build();
         conversation.grants.set_run_hooks(hooks.clone());
         Ok(Turn {

@@ -351,7 +351,9 @@ mod tests {
 
     #[test]
     fn a_reply_keeps_a_halt_apart_from_the_decision_and_context_apart_from_plain_text() {
-        let halt = reply(r#"{"continue":false,"stopReason":"enough","decision":"block","reason":"go on"}"#);
+        let halt = reply(
+            r#"{"continue":false,"stopReason":"enough","decision":"block","reason":"go on"}"#,
+        );
         assert_eq!(halt.halt.as_deref(), Some("enough"));
         assert_eq!(halt.decision, HookOutcome::Block("go on".to_owned()));
         let context = reply(

@@ -507,16 +507,36 @@ fn bosun_decides_on_a_corpus_of_manifests_as_the_schema_does() {
             manifest.to_string(),
         )
         .unwrap();
+        // The parts a manifest names are there, so only the manifest is judged.
+        for key in ["commands", "agents", "skills", "hooks", "outputStyles"] {
+            let paths = match &manifest[key] {
+                serde_json::Value::String(p) => vec![p.clone()],
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for path in paths.iter().filter_map(|p| p.strip_prefix("./")) {
+                let full = root.path().join(path);
+                if path.ends_with(".json") {
+                    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    std::fs::write(&full, "{\"hooks\": {}}").unwrap();
+                } else if path.ends_with(".md") {
+                    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    std::fs::write(&full, "Do the thing.\n").unwrap();
+                } else {
+                    std::fs::create_dir_all(&full).unwrap();
+                }
+            }
+        }
         let name = manifest["name"].as_str().unwrap_or("unnamed");
         let read = bosun_claude::PluginLayout::read(root.path(), name, None, true);
         let (refused, warned) = match &read {
             Err(_) => (true, false),
             Ok(layout) => (
                 !layout.refused.is_empty(),
-                layout
-                    .warnings
-                    .iter()
-                    .any(|w| w.contains("unknown key")),
+                layout.warnings.iter().any(|w| w.contains("unknown key")),
             ),
         };
         let expected = file.split('-').next().unwrap();

@@ -76,7 +76,14 @@ pub fn install(
     let kept_secrets = load_secrets(home, &staged.id)?;
     if staged.unchanged() {
         if !given.is_empty() {
-            let answers = ask(&staged.id, options, &given, false, &kept_public, &kept_secrets)?;
+            let answers = ask(
+                &staged.id,
+                options,
+                &given,
+                false,
+                &kept_public,
+                &kept_secrets,
+            )?;
             keep_answers(home, &staged.id, answers)?;
             outln!("{}: its configuration is updated", staged.id);
         }
@@ -90,7 +97,14 @@ pub fn install(
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     // Checked before the review: a plugin that cannot be configured here is not installed.
     if !interactive {
-        ask(&staged.id, options, &given, false, &kept_public, &kept_secrets)?;
+        ask(
+            &staged.id,
+            options,
+            &given,
+            false,
+            &kept_public,
+            &kept_secrets,
+        )?;
     }
     errln!("{}", staged.review());
     if !confirm(
@@ -136,7 +150,10 @@ fn given_answers(config: &[String]) -> Result<BTreeMap<String, String>> {
         let Some((key, value)) = item.split_once('=') else {
             bail!("--config `{item}` is not KEY=VALUE");
         };
-        if given.insert(key.trim().to_owned(), value.to_owned()).is_some() {
+        if given
+            .insert(key.trim().to_owned(), value.to_owned())
+            .is_some()
+        {
             bail!("--config gives `{}` twice", key.trim());
         }
     }

@@ -316,7 +316,10 @@ impl UserConfigEdit {
             return Err(self.shape("claude.plugins".to_owned(), "a table", fix()));
         };
         plugins.set_implicit(true);
-        let entry = plugins.entry(id).or_insert(toml_edit::table()).as_table_mut();
+        let entry = plugins
+            .entry(id)
+            .or_insert(toml_edit::table())
+            .as_table_mut();
         let Some(entry) = entry else {
             return Err(self.shape(format!("claude.plugins.\"{id}\""), "a table", fix()));
         };

@@ -239,9 +239,10 @@ impl PluginCommands {
             why: refused.why.clone(),
         };
         if let Some((plugin, short)) = word.split_once(':')
-            && let Some(refused) = self.refused.iter().find(|r| {
-                r.plugin == plugin && r.short.as_deref().is_none_or(|s| s == short)
-            })
+            && let Some(refused) = self
+                .refused
+                .iter()
+                .find(|r| r.plugin == plugin && r.short.as_deref().is_none_or(|s| s == short))
         {
             return Err(unusable(refused, short));
         }

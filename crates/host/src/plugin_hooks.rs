@@ -378,7 +378,9 @@ impl RunHooks {
     ) -> StopVerdict {
         let event = if subagent { "SubagentStop" } else { "Stop" };
         let fields = fields([("stop_hook_active", json!(continues > 0))]);
-        let said = self.fire(event, None, fields, None, Some(trace), cancel).await;
+        let said = self
+            .fire(event, None, fields, None, Some(trace), cancel)
+            .await;
         // A hook's `continue: false` ends the run whatever another asked.
         if said.iter().any(|s| s.reply.halt.is_some()) {
             return StopVerdict::Stop;
@@ -418,7 +420,10 @@ impl RunHooks {
         trace: Option<&Trace>,
         cancel: &CancellationToken,
     ) {
-        let fields = fields([("trigger", json!(trigger)), ("custom_instructions", json!(""))]);
+        let fields = fields([
+            ("trigger", json!(trigger)),
+            ("custom_instructions", json!("")),
+        ]);
         self.fire("PreCompact", Some(trigger), fields, None, trace, cancel)
             .await;
     }
@@ -498,10 +503,7 @@ fn bounded(text: &str) -> String {
 }
 
 fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 #[cfg(test)]

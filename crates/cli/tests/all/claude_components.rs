@@ -414,7 +414,8 @@ fn a_command_of_a_changed_plugin_is_refused_not_sent_to_the_model_as_text() {
         let err = stderr(&out);
         assert_ne!(code(&out), 0, "{line}: {err}");
         assert!(
-            err.contains("/toolbox:greet cannot be used") && err.contains("changed since you trusted it"),
+            err.contains("/toolbox:greet cannot be used")
+                && err.contains("changed since you trusted it"),
             "{line}: {err}"
         );
     }

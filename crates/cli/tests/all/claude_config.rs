@@ -61,7 +61,10 @@ fn assert_kept(env: &Env, region: &str, retries: i64, token: &str) {
     use std::os::unix::fs::PermissionsExt;
     let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
     assert!(config.starts_with("# kept"), "{config}");
-    assert!(!config.contains(token), "the secret is in config.toml: {config}");
+    assert!(
+        !config.contains(token),
+        "the secret is in config.toml: {config}"
+    );
     let parsed: toml::Table = config.parse().unwrap();
     let answers = &parsed["claude"]["plugins"][ID]["config"];
     assert_eq!(answers["region"].as_str(), Some(region), "{config}");
@@ -85,17 +88,30 @@ fn without_a_terminal_user_config_comes_from_flags_and_a_missing_value_refuses_w
     assert_ne!(code(&out), 0);
     let err = stderr(&out);
     assert!(
-        err.contains("--config retries=VALUE --config token=VALUE") && err.contains("`token` (Token)"),
+        err.contains("--config retries=VALUE --config token=VALUE")
+            && err.contains("`token` (Token)"),
         "{err}"
     );
     assert!(!installed(&env), "installed without its required values");
 
     let out = env.bosun(&[
-        "plugins", "install", ID, "--yes", "--config", "region=eu", "--config", "retries=9",
-        "--config", "token=t0ken",
+        "plugins",
+        "install",
+        ID,
+        "--yes",
+        "--config",
+        "region=eu",
+        "--config",
+        "retries=9",
+        "--config",
+        "token=t0ken",
     ]);
     assert_ne!(code(&out), 0);
-    assert!(stderr(&out).contains("retries: 9 is outside 1..5"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("retries: 9 is outside 1..5"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!installed(&env));
 
     let out = env.bosun(&["plugins", "install", ID, "--yes", "--config", "colour=red"]);
@@ -107,8 +123,16 @@ fn without_a_terminal_user_config_comes_from_flags_and_a_missing_value_refuses_w
     );
 
     let out = env.bosun(&[
-        "plugins", "install", ID, "--yes", "--config", "region=eu", "--config", "retries=3",
-        "--config", "token=t0ken-xyz",
+        "plugins",
+        "install",
+        ID,
+        "--yes",
+        "--config",
+        "region=eu",
+        "--config",
+        "retries=3",
+        "--config",
+        "token=t0ken-xyz",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(installed(&env));
@@ -204,7 +228,10 @@ fn on_a_terminal_each_value_is_asked_and_a_secret_is_not_echoed() {
         ],
     );
     assert_eq!(rc, 0, "{shown}");
-    assert!(shown.contains("eu-west"), "a plain answer is echoed: {shown}");
+    assert!(
+        shown.contains("eu-west"),
+        "a plain answer is echoed: {shown}"
+    );
     assert!(
         !shown.contains("s3cr3t-value"),
         "the secret was echoed: {shown}"

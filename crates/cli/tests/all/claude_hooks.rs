@@ -70,7 +70,8 @@ fn each_moment_runs_its_hooks_with_claude_codes_stdin_in_order() {
     let env = Env::new();
     // Every event appends its stdin JSON, one line each, to the plugin's data folder (the one
     // folder it may write).
-    let log = r#"cat >> "$CLAUDE_PLUGIN_DATA/events.jsonl"; echo >> "$CLAUDE_PLUGIN_DATA/events.jsonl""#;
+    let log =
+        r#"cat >> "$CLAUDE_PLUGIN_DATA/events.jsonl"; echo >> "$CLAUDE_PLUGIN_DATA/events.jsonl""#;
     let mut hooks = serde_json::Map::new();
     for event in [
         "SessionStart",
@@ -81,7 +82,11 @@ fn each_moment_runs_its_hooks_with_claude_codes_stdin_in_order() {
     ] {
         hooks.extend(on(event, log).as_object().unwrap().clone());
     }
-    hooked_marketplace(&env.dir.path().join("market"), "journal", Value::Object(hooks));
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "journal",
+        Value::Object(hooks),
+    );
     let (_runtime, server) = serve([
         Step::call("read_file", json!({"path": "src/lib.rs"})),
         Step::text("done"),
@@ -310,7 +315,10 @@ fn a_session_start_hook_that_writes_outside_its_sandbox_is_stopped() {
     install(&env, &server, "escaper", "");
     let out = env.bosun(&["run", "hello"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(!env.ws().join("escaped.txt").exists(), "wrote the workspace");
+    assert!(
+        !env.ws().join("escaped.txt").exists(),
+        "wrote the workspace"
+    );
     assert!(!outside.exists(), "wrote outside");
     let added = std::fs::read_dir(env.home().join("claude/cache"))
         .unwrap()

@@ -306,7 +306,10 @@ fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
     let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = probe(&env);
-    assert!(said.starts_with("refused"), "reached the network ungranted: {said}");
+    assert!(
+        said.starts_with("refused"),
+        "reached the network ungranted: {said}"
+    );
 
     // A grant is part of what is approved: the server needs approving again, then reaches
     // exactly what was granted.
@@ -318,7 +321,11 @@ fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
     assert_eq!(state(&env, "prober:probe"), "changed");
     let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stderr(&out).contains(&address), "the review shows the grant: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&address),
+        "the review shows the grant: {}",
+        stderr(&out)
+    );
     assert_eq!(probe(&env), "connected: hello from loopback");
 
     // A grant of another port opens only that one.
@@ -330,5 +337,8 @@ fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
     let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = probe(&env);
-    assert!(said.starts_with("refused"), "reached an ungranted port: {said}");
+    assert!(
+        said.starts_with("refused"),
+        "reached an ungranted port: {said}"
+    );
 }

@@ -106,7 +106,10 @@ fn a_public_shaped_marketplace_installs_and_every_part_works_in_one_run() {
         "Explanatory mode: before each change",
         "skill:plugin:pr-toolkit:describe-pr",
     ] {
-        assert!(first.contains(part), "`{part}` not in the first request: {first}");
+        assert!(
+            first.contains(part),
+            "`{part}` not in the first request: {first}"
+        );
     }
     let tools = offered(&requests[0]);
     for tool in [
@@ -114,7 +117,10 @@ fn a_public_shaped_marketplace_installs_and_every_part_works_in_one_run() {
         "mcp__plugin_greeter_greet__greet",
         "load_skill",
     ] {
-        assert!(tools.contains(&tool.to_owned()), "{tool} not offered: {tools:?}");
+        assert!(
+            tools.contains(&tool.to_owned()),
+            "{tool} not offered: {tools:?}"
+        );
     }
     // The skill's body, loaded.
     assert!(
@@ -123,17 +129,30 @@ fn a_public_shaped_marketplace_installs_and_every_part_works_in_one_run() {
         requests[1]
     );
     // The MCP server's answer.
-    assert!(requests[2].to_string().contains("Hello, Ada!"), "{}", requests[2]);
+    assert!(
+        requests[2].to_string().contains("Hello, Ada!"),
+        "{}",
+        requests[2]
+    );
     // The security hook blocked the write, with its reason for the model.
     assert!(
-        requests[3].to_string().contains("eval() runs arbitrary code"),
+        requests[3]
+            .to_string()
+            .contains("eval() runs arbitrary code"),
         "{}",
         requests[3]
     );
-    assert!(!env.ws().join("danger.py").exists(), "the hook did not block");
+    assert!(
+        !env.ws().join("danger.py").exists(),
+        "the hook did not block"
+    );
     // The agent ran as a subagent with Read, Grep and Glob only.
     let mut child_tools = offered(&requests[4]);
     child_tools.sort();
     assert_eq!(child_tools, ["list_files", "read_file", "search"]);
-    assert!(requests[4].to_string().contains("You are a careful reviewer"));
+    assert!(
+        requests[4]
+            .to_string()
+            .contains("You are a careful reviewer")
+    );
 }
