@@ -6,6 +6,7 @@ workspace, interleaved run by run so that load on the machine falls on all of th
 median and p90 wall time over the runs, and the peak resident set of one more run (GNU time).
 
 Rows:
+  0. `bosun --version` (starting the binary and nothing else);
   1. `bosun tools call read_file` of a small file, no plugins configured;
   2. with one Forge plugin enabled (the `plugins new --forge` scaffold): `tools list`,
      `tools call read_file`, and `tools call greet` (the plugin's own tool);
@@ -13,9 +14,10 @@ Rows:
 Peers, for scale: `/bin/true` (the cost of starting any process) and `node -e 0` (the floor
 under which no Node.js-based agent CLI can start).
 
-Usage: python3 benches/cli.py [--runs N] [--head BOSUN] [BASE_BOSUN ...]
+Usage: python3 benches/cli.py [--runs N] [--json OUT] [--head BOSUN] [BASE_BOSUN ...]
   Builds the release binary of this tree (`cargo build --release -p bosun-cli`) and measures it
-  next to each BASE_BOSUN given (for example a release build of an earlier revision).
+  next to each BASE_BOSUN given (for example a release build of an earlier revision). `--json`
+  also writes every row's figures to OUT (benches/compare.sh reads them).
 """
 
 import argparse
@@ -89,8 +91,12 @@ def prepare_hundred(bosun):
     return home, ws, env
 
 
+RESULTS = []
+
+
 def measure(label, commands, runs):
-    """`commands`: (name, argv, cwd, env) each; runs interleaved; prints one line per command."""
+    """`commands`: (name, argv, cwd, env) each; runs interleaved; prints one line per command
+    and keeps the figures in RESULTS."""
     for _, argv, cwd, env in commands:  # warm the page cache and any kept state
         for _ in range(3):
             timed(argv, cwd, env)
@@ -104,12 +110,14 @@ def measure(label, commands, runs):
         w = sorted(walls[name])
         p90 = w[int(len(w) * 0.9) - 1]
         print(f"  {name:<28} median {statistics.median(w):7.2f} ms   p90 {p90:7.2f} ms   peak RSS {rss[name]:6.1f} MiB", flush=True)
+        RESULTS.append({"row": label, "binary": name, "median_ms": statistics.median(w), "p90_ms": p90, "rss_mib": rss[name]})
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--head", help="this tree's release binary, already built (default: build it)")
+    parser.add_argument("--json", help="also write every figure to this file")
     parser.add_argument("base", nargs="*", help="other bosun binaries to measure alongside")
     args = parser.parse_args()
     head = args.head
@@ -125,6 +133,9 @@ def main():
 
     # Each binary prepares its own home, so a binary reads only state it wrote itself.
     homes = {name: prepare(path, False) for name, path in binaries}
+    rows = [(name, [path, "--version"], homes[name][1], homes[name][2]) for name, path in binaries]
+    rows += [(peer, argv, homes["this tree"][1], None) for peer, argv in peers[:1]]
+    measure("--version", rows, args.runs)
     rows = [(name, [path, "tools", "call", "read_file", '{"path": "notes.txt"}'], homes[name][1], homes[name][2]) for name, path in binaries]
     rows += [(peer, argv, homes["this tree"][1], None) for peer, argv in peers]
     measure("tools call read_file, no plugins", rows, args.runs)
@@ -142,6 +153,8 @@ def main():
     rows = [(name, [path, "plugins", "list"], homes_100[name][1], homes_100[name][2]) for name, path in binaries]
     measure("plugins list, 100 installed native plugins", rows, args.runs)
 
+    if args.json:
+        Path(args.json).write_text(json.dumps(RESULTS, indent=1))
     for home, ws, _ in list(homes.values()) + list(homes_js.values()) + list(homes_100.values()):
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(ws, ignore_errors=True)

@@ -518,6 +518,7 @@ impl Agent {
                 trace.record(Event::ModelStarted {
                     step,
                     model: self.model.clone(),
+                    provider: self.provider.name().to_owned(),
                     messages: request.messages.len() as u64,
                     estimated_input_tokens: estimate_tokens(
                         &self.system_prompt.text,
@@ -648,6 +649,9 @@ impl Agent {
                     .push(Message::tool_result(call.id, ran.content, ran.is_error));
                 halt = halt.or(ran.halt);
             }
+            // The step's calls reach the trace file before their results go anywhere (the
+            // next request, a compaction, the caller): the trace's durability contract.
+            trace.flush();
             if cancel.is_cancelled() {
                 return RunEnd::Cancelled;
             }

@@ -568,6 +568,37 @@ pub fn skills_list(json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `bosun config show [--layers] [--model NAME] [--json]`: each setting in force, and with
+/// `--layers` the layer that set it and where.
+pub fn config_show(layers: bool, model: Option<String>, json: bool) -> Result<u8> {
+    let env = crate::env::load()?;
+    if let Some(name) = &model
+        && !env.config.user.models.contains_key(name)
+    {
+        bail!("no model named `{name}`: add a [models.{name}] entry, or see `bosun models list`");
+    }
+    let flags = bosun_host::layers::Flags {
+        model,
+        model_from: "--model",
+        mode_from: "--mode",
+        ..Default::default()
+    };
+    let settings = bosun_host::layers::layers(&env.config, &flags).map_err(anyhow::Error::msg)?;
+    if json {
+        crate::env::print_json(&json!({ "settings": settings }))?;
+    } else if layers {
+        crate::term::write_stdout(&crate::term::escape(&bosun_host::layers::render(&settings)));
+    } else {
+        for setting in &settings {
+            crate::term::write_stdout(&crate::term::escape(&format!(
+                "{} = {}\n",
+                setting.key, setting.value
+            )));
+        }
+    }
+    Ok(exit::OK)
+}
+
 pub fn config_check(json: bool) -> Result<u8> {
     let checked = crate::env::load().and_then(|env| {
         env.config.policy(env.known_risks()?)?;
@@ -632,25 +663,10 @@ pub fn config_check(json: bool) -> Result<u8> {
                     ));
                 }
                 // Each setting in force and the layer it came from.
-                let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
                 outln!();
-                for setting in &settings {
-                    let mut line = format!(
-                        "{:width$}  {}  [{}{}]",
-                        setting.key,
-                        setting.value,
-                        setting.layer,
-                        setting
-                            .at
-                            .as_ref()
-                            .map(|at| format!(" {at}"))
-                            .unwrap_or_default(),
-                    );
-                    if let Some(rule) = &setting.constrained_by {
-                        line.push_str(&format!(" (managed: {rule})"));
-                    }
-                    crate::term::write_stdout(&format!("{}\n", crate::term::escape(&line)));
-                }
+                crate::term::write_stdout(&crate::term::escape(&bosun_host::layers::render(
+                    &settings,
+                )));
             }
             Ok(exit::OK)
         }

@@ -258,6 +258,22 @@ enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Publish a skill to a signed catalog folder or an OCI registry: read by the skills'
+    /// discovery (nothing runs), its version from the front matter's `version`, signed with
+    /// the key.
+    Publish {
+        /// The skill's folder (its name is the skill's).
+        path: std::path::PathBuf,
+        /// A catalog folder, a configured registry, or oci://HOST[:PORT]/NAMESPACE.
+        #[arg(long)]
+        to: String,
+        /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -634,6 +650,19 @@ enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Each setting in force; with --layers, the layer that set it (managed, user, project,
+    /// flag, default), where (file:line), and the managed rule constraining it.
+    Show {
+        /// Say which layer set each setting, and where.
+        #[arg(long)]
+        layers: bool,
+        /// Show the settings as `bosun run --model NAME` would have them.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a commented starter config to $BOSUN_HOME/config.toml, with the models found on
     /// this machine (OPENAI_API_KEY, ANTHROPIC_API_KEY, a local Ollama or vLLM).
     Init {
@@ -715,6 +744,11 @@ fn main() -> ExitCode {
             run, json, kind, ..
         } => commands::inspect(&run, json, kind.as_deref()),
         Command::Config(ConfigCommand::Check { json }) => commands::config_check(json),
+        Command::Config(ConfigCommand::Show {
+            layers,
+            model,
+            json,
+        }) => commands::config_show(layers, model, json),
         Command::Config(ConfigCommand::Init { force }) => first_run::config_init(force),
         Command::Doctor { json } => doctor::doctor(json),
         Command::Completions { shell } => {
@@ -798,6 +832,18 @@ fn main() -> ExitCode {
             check,
             force,
             yes,
+            json,
+        ),
+        Command::Skills(SkillsCommand::Publish {
+            path,
+            to,
+            key,
+            json,
+        }) => registry::publish(
+            bosun_registry::ArtifactKind::Skill,
+            &path,
+            &to,
+            key.as_deref(),
             json,
         ),
         Command::Registry(command) => match command {
@@ -914,7 +960,13 @@ fn main() -> ExitCode {
                 to,
                 key,
                 json,
-            } => registry::publish(&path, &to, key.as_deref(), json),
+            } => registry::publish(
+                bosun_registry::ArtifactKind::Plugin,
+                &path,
+                &to,
+                key.as_deref(),
+                json,
+            ),
             PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
         },
     };

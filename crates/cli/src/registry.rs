@@ -1,5 +1,5 @@
 //! `bosun plugins search | install NAME | update | verify | publish`, `bosun skills search |
-//! install | update`, and
+//! install | update | publish`, and
 //! `bosun registry keygen | init | trust`: the registry commands. They parse, call
 //! `bosun-registry` and the host's install path (`plugin_runtime::install::registry`), and
 //! print; a download shows a progress bar on a terminal and nothing on a pipe.
@@ -454,17 +454,39 @@ pub fn verify(name: Option<&str>, accept: bool, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-/// `bosun plugins publish PATH --to SOURCE [--key FILE]`: to a signed catalog folder, or to an
-/// OCI registry (a configured `kind = "oci"` source, or `oci://HOST[:PORT]/NAMESPACE`) as the
-/// standard artifact with a signature by the key as its referrer.
-pub fn publish(path: &Path, to: &str, key: Option<&Path>, json: bool) -> Result<u8> {
+/// `bosun plugins publish PATH --to SOURCE [--key FILE]` / `bosun skills publish …`: to a
+/// signed catalog folder, or to an OCI registry (a configured `kind = "oci"` source, or
+/// `oci://HOST[:PORT]/NAMESPACE`) as the standard artifact with a signature by the key as its
+/// referrer. What is published is read without running it: a plugin by the plugin catalog's
+/// readers, a skill by the skills' discovery.
+pub fn publish(
+    kind: ArtifactKind,
+    path: &Path,
+    to: &str,
+    key: Option<&Path>,
+    json: bool,
+) -> Result<u8> {
     let env = load()?;
     let key = load_key(&env, key)?;
+    let prepared = match kind {
+        ArtifactKind::Plugin => bosun_registry::publish::prepare_plugin(path)?,
+        ArtifactKind::Skill => install::prepare_skill(path)?,
+    };
     match publish_target(&env, to)? {
-        PublishTarget::Catalog(dir) => publish_to_catalog(path, &dir, &key, json),
-        PublishTarget::Oci { url, timeout_secs } => {
-            publish_to_oci(path, &url, timeout_secs, &key, json)
-        }
+        PublishTarget::Catalog(dir) => publish_to_catalog(kind, prepared, &dir, &key, json),
+        PublishTarget::Oci {
+            url,
+            timeout_secs,
+            auth,
+        } => publish_to_oci(
+            kind,
+            prepared,
+            &url,
+            timeout_secs,
+            auth.as_ref(),
+            &key,
+            json,
+        ),
     }
 }
 
@@ -476,6 +498,8 @@ enum PublishTarget {
     Oci {
         url: String,
         timeout_secs: Option<u64>,
+        /// The configured source's login, when `--to` names one.
+        auth: Option<bosun_registry::config::RegistryAuth>,
     },
 }
 
@@ -484,6 +508,7 @@ fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
         return Ok(PublishTarget::Oci {
             url: rest.to_owned(),
             timeout_secs: None,
+            auth: None,
         });
     }
     let path = Path::new(to);
@@ -494,6 +519,7 @@ fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
         Some(config) if config.kind == RegistryKind::Oci => Ok(PublishTarget::Oci {
             url: config.url.clone().unwrap_or_default(),
             timeout_secs: config.timeout_secs,
+            auth: config.auth.clone(),
         }),
         Some(config) if config.path.is_some() && config.url.is_none() => Ok(
             PublishTarget::Catalog(config.path.clone().unwrap_or_default()),
@@ -507,13 +533,26 @@ fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
     }
 }
 
-fn publish_to_catalog(path: &Path, dir: &Path, key: &PrivateKey, json: bool) -> Result<u8> {
+fn publish_to_catalog(
+    kind: ArtifactKind,
+    prepared: bosun_registry::publish::Prepared,
+    dir: &Path,
+    key: &PrivateKey,
+    json: bool,
+) -> Result<u8> {
     let signing = Signing {
         key,
         now: now(),
         expiry: Expiry::default(),
     };
-    let published = bosun_registry::publish::publish_plugin(dir, path, &signing)?;
+    let published = bosun_registry::publish::add(
+        dir,
+        kind,
+        prepared.claims,
+        prepared.file,
+        &prepared.bytes,
+        &signing,
+    )?;
     if json {
         print_json(
             &json!({"path": published.path, "sha256": published.sha256, "length": published.length, "claims": published.claims}),
@@ -532,8 +571,12 @@ fn publish_to_catalog(path: &Path, dir: &Path, key: &PrivateKey, json: bool) -> 
 }
 
 /// The login for pushing: `BOSUN_OCI_USERNAME` with `BOSUN_OCI_PASSWORD` (a password or access
-/// token), or `BOSUN_OCI_TOKEN` (a bearer token); anonymous when none is set.
-fn oci_credentials() -> Result<bosun_registry::oci::Credentials> {
+/// token), or `BOSUN_OCI_TOKEN` (a bearer token); else the source's `auth` (or a login the
+/// Docker config stores for the registry), as pulling finds it.
+fn oci_credentials(
+    auth: Option<&bosun_registry::config::RegistryAuth>,
+    host_port: &str,
+) -> Result<bosun_registry::oci::Credentials> {
     use bosun_registry::oci::Credentials;
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     match (
@@ -543,7 +586,7 @@ fn oci_credentials() -> Result<bosun_registry::oci::Credentials> {
     ) {
         (Some(username), Some(password), None) => Ok(Credentials::Basic { username, password }),
         (None, None, Some(token)) => Ok(Credentials::Bearer(token)),
-        (None, None, None) => Ok(Credentials::Anonymous),
+        (None, None, None) => Ok(bosun_registry::oci::credentials(auth, host_port)?),
         _ => bail!(
             "set BOSUN_OCI_USERNAME and BOSUN_OCI_PASSWORD together, or BOSUN_OCI_TOKEN alone, to log in to the registry"
         ),
@@ -551,19 +594,22 @@ fn oci_credentials() -> Result<bosun_registry::oci::Credentials> {
 }
 
 fn publish_to_oci(
-    path: &Path,
+    kind: ArtifactKind,
+    prepared: bosun_registry::publish::Prepared,
     url: &str,
     timeout_secs: Option<u64>,
+    auth: Option<&bosun_registry::config::RegistryAuth>,
     key: &PrivateKey,
     json: bool,
 ) -> Result<u8> {
-    let prepared = bosun_registry::publish::prepare_plugin(path)?;
-    let (client, namespace) =
-        bosun_registry::oci::client_with(url, timeout_secs, oci_credentials()?)
-            .with_context(|| format!("reading the OCI registry address `{url}`"))?;
+    let (anonymous, _) = bosun_registry::oci::client_for(url, timeout_secs)
+        .with_context(|| format!("reading the OCI registry address `{url}`"))?;
+    let login = oci_credentials(auth, &anonymous.registry().host_port())?;
+    let (client, namespace) = bosun_registry::oci::client_with(url, timeout_secs, login)
+        .with_context(|| format!("reading the OCI registry address `{url}`"))?;
     let rt = runtime()?;
-    let published = rt.block_on(bosun_registry::oci::publish(
-        &client, &namespace, prepared, key,
+    let published = rt.block_on(bosun_registry::oci::publish_kind(
+        &client, &namespace, kind, prepared, key,
     ))?;
     if json {
         print_json(&json!({

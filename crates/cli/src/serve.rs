@@ -70,6 +70,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         ServeOptions {
             state_key,
             state_ttl: serve.state_ttl_secs.map(std::time::Duration::from_secs),
+            state_redemptions: serve.state_redemptions_dir.clone(),
         },
     )?;
     let allowed_hosts = serve.allowed_hosts.clone();

@@ -12,6 +12,7 @@ mod actions;
 mod app;
 mod calls;
 mod checkpoints;
+mod config_view;
 mod engine;
 mod events;
 mod follow;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CapabilityRequest, Classification, Explanation, ToolError};
+use crate::{CapabilityRequest, Classification, Explanation, Scope, ToolError};
 
 /// The trace schema this build writes.
 pub const TRACE_SCHEMA_VERSION: u32 = 1;
@@ -211,6 +211,24 @@ pub enum Event {
         /// The decision and the rules behind it.
         explanation: Explanation,
     },
+    /// An action of its own a running call asked for mid-call (a registry install's
+    /// `plugin.install`, asked with the trust review the person reads) was judged: the call's
+    /// one `tool.decided` stays the decision on the call, this one is the decision on the
+    /// action.
+    #[serde(rename = "action.decided")]
+    ActionDecided {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The policy action asked for (`plugin.install`).
+        action: String,
+        /// Where it reaches (`host` is the registry's name).
+        #[serde(default, skip_serializing_if = "Scope::is_empty")]
+        scope: Scope,
+        /// The decision and the rules behind it.
+        explanation: Explanation,
+    },
     /// A reviewer answered a `review` decision.
     #[serde(rename = "review.answered")]
     ReviewAnswered {
@@ -265,6 +283,10 @@ pub enum Event {
         step: u32,
         /// The provider's model id.
         model: String,
+        /// The adapter that speaks to it (`openai-chat`, `openai-responses`, `anthropic`);
+        /// empty in traces written before it was recorded.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        provider: String,
         /// Messages in the request.
         messages: u64,
         /// Estimated input tokens (UTF-8 bytes / 4).
@@ -504,6 +526,7 @@ impl Event {
             Self::ToolProposed { .. } => "tool.proposed",
             Self::ToolDecided { .. } => "tool.decided",
             Self::CapabilityDecided { .. } => "capability.decided",
+            Self::ActionDecided { .. } => "action.decided",
             Self::ReviewAnswered { .. } => "review.answered",
             Self::ApprovalAsked { .. } => "approval.asked",
             Self::ApprovalAnswered { .. } => "approval.answered",

@@ -139,7 +139,8 @@ impl Chokepoint {
             Err((error, explanation)) => (ToolResult::err(error), explanation),
         };
         let result = bound_result(result, self.limits.max_output_bytes);
-        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let took = started.elapsed();
+        let duration_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         match &result {
             ToolResult::Ok {
                 output, truncated, ..
@@ -157,7 +158,9 @@ impl Chokepoint {
                 duration_us,
             }),
         }
-        trace.flush();
+        // Written now if the call was slow or lines have waited; otherwise with the calls after
+        // it, and in any case before its result is handed out (`Trace::flush`).
+        trace.call_ended(took);
         CallOutcome {
             result,
             explanation,
@@ -178,7 +181,7 @@ impl Chokepoint {
         let tool = &registered.tool;
         // 2. Validate the input against the tool's schema.
         validate(&registered, call).map_err(|e| (e, None))?;
-        let mut ctx = self.context(call, session, trace, cancel);
+        let mut ctx = self.context(call, session, trace);
         // 3. The concrete capabilities this call uses (paths resolved, hosts named).
         let capabilities = tool
             .capability_requests(&call.input, &ctx)
@@ -271,16 +274,13 @@ impl Chokepoint {
     }
 
     /// The context the call's tool sees, granted nothing yet.
-    fn context(
-        &self,
-        call: &ToolCall,
-        session: &Arc<Session>,
-        trace: &Trace,
-        cancel: &CancellationToken,
-    ) -> ToolContext {
+    fn context(&self, call: &ToolCall, session: &Arc<Session>, trace: &Trace) -> ToolContext {
         ToolContext {
             workspace: self.workspace.clone(),
-            cancel: cancel.child_token(),
+            // Its own token, not a child of the run's: `execute` cancels it when the run's is
+            // cancelled (and at the deadline), so the call does not lock the run's token to
+            // register and again to unregister a child.
+            cancel: CancellationToken::new(),
             limits: self.limits,
             env: self.env.clone(),
             launcher: self.launcher.clone(),

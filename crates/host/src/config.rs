@@ -114,10 +114,16 @@ pub struct ServeConfig {
     /// Without it each process seals with a random key of its own.
     #[serde(default)]
     pub state_key_env: Option<String>,
-    /// How long a request state may be answered, in seconds (10–3600; default 300). It is
-    /// also how long a state replayed to another instance could be accepted there.
+    /// How long a request state may be answered, in seconds (10–3600; default 300). Without
+    /// `state_redemptions_dir` it is also how long a state replayed to another instance could
+    /// be accepted there.
     #[serde(default)]
     pub state_ttl_secs: Option<u64>,
+    /// A directory every instance shares (created if missing), where each redeemed request
+    /// state is recorded as a file created exclusively, so a state replayed to any instance is
+    /// refused.
+    #[serde(default)]
+    pub state_redemptions_dir: Option<PathBuf>,
     /// `Host` header values served besides the listening address, e.g. the load balancer's
     /// `lb.example.com` or `127.0.0.1:8080`.
     #[serde(default)]
@@ -329,6 +335,9 @@ impl LoadedConfig {
                         message,
                     }
                 }
+                crate::managed::LoadError::Invalid(path, key, message) => {
+                    ConfigError::Invalid { path, key, message }
+                }
             })?;
         let user_file = read_optional(&home.join("config.toml"))?;
         let mut user: Config = match &user_file {
@@ -431,6 +440,16 @@ impl LoadedConfig {
                 .map_err(refused)?;
             managed
                 .check_plugins(&user.plugins, home)
+                .map_err(refused)?;
+            let written = |key: &str| {
+                user_file.as_ref().is_some_and(|file| {
+                    let mut path = vec!["telemetry"];
+                    path.extend(key.split('.'));
+                    line_of_key(&file.text, &path).is_some()
+                })
+            };
+            managed
+                .apply_telemetry(&mut user.telemetry, &written)
                 .map_err(refused)?;
         }
         let workspace_trust =
@@ -714,6 +733,7 @@ impl LoadedConfig {
                 constrained_by: managed_entry,
             });
         }
+        self.telemetry_settings(&mut out);
         if let Some(var) = &self.user.serve.state_key_env {
             out.push(Setting {
                 key: "serve.state_key_env".to_owned(),
@@ -724,6 +744,110 @@ impl LoadedConfig {
             });
         }
         out
+    }
+
+    /// `[telemetry]` in force, each key with the layer that set it: a signal the managed file
+    /// forces is the managed layer's, whatever the user wrote.
+    fn telemetry_settings(&self, out: &mut Vec<Setting>) {
+        let managed = self.managed.as_ref();
+        let telemetry = &self.user.telemetry;
+        let user_at = |key: &str| -> Option<String> {
+            let file = self.user_file.as_ref()?;
+            let mut path = vec!["telemetry"];
+            path.extend(key.split('.'));
+            let line = line_of_key(&file.text, &path)?;
+            Some(format!("{}:{line}", file.path.display()))
+        };
+        let layer_of = |key: &str, forced: Option<String>| match (forced, user_at(key)) {
+            (Some(at), _) => ("managed", Some(at)),
+            (None, Some(at)) => ("user", Some(at)),
+            (None, None) => ("default", None),
+        };
+        let rules = managed.map(|m| (m, &m.config.telemetry));
+        for (signal, rule) in rules.map(|(_, t)| t.signals()).unwrap_or(
+            [
+                bosun_telemetry::Signal::Traces,
+                bosun_telemetry::Signal::Metrics,
+                bosun_telemetry::Signal::Logs,
+            ]
+            .map(|s| (s, None)),
+        ) {
+            let name = signal.as_str();
+            let rule_at = rule.and_then(|r| managed.map(|m| m.at(r.span())));
+            let forced = telemetry
+                .forced
+                .get(signal)
+                .then(|| rule_at.clone())
+                .flatten();
+            let (layer, at) = layer_of(name, forced);
+            let value = match telemetry.exporter(signal) {
+                bosun_telemetry::ExporterConfig::None => "none".to_owned(),
+                bosun_telemetry::ExporterConfig::OtlpHttp(otlp) => format!(
+                    "otlp-http {}",
+                    otlp.endpoint
+                        .as_deref()
+                        .unwrap_or("(from OTEL_EXPORTER_OTLP_*)")
+                ),
+            };
+            out.push(Setting {
+                key: format!("telemetry.{name}"),
+                value,
+                layer,
+                at,
+                constrained_by: rule_at,
+            });
+        }
+        let content = rules.map(|(_, t)| &t.content);
+        for (name, value, cap) in [
+            (
+                "tool-inputs",
+                telemetry.content.tool_inputs,
+                content.and_then(|c| c.tool_inputs.as_ref()),
+            ),
+            (
+                "tool-outputs",
+                telemetry.content.tool_outputs,
+                content.and_then(|c| c.tool_outputs.as_ref()),
+            ),
+            (
+                "model-output",
+                telemetry.content.model_output,
+                content.and_then(|c| c.model_output.as_ref()),
+            ),
+        ] {
+            let key = format!("content.{name}");
+            let (layer, at) = layer_of(&key, None);
+            out.push(Setting {
+                key: format!("telemetry.{key}"),
+                value: value.to_string(),
+                layer,
+                at,
+                constrained_by: cap.and_then(|c| managed.map(|m| m.at(c.span()))),
+            });
+        }
+        for (name, value, rule) in [
+            (
+                "service-name",
+                &telemetry.service_name,
+                rules.and_then(|(_, t)| t.service_name.as_ref()),
+            ),
+            (
+                "environment",
+                &telemetry.environment,
+                rules.and_then(|(_, t)| t.environment.as_ref()),
+            ),
+        ] {
+            let rule_at = rule.and_then(|r| managed.map(|m| m.at(r.span())));
+            let Some(value) = value else { continue };
+            let (layer, at) = layer_of(name, rule_at.clone());
+            out.push(Setting {
+                key: format!("telemetry.{name}"),
+                value: value.clone(),
+                layer,
+                at,
+                constrained_by: rule_at,
+            });
+        }
     }
 
     /// The redactor for traces: secret-looking environment variables, those named in config,

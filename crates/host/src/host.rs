@@ -455,6 +455,13 @@ impl Host {
             .map(|registries| plugin_runtime::install::RegistryAccess {
                 registries,
                 home: host.config.home.clone(),
+                live: plugin_runtime::install::LiveAssembly {
+                    sandbox: sandbox.clone(),
+                    launcher: host.launcher.clone(),
+                    limits: host.config.user.limits,
+                    claude: host.config.user.claude.clone(),
+                    workspace: host.workspace.root().to_owned(),
+                },
             });
         let manager = PluginManager::new(
             engine,

@@ -39,6 +39,7 @@ pub mod flow;
 pub mod front_matter;
 pub mod hooks;
 mod host;
+pub mod layers;
 pub mod managed;
 pub mod mcp_config;
 pub mod model_setup;

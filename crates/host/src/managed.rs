@@ -1,7 +1,7 @@
 //! The managed policy: a system file (`/etc/bosun/requirements.toml`) of constraints that the
 //! user's and the project's configs cannot loosen — permission modes, the OS sandbox, policy
 //! rules, which MCP servers (by name and identity), registries (with their pinned keys) and
-//! plugin directories may be used.
+//! plugin directories may be used, and telemetry forced on to the machine's collector.
 //!
 //! Strictest wins. Where the user's config leaves a constrained setting at its default, the
 //! managed value is applied (the sandbox's `require`, a registry's pinned keys); where the
@@ -53,6 +53,11 @@ pub const PATH_ENV: &str = "BOSUN_MANAGED_CONFIG";
 ///
 /// [plugins]
 /// allowed_dirs = ["/opt/bosun/plugins"]
+///
+/// [telemetry]
+/// traces = { otlp-http = { endpoint = "https://otel.example.com/v1/traces" } }
+/// [telemetry.content]
+/// tool-inputs = false    # a cap: users may not turn it on
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +80,71 @@ pub struct ManagedConfig {
     /// Where user plugins may be loaded from.
     #[serde(default)]
     pub plugins: ManagedPlugins,
+    /// Telemetry forced on (or off), and caps on the content it carries.
+    #[serde(default)]
+    pub telemetry: ManagedTelemetry,
+}
+
+/// `[telemetry]` of the managed file, spelled as the user's `[telemetry]` is.
+///
+/// A signal set to `{ otlp-http = {...} }` is forced on to that endpoint: a user config that
+/// writes the signal otherwise is refused, the environment's off switches do not apply to it,
+/// and where the user left it out the managed exporter applies. A signal set to `"none"` may
+/// not be exported by anyone. `[telemetry.content]` caps what content goes with the spans:
+/// `false` refuses a user config that turns that kind on.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ManagedTelemetry {
+    /// Spans.
+    #[serde(default)]
+    pub traces: Option<Spanned<bosun_telemetry::ExporterConfig>>,
+    /// Metrics.
+    #[serde(default)]
+    pub metrics: Option<Spanned<bosun_telemetry::ExporterConfig>>,
+    /// Log records.
+    #[serde(default)]
+    pub logs: Option<Spanned<bosun_telemetry::ExporterConfig>>,
+    /// Caps on content.
+    #[serde(default)]
+    pub content: ManagedContent,
+    /// `service.name` every instance reports.
+    #[serde(default)]
+    pub service_name: Option<Spanned<String>>,
+    /// `deployment.environment.name` every instance reports.
+    #[serde(default)]
+    pub environment: Option<Spanned<String>>,
+}
+
+/// `[telemetry.content]` of the managed file: `false` forbids that kind of content.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ManagedContent {
+    /// `gen_ai.tool.call.arguments`.
+    #[serde(default)]
+    pub tool_inputs: Option<Spanned<bool>>,
+    /// `gen_ai.tool.call.result`.
+    #[serde(default)]
+    pub tool_outputs: Option<Spanned<bool>>,
+    /// `gen_ai.output.messages`.
+    #[serde(default)]
+    pub model_output: Option<Spanned<bool>>,
+}
+
+impl ManagedTelemetry {
+    /// Each signal's managed exporter, if the file sets one.
+    pub fn signals(
+        &self,
+    ) -> [(
+        bosun_telemetry::Signal,
+        Option<&Spanned<bosun_telemetry::ExporterConfig>>,
+    ); 3] {
+        use bosun_telemetry::Signal;
+        [
+            (Signal::Traces, self.traces.as_ref()),
+            (Signal::Metrics, self.metrics.as_ref()),
+            (Signal::Logs, self.logs.as_ref()),
+        ]
+    }
 }
 
 /// `[sandbox]` of the managed file.
@@ -181,6 +251,8 @@ pub enum LoadError {
     Read(PathBuf, std::io::Error),
     /// Not valid (line and column, message).
     Parse(PathBuf, usize, usize, String),
+    /// Parsed, but a setting cannot be used (the key, what to do).
+    Invalid(PathBuf, String, String),
 }
 
 /// Which file holds the managed policy: the system file when it exists, else the one
@@ -209,6 +281,8 @@ impl Managed {
                 .unwrap_or((1, 1));
             LoadError::Parse(path.to_owned(), line, column, e.message().trim().to_owned())
         })?;
+        check_telemetry(&config.telemetry)
+            .map_err(|(key, message)| LoadError::Invalid(path.to_owned(), key, message))?;
         Ok(Managed {
             path: path.to_owned(),
             text,
@@ -411,6 +485,113 @@ impl Managed {
         Ok(())
     }
 
+    /// Checks the user's `[telemetry]` against the managed one and applies what the managed
+    /// file forces. `written` says whether the user's file writes a key of `[telemetry]`
+    /// (`traces`, `content.tool-inputs`, ...), since a signal left out and one written
+    /// `"none"` read the same.
+    ///
+    /// # Errors
+    /// A forced signal the user turned off or sent elsewhere, a signal the managed file turns
+    /// off that the user exports, content beyond a cap, or another service name or environment.
+    pub fn apply_telemetry(
+        &self,
+        user: &mut bosun_telemetry::TelemetryConfig,
+        written: &dyn Fn(&str) -> bool,
+    ) -> Result<(), Refusal> {
+        use bosun_telemetry::ExporterConfig;
+        let managed = &self.config.telemetry;
+        for (signal, rule) in managed.signals() {
+            let Some(rule) = rule else { continue };
+            let name = signal.as_str();
+            let key = format!("telemetry.{name}");
+            match rule.get_ref() {
+                ExporterConfig::OtlpHttp(otlp) => {
+                    let endpoint = otlp.endpoint.clone().unwrap_or_default();
+                    if written(name) && user.exporter(signal) != rule.get_ref() {
+                        return Err(self.refusal(
+                            key,
+                            rule.span(),
+                            &format!("[telemetry] {name} = {{ otlp-http = {{ endpoint = {endpoint:?} }} }}"),
+                            format!(
+                                "{name} are exported to {endpoint} on this machine and cannot be turned off or sent elsewhere: remove `{name}` from [telemetry]"
+                            ),
+                        ));
+                    }
+                    *user.exporter_mut(signal) = rule.get_ref().clone();
+                    user.forced.set(signal);
+                }
+                ExporterConfig::None => {
+                    if matches!(user.exporter(signal), ExporterConfig::OtlpHttp(_)) {
+                        return Err(self.refusal(
+                            key,
+                            rule.span(),
+                            &format!("[telemetry] {name} = \"none\""),
+                            format!(
+                                "{name} may not be exported from this machine: remove `{name}` from [telemetry]"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let caps = [
+            (
+                "tool-inputs",
+                &managed.content.tool_inputs,
+                user.content.tool_inputs,
+            ),
+            (
+                "tool-outputs",
+                &managed.content.tool_outputs,
+                user.content.tool_outputs,
+            ),
+            (
+                "model-output",
+                &managed.content.model_output,
+                user.content.model_output,
+            ),
+        ];
+        for (name, cap, wanted) in caps {
+            if let Some(cap) = cap
+                && !*cap.get_ref()
+                && wanted
+            {
+                return Err(self.refusal(
+                    format!("telemetry.content.{name}"),
+                    cap.span(),
+                    &format!("[telemetry.content] {name} = false"),
+                    format!(
+                        "telemetry may not carry {} on this machine: remove `{name} = true` from [telemetry.content]",
+                        name.replace('-', " ")
+                    ),
+                ));
+            }
+        }
+        for (name, rule, value) in [
+            (
+                "service-name",
+                &managed.service_name,
+                &mut user.service_name,
+            ),
+            ("environment", &managed.environment, &mut user.environment),
+        ] {
+            let Some(rule) = rule else { continue };
+            if value.as_ref().is_some_and(|v| v != rule.get_ref()) {
+                return Err(self.refusal(
+                    format!("telemetry.{name}"),
+                    rule.span(),
+                    &format!("[telemetry] {name} = {:?}", rule.get_ref()),
+                    format!(
+                        "telemetry reports {name} {:?} on this machine: remove `{name}` from [telemetry]",
+                        rule.get_ref()
+                    ),
+                ));
+            }
+            *value = Some(rule.get_ref().clone());
+        }
+        Ok(())
+    }
+
     /// Refuses a user plugin outside the allowed directories, or blocked by name. `home` is
     /// `$BOSUN_HOME`, against which relative plugin paths resolve.
     ///
@@ -459,6 +640,27 @@ impl Managed {
         }
         Ok(())
     }
+}
+
+/// A managed `[telemetry]` that cannot be enforced: a forced signal must name its endpoint
+/// (else the environment would choose it) and pass the checks a user's does.
+fn check_telemetry(telemetry: &ManagedTelemetry) -> Result<(), (String, String)> {
+    let mut config = bosun_telemetry::TelemetryConfig::default();
+    for (signal, rule) in telemetry.signals() {
+        let Some(rule) = rule else { continue };
+        if let bosun_telemetry::ExporterConfig::OtlpHttp(otlp) = rule.get_ref()
+            && otlp.endpoint.is_none()
+        {
+            return Err((
+                format!("telemetry.{}", signal.as_str()),
+                "a managed exporter must name its endpoint, or the environment would choose where it goes: add endpoint = \"https://...\"".to_owned(),
+            ));
+        }
+        *config.exporter_mut(signal) = rule.get_ref().clone();
+    }
+    config
+        .check()
+        .map_err(|e| ("telemetry".to_owned(), e.to_string()))
 }
 
 /// `~/` and `$BOSUN_HOME` expanded.

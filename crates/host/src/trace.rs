@@ -2,8 +2,17 @@
 //! version [`TRACE_SCHEMA_VERSION`]). Secret values are redacted before an event is written or
 //! handed to an observer; nothing unredacted leaves this module.
 //!
-//! Lines are kept and written at the end of every tool call and of the run, so a trace costs
-//! one `write` per call; a crash loses at most the call in flight.
+//! Lines are kept in memory and written with one `write` for many of them. What reaches the
+//! kernel when (the durability contract, docs/security.md):
+//! - every line of a call before the call's result leaves the host — the agent loop writes
+//!   before each model request, `serve` before each response, `tools call` and the terminal
+//!   before they show it ([`Trace::flush`]);
+//! - at the end of a call that took [`Trace::write_delay`] (1 ms) or longer, or once the
+//!   oldest line waiting is that old, or 64 KiB wait;
+//! - when the trace is finished or dropped (also while a panic unwinds).
+//!
+//! So a crash never loses a line of a call whose result anyone was given; it can lose the
+//! calls whose results were not handed out yet, as it always could lose the call in flight.
 //!
 //! Recording is on every call's path, so a line is encoded by hand (`line.rs`) from borrowed
 //! fields straight into the buffer of lines not written yet, with the time formatted from a
@@ -20,6 +29,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bosun_core::{Envelope, Event, Redactor, TRACE_SCHEMA_VERSION};
 use chrono::Utc;
@@ -89,10 +99,18 @@ struct Writer {
     sequence: u64,
     error: Option<std::io::Error>,
     clock: Clock,
+    /// When the oldest line in `pending` was recorded, and when the newest.
+    oldest: Option<Timestamp>,
+    newest: Timestamp,
 }
 
-/// Lines kept before they are written even if no call ends (a long stretch of other events).
+/// Lines kept before they are written whatever else holds (a burst of calls, a long stretch of
+/// other events).
 const PENDING_LIMIT: usize = 64 * 1024;
+
+/// How long a finished call's lines may wait for the calls after it before they are written
+/// (unless its result is handed out first, which writes them).
+pub const DEFAULT_WRITE_DELAY: Duration = Duration::from_millis(1);
 
 impl Writer {
     fn new(file: Option<File>) -> Self {
@@ -103,7 +121,15 @@ impl Writer {
             sequence: 0,
             error: None,
             clock: Clock::default(),
+            oldest: None,
+            newest: Timestamp { secs: 0, nanos: 0 },
         }
+    }
+
+    /// How long the oldest line waiting has waited, as of the newest.
+    fn waited(&self) -> Duration {
+        self.oldest
+            .map_or(Duration::ZERO, |oldest| self.newest.since(oldest))
     }
 
     /// Writes the pending lines to the file in one `write` (from then on the kernel holds
@@ -117,6 +143,7 @@ impl Writer {
             }
             self.pending.clear();
         }
+        self.oldest = None;
     }
 }
 
@@ -234,6 +261,13 @@ impl Timestamp {
         }
     }
 
+    /// The time from `earlier` to this moment; zero if the clock went back.
+    fn since(self, earlier: Timestamp) -> Duration {
+        let this = Duration::new(u64::try_from(self.secs).unwrap_or(0), self.nanos);
+        let then = Duration::new(u64::try_from(earlier.secs).unwrap_or(0), earlier.nanos);
+        this.saturating_sub(then)
+    }
+
     fn utc(self) -> chrono::DateTime<Utc> {
         chrono::DateTime::from_timestamp(self.secs, self.nanos).unwrap_or_default()
     }
@@ -302,6 +336,7 @@ pub struct Trace {
     info: Arc<RunInfo>,
     /// Every line's bytes up to its sequence number (the run's part, encoded once).
     prefix: Vec<u8>,
+    write_delay: Duration,
 }
 
 /// What a tool call may know of the run it belongs to (a subagent's trace goes beside it, and
@@ -420,6 +455,7 @@ impl Trace {
             line_observers: Vec::new(),
             typed_observers: Vec::new(),
             writer: Mutex::new(Writer::new(Some(file))),
+            write_delay: DEFAULT_WRITE_DELAY,
         })
     }
 
@@ -443,7 +479,21 @@ impl Trace {
             line_observers: Vec::new(),
             typed_observers: Vec::new(),
             writer: Mutex::new(Writer::new(None)),
+            write_delay: DEFAULT_WRITE_DELAY,
         }
+    }
+
+    /// Sets how long a finished call's lines may wait in memory for the calls after it
+    /// ([`DEFAULT_WRITE_DELAY`]); `Duration::ZERO` writes every call's lines at its end. Lines
+    /// are written before a call's result is handed out whatever this is.
+    pub fn with_write_delay(mut self, delay: Duration) -> Self {
+        self.write_delay = delay;
+        self
+    }
+
+    /// How long a finished call's lines may wait for the calls after it.
+    pub fn write_delay(&self) -> Duration {
+        self.write_delay
     }
 
     /// Adds an observer.
@@ -580,6 +630,8 @@ impl Trace {
             writer.pending.truncate(start);
         } else {
             writer.pending.push(b'\n');
+            writer.oldest.get_or_insert(now);
+            writer.newest = now;
             if writer.pending.len() >= PENDING_LIMIT {
                 writer.write_out();
             }
@@ -593,8 +645,22 @@ impl Trace {
         }
     }
 
-    /// Writes the pending lines to the file, in one `write`: the chokepoint calls this at the end
-    /// of every tool call, so a crash loses at most the call in flight.
+    /// The end of a tool call that took `took`: its lines are written now if it was slow
+    /// (a `write` is then nothing beside it) or the oldest line waiting has waited
+    /// [`Trace::write_delay`]; otherwise they wait for the calls after it, for whoever hands
+    /// the result out ([`Trace::flush`]), or for 64 KiB of lines.
+    pub(crate) fn call_ended(&self, took: Duration) {
+        let Ok(mut writer) = self.writer.lock() else {
+            return;
+        };
+        if took >= self.write_delay || writer.waited() >= self.write_delay {
+            writer.write_out();
+        }
+    }
+
+    /// Writes the pending lines to the file, in one `write`. Whoever hands a tool call's result
+    /// on — to the model, an MCP or ACP client, the terminal — calls this first, so no line of
+    /// a call whose result was seen is ever only in memory.
     pub fn flush(&self) {
         if let Ok(mut writer) = self.writer.lock() {
             writer.write_out();
@@ -852,6 +918,84 @@ mod tests {
             "\n",
         );
         assert_eq!(masked_times(&text), expected, "\n{}", masked_times(&text));
+    }
+
+    /// The durability contract's three writes: a fast call's lines wait in memory (for the
+    /// calls after it), a call as slow as the write delay is written at its end together with
+    /// what waited, and `flush` (whoever hands a result out) and dropping the trace write
+    /// whatever waits. Nothing is lost or written twice.
+    #[test]
+    fn a_fast_calls_lines_wait_a_slow_call_or_a_flush_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run-w.jsonl");
+        let trace = Trace::create(dir.path(), "run-w".into(), None, Arc::default())
+            .unwrap()
+            .with_write_delay(Duration::from_secs(3600));
+        let input = serde_json::json!({});
+        let call = |id: &str| {
+            trace.record_call(CallEvent::Proposed {
+                call_id: id,
+                tool: "noop",
+                input: &input,
+            });
+            trace.record_call(CallEvent::Started {
+                call_id: id,
+                tool: "noop",
+            });
+        };
+        let lines = || fs::read_to_string(&path).unwrap().lines().count();
+        call("c1");
+        trace.call_ended(Duration::from_micros(3));
+        assert_eq!(lines(), 0, "a fast call waits");
+        call("c2");
+        trace.call_ended(Duration::from_secs(3600));
+        assert_eq!(lines(), 4, "a slow call writes itself and what waited");
+        call("c3");
+        trace.call_ended(Duration::ZERO);
+        assert_eq!(lines(), 4);
+        trace.flush();
+        assert_eq!(lines(), 6, "handing a result out writes it");
+        call("c4");
+        trace.call_ended(Duration::ZERO);
+        drop(trace);
+        let text = fs::read_to_string(&path).unwrap();
+        let sequences: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Envelope>(l).unwrap().sequence)
+            .collect();
+        assert_eq!(
+            sequences,
+            (0..8).collect::<Vec<_>>(),
+            "dropping writes the rest"
+        );
+    }
+
+    /// Lines wait no longer than the write delay while calls keep ending: once the oldest line
+    /// waiting is that old, the next call's end writes them.
+    #[test]
+    fn lines_wait_no_longer_than_the_write_delay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run-d.jsonl");
+        let trace = Trace::create(dir.path(), "run-d".into(), None, Arc::default())
+            .unwrap()
+            .with_write_delay(Duration::from_millis(20));
+        let input = serde_json::json!({});
+        let lines = || fs::read_to_string(&path).unwrap().lines().count();
+        trace.record_call(CallEvent::Proposed {
+            call_id: "c1",
+            tool: "noop",
+            input: &input,
+        });
+        trace.call_ended(Duration::ZERO);
+        assert_eq!(lines(), 0);
+        std::thread::sleep(Duration::from_millis(30));
+        trace.record_call(CallEvent::Proposed {
+            call_id: "c2",
+            tool: "noop",
+            input: &input,
+        });
+        trace.call_ended(Duration::ZERO);
+        assert_eq!(lines(), 2);
     }
 
     /// A secret holding a quote, a backslash or a control character is spelled differently in

@@ -1,17 +1,22 @@
 //! Load on a Streamable HTTP MCP server: CLIENTS concurrent rmcp clients (each its own session)
 //! call TOOL with INPUT until TOTAL calls are done; prints one JSON line:
 //! `{"calls", "errors", "seconds", "per_second", "p50_ms", "p99_ms", "max_ms"}`. With
-//! `--rss-pid PID` it also samples that process's resident memory after each tenth of the calls
-//! (`"rss_kib": [...]`). The load side of `benches/mcp.py`.
+//! `--rss-pid PID` (repeatable) it also samples those processes' resident memory after each
+//! tenth of the calls (`"rss_kib": [...]` of the first, `"rss_kib_by_pid": {PID: [...]}`). With
+//! `--stateless` the clients speak MCP 2026-07-28 (`server/discover`, no session), so any
+//! request may reach any instance behind a round-robin load balancer; `--max-seconds S` stops
+//! starting calls after S seconds. The load side of `benches/mcp.py` and `benches/fleet.py`.
 //!
-//! Usage: mcp_http_load URL CLIENTS TOTAL TOOL INPUT_JSON [--rss-pid PID]
+//! Usage: mcp_http_load URL CLIENTS TOTAL TOOL INPUT_JSON [--rss-pid PID]... [--stateless]
+//! [--max-seconds S]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -25,15 +30,24 @@ fn rss_kib(pid: &str) -> Option<u64> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: URL CLIENTS TOTAL TOOL INPUT_JSON [--rss-pid PID]";
+    let usage = "usage: URL CLIENTS TOTAL TOOL INPUT_JSON [--rss-pid PID]... [--stateless] [--max-seconds S]";
     let [url, clients, total, tool, input, rest @ ..] = args.as_slice() else {
         return Err(usage.into());
     };
-    let rss_pid = match rest {
-        [flag, pid] if flag == "--rss-pid" => Some(pid.clone()),
-        [] => None,
-        _ => return Err(usage.into()),
-    };
+    let mut rss_pids = Vec::new();
+    let mut stateless = false;
+    let mut max_seconds = None;
+    let mut rest = rest.iter();
+    while let Some(flag) = rest.next() {
+        match flag.as_str() {
+            "--rss-pid" => rss_pids.push(rest.next().ok_or(usage)?.clone()),
+            "--stateless" => stateless = true,
+            "--max-seconds" => {
+                max_seconds = Some(Duration::from_secs_f64(rest.next().ok_or(usage)?.parse()?));
+            }
+            _ => return Err(usage.into()),
+        }
+    }
     let clients: usize = clients.parse()?;
     let total: usize = total.parse()?;
     let Value::Object(input) = serde_json::from_str::<Value>(input)? else {
@@ -51,25 +65,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             http.clone(),
             StreamableHttpClientTransportConfig::with_uri(url.as_str()),
         );
-        sessions.push(().serve(transport).await?);
+        sessions.push(if stateless {
+            ().serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await?
+        } else {
+            ().serve(transport).await?
+        });
     }
-    let sampler = rss_pid.map(|pid| {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = (!rss_pids.is_empty()).then(|| {
         let done = done_count.clone();
+        let stop = stop.clone();
+        let pids = rss_pids.clone();
         tokio::spawn(async move {
-            let mut samples = vec![rss_kib(&pid).unwrap_or(0)];
+            let sample = |pids: &[String]| -> Vec<u64> {
+                pids.iter().map(|pid| rss_kib(pid).unwrap_or(0)).collect()
+            };
+            let mut samples = vec![sample(&pids)];
             let mut next = total / 10;
-            while samples.len() < 11 {
+            while samples.len() < 11 && !stop.load(Ordering::Relaxed) {
                 if done.load(Ordering::Relaxed) >= next {
-                    samples.push(rss_kib(&pid).unwrap_or(0));
+                    samples.push(sample(&pids));
                     next += total / 10;
                 } else {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
             }
+            // Stopped early (the time bound): the memory at the end.
+            if samples.len() < 11 {
+                samples.push(sample(&pids));
+            }
             samples
         })
     });
     let began = Instant::now();
+    let deadline = max_seconds.map(|s| began + s);
     let mut tasks = Vec::new();
     for session in sessions {
         let started = started_count.clone();
@@ -79,7 +114,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut errors = 0usize;
-            while started.fetch_add(1, Ordering::Relaxed) < total {
+            while started.fetch_add(1, Ordering::Relaxed) < total
+                && deadline.is_none_or(|d| Instant::now() < d)
+            {
                 let mut params = CallToolRequestParams::new(tool.clone());
                 params.arguments = Some(input.clone());
                 let at = Instant::now();
@@ -111,7 +148,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": at(1.0),
     });
     if let Some(sampler) = sampler {
-        out["rss_kib"] = json!(sampler.await?);
+        stop.store(true, Ordering::Relaxed);
+        let samples = sampler.await?;
+        out["rss_kib"] = json!(samples.iter().map(|s| s[0]).collect::<Vec<_>>());
+        out["rss_kib_by_pid"] = json!(
+            rss_pids
+                .iter()
+                .enumerate()
+                .map(|(n, pid)| (
+                    pid.clone(),
+                    json!(samples.iter().map(|s| s[n]).collect::<Vec<_>>())
+                ))
+                .collect::<serde_json::Map<_, _>>()
+        );
     }
     println!("{out}");
     Ok(())

@@ -69,6 +69,9 @@ pub struct ServeOptions {
     pub state_key: Option<Vec<u8>>,
     /// How long a request state may be answered (default five minutes).
     pub state_ttl: Option<std::time::Duration>,
+    /// A directory every instance shares, where each redeemed request state is recorded so
+    /// that it opens once across the fleet ([`crate::state`]).
+    pub state_redemptions: Option<PathBuf>,
 }
 
 /// Why serving stopped or could not start.
@@ -86,6 +89,9 @@ pub enum ServeError {
     /// The request-state key cannot be used.
     #[error("[serve] state_key_env: {0}")]
     State(String),
+    /// The shared redemption directory cannot be used.
+    #[error("{0}")]
+    Redemptions(String),
 }
 
 /// What every session of one `bosun serve` shares: the host and where traces go.
@@ -140,6 +146,12 @@ impl Served {
             None => StateSeal::ephemeral(ttl),
         }
         .map_err(ServeError::State)?;
+        let seal = match &options.state_redemptions {
+            Some(dir) => seal
+                .with_shared_redemptions(dir)
+                .map_err(ServeError::Redemptions)?,
+            None => seal,
+        };
         let config = host.config();
         let runs_dir = config.runs_dir();
         let redactor = Arc::new(config.redactor());

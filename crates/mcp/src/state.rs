@@ -8,14 +8,19 @@
 //! outlive its expiry, or be carried to another caller or another call.
 //!
 //! Each state carries a nonce, and an instance opens a nonce once: a replayed state is refused
-//! by the instance that already redeemed it. Instances share no redemption list, so a state
-//! replayed to a *different* instance within its expiry is accepted there; the window is the
-//! expiry (`[serve] state_ttl_secs`, five minutes by default), and the state is bound to the
-//! same caller and the same call, so what a replay can do is repeat that caller's answered call
-//! once per instance. This module never decides anything itself: it seals and opens.
+//! by the instance that already redeemed it. With `[serve] state_redemptions_dir` — a directory
+//! every instance reaches (a shared volume whose file system creates files exclusively: local,
+//! or NFSv3 and later) — an instance also records each nonce it opens there as a file created
+//! with `O_EXCL`, so a state replayed to *another* instance is refused too; a nonce that cannot
+//! be recorded is refused (fail closed), and records older than the expiry are swept. Without
+//! it, instances share no redemption list, and a state replayed to a different instance within
+//! its expiry (`[serve] state_ttl_secs`, five minutes by default) is accepted there, bound to
+//! the same caller and the same call: a replay can repeat that caller's answered call once per
+//! instance. This module never decides anything itself: it seals and opens.
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -48,6 +53,65 @@ pub enum StateRefused {
     /// Too many states redeemed and not yet expired to remember another.
     #[error("too many request states are in flight on this server")]
     Busy,
+    /// The shared redemption directory could not record it, so it cannot be known unused.
+    #[error("the request state could not be recorded as used")]
+    Unrecorded,
+}
+
+/// Nonces redeemed by every instance, as files in one shared directory.
+#[derive(Debug)]
+struct SharedRedemptions {
+    dir: PathBuf,
+    /// When the directory was last swept of expired records.
+    swept: Mutex<Instant>,
+}
+
+impl SharedRedemptions {
+    /// Records `nonce` as redeemed; `Replayed` when any instance already did.
+    fn redeem(&self, nonce: &str, ttl: Duration) -> Result<(), StateRefused> {
+        // Nonces are this module's own (`<hex>-<hex>`) and sealed, so this never refuses a
+        // genuine one; it keeps a path out of anything else.
+        if nonce.is_empty() || !nonce.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            return Err(StateRefused::Forged);
+        }
+        self.sweep(ttl);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.dir.join(nonce))
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(StateRefused::Replayed),
+            Err(_) => Err(StateRefused::Unrecorded),
+        }
+    }
+
+    /// Removes the records of states that have expired (older than the expiry and a minute for
+    /// clocks that differ), at most once per half expiry, by whichever call comes first.
+    fn sweep(&self, ttl: Duration) {
+        let Ok(mut swept) = self.swept.try_lock() else {
+            return;
+        };
+        if swept.elapsed() < ttl / 2 {
+            return;
+        }
+        *swept = Instant::now();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let keep = ttl + Duration::from_secs(60);
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > keep);
+            if old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
 }
 
 /// A sealed state's contents: the caller's value and the nonce that makes it single-use.
@@ -66,6 +130,8 @@ pub struct StateSeal {
     counter: AtomicU64,
     /// Nonces opened here, with when they may be forgotten (their state has expired by then).
     redeemed: Mutex<HashMap<String, Instant>>,
+    /// Nonces opened by every instance, when they share a directory.
+    shared: Option<SharedRedemptions>,
 }
 
 impl std::fmt::Debug for StateSeal {
@@ -104,7 +170,34 @@ impl StateSeal {
             prefix: bosun_core::text::hex(&random_bytes(8)?),
             counter: AtomicU64::new(0),
             redeemed: Mutex::new(HashMap::new()),
+            shared: None,
         })
+    }
+
+    /// Records every redeemed nonce in `dir` as well, a directory every instance shares, so a
+    /// state opens once across all of them.
+    ///
+    /// # Errors
+    /// The directory cannot be created, or a file cannot be created in it.
+    pub fn with_shared_redemptions(mut self, dir: &Path) -> Result<Self, String> {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| {
+                let probe = dir.join(format!("probe-{}", self.prefix));
+                std::fs::write(&probe, b"")?;
+                std::fs::remove_file(probe)
+            })
+            .map_err(|e| {
+                format!(
+                    "[serve] state_redemptions_dir {}: {e}: it must be a directory every instance can create files in",
+                    dir.display()
+                )
+            })?;
+        self.shared = Some(SharedRedemptions {
+            dir: dir.to_owned(),
+            // The first call sweeps what instances before this one left.
+            swept: Mutex::new(Instant::now() - self.ttl),
+        });
+        Ok(self)
     }
 
     /// A seal with a random key of this process alone: states open only on this instance.
@@ -162,6 +255,9 @@ impl StateSeal {
             if redeemed.len() >= MAX_REDEEMED {
                 return Err(StateRefused::Busy);
             }
+        }
+        if let Some(shared) = &self.shared {
+            shared.redeem(&envelope.n, self.ttl)?;
         }
         redeemed.insert(envelope.n, now + self.ttl);
         Ok(envelope.v)
@@ -229,6 +325,49 @@ mod tests {
             Err(StateRefused::Forged)
         );
         assert!(StateSeal::new(b"short", DEFAULT_STATE_TTL).is_err());
+    }
+
+    #[test]
+    fn a_shared_redemption_directory_refuses_a_replay_on_another_instance() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = |dir: &Path| {
+            StateSeal::new(KEY, DEFAULT_STATE_TTL)
+                .unwrap()
+                .with_shared_redemptions(dir)
+                .unwrap()
+        };
+        let (one, two) = (shared(dir.path()), shared(dir.path()));
+        let sealed = one.seal(&"answers", b"alice\ncall-1").unwrap();
+        assert_eq!(
+            one.open::<String>(&sealed, b"alice\ncall-1").unwrap(),
+            "answers"
+        );
+        // The other instance never opened it, but the directory says it was used.
+        assert_eq!(
+            two.open::<String>(&sealed, b"alice\ncall-1"),
+            Err(StateRefused::Replayed)
+        );
+        // Without the directory, the other instance would have opened it.
+        let alone = StateSeal::new(KEY, DEFAULT_STATE_TTL).unwrap();
+        assert_eq!(
+            alone.open::<String>(&sealed, b"alice\ncall-1").unwrap(),
+            "answers"
+        );
+        // A directory that cannot record refuses rather than opening unrecorded.
+        let gone = dir.path().join("gone");
+        let three = shared(&gone);
+        std::fs::remove_dir(&gone).unwrap();
+        let fresh = one.seal(&"answers", b"b").unwrap();
+        assert_eq!(
+            three.open::<String>(&fresh, b"b"),
+            Err(StateRefused::Unrecorded)
+        );
+        assert!(
+            StateSeal::new(KEY, DEFAULT_STATE_TTL)
+                .unwrap()
+                .with_shared_redemptions(Path::new("/proc/version/x"))
+                .is_err()
+        );
     }
 
     #[test]

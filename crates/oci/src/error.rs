@@ -59,6 +59,15 @@ pub enum OciError {
         /// Why it was not followed.
         reason: String,
     },
+    /// The login for a registry could not be read (a Docker config, a credential helper, an
+    /// environment variable). The message never holds the secret.
+    #[error("the login for {registry} could not be read: {reason}")]
+    Login {
+        /// The registry, `host[:port]`.
+        registry: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// Credentials were not sent where the registry asked them to go.
     #[error("credentials were not sent to {url}: {reason}")]
     CredentialsWithheld {
@@ -206,6 +215,7 @@ impl OciError {
             Self::PlainHttp { .. }
             | Self::RedirectRefused { .. }
             | Self::CredentialsWithheld { .. }
+            | Self::Login { .. }
             | Self::Unauthorized { .. }
             | Self::Denied { .. }
             | Self::LengthMismatch { .. }

@@ -52,6 +52,7 @@ pub mod artifact;
 pub mod auth;
 pub mod client;
 pub mod digest;
+pub mod docker_config;
 mod error;
 pub mod layout;
 pub mod manifest;
@@ -67,5 +68,7 @@ pub use error::OciError;
 pub use layout::Layout;
 pub use manifest::{Annotations, Descriptor, Index, Manifest, ManifestBytes};
 pub use reference::{Reference, Registry, Repository, Tag};
-pub use tarball::{TreeKind, UnpackLimits, Unpacked, read_tree_artifact, tree_artifact, unpack};
+pub use tarball::{
+    TreeKind, UnpackLimits, Unpacked, pack_files, read_tree_artifact, tree_artifact, unpack,
+};
 pub use wasm::{WasmConfig, WasmKind, WasmPackage, read_wasm_artifact, wasm_artifact};

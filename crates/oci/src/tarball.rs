@@ -1,11 +1,15 @@
-//! A folder as one gzip tar layer under a Bosun artifact type, for JS/TS plugins and skills.
+//! Bosun's one tar implementation: a folder (or a list of files) as a deterministic gzip tar,
+//! and the refusing unpacker every tar Bosun receives goes through — OCI tar layers of JS/TS
+//! plugins and skills, and the packed plugins of a signed catalog (`bosun-registry`'s
+//! `plugin.tar.gz`, and the uncompressed `plugin.tar` of earlier catalogs).
 //!
 //! Packing is deterministic — entries sorted by path, mtime 0, uid and gid 0, no user names,
 //! modes 0644/0755 — so the same folder gives the same digest on every machine. Packing and
 //! unpacking accept only regular files and directories: a link, a device or a FIFO is refused,
-//! as are absolute paths, `..`, backslashes, duplicate entries and more bytes or entries than
-//! [`UnpackLimits`] allow. Unpacking writes into a folder it creates and removes that folder
-//! again on any refusal, so a hostile layer leaves nothing behind.
+//! as are absolute paths, `..`, backslashes, control characters in names, duplicate entries,
+//! and more bytes, files, entries or depth than [`UnpackLimits`] allow. Unpacking writes into a
+//! folder it creates and removes that folder again on any refusal, so a hostile layer leaves
+//! nothing behind.
 
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
@@ -40,15 +44,19 @@ impl TreeKind {
     }
 }
 
-/// How much one layer may unpack to.
+/// How much one tar may unpack to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnpackLimits {
     /// Total bytes of all files (default 64 MiB).
     pub max_bytes: u64,
     /// Entries, files and directories together (default 10,000).
     pub max_entries: usize,
+    /// Regular files (default 10,000).
+    pub max_files: usize,
     /// Bytes in one entry's path (default 1,024).
     pub max_path: usize,
+    /// Components in one entry's path (default 64).
+    pub max_depth: usize,
 }
 
 impl Default for UnpackLimits {
@@ -56,7 +64,9 @@ impl Default for UnpackLimits {
         Self {
             max_bytes: 64 * 1024 * 1024,
             max_entries: 10_000,
+            max_files: 10_000,
             max_path: 1024,
+            max_depth: 64,
         }
     }
 }
@@ -70,36 +80,104 @@ pub struct Unpacked {
     pub bytes: u64,
 }
 
+/// One entry to pack.
+enum Entry {
+    Dir(String),
+    File {
+        path: String,
+        bytes: Vec<u8>,
+        executable: bool,
+    },
+}
+
+impl Entry {
+    fn path(&self) -> &str {
+        match self {
+            Self::Dir(path) | Self::File { path, .. } => path,
+        }
+    }
+}
+
 /// Packs `dir` into a deterministic gzip tar (see the module doc).
 pub fn pack(dir: &Path) -> Result<Vec<u8>, OciError> {
     let mut paths = Vec::new();
     collect(dir, dir, &mut paths)?;
+    let mut entries = Vec::with_capacity(paths.len());
+    for (relative, is_dir, executable) in paths {
+        if is_dir {
+            entries.push(Entry::Dir(relative));
+        } else {
+            let full = dir.join(&relative);
+            let bytes = std::fs::read(&full).map_err(|e| OciError::io(&full, e))?;
+            entries.push(Entry::File {
+                path: relative,
+                bytes,
+                executable,
+            });
+        }
+    }
+    write_entries(entries, dir)
+}
+
+/// Packs `files` — `(relative path, bytes)`, `/`-separated — into the same deterministic gzip
+/// tar as [`pack`] makes of a folder holding them (their folders implied, modes 0644).
+pub fn pack_files(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, OciError> {
+    let mut dirs = std::collections::BTreeSet::new();
+    let mut entries = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        safe_relative(path).map_err(|reason| OciError::Archive {
+            entry: path.chars().take(300).collect(),
+            reason: reason.to_owned(),
+        })?;
+        let mut parent = path.as_str();
+        while let Some((up, _)) = parent.rsplit_once('/') {
+            dirs.insert(up.to_owned());
+            parent = up;
+        }
+        entries.push(Entry::File {
+            path: path.clone(),
+            bytes: bytes.clone(),
+            executable: false,
+        });
+    }
+    entries.extend(dirs.into_iter().map(Entry::Dir));
+    write_entries(entries, Path::new("."))
+}
+
+/// The one tar writer: `entries` sorted by path, each with the fixed header of the module doc.
+fn write_entries(mut entries: Vec<Entry>, origin: &Path) -> Result<Vec<u8>, OciError> {
+    entries.sort_by(|a, b| a.path().cmp(b.path()));
     let encoder = flate2::GzBuilder::new()
         .mtime(0)
         .write(Vec::new(), flate2::Compression::default());
     let mut builder = tar::Builder::new(encoder);
-    for (relative, is_dir, executable) in paths {
-        let full = dir.join(&relative);
+    for entry in entries {
         let mut header = tar::Header::new_gnu();
         header.set_mtime(0);
         header.set_uid(0);
         header.set_gid(0);
-        let result = if is_dir {
-            header.set_entry_type(tar::EntryType::Directory);
-            header.set_mode(0o755);
-            header.set_size(0);
-            builder.append_data(&mut header, format!("{relative}/"), std::io::empty())
-        } else {
-            let bytes = std::fs::read(&full).map_err(|e| OciError::io(&full, e))?;
-            header.set_entry_type(tar::EntryType::Regular);
-            header.set_mode(if executable { 0o755 } else { 0o644 });
-            header.set_size(bytes.len() as u64);
-            builder.append_data(&mut header, &relative, bytes.as_slice())
+        let result = match &entry {
+            Entry::Dir(path) => {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                builder.append_data(&mut header, format!("{path}/"), std::io::empty())
+            }
+            Entry::File {
+                path,
+                bytes,
+                executable,
+            } => {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(if *executable { 0o755 } else { 0o644 });
+                header.set_size(bytes.len() as u64);
+                builder.append_data(&mut header, path, bytes.as_slice())
+            }
         };
-        result.map_err(|e| OciError::io(&full, e))?;
+        result.map_err(|e| OciError::io(origin.join(entry.path()), e))?;
     }
-    let encoder = builder.into_inner().map_err(|e| OciError::io(dir, e))?;
-    encoder.finish().map_err(|e| OciError::io(dir, e))
+    let encoder = builder.into_inner().map_err(|e| OciError::io(origin, e))?;
+    encoder.finish().map_err(|e| OciError::io(origin, e))
 }
 
 /// Every directory and file under `dir`, sorted, as `/`-separated paths relative to `root`.
@@ -161,8 +239,8 @@ fn executable(_: &std::fs::Metadata) -> bool {
     false
 }
 
-/// Unpacks a gzip tar layer into `dest`, which must not exist yet (see the module doc). On any
-/// error `dest` is removed again.
+/// Unpacks a tar — gzip-compressed (recognised by its magic bytes) or plain — into `dest`,
+/// which must not exist yet (see the module doc). On any error `dest` is removed again.
 pub fn unpack(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpacked, OciError> {
     std::fs::create_dir(dest).map_err(|e| OciError::io(dest, e))?;
     let result = unpack_into(layer, dest, limits);
@@ -173,12 +251,17 @@ pub fn unpack(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpack
 }
 
 fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpacked, OciError> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
+    let reader: Box<dyn Read + '_> = if layer.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(layer))
+    } else {
+        Box::new(layer)
+    };
+    let mut archive = tar::Archive::new(reader);
     let mut unpacked = Unpacked { files: 0, bytes: 0 };
     let mut entries_seen = 0usize;
     let bad_layer = |e: std::io::Error| OciError::Archive {
         entry: String::new(),
-        reason: format!("the layer is not a readable gzip tar: {e}"),
+        reason: format!("the layer is not a readable tar: {e}"),
     };
     for entry in archive.entries().map_err(bad_layer)? {
         let mut entry = entry.map_err(bad_layer)?;
@@ -204,6 +287,9 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
             return Err(refuse("the path is longer than the limit"));
         }
         let relative = safe_relative(&name).map_err(&refuse)?;
+        if relative.components().count() > limits.max_depth {
+            return Err(refuse("the path nests deeper than the limit"));
+        }
         let target = dest.join(&relative);
         match kind {
             tar::EntryType::Directory => {
@@ -214,6 +300,13 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
                     .header()
                     .size()
                     .map_err(|_| refuse("the size field is unreadable"))?;
+                if unpacked.files >= limits.max_files {
+                    return Err(OciError::TooLarge {
+                        what: "the tar layer's file count".to_owned(),
+                        limit: limits.max_files as u64,
+                        size: unpacked.files as u64 + 1,
+                    });
+                }
                 if unpacked.bytes.saturating_add(size) > limits.max_bytes {
                     return Err(OciError::TooLarge {
                         what: "the tar layer's unpacked files".to_owned(),
@@ -261,8 +354,8 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
 
 /// `name` as a relative path of plain components, or why not.
 fn safe_relative(name: &str) -> Result<PathBuf, &'static str> {
-    if name.contains('\\') || name.contains('\0') {
-        return Err("backslashes and NUL are refused in names");
+    if name.contains('\\') || name.chars().any(char::is_control) {
+        return Err("backslashes and control characters are refused in names");
     }
     let mut path = PathBuf::new();
     for component in Path::new(name).components() {
@@ -492,6 +585,78 @@ mod tests {
         assert!(matches!(
             refused(&layer, &UnpackLimits::default()),
             OciError::Archive { .. }
+        ));
+    }
+
+    #[test]
+    fn packing_files_matches_packing_the_folder_that_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/lib")).unwrap();
+        std::fs::write(dir.path().join("mod.ts"), "export {}\n").unwrap();
+        std::fs::write(dir.path().join("src/lib/a.ts"), "a").unwrap();
+        let files = [
+            ("src/lib/a.ts".to_owned(), b"a".to_vec()),
+            ("mod.ts".to_owned(), b"export {}\n".to_vec()),
+        ];
+        assert_eq!(pack_files(&files).unwrap(), pack(dir.path()).unwrap());
+        let climbing = [("../x".to_owned(), b"x".to_vec())];
+        assert!(matches!(
+            pack_files(&climbing),
+            Err(OciError::Archive { .. })
+        ));
+    }
+
+    #[test]
+    fn a_plain_tar_is_unpacked_under_the_same_checks() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_ustar();
+        header.set_size(2);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, "a/b.txt", &b"hi"[..])
+            .unwrap();
+        let plain = builder.into_inner().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        unpack(&plain, &dest, &UnpackLimits::default()).unwrap();
+        assert_eq!(std::fs::read(dest.join("a/b.txt")).unwrap(), b"hi");
+
+        // The gzip layers' hostile cases, uncompressed.
+        let gz = hostile_tar(&[("../evil", tar::EntryType::Regular, b"x", None)]);
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        assert!(matches!(
+            refused(&raw, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+    }
+
+    #[test]
+    fn tar_names_with_control_characters_or_too_deep_are_refused() {
+        let layer = hostile_tar(&[("a\u{1b}[2Jb", tar::EntryType::Regular, b"x", None)]);
+        assert!(matches!(
+            refused(&layer, &UnpackLimits::default()),
+            OciError::Archive { .. }
+        ));
+        let deep = hostile_tar(&[("a/b/c/d", tar::EntryType::Regular, b"x", None)]);
+        let shallow = UnpackLimits {
+            max_depth: 3,
+            ..UnpackLimits::default()
+        };
+        assert!(matches!(refused(&deep, &shallow), OciError::Archive { .. }));
+        let two = hostile_tar(&[
+            ("a", tar::EntryType::Regular, b"1", None),
+            ("b", tar::EntryType::Regular, b"2", None),
+        ]);
+        let one_file = UnpackLimits {
+            max_files: 1,
+            ..UnpackLimits::default()
+        };
+        assert!(matches!(
+            refused(&two, &one_file),
+            OciError::TooLarge { .. }
         ));
     }
 

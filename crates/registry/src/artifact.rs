@@ -1,17 +1,23 @@
 //! A plugin as one downloadable file, and back. A plugin that is one file travels as that file
-//! (`plugin.wasm`, `mod.ts`, a skill's `SKILL.md`); one of several files (a Forge plugin) as an
-//! uncompressed tar, `plugin.tar`, written deterministically (sorted, zero times and owners).
-//! Unpacking accepts regular files and directories only, with normal relative paths, under the
-//! installer's bounds — no links, devices, absolute paths or `..`.
+//! (`plugin.wasm`, `mod.ts`, a skill's `SKILL.md`); one of several files (a Forge plugin, a
+//! skill with resources) as `plugin.tar.gz`, packed and unpacked by Bosun's one tar
+//! implementation (`bosun_oci::tarball`: deterministic, and an unpacker that refuses links,
+//! devices, absolute paths, `..`, duplicates and anything over the installer's bounds).
+//! Catalogs published before the tar was compressed name an uncompressed `plugin.tar`; it is
+//! unpacked by the same code.
 
-use std::path::{Component, Path};
+use std::path::Path;
 
+use bosun_oci::UnpackLimits;
 use bosun_plugins::source::{MAX_SOURCE_DEPTH, MAX_SOURCE_FILES};
 
 use crate::error::RegistryError;
 
-/// The name of a packed multi-file plugin.
-pub const TAR_FILE: &str = "plugin.tar";
+/// The name of a packed multi-file plugin or skill.
+pub const TAR_FILE: &str = "plugin.tar.gz";
+
+/// The name an uncompressed packed plugin had in earlier catalogs (still installed).
+pub const PLAIN_TAR_FILE: &str = "plugin.tar";
 
 /// The single files a plugin may travel as.
 pub const SINGLE_FILES: [&str; 3] = ["plugin.wasm", "mod.ts", "SKILL.md"];
@@ -19,94 +25,53 @@ pub const SINGLE_FILES: [&str; 3] = ["plugin.wasm", "mod.ts", "SKILL.md"];
 /// Largest total a packed plugin may unpack to.
 pub const MAX_UNPACKED_BYTES: u64 = bosun_plugins::catalog::MAX_COMPONENT_BYTES;
 
-/// Packs the files `(relative path, bytes)` as a deterministic tar.
+/// Whether `file` is a name a plugin or skill travels as.
+pub fn is_artifact_file(file: &str) -> bool {
+    SINGLE_FILES.contains(&file) || file == TAR_FILE || file == PLAIN_TAR_FILE
+}
+
+/// The installer's bounds on what a packed plugin unpacks to.
+pub fn unpack_limits() -> UnpackLimits {
+    UnpackLimits {
+        max_bytes: MAX_UNPACKED_BYTES,
+        // Every file and a folder for each at most.
+        max_entries: 2 * MAX_SOURCE_FILES,
+        max_files: MAX_SOURCE_FILES,
+        max_depth: MAX_SOURCE_DEPTH,
+        ..UnpackLimits::default()
+    }
+}
+
+fn archive_error(e: bosun_oci::OciError) -> RegistryError {
+    match e {
+        bosun_oci::OciError::Archive { entry, reason } if entry.is_empty() => {
+            RegistryError::Archive { what: reason }
+        }
+        bosun_oci::OciError::Archive { entry, reason } => RegistryError::Archive {
+            what: format!(
+                "holds `{}`, which is refused: {reason}",
+                crate::name::escape(&entry)
+            ),
+        },
+        bosun_oci::OciError::TooLarge { what, limit, .. } => RegistryError::Archive {
+            what: format!("is over the limit of {limit} for {what}"),
+        },
+        other => other.into(),
+    }
+}
+
+/// Packs the files `(relative path, bytes)` as a deterministic [`TAR_FILE`].
 pub fn pack(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, RegistryError> {
-    let mut sorted: Vec<&(String, Vec<u8>)> = files.iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut builder = tar::Builder::new(Vec::new());
-    builder.mode(tar::HeaderMode::Deterministic);
-    for (path, bytes) in sorted {
-        let mut header = tar::Header::new_ustar();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_entry_type(tar::EntryType::Regular);
-        builder
-            .append_data(&mut header, path, bytes.as_slice())
-            .map_err(|e| RegistryError::Archive {
-                what: format!("cannot take {path}: {e}"),
-            })?;
-    }
-    builder.into_inner().map_err(|e| RegistryError::Archive {
-        what: format!("cannot be written: {e}"),
-    })
+    bosun_oci::pack_files(files).map_err(archive_error)
 }
 
-/// Unpacks `bytes` (a [`TAR_FILE`]) into `dir`, which must exist and be empty.
+/// Unpacks `bytes` (a [`TAR_FILE`] or [`PLAIN_TAR_FILE`]) into `dir`, which must not exist yet;
+/// on a refusal nothing is left at `dir`.
 pub fn unpack(bytes: &[u8], dir: &Path) -> Result<(), RegistryError> {
-    let refuse = |what: String| RegistryError::Archive { what };
-    let mut archive = tar::Archive::new(bytes);
-    let mut files = 0usize;
-    let mut total = 0u64;
-    let entries = archive
-        .entries()
-        .map_err(|e| refuse(format!("cannot be read: {e}")))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| refuse(format!("cannot be read: {e}")))?;
-        let path = entry
-            .path()
-            .map_err(|e| refuse(format!("has an unreadable path: {e}")))?
-            .into_owned();
-        let normal = path.components().all(|c| matches!(c, Component::Normal(_)));
-        let depth = path.components().count();
-        let hidden_name = path
-            .to_str()
-            .is_none_or(|p| p.chars().any(|c| c.is_control()));
-        if !normal || depth == 0 || depth > MAX_SOURCE_DEPTH || hidden_name {
-            return Err(refuse(format!(
-                "holds the path `{}`, which is not a plain relative path",
-                crate::name::escape(&path.to_string_lossy())
-            )));
-        }
-        let target = dir.join(&path);
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => {
-                std::fs::create_dir_all(&target)
-                    .map_err(RegistryError::io(format!("creating {}", target.display())))?;
-            }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                files += 1;
-                total += entry.size();
-                if files > MAX_SOURCE_FILES || total > MAX_UNPACKED_BYTES {
-                    return Err(refuse(format!(
-                        "holds more than {MAX_SOURCE_FILES} files or {MAX_UNPACKED_BYTES} bytes"
-                    )));
-                }
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(RegistryError::io(format!("creating {}", parent.display())))?;
-                }
-                let mut out = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&target)
-                    .map_err(RegistryError::io(format!("writing {}", target.display())))?;
-                let size = entry.size();
-                std::io::copy(&mut (&mut entry).take(size), &mut out)
-                    .map_err(RegistryError::io(format!("writing {}", target.display())))?;
-            }
-            other => {
-                return Err(refuse(format!(
-                    "holds `{}` of type {other:?}: only files and directories are unpacked",
-                    crate::name::escape(&path.to_string_lossy())
-                )));
-            }
-        }
-    }
-    Ok(())
+    bosun_oci::unpack(bytes, dir, &unpack_limits())
+        .map(|_| ())
+        .map_err(archive_error)
 }
-
-use std::io::Read;
 
 /// Every regular file under `dir` as `(relative path, bytes)`, under the installer's bounds,
 /// refusing links; version control and build output are left out.
@@ -167,9 +132,9 @@ pub fn read_tree(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, RegistryError> {
     Ok(out)
 }
 
-/// Lays the downloaded artifact `file` out in `dir` (which must exist and be empty).
+/// Lays the downloaded artifact `file` out in `dir`, which must not exist yet (its parent must).
 pub fn lay_out(file: &str, bytes: &[u8], dir: &Path) -> Result<(), RegistryError> {
-    if file == TAR_FILE {
+    if file == TAR_FILE || file == PLAIN_TAR_FILE {
         return unpack(bytes, dir);
     }
     if !SINGLE_FILES.contains(&file) {
@@ -180,6 +145,7 @@ pub fn lay_out(file: &str, bytes: &[u8], dir: &Path) -> Result<(), RegistryError
             ),
         });
     }
+    std::fs::create_dir(dir).map_err(RegistryError::io(format!("creating {}", dir.display())))?;
     let path = dir.join(file);
     std::fs::write(&path, bytes).map_err(RegistryError::io(format!("writing {}", path.display())))
 }
@@ -190,7 +156,8 @@ mod tests {
 
     #[test]
     fn an_archive_with_a_climbing_or_linked_entry_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("laid");
         // A path with `..`, written raw (the builder refuses it).
         let mut header = tar::Header::new_gnu();
         header.set_size(1);
@@ -208,10 +175,11 @@ mod tests {
         raw.extend_from_slice(&block);
         raw.extend_from_slice(&[0u8; 1024]);
         assert!(matches!(
-            unpack(&raw, dir.path()),
+            lay_out(PLAIN_TAR_FILE, &raw, &dir),
             Err(RegistryError::Archive { .. })
         ));
-        assert!(!dir.path().parent().unwrap().join("escape").exists());
+        assert!(!scratch.path().join("escape").exists());
+        assert!(!dir.exists());
 
         let mut builder = tar::Builder::new(Vec::new());
         let mut link = tar::Header::new_ustar();
@@ -222,10 +190,10 @@ mod tests {
             .unwrap();
         let linked = builder.into_inner().unwrap();
         assert!(matches!(
-            unpack(&linked, dir.path()),
+            lay_out(PLAIN_TAR_FILE, &linked, &dir),
             Err(RegistryError::Archive { .. })
         ));
-        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        assert!(!dir.exists());
 
         let packed = pack(&[
             ("lib/a.mjs".to_owned(), b"a".to_vec()),
@@ -240,7 +208,7 @@ mod tests {
             ])
             .unwrap()
         );
-        unpack(&packed, dir.path()).unwrap();
-        assert_eq!(std::fs::read(dir.path().join("lib/a.mjs")).unwrap(), b"a");
+        lay_out(TAR_FILE, &packed, &dir).unwrap();
+        assert_eq!(std::fs::read(dir.join("lib/a.mjs")).unwrap(), b"a");
     }
 }

@@ -16,6 +16,9 @@
 //! keys = ["…"]
 //! ```
 //!
+//! An OCI source may say where its login comes from (`auth`, [`RegistryAuth`]); the secret
+//! itself is never written here.
+//!
 //! Only the user's config names sources and pins their keys. A project's `.bosun/config.toml`
 //! may narrow them (`[registries] allow = ["corp"]`): a name it lists that the user did not
 //! configure is ignored with a warning, never added.
@@ -80,6 +83,49 @@ pub struct RegistryConfig {
     /// Seconds one request may take (default 30 for catalogs, 300 for downloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// How an OCI source logs in to pull (default: a login `docker login` stored for its
+    /// registry in the Docker config, else anonymous).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<RegistryAuth>,
+}
+
+/// `auth` of an OCI source: where its login comes from. Secrets are never written in Bosun's
+/// config; they stay where the person keeps them.
+///
+/// ```toml
+/// auth = "docker"                                           # Docker config, helpers included
+/// auth = "none"                                             # anonymous
+/// auth = { username_env = "CORP_USER", password_env = "CORP_TOKEN" }
+/// auth = { token_env = "CORP_BEARER" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RegistryAuth {
+    /// `"docker"` or `"none"`.
+    Mode(AuthMode),
+    /// A user name and password (or access token) from two environment variables.
+    Env {
+        /// The variable holding the user name.
+        username_env: String,
+        /// The variable holding the password or access token.
+        password_env: String,
+    },
+    /// A bearer token from an environment variable, sent as-is.
+    Token {
+        /// The variable holding the token.
+        token_env: String,
+    },
+}
+
+/// The named ways of logging in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// The Docker config (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`): stored
+    /// logins, `credHelpers` and `credsStore` (their programs run to answer).
+    Docker,
+    /// No login.
+    None,
 }
 
 /// A project's `[registries]`: which of the user's sources it uses.
@@ -152,6 +198,29 @@ pub fn check(sources: &BTreeMap<String, RegistryConfig>) -> Result<(), RegistryE
         }
         if config.timeout_secs.is_some_and(|s| s == 0 || s > 3600) {
             return Err(bad("timeout_secs must be between 1 and 3600"));
+        }
+        if let Some(auth) = &config.auth {
+            if config.kind != RegistryKind::Oci {
+                return Err(bad(
+                    "auth is for kind = \"oci\" sources: remove it (catalogs are public, trusted through their keys)",
+                ));
+            }
+            let names: Vec<&String> = match auth {
+                RegistryAuth::Mode(_) => Vec::new(),
+                RegistryAuth::Env {
+                    username_env,
+                    password_env,
+                } => vec![username_env, password_env],
+                RegistryAuth::Token { token_env } => vec![token_env],
+            };
+            if names
+                .iter()
+                .any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            {
+                return Err(bad(
+                    "auth names environment variables (letters, digits and _), never the secret itself",
+                ));
+            }
         }
     }
     Ok(())

@@ -9,7 +9,7 @@
 //!
 //! A plugin `NAME` lives in the repository `<namespace>/NAME`, each version under its semver
 //! tag: a native or Chock plugin as the standard Wasm artifact (so `oras` and `wkg` pull it), a
-//! JS/TS plugin as one layer (`mod.ts`, or the packed `plugin.tar`) under the artifact type
+//! JS/TS plugin as one layer (`mod.ts`, or the packed `plugin.tar.gz`) under the artifact type
 //! `application/vnd.bosun.plugin.v1`. A tag is only where to look: what is installed is the
 //! manifest digest and file digest a **signature by a pinned key** names. The signature is an
 //! artifact of type [`SIGNATURE_ARTIFACT`] whose subject is the plugin's manifest, found through
@@ -31,7 +31,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::RegistryConfig;
+use crate::config::{AuthMode, RegistryAuth, RegistryConfig};
 use crate::error::RegistryError;
 use crate::fetch::Progress;
 use crate::key::PrivateKey;
@@ -68,7 +68,7 @@ pub struct Statement {
     pub repository: String,
     /// The manifest's digest.
     pub manifest: String,
-    /// The file it installs as (`plugin.wasm`, `mod.ts`, `plugin.tar`).
+    /// The file it installs as (`plugin.wasm`, `mod.ts`, `plugin.tar.gz`).
     pub file: String,
     /// The file's length.
     pub length: u64,
@@ -83,7 +83,12 @@ pub struct Statement {
 /// A source reading an OCI registry.
 pub struct OciSource {
     name: String,
-    client: Client,
+    url: String,
+    timeout_secs: Option<u64>,
+    auth: Option<RegistryAuth>,
+    /// Built at the first request, with the login found then: opening a source (a search
+    /// opens every one) reads no secret and runs no credential helper.
+    client: tokio::sync::OnceCell<Client>,
     namespace: String,
     pinned: Vec<String>,
 }
@@ -108,14 +113,74 @@ pub fn open(
                 .to_owned(),
         ));
     }
-    let (client, namespace) =
-        client_for(url, config.timeout_secs).map_err(|e| bad(e.to_string()))?;
+    // Checked now, so a bad address is said at once; the client is built at first use.
+    let (_, namespace) = client_for(url, config.timeout_secs).map_err(|e| bad(e.to_string()))?;
     Ok(Box::new(OciSource {
         name: name.to_owned(),
-        client,
+        url: url.to_owned(),
+        timeout_secs: config.timeout_secs,
+        auth: config.auth.clone(),
+        client: tokio::sync::OnceCell::new(),
         namespace,
         pinned: config.keys.clone(),
     }))
+}
+
+/// The login `auth` names for the registry `host_port`, read from where the person keeps it
+/// (see [`RegistryAuth`]); with no `auth`, a login stored in the Docker config for that
+/// registry (no helper program is run), else anonymous. Blocking: a credential helper may run.
+///
+/// # Errors
+/// An environment variable that is not set, or a Docker config or helper that fails (the
+/// error never holds the secret).
+pub fn credentials(
+    auth: Option<&RegistryAuth>,
+    host_port: &str,
+) -> Result<Credentials, bosun_oci::OciError> {
+    credentials_with(
+        auth,
+        host_port,
+        bosun_oci::docker_config::default_path().as_deref(),
+        |name| std::env::var(name).ok(),
+    )
+}
+
+/// [`credentials`] with the Docker config at `docker_config` and the environment `env`.
+///
+/// # Errors
+/// As [`credentials`].
+pub fn credentials_with(
+    auth: Option<&RegistryAuth>,
+    host_port: &str,
+    docker_config: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Credentials, bosun_oci::OciError> {
+    use bosun_oci::docker_config::{Helpers, credentials_for};
+    let var = |name: &str| {
+        env(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| bosun_oci::OciError::Login {
+                registry: host_port.to_owned(),
+                reason: format!("the environment variable {name} is not set"),
+            })
+    };
+    let docker = |helpers| match docker_config {
+        Some(path) => credentials_for(path, host_port, helpers),
+        None => Ok(Credentials::Anonymous),
+    };
+    match auth {
+        None => docker(Helpers::Never),
+        Some(RegistryAuth::Mode(AuthMode::Docker)) => docker(Helpers::Run),
+        Some(RegistryAuth::Mode(AuthMode::None)) => Ok(Credentials::Anonymous),
+        Some(RegistryAuth::Env {
+            username_env,
+            password_env,
+        }) => Ok(Credentials::Basic {
+            username: var(username_env)?,
+            password: var(password_env)?,
+        }),
+        Some(RegistryAuth::Token { token_env }) => Ok(Credentials::Bearer(var(token_env)?)),
+    }
 }
 
 /// Credentials for a registry that needs a login (publishing, mostly).
@@ -182,6 +247,27 @@ pub fn repository(
 }
 
 impl OciSource {
+    /// The client, built with the login at the first request.
+    async fn client(&self) -> Result<&Client, RegistryError> {
+        self.client
+            .get_or_try_init(|| async {
+                let (anonymous, _) = client_for(&self.url, self.timeout_secs)?;
+                let host_port = anonymous.registry().host_port();
+                let auth = self.auth.clone();
+                let credentials =
+                    tokio::task::spawn_blocking(move || credentials(auth.as_ref(), &host_port))
+                        .await
+                        .map_err(|e| bosun_oci::OciError::Login {
+                            registry: self.url.clone(),
+                            reason: e.to_string(),
+                        })??;
+                let (client, _) = client_with(&self.url, self.timeout_secs, credentials)?;
+                Ok::<_, bosun_oci::OciError>(client)
+            })
+            .await
+            .map_err(RegistryError::from)
+    }
+
     /// The target `digest` is, if a signature by a pinned key vouches for it as `name`
     /// `version` in `repository`.
     async fn verified(
@@ -192,7 +278,8 @@ impl OciSource {
         requested: (&str, &str),
     ) -> Result<Target, RegistryError> {
         let candidates = self
-            .client
+            .client()
+            .await?
             .signatures(repository, digest, SIGNATURE_ARTIFACT)
             .await?;
         let mut last = None;
@@ -220,7 +307,11 @@ impl OciSource {
         signature: &Digest,
         (name, version): (&str, &str),
     ) -> Result<Target, RegistryError> {
-        let artifact = self.client.pull_artifact(repository, signature).await?;
+        let artifact = self
+            .client()
+            .await?
+            .pull_artifact(repository, signature)
+            .await?;
         let manifest = &artifact.manifest.manifest;
         let layer = match artifact.layers() {
             [layer]
@@ -276,9 +367,7 @@ impl OciSource {
         if statement.claims.version != version {
             return Err(mismatch("version", &statement.claims.version, version));
         }
-        if !crate::artifact::SINGLE_FILES.contains(&statement.file.as_str())
-            && statement.file != crate::artifact::TAR_FILE
-        {
+        if !crate::artifact::is_artifact_file(&statement.file) {
             return Err(RegistryError::malformed(
                 ROLE,
                 format!(
@@ -348,7 +437,8 @@ impl Source for OciSource {
             .ok_or_else(|| RegistryError::malformed(ROLE, "the location names no digest"))?;
         let repository: Repository = repository.parse()?;
         let digest: Digest = digest.parse().map_err(bosun_oci::OciError::from)?;
-        let manifest = self.client.pull_manifest(&repository, &digest).await?;
+        let client = self.client().await?;
+        let manifest = client.pull_manifest(&repository, &digest).await?;
         let layer = manifest
             .manifest
             .layers
@@ -363,8 +453,7 @@ impl Source for OciSource {
         progress.start(&target.file, Some(layer.size));
         let mut bytes = Vec::new();
         let mut seen = 0u64;
-        let result = self
-            .client
+        let result = client
             .pull_blob_to(&repository, layer, &mut bytes, |p| {
                 progress.advance(p.received - seen);
                 seen = p.received;
@@ -382,7 +471,7 @@ impl Source for OciSource {
         _now: DateTime<Utc>,
     ) -> Result<Target, RegistryError> {
         let repository = repository(&self.namespace, kind, &requested.name)?;
-        let tags = match self.client.list_tags(&repository).await {
+        let tags = match self.client().await?.list_tags(&repository).await {
             Ok(tags) => tags,
             Err(bosun_oci::OciError::NotFound { .. }) => Vec::new(),
             Err(e) => return Err(e.into()),
@@ -407,7 +496,7 @@ impl Source for OciSource {
                 self.name
             ),
         })?;
-        let descriptor = self.client.resolve(&repository, &tag).await?;
+        let descriptor = self.client().await?.resolve(&repository, &tag).await?;
         self.verified(
             kind,
             &repository,
@@ -439,9 +528,23 @@ pub async fn publish(
     prepared: Prepared,
     key: &PrivateKey,
 ) -> Result<PublishedOci, RegistryError> {
+    publish_kind(client, namespace, ArtifactKind::Plugin, prepared, key).await
+}
+
+/// Pushes a prepared plugin or skill (`kind`) to `<namespace>/<name>:<version>` (a skill to
+/// `<namespace>/skills/<name>:<version>`, under the artifact type
+/// `application/vnd.bosun.skill.v1`) and its signature by `key` as a referrer of it. A version
+/// already there is never replaced.
+pub async fn publish_kind(
+    client: &Client,
+    namespace: &str,
+    kind: ArtifactKind,
+    prepared: Prepared,
+    key: &PrivateKey,
+) -> Result<PublishedOci, RegistryError> {
     let claims = prepared.claims;
     crate::name::parse_version(&claims.version)?;
-    let repository = repository(namespace, ArtifactKind::Plugin, &claims.name)?;
+    let repository = repository(namespace, kind, &claims.name)?;
     let tag: Tag = claims.version.parse()?;
     match client.resolve(&repository, &tag).await {
         Ok(existing) => {
@@ -471,18 +574,22 @@ pub async fn publish(
             claims.description.clone(),
         );
     }
-    let artifact = if prepared.file == "plugin.wasm" {
+    let artifact = if prepared.file == "plugin.wasm" && kind == ArtifactKind::Plugin {
         bosun_oci::wasm_artifact(prepared.bytes, prepared.file, annotations)?
     } else {
-        let media_type = if prepared.file == crate::artifact::TAR_FILE {
-            "application/vnd.oci.image.layer.v1.tar"
-        } else {
-            "application/typescript"
+        let media_type = match prepared.file {
+            crate::artifact::TAR_FILE => bosun_oci::manifest::LAYER_TAR_GZIP,
+            "SKILL.md" => "text/markdown",
+            _ => "application/typescript",
         };
         let title: Annotations = [(ANNOTATION_TITLE.to_owned(), prepared.file.to_owned())]
             .into_iter()
             .collect();
-        Artifact::builder(PLUGIN_ARTIFACT)
+        let artifact_type = match kind {
+            ArtifactKind::Plugin => PLUGIN_ARTIFACT,
+            ArtifactKind::Skill => bosun_oci::tarball::SKILL_ARTIFACT,
+        };
+        Artifact::builder(artifact_type)
             .layer(media_type, prepared.bytes, title)
             .annotations(annotations)
             .build()
@@ -494,7 +601,7 @@ pub async fn publish(
     let public = key.public();
     let statement = Statement {
         statement_type: STATEMENT_TYPE.to_owned(),
-        kind: ArtifactKind::Plugin,
+        kind,
         repository: repository.to_string(),
         manifest: manifest.to_string(),
         file: prepared.file.to_owned(),
@@ -520,4 +627,91 @@ pub async fn publish(
         signature,
         claims,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "CORP_USER" => Some("robot".to_owned()),
+            "CORP_TOKEN" => Some("hunter2".to_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_pull_login_comes_from_where_auth_says_and_never_shows_its_secret() {
+        let from_env = RegistryAuth::Env {
+            username_env: "CORP_USER".to_owned(),
+            password_env: "CORP_TOKEN".to_owned(),
+        };
+        let got = credentials_with(Some(&from_env), "r.example", None, env).unwrap();
+        assert!(
+            matches!(&got, Credentials::Basic { username, password } if username == "robot" && password == "hunter2")
+        );
+        assert!(!format!("{got:?}").contains("hunter2"));
+        let token = RegistryAuth::Token {
+            token_env: "CORP_TOKEN".to_owned(),
+        };
+        assert!(matches!(
+            credentials_with(Some(&token), "r.example", None, env).unwrap(),
+            Credentials::Bearer(t) if t == "hunter2"
+        ));
+        let unset = RegistryAuth::Token {
+            token_env: "NOT_SET".to_owned(),
+        };
+        let error = credentials_with(Some(&unset), "r.example", None, env).unwrap_err();
+        assert!(error.to_string().contains("NOT_SET"), "{error}");
+
+        // No `auth`: the login the Docker config stores for this registry, and no other's.
+        let dir = tempfile::tempdir().unwrap();
+        let docker = dir.path().join("config.json");
+        std::fs::write(
+            &docker,
+            r#"{"auths":{"r.example":{"username":"me","password":"s3cret"}},"credsStore":"would-run"}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            credentials_with(None, "r.example", Some(&docker), env).unwrap(),
+            Credentials::Basic { username, .. } if username == "me"
+        ));
+        assert!(matches!(
+            credentials_with(None, "elsewhere.example", Some(&docker), env).unwrap(),
+            Credentials::Anonymous
+        ));
+        let none = RegistryAuth::Mode(AuthMode::None);
+        assert!(matches!(
+            credentials_with(Some(&none), "r.example", Some(&docker), env).unwrap(),
+            Credentials::Anonymous
+        ));
+    }
+
+    #[test]
+    fn auth_names_variables_only_and_only_for_oci_sources() {
+        let parse = |text: &str| -> Result<(), RegistryError> {
+            let sources: BTreeMap<String, RegistryConfig> = toml::from_str(text).unwrap();
+            crate::config::check(&sources)
+        };
+        let key = "a".repeat(64);
+        parse(&format!(
+            "[corp]\nkind = \"oci\"\nurl = \"r.example/acme\"\nkeys = [\"{key}\"]\nauth = {{ username_env = \"CORP_USER\", password_env = \"CORP_TOKEN\" }}\n"
+        ))
+        .unwrap();
+        parse(&format!(
+            "[corp]\nkind = \"oci\"\nurl = \"r.example/acme\"\nkeys = [\"{key}\"]\nauth = \"docker\"\n"
+        ))
+        .unwrap();
+        assert!(
+            parse(&format!(
+                "[corp]\nkind = \"oci\"\nurl = \"r.example/acme\"\nkeys = [\"{key}\"]\nauth = {{ token_env = \"ghp_secret value\" }}\n"
+            ))
+            .is_err()
+        );
+        assert!(
+            parse("[reef]\nkind = \"reef\"\nurl = \"https://reef.example\"\nauth = \"docker\"\n")
+                .is_err()
+        );
+    }
 }

@@ -326,7 +326,7 @@ pub fn publish_plugin(
 pub struct Prepared {
     /// What it declares (the author left empty: the signer vouches, not the plugin).
     pub claims: Claims,
-    /// `plugin.wasm`, `mod.ts` or `plugin.tar`.
+    /// `plugin.wasm`, `mod.ts` or `plugin.tar.gz`.
     pub file: &'static str,
     /// That file's bytes.
     pub bytes: Vec<u8>,

@@ -116,7 +116,7 @@ pub struct Target {
     pub length: Option<u64>,
     /// The SHA-256 the bytes must have, lowercase hex.
     pub sha256: String,
-    /// The artifact's file name: `plugin.wasm`, `mod.ts`, `plugin.tar` or `SKILL.md`.
+    /// The artifact's file name: `plugin.wasm`, `mod.ts`, `plugin.tar.gz` or `SKILL.md`.
     pub file: String,
     /// Where it is, relative to the source's root (or a digest reference, for OCI).
     pub location: String,

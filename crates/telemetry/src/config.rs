@@ -42,6 +42,41 @@ pub struct TelemetryConfig {
     /// instance of `bosun serve` behind a load balancer is told apart.
     #[serde(default)]
     pub instance_id: Option<String>,
+    /// The signals a managed policy forces on (never read from a file): the environment's
+    /// off switches (`OTEL_SDK_DISABLED`, `OTEL_<SIGNAL>_EXPORTER=none`) do not apply to them.
+    #[serde(skip)]
+    pub forced: Forced,
+}
+
+/// Which signals a managed policy forces on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forced {
+    /// Spans.
+    pub traces: bool,
+    /// Metrics.
+    pub metrics: bool,
+    /// Log records.
+    pub logs: bool,
+}
+
+impl Forced {
+    /// Whether `signal` is forced on.
+    pub fn get(self, signal: Signal) -> bool {
+        match signal {
+            Signal::Traces => self.traces,
+            Signal::Metrics => self.metrics,
+            Signal::Logs => self.logs,
+        }
+    }
+
+    /// Forces `signal` on.
+    pub fn set(&mut self, signal: Signal) {
+        match signal {
+            Signal::Traces => self.traces = true,
+            Signal::Metrics => self.metrics = true,
+            Signal::Logs => self.logs = true,
+        }
+    }
 }
 
 /// One signal's exporter: `"none"` or `{ otlp-http = { endpoint, protocol, headers } }`.
@@ -295,6 +330,15 @@ impl TelemetryConfig {
         }
     }
 
+    /// The exporter of `signal`, to change.
+    pub fn exporter_mut(&mut self, signal: Signal) -> &mut ExporterConfig {
+        match signal {
+            Signal::Traces => &mut self.traces,
+            Signal::Metrics => &mut self.metrics,
+            Signal::Logs => &mut self.logs,
+        }
+    }
+
     /// Checks what can be checked without the environment (at config load): endpoints are
     /// `http(s)` URLs, header names and literal values can be sent.
     ///
@@ -348,9 +392,11 @@ impl TelemetryConfig {
                 continue;
             };
             let upper = signal.as_str().to_ascii_uppercase();
-            if disabled
-                || var(&format!("OTEL_{upper}_EXPORTER"))
-                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"))
+            // A signal the managed policy forces on is not the environment's to turn off.
+            if !self.forced.get(signal)
+                && (disabled
+                    || var(&format!("OTEL_{upper}_EXPORTER"))
+                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("none")))
             {
                 continue;
             }
@@ -580,6 +626,45 @@ mod tests {
             ]))
             .map_err(|e| e.to_string());
         assert_eq!(settings.map(|s| s.enabled()), Ok(false));
+    }
+
+    #[test]
+    fn the_environment_cannot_turn_off_or_redirect_a_forced_signal() {
+        let otlp = |endpoint: &str| {
+            ExporterConfig::OtlpHttp(OtlpHttpConfig {
+                endpoint: Some(endpoint.to_owned()),
+                ..OtlpHttpConfig::default()
+            })
+        };
+        let mut config = TelemetryConfig {
+            traces: otlp("https://managed.example/v1/traces"),
+            metrics: otlp("https://managed.example/v1/metrics"),
+            ..TelemetryConfig::default()
+        };
+        config.forced.set(Signal::Traces);
+        let hostile = env(&[
+            ("OTEL_SDK_DISABLED", "true"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://attacker.example:4318",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://attacker.example/v1/traces",
+            ),
+        ]);
+        let settings = config.resolve(&hostile).unwrap();
+        // The forced signal still goes where the managed file says; the one not forced obeys
+        // the off switch.
+        assert_eq!(
+            settings.traces.map(|e| e.url),
+            Some("https://managed.example/v1/traces".to_owned())
+        );
+        assert_eq!(settings.metrics, None);
+        // Without the force, the same environment turns traces off.
+        config.forced = Forced::default();
+        assert_eq!(config.resolve(&hostile).unwrap().traces, None);
     }
 
     #[test]

@@ -33,8 +33,8 @@ mod projector;
 pub mod signal;
 
 pub use config::{
-    ContentConfig, Endpoint, ExporterConfig, HeaderValue, OtlpHttpConfig, Protocol, Settings,
-    Signal, TelemetryConfig,
+    ContentConfig, Endpoint, ExporterConfig, Forced, HeaderValue, OtlpHttpConfig, Protocol,
+    Settings, Signal, TelemetryConfig,
 };
 pub use context::{SpanContext, SpanId, TraceId};
 pub use export::{Exporter, Warn, flush_global, global};

@@ -187,6 +187,21 @@ struct RunState {
     chat: Option<ChatSpan>,
     tools: HashMap<String, ToolSpan>,
     model: Option<String>,
+    /// `gen_ai.provider.name` of the run's model, once a step named it.
+    provider: Option<&'static str>,
+}
+
+/// `gen_ai.provider.name` for the adapter a trace names: the conventions name the provider as
+/// the client knows it, so both OpenAI wire formats are `openai` (an OpenAI-compatible server
+/// elsewhere included, as the conventions say of OpenAI client libraries); `None` for a trace
+/// written before the adapter was recorded.
+fn genai_provider(adapter: &str) -> Option<&'static str> {
+    match adapter {
+        "" => None,
+        "anthropic" => Some("anthropic"),
+        a if a.starts_with("openai") => Some("openai"),
+        _ => Some("bosun.other"),
+    }
 }
 
 fn s(value: impl Into<String>) -> Value {
@@ -336,6 +351,7 @@ impl Projector {
             chat: None,
             tools: HashMap::new(),
             model: None,
+            provider: None,
         }
     }
 
@@ -354,6 +370,7 @@ impl Projector {
             Event::ModelStarted {
                 step,
                 model,
+                provider,
                 messages,
                 estimated_input_tokens,
             } => {
@@ -361,6 +378,14 @@ impl Projector {
                     out.spans.push(chat.open.end(now));
                 }
                 run.model = Some(model.clone());
+                let provider_name = genai_provider(provider);
+                if let Some(name) = provider_name
+                    && run.provider.is_none()
+                {
+                    // The agent's span names the provider of its first model step.
+                    run.provider = Some(name);
+                    run.root.set("gen_ai.provider.name", s(name));
+                }
                 let mut open = OpenSpan::new(
                     SpanContext {
                         trace_id: root_context.trace_id,
@@ -373,6 +398,10 @@ impl Projector {
                     now,
                 );
                 open.set("gen_ai.operation.name", s("chat"));
+                if let Some(name) = provider_name {
+                    open.set("gen_ai.provider.name", s(name));
+                    open.set("bosun.model.api", s(provider.clone()));
+                }
                 open.set("gen_ai.request.model", s(model.clone()));
                 open.set("bosun.step", Value::Int(i64::from(*step)));
                 open.set("bosun.messages", Value::Int(*messages as i64));
@@ -451,22 +480,22 @@ impl Projector {
                             Value::Int(reasoning as i64),
                         );
                     }
-                    metrics.record(
-                        Histogram::Tokens,
-                        usage.input_tokens as f64,
-                        &[
-                            ("gen_ai.request.model", &model),
-                            ("gen_ai.token.type", "input"),
-                        ],
-                    );
-                    metrics.record(
-                        Histogram::Tokens,
-                        usage.output_tokens as f64,
-                        &[
-                            ("gen_ai.request.model", &model),
-                            ("gen_ai.token.type", "output"),
-                        ],
-                    );
+                    let provider = run.provider.unwrap_or("bosun.other");
+                    for (tokens, kind) in [
+                        (usage.input_tokens, "input"),
+                        (usage.output_tokens, "output"),
+                    ] {
+                        metrics.record(
+                            Histogram::Tokens,
+                            tokens as f64,
+                            &[
+                                ("gen_ai.operation.name", "chat"),
+                                ("gen_ai.provider.name", provider),
+                                ("gen_ai.request.model", &model),
+                                ("gen_ai.token.type", kind),
+                            ],
+                        );
+                    }
                 }
                 if content.model_output && !chat.text.is_empty() {
                     let message = serde_json::json!([{
@@ -645,6 +674,26 @@ impl Projector {
                             "bosun.capability".to_owned(),
                             s(capability.capability.to_string()),
                         ),
+                        (
+                            "bosun.policy.decision".to_owned(),
+                            s(explanation.decision.to_string()),
+                        ),
+                    ],
+                );
+                Some(call.open.context())
+            }
+            Event::ActionDecided {
+                call_id,
+                action,
+                explanation,
+                ..
+            } => {
+                let call = run.tools.get_mut(call_id)?;
+                call.open.event(
+                    now,
+                    "bosun.action.decided",
+                    vec![
+                        ("bosun.action".to_owned(), s(action.clone())),
                         (
                             "bosun.policy.decision".to_owned(),
                             s(explanation.decision.to_string()),

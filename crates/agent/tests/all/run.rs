@@ -2,6 +2,7 @@
 //! OpenAI Chat Completions adapter, the real chokepoint and built-in tools in a temporary
 //! workspace.
 
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +17,9 @@ use bosun_core::{ApprovalAnswer, Envelope, ErrorCode, Event, Redactor, RunOutcom
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest, AutoApprove};
 use bosun_host::trace::{Observer, Trace, read_run};
 use bosun_host::{Chokepoint, Session, Workspace, builtin};
-use bosun_models::{Connection, Message, OpenAiChat};
+use bosun_models::{
+    Connection, Message, ModelError, ModelRequest, ModelStream, OpenAiChat, Provider,
+};
 use bosun_policy::{Mode, Policy};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -111,6 +114,17 @@ impl Harness {
         budgets: Budgets,
         context: ContextBudget,
     ) -> Agent {
+        let provider = OpenAiChat::new(Connection::new(self.server.base_url())).unwrap();
+        self.agent_with(Arc::new(provider), broker, budgets, context)
+    }
+
+    fn agent_with(
+        &self,
+        provider: Arc<dyn Provider>,
+        broker: Arc<dyn ApprovalBroker>,
+        budgets: Budgets,
+        context: ContextBudget,
+    ) -> Agent {
         let policy = Policy::builder(Mode::WorkspaceWrite)
             .known_risks(
                 builtin::tools()
@@ -129,7 +143,6 @@ impl Harness {
             )
             .build()
             .unwrap();
-        let provider = OpenAiChat::new(Connection::new(self.server.base_url())).unwrap();
         let (prompt, warnings) = system_prompt(
             &self.home,
             &self.root,
@@ -137,7 +150,7 @@ impl Harness {
             &[("todos".to_owned(), "Keep a todo list.".to_owned())],
         );
         assert_eq!(warnings, Vec::<String>::new());
-        Agent::builder(Arc::new(provider), "scripted", Arc::new(chokepoint))
+        Agent::builder(provider, "scripted", Arc::new(chokepoint))
             .system_prompt(prompt)
             .budgets(budgets)
             .context(context)
@@ -827,4 +840,98 @@ async fn a_run_past_the_window_compacts_the_earlier_turns_with_no_tools_offered(
         summary_bytes: 32,
         error: None,
     }));
+}
+
+/// A provider that, before each request goes out, reads which events the run's trace file
+/// holds: what a crash at that moment would leave.
+#[derive(Debug)]
+struct TraceWitness {
+    inner: OpenAiChat,
+    trace: PathBuf,
+    seen: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl Provider for TraceWitness {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<ModelStream, ModelError> {
+        self.seen.lock().unwrap().push(event_kinds(&self.trace));
+        self.inner.stream(request, cancel).await
+    }
+}
+
+fn event_kinds(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Envelope>(line)
+                .unwrap()
+                .event
+                .kind()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The trace's durability contract in the agent loop: the model never sees a call's result
+/// before the call's lines are in the trace file, however long the trace would let them wait
+/// (here an hour), so a crash after the model was told can never lose them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_never_sees_a_result_before_its_lines_are_in_the_trace_file() {
+    let mut h = Harness::new([
+        Step::call("read_file", json!({"path": "src/lib.rs"})),
+        Step::call("list_files", json!({})),
+        Step::text("Done."),
+    ])
+    .await;
+    h.runs += 1;
+    let runs = h.home.join("runs");
+    let path = runs.join("run-w.jsonl");
+    let witness = Arc::new(TraceWitness {
+        inner: OpenAiChat::new(Connection::new(h.server.base_url())).unwrap(),
+        trace: path.clone(),
+        seen: Mutex::new(Vec::new()),
+    });
+    let agent = h.agent_with(
+        witness.clone(),
+        Arc::new(AutoApprove),
+        Budgets::default(),
+        ContextBudget::default(),
+    );
+    let trace = Trace::create(&runs, "run-w".into(), None, Arc::default())
+        .unwrap()
+        .with_write_delay(Duration::from_secs(3600));
+    let report = agent
+        .run(
+            Vec::new(),
+            "Look around.",
+            &session(),
+            &trace,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(report.end, RunEnd::Completed);
+    let seen = witness.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    let calls_done = |kinds: &[String]| kinds.iter().filter(|k| *k == "tool.completed").count();
+    assert_eq!(
+        seen.iter().map(|k| calls_done(k)).collect::<Vec<_>>(),
+        [0, 1, 2],
+        "{seen:?}"
+    );
+    for (kinds, call) in seen[1..].iter().zip(1..) {
+        let proposed = kinds.iter().filter(|k| *k == "tool.proposed").count();
+        assert_eq!(
+            proposed, call,
+            "every line of the call, not only its end: {kinds:?}"
+        );
+    }
 }

@@ -75,9 +75,7 @@ impl App {
             Slash::Plugins => slash::plugins(&env),
             Slash::Trust(name) => self.ask_trust(&name).map(|()| String::new()),
             Slash::Untrust(name) => self.ask_untrust(&name).map(|()| String::new()),
-            Slash::PluginSearch { query, from } => {
-                super::registry::search(&env, &query, from.as_deref())
-            }
+            Slash::PluginSearch { query, from } => Ok(self.search_plugins(query, from)),
             Slash::PluginInstall { spec, from } => self.install_plugin(&spec, from.as_deref()),
             Slash::Policy => Ok(slash::policy(&env)),
             Slash::PolicyCheck {
@@ -118,6 +116,8 @@ impl App {
             Slash::Rewind(None) => self.rewind_points(),
             Slash::Rewind(Some((n, force))) => self.rewind_to(n, force),
             Slash::Status => Ok(self.status()),
+            Slash::Config => super::config_view::config(&env, self.permission, &self.model)
+                .map_err(anyhow::Error::msg),
             Slash::Mode(name) => self.mode_command(name.as_deref()),
             Slash::Review(focus) => self.review(focus),
             Slash::Skills => Ok(slash::skills(&env)),

@@ -223,6 +223,9 @@ pub(crate) struct App {
     pub(super) tokens: (u64, u64),
     /// The `@path` popup.
     pub(super) mentions: super::mention::Mentions,
+    /// `/plugins search`es under way on a worker (their results arrive as
+    /// [`AppEvent::SearchEnded`]).
+    pub(super) searching: usize,
 }
 
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
@@ -289,6 +292,7 @@ impl App {
             context_warned: false,
             tokens: (0, 0),
             mentions: super::mention::Mentions::default(),
+            searching: 0,
             engine,
             env,
             session: None,
@@ -383,6 +387,7 @@ impl App {
             AppEvent::TurnEnded(end) => self.turn_ended(*end),
             AppEvent::Compacted(end) => self.compacted(*end),
             AppEvent::CommandEnded(end) => self.command_ended(*end),
+            AppEvent::SearchEnded(end) => self.search_ended(*end),
         }
     }
 

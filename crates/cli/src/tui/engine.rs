@@ -79,6 +79,24 @@ impl Engine {
 }
 
 impl Engine {
+    /// Runs `job` on a thread of its own (it may block: a registry's catalog over the network)
+    /// and sends the event it makes, so the UI thread never waits on it.
+    pub(crate) fn off_ui_thread(&self, job: impl FnOnce() -> AppEvent + Send + 'static) {
+        let events = self.events.clone();
+        let spawned = std::thread::Builder::new()
+            .name("bosun-ui-job".to_owned())
+            .spawn(move || {
+                let _ = events.send(job());
+            });
+        if let Err(e) = spawned {
+            let _ = self
+                .events
+                .send(AppEvent::Notice(format!("could not start the work: {e}")));
+        }
+    }
+}
+
+impl Engine {
     /// Runs a command the person typed (`!cmd`, the `git diff` of `/review`) as one call of
     /// `run_command` through the chokepoint, with the session's grants: the configured policy
     /// judges it (plan mode restrains the model, not the person), the sandbox confines it, its

@@ -33,6 +33,8 @@ pub(crate) enum AppEvent {
     Compacted(Box<CompactEnd>),
     /// A command the person typed is over.
     CommandEnded(Box<CommandEnd>),
+    /// A `/plugins search` is over.
+    SearchEnded(Box<SearchEnd>),
 }
 
 impl AppEvent {
@@ -55,6 +57,12 @@ pub(crate) struct TurnEnd {
 pub(crate) struct CompactEnd {
     pub open: Conversation,
     pub result: Result<bosun_agent::compaction::Compacted, String>,
+}
+
+/// A `/plugins search`'s end: what was searched for, and the lines to show or why it failed.
+pub(crate) struct SearchEnd {
+    pub query: String,
+    pub result: Result<String, String>,
 }
 
 /// A command the person runs themselves, through the chokepoint and the sandbox.

@@ -1,6 +1,8 @@
 //! `/plugins search` and `/plugins install`: the registries from the terminal UI. A search is
 //! the one `bosun plugins search` makes (`crate::registry::find`), each result labelled with
-//! its source's trust (signed, or unsigned with the checksum from the same origin). An install
+//! its source's trust (signed, or unsigned with the checksum from the same origin); it runs on
+//! a worker (a cold catalog over HTTPS may take up to its timeout) and its lines arrive as an
+//! [`AppEvent::SearchEnded`], so keys, runs and approvals go on meanwhile. An install
 //! is one `plugin_install` call naming the registry, made through the chokepoint like the
 //! person's `!cmd`: the plugin is fetched, verified, read and compared before the approval box
 //! asks, with the trust review in it; a no leaves nothing.
@@ -10,7 +12,8 @@ use bosun_host::approval::sanitize_for_terminal;
 use bosun_registry::{ArtifactKind, Requested};
 
 use super::app::App;
-use super::events::PersonCommand;
+use super::events::{AppEvent, PersonCommand, SearchEnd};
+use super::transcript::Entry;
 use crate::env::Env;
 
 /// Splits `--from SOURCE` off `args`: the other words and the source; `None` when `--from` has
@@ -59,6 +62,34 @@ pub(super) fn search(env: &Env, query: &str, from: Option<&str>) -> Result<Strin
 }
 
 impl App {
+    /// `/plugins search QUERY [--from SOURCE]`: started on a worker; what to show meanwhile.
+    pub(super) fn search_plugins(&mut self, query: String, from: Option<String>) -> String {
+        let env = self.env.clone();
+        let shown = format!(
+            "/plugins search: looking for `{}` in the registries…",
+            sanitize_for_terminal(&query)
+        );
+        self.searching += 1;
+        self.engine.off_ui_thread(move || {
+            let result = search(&env, &query, from.as_deref()).map_err(|e| format!("{e:#}"));
+            AppEvent::SearchEnded(Box::new(SearchEnd { query, result }))
+        });
+        shown
+    }
+
+    /// A search's lines arrived.
+    pub(super) fn search_ended(&mut self, end: SearchEnd) {
+        self.searching = self.searching.saturating_sub(1);
+        self.entries.push(match end.result {
+            Ok(lines) => Entry::Notice(lines),
+            Err(e) => Entry::Error(format!(
+                "/plugins search `{}`: {}",
+                sanitize_for_terminal(&end.query),
+                sanitize_for_terminal(&e)
+            )),
+        });
+    }
+
     /// `/plugins install NAME[@VERSION] [--from SOURCE]`: the source named, or the only one in
     /// effect; then one `plugin_install` call through the chokepoint.
     pub(super) fn install_plugin(&mut self, spec: &str, from: Option<&str>) -> Result<String> {

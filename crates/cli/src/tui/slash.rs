@@ -57,6 +57,8 @@ pub(crate) enum Slash {
     /// `/rewind`: the points; `/rewind N [--force]`: back to before point N.
     Rewind(Option<(usize, bool)>),
     Status,
+    /// `/config`: each setting in force and the layer that set it.
+    Config,
     /// `/mode [NAME]`: the permission mode, or switch to NAME.
     Mode(Option<String>),
     /// `/review [FOCUS]`: a review of the working tree's changes, changing nothing.
@@ -84,6 +86,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "install from a registry after its review",
     ),
     ("/policy", "the mode and the rules in force"),
+    (
+        "/config",
+        "each setting in force, the layer that set it and where",
+    ),
     (
         "/policy check ACTION [CAP]...",
         "the decision for an action, and why",
@@ -216,6 +222,7 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         }
         ("/rewind", _) => usage("/rewind [N [--force]]"),
         ("/status", []) => Ok(Slash::Status),
+        ("/config", []) => Ok(Slash::Config),
         ("/mode", []) => Ok(Slash::Mode(None)),
         ("/mode", [name]) => Ok(Slash::Mode(Some((*name).to_owned()))),
         ("/mode", _) => usage("/mode [read-only | workspace-write | full | plan]"),
@@ -223,7 +230,7 @@ pub(crate) fn parse(line: &str) -> Result<Slash, String> {
         ("/review", focus) => Ok(Slash::Review(Some(focus.join(" ")))),
         (
             "/help" | "/?" | "/skills" | "/sessions" | "/inspect" | "/quit" | "/exit" | "/clear"
-            | "/new" | "/diff" | "/init" | "/compact" | "/mouse" | "/status",
+            | "/new" | "/diff" | "/init" | "/compact" | "/mouse" | "/status" | "/config",
             _,
         ) => usage(command),
         _ => Err(format!(

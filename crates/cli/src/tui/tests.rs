@@ -787,6 +787,7 @@ fn a_running_subagent_shows_in_the_status_line_and_leaves_when_it_ends() {
         &envelope(Event::ModelStarted {
             step: 2,
             model: "m".into(),
+            provider: String::new(),
             messages: 3,
             estimated_input_tokens: 10,
         }),

@@ -1,8 +1,11 @@
 //! Three `bosun serve --http` instances behind a real HAProxy (Debian's, from
 //! `scripts/lb-peers`), round-robin on loopback, driven by the official Python MCP SDK on
 //! 2026-07-28 (`tests/peers/fleet_client.py`): calls work; an ask answered on retry lands on
-//! another instance and works there; a forged and a replayed request state are refused; one
-//! instance killed during a load run costs the clients retries, never a call.
+//! another instance and works there; a forged and a replayed request state (replayed to the
+//! instance that redeemed it, and to another, through the shared redemption directory) are
+//! refused with the documented error and run nothing; each instance exports its spans with its
+//! own `service.instance.id` to one real OTLP receiver (`oteltap`); one instance killed during a
+//! load run costs the clients retries, never a call.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -121,6 +124,85 @@ fn run_client(plan: &Value) -> Value {
     })
 }
 
+/// `oteltap` (from `scripts/otel-peers`) re-emitting to a sink that reports each span's resource
+/// (`tests/peers/otel_resource_tap.py`); stopped on drop.
+struct ResourceTap {
+    child: Child,
+    port: u16,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl ResourceTap {
+    fn start() -> Self {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        let python = target.join("tools/oteltap/venv/bin/python");
+        assert!(
+            python.exists(),
+            "the OTLP receiver is not installed: run scripts/otel-peers (scripts/test does)"
+        );
+        let port = free_port();
+        let mut child = Command::new(python)
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/otel_resource_tap.py"))
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(value) = serde_json::from_str::<Value>(&line)
+                    && send.send(value).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "oteltap did not listen in 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port, lines }
+    }
+
+    /// Spans received until `enough` holds of them or 20 s passed.
+    fn spans(&self, enough: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !enough(&got) && Instant::now() < deadline {
+            if let Ok(value) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                got.push(value);
+            }
+        }
+        got
+    }
+}
+
+impl Drop for ResourceTap {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON-RPC error a raw request got back.
+fn rpc_error(answer: &Value) -> (i64, String) {
+    let error = &answer["message"]["error"];
+    (
+        error["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no JSON-RPC error in {answer:#}")),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
 /// Every `tool.completed` of `tool` in the runs the instances wrote.
 fn completed(env: &Env, tool: &str) -> usize {
     env.runs()
@@ -141,8 +223,12 @@ fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_a
 {
     let env = Env::new();
     let port = free_port();
+    let tap = ResourceTap::start();
+    let redemptions = env.dir.path().join("shared/redeemed-states");
     env.user_config(&format!(
-        "[serve]\nstate_key_env = \"BOSUN_FLEET_STATE_KEY\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\n"
+        "[serve]\nstate_key_env = \"BOSUN_FLEET_STATE_KEY\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\nstate_redemptions_dir = {:?}\n\n[telemetry]\ntraces = {{ otlp-http = {{ endpoint = \"http://127.0.0.1:{}/v1/traces\" }} }}\n",
+        redemptions.display().to_string(),
+        tap.port
     ));
     let key = [(
         "BOSUN_FLEET_STATE_KEY",
@@ -173,6 +259,7 @@ fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_a
         "kill": instances[1].pid(),
         "clients": 8,
         "calls": 60,
+        "settle": 3,
     }));
 
     assert_eq!(out["protocol"], "2026-07-28", "{out}");
@@ -192,15 +279,74 @@ fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_a
     assert!(out["asked"]["isError"] != true, "{out}");
     assert!(env.ws().join("asked.txt").exists(), "{out}");
 
-    // A forged state and a replayed one are refused, and run nothing.
-    for what in ["forged", "replayed"] {
-        let answer = out[what]["text"].as_str().unwrap_or_default();
-        assert!(
-            answer.contains("\"error\"") && !answer.contains("\"isError\":false"),
-            "{what}: {answer}"
-        );
+    // A forged state and a replayed one — to the instance that redeemed it, and to another
+    // (the shared redemption directory) — are refused with the documented JSON-RPC error
+    // (invalid params, one message for every failure to open, the kind in parentheses), and
+    // run nothing.
+    let refusal = |kind: &str| {
+        format!(
+            "requestState refused ({kind}): call again without requestState and inputResponses to be asked anew"
+        )
+    };
+    for (what, kind) in [
+        (
+            "forged",
+            "the request state was not issued for this caller and this call",
+        ),
+        ("replayed", "the request state was already used"),
+        ("replayed_elsewhere", "the request state was already used"),
+    ] {
+        assert_eq!(out[what]["status"], 200, "{what}: {:#}", out[what]);
+        assert_eq!(rpc_error(&out[what]), (-32602, refusal(kind)), "{what}");
     }
+    assert_ne!(
+        out["replayed_elsewhere"]["to"],
+        out["asked_attempts"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone(),
+        "{out}"
+    );
     assert_eq!(completed(&env, "run_command"), 1, "{out}");
+    assert!(
+        std::fs::read_dir(&redemptions).unwrap().count() >= 1,
+        "the redemption was recorded where every instance sees it"
+    );
+
+    // Each instance exports its spans with its own service.instance.id to the one collector:
+    // the call sent straight to each instance, in a trace of its own, arrives under one id per
+    // instance, and the three ids differ.
+    let traced = out["traced"].as_object().unwrap().clone();
+    assert_eq!(traced.len(), 3, "{out}");
+    let trace_ids: Vec<String> = traced
+        .values()
+        .map(|t| t["trace_id"].as_str().unwrap().to_owned())
+        .collect();
+    let spans = tap.spans(|got| {
+        trace_ids.iter().all(|id| {
+            got.iter()
+                .any(|s| s["traceId"] == id.as_str() && s["name"] == "execute_tool read_file")
+        })
+    });
+    let mut ids = std::collections::BTreeSet::new();
+    for (name, t) in &traced {
+        assert!(t["message"]["result"].is_object(), "{name}: {t:#}");
+        let of_trace: std::collections::BTreeSet<&str> = spans
+            .iter()
+            .filter(|s| s["traceId"] == t["trace_id"])
+            .filter_map(|s| s["resource"]["service.instance.id"].as_str())
+            .collect();
+        assert_eq!(
+            of_trace.len(),
+            1,
+            "{name}: one instance id in its trace: {spans:#?}"
+        );
+        ids.extend(of_trace);
+    }
+    assert_eq!(ids.len(), 3, "three instances, three ids: {ids:?}");
+    assert!(ids.iter().all(|id| !id.is_empty()), "{ids:?}");
 
     // The load run: one instance was killed a third of the way; every call succeeded.
     assert_eq!(out["load"]["calls"], 480, "{out}");

@@ -782,6 +782,7 @@ mod claude_hooks;
 mod claude_mcp;
 mod claude_sample;
 mod clients;
+mod config_layers;
 mod first_hour;
 mod fleet;
 mod hardening;

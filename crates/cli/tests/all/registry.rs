@@ -568,3 +568,104 @@ fn skills_from_a_registry_are_installed_locked_checked_at_load_and_updated() {
         assert_eq!(skill_dirs(&env), ["notes"], "{name} left something behind");
     }
 }
+
+#[test]
+fn a_skill_is_published_signed_then_found_and_installed_from_the_catalog() {
+    let env = Env::new();
+    let (catalog, key) = signed_catalog(&env);
+    ok(&env.bosun(&["registry", "trust", "corp", "--yes"]));
+
+    // A skill with a resource beside SKILL.md travels packed; its version is its front matter's.
+    let src = env.dir.path().join("skillsrc/notes");
+    std::fs::create_dir_all(src.join("templates")).unwrap();
+    let text = "---\nname: notes\ndescription: Notes kept the team's way\nversion: 1.2.0\n---\nWrite dated notes.\n";
+    std::fs::write(src.join("SKILL.md"), text).unwrap();
+    std::fs::write(src.join("templates/day.md"), "# {date}\n").unwrap();
+    let published = env.bosun(&[
+        "skills",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        catalog.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&published);
+    let published = json(&published);
+    assert_eq!(published["path"], "skills/notes/1.2.0/plugin.tar.gz");
+    assert_eq!(published["claims"]["name"], "notes");
+    assert_eq!(published["claims"]["version"], "1.2.0");
+    // The signed targets name it with its digest.
+    let targets: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(catalog.join("metadata/targets.json")).unwrap())
+            .unwrap();
+    let entry = &targets["signed"]["targets"]["skills/notes/1.2.0/plugin.tar.gz"];
+    assert_eq!(entry["hashes"]["sha256"], published["sha256"], "{targets}");
+
+    // The same version is never replaced; a skill without a version is refused.
+    let again = env.bosun(&[
+        "skills",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        catalog.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&again), 0);
+    assert!(
+        stderr(&again).contains("already published"),
+        "{}",
+        stderr(&again)
+    );
+    let bare = env.dir.path().join("skillsrc2/bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::write(bare.join("SKILL.md"), skill_md("bare", "x")).unwrap();
+    let unversioned = env.bosun(&[
+        "skills",
+        "publish",
+        bare.to_str().unwrap(),
+        "--to",
+        catalog.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&unversioned), 0);
+    assert!(
+        stderr(&unversioned).contains("version"),
+        "{}",
+        stderr(&unversioned)
+    );
+
+    let found = env.bosun(&["skills", "search", "notes", "--json"]);
+    ok(&found);
+    let found = json(&found);
+    assert_eq!(found["results"][0]["name"], "notes", "{found}");
+    assert_eq!(found["results"][0]["version"], "1.2.0");
+
+    let installed = env.bosun(&["skills", "install", "notes", "--from", "corp", "--yes"]);
+    ok(&installed);
+    assert!(
+        stderr(&installed).contains("signed by the `targets` role"),
+        "{}",
+        stderr(&installed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("skills/notes/SKILL.md")).unwrap(),
+        text
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("skills/notes/templates/day.md")).unwrap(),
+        "# {date}\n"
+    );
+    let listed = listed_skills(&env);
+    assert!(
+        listed["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "notes" && s["source"] == "user"),
+        "{listed}"
+    );
+}

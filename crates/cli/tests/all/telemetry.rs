@@ -200,6 +200,10 @@ fn a_run_exports_genai_spans_metrics_and_logs_without_content_or_secrets() {
     assert!(attr_str(root, "bosun.sandbox").starts_with("sandbox: "));
     assert_eq!(attr_str(chat, "gen_ai.operation.name"), "chat");
     assert_eq!(attr_str(chat, "gen_ai.request.model"), "bosun-scripted");
+    // The scripted model speaks Chat Completions: the provider is named as its client knows it.
+    assert_eq!(attr_str(chat, "gen_ai.provider.name"), "openai");
+    assert_eq!(attr_str(chat, "bosun.model.api"), "openai-chat");
+    assert_eq!(attr_str(root, "gen_ai.provider.name"), "openai");
     assert!(
         attr(chat, "gen_ai.usage.input_tokens").is_some(),
         "{chat:#}"
@@ -518,4 +522,88 @@ fn inspect_exports_a_saved_run() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn managed_telemetry_reaches_the_collector_whatever_the_user_and_environment_say() {
+    let env = Env::new();
+    let collector = Collector::start();
+    let (_runtime, server) = serve([
+        Step::call("read_file", json!({"path": "src/lib.rs"})),
+        Step::text("answer() returns 42."),
+    ]);
+    let managed = env.dir.path().join("requirements.toml");
+    std::fs::write(
+        &managed,
+        format!(
+            "[telemetry]\ntraces = {{ otlp-http = {{ endpoint = \"{}/v1/traces\" }} }}\nservice-name = \"corp-agents\"\n",
+            collector.base()
+        ),
+    )
+    .unwrap();
+    let managed_env = managed.display().to_string();
+    // A user who tries to turn traces off, or send them elsewhere, is refused at load, and
+    // told which managed line holds.
+    for hostile in [
+        "[telemetry]\ntraces = \"none\"\n".to_owned(),
+        "[telemetry]\ntraces = { otlp-http = { endpoint = \"http://127.0.0.1:9/v1/traces\" } }\n"
+            .to_owned(),
+    ] {
+        env.user_config(&format!("{}{hostile}", model_config(&server, "")));
+        let out = env.bosun_with_env(
+            &["run", "What does answer() return?"],
+            &[
+                ("BOSUN_MANAGED_CONFIG", &managed_env),
+                ("DEMO_API_KEY", SECRET),
+            ],
+        );
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("{managed_env}:2")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("telemetry.traces"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(env.runs().is_empty(), "nothing ran");
+    }
+    // A user who writes nothing, with every off switch of the environment set: the spans still
+    // reach the managed collector, under the managed service name.
+    env.user_config(&model_config(&server, ""));
+    let out = env.bosun_with_env(
+        &["run", "What does answer() return?"],
+        &[
+            ("BOSUN_MANAGED_CONFIG", &managed_env),
+            ("DEMO_API_KEY", SECRET),
+            ("OTEL_SDK_DISABLED", "true"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://127.0.0.1:9/v1/traces",
+            ),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let received =
+        collector.received(|got| spans(got).iter().any(|s| s["name"] == "invoke_agent bosun"));
+    span(&received, "execute_tool read_file");
+    span(&received, "invoke_agent bosun");
+    // `config check` says where each setting came from: the forced signal is the managed file's.
+    let out = env.bosun_with_env(
+        &["config", "check", "--json"],
+        &[("BOSUN_MANAGED_CONFIG", &managed_env)],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let traces = report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "telemetry.traces")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(traces["layer"], "managed", "{traces:#}");
+    assert_eq!(traces["at"], format!("{managed_env}:2"), "{traces:#}");
 }

@@ -4,7 +4,8 @@ request state). HAProxy names the instance that answered in `X-Bosun-Instance`.
 
 Usage: python fleet_client.py PLAN_JSON
 PLAN: {"url": HAProxy's /mcp, "instances": {"s1": direct /mcp URL, ...},
-       "kill": PID to kill during the load run, "clients": N, "calls": M}
+       "kill": PID to kill during the load run, "clients": N, "calls": M,
+       "settle": seconds to wait before the load run}
 Prints one JSON object with what happened.
 """
 
@@ -52,6 +53,7 @@ async def main():
         out["protocol"] = client.protocol_version
         read = await client.call_tool("read_file", {"path": "src/lib.rs"})
         out["read"] = dump(read)
+        read_exchange = next(e for e in exchanges if '"tools/call"' in e["body"])
         exchanges.clear()
         asked = await client.call_tool("run_command", {"program": "touch", "args": ["asked.txt"]})
         out["asked"] = dump(asked)
@@ -62,10 +64,33 @@ async def main():
 
     raw = httpx2.AsyncClient(timeout=30)
 
+    def message_of(text):
+        """The JSON-RPC response in a body sent as JSON or as one SSE event."""
+        text = text.strip()
+        if text.startswith("{"):
+            return json.loads(text)
+        for line in text.splitlines():
+            if line.startswith("data:") and '"jsonrpc"' in line:
+                return json.loads(line[len("data:"):])
+        return None
+
     async def post(url, body, headers):
         response = await raw.post(url, content=body, headers=headers)
         return {"status": response.status_code, "instance": response.headers.get("x-bosun-instance"),
-                "text": response.text}
+                "text": response.text, "message": message_of(response.text)}
+
+    # One call sent straight to each instance, each in a trace of its own (a `traceparent`
+    # in `_meta`), so the collector's spans can be told apart by instance.
+    traced = {}
+    template = json.loads(read_exchange["body"])
+    for number, (name, url) in enumerate(sorted(plan["instances"].items())):
+        trace_id = "%032x" % (0x5eed0000 + number + 1)
+        meta = dict(template["params"].get("_meta", {}), traceparent=f"00-{trace_id}-00000000000000a1-01")
+        params = dict(template["params"], _meta=meta)
+        body = dict(template, id=1000 + number, params=params)
+        answer = await post(url, json.dumps(body), read_exchange["headers"])
+        traced[name] = {"trace_id": trace_id, "status": answer["status"], "message": answer["message"]}
+    out["traced"] = traced
 
     if retry is not None:
         message = json.loads(retry["body"])
@@ -74,8 +99,15 @@ async def main():
         flipped = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
         forged = dict(message, params=dict(message["params"], requestState=flipped))
         out["forged"] = await post(plan["url"], json.dumps(forged), retry["headers"])
-        # Replayed: the very retry again, to the instance that redeemed it.
+        # Replayed: the very retry again, to the instance that redeemed it, and to another.
         out["replayed"] = await post(plan["instances"][retry["instance"]], retry["body"], retry["headers"])
+        other = next(n for n in sorted(plan["instances"]) if n != retry["instance"] and n != plan.get("killed_name"))
+        out["replayed_elsewhere"] = await post(plan["instances"][other], retry["body"], retry["headers"])
+        out["replayed_elsewhere"]["to"] = other
+
+    # Instances export spans at most 2 s after a call: the one killed below has sent its own
+    # by then.
+    await asyncio.sleep(plan.get("settle", 0))
 
     # The load run: clients call through the load balancer while one instance is killed;
     # a call that fails is retried (read_file is idempotent).

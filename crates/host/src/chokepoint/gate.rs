@@ -189,9 +189,9 @@ impl Chokepoint {
                 (Subject::capability(&request), Some(request), None, None)
             }
             MidCallAsk::Action(ask) => (
-                Subject::tool(ask.action.clone(), Risk::Process).with_scope(ask.scope),
+                Subject::tool(ask.action.clone(), Risk::Process).with_scope(ask.scope.clone()),
                 None,
-                Some(ask.action),
+                Some((ask.action, ask.scope)),
                 Some(ask.review),
             ),
         };
@@ -216,20 +216,23 @@ impl Chokepoint {
         for check in self.flow.judge(&reach, session) {
             crate::flow::tighten(&mut explanation, check);
         }
-        match capabilities.first() {
-            Some(request) => trace.record(Event::CapabilityDecided {
+        // The call was decided once, at its start (`tool.decided`); what it asks for while it
+        // runs is a decision of its own kind, so a call has one decision event.
+        match (capabilities.first(), &asked_action) {
+            (Some(request), _) => trace.record(Event::CapabilityDecided {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 capability: request.clone(),
                 explanation: explanation.clone(),
             }),
-            None => trace.record(Event::ToolDecided {
+            (None, Some((action, scope))) => trace.record(Event::ActionDecided {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
-                action: subject.action.clone(),
-                capabilities: Vec::new(),
+                action: action.clone(),
+                scope: scope.clone(),
                 explanation: explanation.clone(),
             }),
+            (None, None) => {}
         }
         let summary = trace.redact_text(summary);
         match explanation.decision {
@@ -246,7 +249,7 @@ impl Chokepoint {
             Decision::Ask | Decision::Review => {
                 let asking = Asking {
                     call,
-                    action: asked_action.as_deref().unwrap_or(action),
+                    action: asked_action.as_ref().map_or(action, |(a, _)| a.as_str()),
                     summary,
                     preview: None,
                     review: review.map(|r| trace.redact_text(&r)),

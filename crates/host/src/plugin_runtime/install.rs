@@ -103,6 +103,25 @@ pub struct RegistryAccess {
     pub registries: bosun_registry::Registries,
     /// `$BOSUN_HOME`, where plugins, the trust store and the lock live.
     pub home: PathBuf,
+    /// What the host's runtimes were given, so a plugin installed while a run is under way
+    /// is offered by the same runtimes' code at once (its tools in the same turn).
+    pub live: LiveAssembly,
+}
+
+/// The owned parts of an [`Assembly`](crate::plugin_runtime::Assembly) a host kept for plugins
+/// installed after it was built.
+#[derive(Debug, Clone)]
+pub struct LiveAssembly {
+    /// The shared sandbox.
+    pub sandbox: Arc<crate::plugin_runtime::LazySandbox>,
+    /// What starts processes in the OS sandbox.
+    pub launcher: Arc<bosun_launch::Launcher>,
+    /// The host's `[limits]`.
+    pub limits: bosun_core::Limits,
+    /// The user's `[claude]`.
+    pub claude: crate::claude_config::ClaudeConfig,
+    /// The workspace root.
+    pub workspace: PathBuf,
 }
 
 /// The policy action of installing a plugin from a registry.
@@ -120,6 +139,9 @@ pub struct PluginManager {
     dirs: std::sync::Mutex<BTreeMap<String, PathBuf>>,
     /// The registries `plugin_install` may install from; `None` when none could be read.
     registries: Option<RegistryAccess>,
+    /// The runtimes of plugins installed from a registry while this host lives, by plugin:
+    /// kept alive while their tools are registered.
+    live: std::sync::Mutex<BTreeMap<String, Vec<Box<dyn crate::plugin_runtime::Runtime>>>>,
 }
 
 impl std::fmt::Debug for PluginManager {
@@ -130,6 +152,11 @@ impl std::fmt::Debug for PluginManager {
 
 fn owner(name: &str) -> String {
     format!("agent-plugin:{name}")
+}
+
+/// The owner of the tools of a plugin installed from a registry during a run.
+fn registry_owner(name: &str) -> String {
+    format!("registry-plugin:{name}")
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {
@@ -163,6 +190,7 @@ impl PluginManager {
             installed: Mutex::new(BTreeMap::new()),
             dirs: std::sync::Mutex::new(BTreeMap::new()),
             registries,
+            live: std::sync::Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -368,17 +396,115 @@ impl PluginManager {
         let record = staged
             .commit(&ctx.workspace, &access.home, chrono::Utc::now())
             .map_err(|e| failed(format!("nothing was installed: {e}")))?;
+        // Offered now, by the runtimes' own code from what is in place (trusted, locked), so
+        // the model's next request in this turn lists the tools; each call still passes the
+        // chokepoint.
+        let offered = self
+            .offer_installed(access, &record.name, &ctx.workspace)
+            .await;
+        let listed = |tools: &[String]| {
+            if tools.is_empty() {
+                "none declared".to_owned()
+            } else {
+                tools.join(", ")
+            }
+        };
+        let (when, tools, note) = match offered {
+            Ok(tools) => ("offered now", tools, None),
+            Err(why) => (
+                "offered from the next turn",
+                record.tools.iter().cloned().collect(),
+                Some(why),
+            ),
+        };
         Ok(json!({
             "message": format!(
-                "Plugin \"{}@{}\" installed from the registry `{}` ({}), enabled and trusted after the person's review. Its tools are offered from the next turn: {}",
+                "Plugin \"{}@{}\" installed from the registry `{}` ({}), enabled and trusted after the person's review. Its tools are {when}: {}{}",
                 record.name,
                 record.version,
                 record.source,
                 record.signer,
-                if record.tools.is_empty() { "none declared".to_owned() } else { record.tools.iter().cloned().collect::<Vec<_>>().join(", ") }
+                listed(&tools),
+                note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
             ),
+            "tools": tools,
             "installed": record,
         }))
+    }
+
+    /// Offers the tools of plugin `name`, just installed from a registry, in this host's
+    /// registry: the catalog read again for that plugin alone (its lock and trust checked as at
+    /// every load) and each runtime's `offer` run on it. Its tool names, or why they wait for
+    /// the next run.
+    async fn offer_installed(
+        &self,
+        access: &RegistryAccess,
+        name: &str,
+        workspace: &crate::workspace::Workspace,
+    ) -> Result<Vec<String>, String> {
+        let entry = crate::config::LoadedConfig::load(&access.home, workspace)
+            .ok()
+            .and_then(|c| c.user.plugins.get(name).cloned())
+            .unwrap_or_else(|| bosun_plugins::discovery::PluginConfig::new(name));
+        let live = access.live.clone();
+        let home = access.home.clone();
+        let engine = Arc::clone(&self.engine);
+        let policy = Arc::clone(&self.policy);
+        let reserved = self.reserved.clone();
+        let plugin = name.to_owned();
+        // Activating a JavaScript plugin blocks on a thread of its own: off the async workers.
+        let offered = tokio::task::spawn_blocking(move || {
+            let trust =
+                bosun_plugins::TrustStore::load(bosun_plugins::TrustStore::default_path(&home))
+                    .map_err(|e| e.to_string())?;
+            let user_plugins = BTreeMap::from([(plugin.clone(), entry)]);
+            let builtins: Vec<&str> = reserved.iter().map(String::as_str).collect();
+            let catalog = bosun_plugins::Catalog::build(bosun_plugins::catalog::CatalogInput {
+                home: &home,
+                user_plugins: &user_plugins,
+                workspace: None,
+                trust: &trust,
+                builtins: &builtins,
+                digests: None,
+            });
+            if catalog.enabled().all(|e| e.local_name != plugin) {
+                return Err("it is not loadable as installed".to_owned());
+            }
+            let mut runtimes = crate::plugin_runtime::runtimes(&engine);
+            let mut tools = Vec::new();
+            for runtime in &mut runtimes {
+                let offer = runtime
+                    .offer(&crate::plugin_runtime::Assembly {
+                        catalog: &catalog,
+                        policy: &policy,
+                        workspace: &live.workspace,
+                        sandbox: &live.sandbox,
+                        reserved: &reserved,
+                        home: &home,
+                        limits: &live.limits,
+                        launcher: &live.launcher,
+                        claude: &live.claude,
+                    })
+                    .map_err(|e| e.to_string())?;
+                if let Some(warning) = offer.warnings.first() {
+                    return Err(warning.clone());
+                }
+                tools.extend(offer.tools);
+            }
+            Ok((runtimes, tools))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let (runtimes, tools) = offered;
+        let names: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
+        self.registry
+            .replace_owned(&registry_owner(name), tools)
+            .map_err(|e| e.message)?;
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), runtimes);
+        Ok(names)
     }
 
     async fn reload(&self, name: &str) -> Result<Value, ToolError> {

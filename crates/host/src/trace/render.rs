@@ -118,6 +118,16 @@ impl Timeline {
                 capability.capability.as_action(),
                 explanation.summary()
             ),
+            Event::ActionDecided {
+                call_id,
+                action,
+                explanation,
+                ..
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {call_id} asked mid-call for {action} — decided {}",
+                explanation.summary()
+            ),
             Event::ReviewAnswered {
                 call_id,
                 reviewer,
@@ -171,6 +181,7 @@ impl Timeline {
                 model,
                 messages,
                 estimated_input_tokens,
+                ..
             } => writeln!(
                 out,
                 "  [{at:>5} ms] model step {step}: {model}, {messages} messages, ~{estimated_input_tokens} tokens in"
@@ -435,6 +446,12 @@ impl Labels {
                 ..
             }
             | Event::CapabilityDecided {
+                call_id,
+                tool,
+                explanation,
+                ..
+            }
+            | Event::ActionDecided {
                 call_id,
                 tool,
                 explanation,

@@ -322,3 +322,136 @@ async fn a_managed_deny_holds_at_the_chokepoint_over_what_the_user_allowed() {
     );
     assert_eq!(always.0.load(Ordering::SeqCst), asked);
 }
+
+/// A managed file that forces traces to the machine's collector, forbids logs, caps content and
+/// names the service; each on its own line.
+const MANAGED_TELEMETRY: &str = r#"[telemetry]
+traces = { otlp-http = { endpoint = "https://otel.corp.example/v1/traces", protocol = "binary" } }
+logs = "none"
+service-name = "corp-agents"
+
+[telemetry.content]
+tool-inputs = false
+"#;
+
+fn telemetry_dirs() -> Dirs {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.managed(), MANAGED_TELEMETRY).unwrap();
+    dirs
+}
+
+fn telemetry_line(needle: &str) -> usize {
+    MANAGED_TELEMETRY
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} is in the managed file"))
+        + 1
+}
+
+#[test]
+fn a_user_config_cannot_turn_off_redirect_or_widen_managed_telemetry() {
+    let cases = [
+        // Turned off.
+        (
+            "[telemetry]\ntraces = \"none\"\n",
+            "traces = {",
+            "telemetry.traces",
+        ),
+        // Sent elsewhere.
+        (
+            "[telemetry]\ntraces = { otlp-http = { endpoint = \"https://attacker.example/v1/traces\" } }\n",
+            "traces = {",
+            "telemetry.traces",
+        ),
+        // Same endpoint, another encoding: not what the managed file says either.
+        (
+            "[telemetry]\ntraces = { otlp-http = { endpoint = \"https://otel.corp.example/v1/traces\", protocol = \"json\" } }\n",
+            "traces = {",
+            "telemetry.traces",
+        ),
+        // A signal the managed file keeps off.
+        (
+            "[telemetry]\nlogs = { otlp-http = { endpoint = \"https://logs.example/v1/logs\" } }\n",
+            "logs = \"none\"",
+            "telemetry.logs",
+        ),
+        // Content beyond the cap.
+        (
+            "[telemetry.content]\ntool-inputs = true\n",
+            "tool-inputs = false",
+            "telemetry.content.tool-inputs",
+        ),
+        // Another service name: the collector would not tell these runs apart.
+        (
+            "[telemetry]\nservice-name = \"mine\"\n",
+            "service-name",
+            "telemetry.service-name",
+        ),
+    ];
+    for (user, needle, key) in cases {
+        let dirs = telemetry_dirs();
+        dirs.user(user);
+        assert!(
+            dirs.load(false).is_ok(),
+            "{user}: {:?}",
+            dirs.load(false).err()
+        );
+        let message = dirs.load(true).unwrap_err().to_string();
+        let at = format!("{}:{}", dirs.managed().display(), telemetry_line(needle));
+        assert!(
+            message.contains(&format!("{at}:")),
+            "{user}: names {at}: {message}"
+        );
+        assert!(message.contains(key), "{user}: names {key}: {message}");
+        assert!(message.contains("managed"), "{user}: {message}");
+    }
+}
+
+#[test]
+fn managed_telemetry_applies_where_the_user_wrote_nothing_and_the_environment_cannot_stop_it() {
+    let dirs = telemetry_dirs();
+    // A user config that writes the same exporter, and allowed content, loads.
+    dirs.user(
+        "[telemetry]\ntraces = { otlp-http = { endpoint = \"https://otel.corp.example/v1/traces\", protocol = \"binary\" } }\n\n[telemetry.content]\ntool-outputs = true\n",
+    );
+    assert!(dirs.load(true).is_ok(), "{:?}", dirs.load(true).err());
+    dirs.user("mode = \"read-only\"\n");
+    let config = dirs.load(true).unwrap();
+    let telemetry = config.telemetry();
+    assert!(telemetry.enabled());
+    assert!(telemetry.forced.traces && !telemetry.forced.logs);
+    assert_eq!(telemetry.service_name.as_deref(), Some("corp-agents"));
+    let hostile = |name: &str| match name {
+        "OTEL_SDK_DISABLED" => Some("true".to_owned()),
+        "OTEL_TRACES_EXPORTER" => Some("none".to_owned()),
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" => Some("http://127.0.0.1:9/v1/traces".to_owned()),
+        "OTEL_SERVICE_NAME" => Some("hidden".to_owned()),
+        _ => None,
+    };
+    let settings = telemetry.resolve(&hostile).unwrap();
+    assert_eq!(
+        settings.traces.map(|e| e.url),
+        Some("https://otel.corp.example/v1/traces".to_owned())
+    );
+    assert_eq!(
+        settings.resource[0],
+        ("service.name".to_owned(), "corp-agents".to_owned())
+    );
+    // Without the managed file, nothing is exported.
+    assert!(!dirs.load(false).unwrap().telemetry().enabled());
+}
+
+#[test]
+fn a_managed_exporter_without_an_endpoint_stops_loading() {
+    let dirs = Dirs::new();
+    std::fs::write(
+        dirs.managed(),
+        "[telemetry]\ntraces = { otlp-http = { protocol = \"binary\" } }\n",
+    )
+    .unwrap();
+    let error = dirs.load(true).unwrap_err().to_string();
+    assert!(
+        error.contains("telemetry.traces") && error.contains("endpoint"),
+        "{error}"
+    );
+}

@@ -480,3 +480,149 @@ async fn a_user_rule_may_allow_installs_from_one_named_registry() {
     assert!(broker.asked().is_empty());
     assert_eq!(setup.plugin_entries(), ["weather"]);
 }
+
+/// Every event of every trace the setup's runs wrote, as JSON.
+fn trace_events(setup: &Setup) -> Vec<Value> {
+    let mut events = Vec::new();
+    for file in entries(&setup.root.path().join("runs")) {
+        let text = std::fs::read_to_string(setup.root.path().join("runs").join(file)).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let envelope: Value = serde_json::from_str(line).unwrap();
+            events.push(envelope["event"].clone());
+        }
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_install_records_one_decision_for_the_call_and_one_for_the_install() {
+    let setup = Setup::new();
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = setup
+        .install(broker, json!({"name": "weather", "registry": "corp"}))
+        .await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+    let events = trace_events(&setup);
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+    let decided = of("tool.decided");
+    assert_eq!(decided.len(), 1, "{events:#?}");
+    assert_eq!(decided[0]["call_id"], "c");
+    assert_eq!(decided[0]["action"], "builtin.tool.plugin_install");
+    let action = of("action.decided");
+    assert_eq!(action.len(), 1, "{events:#?}");
+    assert_eq!(action[0]["call_id"], "c");
+    assert_eq!(action[0]["action"], "plugin.install");
+    assert_eq!(action[0]["scope"]["host"], "corp");
+    assert_eq!(action[0]["explanation"]["decision"], "ask");
+    assert_eq!(of("approval.asked").len(), 1, "{events:#?}");
+    assert_eq!(of("approval.answered").len(), 1, "{events:#?}");
+}
+
+const GREETER: &str = r#"export const manifest = {
+  name: "greeter",
+  version: "1.0.0",
+  description: "Greets",
+  classification: "PUBLIC",
+  trust: "sandboxed",
+  declaredEndpoints: [],
+};
+
+export const toolDefinitions = [
+  {
+    name: "greet",
+    description: "Greets someone by name.",
+    parameters: { who: { type: "string", description: "Whom", required: true } },
+  },
+];
+
+export function createExecutor(context) {
+  return async (name, input) => {
+    if (name !== "greet") return null;
+    return `hello, ${input.who}`;
+  };
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_installed_from_a_registry_offers_its_tools_in_the_same_turn() {
+    let setup = Setup::new();
+    let dir = setup.source_dir("greeter", "1.0.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), GREETER).unwrap();
+    bosun_registry::publish::publish_plugin(&setup.catalog(), &dir, &setup.signing()).unwrap();
+
+    // One host and one chokepoint, as one turn of a run holds them.
+    let host = setup.host();
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let chokepoint = host.chokepoint(broker.clone()).unwrap();
+    let offered = |chokepoint: &bosun_host::Chokepoint| -> Vec<String> {
+        chokepoint
+            .specs()
+            .iter()
+            .map(|s| s.name.to_string())
+            .filter(|n| n.contains("greet"))
+            .collect()
+    };
+    assert!(offered(&chokepoint).is_empty());
+    let trace = Trace::create(
+        &setup.root.path().join("runs"),
+        "turn".to_owned(),
+        None,
+        Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+    )
+    .unwrap();
+    let session = Arc::new(Session::new("s"));
+    let installed = chokepoint
+        .call(
+            ToolCall {
+                id: "install".into(),
+                name: "plugin_install".into(),
+                input: json!({"name": "greeter", "registry": "corp"}),
+            },
+            &session,
+            &trace,
+            &CancellationToken::new(),
+        )
+        .await
+        .result;
+    let ToolResult::Ok { output, .. } = &installed else {
+        panic!("{installed:?}");
+    };
+    let text = serde_json::to_string(output).unwrap();
+    assert!(text.contains("offered now"), "{text}");
+
+    // The tool list the next model request of this turn is built from has the new tool.
+    let tools = offered(&chokepoint);
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    let called = chokepoint
+        .call(
+            ToolCall {
+                id: "greet".into(),
+                name: tools[0].clone(),
+                input: json!({"who": "Ada"}),
+            },
+            &session,
+            &trace,
+            &CancellationToken::new(),
+        )
+        .await
+        .result;
+    let ToolResult::Ok { output, .. } = &called else {
+        panic!("{called:?}");
+    };
+    assert!(
+        serde_json::to_string(output)
+            .unwrap()
+            .contains("hello, Ada"),
+        "{output:?}"
+    );
+    // Through the chokepoint as always: the call was decided and traced.
+    drop(trace);
+    let events = trace_events(&setup);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "tool.decided" && e["call_id"] == "greet"),
+        "{events:#?}"
+    );
+}

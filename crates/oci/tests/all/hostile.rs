@@ -268,6 +268,58 @@ async fn credentials_do_not_follow_a_redirect_to_another_origin() {
 }
 
 #[tokio::test]
+async fn a_docker_config_login_goes_to_its_registry_token_endpoint_and_never_to_the_blob_store() {
+    let blob = b"blob bytes from storage".to_vec();
+    let descriptor = Descriptor::of("application/octet-stream", &blob);
+    let storage = Fake::start(move |_| Reply::ok(blob.clone())).await;
+    let registry = Fake::start(token_registry(storage.url())).await;
+    // `docker login` stored a login for this registry and another for the storage's host:
+    // only the registry's is used, and only on the registry's origin.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"auths":{{"{}":{{"auth":"{}"}},"http://{}":{{"auth":"{}"}}}}}}"#,
+            registry.address(),
+            encode("me:s3cret"),
+            storage.address(),
+            encode("storage:other"),
+        ),
+    )
+    .unwrap();
+    let login = bosun_oci::docker_config::credentials_for(
+        &config,
+        &registry.address(),
+        bosun_oci::docker_config::Helpers::Never,
+    )
+    .unwrap();
+    let client = Client::builder(registry.address().parse().unwrap())
+        .credentials(login)
+        .limits(quick())
+        .build()
+        .unwrap();
+    let pulled = client.pull_blob(&repo(), &descriptor).await.unwrap();
+    assert_eq!(pulled, b"blob bytes from storage");
+    assert!(
+        registry
+            .seen()
+            .iter()
+            .any(|s| s.target.starts_with("/token")
+                && s.header("authorization") == Some(basic("me", "s3cret").as_str())),
+        "the token endpoint was not asked with the stored login"
+    );
+    let at_storage = storage.seen();
+    assert_eq!(at_storage.len(), 1);
+    assert_eq!(
+        at_storage[0].header("authorization"),
+        None,
+        "a credential followed the redirect to the blob store"
+    );
+}
+
+#[tokio::test]
 async fn basic_credentials_are_withheld_from_a_plain_http_realm_on_another_origin() {
     let thief = Fake::start(|_| Reply::ok(&br#"{"token":"stolen"}"#[..])).await;
     let realm = format!("{}/token", thief.url());

@@ -30,6 +30,7 @@ fn config(registry: &LocalRegistry, keyid: String) -> RegistryConfig {
         path: None,
         keys: vec![keyid],
         timeout_secs: Some(10),
+        auth: None,
     }
 }
 
@@ -155,6 +156,7 @@ fn an_oci_source_without_a_pinned_key_is_refused() {
         path: None,
         keys: vec![],
         timeout_secs: None,
+        auth: None,
     };
     let home = tempfile::tempdir().unwrap();
     assert!(matches!(

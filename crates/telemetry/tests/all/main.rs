@@ -135,6 +135,7 @@ fn feed(projection: &Projection) {
             Event::ModelStarted {
                 step: 1,
                 model: "gpt-x".into(),
+                provider: "openai-responses".into(),
                 messages: 2,
                 estimated_input_tokens: 10,
             },
@@ -326,6 +327,19 @@ fn a_run_and_its_subagent_become_one_trace_in_otlp_json() {
         attr(chat, "gen_ai.usage.input_tokens"),
         Some(&json!({"intValue": "120"}))
     );
+    // The provider, as the conventions name it, on the model step and on the agent's span;
+    // the adapter itself beside it.
+    for span in [chat, parent] {
+        assert_eq!(
+            attr(span, "gen_ai.provider.name"),
+            Some(&json!({"stringValue": "openai"})),
+            "{span:#}"
+        );
+    }
+    assert_eq!(
+        attr(chat, "bosun.model.api"),
+        Some(&json!({"stringValue": "openai-responses"}))
+    );
     assert_eq!(child["status"]["code"], 2);
     // No content: no input, output, or error message left.
     let all = serde_json::to_string(
@@ -359,6 +373,23 @@ fn a_run_and_its_subagent_become_one_trace_in_otlp_json() {
         tokens["histogram"]["dataPoints"].as_array().unwrap().len(),
         2
     );
+    // The attributes the conventions require of the token histogram.
+    for point in tokens["histogram"]["dataPoints"].as_array().unwrap() {
+        let keys: Vec<&str> = point["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a["key"].as_str())
+            .collect();
+        for required in [
+            "gen_ai.operation.name",
+            "gen_ai.provider.name",
+            "gen_ai.request.model",
+            "gen_ai.token.type",
+        ] {
+            assert!(keys.contains(&required), "{required}: {point:#}");
+        }
+    }
     assert_eq!(
         metric("bosun.tool.calls")["sum"]["dataPoints"]
             .as_array()

@@ -51,6 +51,11 @@ fn registry_harness() -> (Harness, tempfile::TempDir) {
     (h, dir)
 }
 
+/// Handles what arrives until every search under way has ended.
+fn searched(h: &mut Harness) {
+    h.pump_until("search results", |app| app.searching == 0);
+}
+
 fn transcript(h: &Harness) -> String {
     format!("{:?}", h.app.entries)
 }
@@ -70,12 +75,14 @@ fn installed(h: &Harness) -> Vec<String> {
 fn plugins_search_shows_each_result_with_its_sources_trust() {
     let (mut h, _catalog) = registry_harness();
     h.submit("/plugins search weath");
+    searched(&mut h);
     let shown = transcript(&h);
     assert!(
         shown.contains("weather 1.0.0  [corp: signed (TUF: root, targets, snapshot, timestamp)]  Weather by city"),
         "{shown}"
     );
     h.submit("/plugins search nothing-like-it --from corp");
+    searched(&mut h);
     assert!(
         transcript(&h).contains("nothing matches `nothing-like-it`"),
         "{}",
@@ -152,4 +159,49 @@ fn plugins_install_declined_in_the_approval_box_leaves_nothing() {
         transcript(&h)
     );
     assert_eq!(installed(&h), Vec::<String>::new());
+}
+
+#[test]
+fn plugins_search_runs_off_the_ui_thread_while_a_registry_hangs() {
+    // A registry that accepts connections and never answers until released.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let mut held = Vec::new();
+        loop {
+            if let Ok((stream, _)) = listener.accept() {
+                held.push(stream);
+            }
+            if released.try_recv().is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    let config = format!(
+        "[registries.slow]\nkind = \"reef\"\nurl = \"http://127.0.0.1:{port}\"\ntimeout_secs = 60\n"
+    );
+    let mut h = harness_with(vec![], &config, |_| {});
+    h.submit("/plugins search weather");
+    // The UI came back at once: the search is under way, nothing arrived, and keys are handled.
+    assert_eq!(h.app.searching, 1);
+    assert!(
+        transcript(&h).contains("looking for `weather` in the registries"),
+        "{}",
+        transcript(&h)
+    );
+    assert!(!transcript(&h).contains("nothing matches"));
+    h.type_text("still typing");
+    assert_eq!(h.app.input.text(), "still typing");
+    assert_eq!(h.app.searching, 1);
+
+    // The registry hangs up: the search ends and its warning arrives as an event.
+    release.send(()).unwrap();
+    server.join().unwrap();
+    searched(&mut h);
+    let shown = transcript(&h);
+    assert!(shown.contains("warning: the registry `slow`"), "{shown}");
+    assert_eq!(h.app.input.text(), "still typing");
 }

@@ -399,7 +399,8 @@ async fn stage_kind(
     // From here the staging folder goes with it on any error.
     let staging = StagingDir::create(&root, &name)?;
     let laid = staging.path().join(kind.dir()).join(&name);
-    std::fs::create_dir_all(&laid).map_err(io(format!("creating {}", laid.display())))?;
+    let kind_dir = staging.path().join(kind.dir());
+    std::fs::create_dir_all(&kind_dir).map_err(io(format!("creating {}", kind_dir.display())))?;
     bosun_registry::artifact::lay_out(&target.file, &bytes, &laid)?;
     drop(bytes);
     let (declared, sha256) = match kind {
@@ -484,6 +485,83 @@ fn read_skill(
         format!("{:x}", sha2::Sha256::digest(&text))
     };
     Ok((declared, sha256))
+}
+
+/// Reads the skill in `dir` for publishing, running nothing: its files (under the installer's
+/// bounds, links refused), read by the skills' own discovery exactly as an install will read
+/// them — a skill discovery leaves out or remarks on is refused — and its version from the
+/// front matter's `version` (Reef's field). It travels as `SKILL.md` alone, or packed with its
+/// resources ([`bosun_registry::artifact::TAR_FILE`]). The folder's name is the skill's name.
+///
+/// # Errors
+/// A skill that does not load, has no `version`, or whose folder is not its name.
+pub fn prepare_skill(
+    dir: &Path,
+) -> Result<bosun_registry::publish::Prepared, RegistryInstallError> {
+    let files = bosun_registry::artifact::read_tree(dir)?;
+    let name = bosun_plugins::discovery::dir_name(dir).unwrap_or_default();
+    bosun_registry::name::check_name(&name)?;
+    let refuse = |reason: String| RegistryInstallError::Skill {
+        name: name.clone(),
+        reason,
+    };
+    let skill_md = files
+        .iter()
+        .find(|(path, _)| path == "SKILL.md")
+        .map(|(_, bytes)| bytes.clone())
+        .ok_or_else(|| refuse(format!("{} holds no SKILL.md at its top", dir.display())))?;
+    let scratch = tempfile::tempdir().map_err(io("creating a scratch folder"))?;
+    let laid = scratch.path().join(ArtifactKind::Skill.dir()).join(&name);
+    for (rel, bytes) in &files {
+        let path = laid.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("creating {}", parent.display())))?;
+        }
+        std::fs::write(&path, bytes).map_err(io(format!("writing {}", path.display())))?;
+    }
+    let text = String::from_utf8(skill_md.clone())
+        .map_err(|_| refuse("its SKILL.md is not UTF-8".to_owned()))?;
+    let (front, _) = crate::front_matter::parse(&text).map_err(|e| refuse(e.to_string()))?;
+    let version = front.text("version").map(str::to_owned).ok_or_else(|| {
+        refuse("its front matter has no `version` (add `version: 1.0.0`; a published version is never replaced)".to_owned())
+    })?;
+    bosun_registry::name::parse_version(&version)?;
+    let classification = front
+        .text("classification_ceiling")
+        .or_else(|| front.text("classification"))
+        .map(str::to_owned);
+    let asked = Target {
+        kind: ArtifactKind::Skill,
+        claims: Claims {
+            name: name.clone(),
+            version,
+            classification,
+            ..Claims::default()
+        },
+        length: None,
+        sha256: String::new(),
+        file: "SKILL.md".to_owned(),
+        location: String::new(),
+        signer: Signer::Unsigned {
+            origin: String::new(),
+        },
+    };
+    let (mut claims, _) = read_skill(scratch.path(), &laid, &asked)?;
+    claims.trust = None;
+    let (file, bytes) = if files.len() == 1 {
+        ("SKILL.md", skill_md)
+    } else {
+        (
+            bosun_registry::artifact::TAR_FILE,
+            bosun_registry::artifact::pack(&files)?,
+        )
+    };
+    Ok(bosun_registry::publish::Prepared {
+        claims,
+        file,
+        bytes,
+    })
 }
 
 /// The installed copy being replaced: moved aside while the new one goes in, put back or
