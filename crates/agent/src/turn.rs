@@ -248,13 +248,13 @@ impl TurnBuilder {
         .context(context_of(&configured))
         .command(self.command)
         .plugin_hooks(hooks.clone())
-        .session_start(conversation.grants.start_hooks().then(|| {
+        .session_start(conversation.grants.start_hooks().then_some(
             if conversation.stored.messages.is_empty() {
                 "startup"
             } else {
                 "resume"
-            }
-        }))
+            },
+        ))
         .build();
         conversation.grants.set_run_hooks(hooks.clone());
         Ok(Turn {
