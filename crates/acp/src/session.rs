@@ -440,6 +440,17 @@ impl AcpSession {
                 Ok(StopReason::Cancelled)
             }
             RunEnd::Cancelled => Ok(StopReason::EndTurn),
+            // A plugin's hook refused the prompt or stopped the run; its reason went out as a
+            // warning above the stop.
+            RunEnd::Stopped { plugin, reason } => {
+                self.link.update(
+                    &self.id,
+                    thought_chunk(format!(
+                        "a hook of the plugin `{plugin}` stopped the run: {reason}\n"
+                    )),
+                );
+                Ok(StopReason::Refusal)
+            }
             RunEnd::ModelFailed(e) => Err(error(
                 ErrorCode::INTERNAL_ERROR,
                 format!(

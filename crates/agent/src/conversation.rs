@@ -105,6 +105,20 @@ impl Conversation {
         })
     }
 
+    /// The session ends (`reason`: `prompt_input_exit` when the person leaves, `clear` when
+    /// they start afresh, `other`): the plugins' `SessionEnd` hooks of its last turn run, told
+    /// and not asked. What failed is returned for the face to show.
+    pub async fn end(&self, reason: &str) -> Vec<String> {
+        match self.grants.run_hooks().filter(|h| h.has("SessionEnd")) {
+            Some(hooks) => {
+                hooks
+                    .session_end(reason, None, &tokio_util::sync::CancellationToken::new())
+                    .await
+            }
+            None => Vec::new(),
+        }
+    }
+
     /// Stores the session with the run `run_id` that ended with `report` added — whatever the
     /// ending, cancellation included, so it can be resumed.
     pub fn keep(&mut self, report: &RunReport, run_id: &str) -> Kept {

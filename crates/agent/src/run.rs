@@ -40,6 +40,7 @@ pub use crate::context::{
 };
 use crate::instructions::{PromptKind, SystemPrompt, SystemPromptBuilder, instruction_files};
 use bosun_host::chokepoint::Chokepoint;
+use bosun_host::plugin_hooks::{PromptVerdict, RunHooks, StopVerdict};
 use bosun_host::session::{RunBudget, Session};
 use bosun_host::trace::Trace;
 
@@ -86,6 +87,14 @@ pub enum RunEnd {
     Cancelled,
     /// The model provider failed (after its own retries).
     ModelFailed(ModelError),
+    /// A plugin's hook stopped the run: a `UserPromptSubmit` hook blocked the prompt before
+    /// any model saw it, or a hook answered `continue: false`.
+    Stopped {
+        /// The plugin, `name@marketplace`.
+        plugin: String,
+        /// Its reason.
+        reason: String,
+    },
 }
 
 impl RunEnd {
@@ -96,6 +105,7 @@ impl RunEnd {
             Self::LimitReached { .. } => RunOutcome::LimitReached,
             Self::Cancelled => RunOutcome::Cancelled,
             Self::ModelFailed(_) => RunOutcome::Failed,
+            Self::Stopped { .. } => RunOutcome::Denied,
         }
     }
 }
@@ -131,9 +141,33 @@ pub struct AgentBuilder {
     context: ContextBudget,
     command: String,
     pool: Option<Arc<RunBudget>>,
+    hooks: Option<Arc<RunHooks>>,
+    subagent: bool,
+    session_start: Option<String>,
 }
 
 impl AgentBuilder {
+    /// The Claude Code plugins' run-moment hooks this agent fires (`UserPromptSubmit`,
+    /// `PostToolUse`, `Stop`, `PreCompact`; `SubagentStop` for a subagent's).
+    pub fn plugin_hooks(mut self, hooks: Option<Arc<RunHooks>>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// This agent runs a subagent: its end fires `SubagentStop`, and its task (the parent
+    /// model's words, not a person's) no `UserPromptSubmit`.
+    pub fn subagent(mut self) -> Self {
+        self.subagent = true;
+        self
+    }
+
+    /// Fires the plugins' `SessionStart` hooks (`source`: `startup` or `resume`) before the
+    /// request, their context sent with it.
+    pub fn session_start(mut self, source: Option<&str>) -> Self {
+        self.session_start = source.map(str::to_owned);
+        self
+    }
+
     /// Draws every step and tool call from `pool` as well as from the agent's own budgets (a
     /// subagent shares its parent run's pool). Without it each run has a pool of its own.
     pub fn shared_budget(mut self, pool: Arc<RunBudget>) -> Self {
@@ -183,6 +217,9 @@ impl AgentBuilder {
             command: self.command,
             tools,
             pool: self.pool,
+            hooks: self.hooks,
+            subagent: self.subagent,
+            session_start: self.session_start,
         }
     }
 }
@@ -198,6 +235,9 @@ pub struct Agent {
     command: String,
     tools: Vec<ToolDefinition>,
     pool: Option<Arc<RunBudget>>,
+    hooks: Option<Arc<RunHooks>>,
+    subagent: bool,
+    session_start: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -245,6 +285,13 @@ fn error_content(error: ToolError) -> String {
     serde_json::to_string(&ToolResult::err(error)).unwrap_or_else(|_| "{\"ok\":false}".to_owned())
 }
 
+/// One call's result as the model reads it, and whether a plugin's hook stops the run after it.
+struct Ran {
+    content: String,
+    is_error: bool,
+    halt: Option<(String, String)>,
+}
+
 enum StepEnd {
     Answer(Answer),
     /// Cancelled, with the text the model had streamed before (empty when none).
@@ -269,6 +316,9 @@ impl Agent {
             context: ContextBudget::default(),
             command: "run".to_owned(),
             pool: None,
+            hooks: None,
+            subagent: false,
+            session_start: None,
         }
     }
 
@@ -362,9 +412,38 @@ impl Agent {
                 bytes: image.size,
             });
         }
+        // The plugins' hooks of the request's moment: what they add is sent after the task,
+        // each part naming its plugin; a block ends the run before any model sees the task.
+        let mut added = Vec::new();
+        if let Some(hooks) = &self.hooks {
+            hooks.drain(trace);
+            if let Some(source) = &self.session_start
+                && hooks.has("SessionStart")
+            {
+                added.extend(hooks.session_start(source, trace, cancel).await);
+            }
+            if !self.subagent && hooks.has("UserPromptSubmit") {
+                match hooks.user_prompt_submit(task, trace, cancel).await {
+                    PromptVerdict::Send { context } => added.extend(context),
+                    PromptVerdict::Block { plugin, reason } => {
+                        report.end = RunEnd::Stopped { plugin, reason };
+                        trace.record(Event::RunFinished {
+                            outcome: report.end.trace_outcome(),
+                        });
+                        trace.flush();
+                        return report;
+                    }
+                }
+            }
+        }
+        let sent = if added.is_empty() {
+            task.to_owned()
+        } else {
+            format!("{task}\n\n{}", added.join("\n\n"))
+        };
         report
             .messages
-            .push(Message::user_with_images(task, images));
+            .push(Message::user_with_images(sent, images));
         // A reviewer weighs each call against what the person asked.
         session.set_request(task);
         // The run's pool, which the subagents it starts draw from too.
@@ -394,6 +473,7 @@ impl Agent {
         cancel: &CancellationToken,
         pool: &RunBudget,
     ) -> RunEnd {
+        let mut stop_continues = 0;
         loop {
             if cancel.is_cancelled() {
                 return RunEnd::Cancelled;
@@ -487,6 +567,24 @@ impl Agent {
             session.set_model_text(&report.text);
             report.messages.push(answer.into_message());
             if calls.is_empty() {
+                let event = if self.subagent {
+                    "SubagentStop"
+                } else {
+                    "Stop"
+                };
+                if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has(event))
+                    && !cancel.is_cancelled()
+                    && let StopVerdict::Continue { plugin, reason } = hooks
+                        .stop(self.subagent, stop_continues, trace, cancel)
+                        .await
+                {
+                    // Bounded by `MAX_STOP_CONTINUES` and by the run's budgets.
+                    stop_continues += 1;
+                    report.messages.push(Message::user(format!(
+                        "[the {event} hook of the plugin `{plugin}` asks you to go on before you finish]\n{reason}"
+                    )));
+                    continue;
+                }
                 return RunEnd::Completed;
             }
             let mut over_budget = false;
@@ -523,7 +621,7 @@ impl Agent {
                             .action_of(&call.name)
                             .is_some_and(|a| a.starts_with("subagent."))
                 });
-            let results: Vec<(String, bool)> = if all_subagents {
+            let results: Vec<Ran> = if all_subagents {
                 futures_util::future::join_all(
                     admitted
                         .iter()
@@ -534,16 +632,22 @@ impl Agent {
                 let mut results = Vec::new();
                 for (call, refused) in &admitted {
                     results.push(match refused {
-                        Some(refused) => refused.clone(),
+                        Some((content, is_error)) => Ran {
+                            content: content.clone(),
+                            is_error: *is_error,
+                            halt: None,
+                        },
                         None => self.run_call(call, session, trace, cancel).await,
                     });
                 }
                 results
             };
-            for ((call, _), (content, is_error)) in admitted.into_iter().zip(results) {
+            let mut halt = None;
+            for ((call, _), ran) in admitted.into_iter().zip(results) {
                 report
                     .messages
-                    .push(Message::tool_result(call.id, content, is_error));
+                    .push(Message::tool_result(call.id, ran.content, ran.is_error));
+                halt = halt.or(ran.halt);
             }
             // The step's calls reach the trace file before their results go anywhere (the
             // next request, a compaction, the caller): the trace's durability contract.
@@ -551,20 +655,25 @@ impl Agent {
             if cancel.is_cancelled() {
                 return RunEnd::Cancelled;
             }
+            if let Some((plugin, reason)) = halt {
+                return RunEnd::Stopped { plugin, reason };
+            }
             if over_budget {
                 return self.exhausted(trace, Budget::ToolCalls, self.budgets.max_tool_calls);
             }
         }
     }
 
-    /// One admitted call through the chokepoint; its result as the model reads it.
+    /// One admitted call through the chokepoint; its result as the model reads it, with what
+    /// the plugins' `PostToolUse` hooks said after it (a call that did not succeed has none:
+    /// a hook never turns a denial or a failure into a result).
     async fn run_call(
         &self,
         call: &ToolCall,
         session: &Arc<Session>,
         trace: &Trace,
         cancel: &CancellationToken,
-    ) -> (String, bool) {
+    ) -> Ran {
         let outcome = self
             .chokepoint
             .call(
@@ -579,13 +688,31 @@ impl Agent {
             )
             .await;
         let is_error = outcome.result.error().is_some();
-        let content = serde_json::to_string(&outcome.result).unwrap_or_else(|e| {
+        let mut content = serde_json::to_string(&outcome.result).unwrap_or_else(|e| {
             error_content(ToolError::new(
                 ErrorCode::IoError,
                 format!("the result could not be serialised: {e}"),
             ))
         });
-        (content, is_error)
+        let mut halt = None;
+        if let Some(hooks) = &self.hooks {
+            // What ran while the call waited (a notification of an approval asked).
+            hooks.drain(trace);
+            if !is_error && !cancel.is_cancelled() && hooks.has("PostToolUse") {
+                let response = serde_json::to_value(&outcome.result).unwrap_or_default();
+                let feedback = hooks.post_tool_use(call, &response, trace, cancel).await;
+                for note in feedback.notes {
+                    content.push_str("\n\n");
+                    content.push_str(&note);
+                }
+                halt = feedback.halt;
+            }
+        }
+        Ran {
+            content,
+            is_error,
+            halt,
+        }
     }
 
     /// Compacts the turns before this run's own (which starts at `turn_start`, moved to where
@@ -598,6 +725,9 @@ impl Agent {
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> bool {
+        if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has("PreCompact")) {
+            hooks.pre_compact("auto", Some(trace), cancel).await;
+        }
         match compact(
             self.provider.as_ref(),
             &self.model,

@@ -330,6 +330,8 @@ pub struct SubagentTool {
     chokepoint: ChildChokepoint,
     model: ChildModel,
     prompt: SystemPrompt,
+    /// The plugins' run-moment hooks (its end fires `SubagentStop`).
+    hooks: Option<Arc<bosun_host::plugin_hooks::RunHooks>>,
 }
 
 impl std::fmt::Debug for SubagentTool {
@@ -390,7 +392,15 @@ impl SubagentTool {
             chokepoint,
             model,
             prompt,
+            hooks: None,
         })
+    }
+
+    /// Fires the plugins' run-moment hooks in the child's runs (`PostToolUse`, `SubagentStop`,
+    /// `PreCompact`).
+    pub fn with_hooks(mut self, hooks: Option<Arc<bosun_host::plugin_hooks::RunHooks>>) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     async fn run_child(&self, task: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -444,6 +454,8 @@ impl SubagentTool {
             .shared_budget(pool)
             .context(self.model.context)
             .command(format!("subagent {}", self.subagent.name))
+            .plugin_hooks(self.hooks.clone())
+            .subagent()
             .build();
         let report = agent
             .run(Vec::new(), task, &session, &trace, &ctx.cancel)
@@ -462,6 +474,12 @@ impl SubagentTool {
             RunEnd::LimitReached { budget, limit } => (
                 "limit_reached",
                 Some(format!("its budget of {limit} {budget} was spent")),
+            ),
+            RunEnd::Stopped { plugin, reason } => (
+                "stopped",
+                Some(format!(
+                    "a hook of the plugin `{plugin}` stopped it: {reason}"
+                )),
             ),
             RunEnd::ModelFailed(error) => {
                 return Err(ToolError::new(
@@ -850,6 +868,17 @@ pub fn attach(
     base: &SystemPrompt,
     model_for: &dyn Fn(&str) -> Result<ChildModel, crate::assembly::TurnError>,
 ) -> Vec<String> {
+    attach_with_hooks(host, default, base, model_for, None)
+}
+
+/// [`attach`], each child firing the plugins' run-moment `hooks`.
+pub fn attach_with_hooks(
+    host: &Host,
+    default: &ChildModel,
+    base: &SystemPrompt,
+    model_for: &dyn Fn(&str) -> Result<ChildModel, crate::assembly::TurnError>,
+    hooks: Option<&Arc<bosun_host::plugin_hooks::RunHooks>>,
+) -> Vec<String> {
     let (specs, mut warnings) = declared(host);
     let subagent_tools: Vec<String> = specs.iter().map(|s| s.tool_name.clone()).collect();
     for spec in specs {
@@ -864,7 +893,7 @@ pub fn attach(
                 Some(model) => model_for(model).map_err(Box::new)?,
                 None => default.clone(),
             };
-            let tool = SubagentTool::new(spec, chokepoint, model, base)?;
+            let tool = SubagentTool::new(spec, chokepoint, model, base)?.with_hooks(hooks.cloned());
             host.register_tool(Arc::new(tool))
                 .map_err(AttachError::Register)
         })();

@@ -10,11 +10,13 @@
 
 use std::sync::Arc;
 
-use bosun_host::approval::{ApprovalBroker, NonInteractive};
+use bosun_core::ApprovalAnswer;
+use bosun_host::approval::{ApprovalBroker, ApprovalRequest, NonInteractive};
 use bosun_host::checkpoint::CheckpointStore;
 use bosun_host::config::LoadedConfig;
 use bosun_host::permission::PermissionMode;
 use bosun_host::plugin_commands::PluginCommands;
+use bosun_host::plugin_hooks::RunHooks;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
 use bosun_host::workspace_trust::WorkspaceTrust;
@@ -42,6 +44,7 @@ pub struct TurnBuilder {
     command: String,
     mode: Option<PermissionMode>,
     images: Vec<Image>,
+    ends_session: bool,
 }
 
 /// What the model is told in plan mode; the chokepoint enforces it whatever the model does.
@@ -63,7 +66,16 @@ impl TurnBuilder {
             command: "run".to_owned(),
             mode: None,
             images: Vec::new(),
+            ends_session: false,
         }
+    }
+
+    /// This turn is the last of its session (`bosun run`, whose one turn is its session): the
+    /// plugins' `SessionEnd` hooks run when it ends. Faces whose sessions hold many turns call
+    /// [`crate::conversation::Conversation::end`] instead.
+    pub fn ends_session(mut self) -> Self {
+        self.ends_session = true;
+        self
     }
 
     /// Images the person attached to this turn's request, sent before its text. Building
@@ -124,7 +136,8 @@ impl TurnBuilder {
         let mut host = open_host(self.workspace.clone(), config.clone(), self.notice)?;
         let mut command_notes = Vec::new();
         let expanded = if task.trim_start().starts_with('/') {
-            let commands = PluginCommands::of(host.claude_plugins());
+            let commands =
+                PluginCommands::of(host.claude_plugins()).withholding(host.claude_withheld());
             command_notes.extend(commands.warnings().iter().cloned());
             commands.expand(task, &self.workspace)?
         } else {
@@ -163,7 +176,22 @@ impl TurnBuilder {
             command_notes.extend(expanded.notes.iter().cloned());
         }
         let task = expanded.as_ref().map_or(task, |e| e.prompt.as_str());
-        let chokepoint = host.chokepoint_reviewed(self.broker, reviewer(config)?)?;
+        // The plugins' hooks of the run's moments; one for this turn and its subagents.
+        let hooks = RunHooks::of(
+            host.claude_plugins(),
+            host.launcher(),
+            self.workspace.root(),
+            &conversation.stored.id,
+            self.mode.is_some_and(PermissionMode::is_plan),
+        );
+        let broker: Arc<dyn ApprovalBroker> = match &hooks {
+            Some(hooks) if hooks.has("Notification") => Arc::new(NotifyingBroker {
+                inner: self.broker,
+                hooks: hooks.clone(),
+            }),
+            _ => self.broker,
+        };
+        let chokepoint = host.chokepoint_reviewed(broker, reviewer(config)?)?;
         let (contributions, mut warnings) = host.prompts_blocking(task)?;
         let (prompt, prompt_warnings) = system_prompt(
             &config.home,
@@ -173,10 +201,13 @@ impl TurnBuilder {
         );
         // Subagents (Forge plugins' and the agent files'): delegate tools over the same host,
         // each child talking to this turn's model unless its file names another configured one.
-        let subagent_warnings =
-            crate::subagent::attach(&host, &child_model(&configured), &prompt, &|name: &str| {
-                open_model(config, name).map(|m| child_model(&m))
-            });
+        let subagent_warnings = crate::subagent::attach_with_hooks(
+            &host,
+            &child_model(&configured),
+            &prompt,
+            &|name: &str| open_model(config, name).map(|m| child_model(&m)),
+            hooks.as_ref(),
+        );
         let mut prompt = prompt;
         if self.mode.is_some_and(PermissionMode::is_plan) {
             prompt.append_section("Plan mode", PLAN_MODE);
@@ -216,10 +247,21 @@ impl TurnBuilder {
         .budgets(budgets)
         .context(context_of(&configured))
         .command(self.command)
+        .plugin_hooks(hooks.clone())
+        .session_start(conversation.grants.start_hooks().then_some(
+            if conversation.stored.messages.is_empty() {
+                "startup"
+            } else {
+                "resume"
+            },
+        ))
         .build();
+        conversation.grants.set_run_hooks(hooks.clone());
         Ok(Turn {
             agent,
             host,
+            hooks,
+            ends_session: self.ends_session,
             workspace: self.workspace.clone(),
             home: config.home.clone(),
             mode: self.mode,
@@ -242,6 +284,14 @@ pub async fn compact_conversation(
 ) -> Result<Compacted, CompactError> {
     let configured = open_model(config, &conversation.stored.model)
         .map_err(|e| CompactError::Open(Box::new(e)))?;
+    if let Some(hooks) = conversation
+        .grants
+        .run_hooks()
+        .filter(|h| h.has("PreCompact"))
+    {
+        // Written into the next run's trace.
+        hooks.pre_compact("manual", None, cancel).await;
+    }
     let messages = &conversation.stored.messages;
     let (compacted, done) = compact(
         configured.provider.as_ref(),
@@ -283,7 +333,7 @@ fn attach_skills(
     task: &str,
     prompt: &mut SystemPrompt,
 ) -> Vec<String> {
-    let skills = Arc::new(Skills::of(config, root));
+    let skills = Arc::new(Skills::of_host(config, root, host));
     let mut warnings: Vec<String> = skills
         .diagnostics()
         .iter()
@@ -315,6 +365,10 @@ fn attach_skills(
 /// and the run's trace.
 pub struct Turn {
     agent: Agent,
+    /// The plugins' hooks of the run's moments, when some plugin has one.
+    hooks: Option<Arc<RunHooks>>,
+    /// Whether the session ends with this turn (`SessionEnd`).
+    ends_session: bool,
     /// The host the turn's tools come from: its servers are ended when the turn is.
     host: Host,
     trace: Trace,
@@ -388,9 +442,18 @@ impl Turn {
             )
             .await;
         session.set_checkpoint(None);
+        let mut warnings = Vec::new();
+        if self.ends_session
+            && let Some(hooks) = self.hooks.as_ref().filter(|h| h.has("SessionEnd"))
+        {
+            warnings.extend(
+                hooks
+                    .session_end("other", Some(&self.trace), &CancellationToken::new())
+                    .await,
+            );
+        }
         // Nothing the turn started (a stdio MCP server) outlives it.
         self.host.shutdown().await;
-        let mut warnings = Vec::new();
         if let Err(e) = checkpoint.seal(&self.workspace) {
             warnings.push(format!(
                 "this run's file changes may not be undoable: sealing its checkpoint failed: {e}"
@@ -411,5 +474,41 @@ impl Turn {
             discarded: kept.discarded,
             warnings,
         }
+    }
+}
+
+/// The turn's broker, telling the plugins' `Notification` hooks when a person is asked to
+/// approve a call (Claude Code's `permission_prompt`) before asking. The hooks are told, not
+/// asked: they cannot answer for the person.
+struct NotifyingBroker {
+    inner: Arc<dyn ApprovalBroker>,
+    hooks: Arc<RunHooks>,
+}
+
+#[async_trait::async_trait]
+impl ApprovalBroker for NotifyingBroker {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if self.inner.has_person() {
+            self.hooks
+                .notification(
+                    "permission_prompt",
+                    &format!("Bosun needs your permission to use {}", request.tool),
+                    &CancellationToken::new(),
+                )
+                .await;
+        }
+        self.inner.ask(request).await
+    }
+
+    fn unanswered_hint(&self) -> &str {
+        self.inner.unanswered_hint()
+    }
+
+    fn has_person(&self) -> bool {
+        self.inner.has_person()
+    }
+
+    fn take_feedback(&self, call_id: &str) -> Option<String> {
+        self.inner.take_feedback(call_id)
     }
 }

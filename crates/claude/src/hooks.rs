@@ -145,13 +145,57 @@ const MAX_HOOK_OUTPUT: usize = 64 * 1024;
 /// (default 60 s). Its command line runs under `/bin/sh -c` inside the sandbox, as Claude
 /// Code's does under the user's shell.
 pub async fn run_handler(place: HookPlace<'_>, handler: &Handler, input: &Value) -> HookOutcome {
+    run_reply(place, handler, input).await.outcome()
+}
+
+/// Everything a hook said: its decision, a `continue: false` with its `stopReason`, and the
+/// context it adds (`additionalContext`, or plain stdout on exit 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// Its decision (on exit 0, the JSON's; `continue: false` is not folded in here).
+    pub decision: HookOutcome,
+    /// `continue: false`: the run is to stop, with this reason.
+    pub halt: Option<String>,
+    /// `additionalContext`: context it adds for the model.
+    pub context: Option<String>,
+    /// What it printed on exit 0 that is not JSON (context for `UserPromptSubmit` and
+    /// `SessionStart`, as in Claude Code; only shown for other events).
+    pub plain: Option<String>,
+}
+
+impl Reply {
+    fn of(decision: HookOutcome) -> Reply {
+        Reply {
+            decision,
+            halt: None,
+            context: None,
+            plain: None,
+        }
+    }
+
+    /// The one outcome a tool-call hook acts on: its decision, with `continue: false` blocking
+    /// when nothing stricter was said.
+    pub fn outcome(self) -> HookOutcome {
+        match (self.decision, self.halt) {
+            (decision @ (HookOutcome::Block(_) | HookOutcome::Ask(_)), _) => decision,
+            (_, Some(halt)) => HookOutcome::Block(halt),
+            (decision, None) => decision,
+        }
+    }
+}
+
+/// [`run_handler`], keeping all the hook said ([`Reply`]).
+pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -> Reply {
     use tokio::io::AsyncWriteExt;
     let Some(command_line) = &handler.command else {
-        return HookOutcome::Failed("the hook has no command".to_owned());
+        return Reply::of(HookOutcome::Failed("the hook has no command".to_owned()));
     };
     let expanded = crate::mcp::expand(command_line, place.root, place.data, &BTreeMap::new());
     if let Err(e) = std::fs::create_dir_all(place.data) {
-        return HookOutcome::Failed(format!("could not create {}: {e}", place.data.display()));
+        return Reply::of(HookOutcome::Failed(format!(
+            "could not create {}: {e}",
+            place.data.display()
+        )));
     }
     let mut command = tokio::process::Command::new("/bin/sh");
     command
@@ -181,7 +225,11 @@ pub async fn run_handler(place: HookPlace<'_>, handler: &Handler, input: &Value)
     confinement.cpu_seconds = Some(seconds.ceil() as u64 + 1);
     let (mut child, jail) = match place.launcher.spawn(command, &confinement) {
         Ok(started) => started,
-        Err(e) => return HookOutcome::Failed(format!("could not start the hook: {e}")),
+        Err(e) => {
+            return Reply::of(HookOutcome::Failed(format!(
+                "could not start the hook: {e}"
+            )));
+        }
     };
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = input.to_string().into_bytes();
@@ -197,11 +245,11 @@ pub async fn run_handler(place: HookPlace<'_>, handler: &Handler, input: &Value)
     drop(jail);
     let output = match waited {
         Ok(Ok(output)) => output,
-        Ok(Err(e)) => return HookOutcome::Failed(format!("the hook failed: {e}")),
+        Ok(Err(e)) => return Reply::of(HookOutcome::Failed(format!("the hook failed: {e}"))),
         Err(_) => {
-            return HookOutcome::Failed(format!(
+            return Reply::of(HookOutcome::Failed(format!(
                 "the hook took longer than {seconds} s and was stopped"
-            ));
+            )));
         }
     };
     let text = |bytes: &[u8]| -> String {
@@ -211,24 +259,40 @@ pub async fn run_handler(place: HookPlace<'_>, handler: &Handler, input: &Value)
     let stdout = text(&output.stdout);
     let stderr = text(&output.stderr);
     match output.status.code() {
-        Some(2) => HookOutcome::Block(if stderr.is_empty() {
+        Some(2) => Reply::of(HookOutcome::Block(if stderr.is_empty() {
             "blocked by the hook (exit 2)".to_owned()
         } else {
             stderr
-        }),
-        Some(0) => answer(&stdout),
-        Some(code) => HookOutcome::Failed(format!("the hook exited {code}: {stderr}")),
-        None => HookOutcome::Failed(format!("the hook was killed: {stderr}")),
+        })),
+        Some(0) => reply(&stdout),
+        Some(code) => Reply::of(HookOutcome::Failed(format!(
+            "the hook exited {code}: {stderr}"
+        ))),
+        None => Reply::of(HookOutcome::Failed(format!(
+            "the hook was killed: {stderr}"
+        ))),
     }
 }
 
 /// Reads a hook's stdout on exit 0: Claude Code's JSON answer, else plain text as context.
 pub fn answer(stdout: &str) -> HookOutcome {
+    reply(stdout).outcome()
+}
+
+/// Reads a hook's stdout on exit 0 whole: its decision (`permissionDecision` `deny`/`ask`,
+/// `decision: "block"`), `continue: false` with `stopReason`, and `additionalContext` (or the
+/// plain text it printed). An `allow` is no decision: a hook never loosens Bosun's policy.
+pub fn reply(stdout: &str) -> Reply {
     let Ok(Value::Object(json)) = serde_json::from_str::<Value>(stdout) else {
         return if stdout.is_empty() {
-            HookOutcome::Continue
+            Reply::of(HookOutcome::Continue)
         } else {
-            HookOutcome::Context(stdout.to_owned())
+            Reply {
+                decision: HookOutcome::Context(stdout.to_owned()),
+                halt: None,
+                context: None,
+                plain: Some(stdout.to_owned()),
+            }
         };
     };
     let reason = |keys: &[&str]| -> String {
@@ -242,26 +306,31 @@ pub fn answer(stdout: &str) -> HookOutcome {
             .unwrap_or_else(|| "the hook said so".to_owned())
     };
     let specific = json.get("hookSpecificOutput");
-    match specific
+    let context = specific
+        .and_then(|h| h.get("additionalContext"))
+        .and_then(Value::as_str)
+        .map(bosun_core::escape_hidden);
+    let halt = (json.get("continue").and_then(Value::as_bool) == Some(false))
+        .then(|| reason(&["stopReason", "reason"]));
+    let decision = match specific
         .and_then(|h| h.get("permissionDecision"))
         .and_then(Value::as_str)
     {
-        Some("deny") => return HookOutcome::Block(reason(&["permissionDecisionReason", "reason"])),
-        Some("ask") => return HookOutcome::Ask(reason(&["permissionDecisionReason", "reason"])),
-        _ => {}
-    }
-    if json.get("decision").and_then(Value::as_str) == Some("block") {
-        return HookOutcome::Block(reason(&["reason"]));
-    }
-    if json.get("continue").and_then(Value::as_bool) == Some(false) {
-        return HookOutcome::Block(reason(&["stopReason", "reason"]));
-    }
-    match specific
-        .and_then(|h| h.get("additionalContext"))
-        .and_then(Value::as_str)
-    {
-        Some(context) => HookOutcome::Context(bosun_core::escape_hidden(context)),
-        None => HookOutcome::Continue,
+        Some("deny") => HookOutcome::Block(reason(&["permissionDecisionReason", "reason"])),
+        Some("ask") => HookOutcome::Ask(reason(&["permissionDecisionReason", "reason"])),
+        _ if json.get("decision").and_then(Value::as_str) == Some("block") => {
+            HookOutcome::Block(reason(&["reason"]))
+        }
+        _ => match &context {
+            Some(context) if halt.is_none() => HookOutcome::Context(context.clone()),
+            _ => HookOutcome::Continue,
+        },
+    };
+    Reply {
+        decision,
+        halt,
+        context,
+        plain: None,
     }
 }
 
@@ -278,6 +347,23 @@ mod tests {
         assert!(matches(Some("*"), "Read"));
         assert!(matches(Some("mcp__.*"), "mcp__s__t"));
         assert!(!matches(Some("(unclosed"), "Bash"));
+    }
+
+    #[test]
+    fn a_reply_keeps_a_halt_apart_from_the_decision_and_context_apart_from_plain_text() {
+        let halt = reply(
+            r#"{"continue":false,"stopReason":"enough","decision":"block","reason":"go on"}"#,
+        );
+        assert_eq!(halt.halt.as_deref(), Some("enough"));
+        assert_eq!(halt.decision, HookOutcome::Block("go on".to_owned()));
+        let context = reply(
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"note"}}"#,
+        );
+        assert_eq!(context.context.as_deref(), Some("note"));
+        assert_eq!(context.plain, None);
+        let plain = reply("just words");
+        assert_eq!(plain.plain.as_deref(), Some("just words"));
+        assert_eq!(plain.context, None);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use install::{
     InstallOptions, Installed, InstalledPlugin, MarketplaceLocation, OpenedMarketplace, Staged,
 };
 pub use layout::{Executable, PluginLayout};
-pub use loaded::{Loaded, LoadedPlugin};
+pub use loaded::{Loaded, LoadedPlugin, Withheld};
 pub use manifest::PluginManifest;
 pub use marketplace::{Marketplace, MarketplaceEntry, PluginSource, RemoteSource};
 

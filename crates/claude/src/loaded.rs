@@ -28,6 +28,21 @@ impl LoadedPlugin {
     }
 }
 
+/// An installed plugin that is not loaded (changed since it was reviewed, or refused): kept by
+/// name so that a face refuses to run what it names (`/plugin:command`) instead of sending the
+/// words to the model as plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withheld {
+    /// Its id, `name@marketplace`.
+    pub id: String,
+    /// Its name (the namespace of its commands).
+    pub name: String,
+    /// The names of the commands its record lists under `commands/` (without `.md`).
+    pub commands: Vec<String>,
+    /// Why it is not loaded, and what to do.
+    pub why: String,
+}
+
 /// Every installed plugin that may be used, and why the others may not.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
@@ -35,6 +50,8 @@ pub struct Loaded {
     pub plugins: Vec<LoadedPlugin>,
     /// Each refused plugin, with why and what to do.
     pub refused: Vec<String>,
+    /// The installed plugins that are not loaded, by name.
+    pub withheld: Vec<Withheld>,
 }
 
 impl Loaded {
@@ -61,7 +78,24 @@ impl Loaded {
                     }
                     loaded.plugins.push(plugin);
                 }
-                Err(e) => loaded.refused.push(e.to_string()),
+                Err(e) => {
+                    let why = e.to_string();
+                    loaded.withheld.push(Withheld {
+                        id: record.id.clone(),
+                        name: record.name.clone(),
+                        commands: record
+                            .files
+                            .files
+                            .keys()
+                            .filter_map(|path| path.strip_prefix("commands/"))
+                            .filter_map(|file| file.strip_suffix(".md"))
+                            .filter(|stem| !stem.contains('/'))
+                            .map(str::to_owned)
+                            .collect(),
+                        why: why.clone(),
+                    });
+                    loaded.refused.push(why);
+                }
             }
         }
         loaded

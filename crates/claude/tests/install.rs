@@ -474,3 +474,115 @@ async fn a_component_changed_after_the_load_is_refused_when_read() {
         Err(ClaudeError::Changed { .. })
     ));
 }
+
+/// Every file of `fixtures/corpus/<folder>`, by name, parsed.
+fn corpus(folder: &str) -> Vec<(String, serde_json::Value)> {
+    let mut files: Vec<(String, serde_json::Value)> =
+        std::fs::read_dir(fixtures().join("corpus").join(folder))
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, json(&e.path()))
+            })
+            .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(files.len() >= 8, "the corpus is there");
+    files
+}
+
+#[test]
+fn bosun_decides_on_a_corpus_of_manifests_as_the_schema_does() {
+    let schema = jsonschema::validator_for(&json(
+        &fixtures().join("schemas/plugin-manifest.schema.json"),
+    ))
+    .unwrap();
+    for (file, manifest) in corpus("manifests") {
+        let valid = schema.is_valid(&manifest);
+        // The whole reader: a plugin folder holding only this manifest.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".claude-plugin")).unwrap();
+        std::fs::write(
+            root.path().join(".claude-plugin/plugin.json"),
+            manifest.to_string(),
+        )
+        .unwrap();
+        // The parts a manifest names are there, so only the manifest is judged.
+        for key in ["commands", "agents", "skills", "hooks", "outputStyles"] {
+            let paths = match &manifest[key] {
+                serde_json::Value::String(p) => vec![p.clone()],
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for path in paths.iter().filter_map(|p| p.strip_prefix("./")) {
+                let full = root.path().join(path);
+                if path.ends_with(".json") {
+                    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    std::fs::write(&full, "{\"hooks\": {}}").unwrap();
+                } else if path.ends_with(".md") {
+                    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    std::fs::write(&full, "Do the thing.\n").unwrap();
+                } else {
+                    std::fs::create_dir_all(&full).unwrap();
+                }
+            }
+        }
+        let name = manifest["name"].as_str().unwrap_or("unnamed");
+        let read = bosun_claude::PluginLayout::read(root.path(), name, None, true);
+        let (refused, warned) = match &read {
+            Err(_) => (true, false),
+            Ok(layout) => (
+                !layout.refused.is_empty(),
+                layout.warnings.iter().any(|w| w.contains("unknown key")),
+            ),
+        };
+        let expected = file.split('-').next().unwrap();
+        match expected {
+            "accept" => assert!(
+                valid && !refused && !warned,
+                "{file}: schema valid {valid}, refused {refused}, warned {warned}: {read:?}"
+            ),
+            "warn" => assert!(
+                valid && !refused && warned,
+                "{file}: schema valid {valid}, refused {refused}, warned {warned}: {read:?}"
+            ),
+            "refuse" => assert!(
+                !valid && refused,
+                "{file}: schema valid {valid}, refused {refused}: {read:?}"
+            ),
+            other => panic!("{file}: unknown expectation `{other}`"),
+        }
+    }
+}
+
+#[test]
+fn bosun_decides_on_a_corpus_of_marketplaces_as_the_schema_does() {
+    let schema =
+        jsonschema::validator_for(&json(&fixtures().join("schemas/marketplace.schema.json")))
+            .unwrap();
+    for (file, marketplace) in corpus("marketplaces") {
+        let valid = schema.is_valid(&marketplace);
+        let listed = marketplace["plugins"].as_array().map_or(0, Vec::len);
+        let read = bosun_claude::marketplace::parse_marketplace(&marketplace.to_string(), "corpus");
+        let expected = file.split('-').next().unwrap();
+        match (expected, &read) {
+            ("accept", Ok(m)) => assert!(
+                valid && m.warnings.is_empty() && m.plugins.len() == listed,
+                "{file}: schema valid {valid}: {m:?}"
+            ),
+            ("warn", Ok(m)) => assert!(
+                valid && m.warnings.iter().any(|w| w.contains("unknown key")),
+                "{file}: schema valid {valid}: {m:?}"
+            ),
+            ("refuse", Err(_)) => assert!(!valid, "{file}: the schema takes what Bosun refuses"),
+            ("leave", Ok(m)) => assert!(
+                !valid && m.plugins.len() < listed && !m.warnings.is_empty(),
+                "{file}: schema valid {valid}: {m:?}"
+            ),
+            (expected, read) => panic!("{file}: expected {expected}, Bosun read {read:?}"),
+        }
+    }
+}

@@ -524,6 +524,10 @@ enum PluginsCommand {
         /// branch holds now.
         #[arg(long)]
         allow_unpinned: bool,
+        /// A Claude Code plugin's `userConfig` answer, KEY=VALUE (repeat it; a list's items
+        /// comma-separated). Without a terminal every required value needs one.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        config: Vec<String>,
     },
     /// Search the configured registries' plugins (name, description, tags, author).
     Search {
@@ -902,13 +906,19 @@ fn main() -> ExitCode {
                 force,
                 yes,
                 allow_unpinned,
+                config,
             } => {
                 if let Some((plugin, marketplace)) = path
                     .to_str()
                     .and_then(claude::names_claude_plugin)
                     .filter(|_| from.is_none())
                 {
-                    claude::install(&plugin, &marketplace, allow_unpinned, yes, json)
+                    claude::install(&plugin, &marketplace, allow_unpinned, yes, json, &config)
+                } else if !config.is_empty() {
+                    Err(anyhow::anyhow!(
+                        "--config answers a Claude Code plugin's userConfig (NAME@MARKETPLACE of a claude-marketplace registry); `{}` is not one",
+                        path.display()
+                    ))
                 } else if registry::names_registry_plugin(&path, from.as_deref()) {
                     registry::install(
                         bosun_registry::ArtifactKind::Plugin,

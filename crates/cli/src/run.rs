@@ -543,6 +543,7 @@ pub fn run(
         .observe(observer)
         .on_js_engine_compile(Arc::new(|notice: &str| errln!("{notice}")))
         .command(command)
+        .ends_session()
         .images(images)
         .build(&open, &task)?;
     for warning in &turn.warnings {
@@ -610,6 +611,12 @@ pub fn run(
             } else {
                 format!("model `{name}`: {e}")
             }),
+        ),
+        RunEnd::Stopped { plugin, reason } => (
+            exit::DENIED,
+            Some(format!(
+                "a hook of the plugin `{plugin}` stopped the run: {reason}"
+            )),
         ),
     };
     if let Some(lines) = &json_lines {

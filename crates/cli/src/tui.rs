@@ -80,12 +80,20 @@ pub fn interactive(resume: Option<&str>, model: Option<&str>, trust: bool) -> Re
     read_keys(events);
     let looped = event_loop(&mut app, &mut terminal, &inbox);
     app.wind_down(&inbox, Instant::now() + WIND_DOWN);
+    let session_end = app
+        .session
+        .as_ref()
+        .map(|open| app.engine.end_session(open))
+        .unwrap_or_default();
     let width = terminal.size().map_or(80, |size| usize::from(size.width));
     drop(restore);
     // The alternate screen is gone with the conversation: print it into the terminal's own
     // scrollback, where it stays.
     for line in view::transcript_text(&app, width) {
         crate::term::outln!("{}", line.trim_end());
+    }
+    for warning in session_end {
+        errln!("warning: {warning}");
     }
     looped?;
     if let Some(line) = app.farewell() {

@@ -469,6 +469,27 @@ pub enum Event {
         #[serde(default)]
         untrusted: bool,
     },
+    /// A Claude Code plugin's hook ran at one of the run's moments (`PostToolUse`,
+    /// `UserPromptSubmit`, `Stop`, `SubagentStop`, `SessionStart`, `SessionEnd`, `PreCompact`,
+    /// `Notification`), in the OS sandbox; what it said and what Bosun did with it.
+    #[serde(rename = "hook.ran")]
+    PluginHookRan {
+        /// The event.
+        event: String,
+        /// The plugin's id, `name@marketplace`.
+        plugin: String,
+        /// `continue`, `context`, `block`, `continue_run` (a Stop hook's), `halt`, `ignored`
+        /// (past a bound) or `error` (a failure that blocks nothing).
+        outcome: String,
+        /// Its reason or its error, cut to a bound.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// The tool call it was about, when it was about one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// How long it took.
+        duration_ms: u64,
+    },
     /// An "always in this workspace" answer was written as policy rules (or could not be).
     #[serde(rename = "approval.remembered")]
     ApprovalRemembered {
@@ -527,6 +548,7 @@ impl Event {
             Self::TaintRaised { .. } => "taint.raised",
             Self::UntrustedInput { .. } => "integrity.untrusted",
             Self::HookApplied { .. } => "hook.applied",
+            Self::PluginHookRan { .. } => "hook.ran",
             Self::ApprovalRemembered { .. } => "approval.remembered",
             Self::ToolFailed { .. } => "tool.failed",
         }

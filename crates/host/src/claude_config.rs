@@ -1,6 +1,7 @@
 //! `[claude.plugins."<name>@<marketplace>"]` in the user's config: what a person chose for an
-//! installed Claude Code plugin: its `userConfig` answers that are not secrets (a plugin's
-//! `bin/` is listed in its review and never run). Only the user's file holds it (a
+//! installed Claude Code plugin: its `userConfig` answers that are not secrets, and the network
+//! its MCP servers may reach (`[claude.plugins."<id>".mcp.<server>] network`; none unless
+//! granted). A plugin's `bin/` is listed in its review and never run. Only the user's file holds it (a
 //! project's config cannot), and a plugin's secrets never do: they are kept under
 //! `$BOSUN_HOME/claude/secrets/`, which no tool reads.
 
@@ -24,6 +25,19 @@ pub struct ClaudePluginConfig {
     /// Its `userConfig` answers that are not secrets, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, toml::Value>,
+    /// What a person granted its MCP servers, by the server's own name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, ClaudeServerGrant>,
+}
+
+/// `[claude.plugins."<id>".mcp.<server>]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaudeServerGrant {
+    /// `host:port` (or `host`, for 80 and 443) the server may reach, as `[mcp.<name>.sandbox]
+    /// network` grants a configured server; the OS sandbox enforces the ports.
+    #[serde(default)]
+    pub network: Vec<String>,
 }
 
 impl ClaudeConfig {
@@ -40,6 +54,16 @@ impl ClaudeConfig {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+impl ClaudeConfig {
+    /// The network a person granted the server `server` of the plugin `id`.
+    pub fn network(&self, id: &str, server: &str) -> &[String] {
+        self.plugins
+            .get(id)
+            .and_then(|p| p.mcp.get(server))
+            .map_or(&[], |g| g.network.as_slice())
     }
 }
 

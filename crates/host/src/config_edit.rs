@@ -295,6 +295,46 @@ impl UserConfigEdit {
             .is_some()
     }
 
+    /// Sets `[claude.plugins."<id>"] config` to `answers` (a Claude Code plugin's `userConfig`
+    /// answers that are not secrets), replacing the answers kept before; other keys of the
+    /// entry stay.
+    ///
+    /// # Errors
+    /// `claude`, `claude.plugins` or the plugin's entry has another shape.
+    pub fn set_claude_answers(
+        &mut self,
+        id: &str,
+        answers: &std::collections::BTreeMap<String, toml_edit::Value>,
+    ) -> Result<(), ConfigEditError> {
+        let fix = || format!("write it as [claude.plugins.\"{id}\"] config = {{ KEY = VALUE }}");
+        let claude = self.section("claude")?;
+        let plugins = claude
+            .entry("plugins")
+            .or_insert(toml_edit::table())
+            .as_table_mut();
+        let Some(plugins) = plugins else {
+            return Err(self.shape("claude.plugins".to_owned(), "a table", fix()));
+        };
+        plugins.set_implicit(true);
+        let entry = plugins
+            .entry(id)
+            .or_insert(toml_edit::table())
+            .as_table_mut();
+        let Some(entry) = entry else {
+            return Err(self.shape(format!("claude.plugins.\"{id}\""), "a table", fix()));
+        };
+        let mut inline = toml_edit::InlineTable::new();
+        for (key, value) in answers {
+            inline.insert(key, value.clone());
+        }
+        if inline.is_empty() {
+            entry.remove("config");
+        } else {
+            entry["config"] = toml_edit::value(inline);
+        }
+        Ok(())
+    }
+
     /// Sets `[registries.NAME] keys` to `keys`: the root keys a person confirmed for a signed
     /// registry (trust on first use).
     ///

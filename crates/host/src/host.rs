@@ -682,6 +682,18 @@ impl Host {
             .map_or(&[], crate::plugin_runtime::claude::ClaudeRuntime::plugins)
     }
 
+    /// The installed Claude Code plugins this assembly did not load (changed since review, or
+    /// refused), so a face refuses what names them instead of passing it on as text.
+    pub fn claude_withheld(&self) -> &[bosun_claude::Withheld] {
+        self.runtimes
+            .iter()
+            .find_map(|r| {
+                r.as_any()
+                    .downcast_ref::<crate::plugin_runtime::claude::ClaudeRuntime>()
+            })
+            .map_or(&[], crate::plugin_runtime::claude::ClaudeRuntime::withheld)
+    }
+
     /// Every tool, in registration order: built-ins, configured plugins' tools, the
     /// plugin-installing tools (a snapshot: plugins installed later add to it).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {

@@ -46,6 +46,7 @@ pub mod model_setup;
 pub mod permission;
 pub mod plugin_agents;
 pub mod plugin_commands;
+pub mod plugin_hooks;
 pub mod plugin_runtime;
 mod process;
 pub mod remembered;

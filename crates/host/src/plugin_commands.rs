@@ -126,7 +126,22 @@ pub enum CommandError {
 #[derive(Debug, Clone, Default)]
 pub struct PluginCommands {
     commands: Vec<(Arc<LoadedPlugin>, PluginCommand, String)>,
+    /// Commands that cannot run, by `plugin:command` and by plugin name (`plugin:`): a line
+    /// naming one is refused with the reason, never sent to the model as words.
+    refused: Vec<Refused>,
     warnings: Vec<String>,
+}
+
+/// A command, or every command of a plugin, that cannot run.
+#[derive(Debug, Clone)]
+struct Refused {
+    /// The plugin's name.
+    plugin: String,
+    /// The command's own name; `None` for every command of the plugin.
+    short: Option<String>,
+    /// The command names the plugin's record lists (for `/command` without the plugin).
+    shorts: Vec<String>,
+    why: String,
 }
 
 impl PluginCommands {
@@ -142,19 +157,40 @@ impl PluginCommands {
                     .and_then(|text| command(&plugin, &file.name, &text));
                 match read {
                     Ok(command) => out.commands.push((plugin.clone(), command, file.path)),
-                    Err(why) => out.warnings.push(format!(
-                        "the command {} of the plugin `{}` is left out: {why}",
-                        file.path, plugin.record.id
-                    )),
+                    Err(why) => {
+                        out.warnings.push(format!(
+                            "the command {} of the plugin `{}` is left out: {why}",
+                            file.path, plugin.record.id
+                        ));
+                        out.refused.push(Refused {
+                            plugin: plugin.name().to_owned(),
+                            short: Some(file.name.clone()),
+                            shorts: vec![file.name.clone()],
+                            why,
+                        });
+                    }
                 }
             }
         }
         out
     }
 
+    /// These commands, and a refusal for every command of the `withheld` plugins (installed,
+    /// not loaded): `/plugin:command` of one of them is refused with the reason.
+    pub fn withholding(mut self, withheld: &[bosun_claude::Withheld]) -> PluginCommands {
+        self.refused.extend(withheld.iter().map(|w| Refused {
+            plugin: w.name.clone(),
+            short: None,
+            shorts: w.commands.clone(),
+            why: w.why.clone(),
+        }));
+        self
+    }
+
     /// The commands of the plugins installed under `home` (checked against their records).
     pub fn load(home: &std::path::Path) -> PluginCommands {
-        PluginCommands::of(&bosun_claude::Loaded::load(home).plugins)
+        let loaded = bosun_claude::Loaded::load(home);
+        PluginCommands::of(&loaded.plugins).withholding(&loaded.withheld)
     }
 
     /// Every command, in plugin and name order.
@@ -185,7 +221,9 @@ impl PluginCommands {
     /// `/command` when it is not Bosun's and only one plugin has it.
     ///
     /// # Errors
-    /// [`CommandError::Ambiguous`] for a short name several plugins have.
+    /// [`CommandError::Ambiguous`] for a short name several plugins have;
+    /// [`CommandError::Unusable`] for a command whose file or plugin changed since it was
+    /// reviewed (the line is refused, not sent on as words).
     pub fn find(&self, line: &str) -> Result<Option<(&PluginCommand, String)>, CommandError> {
         let Some(rest) = line.trim_start().strip_prefix('/') else {
             return Ok(None);
@@ -196,12 +234,31 @@ impl PluginCommands {
         if let Some(command) = self.all().find(|c| c.name == word) {
             return Ok(Some((command, args.to_owned())));
         }
+        let unusable = |refused: &Refused, short: &str| CommandError::Unusable {
+            command: format!("/{}:{short}", refused.plugin),
+            why: refused.why.clone(),
+        };
+        if let Some((plugin, short)) = word.split_once(':')
+            && let Some(refused) = self
+                .refused
+                .iter()
+                .find(|r| r.plugin == plugin && r.short.as_deref().is_none_or(|s| s == short))
+        {
+            return Err(unusable(refused, short));
+        }
         if RESERVED.contains(&word) {
             return Ok(None);
         }
         let matching: Vec<&PluginCommand> = self.all().filter(|c| c.short == word).collect();
         match matching.as_slice() {
-            [] => Ok(None),
+            [] => match self
+                .refused
+                .iter()
+                .find(|r| r.shorts.iter().any(|s| s == word))
+            {
+                Some(refused) => Err(unusable(refused, word)),
+                None => Ok(None),
+            },
             [one] => Ok(Some((one, args.to_owned()))),
             many => Err(CommandError::Ambiguous {
                 name: word.to_owned(),

@@ -32,6 +32,11 @@ pub struct Session {
     checkpoint: Mutex<Option<Arc<crate::checkpoint::RunCheckpoint>>>,
     /// Plan mode: the model may only read (the chokepoint denies every other call).
     plan: AtomicBool,
+    /// Whether the plugins' `SessionStart` hooks ran for this session in this process.
+    hooks_started: AtomicBool,
+    /// The plugins' run-moment hooks of the last turn, for the moments between turns
+    /// (`/compact`, the session's end).
+    run_hooks: Mutex<Option<Arc<crate::plugin_hooks::RunHooks>>>,
 }
 
 /// The longest text kept of what the person asked or the model last said, in characters.
@@ -130,6 +135,25 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// True the first time it is asked in this process: the plugins' `SessionStart` hooks are
+    /// due.
+    pub fn start_hooks(&self) -> bool {
+        !self.hooks_started.swap(true, Ordering::AcqRel)
+    }
+
+    /// Keeps the plugins' run-moment hooks of the turn going on, for the moments between turns.
+    pub fn set_run_hooks(&self, hooks: Option<Arc<crate::plugin_hooks::RunHooks>>) {
+        *self.run_hooks.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
+    }
+
+    /// The plugins' run-moment hooks of the last turn, if any plugin has one.
+    pub fn run_hooks(&self) -> Option<Arc<crate::plugin_hooks::RunHooks>> {
+        self.run_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Lets the built-in file tools of this session read and write through the face (an

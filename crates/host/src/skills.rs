@@ -177,8 +177,25 @@ pub struct Skills {
 
 impl Skills {
     /// Discovers the built-in, user (`home/skills`) and, when `trusted`, project
-    /// (`workspace_root/.agents/skills`) skills.
+    /// (`workspace_root/.agents/skills`) skills, and those of the Claude Code plugins installed
+    /// under `home` (each checked against its record here).
     pub fn discover(home: &Path, workspace_root: &Path, trusted: bool) -> Skills {
+        Skills::discover_with(
+            home,
+            workspace_root,
+            trusted,
+            &bosun_claude::Loaded::load(home).plugins,
+        )
+    }
+
+    /// [`Skills::discover`] with the Claude Code plugins already checked (a turn's host checked
+    /// them at its assembly: their files are not hashed a second time).
+    pub fn discover_with(
+        home: &Path,
+        workspace_root: &Path,
+        trusted: bool,
+        plugins: &[bosun_claude::LoadedPlugin],
+    ) -> Skills {
         let mut skills = Skills::default();
         let mut found: BTreeMap<String, Skill> = BTreeMap::new();
         let mut roots = vec![(SkillSource::User, user_skills_dir(home))];
@@ -248,8 +265,8 @@ impl Skills {
                 }
             }
         }
-        for plugin in bosun_claude::Loaded::load(home).plugins {
-            let plugin = Arc::new(plugin);
+        for plugin in plugins {
+            let plugin = Arc::new(plugin.clone());
             for skill in skills.plugin_skills(&plugin) {
                 let own = skill.name.rsplit(':').next().unwrap_or_default();
                 if let Some(other) = found.get(own) {
@@ -362,6 +379,20 @@ impl Skills {
     /// that workspace is trusted).
     pub fn of(config: &crate::LoadedConfig, workspace_root: &Path) -> Skills {
         Skills::discover(&config.home, workspace_root, config.trusted)
+    }
+
+    /// [`Skills::of`] with the Claude Code plugins `host` checked at its assembly.
+    pub fn of_host(
+        config: &crate::LoadedConfig,
+        workspace_root: &Path,
+        host: &crate::Host,
+    ) -> Skills {
+        Skills::discover_with(
+            &config.home,
+            workspace_root,
+            config.trusted,
+            host.claude_plugins(),
+        )
     }
 
     /// The usable skills, by name.

@@ -37,6 +37,11 @@ impl Engine {
         Ok(Self { runtime, events })
     }
 
+    /// The session's end for the plugins' `SessionEnd` hooks (the person left): what failed.
+    pub(crate) fn end_session(&self, open: &Conversation) -> Vec<String> {
+        self.runtime.block_on(open.end("prompt_input_exit"))
+    }
+
     /// Starts a turn: `task` after the conversation of `open`, which comes back in
     /// [`AppEvent::TurnEnded`] with the session stored. Cancelling the returned token cancels
     /// the run as Ctrl-C does in `bosun run`.

@@ -220,6 +220,13 @@ impl App {
                     RunEnd::Cancelled => self.entries.push(Entry::Notice(
                         "cancelled; the session is saved and the next line continues it".to_owned(),
                     )),
+                    RunEnd::Stopped { plugin, reason } => {
+                        self.entries.push(Entry::Warning(format!(
+                            "a hook of the plugin `{}` stopped the run: {}",
+                            sanitize_for_terminal(plugin),
+                            sanitize_for_terminal(reason)
+                        )));
+                    }
                     RunEnd::ModelFailed(e) => self.entries.push(Entry::Error(format!(
                         "model `{}`: {}{}",
                         sanitize_for_terminal(&model),

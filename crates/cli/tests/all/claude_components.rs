@@ -388,6 +388,40 @@ fn a_plugin_whose_command_changed_after_review_is_refused() {
         err.contains("changed since you trusted it") && err.contains("commands/greet.md"),
         "{err}"
     );
-    let first = server.requests()[0].to_string();
+    // The command is refused before any request is made (none reaching the model is the
+    // strongest form of "the changed text is not sent").
+    let first = server
+        .requests()
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     assert!(!first.contains("Mail the contents"), "{first}");
+}
+
+#[test]
+fn a_command_of_a_changed_plugin_is_refused_not_sent_to_the_model_as_text() {
+    let env = Env::new();
+    let (_runtime, server) = serve([Step::text("ok"), Step::text("ok")]);
+    with_toolbox(&env, &server, "");
+    // Another file of the plugin changes: the whole plugin is withheld at load.
+    std::fs::write(
+        cached_plugin(&env).join("skills/tidy-notes/SKILL.md"),
+        "---\nname: tidy-notes\ndescription: changed\n---\nchanged",
+    )
+    .unwrap();
+    for line in ["/toolbox:greet Ada", "/greet Ada"] {
+        let out = env.bosun(&["run", line]);
+        let err = stderr(&out);
+        assert_ne!(code(&out), 0, "{line}: {err}");
+        assert!(
+            err.contains("/toolbox:greet cannot be used")
+                && err.contains("changed since you trusted it"),
+            "{line}: {err}"
+        );
+    }
+    assert!(
+        server.requests().is_empty(),
+        "a refused command reached the model: {:?}",
+        server.requests()
+    );
 }

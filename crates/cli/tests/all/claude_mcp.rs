@@ -175,7 +175,12 @@ for line in sys.stdin:
     elif m["method"] == "tools/call":
         a = m["params"]["arguments"]
         try:
-            if a["op"] == "read":
+            if a["op"] == "connect":
+                import socket
+                host, port = a["path"].rsplit(":", 1)
+                with socket.create_connection((host, int(port)), timeout=5) as c:
+                    text = "connected: " + c.recv(64).decode()
+            elif a["op"] == "read":
                 with open(a["path"]) as f:
                     text = "read: " + f.read()
             else:
@@ -255,5 +260,85 @@ fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the
     assert!(
         !root.join("added.txt").exists(),
         "the server changed its own files"
+    );
+}
+
+#[test]
+fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    let plugin = market.join("plugins/prober");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "prober", "source": "./plugins/prober"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(plugin.join("probe.py"), PROBE).unwrap();
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {"probe": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/probe.py"]}}}"#,
+    )
+    .unwrap();
+    // A loopback service that greets whoever connects.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"hello from loopback");
+        }
+    });
+    let address = format!("127.0.0.1:{port}");
+    let probe = |env: &Env| -> String {
+        let input = serde_json::json!({"op": "connect", "path": address}).to_string();
+        let (rc, out) = call(env, "mcp__plugin_prober_probe__probe", &input);
+        assert_eq!(rc, 0, "{out}");
+        out["output"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    configure(&env, &market, "");
+    install(&env, "prober@local");
+    let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = probe(&env);
+    assert!(
+        said.starts_with("refused"),
+        "reached the network ungranted: {said}"
+    );
+
+    // A grant is part of what is approved: the server needs approving again, then reaches
+    // exactly what was granted.
+    configure(
+        &env,
+        &market,
+        &format!("\n[claude.plugins.\"prober@local\".mcp.probe]\nnetwork = [\"{address}\"]\n"),
+    );
+    assert_eq!(state(&env, "prober:probe"), "changed");
+    let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&address),
+        "the review shows the grant: {}",
+        stderr(&out)
+    );
+    assert_eq!(probe(&env), "connected: hello from loopback");
+
+    // A grant of another port opens only that one.
+    configure(
+        &env,
+        &market,
+        "\n[claude.plugins.\"prober@local\".mcp.probe]\nnetwork = [\"127.0.0.1:9\"]\n",
+    );
+    let out = env.bosun(&["mcp", "trust", "prober:probe", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = probe(&env);
+    assert!(
+        said.starts_with("refused"),
+        "reached an ungranted port: {said}"
     );
 }

@@ -46,12 +46,18 @@ impl std::fmt::Debug for PreToolUse {
 #[derive(Debug, Default)]
 pub struct ClaudeRuntime {
     plugins: Vec<LoadedPlugin>,
+    withheld: Vec<bosun_claude::Withheld>,
 }
 
 impl ClaudeRuntime {
     /// The plugins checked against what was reviewed at this assembly.
     pub fn plugins(&self) -> &[LoadedPlugin] {
         &self.plugins
+    }
+
+    /// The installed plugins this assembly did not load, and why.
+    pub fn withheld(&self) -> &[bosun_claude::Withheld] {
+        &self.withheld
     }
 }
 
@@ -69,6 +75,7 @@ impl Runtime for ClaudeRuntime {
             ..Offer::default()
         };
         self.plugins = loaded.plugins;
+        self.withheld = loaded.withheld;
         Ok(offer)
     }
 
@@ -100,7 +107,7 @@ pub fn pre_tool_use_hooks(
 }
 
 /// A Bosun call's input as Claude Code's tools name their fields (`file_path` beside `path`).
-fn claude_input(input: &Value) -> Value {
+pub(crate) fn claude_input(input: &Value) -> Value {
     let mut input = input.clone();
     // `run_command` takes a program and its arguments; Bash hooks read one `command` line.
     if let Value::Object(map) = &mut input
@@ -256,7 +263,12 @@ pub fn mcp_servers(
                 ));
                 continue;
             };
-            match provided(plugin, server, &answers) {
+            match provided(
+                plugin,
+                server,
+                &answers,
+                claude.network(&plugin.record.id, server_name),
+            ) {
                 Ok(config) => servers.push((name, config)),
                 Err(why) => warnings.push(format!(
                     "the MCP server `{name}` of the plugin `{id}` is left out: {why}"
@@ -272,7 +284,17 @@ fn provided(
     plugin: &LoadedPlugin,
     server: &bosun_claude::mcp::McpServer,
     answers: &bosun_claude::user_config::Answers,
+    network: &[String],
 ) -> Result<McpServerConfig, String> {
+    for host in network {
+        if let Err(e) = bosun_core::Authority::parse(host) {
+            return Err(format!(
+                "its network grant `{}` in [claude.plugins.\"{}\".mcp] is not host or host:port: {e}",
+                bosun_core::escape_hidden(host),
+                plugin.record.id
+            ));
+        }
+    }
     let (root, data) = (&plugin.root, &plugin.data);
     let public = answers.public();
     let full = |text: &str| bosun_claude::mcp::expand(text, root, data, &answers.values);
@@ -333,6 +355,10 @@ fn provided(
     for (key, value) in map(&server.headers, &shown) {
         declared.push_str(&format!(" header {key}: {value}"));
     }
+    // A grant of network is part of what is approved: another grant, another approval.
+    if !network.is_empty() && command.is_some() {
+        declared.push_str(&format!(" network {}", network.join(",")));
+    }
     Ok(McpServerConfig {
         command,
         args,
@@ -346,7 +372,10 @@ fn provided(
         trusted: false,
         enabled: true,
         timeout_ms: None,
-        sandbox: McpSandbox::default(),
+        sandbox: McpSandbox {
+            network: network.to_vec(),
+            ..McpSandbox::default()
+        },
         classification: None,
         provided: Some(ProvidedServer {
             plugin: plugin.record.id.clone(),

@@ -318,6 +318,25 @@ impl Timeline {
                 out,
                 "  [{at:>5} ms] {call_id} brought untrusted input into the session: {source}"
             ),
+            Event::PluginHookRan {
+                event,
+                plugin,
+                outcome,
+                detail,
+                call_id,
+                duration_ms,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {}{event} hook of {plugin}: {outcome} in {duration_ms} ms{}",
+                call_id
+                    .as_ref()
+                    .map(|c| format!("{c} "))
+                    .unwrap_or_default(),
+                detail
+                    .as_ref()
+                    .map(|d| format!(": {}", d.chars().take(160).collect::<String>()))
+                    .unwrap_or_default()
+            ),
             Event::ApprovalRemembered {
                 call_id,
                 file,

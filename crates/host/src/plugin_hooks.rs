@@ -1,0 +1,540 @@
+//! The hooks of installed Claude Code plugins at a run's moments other than a tool call's
+//! decision (that one, `PreToolUse`, is a policy hook: `plugin_runtime/claude.rs`):
+//! `PostToolUse`, `UserPromptSubmit`, `Stop`, `SubagentStop`, `SessionStart`, `SessionEnd`,
+//! `PreCompact` and `Notification`, with Claude Code's stdin JSON, exit codes and JSON answers
+//! (reference: code.claude.com/docs/en/hooks as of 2026; `bosun_claude::hooks` reads them).
+//!
+//! Each command runs in the OS sandbox (the plugin and the workspace readable, only the
+//! plugin's data folder writable, no network), each under its own timeout, one after another,
+//! and each is traced (`hook.ran`). The agent loop asks [`RunHooks`] at each moment through
+//! one method per event (`bosun-agent` is the one caller) and acts on the typed answer; what a
+//! hook says can only add words for the model, block, or stop — never allow what policy does
+//! not, never undo a denial, never keep a run going past its budgets or [`MAX_STOP_CONTINUES`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bosun_claude::LoadedPlugin;
+use bosun_claude::hooks::{Group, HookOutcome, HookPlace, Reply, matches, run_reply};
+use bosun_core::{Event, ToolCall};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::trace::Trace;
+
+/// The events other than `PreToolUse` that Bosun runs.
+pub const RUN_EVENTS: &[&str] = &[
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+];
+
+/// How many times Stop (or SubagentStop) hooks may send one run back to work. Past it the run
+/// ends as the model ended it, and the trace says the hook was ignored.
+pub const MAX_STOP_CONTINUES: u32 = 3;
+
+/// The most bytes of a hook's words that reach the model or the trace.
+const MAX_WORDS: usize = 8 * 1024;
+
+/// What `UserPromptSubmit` hooks decided about a person's prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptVerdict {
+    /// Send it, with what the hooks added for the model (each naming its plugin).
+    Send {
+        /// Context to send after the prompt.
+        context: Vec<String>,
+    },
+    /// Do not send it.
+    Block {
+        /// The plugin that blocked it.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What `PostToolUse` hooks said about a call that ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFeedback {
+    /// Words for the model after the call's result (context, or a block's reason), each
+    /// naming its plugin.
+    pub notes: Vec<String>,
+    /// A hook answered `continue: false`: the run stops after this step, with the plugin and
+    /// its reason.
+    pub halt: Option<(String, String)>,
+}
+
+/// What `Stop`/`SubagentStop` hooks said when the model finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopVerdict {
+    /// The run ends.
+    Stop,
+    /// A hook asks the model to go on, with its reason (sent to the model).
+    Continue {
+        /// The plugin that asked.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+struct PluginHooks {
+    plugin: LoadedPlugin,
+}
+
+/// The run-moment hooks of the installed Claude Code plugins, for one turn (and its
+/// subagents). Built only when some plugin has one ([`RunHooks::of`]).
+pub struct RunHooks {
+    plugins: Vec<PluginHooks>,
+    launcher: Arc<bosun_launch::Launcher>,
+    workspace: PathBuf,
+    session_id: String,
+    permission_mode: &'static str,
+    /// What ran where no trace was at hand (an approval's notification, a manual compaction),
+    /// written into the next trace that asks ([`RunHooks::drain`]).
+    pending: Mutex<Vec<Event>>,
+}
+
+impl std::fmt::Debug for RunHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHooks")
+            .field(
+                "plugins",
+                &self
+                    .plugins
+                    .iter()
+                    .map(|p| p.plugin.record.id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// One hook's answer, named.
+struct Said {
+    plugin: String,
+    reply: Reply,
+}
+
+impl RunHooks {
+    /// The run-moment hooks of `plugins`, run through `launcher` in `workspace` for the session
+    /// `session_id`; `None` when no plugin has one.
+    pub fn of(
+        plugins: &[LoadedPlugin],
+        launcher: &Arc<bosun_launch::Launcher>,
+        workspace: &std::path::Path,
+        session_id: &str,
+        plan: bool,
+    ) -> Option<Arc<RunHooks>> {
+        let plugins: Vec<PluginHooks> = plugins
+            .iter()
+            .filter(|p| {
+                RUN_EVENTS
+                    .iter()
+                    .any(|e| p.layout.hooks.get(*e).is_some_and(|g| !g.is_empty()))
+            })
+            .map(|plugin| PluginHooks {
+                plugin: plugin.clone(),
+            })
+            .collect();
+        (!plugins.is_empty()).then(|| {
+            Arc::new(RunHooks {
+                plugins,
+                launcher: launcher.clone(),
+                workspace: workspace.to_path_buf(),
+                session_id: session_id.to_owned(),
+                permission_mode: if plan { "plan" } else { "default" },
+                pending: Mutex::new(Vec::new()),
+            })
+        })
+    }
+
+    /// Whether some plugin has a hook for `event`.
+    pub fn has(&self, event: &str) -> bool {
+        self.plugins.iter().any(|p| {
+            p.plugin
+                .layout
+                .hooks
+                .get(event)
+                .is_some_and(|g| !g.is_empty())
+        })
+    }
+
+    /// Writes into `trace` what ran where no trace was at hand.
+    pub fn drain(&self, trace: &Trace) {
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        for event in pending {
+            trace.record(event);
+        }
+    }
+
+    /// Runs every handler of `event` whose matcher matches `subject` (every handler when the
+    /// event has no subject), one after another, each traced; stops early on cancellation.
+    async fn fire(
+        &self,
+        event: &str,
+        subject: Option<&str>,
+        fields: Map<String, Value>,
+        call_id: Option<&str>,
+        trace: Option<&Trace>,
+        cancel: &CancellationToken,
+    ) -> Vec<Said> {
+        let mut input = json!({
+            "session_id": self.session_id,
+            // Bosun hands a plugin no transcript: its sessions are in Bosun's home, which no
+            // sandboxed process reads.
+            "transcript_path": "",
+            "cwd": self.workspace,
+            "permission_mode": self.permission_mode,
+            "hook_event_name": event,
+        });
+        if let Value::Object(map) = &mut input {
+            map.extend(fields);
+        }
+        let mut said = Vec::new();
+        for hooks in &self.plugins {
+            let plugin = &hooks.plugin;
+            let Some(groups) = plugin.layout.hooks.get(event) else {
+                continue;
+            };
+            let place = HookPlace {
+                launcher: &self.launcher,
+                root: &plugin.root,
+                data: &plugin.data,
+                workspace: &self.workspace,
+            };
+            for handler in groups
+                .iter()
+                .filter(|g: &&Group| subject.is_none_or(|s| matches(g.matcher.as_deref(), s)))
+                .flat_map(|g| g.hooks.iter())
+                .filter(|h| h.kind == "command")
+            {
+                let started = Instant::now();
+                let reply = tokio::select! {
+                    reply = run_reply(place, handler, &input) => reply,
+                    () = cancel.cancelled() => return said,
+                };
+                let (outcome, detail) = describe(event, &reply);
+                self.record(
+                    trace,
+                    Event::PluginHookRan {
+                        event: event.to_owned(),
+                        plugin: plugin.record.id.clone(),
+                        outcome: outcome.to_owned(),
+                        detail: detail.map(|d| bounded(&d)),
+                        call_id: call_id.map(str::to_owned),
+                        duration_ms: u64::try_from(started.elapsed().as_millis())
+                            .unwrap_or(u64::MAX),
+                    },
+                );
+                said.push(Said {
+                    plugin: plugin.record.id.clone(),
+                    reply,
+                });
+            }
+        }
+        said
+    }
+
+    fn record(&self, trace: Option<&Trace>, event: Event) {
+        match trace {
+            Some(trace) => trace.record(event),
+            None => self
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(event),
+        }
+    }
+
+    /// `SessionStart` (`source`: `startup` for a new conversation, `resume` for a stored one
+    /// taken up again): the context the hooks add, for the model, each naming its plugin.
+    pub async fn session_start(
+        &self,
+        source: &str,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> Vec<String> {
+        let fields = fields([("source", json!(source))]);
+        let said = self
+            .fire(
+                "SessionStart",
+                Some(source),
+                fields,
+                None,
+                Some(trace),
+                cancel,
+            )
+            .await;
+        said.into_iter()
+            .filter_map(|s| {
+                s.reply
+                    .context
+                    .or(s.reply.plain)
+                    .map(|c| note(&s.plugin, "SessionStart", &c))
+            })
+            .collect()
+    }
+
+    /// `UserPromptSubmit`: whether the person's `prompt` is sent, and the context the hooks add.
+    /// A block (exit 2, `decision: "block"`, `continue: false`) stops it before any model sees
+    /// it.
+    pub async fn user_prompt_submit(
+        &self,
+        prompt: &str,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> PromptVerdict {
+        let fields = fields([("prompt", json!(prompt))]);
+        let said = self
+            .fire("UserPromptSubmit", None, fields, None, Some(trace), cancel)
+            .await;
+        let mut context = Vec::new();
+        for s in said {
+            let blocked = match (&s.reply.decision, &s.reply.halt) {
+                (HookOutcome::Block(reason), _) | (_, Some(reason)) => Some(reason.clone()),
+                _ => None,
+            };
+            if let Some(reason) = blocked {
+                return PromptVerdict::Block {
+                    plugin: s.plugin,
+                    reason,
+                };
+            }
+            if let Some(c) = s.reply.context.as_ref().or(s.reply.plain.as_ref()) {
+                context.push(note(&s.plugin, "UserPromptSubmit", c));
+            }
+        }
+        PromptVerdict::Send { context }
+    }
+
+    /// `PostToolUse`, after `call` ran and returned `response` (a call that was denied, failed
+    /// or was cancelled has no `PostToolUse`, as in Claude Code): words for the model, and
+    /// whether a hook stops the run.
+    pub async fn post_tool_use(
+        &self,
+        call: &ToolCall,
+        response: &Value,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> ToolFeedback {
+        let tool_name = bosun_claude::tools::to_claude(&call.name);
+        let fields = fields([
+            ("tool_name", json!(tool_name)),
+            (
+                "tool_input",
+                crate::plugin_runtime::claude::claude_input(&call.input),
+            ),
+            ("tool_response", response.clone()),
+            ("tool_use_id", json!(call.id)),
+        ]);
+        let said = self
+            .fire(
+                "PostToolUse",
+                Some(&tool_name),
+                fields,
+                Some(&call.id),
+                Some(trace),
+                cancel,
+            )
+            .await;
+        let mut feedback = ToolFeedback::default();
+        for s in said {
+            if let HookOutcome::Block(reason) = &s.reply.decision {
+                feedback.notes.push(format!(
+                    "[the PostToolUse hook of the plugin `{}` objects to this result: {}]",
+                    s.plugin,
+                    bounded(reason)
+                ));
+            }
+            if let Some(c) = &s.reply.context {
+                feedback.notes.push(note(&s.plugin, "PostToolUse", c));
+            }
+            if let Some(reason) = s.reply.halt
+                && feedback.halt.is_none()
+            {
+                feedback.halt = Some((s.plugin.clone(), reason));
+            }
+        }
+        feedback
+    }
+
+    /// `Stop` (or `SubagentStop` for a subagent's run) when the model answered without a tool
+    /// call. `continues` is how many times hooks sent this run back already
+    /// (`stop_hook_active` when any); at [`MAX_STOP_CONTINUES`] a hook's request is ignored
+    /// and traced so.
+    pub async fn stop(
+        &self,
+        subagent: bool,
+        continues: u32,
+        trace: &Trace,
+        cancel: &CancellationToken,
+    ) -> StopVerdict {
+        let event = if subagent { "SubagentStop" } else { "Stop" };
+        let fields = fields([("stop_hook_active", json!(continues > 0))]);
+        let said = self
+            .fire(event, None, fields, None, Some(trace), cancel)
+            .await;
+        // A hook's `continue: false` ends the run whatever another asked.
+        if said.iter().any(|s| s.reply.halt.is_some()) {
+            return StopVerdict::Stop;
+        }
+        let Some((plugin, reason)) = said.into_iter().find_map(|s| match s.reply.decision {
+            HookOutcome::Block(reason) => Some((s.plugin, reason)),
+            _ => None,
+        }) else {
+            return StopVerdict::Stop;
+        };
+        if continues >= MAX_STOP_CONTINUES {
+            trace.record(Event::PluginHookRan {
+                event: event.to_owned(),
+                plugin,
+                outcome: "ignored".to_owned(),
+                detail: Some(format!(
+                    "asked the run to go on a {}th time; {MAX_STOP_CONTINUES} is the most",
+                    continues + 1
+                )),
+                call_id: None,
+                duration_ms: 0,
+            });
+            return StopVerdict::Stop;
+        }
+        StopVerdict::Continue {
+            plugin,
+            reason: bounded(&reason),
+        }
+    }
+
+    /// `PreCompact` (`trigger`: `auto` when the run compacts, `manual` for `/compact`): told,
+    /// not asked (Bosun compacts what it must to go on). `trace` is `None` outside a run: what
+    /// ran is written into the next run's trace.
+    pub async fn pre_compact(
+        &self,
+        trigger: &str,
+        trace: Option<&Trace>,
+        cancel: &CancellationToken,
+    ) {
+        let fields = fields([
+            ("trigger", json!(trigger)),
+            ("custom_instructions", json!("")),
+        ]);
+        self.fire("PreCompact", Some(trigger), fields, None, trace, cancel)
+            .await;
+    }
+
+    /// `Notification` (`kind`: `permission_prompt` when a person is asked to approve a call):
+    /// told, not asked; written into the run's trace at its next step.
+    pub async fn notification(&self, kind: &str, message: &str, cancel: &CancellationToken) {
+        let fields = fields([
+            ("message", json!(message)),
+            ("notification_type", json!(kind)),
+        ]);
+        self.fire("Notification", Some(kind), fields, None, None, cancel)
+            .await;
+    }
+
+    /// `SessionEnd` (`reason`: `prompt_input_exit` when the person leaves, `other` when a
+    /// one-turn session such as `bosun run` ends): told, not asked. What each failed hook
+    /// said is returned for the face to show.
+    pub async fn session_end(
+        &self,
+        reason: &str,
+        trace: Option<&Trace>,
+        cancel: &CancellationToken,
+    ) -> Vec<String> {
+        let fields = fields([("reason", json!(reason))]);
+        self.fire("SessionEnd", Some(reason), fields, None, trace, cancel)
+            .await
+            .into_iter()
+            .filter_map(|s| match s.reply.decision {
+                HookOutcome::Failed(why) => Some(format!(
+                    "the SessionEnd hook of the plugin `{}` failed: {why}",
+                    s.plugin
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The trace's word for what a hook said at `event`, and its detail.
+fn describe(event: &str, reply: &Reply) -> (&'static str, Option<String>) {
+    if let Some(halt) = &reply.halt {
+        return ("halt", Some(halt.clone()));
+    }
+    match &reply.decision {
+        HookOutcome::Block(reason) if matches!(event, "Stop" | "SubagentStop") => {
+            ("continue_run", Some(reason.clone()))
+        }
+        // Only PreToolUse asks; elsewhere an `ask` changes nothing.
+        HookOutcome::Block(reason) => ("block", Some(reason.clone())),
+        HookOutcome::Failed(why) => ("error", Some(why.clone())),
+        HookOutcome::Context(c) => ("context", Some(c.clone())),
+        HookOutcome::Ask(_) | HookOutcome::Continue => match &reply.context {
+            Some(c) => ("context", Some(c.clone())),
+            None => ("continue", None),
+        },
+    }
+}
+
+/// Hook words for the model, saying whose they are: a plugin's text is not the person's.
+fn note(plugin: &str, event: &str, text: &str) -> String {
+    format!(
+        "[context from the {event} hook of the plugin `{plugin}`]\n{}",
+        bounded(text)
+    )
+}
+
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_WORDS {
+        return text.to_owned();
+    }
+    let mut end = MAX_WORDS;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_words_are_bounded_and_named() {
+        let long = "é".repeat(MAX_WORDS);
+        let cut = bounded(&long);
+        assert!(cut.len() <= MAX_WORDS + '…'.len_utf8());
+        let n = note("p@m", "SessionStart", "hello");
+        assert!(n.starts_with("[context from the SessionStart hook of the plugin `p@m`]"));
+    }
+
+    #[test]
+    fn the_trace_says_a_stop_hooks_block_is_a_request_to_go_on() {
+        let block = Reply {
+            decision: HookOutcome::Block("tests fail".to_owned()),
+            halt: None,
+            context: None,
+            plain: None,
+        };
+        assert_eq!(describe("Stop", &block).0, "continue_run");
+        assert_eq!(describe("PostToolUse", &block).0, "block");
+        let halt = Reply {
+            decision: HookOutcome::Continue,
+            halt: Some("enough".to_owned()),
+            context: None,
+            plain: None,
+        };
+        assert_eq!(describe("Stop", &halt).0, "halt");
+    }
+}
