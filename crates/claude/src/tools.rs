@@ -1,6 +1,40 @@
 //! Claude Code's tool names and Bosun's: how a hook's `matcher`, an agent's `tools` and a
 //! command's `allowed-tools` name Bosun's tools, and how a Bosun call is shown to a hook.
 
+use serde_json::Value;
+
+/// A Bosun call's input as Claude Code's tools name their fields (`file_path` beside `path`).
+pub fn to_claude_input(input: &Value) -> Value {
+    let mut input = input.clone();
+    // `run_command` takes a program and its arguments; Bash hooks read one `command` line.
+    if let Value::Object(map) = &mut input
+        && let Some(program) = map
+            .get("program")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        && !map.contains_key("command")
+    {
+        let mut line = program;
+        for arg in map
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            line.push(' ');
+            line.push_str(arg.as_str().unwrap_or_default());
+        }
+        map.insert("command".to_owned(), Value::String(line));
+    }
+    if let Value::Object(map) = &mut input
+        && let Some(path) = map.get("path").cloned()
+        && !map.contains_key("file_path")
+    {
+        map.insert("file_path".to_owned(), path);
+    }
+    input
+}
+
 /// Claude Code's built-in tools and the Bosun tool each one is.
 pub const TOOL_MAP: &[(&str, &str)] = &[
     ("Bash", "run_command"),

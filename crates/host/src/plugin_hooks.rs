@@ -329,7 +329,7 @@ impl RunHooks {
             ("tool_name", json!(tool_name)),
             (
                 "tool_input",
-                crate::plugin_runtime::claude::claude_input(&call.input),
+                bosun_claude::tools::to_claude_input(&call.input),
             ),
             ("tool_response", response.clone()),
             ("tool_use_id", json!(call.id)),

@@ -14,7 +14,7 @@ use bosun_claude::LoadedPlugin;
 use bosun_claude::hooks::{Group, HookOutcome, HookPlace, matches, run_handler};
 use bosun_core::{Decision, ToolCall};
 use bosun_policy::HookVerdict;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::claude_config::ClaudeConfig;
@@ -106,38 +106,6 @@ pub fn pre_tool_use_hooks(
         .collect()
 }
 
-/// A Bosun call's input as Claude Code's tools name their fields (`file_path` beside `path`).
-pub(crate) fn claude_input(input: &Value) -> Value {
-    let mut input = input.clone();
-    // `run_command` takes a program and its arguments; Bash hooks read one `command` line.
-    if let Value::Object(map) = &mut input
-        && let Some(program) = map
-            .get("program")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        && !map.contains_key("command")
-    {
-        let mut line = program;
-        for arg in map
-            .get("args")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            line.push(' ');
-            line.push_str(arg.as_str().unwrap_or_default());
-        }
-        map.insert("command".to_owned(), Value::String(line));
-    }
-    if let Value::Object(map) = &mut input
-        && let Some(path) = map.get("path").cloned()
-        && !map.contains_key("file_path")
-    {
-        map.insert("file_path".to_owned(), path);
-    }
-    input
-}
-
 #[async_trait::async_trait]
 impl PolicyHook for PreToolUse {
     async fn verdict(
@@ -155,7 +123,7 @@ impl PolicyHook for PreToolUse {
             "permission_mode": "default",
             "hook_event_name": "PreToolUse",
             "tool_name": tool_name,
-            "tool_input": claude_input(&call.input),
+            "tool_input": bosun_claude::tools::to_claude_input(&call.input),
             "tool_use_id": call.id,
         });
         let place = HookPlace {
