@@ -362,6 +362,12 @@ impl Chokepoint {
             call_id: &call.id,
             tool: &call.name,
         });
+        // A call that can change something starts only once its decision is in the file: a
+        // crash while it runs cannot leave an effect without the decision that allowed it.
+        // Plain reads keep waiting for the calls after them (docs/security.md).
+        if tool.risk_of_call(&call.input) != Risk::Read {
+            trace.flush();
+        }
         let deadline = Duration::from_millis(self.limits.tool_timeout_ms);
         let remaining = deadline.saturating_sub(started.elapsed());
         // Only a tool that may ask for capabilities while it runs gets a channel for it.

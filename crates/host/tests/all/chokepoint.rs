@@ -717,3 +717,77 @@ async fn plan_mode_denies_all_but_reading_whatever_the_rules_allow() {
     assert_eq!(code(&result), None, "{result:?}");
     assert_eq!(writes.load(Ordering::SeqCst), 1);
 }
+
+/// Reads the trace file while it runs: whether its own call's decision is on disk yet.
+struct Witness {
+    spec: ToolSpec,
+    trace_file: std::path::PathBuf,
+}
+
+#[async_trait]
+impl Tool for Witness {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn action(&self) -> &str {
+        "builtin.tool.witness"
+    }
+    async fn call(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let written = std::fs::read_to_string(&self.trace_file).unwrap_or_default();
+        Ok(ToolOutput::new(json!({
+            "decided_on_disk": written.contains("\"tool.decided\""),
+            "started_on_disk": written.contains("\"tool.started\""),
+        })))
+    }
+}
+
+/// A call that can change something (any risk but `read`) starts only once its decision is
+/// in the trace file, however long the trace may otherwise let lines wait: a crash while it
+/// runs cannot leave an effect without its recorded decision. A plain read may wait.
+#[tokio::test]
+async fn a_call_that_changes_something_runs_only_after_its_decision_is_on_disk() {
+    for (risk, expect_on_disk) in [(Risk::Write, true), (Risk::Read, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
+        let trace_file = dir.path().join(".runs/run-w.jsonl");
+        let tool: Arc<dyn Tool> = Arc::new(Witness {
+            spec: ToolSpec::builder(ToolName::new("witness").unwrap(), "Reads the trace file.")
+                .risk(risk)
+                .input_schema(json!({"type": "object"}))
+                .build()
+                .unwrap(),
+            trace_file: trace_file.clone(),
+        });
+        let chokepoint = Chokepoint::builder(policy(Mode::Full, ""), workspace)
+            .tools(vec![tool])
+            .broker(Arc::new(AutoApprove))
+            .build()
+            .unwrap();
+        let trace = Trace::create(
+            &dir.path().join(".runs"),
+            "run-w".into(),
+            None,
+            Arc::new(Redactor::default()),
+        )
+        .unwrap()
+        .with_write_delay(Duration::from_secs(3600));
+        let outcome = chokepoint
+            .call(
+                ToolCall {
+                    id: "w".into(),
+                    name: "witness".into(),
+                    input: json!({}),
+                },
+                &Arc::new(Session::new("s")),
+                &trace,
+                &CancellationToken::new(),
+            )
+            .await;
+        let ToolResult::Ok { output, .. } = outcome.result else {
+            panic!("{risk:?}: the witness did not run: {:?}", outcome.result);
+        };
+        assert_eq!(output["decided_on_disk"], json!(expect_on_disk), "{risk:?}");
+        assert_eq!(output["started_on_disk"], json!(expect_on_disk), "{risk:?}");
+    }
+}
