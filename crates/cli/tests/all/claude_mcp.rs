@@ -195,9 +195,9 @@ for line in sys.stdin:
         sys.stdout.flush()
 "#;
 
-#[test]
-fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the_workspace() {
-    let env = Env::new();
+/// A marketplace `local` in `<env>/market` holding one plugin, `prober`, whose MCP server
+/// `probe` runs [`PROBE`]; returns the marketplace's folder.
+fn probe_marketplace(env: &Env) -> PathBuf {
     let market = env.dir.path().join("market");
     let plugin = market.join("plugins/prober");
     std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
@@ -213,6 +213,13 @@ fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the
         r#"{"mcpServers": {"probe": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/probe.py"]}}}"#,
     )
     .unwrap();
+    market
+}
+
+#[test]
+fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the_workspace() {
+    let env = Env::new();
+    let market = probe_marketplace(&env);
     let outside = env.dir.path().join("outside.txt");
     std::fs::write(&outside, "outside secret").unwrap();
     let user_home = env.dir.path().join("user-home/.ssh");
@@ -266,21 +273,7 @@ fn a_plugin_server_cannot_read_outside_its_plugin_and_the_workspace_or_write_the
 #[test]
 fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
     let env = Env::new();
-    let market = env.dir.path().join("market");
-    let plugin = market.join("plugins/prober");
-    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
-    std::fs::create_dir_all(&plugin).unwrap();
-    std::fs::write(
-        market.join(".claude-plugin/marketplace.json"),
-        r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "prober", "source": "./plugins/prober"}]}"#,
-    )
-    .unwrap();
-    std::fs::write(plugin.join("probe.py"), PROBE).unwrap();
-    std::fs::write(
-        plugin.join(".mcp.json"),
-        r#"{"mcpServers": {"probe": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/probe.py"]}}}"#,
-    )
-    .unwrap();
+    let market = probe_marketplace(&env);
     // A loopback service that greets whoever connects.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
