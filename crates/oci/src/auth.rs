@@ -26,6 +26,11 @@ pub enum Credentials {
     },
     /// A bearer token sent as-is to the registry.
     Bearer(String),
+    /// An identity token (an OAuth2 refresh token: what `docker login` stores as
+    /// `identitytoken`, or a credential helper answers with the user name `<token>`). It never
+    /// goes to the registry itself: it is exchanged at the challenge's token service with the
+    /// OAuth2 `POST` (`grant_type=refresh_token`) for a short-lived access token, which is.
+    IdentityToken(String),
 }
 
 impl fmt::Debug for Credentials {
@@ -38,6 +43,7 @@ impl fmt::Debug for Credentials {
                 .field("password", &"<redacted>")
                 .finish(),
             Self::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            Self::IdentityToken(_) => f.write_str("IdentityToken(<redacted>)"),
         }
     }
 }
@@ -52,6 +58,44 @@ impl Credentials {
             )),
             _ => None,
         }
+    }
+
+    /// The secret these credentials hold, if any (to scrub it from what a server echoes).
+    pub(crate) fn secret(&self) -> Option<&str> {
+        match self {
+            Self::Anonymous => None,
+            Self::Basic { password, .. } => Some(password),
+            Self::Bearer(token) | Self::IdentityToken(token) => Some(token),
+        }
+    }
+}
+
+/// The `client_id` sent to a token service (distribution's OAuth2 token spec requires one; it
+/// need not be registered and serves the service's audit).
+pub const OAUTH_CLIENT_ID: &str = "bosun";
+
+/// The form of the OAuth2 refresh-token exchange (distribution `docs/spec/auth/oauth.md`):
+/// `grant_type=refresh_token`, the service, `client_id`, the scopes as one space-separated
+/// list, and the refresh token.
+pub(crate) fn refresh_form(refresh_token: &str, service: Option<&str>, scopes: &[&str]) -> String {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    form.append_pair("grant_type", "refresh_token");
+    if let Some(service) = service {
+        form.append_pair("service", service);
+    }
+    form.append_pair("client_id", OAUTH_CLIENT_ID);
+    if !scopes.is_empty() {
+        form.append_pair("scope", &scopes.join(" "));
+    }
+    form.append_pair("refresh_token", refresh_token);
+    form.finish()
+}
+
+/// `text` with every occurrence of `secret` replaced, so an error never quotes it.
+pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() => text.replace(secret, "<redacted>"),
+        _ => text.to_owned(),
     }
 }
 
@@ -202,8 +246,36 @@ mod tests {
             password: "hunter2".into(),
         };
         let bearer = Credentials::Bearer("tok3n".into());
+        let identity = Credentials::IdentityToken("r3fresh".into());
         assert!(!format!("{basic:?}{bearer:?}").contains("hunter2"));
         assert!(!format!("{bearer:?}").contains("tok3n"));
+        assert!(!format!("{identity:?}").contains("r3fresh"));
+        assert_eq!(
+            identity.basic_header(),
+            None,
+            "an identity token is never sent as Basic"
+        );
+    }
+
+    #[test]
+    fn the_refresh_form_carries_what_the_oauth2_spec_requires() {
+        let form = refresh_form(
+            "r3f+resh/=",
+            Some("registry.example"),
+            &["repository:a/b:pull", "repository:c:pull"],
+        );
+        let pairs: BTreeMap<String, String> = url::form_urlencoded::parse(form.as_bytes())
+            .into_owned()
+            .collect();
+        assert_eq!(pairs["grant_type"], "refresh_token");
+        assert_eq!(pairs["refresh_token"], "r3f+resh/=");
+        assert_eq!(pairs["service"], "registry.example");
+        assert_eq!(pairs["client_id"], OAUTH_CLIENT_ID);
+        assert_eq!(pairs["scope"], "repository:a/b:pull repository:c:pull");
+        assert_eq!(
+            scrub("echo r3f+resh/= back", Some("r3f+resh/=")),
+            "echo <redacted> back"
+        );
     }
 
     #[test]

@@ -292,9 +292,13 @@ impl Client {
         })
     }
 
-    /// Asks the challenge's realm for a bearer token for `scope`, with the Basic credentials
-    /// when there are some. The realm must be HTTPS or the registry's own origin: a registry
-    /// cannot send the password to a plain-HTTP address of its choosing.
+    /// Asks the challenge's realm for a bearer token for `scope`: with an identity token, by
+    /// the OAuth2 refresh-token `POST` of distribution's token spec (`oauth.md`; the `GET` of
+    /// `token.md` has no place for a refresh token, so there is no fallback to it); otherwise by
+    /// that `GET`, with the Basic credentials when there are some. The realm must be HTTPS or
+    /// the registry's own origin: a registry cannot send a secret to a plain-HTTP address of
+    /// its choosing. A `POST` is never redirected, and no error quotes the secret, even when
+    /// the token service echoes it.
     async fn fetch_token(&self, challenge: &Challenge, scope: &str) -> Result<String, OciError> {
         let realm_text = challenge.param("realm").unwrap_or_default();
         let mut realm = url::Url::parse(realm_text).map_err(|e| OciError::Malformed {
@@ -313,24 +317,45 @@ impl Client {
                 ),
             });
         }
+        let mut scopes = vec![scope];
+        if let Some(asked) = challenge.param("scope")
+            && asked != scope
         {
-            let mut query = realm.query_pairs_mut();
-            if let Some(service) = challenge.param("service") {
-                query.append_pair("service", service);
-            }
-            query.append_pair("scope", scope);
-            if let Some(asked) = challenge.param("scope")
-                && asked != scope
-            {
-                query.append_pair("scope", asked);
-            }
+            scopes.push(asked);
         }
-        let call = Call::new(Method::GET, realm.clone());
+        let call = match &self.credentials {
+            Credentials::IdentityToken(refresh) => {
+                let form = crate::auth::refresh_form(refresh, challenge.param("service"), &scopes);
+                Call::new(Method::POST, realm.clone())
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(Bytes::from(form))
+            }
+            _ => {
+                {
+                    let mut query = realm.query_pairs_mut();
+                    if let Some(service) = challenge.param("service") {
+                        query.append_pair("service", service);
+                    }
+                    for scope in &scopes {
+                        query.append_pair("scope", scope);
+                    }
+                }
+                Call::new(Method::GET, realm.clone())
+            }
+        };
+        let secret = self.credentials.secret();
+        let scrubbed = |error: OciError| scrub_error(error, secret);
         let response = self
             .send_following(&call, self.credentials.basic_header())
-            .await?;
+            .await
+            .map_err(scrubbed)?;
         if !response.status().is_success() {
-            return Err(status_error(&realm, response, self.limits.idle_timeout).await);
+            return Err(scrubbed(
+                status_error(&realm, response, self.limits.idle_timeout).await,
+            ));
         }
         let body = read_body(
             &realm,
@@ -340,8 +365,9 @@ impl Client {
             None,
             self.limits.idle_timeout,
         )
-        .await?;
-        token_from_answer(realm.as_str(), &body)
+        .await
+        .map_err(scrubbed)?;
+        token_from_answer(realm.as_str(), &body).map_err(scrubbed)
     }
 
     /// Sends `call`, following redirects under the rules in the module doc. `authorization`
@@ -527,6 +553,43 @@ pub(crate) async fn status_error(
             status: status.as_u16(),
             detail,
         },
+    }
+}
+
+/// `error` with `secret` replaced wherever a server's words or a URL could carry it.
+fn scrub_error(error: OciError, secret: Option<&str>) -> OciError {
+    let scrub = |text: String| crate::auth::scrub(&text, secret);
+    match error {
+        OciError::NotFound { url, detail } => OciError::NotFound {
+            url: scrub(url),
+            detail: scrub(detail),
+        },
+        OciError::Unauthorized { url, detail } => OciError::Unauthorized {
+            url: scrub(url),
+            detail: scrub(detail),
+        },
+        OciError::Denied { url, detail } => OciError::Denied {
+            url: scrub(url),
+            detail: scrub(detail),
+        },
+        OciError::Status {
+            url,
+            status,
+            detail,
+        } => OciError::Status {
+            url: scrub(url),
+            status,
+            detail: scrub(detail),
+        },
+        OciError::Malformed { what, reason } => OciError::Malformed {
+            what: scrub(what),
+            reason: scrub(reason),
+        },
+        OciError::Transport { url, message } => OciError::Transport {
+            url: scrub(url),
+            message: scrub(message),
+        },
+        other => other,
     }
 }
 

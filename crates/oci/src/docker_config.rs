@@ -1,7 +1,8 @@
 //! The logins other OCI tools keep: Docker's `config.json` (`$DOCKER_CONFIG/config.json`, else
 //! `~/.docker/config.json`) as `docker login`, `oras login` and `helm registry login` write it —
-//! `auths.<registry>.auth` (base64 `user:password`) or `username`/`password`, and the
-//! credential helpers `credHelpers.<registry>` and `credsStore` (the program
+//! `auths.<registry>.auth` (base64 `user:password`) or `username`/`password`, an
+//! `identitytoken` (an OAuth2 refresh token, exchanged by the client at the registry's token
+//! service, [`Credentials::IdentityToken`]), and the credential helpers `credHelpers.<registry>` and `credsStore` (the program
 //! `docker-credential-<name>`, asked with `get` and the registry on stdin; docker/
 //! docker-credential-helpers' protocol).
 //!
@@ -133,11 +134,10 @@ pub fn credentials_for(
         if let Some(token) = entry.registry_token.as_ref().filter(|t| !t.is_empty()) {
             return Ok(Credentials::Bearer(token.clone()));
         }
-        if entry.identity_token.as_ref().is_some_and(|t| !t.is_empty()) {
-            return Err(login(format!(
-                "{} holds an identity token for it, which Bosun does not exchange; log in with a password or an access token",
-                path.display()
-            )));
+        if let Some(token) = entry.identity_token.as_ref().filter(|t| !t.is_empty()) {
+            // Exchanged at the registry's token service for an access token, never sent to
+            // the registry itself (`Credentials::IdentityToken`).
+            return Ok(Credentials::IdentityToken(token.clone()));
         }
         match (&entry.auth, &entry.username, &entry.password) {
             (Some(auth), _, _) if !auth.is_empty() => {
@@ -281,9 +281,8 @@ fn ask_program(
     let answer: HelperAnswer = serde_json::from_slice(&out)
         .map_err(|_| login(format!("{program} answered something other than a login")))?;
     if answer.username == "<token>" {
-        return Err(login(format!(
-            "{program} holds an identity token for it, which Bosun does not exchange; log in with a password or an access token"
-        )));
+        // The helper's way of answering with an identity token (docker-credential-helpers).
+        return Ok(Credentials::IdentityToken(answer.secret));
     }
     Ok(Credentials::Basic {
         username: answer.username,
@@ -336,9 +335,12 @@ mod tests {
         let error = credentials_for(&path, "r.example", Helpers::Never).unwrap_err();
         assert!(matches!(error, OciError::Login { .. }), "{error}");
         assert!(!error.to_string().contains("hunter2"), "{error}");
-        let (_dir, path) = config(r#"{"auths":{"r.example":{"identitytoken":"hunter2"}}}"#);
-        let error = credentials_for(&path, "r.example", Helpers::Never).unwrap_err();
-        assert!(!error.to_string().contains("hunter2"), "{error}");
+        // An identity token is a login (exchanged at the token service), never printed.
+        let (_dir, path) =
+            config(r#"{"auths":{"r.example":{"auth":"dXNlcjo=","identitytoken":"hunter2"}}}"#);
+        let got = credentials_for(&path, "r.example", Helpers::Never).unwrap();
+        assert!(matches!(&got, Credentials::IdentityToken(t) if t == "hunter2"));
+        assert!(!format!("{got:?}").contains("hunter2"), "{got:?}");
     }
 
     #[test]
@@ -375,5 +377,22 @@ mod tests {
             ask_program(helper.as_os_str(), "elsewhere.example", HELPER_TIMEOUT).unwrap(),
             Credentials::Anonymous
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_helper_answering_with_an_identity_token_gives_one() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let bin = tempfile::tempdir().unwrap();
+        let helper = bin.path().join("docker-credential-bosuntoken");
+        std::fs::write(
+            &helper,
+            "#!/bin/sh\nread host\nprintf '{\"ServerURL\":\"%s\",\"Username\":\"<token>\",\"Secret\":\"r3fresh\"}' \"$host\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let got = ask_program(helper.as_os_str(), "r.example", HELPER_TIMEOUT).unwrap();
+        assert!(matches!(&got, Credentials::IdentityToken(t) if t == "r3fresh"));
+        assert!(!format!("{got:?}").contains("r3fresh"));
     }
 }

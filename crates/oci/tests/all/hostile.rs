@@ -351,6 +351,166 @@ async fn basic_credentials_are_withheld_from_a_plain_http_realm_on_another_origi
     );
 }
 
+/// A registry whose token service (on its own origin, at `/token`) takes only the OAuth2
+/// refresh-token `POST` with the form the distribution spec describes, and whose API wants the
+/// access token it hands out. A wrong form is answered 400 with the form echoed back.
+fn oauth_registry(blob: Vec<u8>) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
+    move |seen: &Seen| {
+        let host = seen.header("host").unwrap_or_default().to_owned();
+        if seen.target.starts_with("/token") {
+            let form: std::collections::BTreeMap<String, String> =
+                url::form_urlencoded::parse(&seen.body)
+                    .into_owned()
+                    .collect();
+            let good = seen.method == "POST"
+                && seen.header("content-type") == Some("application/x-www-form-urlencoded")
+                && seen.header("authorization").is_none()
+                && form.get("grant_type").map(String::as_str) == Some("refresh_token")
+                && form.get("refresh_token").map(String::as_str) == Some("r3fresh")
+                && form.get("service").map(String::as_str) == Some("fake")
+                && form.get("client_id").is_some_and(|c| !c.is_empty())
+                && form
+                    .get("scope")
+                    .is_some_and(|s| s.split(' ').any(|s| s == "repository:bosun/hostile:pull"));
+            return if good {
+                Reply::ok(&br#"{"access_token":"acc3ss","expires_in":300,"scope":"repository:bosun/hostile:pull"}"#[..])
+            } else {
+                let echoed = String::from_utf8_lossy(&seen.body).into_owned();
+                Reply::with(
+                    400,
+                    &[("Content-Type", "application/json")],
+                    serde_json::json!({"errors":[{"code":"DENIED","message": format!("bad form {echoed}")}]})
+                        .to_string(),
+                )
+            };
+        }
+        if seen.header("authorization") != Some("Bearer acc3ss") {
+            let challenge = format!(
+                r#"Bearer realm="http://{host}/token",service="fake",scope="repository:bosun/hostile:pull""#
+            );
+            return Reply::with(401, &[("WWW-Authenticate", &challenge)], &b""[..]);
+        }
+        Reply::ok(blob.clone())
+    }
+}
+
+#[tokio::test]
+async fn an_identity_token_is_exchanged_by_the_oauth2_post_and_never_sent_to_the_registry() {
+    let blob = b"blob behind an identity token".to_vec();
+    let descriptor = Descriptor::of("application/octet-stream", &blob);
+    let registry = Fake::start(oauth_registry(blob)).await;
+    // What `docker login` writes for a registry that signs in through a browser.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"auths":{{"{}":{{"auth":"PHRva2VuPjo=","identitytoken":"r3fresh"}}}}}}"#,
+            registry.address()
+        ),
+    )
+    .unwrap();
+    let login = bosun_oci::docker_config::credentials_for(
+        &config,
+        &registry.address(),
+        bosun_oci::docker_config::Helpers::Never,
+    )
+    .unwrap();
+    assert!(matches!(login, Credentials::IdentityToken(_)));
+    let client = Client::builder(registry.address().parse().unwrap())
+        .credentials(login)
+        .limits(quick())
+        .build()
+        .unwrap();
+    let pulled = client.pull_blob(&repo(), &descriptor).await.unwrap();
+    assert_eq!(pulled, b"blob behind an identity token");
+
+    let seen = registry.seen();
+    let exchanges: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.target.starts_with("/token"))
+        .collect();
+    assert_eq!(exchanges.len(), 1, "one exchange: {seen:#?}");
+    assert_eq!(
+        exchanges[0].method, "POST",
+        "the exchange is the OAuth2 POST, not the GET"
+    );
+    for request in seen.iter().filter(|s| !s.target.starts_with("/token")) {
+        let everything = format!("{} {:?}", request.target, request.headers);
+        assert!(
+            !everything.contains("r3fresh"),
+            "the identity token went to the registry's API: {everything}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.header("authorization") == Some("Bearer acc3ss")),
+        "the access token was not used"
+    );
+    // The access token is cached for the scope: the next pull needs no new exchange.
+    client.pull_blob(&repo(), &descriptor).await.unwrap();
+    assert_eq!(
+        registry
+            .seen()
+            .iter()
+            .filter(|s| s.target.starts_with("/token"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_refused_identity_token_is_never_quoted_even_when_the_token_service_echoes_it() {
+    let registry = Fake::start(oauth_registry(Vec::new())).await;
+    let client = Client::builder(registry.address().parse().unwrap())
+        .credentials(Credentials::IdentityToken("wr0ng-refresh".into()))
+        .limits(quick())
+        .build()
+        .unwrap();
+    let error = client
+        .pull_blob(&repo(), &Descriptor::of("x", b"x"))
+        .await
+        .unwrap_err();
+    let text = format!("{error} {error:?}");
+    assert!(
+        text.contains("bad form"),
+        "the service's words are kept: {text}"
+    );
+    assert!(
+        !text.contains("wr0ng-refresh"),
+        "the token was quoted: {text}"
+    );
+}
+
+#[tokio::test]
+async fn an_identity_token_is_withheld_from_a_plain_http_realm_on_another_origin() {
+    let thief = Fake::start(|_| Reply::ok(&br#"{"access_token":"stolen"}"#[..])).await;
+    let realm = format!("{}/token", thief.url());
+    let registry = Fake::start(move |_| {
+        let challenge = format!(r#"Bearer realm="{realm}",service="fake""#);
+        Reply::with(401, &[("WWW-Authenticate", &challenge)], &b""[..])
+    })
+    .await;
+    let client = Client::builder(registry.address().parse().unwrap())
+        .credentials(Credentials::IdentityToken("r3fresh".into()))
+        .limits(quick())
+        .build()
+        .unwrap();
+    let error = client
+        .pull_blob(&repo(), &Descriptor::of("x", b"x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OciError::CredentialsWithheld { .. }),
+        "{error}"
+    );
+    assert_eq!(
+        thief.seen().len(),
+        0,
+        "the identity token went to the other origin"
+    );
+}
+
 #[tokio::test]
 async fn an_upload_is_never_redirected() {
     let elsewhere = Fake::start(|_| Reply::status(201)).await;
