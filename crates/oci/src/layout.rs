@@ -1,8 +1,11 @@
 //! The OCI image layout (image-spec v1.1.0 `image-layout.md`): a folder with `oci-layout`,
 //! `index.json` and `blobs/sha256/<hex>`, which `oras`, skopeo and crane read and write. Bosun
 //! uses it for the air-gapped `dir` bundle. A layout is treated as hostile input: blob paths
-//! are built only from checked digests, every blob is size-checked before it is read and
-//! digest-checked after, and writes go through a temporary file renamed into place.
+//! are built only from checked digests, `blobs` and `blobs/sha256` must be real folders (not
+//! links out of the layout), every blob is size-checked before it is read and digest-checked
+//! after, and writes go through a temporary file renamed into place. What refers to a manifest
+//! (a signature) is found as the image spec has it in a layout: a manifest listed in
+//! `index.json` whose `subject` is that manifest, or the one named `sha256-<hex>.sig`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,7 +14,13 @@ use crate::artifact::{Artifact, Blob};
 use crate::client::Limits;
 use crate::digest::Digest;
 use crate::error::OciError;
-use crate::manifest::{ANNOTATION_REF_NAME, Descriptor, Index, Manifest, ManifestBytes};
+use crate::manifest::{
+    ANNOTATION_REF_NAME, DOCKER_MANIFEST_V2, Descriptor, Index, MANIFEST_V1, Manifest,
+    ManifestBytes,
+};
+
+/// The most `index.json` entries looked through for what refers to a manifest.
+pub const MAX_INDEX_ENTRIES: usize = 10_000;
 
 /// The `oci-layout` file's content.
 const LAYOUT_VERSION: &str = r#"{"imageLayoutVersion":"1.0.0"}"#;
@@ -117,9 +126,28 @@ impl Layout {
         Ok(digest)
     }
 
+    /// Refuses a layout whose `blobs` or `blobs/sha256` is not a real folder inside it (a
+    /// link would let a blob path leave the layout).
+    fn check_blob_folders(&self) -> Result<(), OciError> {
+        for folder in ["blobs", "blobs/sha256"] {
+            let path = self.root.join(folder);
+            let metadata = std::fs::symlink_metadata(&path).map_err(|e| OciError::io(&path, e))?;
+            if !metadata.is_dir() {
+                return Err(OciError::Layout {
+                    path,
+                    reason: format!(
+                        "`{folder}` must be a folder inside the layout, not a link or a file"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Reads the blob `descriptor` names: a regular file of exactly its size (at most `cap`)
     /// whose digest matches.
     pub fn read_blob(&self, descriptor: &Descriptor, cap: u64) -> Result<Vec<u8>, OciError> {
+        self.check_blob_folders()?;
         let path = self.blob_path(&descriptor.digest);
         let what = format!("blob {} in {}", descriptor.digest, self.root.display());
         if descriptor.size > cap {
@@ -204,22 +232,44 @@ impl Layout {
 
     /// The artifact whose manifest has `digest`, every blob checked.
     pub fn read_artifact(&self, digest: &Digest) -> Result<Artifact, OciError> {
-        let manifest_descriptor = Descriptor::of(crate::manifest::MANIFEST_V1, b"");
         let path = self.blob_path(digest);
         let size = std::fs::symlink_metadata(&path)
             .map_err(|e| OciError::io(&path, e))?
             .len();
-        let bytes = self.read_blob(
-            &Descriptor {
-                digest: digest.clone(),
-                size,
-                ..manifest_descriptor
-            },
-            self.limits.manifest_bytes,
-        )?;
+        let mut descriptor = Descriptor::of(MANIFEST_V1, b"");
+        descriptor.digest = digest.clone();
+        descriptor.size = size;
+        self.read_artifact_at(&descriptor)
+    }
+
+    /// The manifest `descriptor` (an `index.json` entry, a subject) names: its blob checked
+    /// against the descriptor's size and digest, then parsed. An index is not a manifest.
+    pub fn read_manifest(&self, descriptor: &Descriptor) -> Result<ManifestBytes, OciError> {
+        if descriptor.media_type != MANIFEST_V1 && descriptor.media_type != DOCKER_MANIFEST_V2 {
+            return Err(OciError::Malformed {
+                what: format!("{} in {}", descriptor.digest, self.root.display()),
+                reason: format!(
+                    "its media type is {}, not an image manifest",
+                    descriptor.media_type
+                ),
+            });
+        }
+        let bytes = self.read_blob(descriptor, self.limits.manifest_bytes)?;
         let manifest = Manifest::from_slice(&bytes)?;
-        let config_cap = self.limits.manifest_bytes;
+        Ok(ManifestBytes {
+            manifest,
+            bytes,
+            digest: descriptor.digest.clone(),
+        })
+    }
+
+    /// The artifact whose manifest `descriptor` names, every blob checked against its
+    /// descriptor (size first, then digest) and the layers' total capped.
+    pub fn read_artifact_at(&self, descriptor: &Descriptor) -> Result<Artifact, OciError> {
+        let manifest = self.read_manifest(descriptor)?;
+        let digest = &manifest.digest;
         let total: u64 = manifest
+            .manifest
             .layers
             .iter()
             .fold(0u64, |sum, l| sum.saturating_add(l.size));
@@ -230,24 +280,63 @@ impl Layout {
                 size: total,
             });
         }
+        let config = &manifest.manifest.config;
         let mut blobs = vec![Blob {
-            descriptor: manifest.config.clone(),
-            bytes: self.read_blob(&manifest.config, config_cap)?.into(),
+            descriptor: config.clone(),
+            bytes: self.read_blob(config, self.limits.manifest_bytes)?.into(),
         }];
-        for layer in &manifest.layers {
+        for layer in &manifest.manifest.layers {
             blobs.push(Blob {
                 descriptor: layer.clone(),
                 bytes: self.read_blob(layer, self.limits.blob_bytes)?.into(),
             });
         }
-        Ok(Artifact {
-            manifest: ManifestBytes {
-                manifest,
-                bytes,
-                digest: digest.clone(),
-            },
-            blobs,
-        })
+        Ok(Artifact { manifest, blobs })
+    }
+
+    /// What may be a signature of `subject`, of `artifact_type`: each manifest in `index.json`
+    /// whose `subject` is `subject` (read to see; entries whose descriptor says another
+    /// artifact type are skipped unread), then the one named `sha256-<hex>.sig` when it is not
+    /// among them. Candidates only: the caller verifies each. Entries that cannot be read are
+    /// passed over, so a broken entry cannot hide a good signature.
+    pub fn signatures(
+        &self,
+        subject: &Digest,
+        artifact_type: &str,
+    ) -> Result<Vec<Descriptor>, OciError> {
+        let index = self.index()?;
+        let tag = subject.signature_tag();
+        let mut found: Vec<Descriptor> = Vec::new();
+        for entry in index.manifests.iter().take(MAX_INDEX_ENTRIES) {
+            if entry.digest == *subject
+                || entry
+                    .artifact_type
+                    .as_deref()
+                    .is_some_and(|t| t != artifact_type)
+            {
+                continue;
+            }
+            let Ok(manifest) = self.read_manifest(entry) else {
+                continue;
+            };
+            let refers = manifest
+                .manifest
+                .subject
+                .as_ref()
+                .is_some_and(|s| s.digest == *subject);
+            if refers && manifest.manifest.effective_artifact_type() == artifact_type {
+                found.push(entry.clone());
+            }
+        }
+        if let Some(tagged) = index
+            .manifests
+            .iter()
+            .find(|d| d.annotation(ANNOTATION_REF_NAME) == Some(tag.as_str()))
+            && !found.iter().any(|d| d.digest == tagged.digest)
+        {
+            found.push(tagged.clone());
+        }
+        Ok(found)
     }
 
     fn write_index(&self, index: &Index) -> Result<(), OciError> {
@@ -340,6 +429,81 @@ mod tests {
         assert!(matches!(
             layout.read_artifact(&descriptor.digest),
             Err(OciError::LengthMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn a_signature_is_found_by_its_subject_and_by_the_sig_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let subject = layout.write_artifact(&artifact(), Some("1.0.0")).unwrap();
+        assert!(
+            layout
+                .signatures(&subject.digest, "application/vnd.sig")
+                .unwrap()
+                .is_empty()
+        );
+        let by_subject = Artifact::builder("application/vnd.sig")
+            .layer("application/json", &b"one"[..], Annotations::new())
+            .subject(subject.clone())
+            .build();
+        let referrer = layout.write_artifact(&by_subject, None).unwrap();
+        // Another type referring to it, and one of the type referring elsewhere: neither.
+        let other_type = Artifact::builder("application/vnd.other")
+            .subject(subject.clone())
+            .build();
+        layout.write_artifact(&other_type, None).unwrap();
+        let elsewhere = Artifact::builder("application/vnd.sig")
+            .subject(Descriptor::of(MANIFEST_V1, b"another manifest"))
+            .build();
+        layout.write_artifact(&elsewhere, None).unwrap();
+        let tagged = Artifact::builder("application/vnd.sig")
+            .layer("application/json", &b"two"[..], Annotations::new())
+            .build();
+        let tagged = layout
+            .write_artifact(&tagged, Some(&subject.digest.signature_tag()))
+            .unwrap();
+        let found: Vec<Digest> = layout
+            .signatures(&subject.digest, "application/vnd.sig")
+            .unwrap()
+            .into_iter()
+            .map(|d| d.digest)
+            .collect();
+        assert_eq!(found, vec![referrer.digest, tagged.digest]);
+    }
+
+    #[test]
+    fn a_layout_blob_bigger_than_its_descriptor_or_missing_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let written = artifact();
+        let descriptor = layout.write_artifact(&written, Some("x")).unwrap();
+        let layer = written.layers()[0].descriptor.clone();
+        // A descriptor over the cap is refused before the file is opened.
+        assert!(matches!(
+            layout.read_blob(&layer, 2),
+            Err(OciError::TooLarge { .. })
+        ));
+        let path = dir.path().join("blobs/sha256").join(layer.digest.hex());
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            layout.read_artifact_at(&descriptor),
+            Err(OciError::NotFound { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_blobs_folder_that_links_out_of_the_layout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(&dir.path().join("bundle")).unwrap();
+        let descriptor = layout.write_artifact(&artifact(), Some("x")).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::rename(dir.path().join("bundle/blobs/sha256"), &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join("bundle/blobs/sha256")).unwrap();
+        assert!(matches!(
+            layout.read_artifact_at(&descriptor),
+            Err(OciError::Layout { .. })
         ));
     }
 

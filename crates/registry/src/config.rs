@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RegistryError;
 use crate::fetch::{METADATA_TIMEOUT, Origin};
+use crate::layout::{LayoutSource, is_layout};
 use crate::reef::ReefSource;
 use crate::signed::SignedSource;
 use crate::source::Source;
@@ -43,7 +44,8 @@ pub enum RegistryKind {
     Reef,
     /// Bosun's signed catalog, over HTTPS (`url`) or from a folder (`path`).
     Bosun,
-    /// An offline bundle folder holding a signed catalog.
+    /// An offline bundle folder: an OCI image layout (it holds `oci-layout`), else a signed
+    /// catalog.
     Dir,
     /// An OCI distribution registry (opened by the OCI crate through [`Registries::with_opener`]).
     Oci,
@@ -302,6 +304,13 @@ impl Registries {
         };
         match config.kind {
             RegistryKind::Reef => Ok(Box::new(ReefSource::new(name, origin()?, home))),
+            RegistryKind::Dir if config.path.as_deref().is_some_and(is_layout) => {
+                Ok(Box::new(LayoutSource::new(
+                    name,
+                    config.path.as_deref().unwrap_or(Path::new("")),
+                    config.keys.clone(),
+                )))
+            }
             RegistryKind::Bosun | RegistryKind::Dir => Ok(Box::new(SignedSource::new(
                 name,
                 origin()?,
@@ -316,6 +325,15 @@ impl Registries {
                 }),
             },
         }
+    }
+
+    /// The OCI image layout source `name` (a `dir` whose folder holds `oci-layout`), if it is
+    /// one: for pinning its signers and publishing into it.
+    pub fn layout(&self, name: &str) -> Option<LayoutSource> {
+        let config = self.sources.get(name)?;
+        let path = config.path.as_deref()?;
+        (config.kind == RegistryKind::Dir && is_layout(path))
+            .then(|| LayoutSource::new(name, path, config.keys.clone()))
     }
 
     /// The signed source `name` (for pinning and publishing), if it is one.

@@ -8,7 +8,9 @@
 //!   [`reef`] (Triggerfish's Reef, read unchanged, unsigned) and [`signed`] (Bosun's signed
 //!   catalogs, over HTTPS or from a folder); [`oci`] reads an OCI registry (through
 //!   `bosun-oci`), trusting a digest only when a signature by a pinned key names it, and
-//!   publishes to one; it plugs in through [`Registries::with_opener`] with [`oci::open`].
+//!   publishes to one; it plugs in through [`Registries::with_opener`] with [`oci::open`];
+//!   [`layout`] reads an OCI image layout folder (`kind = "dir"`, air-gapped) under the same
+//!   signatures, and writes plugins into one.
 //! - [`metadata`], [`trusted`], [`update`]: the signed catalog, a TUF subset on Ed25519
 //!   ([`key`], `verify_strict`) over canonical JSON ([`canonical`]): four roles, thresholds,
 //!   root rotation, expiry, delegations; the trusted versions kept under `$BOSUN_HOME`; rollback,
@@ -42,6 +44,7 @@ mod error;
 pub mod fetch;
 pub mod inspect;
 pub mod key;
+pub mod layout;
 pub mod metadata;
 pub mod name;
 pub mod oci;

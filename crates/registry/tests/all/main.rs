@@ -6,6 +6,7 @@
 // test (clippy.toml allows it only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod layout;
 mod oci;
 /// The OCI crate's real-registry helper, shared rather than copied.
 #[path = "../../../oci/tests/all/peers.rs"]
