@@ -258,13 +258,14 @@ enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Publish a skill to a signed catalog folder or an OCI registry: read by the skills'
-    /// discovery (nothing runs), its version from the front matter's `version`, signed with
+    /// Publish a skill to a signed catalog folder, an OCI layout folder or an OCI registry:
+    /// read by the skills' discovery (nothing runs), its version from the front matter's `version`, signed with
     /// the key.
     Publish {
         /// The skill's folder (its name is the skill's).
         path: std::path::PathBuf,
-        /// A catalog folder, a configured registry, or oci://HOST[:PORT]/NAMESPACE.
+        /// A catalog folder, an OCI layout folder, a configured registry,
+        /// oci://HOST[:PORT]/NAMESPACE, or oci-layout:FOLDER (a new air-gapped bundle).
         #[arg(long)]
         to: String,
         /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).
@@ -570,13 +571,14 @@ enum PluginsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Publish a plugin to a signed catalog folder or an OCI registry (its metadata is read,
-    /// never run).
+    /// Publish a plugin to a signed catalog folder, an OCI layout folder or an OCI registry
+    /// (its metadata is read, never run).
     Publish {
         /// The plugin's directory.
         path: std::path::PathBuf,
-        /// Where: a configured registry (a folder or `kind = "oci"`), a catalog folder, or
-        /// `oci://HOST[:PORT]/NAMESPACE`.
+        /// Where: a configured registry (a folder or `kind = "oci"`), a catalog folder, an OCI
+        /// layout folder, `oci://HOST[:PORT]/NAMESPACE`, or `oci-layout:FOLDER` (a new
+        /// air-gapped bundle, created).
         #[arg(long)]
         to: String,
         /// The signing key (default: $BOSUN_HOME/registry/signing-key.json).

@@ -455,7 +455,8 @@ pub fn verify(name: Option<&str>, accept: bool, json: bool) -> Result<u8> {
 }
 
 /// `bosun plugins publish PATH --to SOURCE [--key FILE]` / `bosun skills publish …`: to a
-/// signed catalog folder, or to an OCI registry (a configured `kind = "oci"` source, or
+/// signed catalog folder, into an OCI image layout folder (one holding `oci-layout`, or
+/// `oci-layout:FOLDER`, created if absent: the air-gapped bundle), or to an OCI registry (a configured `kind = "oci"` source, or
 /// `oci://HOST[:PORT]/NAMESPACE`) as the standard artifact with a signature by the key as its
 /// referrer. What is published is read without running it: a plugin by the plugin catalog's
 /// readers, a skill by the skills' discovery.
@@ -474,6 +475,7 @@ pub fn publish(
     };
     match publish_target(&env, to)? {
         PublishTarget::Catalog(dir) => publish_to_catalog(kind, prepared, &dir, &key, json),
+        PublishTarget::Layout(dir) => publish_to_layout(kind, prepared, &dir, &key, json),
         PublishTarget::Oci {
             url,
             timeout_secs,
@@ -494,6 +496,8 @@ pub fn publish(
 enum PublishTarget {
     /// A signed catalog folder.
     Catalog(std::path::PathBuf),
+    /// An OCI image layout folder (the air-gapped bundle), created if absent.
+    Layout(std::path::PathBuf),
     /// An OCI registry and namespace (`host[:port]/namespace`, or with a scheme).
     Oci {
         url: String,
@@ -511,9 +515,19 @@ fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
             auth: None,
         });
     }
+    if let Some(rest) = to.strip_prefix("oci-layout:") {
+        return Ok(PublishTarget::Layout(Path::new(rest).to_owned()));
+    }
+    let folder = |path: &Path| {
+        if bosun_registry::layout::is_layout(path) {
+            PublishTarget::Layout(path.to_owned())
+        } else {
+            PublishTarget::Catalog(path.to_owned())
+        }
+    };
     let path = Path::new(to);
     if path.is_dir() {
-        return Ok(PublishTarget::Catalog(path.to_owned()));
+        return Ok(folder(path));
     }
     match env.config.user.registries.get(to) {
         Some(config) if config.kind == RegistryKind::Oci => Ok(PublishTarget::Oci {
@@ -521,14 +535,16 @@ fn publish_target(env: &Env, to: &str) -> Result<PublishTarget> {
             timeout_secs: config.timeout_secs,
             auth: config.auth.clone(),
         }),
-        Some(config) if config.path.is_some() && config.url.is_none() => Ok(
-            PublishTarget::Catalog(config.path.clone().unwrap_or_default()),
-        ),
+        Some(config) if config.url.is_none() && config.path.is_some() => {
+            Ok(folder(config.path.as_deref().unwrap_or(Path::new(""))))
+        }
         Some(_) => bail!(
             "the registry `{to}` is not a folder: publish to its folder (bosun plugins publish PATH --to /the/catalog), then serve that folder"
         ),
         None => {
-            bail!("`{to}` is neither a configured registry, a folder, nor oci://HOST/NAMESPACE")
+            bail!(
+                "`{to}` is neither a configured registry, a folder, oci://HOST/NAMESPACE nor oci-layout:FOLDER"
+            )
         }
     }
 }
@@ -565,6 +581,36 @@ fn publish_to_catalog(
             dir.display(),
             published.path,
             published.sha256
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn publish_to_layout(
+    kind: ArtifactKind,
+    prepared: bosun_registry::publish::Prepared,
+    dir: &Path,
+    key: &PrivateKey,
+    json: bool,
+) -> Result<u8> {
+    let published = bosun_registry::layout::publish(dir, kind, prepared, key)?;
+    if json {
+        print_json(&json!({
+            "layout": dir,
+            "reference": published.reference,
+            "manifest": published.manifest.to_string(),
+            "signature": published.signature.to_string(),
+            "claims": published.claims,
+        }))?;
+    } else {
+        outln!(
+            "published {} {} into the OCI layout {} as {} (manifest {}, signature {})",
+            published.claims.name,
+            published.claims.version,
+            dir.display(),
+            published.reference,
+            published.manifest,
+            published.signature
         );
     }
     Ok(exit::OK)
@@ -697,9 +743,21 @@ pub fn refresh(dir: &Path, key: Option<&Path>) -> Result<u8> {
 pub fn trust(name: &str, yes: bool) -> Result<u8> {
     let env = load()?;
     let registries = registries(&env)?;
-    let source = registries.signed(name, &env.config.home)?;
-    let rt = runtime()?;
-    let ids = rt.block_on(source.first_root_keyids())?;
+    let ids = match registries.layout(name) {
+        Some(layout) => {
+            let ids = layout.signer_keyids()?;
+            if ids.is_empty() {
+                bail!(
+                    "the OCI layout `{name}` holds no signature: it stays unsigned (publish into it with --key to sign)"
+                );
+            }
+            ids
+        }
+        None => {
+            let source = registries.signed(name, &env.config.home)?;
+            runtime()?.block_on(source.first_root_keyids())?
+        }
+    };
     errln!("The registry `{name}` is signed by these root keys:");
     for id in &ids {
         errln!("  {}", display_fingerprint(id));

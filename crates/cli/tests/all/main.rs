@@ -796,6 +796,7 @@ mod oci_peers;
 mod plugins;
 mod processes;
 mod registry;
+mod registry_layout;
 mod registry_oci;
 mod review;
 mod run;

@@ -302,3 +302,96 @@ fn a_component_published_to_oci_is_the_standard_wasm_artifact_oras_pulls() {
     ok(&env.bosun(&["plugins", "install", "hello", "--from", "hub", "--yes"]));
     assert_eq!(plugin_dirs(&env), ["hello"]);
 }
+
+/// `plugin.wasm` of `hello` with `padding` more bytes in a custom section (a component may
+/// carry custom sections anywhere; nothing reads this one).
+fn padded_hello(padding: usize) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let mut payload = Vec::new();
+    leb(7, &mut payload);
+    payload.extend_from_slice(b"padding");
+    payload.extend((0..padding).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    let mut wasm = std::fs::read(bosun_test_programs::HELLO).unwrap();
+    wasm.push(0);
+    leb(payload.len(), &mut wasm);
+    wasm.extend(payload);
+    wasm
+}
+
+/// How indicatif writes a length in MiB (`HumanBytes`).
+fn mib(bytes: u64) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// A download's progress bar (bytes, total, rate) is drawn on a terminal
+/// (`tests/peers/pty_install.py`) and nowhere on a pipe, for a multi-megabyte component from
+/// the loopback registry.
+#[test]
+fn a_download_shows_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe() {
+    let registry = LocalRegistry::start();
+    let env = Env::new();
+    let (key, id) = keygen(&env, "key.json");
+    configure(&env, &registry, &id);
+    let src = env.dir.path().join("src/hello");
+    std::fs::create_dir_all(&src).unwrap();
+    let wasm = padded_hello(6 * 1024 * 1024);
+    std::fs::write(src.join("plugin.wasm"), &wasm).unwrap();
+    ok(&env.bosun(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        "hub",
+        "--key",
+        key.to_str().unwrap(),
+    ]));
+    let total = mib(wasm.len() as u64);
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_install.py");
+    let out = Command::new("timeout")
+        .arg("150")
+        .arg("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .args(["plugins", "install", "hello", "--from", "hub", "--yes"])
+        .env("BOSUN_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{}\n{shown}", stderr(&out));
+    assert_eq!(plugin_dirs(&env), ["hello"]);
+    // The bar: the file, bytes so far over the total, and a rate.
+    assert!(shown.contains("plugin.wasm"), "{shown}");
+    assert!(
+        shown.contains(&format!("MiB/{total}")) || shown.contains(&format!("KiB/{total}")),
+        "no bytes-over-total of {total} on the terminal:\n{shown}"
+    );
+    assert!(shown.contains("/s"), "no rate on the terminal:\n{shown}");
+
+    // The same install on a pipe: no bar, on stdout or stderr.
+    let piped = Env::new();
+    configure(&piped, &registry, &id);
+    let out = piped.bosun(&["plugins", "install", "hello", "--from", "hub", "--yes"]);
+    ok(&out);
+    assert_eq!(plugin_dirs(&piped), ["hello"]);
+    for (name, stream) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let text = String::from_utf8_lossy(stream);
+        assert!(!text.contains(&total), "{name} shows the total: {text}");
+        assert!(!text.contains("MiB/"), "{name} shows progress: {text}");
+        assert!(
+            !text.contains('\u{1b}'),
+            "{name} has terminal escapes: {text}"
+        );
+    }
+}
