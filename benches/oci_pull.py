@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Pull of a 5 MB Wasm component from a loopback OCI registry, side by side in one run:
+"""Pull and install of a 5 MB Wasm component from a loopback OCI registry, side by side in one
+run:
 
 - Bosun's crate (`crates/oci/examples/oci_pull.rs`, release): by digest, the manifest, config and
   layer each hashed and checked against its descriptor, the Wasm layout checked, the binary
@@ -7,15 +8,30 @@
 - Python's ORAS SDK (`oras` from target/tools/oras, installed by scripts/oci-peers), `pull` of the
   same artifact by the same digest into a folder: the manifest and the layer, no digest check.
 
-Both against one Debian `docker-registry` (scripts/oci-peers) on 127.0.0.1 with a scratch
-storage folder, runs interleaved. Each row gives the whole command (process start included) and
-the pull alone as timed inside the process.
+Then the whole install a person runs, next to standard tools pulling the same artifact:
 
-Usage: python3 benches/oci_pull.py [RUNS]   (builds the release example it needs)
+- `bosun plugins install hello --from hub --yes` (the release binary, `BOSUN_BIN` or
+  target/release/bosun) of the `hello` test component padded to 5 MB with a custom section and
+  published with `bosun plugins publish --to hub`: the tag resolved, the signature found through
+  the referrers API and verified against the pinned key, the layer pulled by digest and checked,
+  the component read and precompiled, the trust review, the swap and the integrity record — in a
+  fresh `BOSUN_HOME` each run;
+- the ORAS Python SDK's `pull` of the same tag;
+- `skopeo copy docker://… oci:DIR` (Debian's skopeo, when installed) of the same tag into an
+  image layout.
+
+All against one Debian `docker-registry` (scripts/oci-peers) on 127.0.0.1 with a scratch
+storage folder, runs interleaved. Each row gives the whole command (process start included) and,
+where the process times itself, the pull alone.
+
+Usage: python3 benches/oci_pull.py [RUNS]   (builds the release example it needs; the hello
+component is found in the test programs' build output, or HELLO_WASM)
 """
 
 import json
 import os
+import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -56,6 +72,86 @@ def component(size):
     name = b"padding"
     payload = leb(len(name)) + name + os.urandom(size)
     return b"\0asm\x0d\x00\x01\x00" + b"\x00" + leb(len(payload)) + payload
+
+
+def hello_wasm():
+    """The `hello` test component (built by `cargo build -p bosun-test-programs`)."""
+    if os.environ.get("HELLO_WASM"):
+        return Path(os.environ["HELLO_WASM"])
+    for guests in sorted(TARGET.glob("debug/build/bosun-test-programs-*/out/guests.rs")):
+        found = re.search(r'pub const HELLO: &str = "([^"]+)"', guests.read_text())
+        if found and Path(found.group(1)).exists():
+            return Path(found.group(1))
+    sys.exit("the hello component is missing: cargo build -p bosun-test-programs, or set HELLO_WASM")
+
+
+def padded(wasm, size):
+    """`wasm` with a custom section of `size` random bytes appended (nothing reads it)."""
+    name = b"padding"
+    payload = leb(len(name)) + name + os.urandom(size)
+    return wasm + b"\x00" + leb(len(payload)) + payload
+
+
+def bosun_bin():
+    if os.environ.get("BOSUN_BIN"):
+        return Path(os.environ["BOSUN_BIN"])
+    return TARGET / "release" / "bosun"
+
+
+def wall(command, env=None):
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    return time.perf_counter() - started
+
+
+def installs(scratch, address, python, runs):
+    """Rows for `bosun plugins install` of a 5 MB plugin next to ORAS and skopeo pulls of it."""
+    bosun = bosun_bin()
+    if not bosun.exists():
+        sys.exit(f"{bosun} is missing: cargo build --release -p bosun-cli, or set BOSUN_BIN")
+    src = scratch / "src" / "hello"
+    src.mkdir(parents=True)
+    (src / "plugin.wasm").write_bytes(padded(hello_wasm().read_bytes(), SIZE))
+    key = scratch / "key.json"
+    publisher = scratch / "home-publisher"
+    publisher.mkdir()
+    out = subprocess.run([bosun, "registry", "keygen", key], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, BOSUN_HOME=str(publisher))).stdout
+    keyid = re.search(r"key id: ([0-9a-f]{64})", out).group(1)
+    config = f'[registries.hub]\nkind = "oci"\nurl = "{address}/acme"\nkeys = ["{keyid}"]\n'
+    (publisher / "config.toml").write_text(config)
+    published = json.loads(subprocess.run(
+        [bosun, "plugins", "publish", src, "--to", "hub", "--key", key, "--json"],
+        check=True, capture_output=True, text=True, env=dict(os.environ, BOSUN_HOME=str(publisher)),
+    ).stdout)
+    version = published["claims"]["version"]
+    reference = f"{address}/acme/hello:{version}"
+    skopeo = shutil.which("skopeo")
+    rows = {"bosun": [], "oras": [], "skopeo": []}
+    for run in range(runs):
+        home = scratch / f"home-install-{run}"
+        home.mkdir()
+        (home / "config.toml").write_text(config)
+        rows["bosun"].append(wall([bosun, "plugins", "install", "hello", "--from", "hub", "--yes", "--json"],
+                                  env=dict(os.environ, BOSUN_HOME=str(home))))
+        assert (home / "plugins" / "hello" / "plugin.wasm").stat().st_size == (src / "plugin.wasm").stat().st_size
+        outdir = scratch / f"oras-install-{run}"
+        rows["oras"].append(wall([python, "-c", ORAS_PULL, address, reference, outdir]))
+        if skopeo:
+            rows["skopeo"].append(wall([skopeo, "copy", "--quiet", "--src-tls-verify=false",
+                                        f"docker://{reference}", f"oci:{scratch / f'skopeo-{run}'}:x"]))
+    print(f"install: {(src / 'plugin.wasm').stat().st_size} bytes (hello + padding), {runs} runs each, interleaved; {reference}")
+    print("| command | whole command |")
+    print("| --- | --- |")
+    for name, label in [("bosun", "`bosun plugins install hello --from hub --yes` (release)"),
+                        ("oras", "ORAS Python SDK `pull` of the same tag"),
+                        ("skopeo", "`skopeo copy docker://… oci:DIR` of the same tag")]:
+        if rows[name]:
+            values = sorted(rows[name])
+            p90 = values[min(len(values) - 1, int(len(values) * 0.9))] * 1000
+            print(f"| {label} | {statistics.median(values) * 1000:.1f} ms (p90 {p90:.1f}) |")
+    if not skopeo:
+        print("skopeo is not installed: its row is left out")
 
 
 def free_port():
@@ -135,6 +231,8 @@ def main():
             print("| --- | --- | --- |")
             row("`oci_pull pull` (bosun-oci, verified)", crate_wall, crate_inner)
             row("ORAS Python SDK `pull`", oras_wall, oras_inner)
+            print()
+            installs(scratch, address, python, RUNS)
         finally:
             process.kill()
             process.wait()

@@ -596,6 +596,9 @@ enum PluginsCommand {
         /// Remove without asking.
         #[arg(long)]
         yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -969,7 +972,7 @@ fn main() -> ExitCode {
                 key.as_deref(),
                 json,
             ),
-            PluginsCommand::Remove { name, yes } => plugins::remove(&name, yes),
+            PluginsCommand::Remove { name, yes, json } => plugins::remove(&name, yes, json),
         },
     };
     finish(result)

@@ -295,19 +295,24 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, force: bool, yes: bo
     }
 }
 
-/// `bosun plugins remove NAME [--yes]`: after confirming, forgets a user plugin — its
-/// `[plugins.NAME]` entry and its trust — and deletes its installed copy under
-/// `$BOSUN_HOME/plugins` (moved aside first, so it is never half there). A linked plugin's own
-/// directory is never deleted.
-pub fn remove(name: &str, yes: bool) -> Result<u8> {
+/// `bosun plugins remove NAME [--yes] [--json]`: after confirming, forgets a user plugin —
+/// its `[plugins.NAME]` entry, its trust and a registry install's integrity record — and
+/// deletes its installed copy under `$BOSUN_HOME/plugins` (moved aside first, so it is never
+/// half there). A linked plugin's own directory is never deleted.
+pub fn remove(name: &str, yes: bool, json: bool) -> Result<u8> {
     let env = load()?;
     let removal = Removal::plan(&env.config, name)?;
     if !confirm(&removal.question(), yes)? {
         errln!("nothing removed (pass --yes to remove without a terminal)");
         return Ok(exit::NEEDS_APPROVAL);
     }
+    let deleted = removal.copy.clone();
     removal.carry_out()?;
-    outln!("removed {name}");
+    if json {
+        print_json(&json!({"removed": name, "deleted": deleted}))?;
+    } else {
+        outln!("removed {name}");
+    }
     Ok(exit::OK)
 }
 

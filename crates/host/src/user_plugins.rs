@@ -86,6 +86,9 @@ pub enum UserPluginError {
     /// The trust store could not be read or written.
     #[error(transparent)]
     Trust(#[from] PluginError),
+    /// The registry's install lock could not be read or written.
+    #[error(transparent)]
+    Lock(#[from] bosun_plugins::lock::LockError),
     /// The installed copy could not be moved or deleted.
     #[error("{doing} {path}: {source}")]
     Files {
@@ -559,6 +562,14 @@ impl Removal {
             let mut store = TrustStore::load(TrustStore::default_path(&self.home))?;
             if store.remove(&PluginScope::User, &self.name).is_some() {
                 store.save()?;
+            }
+            // A registry plugin's integrity record goes with its copy: left behind, `plugins
+            // update` would still offer it and a later install would be judged against it.
+            if self.copy.is_some() {
+                let mut lock = bosun_plugins::lock::InstallLock::load(&self.home)?;
+                if lock.remove_plugin(&self.name).is_some() {
+                    lock.save()?;
+                }
             }
             Ok(())
         })();

@@ -116,4 +116,14 @@ fn a_plugin_travels_through_an_oci_layout_bundle_and_installs_once_its_signer_is
         "{}",
         stderr(&again)
     );
+
+    // Removed, it is gone with its integrity record: nothing is left to update or verify.
+    let removed = env.bosun(&["plugins", "remove", "weather", "--yes", "--json"]);
+    ok(&removed);
+    assert_eq!(json(&removed)["removed"], "weather");
+    assert!(!env.home().join("plugins/weather").exists());
+    let update = env.bosun(&["plugins", "update", "--check", "--json"]);
+    ok(&update);
+    assert_eq!(json(&update)["plugins"], serde_json::json!([]));
+    assert_ne!(code(&env.bosun(&["plugins", "verify", "weather"])), 0);
 }

@@ -301,6 +301,16 @@ fn a_component_published_to_oci_is_the_standard_wasm_artifact_oras_pulls() {
 
     ok(&env.bosun(&["plugins", "install", "hello", "--from", "hub", "--yes"]));
     assert_eq!(plugin_dirs(&env), ["hello"]);
+    // Precompiled at install, before the review: its artefact is in the cache its first call
+    // loads from.
+    let artefacts: Vec<String> = std::fs::read_dir(env.home().join("cache"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".cwasm"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(artefacts.len(), 1, "{artefacts:?}");
 }
 
 /// `plugin.wasm` of `hello` with `padding` more bytes in a custom section (a component may

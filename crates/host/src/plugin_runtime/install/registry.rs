@@ -11,7 +11,9 @@
 //!    while it lives, so the next start removes a dead install's folder at once and never a
 //!    live one's), read by the loaders' own readers without running anything — the plugin
 //!    catalog, or the skills' discovery — and scanned (JS/TS).
-//! 5. The catalog's claims must agree with what the plugin or skill declares.
+//! 5. The catalog's claims must agree with what the plugin or skill declares; a component is
+//!    then precompiled into the artefact cache (which proves it compiles and fits the plugin
+//!    world, and makes its first call a cache hit).
 //! 6. The caller shows [`Staged::review`] (source, signer, digest, tools, capabilities,
 //!    endpoints, classification, and for an update what changed) and asks.
 //! 7. [`Staged::commit`] swaps it in atomically (the old version kept aside until the new one
@@ -104,6 +106,16 @@ pub enum RegistryInstallError {
         /// Why, as the skills' discovery says it.
         reason: String,
     },
+    /// The component does not compile for this machine, or does not fit the plugin world.
+    #[error("{name} {version} does not compile ({reason}): nothing was installed")]
+    Compile {
+        /// The plugin.
+        name: String,
+        /// Its version.
+        version: String,
+        /// What wasmtime or the plugin world said.
+        reason: String,
+    },
     /// Enabling or trusting after the swap failed; the old version was put back.
     #[error("the new version could not be enabled ({0}); the previous state was restored")]
     Enable(#[source] Box<UserPluginError>),
@@ -119,6 +131,38 @@ pub enum RegistryInstallError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Step 5: compiles a staged component for this machine into `home`'s artefact cache (where
+/// its first call loads it from, keyed by its content), which also proves that wasmtime accepts
+/// it and that it fits the plugin world before anyone is asked. JavaScript plugins run in the
+/// shared engine, compiled once; Chock modules are compiled at their first load.
+async fn precompile(
+    home: &Path,
+    wasm: &Path,
+    name: &str,
+    version: &str,
+) -> Result<(), RegistryInstallError> {
+    let bytes = std::fs::read(wasm).map_err(io(format!("reading {}", wasm.display())))?;
+    let cache = home.join("cache");
+    let compiled = tokio::task::spawn_blocking(move || {
+        let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
+            cache_dir: Some(cache),
+            ..Default::default()
+        })?;
+        sandbox.load(&bytes).map(|_| ())
+    })
+    .await;
+    let reason = match compiled {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(RegistryInstallError::Compile {
+        name: name.to_owned(),
+        version: version.to_owned(),
+        reason,
+    })
 }
 
 fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> RegistryInstallError {
@@ -403,9 +447,11 @@ async fn stage_kind(
     std::fs::create_dir_all(&kind_dir).map_err(io(format!("creating {}", kind_dir.display())))?;
     bosun_registry::artifact::lay_out(&target.file, &bytes, &laid)?;
     drop(bytes);
+    let mut component = false;
     let (declared, sha256) = match kind {
         ArtifactKind::Plugin => {
             let inspected = inspect_plugin(staging.path(), &name, builtins)?;
+            component = inspected.format == bosun_plugins::PluginFormat::Native;
             if inspected.format.is_js() {
                 let report =
                     bosun_plugins::scan::scan_dir(&laid).map_err(|e| RegistryInstallError::Io {
@@ -429,6 +475,9 @@ async fn stage_kind(
         Signer::Signed { .. } => Strictness::Every,
     };
     compare(&target.claims, &declared, strictness)?;
+    if component {
+        precompile(home, &laid.join("plugin.wasm"), &name, &declared.version).await?;
+    }
     let changes = previous
         .as_ref()
         .map(|p| changes(p, &declared, &target.signer.describe()))
