@@ -37,8 +37,8 @@ use crate::error::RegistryError;
 use crate::fetch::Progress;
 use crate::key::PrivateKey;
 use crate::name::Requested;
-use crate::oci::{ANNOTATION_VERSION, MAX_CANDIDATES, SIGNATURE_ARTIFACT, SIGNATURE_LAYER};
 use crate::publish::Prepared;
+use crate::signature::{ANNOTATION_VERSION, MAX_CANDIDATES, SIGNATURE_ARTIFACT, SIGNATURE_LAYER};
 use crate::source::{ArtifactKind, Claims, Signer, Source, Target};
 
 /// Whether `path` is an OCI image layout (it holds an `oci-layout` file).
@@ -128,7 +128,7 @@ impl LayoutSource {
                 .read_artifact_at(&candidate)
                 .map_err(RegistryError::from)
                 .and_then(|artifact| {
-                    crate::oci::verify_signature(
+                    crate::signature::verify_signature(
                         &artifact,
                         entry.kind,
                         None,
@@ -226,7 +226,7 @@ impl LayoutSource {
                 && artifact.manifest.manifest.effective_artifact_type() == SIGNATURE_ARTIFACT
                 && layer.descriptor.media_type == SIGNATURE_LAYER
             {
-                ids.extend(crate::oci::self_signed_keyids(&layer.bytes));
+                ids.extend(crate::signature::self_signed_keyids(&layer.bytes));
             }
         }
         Ok(ids.into_iter().collect())
@@ -386,7 +386,7 @@ pub fn publish(
 ) -> Result<PublishedLayout, RegistryError> {
     let claims = prepared.claims;
     crate::name::parse_version(&claims.version)?;
-    let repository = crate::oci::repository("", kind, &claims.name)?;
+    let repository = crate::signature::repository("", kind, &claims.name)?;
     let reference = format!("{repository}:{}", claims.version);
     let occupied = std::fs::read_dir(root).is_ok_and(|mut d| d.next().is_some());
     if occupied && !is_layout(root) {
@@ -414,9 +414,9 @@ pub fn publish(
         });
     }
     let (artifact, file) =
-        crate::oci::plugin_artifact(kind, prepared.file, prepared.bytes, &claims)?;
+        crate::signature::plugin_artifact(kind, prepared.file, prepared.bytes, &claims)?;
     let layer = artifact.layers()[0].descriptor.clone();
-    let signature = crate::oci::signature_artifact(
+    let signature = crate::signature::signature_artifact(
         kind,
         repository.as_str(),
         &artifact,

@@ -50,6 +50,7 @@ pub mod name;
 pub mod oci;
 pub mod publish;
 pub mod reef;
+pub mod signature;
 pub mod signed;
 pub mod source;
 pub mod trusted;
