@@ -893,3 +893,109 @@ pub fn accept(
     lock.save()?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn installed() -> LockRecord {
+        LockRecord {
+            source: "corp".to_owned(),
+            name: "weather".to_owned(),
+            version: "1.0.0".to_owned(),
+            artifact_sha256: "a".repeat(64),
+            signer: "signed by the `targets` role (key 1)".to_owned(),
+            sha256: "b".repeat(64),
+            files: std::collections::BTreeMap::new(),
+            tools: set(&["forecast"]),
+            capabilities: set(&["net.http"]),
+            endpoints: set(&["https://api.weather.example"]),
+            classification: Some("PUBLIC".to_owned()),
+            installed_at: DateTime::<Utc>::UNIX_EPOCH,
+        }
+    }
+
+    fn claims_of(record: &LockRecord) -> Claims {
+        Claims {
+            name: record.name.clone(),
+            version: "1.1.0".to_owned(),
+            tools: record.tools.clone(),
+            capabilities: record.capabilities.clone(),
+            endpoints: record.endpoints.clone(),
+            classification: record.classification.clone(),
+            ..Claims::default()
+        }
+    }
+
+    fn grew(changes: &[Change], field: &str) -> Option<bool> {
+        changes.iter().find(|c| c.field == field).map(|c| c.grew)
+    }
+
+    #[test]
+    fn an_update_whose_capabilities_grew_is_marked_grew_and_one_that_shrank_is_not() {
+        let before = installed();
+        let signer = before.signer.clone();
+        // Same grants, newer version: a change, nothing grew.
+        let same = changes(&before, &claims_of(&before), &signer);
+        assert_eq!(grew(&same, "version"), Some(false));
+        assert!(!same.iter().any(|c| c.grew), "{same:?}");
+
+        let mut more = claims_of(&before);
+        more.capabilities.insert("process.spawn".to_owned());
+        let more = changes(&before, &more, &signer);
+        assert_eq!(grew(&more, "capabilities"), Some(true), "{more:?}");
+
+        let mut fewer = claims_of(&before);
+        fewer.capabilities.clear();
+        let fewer = changes(&before, &fewer, &signer);
+        assert_eq!(grew(&fewer, "capabilities"), Some(false), "{fewer:?}");
+
+        // A swapped capability is growth too (the new one was never granted).
+        let mut swapped = claims_of(&before);
+        swapped.capabilities = set(&["fs.write"]);
+        assert_eq!(
+            grew(&changes(&before, &swapped, &signer), "capabilities"),
+            Some(true)
+        );
+
+        let mut tools = claims_of(&before);
+        tools.tools.insert("alerts".to_owned());
+        assert_eq!(
+            grew(&changes(&before, &tools, &signer), "tools"),
+            Some(true)
+        );
+
+        let mut raised = claims_of(&before);
+        raised.classification = Some("CONFIDENTIAL".to_owned());
+        assert_eq!(
+            grew(&changes(&before, &raised, &signer), "classification"),
+            Some(true)
+        );
+        let mut lowered = installed();
+        lowered.classification = Some("CONFIDENTIAL".to_owned());
+        assert_eq!(
+            grew(
+                &changes(&lowered, &claims_of(&before), &signer),
+                "classification"
+            ),
+            Some(false)
+        );
+
+        // Another signer is always asked about again.
+        assert_eq!(
+            grew(
+                &changes(
+                    &before,
+                    &claims_of(&before),
+                    "unsigned: checksum from the same origin"
+                ),
+                "signer"
+            ),
+            Some(true)
+        );
+    }
+}
