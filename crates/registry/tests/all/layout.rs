@@ -349,3 +349,47 @@ async fn an_index_pointing_at_a_missing_blob_installs_nothing() {
         .unwrap_err();
     assert!(matches!(ghost, RegistryError::NotFound { .. }), "{ghost}");
 }
+
+#[tokio::test]
+async fn a_skill_written_into_a_layout_is_a_skill_there_and_not_a_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = "---\nname: notes\ndescription: Take notes\nversion: 1.0.0\n---\nWrite it down.\n";
+    let written = publish(
+        dir.path(),
+        ArtifactKind::Skill,
+        bosun_registry::publish::Prepared {
+            claims: bosun_registry::Claims {
+                name: "notes".to_owned(),
+                version: "1.0.0".to_owned(),
+                ..Default::default()
+            },
+            file: "SKILL.md",
+            bytes: skill.as_bytes().to_vec(),
+        },
+        &key(50),
+    )
+    .unwrap();
+    assert_eq!(written.reference, "skills/notes:1.0.0");
+    let source = source(dir.path(), &[50]);
+    assert!(
+        source
+            .entries(ArtifactKind::Plugin, now())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let target = source
+        .resolve(
+            ArtifactKind::Skill,
+            &Requested::parse("notes").unwrap(),
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(target.file, "SKILL.md");
+    assert!(matches!(target.signer, Signer::Signed { .. }));
+    assert_eq!(
+        fetch(source.as_ref(), &target).await.unwrap(),
+        skill.as_bytes()
+    );
+}
