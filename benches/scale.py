@@ -261,16 +261,28 @@ FORMATS = {"wasm": install_wasm, "forge": install_forge}
 
 
 def serve_once(bosun, ws, env, tool, args):
-    """(ms to the tool list, ms of the first call, RSS MiB after it) of one `bosun serve --stdio`."""
+    """(ms to the tool list, ms of the first call, RSS MiB after it) of one `bosun serve --stdio`;
+    None for the call and RSS when the call failed (printed: a build that cannot serve this many
+    plugins shows a gap in its curve instead of stopping the bench)."""
     started = time.perf_counter()
     server = Stdio(bosun, ws, env)
     server.start()
     listed = time.perf_counter()
-    server.call(tool, args)
+    try:
+        server.call(tool, args)
+    except SystemExit as failed:
+        print(f"  {bosun}: {failed}", flush=True)
+        server.close()
+        return (listed - started) * 1000, None, None
     called = time.perf_counter()
     rss = smaps(server.proc.pid)[0]
     server.close()
     return (listed - started) * 1000, (called - listed) * 1000, rss
+
+
+def median_or_none(values):
+    values = list(values)
+    return None if any(v is None for v in values) else statistics.median(values)
 
 
 def axis_plugins(binaries, points, runs):
@@ -299,12 +311,12 @@ def axis_plugins(binaries, points, runs):
                         shutil.rmtree(home / "cache" / "js-plugins", ignore_errors=True)
                         firsts.append(serve_once(bosun, ws, env, tool, args))
                     row[f"{name} {fmt} first serve start ms"] = statistics.median(f[0] for f in firsts)
-                    row[f"{name} {fmt} first serve RSS MiB"] = statistics.median(f[2] for f in firsts)
+                    row[f"{name} {fmt} first serve RSS MiB"] = median_or_none(f[2] for f in firsts)
                 serve_once(bosun, ws, env, tool, args)  # warm-up: what is kept is kept now
                 kept = [serve_once(bosun, ws, env, tool, args) for _ in range(max(runs // 2, 2))]
                 row[f"{name} {fmt} serve start ms"] = statistics.median(k[0] for k in kept)
-                row[f"{name} {fmt} first call ms"] = statistics.median(k[1] for k in kept)
-                row[f"{name} {fmt} RSS MiB"] = statistics.median(k[2] for k in kept)
+                row[f"{name} {fmt} first call ms"] = median_or_none(k[1] for k in kept)
+                row[f"{name} {fmt} RSS MiB"] = median_or_none(k[2] for k in kept)
                 shutil.rmtree(base, ignore_errors=True)
         rows.append(row)
         print(f"  plugins {n:>5}: {row}", flush=True)
