@@ -350,6 +350,7 @@ async fn a_git_source_is_fetched_in_the_sandbox_at_its_pinned_commit_and_unpinne
         "toolbox",
         InstallOptions {
             allow_unpinned: true,
+            ..InstallOptions::default()
         },
         &launcher,
         &home,

@@ -411,21 +411,29 @@ impl RunHooks {
         }
     }
 
-    /// `PreCompact` (`trigger`: `auto` when the run compacts, `manual` for `/compact`): told,
-    /// not asked (Bosun compacts what it must to go on). `trace` is `None` outside a run: what
-    /// ran is written into the next run's trace.
+    /// `PreCompact` (`trigger`: `auto` when the run compacts, `manual` for `/compact`). As in
+    /// Claude Code (since 2.1.105), a hook may block the compaction — exit 2 (stderr the
+    /// reason) or `decision: "block"` — and the first that does is returned with its reason:
+    /// the caller keeps the conversation as it is. Blocking compaction loosens nothing: a run
+    /// whose window is then full ends over it, within its budgets. `trace` is `None` outside a
+    /// run: what ran is written into the next run's trace.
     pub async fn pre_compact(
         &self,
         trigger: &str,
         trace: Option<&Trace>,
         cancel: &CancellationToken,
-    ) {
+    ) -> Option<(String, String)> {
         let fields = fields([
             ("trigger", json!(trigger)),
             ("custom_instructions", json!("")),
         ]);
         self.fire("PreCompact", Some(trigger), fields, None, trace, cancel)
-            .await;
+            .await
+            .into_iter()
+            .find_map(|s| match s.reply.decision {
+                HookOutcome::Block(reason) => Some((s.plugin, bounded(&reason))),
+                _ => None,
+            })
     }
 
     /// `Notification` (`kind`: `permission_prompt` when a person is asked to approve a call):
@@ -509,6 +517,16 @@ fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_events_run_here_are_the_ones_the_review_says_run() {
+        let mut here: Vec<&str> = RUN_EVENTS.to_vec();
+        here.push("PreToolUse");
+        here.sort_unstable();
+        let mut said: Vec<&str> = bosun_claude::hooks::RUN.to_vec();
+        said.sort_unstable();
+        assert_eq!(here, said);
+    }
 
     #[test]
     fn hook_words_are_bounded_and_named() {
