@@ -560,3 +560,56 @@ fn in_an_editor_a_notification_hook_cannot_answer_and_session_end_runs_at_close(
     assert_eq!(lines[2]["hook_event_name"], "SessionEnd");
     assert_eq!(lines[2]["session_id"], open.as_str());
 }
+
+/// Hooks Bosun does not run — a `prompt` hook, an `http` hook, a command hook at an event
+/// Bosun has no moment for — are named with their event and type in the review and at every
+/// load, and never run.
+#[test]
+fn hooks_bosun_does_not_run_are_reported_in_the_review_and_at_load() {
+    let env = Env::new();
+    let marker = r#"touch "$CLAUDE_PLUGIN_DATA/ran""#;
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "mixed",
+        json!({
+            "UserPromptSubmit": [{"hooks": [
+                {"type": "prompt", "prompt": "Is this prompt safe? $ARGUMENTS"},
+                {"type": "http", "url": "https://hooks.example.com/submit"}]}],
+            "PermissionRequest": [{"hooks": [{"type": "command", "command": marker}]}],
+        }),
+    );
+    let (_runtime, server) = serve([Step::text("ok")]);
+    env.user_config(&format!(
+        "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n",
+        model_config(&server, ""),
+        env.dir.path().join("market").display()
+    ));
+    let out = env.bosun(&["plugins", "install", "mixed@local", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let review = stderr(&out);
+    for said in [
+        "found, not supported: a `prompt` hook at UserPromptSubmit",
+        "found, not supported: a `http` hook at UserPromptSubmit",
+        "found, not supported: a command hook at PermissionRequest (Bosun has no PermissionRequest moment)",
+    ] {
+        assert!(
+            review.contains(said),
+            "`{said}` not in the review: {review}"
+        );
+    }
+
+    let out = env.bosun(&["run", "--yes", "hello"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let warned = stderr(&out);
+    assert!(
+        warned.contains(
+            "the plugin `mixed@local`: found, not supported: a `prompt` hook at UserPromptSubmit"
+        ),
+        "{warned}"
+    );
+    assert!(
+        !env.home().join("claude/data/mixed@local/ran").exists(),
+        "a hook Bosun does not run ran"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
