@@ -143,6 +143,18 @@ impl PolicyHook for AllowedTools {
     }
 }
 
+/// Whether a Claude Code hook whose `if` is `condition` (a permission rule such as
+/// `Bash(git *)` or `Edit(*.ts)`, matched as `allowed-tools` entries are) runs for `call`. No
+/// condition, or one Bosun cannot read, runs it: a hook can only tighten, so running it when
+/// unsure never loosens anything.
+pub fn hook_condition_holds(condition: Option<&str>, call: &ToolCall) -> bool {
+    let Some(condition) = condition.map(str::trim).filter(|c| !c.is_empty()) else {
+        return true;
+    };
+    let (rule, notes) = AllowedTools::parse("a hook's `if`", &[condition.to_owned()]);
+    !notes.is_empty() || rule.refuses(call).is_none()
+}
+
 /// What a pattern is matched against: `run_command`'s command line, another tool's `path`.
 fn subject(tool: &str, input: &Value) -> Option<String> {
     if tool == "run_command" {
@@ -251,6 +263,24 @@ mod tests {
             json!({"program": "npm", "args": ["run", "test"]}),
         );
         assert!(allowed.refuses(&npm).is_none());
+    }
+
+    #[test]
+    fn a_hooks_if_runs_it_only_for_the_calls_its_rule_names() {
+        let git = call("run_command", json!({"program": "git", "args": ["push"]}));
+        let rm = call(
+            "run_command",
+            json!({"program": "rm", "args": ["-rf", "x"]}),
+        );
+        let read = call("read_file", json!({"path": "src/lib.rs"}));
+        assert!(hook_condition_holds(None, &rm));
+        assert!(hook_condition_holds(Some("  "), &rm));
+        assert!(hook_condition_holds(Some("Bash(git *)"), &git));
+        assert!(!hook_condition_holds(Some("Bash(git *)"), &rm));
+        assert!(!hook_condition_holds(Some("Bash(git *)"), &read));
+        assert!(hook_condition_holds(Some("Read(src/*)"), &read));
+        // A rule naming no tool Bosun has runs the hook: unsure is stricter.
+        assert!(hook_condition_holds(Some("NotebookEdit(*)"), &rm));
     }
 
     #[test]

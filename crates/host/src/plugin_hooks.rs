@@ -175,13 +175,14 @@ impl RunHooks {
     }
 
     /// Runs every handler of `event` whose matcher matches `subject` (every handler when the
-    /// event has no subject), one after another, each traced; stops early on cancellation.
+    /// event has no subject) and, for a tool event, whose `if` holds for `call`, one after
+    /// another, each traced; stops early on cancellation.
     async fn fire(
         &self,
         event: &str,
         subject: Option<&str>,
         fields: Map<String, Value>,
-        call_id: Option<&str>,
+        call: Option<&ToolCall>,
         trace: Option<&Trace>,
         cancel: &CancellationToken,
     ) -> Vec<Said> {
@@ -214,6 +215,11 @@ impl RunHooks {
                 .filter(|g: &&Group| subject.is_none_or(|s| matches(g.matcher.as_deref(), s)))
                 .flat_map(|g| g.hooks.iter())
                 .filter(|h| h.kind == "command")
+                .filter(|h| {
+                    call.is_none_or(|call| {
+                        crate::allowed_tools::hook_condition_holds(h.condition.as_deref(), call)
+                    })
+                })
             {
                 let started = Instant::now();
                 let reply = tokio::select! {
@@ -228,7 +234,7 @@ impl RunHooks {
                         plugin: plugin.record.id.clone(),
                         outcome: outcome.to_owned(),
                         detail: detail.map(|d| bounded(&d)),
-                        call_id: call_id.map(str::to_owned),
+                        call_id: call.map(|c| c.id.clone()),
                         duration_ms: u64::try_from(started.elapsed().as_millis())
                             .unwrap_or(u64::MAX),
                     },
@@ -339,7 +345,7 @@ impl RunHooks {
                 "PostToolUse",
                 Some(&tool_name),
                 fields,
-                Some(&call.id),
+                Some(call),
                 Some(trace),
                 cancel,
             )

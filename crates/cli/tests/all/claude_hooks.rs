@@ -613,3 +613,56 @@ fn hooks_bosun_does_not_run_are_reported_in_the_review_and_at_load() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+/// A hook's `if` (a permission rule, as Claude Code reads it) decides which calls it runs for:
+/// `Bash(rm *)` blocks `rm` and lets `ls` through; a `PostToolUse` hook whose `if` names
+/// another tool is not run.
+#[test]
+fn a_hooks_if_rule_picks_the_calls_it_runs_for() {
+    let env = Env::new();
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "guard",
+        json!({
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "if": "Bash(rm *)", "command": "echo 'no rm here' >&2; exit 2"}]}],
+            "PostToolUse": [{"hooks": [
+                {"type": "command", "if": "Write(*)", "command": r#"touch "$CLAUDE_PLUGIN_DATA/post-ran""#}]}],
+        }),
+    );
+    let mut both = Step::call("run_command", json!({"program": "ls", "args": ["src"]}));
+    both.tool_calls.push(ScriptedCall {
+        name: "run_command".to_owned(),
+        arguments: json!({"program": "rm", "args": ["src/lib.rs"]}),
+        id: None,
+    });
+    let (_runtime, server) = serve([both, Step::text("done")]);
+    install(
+        &env,
+        &server,
+        "guard",
+        "\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+    );
+    let out = env.bosun(&["run", "list and remove"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(env.ws().join("src/lib.rs").exists(), "rm ran");
+    let second = &server.requests()[1];
+    let results: Vec<String> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results.len(), 2, "{second}");
+    assert!(
+        results[0].contains("lib.rs") && results[0].contains("\"ok\":true"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("no rm here"), "{}", results[1]);
+    assert!(
+        !env.home().join("claude/data/guard@local/post-ran").exists(),
+        "a PostToolUse hook ran for a tool its `if` does not name"
+    );
+}

@@ -182,7 +182,9 @@ impl PolicyHook for PreToolUse {
             .iter()
             .filter(|g| matches(g.matcher.as_deref(), &tool_name))
         {
-            for handler in &group.hooks {
+            for handler in group.hooks.iter().filter(|h| {
+                crate::allowed_tools::hook_condition_holds(h.condition.as_deref(), call)
+            }) {
                 let outcome = tokio::select! {
                     outcome = run_handler(place, handler, &input) => outcome,
                     () = cancel.cancelled() => return Ok(None),
