@@ -666,3 +666,46 @@ fn a_hooks_if_rule_picks_the_calls_it_runs_for() {
         "a PostToolUse hook ran for a tool its `if` does not name"
     );
 }
+
+/// The terminal (the real binary in a pseudo-terminal, `tests/peers/pty_session.py`): the
+/// `Notification` hook is told when the person is asked to approve the command
+/// (`permission_prompt`), the person's key decides, and leaving the terminal runs `SessionEnd`
+/// with `reason: "prompt_input_exit"`.
+#[test]
+fn in_the_terminal_notification_runs_at_the_approval_and_session_end_when_the_person_leaves() {
+    let env = Env::new();
+    let mut hooks = on("Notification", &log_then("exit 2"));
+    hooks.as_object_mut().unwrap().extend(
+        on("SessionEnd", &log_then("true"))
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    hooked_marketplace(&env.dir.path().join("market"), "bell", hooks);
+    let (_runtime, server) = serve([
+        Step::call("run_command", json!({"program": "echo", "args": ["hi"]})),
+        Step::text("It printed hi."),
+    ]);
+    install(&env, &server, "bell", "");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_session.py");
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    assert!(shown.contains("It printed hi."), "{shown}");
+    let lines = logged(&env, "bell@local");
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|l| l["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["Notification", "SessionEnd"], "{shown}");
+    assert_eq!(lines[0]["notification_type"], "permission_prompt");
+    assert_eq!(lines[1]["reason"], "prompt_input_exit");
+    assert_eq!(lines[0]["session_id"], lines[1]["session_id"]);
+}
