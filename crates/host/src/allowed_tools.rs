@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use bosun_core::{Decision, ToolCall};
 use bosun_policy::HookVerdict;
 use regex::Regex;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookFailure, PolicyHook, SessionLabels};
@@ -64,7 +63,7 @@ impl AllowedTools {
             };
             let pattern = match pattern {
                 None | Some("" | "*") => None,
-                Some(pattern) => match matcher(pattern) {
+                Some(pattern) => match bosun_claude::tools::rule_pattern(pattern) {
                     Some(regex) => Some(regex),
                     None => {
                         notes.push(format!(
@@ -107,7 +106,7 @@ impl AllowedTools {
         if entries.iter().any(|e| e.pattern.is_none()) {
             return None;
         }
-        let subject = subject(call.name.as_str(), &call.input);
+        let subject = bosun_claude::tools::rule_subject(call.name.as_str(), &call.input);
         let allowed = subject.as_deref().is_some_and(|s| {
             entries
                 .iter()
@@ -143,52 +142,6 @@ impl PolicyHook for AllowedTools {
     }
 }
 
-/// Whether a Claude Code hook whose `if` is `condition` (a permission rule such as
-/// `Bash(git *)` or `Edit(*.ts)`, matched as `allowed-tools` entries are) runs for `call`. No
-/// condition, or one Bosun cannot read, runs it: a hook can only tighten, so running it when
-/// unsure never loosens anything.
-pub fn hook_condition_holds(condition: Option<&str>, call: &ToolCall) -> bool {
-    let Some(condition) = condition.map(str::trim).filter(|c| !c.is_empty()) else {
-        return true;
-    };
-    let (rule, notes) = AllowedTools::parse("a hook's `if`", &[condition.to_owned()]);
-    !notes.is_empty() || rule.refuses(call).is_none()
-}
-
-/// What a pattern is matched against: `run_command`'s command line, another tool's `path`.
-fn subject(tool: &str, input: &Value) -> Option<String> {
-    if tool == "run_command" {
-        let mut line = input.get("program")?.as_str()?.to_owned();
-        for arg in input
-            .get("args")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            line.push(' ');
-            line.push_str(arg.as_str()?);
-        }
-        return Some(line);
-    }
-    input.get("path")?.as_str().map(str::to_owned)
-}
-
-/// A pattern as an anchored regex: `prefix:*` matches `prefix` and `prefix …`; `*` matches
-/// anything.
-fn matcher(pattern: &str) -> Option<Regex> {
-    let glob = |text: &str| {
-        text.split('*')
-            .map(regex::escape)
-            .collect::<Vec<_>>()
-            .join(".*")
-    };
-    let source = match pattern.strip_suffix(":*") {
-        Some(prefix) => format!("^{}(?:\\s.*)?$", glob(prefix)),
-        None => format!("^{}$", glob(pattern)),
-    };
-    Regex::new(&source).ok()
-}
-
 /// `a, Bash(x, y), b` as its entries: commas inside parentheses do not split.
 fn split_top_level(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -216,7 +169,7 @@ fn split_top_level(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn call(name: &str, input: Value) -> ToolCall {
         ToolCall {
@@ -263,24 +216,6 @@ mod tests {
             json!({"program": "npm", "args": ["run", "test"]}),
         );
         assert!(allowed.refuses(&npm).is_none());
-    }
-
-    #[test]
-    fn a_hooks_if_runs_it_only_for_the_calls_its_rule_names() {
-        let git = call("run_command", json!({"program": "git", "args": ["push"]}));
-        let rm = call(
-            "run_command",
-            json!({"program": "rm", "args": ["-rf", "x"]}),
-        );
-        let read = call("read_file", json!({"path": "src/lib.rs"}));
-        assert!(hook_condition_holds(None, &rm));
-        assert!(hook_condition_holds(Some("  "), &rm));
-        assert!(hook_condition_holds(Some("Bash(git *)"), &git));
-        assert!(!hook_condition_holds(Some("Bash(git *)"), &rm));
-        assert!(!hook_condition_holds(Some("Bash(git *)"), &read));
-        assert!(hook_condition_holds(Some("Read(src/*)"), &read));
-        // A rule naming no tool Bosun has runs the hook: unsure is stricter.
-        assert!(hook_condition_holds(Some("NotebookEdit(*)"), &rm));
     }
 
     #[test]

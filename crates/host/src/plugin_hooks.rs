@@ -217,7 +217,11 @@ impl RunHooks {
                 .filter(|h| h.kind == "command")
                 .filter(|h| {
                     call.is_none_or(|call| {
-                        crate::allowed_tools::hook_condition_holds(h.condition.as_deref(), call)
+                        bosun_claude::tools::hook_condition_holds(
+                            h.condition.as_deref(),
+                            call.name.as_str(),
+                            &call.input,
+                        )
                     })
                 })
             {

@@ -183,7 +183,11 @@ impl PolicyHook for PreToolUse {
             .filter(|g| matches(g.matcher.as_deref(), &tool_name))
         {
             for handler in group.hooks.iter().filter(|h| {
-                crate::allowed_tools::hook_condition_holds(h.condition.as_deref(), call)
+                bosun_claude::tools::hook_condition_holds(
+                    h.condition.as_deref(),
+                    call.name.as_str(),
+                    &call.input,
+                )
             }) {
                 let outcome = tokio::select! {
                     outcome = run_handler(place, handler, &input) => outcome,
