@@ -416,5 +416,44 @@ fn a_plugins_sse_server_is_approved_and_reached_like_an_http_one_and_ws_is_refus
     let (rc, out) = call(&env, ADD, r#"{"a": 2, "b": 3}"#);
     assert_eq!(rc, 0, "{out}");
     assert_eq!(out["output"]["content"][0]["text"], "5", "{out}");
+
+    // In `bosun run`, against the scripted model: the tool is offered and answers.
+    let (_runtime, server) = super::run::serve([
+        bosun_agent::scripted::Step::call(ADD, serde_json::json!({"a": 20, "b": 22})),
+        bosun_agent::scripted::Step::text("42"),
+    ]);
+    env.user_config(&format!(
+        "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n",
+        super::run::model_config(&server, ""),
+        market.display()
+    ));
+    let out = env.bosun(&["run", "--yes", "add them"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let answered = server.requests()[1]["messages"].to_string();
+    assert!(answered.contains("42"), "{answered}");
     assert_eq!(peer.refused(), 0, "a request went without the key");
+    // The secret is in its owner-only file and in no other file of Bosun's home: not the
+    // traces, the pins, the config.
+    let holding = files_holding(&env.home(), key);
+    assert_eq!(
+        holding,
+        [env.home().join("claude/secrets/keyed@local.json")],
+        "the secret was written elsewhere"
+    );
+}
+
+/// Every file beneath `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
 }
