@@ -364,9 +364,9 @@ async fn an_image_that_is_not_one_is_refused_whatever_its_mime_type() {
     assert!(server.requests().is_empty());
 }
 
-/// A client that sends garbage — a line that is not JSON, a request whose params are not an
-/// object, a method that does not exist — gets a JSON-RPC error for each request that has an id
-/// (naming what was wrong), and the connection serves the next request as if nothing happened.
+/// A client that sends garbage — a line that is not JSON, a request whose params have the wrong
+/// shape, a method that does not exist — gets a JSON-RPC error for each request (invalid params,
+/// method not found), and the connection serves the next request as if nothing happened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -387,7 +387,7 @@ async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
         client_write.write_all(b"\n").await.unwrap();
     };
     send("this is not JSON").await;
-    send(r#"{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": 7}"#).await;
+    send(r#"{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": 5, "prompt": "x"}}"#).await;
     send(r#"{"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}"#).await;
     send(
         r#"{"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": 1}}"#,
@@ -397,7 +397,7 @@ async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
     while answers.len() < 3 {
         let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
-            .expect("the agent answers")
+            .unwrap_or_else(|_| panic!("the agent answers: so far {answers:?}"))
             .unwrap()
             .expect("the connection is open");
         let message: serde_json::Value = serde_json::from_str(&line).unwrap();
