@@ -266,7 +266,7 @@ impl Conversation {
 /// model's text and tool-call inputs, and tool results. A reasoning item holding one is dropped
 /// rather than altered (its provider verifies it as received, and an earlier turn's reasoning
 /// is not needed to continue).
-fn redact_messages(messages: &mut Vec<Message>, redactor: &Redactor) {
+fn redact_messages(messages: &mut [Message], redactor: &Redactor) {
     use bosun_models::AssistantPart;
     if redactor.is_empty() {
         return;

@@ -413,7 +413,6 @@ async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
         "{}",
         answers[&9]
     );
-    drop(send);
     drop(client_write);
     drop(lines);
     tokio::time::timeout(Duration::from_secs(30), served)
