@@ -724,7 +724,9 @@ mod tests {
         let name = keys.shared.as_ref().unwrap().name("alice", "k");
         let path = dir.path().join(format!("{name}.result"));
         let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, text.replace("\"result\":1", "\"result\":9")).unwrap();
+        let altered = text.replace(r#"\"result\":1"#, r#"\"result\":9"#);
+        assert_ne!(altered, text);
+        std::fs::write(&path, altered).unwrap();
         runtime().block_on(async {
             assert_eq!(
                 keys.run("alice", "k", "c", || async { Ok(2) }).await,
