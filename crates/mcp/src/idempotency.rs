@@ -364,7 +364,11 @@ impl SharedResults {
     fn mac(&self, name: &str, body: &str) -> String {
         bosun_core::text::hex(&hmac(
             &self.key,
-            &[b"bosun idempotency result", name.as_bytes(), body.as_bytes()],
+            &[
+                b"bosun idempotency result",
+                name.as_bytes(),
+                body.as_bytes(),
+            ],
         ))
     }
 
@@ -390,7 +394,12 @@ impl SharedResults {
     }
 
     /// The kept result of `name`, if any; another call's is refused.
-    fn result<R: Kept>(&self, name: &str, call: &str, ttl: Duration) -> Result<Found<R>, KeyRefused> {
+    fn result<R: Kept>(
+        &self,
+        name: &str,
+        call: &str,
+        ttl: Duration,
+    ) -> Result<Found<R>, KeyRefused> {
         let path = self.dir.join(format!("{name}.result"));
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -692,8 +701,16 @@ mod tests {
     #[test]
     fn a_claim_left_by_a_dead_instance_answers_in_progress_then_expires() {
         let dir = tempfile::tempdir().unwrap();
-        let dead = shared(dir.path(), Duration::from_secs(1), Duration::from_millis(200));
-        let alive = shared(dir.path(), Duration::from_secs(1), Duration::from_millis(200));
+        let dead = shared(
+            dir.path(),
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+        );
+        let alive = shared(
+            dir.path(),
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+        );
         let store = dead.shared.as_ref().unwrap();
         let name = store.name("alice", "k");
         let Ok(Claimed::Ours(guard)) = store.claim(&name, "call") else {

@@ -54,7 +54,7 @@ use sha2::Digest;
 
 use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, call_digest, can_elicit_form};
 use crate::idempotency::{
-    DEFAULT_CLAIM_TTL, DEFAULT_CLAIM_WAIT, DEFAULT_KEY_TTL, Idempotency, KeyRefused, Kept,
+    DEFAULT_CLAIM_TTL, DEFAULT_CLAIM_WAIT, DEFAULT_KEY_TTL, Idempotency, Kept, KeyRefused,
     SharedResults,
 };
 use crate::state::{DEFAULT_STATE_TTL, StateSeal};

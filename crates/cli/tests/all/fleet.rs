@@ -436,7 +436,12 @@ fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
         .to_owned();
     assert!(first.contains(&ran[0]), "{out:#}");
     let mut served_by = std::collections::BTreeSet::new();
-    served_by.insert(out["first_instance"].as_str().unwrap_or_default().to_owned());
+    served_by.insert(
+        out["first_instance"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
     for repeat in out["repeats"].as_array().unwrap() {
         assert_eq!(repeat["status"], 200, "{repeat:#}");
         assert_eq!(answer_text(repeat), first, "{repeat:#}");
@@ -444,7 +449,10 @@ fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
             served_by.insert(to.to_owned());
         }
     }
-    assert!(served_by.len() >= 2, "repeats reached other instances: {served_by:?}");
+    assert!(
+        served_by.len() >= 2,
+        "repeats reached other instances: {served_by:?}"
+    );
 
     // Sent to two instances at once: one ran it, both answered with that run.
     let together = out["together"].as_array().unwrap();
@@ -467,7 +475,10 @@ fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
     let (code, message) = rpc_error(&out["while_claimed"]);
     assert_eq!(code, -32603, "{out:#}");
     assert!(message.contains("still in progress"), "{message}");
-    assert!(out["after_expiry"]["message"]["result"].is_object(), "{out:#}");
+    assert!(
+        out["after_expiry"]["message"]["result"].is_object(),
+        "{out:#}"
+    );
     assert!(
         out["after_expiry"]["message"]["result"]["isError"] != true,
         "{out:#}"

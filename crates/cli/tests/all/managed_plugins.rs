@@ -24,8 +24,7 @@ fn at(path: &str, text: &str, needle: &str) -> String {
     format!("{path}:{line}")
 }
 
-const ALLOWED_HOME: &str =
-    "# the machine's plugins\n[plugins]\nallowed_dirs = [\"$BOSUN_HOME/plugins\"]\nblocked = [\"weather\", \"toolbox\", \"gate\"]\n";
+const ALLOWED_HOME: &str = "# the machine's plugins\n[plugins]\nallowed_dirs = [\"$BOSUN_HOME/plugins\"]\nblocked = [\"weather\", \"toolbox\", \"gate\"]\n";
 
 #[test]
 fn a_project_plugin_outside_the_managed_dirs_is_offered_by_no_face() {
@@ -58,10 +57,22 @@ fn a_project_plugin_outside_the_managed_dirs_is_offered_by_no_face() {
     assert_eq!(entry["state"], "invalid", "{entry}");
     assert!(entry["reason"].as_str().unwrap().contains(&rule), "{entry}");
     let called = env.bosun_with_env(
-        &["tools", "call", "greet", r#"{"name": "x"}"#, "--json", "--yes"],
+        &[
+            "tools",
+            "call",
+            "greet",
+            r#"{"name": "x"}"#,
+            "--json",
+            "--yes",
+        ],
         &with,
     );
-    assert_ne!(code(&called), 0, "{}", String::from_utf8_lossy(&called.stdout));
+    assert_ne!(
+        code(&called),
+        0,
+        "{}",
+        String::from_utf8_lossy(&called.stdout)
+    );
 
     // `bosun serve` offers what the host offers: not the refused plugin.
     let mut plan = stdio_plan(
@@ -78,7 +89,10 @@ fn a_project_plugin_outside_the_managed_dirs_is_offered_by_no_face() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(names.contains(&"read_file") && !names.contains(&"greet"), "{names:?}");
+    assert!(
+        names.contains(&"read_file") && !names.contains(&"greet"),
+        "{names:?}"
+    );
     let call = &out["calls"][0];
     assert!(
         is_error(call) || call["raised"].is_string(),
@@ -107,13 +121,24 @@ fn a_plugin_folder_from_outside_the_managed_dirs_is_not_copied_in() {
     let rule = at(&path, ALLOWED_HOME, "allowed_dirs");
     for args in [
         vec!["plugins", "install", folder.to_str().unwrap(), "--yes"],
-        vec!["plugins", "install", folder.to_str().unwrap(), "--link", "--yes"],
+        vec![
+            "plugins",
+            "install",
+            folder.to_str().unwrap(),
+            "--link",
+            "--yes",
+        ],
     ] {
         let out = env.bosun_with_env(&args, &[("BOSUN_MANAGED_CONFIG", &path)]);
         assert_ne!(code(&out), 0, "{args:?}");
         assert!(stderr(&out).contains(&rule), "{args:?}: {}", stderr(&out));
         assert_eq!(plugin_dirs(&env), Vec::<String>::new(), "{args:?}");
-        assert!(!env.home().join("config.toml").exists() || !std::fs::read_to_string(env.home().join("config.toml")).unwrap().contains("hello"));
+        assert!(
+            !env.home().join("config.toml").exists()
+                || !std::fs::read_to_string(env.home().join("config.toml"))
+                    .unwrap()
+                    .contains("hello")
+        );
     }
     // Without the managed file the same folder installs.
     ok(&env.bosun(&["plugins", "install", folder.to_str().unwrap(), "--yes"]));
@@ -162,9 +187,20 @@ fn a_claude_plugin_the_managed_policy_blocks_is_not_installed_and_stops_loading(
 
     // Installed before the rule was written: its hook holds while unmanaged...
     ok(&env.bosun(&["plugins", "install", "gate@local", "--yes"]));
-    let read = ["tools", "call", "read_file", r#"{"path": "src/lib.rs"}"#, "--json"];
+    let read = [
+        "tools",
+        "call",
+        "read_file",
+        r#"{"path": "src/lib.rs"}"#,
+        "--json",
+    ];
     let gated = env.bosun(&read);
-    assert_ne!(code(&gated), 0, "{}", String::from_utf8_lossy(&gated.stdout));
+    assert_ne!(
+        code(&gated),
+        0,
+        "{}",
+        String::from_utf8_lossy(&gated.stdout)
+    );
     // ...and under the managed file the plugin is not loaded, naming the rule.
     let free = env.bosun_with_env(&read, &with);
     assert_eq!(code(&free), 0, "{}", stderr(&free));

@@ -703,7 +703,8 @@ fn line_in(text: &str, needle: &str) -> usize {
     text.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
-const MANAGED_PLUGINS: &str = "# managed\n[plugins]\nallowed_dirs = [\"/opt/bosun/plugins\"]\nblocked = [\"weather\"]\n";
+const MANAGED_PLUGINS: &str =
+    "# managed\n[plugins]\nallowed_dirs = [\"/opt/bosun/plugins\"]\nblocked = [\"weather\"]\n";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_registry_install_the_managed_policy_refuses_fetches_nothing_and_names_the_rule() {
@@ -730,7 +731,10 @@ async fn a_registry_install_the_managed_policy_refuses_fetches_nothing_and_names
         assert!(message.contains(&rule), "{name}: names {rule}: {message}");
         assert!(message.contains("managed policy"), "{message}");
         assert!(broker.asked().is_empty(), "nobody is asked about {name}");
-        assert!(setup.plugin_entries().is_empty(), "nothing staged or installed");
+        assert!(
+            setup.plugin_entries().is_empty(),
+            "nothing staged or installed"
+        );
     }
     // Unmanaged, the same install goes through.
     let result = call_on(
@@ -787,10 +791,9 @@ async fn a_trusted_project_plugin_outside_the_managed_dirs_is_not_offered_and_ca
     let workspace = bosun_host::Workspace::new(&setup.ws(), &setup.ws()).unwrap();
     let unmanaged =
         bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, None).unwrap();
-    let trusted = bosun_host::user_plugins::trust(&workspace, &unmanaged, Some("greeter"), |_| {
-        Ok(true)
-    })
-    .unwrap();
+    let trusted =
+        bosun_host::user_plugins::trust(&workspace, &unmanaged, Some("greeter"), |_| Ok(true))
+            .unwrap();
     assert!(
         matches!(trusted, bosun_host::user_plugins::Trusted::Now(_)),
         "{trusted:?}"
@@ -832,13 +835,9 @@ async fn a_trusted_project_plugin_outside_the_managed_dirs_is_not_offered_and_ca
         panic!("{:?}", entry.state);
     };
     assert!(reason.contains(&rule), "{reason}");
-    let refused = bosun_host::user_plugins::trust(
-        &workspace,
-        &managed_config,
-        Some("greeter"),
-        |_| Ok(true),
-    )
-    .unwrap_err();
+    let refused =
+        bosun_host::user_plugins::trust(&workspace, &managed_config, Some("greeter"), |_| Ok(true))
+            .unwrap_err();
     assert!(refused.to_string().contains(&rule), "{refused}");
 }
 
@@ -850,10 +849,7 @@ async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
     let allowed = setup.root.path().join("allowed");
     std::fs::create_dir_all(&allowed).unwrap();
     std::os::unix::fs::symlink(&outside, allowed.join("greeter")).unwrap();
-    let text = format!(
-        "[plugins]\nallowed_dirs = [\"{}\"]\n",
-        allowed.display()
-    );
+    let text = format!("[plugins]\nallowed_dirs = [\"{}\"]\n", allowed.display());
     let managed = setup.managed(&text);
     setup.user(&format!(
         "[plugins.greeter]\npath = \"{}\"\n",
@@ -871,6 +867,5 @@ async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
     // The same folder reached without the link is allowed.
     std::fs::remove_file(allowed.join("greeter")).unwrap();
     std::fs::rename(&outside, allowed.join("greeter")).unwrap();
-    bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
-        .unwrap();
+    bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed)).unwrap();
 }
