@@ -53,6 +53,7 @@ pub const PATH_ENV: &str = "BOSUN_MANAGED_CONFIG";
 ///
 /// [plugins]
 /// allowed_dirs = ["/opt/bosun/plugins"]
+/// allowed = ["weather", "docs"]   # when set, the only plugin names that may be used
 ///
 /// [telemetry]
 /// traces = { otlp-http = { endpoint = "https://otel.example.com/v1/traces" } }
@@ -217,9 +218,12 @@ pub struct ManagedPlugins {
     /// the user's home, `$BOSUN_HOME` Bosun's).
     #[serde(default)]
     pub allowed_dirs: Option<Spanned<Vec<String>>>,
-    /// Local plugin names that may not be configured.
+    /// Plugin names that may not be used, however they arrive.
     #[serde(default)]
     pub blocked: Vec<Spanned<String>>,
+    /// When set, the only plugin names that may be used, however they arrive.
+    #[serde(default)]
+    pub allowed: Option<Spanned<Vec<String>>>,
 }
 
 /// The managed file as read: where, its text, and what it says.
@@ -636,6 +640,20 @@ impl Managed {
                 &format!("[plugins] blocked = [{name:?}]"),
                 format!(
                     "the plugin {name} ({}) is blocked on this machine: {}",
+                    arrival.how.describe(),
+                    arrival.how.remedy(name)
+                ),
+            ));
+        }
+        if let Some(allowed) = &rules.allowed
+            && !allowed.get_ref().iter().any(|a| a == name)
+        {
+            return Err(self.refusal(
+                key,
+                allowed.span(),
+                &format!("[plugins] allowed = {:?}", allowed.get_ref()),
+                format!(
+                    "the plugin {name} ({}) is not among the plugins allowed on this machine: {}, or ask whoever manages this machine to allow it",
                     arrival.how.describe(),
                     arrival.how.remedy(name)
                 ),

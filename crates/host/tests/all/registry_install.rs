@@ -869,3 +869,51 @@ async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
     std::fs::rename(&outside, allowed.join("greeter")).unwrap();
     bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed)).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_not_on_the_managed_allowlist_is_refused_wherever_it_comes_from() {
+    let setup = Setup::new();
+    setup.project_plugin("greeter");
+    let workspace = bosun_host::Workspace::new(&setup.ws(), &setup.ws()).unwrap();
+    let state = |text: &str| {
+        let managed = setup.managed(text);
+        let config =
+            bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
+                .unwrap();
+        let (_, catalog) = Host::catalog_for(&workspace, &config).unwrap();
+        let entry = catalog
+            .entries()
+            .iter()
+            .find(|e| e.local_name == "greeter")
+            .unwrap();
+        (managed, entry.state.clone())
+    };
+    let (managed, refused) = state("[plugins]\nallowed = [\"weather\"]\n");
+    let bosun_plugins::PluginState::Invalid { reason } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        reason.contains(&format!("{}:2", managed.display())),
+        "{reason}"
+    );
+    let (_, listed) = state("[plugins]\nallowed = [\"greeter\"]\n");
+    assert_eq!(listed, bosun_plugins::PluginState::Untrusted);
+    // The registry path: refused before anything is fetched.
+    let managed = setup.managed("[plugins]\nallowed = [\"greeter\"]\n");
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = call_on(
+        &setup,
+        &setup.host_under(Some(&managed)),
+        broker.clone(),
+        "plugin_install",
+        json!({"name": "weather", "registry": "corp"}),
+    )
+    .await;
+    let (code, message) = error(&result);
+    assert_eq!(code, ErrorCode::Denied, "{message}");
+    assert!(
+        message.contains(&format!("{}:2", managed.display())),
+        "{message}"
+    );
+    assert!(setup.plugin_entries().is_empty());
+}
