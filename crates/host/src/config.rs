@@ -462,7 +462,12 @@ impl LoadedConfig {
                 .map_or_else(|| home.join("config.toml"), |f| f.path.clone());
             let refused = |refusal| ConfigError::managed(&path, refusal);
             managed.check_mode(user.mode).map_err(refused)?;
-            managed.apply_sandbox(&mut user.sandbox).map_err(refused)?;
+            let require_written = user_file
+                .as_ref()
+                .is_some_and(|f| line_of_key(&f.text, &["sandbox", "require"]).is_some());
+            managed
+                .apply_sandbox(&mut user.sandbox, require_written)
+                .map_err(refused)?;
             managed.check_mcp(&user.mcp).map_err(refused)?;
             managed
                 .apply_registries(&mut user.registries)

@@ -342,11 +342,17 @@ impl Managed {
     }
 
     /// Checks the user's sandbox settings and applies the managed ones the user left at their
-    /// defaults.
+    /// defaults. `require_written` says whether the user's file writes `[sandbox] require`
+    /// (a `false` left out and one written read the same).
     ///
     /// # Errors
-    /// The user turned the sandbox off where the managed file keeps it on.
-    pub fn apply_sandbox(&self, sandbox: &mut bosun_launch::SandboxConfig) -> Result<(), Refusal> {
+    /// The user turned the sandbox off, or wrote `require = false`, where the managed file keeps
+    /// it on.
+    pub fn apply_sandbox(
+        &self,
+        sandbox: &mut bosun_launch::SandboxConfig,
+        require_written: bool,
+    ) -> Result<(), Refusal> {
         if let Some(enabled) = &self.config.sandbox.enabled
             && *enabled.get_ref()
             && !sandbox.enabled
@@ -361,6 +367,14 @@ impl Managed {
         if let Some(require) = &self.config.sandbox.require
             && *require.get_ref()
         {
+            if require_written && !sandbox.require {
+                return Err(self.refusal(
+                    "sandbox.require",
+                    require.span(),
+                    "[sandbox] require = true",
+                    "every confinement layer is required on this machine: remove `require = false` from [sandbox]",
+                ));
+            }
             sandbox.require = true;
         }
         Ok(())
