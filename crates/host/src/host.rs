@@ -429,14 +429,14 @@ impl Host {
         let mut reserved = builtin_names(&builtins);
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
 
-        let gate =
-            host.config
-                .managed
-                .clone()
-                .map(|managed| plugin_runtime::install::ManagedGate {
-                    managed,
-                    home: host.config.home.clone(),
-                });
+        let gate = host
+            .config
+            .managed
+            .clone()
+            .map(|managed| crate::managed::ManagedGate {
+                managed,
+                home: host.config.home.clone(),
+            });
         let mut runtimes = plugin_runtime::runtimes(&engine);
         let mut listed: Vec<ListedPlugin> = Vec::new();
         for runtime in &mut runtimes {

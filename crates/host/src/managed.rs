@@ -717,6 +717,26 @@ impl Managed {
     }
 }
 
+/// The machine's managed policy and the `$BOSUN_HOME` its `[plugins]` rules are read against:
+/// what each place a plugin arrives after the config has loaded is handed.
+#[derive(Debug, Clone)]
+pub struct ManagedGate {
+    /// The policy.
+    pub managed: Managed,
+    /// `$BOSUN_HOME`.
+    pub home: PathBuf,
+}
+
+impl ManagedGate {
+    /// [`Managed::check_plugin`] against this home.
+    ///
+    /// # Errors
+    /// The managed rule refusing the plugin.
+    pub fn check(&self, arrival: &PluginArrival<'_>) -> Result<(), Refusal> {
+        self.managed.check_plugin(arrival, &self.home)
+    }
+}
+
 /// How a plugin reaches Bosun, for [`Managed::check_plugin`]: what a refusal names and asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PluginPath {

@@ -90,23 +90,17 @@ impl Runtime for ClaudeRuntime {
 /// Moves the installed plugins the machine's managed policy refuses (a blocked name, a
 /// source under a blocked prefix) from `loaded.plugins` to what is withheld, naming the rule:
 /// a plugin installed before the rule was written stops loading with it.
-fn withhold_managed(
-    loaded: &mut bosun_claude::Loaded,
-    gate: &crate::plugin_runtime::install::ManagedGate,
-) {
+fn withhold_managed(loaded: &mut bosun_claude::Loaded, gate: &crate::managed::ManagedGate) {
     let plugins = std::mem::take(&mut loaded.plugins);
     for plugin in plugins {
         let record = &plugin.record;
-        let checked = gate.managed.check_plugin(
-            &crate::managed::PluginArrival {
-                name: &record.name,
-                how: crate::managed::PluginPath::ClaudeMarketplace,
-                dir: None,
-                // The record keeps the source as the review showed it: `git URL ...`.
-                source: Some(record.source.strip_prefix("git ").unwrap_or(&record.source)),
-            },
-            &gate.home,
-        );
+        let checked = gate.check(&crate::managed::PluginArrival {
+            name: &record.name,
+            how: crate::managed::PluginPath::ClaudeMarketplace,
+            dir: None,
+            // The record keeps the source as the review showed it: `git URL ...`.
+            source: Some(record.source.strip_prefix("git ").unwrap_or(&record.source)),
+        });
         match checked {
             Ok(()) => loaded.plugins.push(plugin),
             Err(refusal) => {

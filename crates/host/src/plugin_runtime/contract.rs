@@ -82,7 +82,7 @@ pub struct Assembly<'a> {
     pub claude: &'a crate::claude_config::ClaudeConfig,
     /// The machine's managed policy, which a plugin found outside the catalog (a Claude Code
     /// plugin) must pass at every load.
-    pub managed: Option<&'a crate::plugin_runtime::install::ManagedGate>,
+    pub managed: Option<&'a crate::managed::ManagedGate>,
 }
 
 impl<'a> Assembly<'a> {

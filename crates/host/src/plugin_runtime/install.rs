@@ -54,6 +54,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::chokepoint::ToolRegistry;
+use crate::managed::ManagedGate;
 use crate::plugin_runtime::js::{JsBounds, JsEngine, JsManifestRef, JsPluginSpec, JsRuntime};
 use crate::tool::{ActionAsk, Tool, ToolContext};
 
@@ -146,41 +147,26 @@ pub struct PluginManager {
     managed: Option<ManagedGate>,
 }
 
-/// The machine's managed policy and the `$BOSUN_HOME` its `[plugins]` rules are read against.
-#[derive(Debug, Clone)]
-pub struct ManagedGate {
-    /// The policy.
-    pub managed: crate::managed::Managed,
-    /// `$BOSUN_HOME`.
-    pub home: PathBuf,
-}
-
-impl ManagedGate {
-    /// Refuses a plugin the managed policy does not allow, naming its rule.
-    fn check(
-        gate: Option<&Self>,
-        name: &str,
-        how: crate::managed::PluginPath,
-        dir: &Path,
-    ) -> Result<(), ToolError> {
-        let Some(gate) = gate else { return Ok(()) };
-        gate.managed
-            .check_plugin(
-                &crate::managed::PluginArrival {
-                    name,
-                    how,
-                    dir: Some(dir),
-                    source: None,
-                },
-                &gate.home,
-            )
-            .map_err(|refusal| {
-                ToolError::new(
-                    ErrorCode::Denied,
-                    format!("nothing was installed: {refusal}"),
-                )
-            })
-    }
+/// Refuses a plugin the managed policy does not allow, naming its rule.
+fn check_managed(
+    gate: Option<&ManagedGate>,
+    name: &str,
+    how: crate::managed::PluginPath,
+    dir: &Path,
+) -> Result<(), ToolError> {
+    let Some(gate) = gate else { return Ok(()) };
+    gate.check(&crate::managed::PluginArrival {
+        name,
+        how,
+        dir: Some(dir),
+        source: None,
+    })
+    .map_err(|refusal| {
+        ToolError::new(
+            ErrorCode::Denied,
+            format!("nothing was installed: {refusal}"),
+        )
+    })
 }
 
 impl std::fmt::Debug for PluginManager {
@@ -333,7 +319,7 @@ impl PluginManager {
             )));
         }
         let dir = plugin_dir(name, path, ctx)?;
-        ManagedGate::check(
+        check_managed(
             self.managed.as_ref(),
             name,
             crate::managed::PluginPath::AgentBuilt,
@@ -411,7 +397,7 @@ impl PluginManager {
             .open(registry, &access.home)
             .map_err(|e| failed(e.to_string()))?;
         // Judged before anything is fetched: where it would be installed, under its name.
-        ManagedGate::check(
+        check_managed(
             self.managed.as_ref(),
             &requested.name,
             crate::managed::PluginPath::Registry,
