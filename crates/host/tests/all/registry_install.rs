@@ -642,7 +642,7 @@ impl Setup {
     }
     /// A host whose configuration is read under the managed file `managed` (none: unmanaged).
     fn host_under(&self, managed: Option<&Path>) -> Host {
-        let workspace = Arc::new(bosun_host::Workspace::new(&self.ws(), &self.ws()).unwrap());
+        let workspace = Arc::new(bosun_host::Workspace::new(self.ws(), self.ws()).unwrap());
         let config =
             bosun_host::config::LoadedConfig::load_with(&self.home(), &workspace, managed).unwrap();
         Host::builder()
@@ -788,7 +788,7 @@ async fn a_trusted_project_plugin_outside_the_managed_dirs_is_not_offered_and_ca
     let setup = Setup::new();
     let managed = setup.managed(MANAGED_PLUGINS);
     setup.project_plugin("greeter");
-    let workspace = bosun_host::Workspace::new(&setup.ws(), &setup.ws()).unwrap();
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
     let unmanaged =
         bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, None).unwrap();
     let trusted =
@@ -855,7 +855,7 @@ async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
         "[plugins.greeter]\npath = \"{}\"\n",
         allowed.join("greeter").display()
     ));
-    let workspace = bosun_host::Workspace::new(&setup.ws(), &setup.ws()).unwrap();
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
     let error =
         bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
             .unwrap_err()
@@ -874,7 +874,7 @@ async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
 async fn a_plugin_not_on_the_managed_allowlist_is_refused_wherever_it_comes_from() {
     let setup = Setup::new();
     setup.project_plugin("greeter");
-    let workspace = bosun_host::Workspace::new(&setup.ws(), &setup.ws()).unwrap();
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
     let state = |text: &str| {
         let managed = setup.managed(text);
         let config =
