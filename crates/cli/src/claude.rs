@@ -86,10 +86,11 @@ pub fn install(
             home,
         )
         .map_err(|refusal| anyhow::anyhow!("nothing was installed: {refusal}"))?;
-        anyhow::Ok(
-            stage(&opened, marketplace, name, InstallOptions { allow_unpinned }, &launcher, home)
-                .await?,
-        )
+        let options = InstallOptions {
+            allow_unpinned,
+            grant_bin: env.config.user.claude.bin(&format!("{name}@{marketplace}")),
+        };
+        anyhow::Ok(stage(&opened, marketplace, name, options, &launcher, home).await?)
     })?;
     let options = &staged.layout.manifest.user_config;
     let kept_public = env.config.user.claude.values(&staged.id);
