@@ -789,6 +789,7 @@ mod first_hour;
 mod fleet;
 mod hardening;
 mod js;
+mod managed_plugins;
 mod mcp_client;
 mod mcp_trust;
 /// The OCI crate's real-registry helper, shared rather than copied.
