@@ -408,7 +408,7 @@ mod tests {
         input: &Value,
     ) -> HookOutcome {
         let launcher = bosun_launch::Launcher::new(bosun_launch::SandboxConfig::default())
-            .private(&dir.join("home"));
+            .private(dir.join("home"));
         for folder in ["plugin", "data", "ws"] {
             std::fs::create_dir_all(dir.join(folder)).unwrap();
         }

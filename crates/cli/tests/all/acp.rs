@@ -30,7 +30,7 @@ fn acp_modules() -> PathBuf {
     modules
 }
 
-fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
+pub(super) fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -42,7 +42,7 @@ fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
     (runtime, server)
 }
 
-fn call(name: &str, arguments: Value) -> Step {
+pub(super) fn call(name: &str, arguments: Value) -> Step {
     Step {
         tool_calls: vec![ScriptedCall {
             name: name.to_owned(),
@@ -54,7 +54,7 @@ fn call(name: &str, arguments: Value) -> Step {
 }
 
 /// Plays `plan` with the scripted editor and returns its report.
-fn editor(env: &Env, mut plan: Value) -> Value {
+pub(super) fn editor(env: &Env, mut plan: Value) -> Value {
     plan["bosun"] = json!(env!("CARGO_BIN_EXE_bosun"));
     plan["cwd"] = json!(env.ws());
     let mut extra = plan["env"].as_object().cloned().unwrap_or_default();
@@ -88,7 +88,7 @@ fn editor(env: &Env, mut plan: Value) -> Value {
 }
 
 /// The updates of one kind, in order.
-fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(super) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["updates"]
         .as_array()
         .unwrap()
@@ -99,7 +99,7 @@ fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
 }
 
 /// The responses of one step kind, in order.
-fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
+pub(super) fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
     report["responses"]
         .as_array()
         .unwrap()
@@ -108,7 +108,7 @@ fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn text_of(updates: &[&Value]) -> String {
+pub(super) fn text_of(updates: &[&Value]) -> String {
     updates
         .iter()
         .filter_map(|u| u["content"]["text"].as_str())

@@ -786,6 +786,7 @@ mod config_layers;
 mod first_hour;
 mod fleet;
 mod hardening;
+mod hostile_acp;
 mod js;
 mod mcp_client;
 mod mcp_trust;
