@@ -50,20 +50,40 @@ pub mod exit {
 }
 
 /// `bosun --version`: the crate's version, and the commit and date it was built from (set by
-/// `build.rs`; `unknown` when the build had neither git nor the packager's variables).
-static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "{} (commit {}, {})",
-        env!("CARGO_PKG_VERSION"),
-        option_env!("BOSUN_COMMIT").unwrap_or("unknown"),
-        option_env!("BOSUN_COMMIT_DATE").unwrap_or("unknown")
-    )
-});
+/// `build.rs`, which always sets both: `unknown` when the build had neither git nor the
+/// packager's variables). A constant, so printing it needs nothing built first.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BOSUN_COMMIT"),
+    ", ",
+    env!("BOSUN_COMMIT_DATE"),
+    ")"
+);
+
+/// What `bosun --version` prints: clap's own version line, byte for byte
+/// (`tests::the_early_version_line_is_what_clap_prints`).
+const VERSION_LINE: &str = concat!(
+    "bosun ",
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BOSUN_COMMIT"),
+    ", ",
+    env!("BOSUN_COMMIT_DATE"),
+    ")\n"
+);
+
+/// Whether the whole command line is `bosun --version` (or `-V`): answered before clap builds
+/// the definition of every command to parse one flag, which was a third of the command's time.
+/// Anything else on the line goes through clap as before.
+fn version_alone(mut args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    matches!((args.next(), args.next()), (Some(flag), None) if flag == "--version" || flag == "-V")
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "bosun",
-    version = VERSION.as_str(),
+    version = VERSION,
     about = "An agent host whose every tool call passes one chokepoint.",
     long_about = "An agent host whose every tool call passes one chokepoint.\n\nWithout a command, opens the interactive terminal UI (/help there lists its commands). With no model configured it offers to configure the OpenAI or Anthropic key or the local Ollama or vLLM it finds, else opens on a scripted demo model. `bosun doctor` checks the whole setup.",
     args_conflicts_with_subcommands = true
@@ -684,6 +704,10 @@ fn json_error(code: u8, message: &str) {
 }
 
 fn main() -> ExitCode {
+    if version_alone(std::env::args_os().skip(1)) {
+        term::write_stdout(VERSION_LINE);
+        return ExitCode::from(exit::OK);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -1004,5 +1028,34 @@ fn finish(result: anyhow::Result<u8>) -> ExitCode {
             }
             ExitCode::from(exit::USAGE)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_early_version_line_is_what_clap_prints() {
+        assert_eq!(Cli::command().render_version(), VERSION_LINE);
+        assert!(VERSION_LINE.starts_with(&format!("bosun {VERSION}")));
+    }
+
+    #[test]
+    fn only_a_lone_version_flag_is_answered_early() {
+        let args = |list: &[&str]| {
+            list.iter()
+                .map(std::ffi::OsString::from)
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert!(version_alone(args(&["--version"])));
+        assert!(version_alone(args(&["-V"])));
+        assert!(!version_alone(args(&[])));
+        assert!(!version_alone(args(&["--version", "--json"])));
+        assert!(!version_alone(args(&["tools", "--version"])));
+        assert!(!version_alone(args(&["--versions"])));
+        assert!(!version_alone(args(&["-v"])));
     }
 }

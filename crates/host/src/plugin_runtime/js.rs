@@ -74,8 +74,10 @@ pub struct JsPlugins {
 
 impl JsPlugins {
     /// Collects what every plugin in `specs` offers: from `cache` when an earlier activation
-    /// with the same inputs was kept there (nothing runs now), else by activating it (and
-    /// keeping what it registered). A plugin that fails to activate is left out with a warning.
+    /// with the same inputs was kept there (nothing runs now), else by activating it (and,
+    /// with a cache, keeping what it registered and dropping the instance until first use:
+    /// starting holds at most one instance at a time, whatever the number of plugins). A
+    /// plugin that fails to activate is left out with a warning.
     pub async fn start(
         specs: Vec<JsPluginSpec>,
         engine: &Arc<JsEngine>,
@@ -95,11 +97,17 @@ impl JsPlugins {
                 (Some(descriptor), Some(kept)) => {
                     Ok(JsRuntime::kept(spec, engine, descriptor, kept))
                 }
-                (_, kept) => JsRuntime::start(spec, engine).await.inspect(|runtime| {
-                    if let Some(kept) = kept {
-                        kept.cache.put(&kept.key, &runtime.descriptor);
-                    }
-                }),
+                (_, kept) => JsRuntime::start(spec, engine)
+                    .await
+                    .map(|runtime| match kept {
+                        // What it registered is kept and its instance released: it is
+                        // activated again at first use, like a plugin listed from the cache.
+                        Some(kept) => {
+                            kept.cache.put(&kept.key, &runtime.descriptor);
+                            JsRuntime::released(runtime, kept)
+                        }
+                        None => runtime,
+                    }),
             };
             let runtime = match started {
                 Ok(runtime) => runtime,

@@ -526,3 +526,73 @@ async fn a_js_network_tool_is_withheld_when_net_http_is_denied_outright() {
     let (denied, _) = host(vec![spec()], outright).await;
     assert_eq!(denied.chokepoint.action_of("page_fetch"), None);
 }
+
+/// A host starting with more JavaScript plugins than the engine has instance slots, with
+/// nothing kept yet (the first start after they were installed), lists every one: each is
+/// activated to learn what it registers, its description kept, and its instance dropped until
+/// it is called. Holding every start-time instance instead left all plugins past the engine's
+/// slots out ("all N plugin instance slots are in use").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_start_with_more_plugins_than_instance_slots_lists_them_all() {
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("js-cache")),
+        engine: bosun_sandbox::EngineLimits {
+            max_instances: 2,
+            ..bosun_sandbox::EngineLimits::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let engine = JsEngine::new(sandbox, ENGINE, None);
+    let kept = tempfile::tempdir().unwrap();
+    let cache = bosun_host::plugin_runtime::js::DescriptorCache::new(kept.path());
+    let specs: Vec<JsPluginSpec> = ["count-a", "count-b", "count-c", "count-d"]
+        .into_iter()
+        .map(|local| {
+            let mut spec = forge("count-text", &["tools:register"]);
+            spec.local_name = local.into();
+            spec
+        })
+        .collect();
+    let policy = policy("");
+    let plugins = JsPlugins::start(specs, &engine, &policy, Some(&cache)).await;
+    let left_out: Vec<_> = plugins
+        .warnings
+        .iter()
+        .filter(|w| w.contains("was not loaded"))
+        .collect();
+    assert!(left_out.is_empty(), "{left_out:?}");
+    assert_eq!(plugins.runtimes.len(), 4);
+    for runtime in &plugins.runtimes {
+        assert!(!runtime.is_active().await, "{runtime:?} holds an instance");
+    }
+    assert_eq!(std::fs::read_dir(kept.path()).unwrap().count(), 4);
+
+    // The first plugin's tool (the others' share its name and are not offered) activates it
+    // at its call, and the instance registers what was listed.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
+    let chokepoint = Chokepoint::builder(policy, workspace)
+        .tools(plugins.tools)
+        .build()
+        .unwrap();
+    let trace = Trace::create(
+        &dir.path().join(".runs"),
+        "run-1".into(),
+        None,
+        Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+    )
+    .unwrap();
+    let host = Host {
+        chokepoint,
+        session: Arc::new(Session::new("s")),
+        trace,
+        _dir: dir,
+    };
+    match host.call("count_text", json!({"text": "abc"})).await {
+        ToolResult::Ok { output, .. } => assert_eq!(output, json!({"characters": 3})),
+        other => panic!("{other:?}"),
+    }
+    assert!(plugins.runtimes[0].is_active().await);
+}

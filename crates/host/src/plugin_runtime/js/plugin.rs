@@ -134,6 +134,20 @@ impl JsRuntime {
         })
     }
 
+    /// The plugin as [`JsRuntime::kept`] makes it, from a runtime [`JsRuntime::start`] just
+    /// activated whose descriptor is now kept at `kept`: its instance is dropped, and the plugin
+    /// is activated again at its first call, hook or observed event, as at every later start.
+    /// So a host starting with many plugins and nothing kept yet holds no instance for a
+    /// plugin it never calls, and never needs more instances at once than it calls plugins
+    /// (the engine has a fixed number of instance slots). A runtime shared already is returned
+    /// as it is.
+    pub(super) fn released(runtime: Arc<Self>, kept: KeptAt) -> Arc<Self> {
+        match Arc::try_unwrap(runtime) {
+            Ok(this) => Self::kept(this.spec, &this.engine, this.descriptor, kept),
+            Err(shared) => shared,
+        }
+    }
+
     /// Whether an instance of the plugin is live now (it was activated and not poisoned).
     pub async fn is_active(&self) -> bool {
         self.plugin.is_live().await
