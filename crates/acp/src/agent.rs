@@ -12,9 +12,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateResponse, ClientNotification,
-    ClientRequest, Implementation, InitializeResponse, LoadSessionResponse, McpCapabilities,
-    NewSessionResponse, PromptCapabilities, PromptResponse, SessionId,
-    SetSessionConfigOptionResponse, SetSessionModeResponse,
+    ClientRequest, CloseSessionResponse, Implementation, InitializeResponse, LoadSessionResponse,
+    McpCapabilities, NewSessionResponse, PromptCapabilities, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionId, SetSessionConfigOptionResponse, SetSessionModeResponse,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use bosun_host::config::LoadedConfig;
@@ -139,6 +139,9 @@ impl Agent {
                 link.set_capabilities(initialize.client_capabilities.clone());
                 let capabilities = AgentCapabilities::new()
                     .load_session(true)
+                    .session_capabilities(
+                        SessionCapabilities::new().close(SessionCloseCapabilities::new()),
+                    )
                     .prompt_capabilities(
                         PromptCapabilities::new()
                             .embedded_context(true)
@@ -238,6 +241,23 @@ impl Agent {
                 });
                 Ok(())
             }
+            ClientRequest::CloseSessionRequest(close) => {
+                let session = match self.session(&close.session_id) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                self.sessions
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&*close.session_id.0);
+                for warning in session.close().await {
+                    link.update(
+                        &session.id,
+                        crate::updates::thought_chunk(format!("{warning}\n")),
+                    );
+                }
+                responder.respond(json(CloseSessionResponse::new())?)
+            }
             ClientRequest::SetSessionModeRequest(set) => {
                 let session = match self.session(&set.session_id) {
                     Ok(session) => session,
@@ -316,7 +336,8 @@ impl Agent {
         }
     }
 
-    /// Cancels every running turn and waits until each is saved.
+    /// Cancels every running turn and waits until each is saved; then each session still open
+    /// ends (the plugins' `SessionEnd` hooks run).
     pub async fn finish(&self) {
         let sessions: Vec<Arc<AcpSession>> = self
             .sessions
@@ -330,6 +351,17 @@ impl Agent {
         }
         let mut turns = self.turns.lock().await;
         while turns.join_next().await.is_some() {}
+        let open: Vec<Arc<AcpSession>> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, session)| session)
+            .collect();
+        // No editor is left to tell what failed.
+        for session in open {
+            let _ = session.close().await;
+        }
     }
 }
 

@@ -8,8 +8,10 @@
 //!
 //! What the editor may call: `initialize`, `authenticate` (names the missing key's variable),
 //! `session/new`, `session/load` (replays a stored session), `session/prompt`,
-//! `session/cancel`, `session/set_mode` (`read-only`, `workspace-write`, `full`) and
-//! `session/set_config_option` (`model`, from `[models]`). Where the editor offers
+//! `session/cancel`, `session/close` (the session ends: its plugins' `SessionEnd` hooks run, as
+//! they do for every session still open when the connection closes), `session/set_mode`
+//! (`read-only`, `workspace-write`, `full`) and `session/set_config_option` (`model`, from
+//! `[models]`). Where the editor offers
 //! `fs/read_text_file` and `fs/write_text_file`, the built-in file tools read and write its
 //! buffers (through `bosun_host::file_access`, still confined and judged). No unstable protocol
 //! feature is used.

@@ -328,6 +328,16 @@ impl AcpSession {
         }
     }
 
+    /// The editor closes the session (`session/close`) or the connection: the running turn is
+    /// cancelled and waited for (it holds the conversation until it is saved), then the
+    /// plugins' `SessionEnd` hooks run with `reason: "other"`. What failed is returned, for
+    /// the editor when it is still there to hear it.
+    pub async fn close(&self) -> Vec<String> {
+        self.cancel();
+        let conversation = self.conversation.lock().await;
+        conversation.end("other").await
+    }
+
     /// The configuration of the next turn: read again (rules remembered "always" meanwhile
     /// included), with the session's mode and the approved editor MCP servers.
     fn turn_config(&self) -> Result<LoadedConfig, Error> {

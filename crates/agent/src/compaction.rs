@@ -74,6 +74,17 @@ pub enum CompactError {
     /// The compacted session could not be stored.
     #[error("the compacted session could not be stored: {0}")]
     Store(#[source] crate::session_store::SessionError),
+    /// A plugin's `PreCompact` hook blocked it (exit 2 or `decision: "block"`, as in Claude
+    /// Code).
+    #[error(
+        "the PreCompact hook of the plugin `{plugin}` blocked compaction: {reason}; the conversation is kept as it was (disable the plugin's hook or uninstall it to compact)"
+    )]
+    Blocked {
+        /// The plugin.
+        plugin: String,
+        /// What its hook said.
+        reason: String,
+    },
 }
 
 /// Compacts `messages` by a summary from `provider`'s `model`: everything before the kept

@@ -725,8 +725,18 @@ impl Agent {
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> bool {
-        if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has("PreCompact")) {
-            hooks.pre_compact("auto", Some(trace), cancel).await;
+        if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has("PreCompact"))
+            && let Some((plugin, reason)) = hooks.pre_compact("auto", Some(trace), cancel).await
+        {
+            trace.record(Event::ContextCompacted {
+                summarised: 0,
+                kept: report.messages.len() as u64,
+                summary_bytes: 0,
+                error: Some(
+                    crate::compaction::CompactError::Blocked { plugin, reason }.to_string(),
+                ),
+            });
+            return false;
         }
         match compact(
             self.provider.as_ref(),

@@ -257,6 +257,7 @@ impl TurnBuilder {
         ))
         .build();
         conversation.grants.set_run_hooks(hooks.clone());
+        conversation.grants.set_plugin_bin(host.claude_bins());
         Ok(Turn {
             agent,
             host,
@@ -290,7 +291,9 @@ pub async fn compact_conversation(
         .filter(|h| h.has("PreCompact"))
     {
         // Written into the next run's trace.
-        hooks.pre_compact("manual", None, cancel).await;
+        if let Some((plugin, reason)) = hooks.pre_compact("manual", None, cancel).await {
+            return Err(CompactError::Blocked { plugin, reason });
+        }
     }
     let messages = &conversation.stored.messages;
     let (compacted, done) = compact(

@@ -39,6 +39,21 @@ pub const EVENTS: &[&str] = &[
     "FileChanged",
 ];
 
+/// The events whose command hooks Bosun runs: `PreToolUse` as a policy hook before each call,
+/// the others at the run's moments (`bosun_host::plugin_hooks`). A hook at another event of
+/// [`EVENTS`] is found and reported, not run.
+pub const RUN: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+];
+
 /// One handler.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Handler {

@@ -37,6 +37,14 @@ pub enum MarketplaceLocation {
     Dir(PathBuf),
     /// A git repository holding one.
     Git(String),
+    /// A `marketplace.json` fetched over HTTPS ([`crate::http`]) within `timeout`: its
+    /// relative sources cannot be installed.
+    Https {
+        /// Its address.
+        url: String,
+        /// How long the fetch may take.
+        timeout: std::time::Duration,
+    },
 }
 
 /// A marketplace read, with the folder its relative sources are in.
@@ -44,8 +52,9 @@ pub enum MarketplaceLocation {
 pub struct OpenedMarketplace {
     /// What it lists.
     pub marketplace: Marketplace,
-    /// Its root folder.
-    pub root: PathBuf,
+    /// Its root folder, where `./relative` sources are; `None` for a marketplace fetched as
+    /// one file over HTTPS.
+    pub root: Option<PathBuf>,
     /// Where it came from, as shown.
     pub origin: String,
     /// The commit, for a git marketplace.
@@ -140,6 +149,21 @@ pub async fn open_marketplace(
                 crate::fetch::clone_at(launcher, work.path(), url, None, None).await?;
             (repo, url.clone(), Some(commit), Some(work))
         }
+        MarketplaceLocation::Https { url, timeout } => {
+            let bytes = crate::http::fetch_marketplace(url, *timeout).await?;
+            let text = String::from_utf8(bytes).map_err(|_| ClaudeError::Manifest {
+                what: url.clone(),
+                message: "is not UTF-8 text".to_owned(),
+            })?;
+            let marketplace = parse_marketplace(&text, url)?;
+            return Ok(OpenedMarketplace {
+                marketplace,
+                root: None,
+                origin: url.clone(),
+                commit: None,
+                _clone: None,
+            });
+        }
     };
     let file = [".claude-plugin/marketplace.json", "marketplace.json"]
         .into_iter()
@@ -177,7 +201,7 @@ pub async fn open_marketplace(
     let marketplace = parse_marketplace(&text, &origin)?;
     Ok(OpenedMarketplace {
         marketplace,
-        root,
+        root: Some(root),
         origin,
         commit,
         _clone: clone,
@@ -217,6 +241,11 @@ pub struct InstalledPlugin {
     /// The `userConfig` keys that are secrets.
     #[serde(default)]
     pub sensitive: Vec<String>,
+    /// Whether the person installed it with its `bin/` granted (`[claude.plugins."<id>"] bin =
+    /// true` when they reviewed it): only then, and only while the grant stays in their config,
+    /// is `bin/` on `run_command`'s PATH.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bin_granted: bool,
     /// When the person decided.
     pub installed_at: DateTime<Utc>,
 }
@@ -294,6 +323,9 @@ impl Installed {
 pub struct InstallOptions {
     /// Allow a third-party source with no pinned commit.
     pub allow_unpinned: bool,
+    /// Put the plugin's `bin/` on `run_command`'s PATH (the person's `[claude.plugins."<id>"]
+    /// bin = true`): shown in the review and recorded with the decision.
+    pub grant_bin: bool,
 }
 
 /// A plugin fetched and read, not yet installed.
@@ -315,6 +347,8 @@ pub struct Staged {
     pub commit: Option<String>,
     /// What is installed under this id now.
     pub previous: Option<InstalledPlugin>,
+    /// Whether its `bin/` is granted in this decision (it has one and the person grants it).
+    pub bin_granted: bool,
     work: tempfile::TempDir,
 }
 
@@ -354,6 +388,7 @@ pub async fn stage(
     let mut commit = opened.commit.clone();
     match &entry.source {
         PluginSource::Relative(rel) => {
+<<<<<<< HEAD
             let from = match &m.plugin_root {
                 Some(root) if !rel.starts_with("./") => {
                     Path::new(root.trim_start_matches("./")).join(rel)
@@ -361,6 +396,39 @@ pub async fn stage(
                 _ => PathBuf::from(rel),
             };
             let canonical = plugin_folder(&opened.root, &from, rel)?;
+=======
+            let Some(root) = &opened.root else {
+                return Err(ClaudeError::Source {
+                    message: format!(
+                        "the plugin `{}` has the relative source `{}`, and the marketplace {} was fetched as one file over HTTPS: HTTP has no folder to copy it from (a web server lists no directories, so the plugin's files cannot be known), and Claude Code does not resolve relative sources of a URL marketplace either; ask the marketplace to publish as a git repository (url = \"https://host/repo.git\") or to give the plugin a github, url or git-subdir source",
+                        bosun_core::escape_hidden(name),
+                        bosun_core::escape_hidden(rel),
+                        bosun_core::escape_hidden(&opened.origin)
+                    ),
+                });
+            };
+            let base = match &m.plugin_root {
+                Some(plugin_root) if !rel.starts_with("./") => {
+                    root.join(plugin_root.trim_start_matches("./"))
+                }
+                _ => root.clone(),
+            };
+            let from = base.join(rel);
+            let canonical_root = root
+                .canonicalize()
+                .map_err(|e| ClaudeError::io(format!("reading {}", root.display()), e))?;
+            let canonical = from.canonicalize().map_err(|e| {
+                ClaudeError::io(format!("reading the plugin folder {}", from.display()), e)
+            })?;
+            if !canonical.starts_with(&canonical_root) || !canonical.is_dir() {
+                return Err(ClaudeError::Source {
+                    message: format!(
+                        "the source `{}` is not a folder inside the marketplace",
+                        bosun_core::escape_hidden(rel)
+                    ),
+                });
+            }
+>>>>>>> main
             copy_tree(&canonical, &staged_dir)?;
         }
         PluginSource::Remote(RemoteSource::Npm { package, .. }) => {
@@ -427,6 +495,7 @@ pub async fn stage(
     let digest = tree.digest();
     let id = format!("{name}@{registry}");
     let previous = Installed::load(home)?.plugins.get(&id).cloned();
+    let bin_granted = options.grant_bin && !layout.bin.is_empty();
     Ok(Staged {
         id,
         entry,
@@ -436,16 +505,17 @@ pub async fn stage(
         digest,
         commit,
         previous,
+        bin_granted,
         work,
     })
 }
 
 impl Staged {
-    /// Whether this is exactly what is installed already.
+    /// Whether this is exactly what is installed already, with the same `bin/` grant.
     pub fn unchanged(&self) -> bool {
         self.previous
             .as_ref()
-            .is_some_and(|p| p.digest == self.digest)
+            .is_some_and(|p| p.digest == self.digest && p.bin_granted == self.bin_granted)
     }
 
     /// The trust review: every part that runs code, what is not supported, the digest.
@@ -488,8 +558,26 @@ impl Staged {
         } else {
             text.push_str("  runs code (each in the OS sandbox, judged by your policy):\n");
             for part in &executables {
-                text.push_str(&format!("    {} {}: {}\n", part.kind, part.name, part.runs));
+                let digest = (part.kind == "bin")
+                    .then(|| self.tree.files.get(&format!("bin/{}", part.name)))
+                    .flatten()
+                    .map(|f| format!(" (sha256 {})", f.sha256))
+                    .unwrap_or_default();
+                text.push_str(&format!(
+                    "    {} {}{digest}: {}\n",
+                    part.kind, part.name, part.runs
+                ));
             }
+        }
+        if !self.layout.bin.is_empty() {
+            text.push_str(&if self.bin_granted {
+                "  bin/: GRANTED — its programs are on run_command's PATH, run in the OS sandbox (bin/ read-only) and judged by your policy, while `bin = true` stays in your config\n".to_owned()
+            } else {
+                format!(
+                    "  bin/: not granted — its programs are not run (to grant it: `bin = true` under [claude.plugins.\"{}\"] in config.toml, then install again to review it so)\n",
+                    self.id
+                )
+            });
         }
         for (key, option) in &m.user_config {
             text.push_str(&format!(
@@ -587,6 +675,7 @@ impl Staged {
                 .filter(|(_, o)| o.sensitive)
                 .map(|(k, _)| k.clone())
                 .collect(),
+            bin_granted: self.bin_granted,
             installed_at: now,
         };
         let mut installed = Installed::load(home)?;

@@ -44,8 +44,12 @@ pub struct PluginLayout {
     /// The files of `bin/`.
     pub bin: Vec<String>,
     /// What it has that Bosun finds but does not support (LSP servers, output styles, themes,
-    /// channels, `.mcpb` bundles, non-command hooks).
+    /// channels, `.mcpb` bundles, and [`PluginLayout::hooks_not_run`]).
     pub unsupported: Vec<String>,
+    /// Each hook Bosun finds but does not run, named with its event and type: a `prompt`,
+    /// `agent`, `http` or `mcp_tool` hook, or a command hook at an event Bosun has no moment
+    /// for. Shown in the review and at every load.
+    pub hooks_not_run: Vec<String>,
     /// What makes Bosun refuse it (monitors).
     pub refused: Vec<String>,
     /// What was ignored while reading.
@@ -198,6 +202,7 @@ impl PluginLayout {
             mcp_servers: BTreeMap::new(),
             bin: Vec::new(),
             unsupported: Vec::new(),
+            hooks_not_run: Vec::new(),
             refused: Vec::new(),
             warnings,
         };
@@ -248,20 +253,31 @@ impl PluginLayout {
                 .push("plugin.json: hooks is neither a path nor a map: ignored".to_owned()),
             None => {}
         }
-        for groups in self.hooks.values_mut() {
+        for (event, groups) in &mut self.hooks {
+            let moment = crate::hooks::RUN.contains(&event.as_str());
             for group in groups.iter_mut() {
-                let before = group.hooks.len();
+                for handler in &group.hooks {
+                    let kind = bosun_core::escape_hidden(&handler.kind);
+                    if handler.kind != "command" {
+                        self.hooks_not_run.push(format!(
+                            "a `{kind}` hook at {event} (Bosun runs command hooks only)"
+                        ));
+                    } else if handler.command.is_none() {
+                        self.hooks_not_run
+                            .push(format!("a command hook at {event} without a command"));
+                    } else if !moment {
+                        self.hooks_not_run.push(format!(
+                            "a command hook at {event} (Bosun has no {event} moment)"
+                        ));
+                    }
+                }
                 group
                     .hooks
                     .retain(|h| h.kind == "command" && h.command.is_some());
-                if group.hooks.len() != before {
-                    self.unsupported.push(
-                        "hooks of type prompt, agent, http or mcp_tool (only command hooks run)"
-                            .to_owned(),
-                    );
-                }
             }
         }
+        self.hooks_not_run.dedup();
+        self.unsupported.extend(self.hooks_not_run.iter().cloned());
         let default_mcp = root.join(".mcp.json");
         if default_mcp.is_file() {
             let servers = servers_of(&read_json(&default_mcp)?, ".mcp.json", &mut self.warnings);
@@ -358,7 +374,7 @@ impl PluginLayout {
             out.push(Executable {
                 kind: "bin".to_owned(),
                 name: bosun_core::escape_hidden(file),
-                runs: "only on request, inside the sandboxed run_command".to_owned(),
+                runs: "on run_command's PATH, inside the OS sandbox, only when granted".to_owned(),
             });
         }
         out

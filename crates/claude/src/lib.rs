@@ -11,6 +11,7 @@
 //!   read only when its bytes are the ones reviewed.
 //! - [`tree`]: a plugin's files as one content digest; the cache is keyed by it.
 //! - [`fetch`]: git, run through the sandbox launcher, never a shell.
+//! - [`http`]: a `marketplace.json` over HTTPS: capped, timed, redirects only within its origin.
 //! - [`install`]: open a marketplace, stage a plugin, review, commit into the cache, record.
 //! - [`loaded`]: the installed plugins checked against their records at every load.
 //! - [`source`]: the registry opener for `kind = "claude-marketplace"` (`bosun plugins search`).
@@ -20,6 +21,7 @@
 pub mod components;
 pub mod fetch;
 pub mod hooks;
+pub mod http;
 pub mod install;
 pub mod layout;
 pub mod loaded;

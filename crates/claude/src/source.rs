@@ -18,10 +18,24 @@ use crate::marketplace::PluginSource;
 /// The format name a marketplace's entries carry.
 pub const FORMAT: &str = "claude";
 
-/// Where `config` says the marketplace is: `path` (a folder) or `url` (a git repository).
+/// Where `config` says the marketplace is: `path` (a folder), or `url`: a `marketplace.json`
+/// over HTTPS when its path ends in `.json`, else a git repository.
 pub fn location(name: &str, config: &RegistryConfig) -> Result<MarketplaceLocation, RegistryError> {
     match (&config.path, &config.url) {
         (Some(path), None) => Ok(MarketplaceLocation::Dir(path.clone())),
+        (None, Some(url)) if crate::http::is_json_url(url) => {
+            crate::http::check_url(url).map_err(|e| RegistryError::Config {
+                source_name: name.to_owned(),
+                message: e.to_string(),
+            })?;
+            Ok(MarketplaceLocation::Https {
+                url: url.clone(),
+                timeout: config.timeout_secs.map_or(
+                    crate::http::MARKETPLACE_TIMEOUT,
+                    std::time::Duration::from_secs,
+                ),
+            })
+        }
         (None, Some(url)) => {
             crate::fetch::port_of(url).map_err(|e| RegistryError::Config {
                 source_name: name.to_owned(),
@@ -31,7 +45,7 @@ pub fn location(name: &str, config: &RegistryConfig) -> Result<MarketplaceLocati
         }
         _ => Err(RegistryError::Config {
             source_name: name.to_owned(),
-            message: "needs exactly one of path = \"/the/marketplace\" or url = \"https://host/repo.git\"".to_owned(),
+            message: "needs exactly one of path = \"/the/marketplace\", url = \"https://host/repo.git\" (a git repository) or url = \"https://host/path/marketplace.json\"".to_owned(),
         }),
     }
 }

@@ -87,9 +87,120 @@ pub fn list_to_bosun(items: &[String]) -> (Vec<String>, Vec<String>) {
     (known, unknown)
 }
 
+/// What a permission rule's pattern (`Bash(git *)`, `Edit(src/*)`) is matched against:
+/// `run_command`'s command line (`program args…`), another tool's `path`.
+pub fn rule_subject(tool: &str, input: &Value) -> Option<String> {
+    if tool == "run_command" {
+        let mut line = input.get("program")?.as_str()?.to_owned();
+        for arg in input
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            line.push(' ');
+            line.push_str(arg.as_str()?);
+        }
+        return Some(line);
+    }
+    input.get("path")?.as_str().map(str::to_owned)
+}
+
+/// A permission rule's pattern as an anchored regex: `prefix:*` matches `prefix` and
+/// `prefix …`; `*` matches anything.
+pub fn rule_pattern(pattern: &str) -> Option<regex::Regex> {
+    let glob = |text: &str| {
+        text.split('*')
+            .map(regex::escape)
+            .collect::<Vec<_>>()
+            .join(".*")
+    };
+    let source = match pattern.strip_suffix(":*") {
+        Some(prefix) => format!("^{}(?:\\s.*)?$", glob(prefix)),
+        None => format!("^{}$", glob(pattern)),
+    };
+    regex::Regex::new(&source).ok()
+}
+
+/// Whether a hook whose `if` is `condition` (a permission rule such as `Bash(git *)` or
+/// `Edit(src/*)`, Claude Code's tool names or Bosun's) runs for a call of Bosun's `tool` with
+/// `input`. No condition, or one Bosun cannot read (a tool it has no name for, a pattern it
+/// cannot compile), runs it: a hook can only tighten, so running it when unsure never loosens
+/// anything.
+pub fn hook_condition_holds(condition: Option<&str>, tool: &str, input: &Value) -> bool {
+    let Some(condition) = condition.map(str::trim).filter(|c| !c.is_empty()) else {
+        return true;
+    };
+    let (base, pattern) = match condition.split_once('(') {
+        Some((base, rest)) => (base.trim(), Some(rest.trim_end_matches(')').trim())),
+        None => (condition, None),
+    };
+    let named = to_bosun(base).or_else(|| {
+        (!base.is_empty()
+            && base
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+        .then(|| base.to_owned())
+    });
+    let Some(named) = named else {
+        return true;
+    };
+    if named != tool {
+        return false;
+    }
+    match pattern {
+        None | Some("" | "*") => true,
+        Some(pattern) => match rule_pattern(pattern) {
+            Some(regex) => rule_subject(tool, input).is_some_and(|s| regex.is_match(&s)),
+            None => true,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hooks_if_runs_it_only_for_the_calls_its_rule_names() {
+        let git = serde_json::json!({"program": "git", "args": ["push"]});
+        let rm = serde_json::json!({"program": "rm", "args": ["-rf", "x"]});
+        let read = serde_json::json!({"path": "src/lib.rs"});
+        assert!(hook_condition_holds(None, "run_command", &rm));
+        assert!(hook_condition_holds(Some("  "), "run_command", &rm));
+        assert!(hook_condition_holds(
+            Some("Bash(git *)"),
+            "run_command",
+            &git
+        ));
+        assert!(!hook_condition_holds(
+            Some("Bash(git *)"),
+            "run_command",
+            &rm
+        ));
+        assert!(!hook_condition_holds(
+            Some("Bash(git *)"),
+            "read_file",
+            &read
+        ));
+        assert!(hook_condition_holds(
+            Some("Read(src/*)"),
+            "read_file",
+            &read
+        ));
+        assert!(!hook_condition_holds(
+            Some("Read(docs/*)"),
+            "read_file",
+            &read
+        ));
+        assert!(hook_condition_holds(Some("Bash"), "run_command", &rm));
+        // A rule naming no tool Bosun has runs the hook: unsure is stricter.
+        assert!(hook_condition_holds(
+            Some("NotebookEdit(*)"),
+            "run_command",
+            &rm
+        ));
+    }
 
     #[test]
     fn names_map_both_ways_and_patterns_count_as_their_tool() {

@@ -256,13 +256,22 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository `toolbox.git` holding the plugin, served by `git daemon` on 127.0.0.1.
 fn serve_plugin(base: &Path) -> (Daemon, u16, String) {
-    let work = base.join("work");
-    copy_dir(&fixtures().join("marketplace/plugins/toolbox"), &work);
+    serve_repo(base, "toolbox", |work| {
+        copy_dir(&fixtures().join("marketplace/plugins/toolbox"), work);
+    })
+}
+
+/// A repository `<name>.git` whose files `populate` writes, served by `git daemon` on
+/// 127.0.0.1; its port and commit.
+fn serve_repo(base: &Path, name: &str, populate: impl Fn(&Path)) -> (Daemon, u16, String) {
+    let work = base.join(format!("work-{name}"));
+    std::fs::create_dir_all(&work).unwrap();
+    populate(&work);
     git(&work, &["init", "-q"]);
     git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "toolbox"]);
+    git(&work, &["commit", "-q", "-m", name]);
     let sha = git(&work, &["rev-parse", "HEAD"]);
-    let served = base.join("served");
+    let served = base.join(format!("served-{name}"));
     std::fs::create_dir_all(&served).unwrap();
     git(
         base,
@@ -271,7 +280,7 @@ fn serve_plugin(base: &Path) -> (Daemon, u16, String) {
             "-q",
             "--bare",
             work.to_str().unwrap(),
-            served.join("toolbox.git").to_str().unwrap(),
+            served.join(format!("{name}.git")).to_str().unwrap(),
         ],
     );
     let port = TcpListener::bind("127.0.0.1:0")
@@ -350,6 +359,7 @@ async fn a_git_source_is_fetched_in_the_sandbox_at_its_pinned_commit_and_unpinne
         "toolbox",
         InstallOptions {
             allow_unpinned: true,
+            ..InstallOptions::default()
         },
         &launcher,
         &home,
@@ -587,6 +597,7 @@ fn bosun_decides_on_a_corpus_of_marketplaces_as_the_schema_does() {
     }
 }
 
+<<<<<<< HEAD
 /// Serves the repository built in `work` as `<name>.git` by `git daemon` on 127.0.0.1; its
 /// `git://` URL and head commit.
 fn serve_repo(base: &Path, work: &Path, name: &str) -> (Daemon, String, String) {
@@ -765,14 +776,108 @@ async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_fil
     let refused = stage(
         &opened,
         "sourced",
+=======
+/// A marketplace that is a git repository (`url = "git://…"`), its plugin a `./relative`
+/// folder of that repository; and the same folder as a `git-subdir` source of another
+/// marketplace, pinned: both fetch exactly the fixture plugin's files (the same content digest
+/// as from the folder), and a `git-subdir` path that climbs out of the repository is refused.
+#[tokio::test]
+async fn a_git_marketplace_and_a_git_subdir_source_fetch_the_plugin_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let launcher = launcher(&home);
+    let (_daemon, port, sha) = serve_repo(tmp.path(), "mono", |work| {
+        copy_dir(
+            &fixtures().join("marketplace/plugins/toolbox"),
+            &work.join("plugins/toolbox"),
+        );
+        git_marketplace(work, serde_json::json!("./plugins/toolbox"));
+        std::fs::write(work.join("README.md"), "not part of the plugin").unwrap();
+    });
+    let url = format!("git://127.0.0.1:{port}/mono.git");
+    let local = open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    let from_dir = stage(
+        &local,
+        "fixtures",
+>>>>>>> main
         "toolbox",
         InstallOptions::default(),
         &launcher,
         &home,
     )
     .await
+<<<<<<< HEAD
     .map(|staged| staged.review())
     .unwrap_err();
     assert!(refused.to_string().contains("outside"), "{refused}");
     assert!(!anything_holds(&home, "SECRET-OUTSIDE-THE-REPO"));
+=======
+    .unwrap();
+
+    let from_git_market =
+        open_marketplace(&MarketplaceLocation::Git(url.clone()), &launcher, &home)
+            .await
+            .unwrap();
+    assert_eq!(from_git_market.commit.as_deref(), Some(sha.as_str()));
+    let staged = stage(
+        &from_git_market,
+        "mono",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.digest, from_dir.digest);
+
+    let market = tmp.path().join("market");
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/toolbox", "sha": sha}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let subdir = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(subdir.digest, from_dir.digest);
+    assert_eq!(subdir.commit.as_deref(), Some(sha.as_str()));
+    assert!(!subdir.tree.files.contains_key("README.md"));
+
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/../../x", "sha": sha}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let climbing = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await;
+    assert!(
+        climbing.is_err(),
+        "a path out of the repository was fetched"
+    );
+>>>>>>> main
 }

@@ -69,7 +69,11 @@ pub fn install(
                 opened.marketplace.name
             );
         }
-        stage(&opened, marketplace, name, InstallOptions { allow_unpinned }, &launcher, home).await
+        let options = InstallOptions {
+            allow_unpinned,
+            grant_bin: env.config.user.claude.bin(&format!("{name}@{marketplace}")),
+        };
+        stage(&opened, marketplace, name, options, &launcher, home).await
     })?;
     let options = &staged.layout.manifest.user_config;
     let kept_public = env.config.user.claude.values(&staged.id);

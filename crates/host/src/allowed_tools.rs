@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use bosun_core::{Decision, ToolCall};
 use bosun_policy::HookVerdict;
 use regex::Regex;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookFailure, PolicyHook, SessionLabels};
@@ -64,7 +63,7 @@ impl AllowedTools {
             };
             let pattern = match pattern {
                 None | Some("" | "*") => None,
-                Some(pattern) => match matcher(pattern) {
+                Some(pattern) => match bosun_claude::tools::rule_pattern(pattern) {
                     Some(regex) => Some(regex),
                     None => {
                         notes.push(format!(
@@ -107,7 +106,7 @@ impl AllowedTools {
         if entries.iter().any(|e| e.pattern.is_none()) {
             return None;
         }
-        let subject = subject(call.name.as_str(), &call.input);
+        let subject = bosun_claude::tools::rule_subject(call.name.as_str(), &call.input);
         let allowed = subject.as_deref().is_some_and(|s| {
             entries
                 .iter()
@@ -143,40 +142,6 @@ impl PolicyHook for AllowedTools {
     }
 }
 
-/// What a pattern is matched against: `run_command`'s command line, another tool's `path`.
-fn subject(tool: &str, input: &Value) -> Option<String> {
-    if tool == "run_command" {
-        let mut line = input.get("program")?.as_str()?.to_owned();
-        for arg in input
-            .get("args")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            line.push(' ');
-            line.push_str(arg.as_str()?);
-        }
-        return Some(line);
-    }
-    input.get("path")?.as_str().map(str::to_owned)
-}
-
-/// A pattern as an anchored regex: `prefix:*` matches `prefix` and `prefix …`; `*` matches
-/// anything.
-fn matcher(pattern: &str) -> Option<Regex> {
-    let glob = |text: &str| {
-        text.split('*')
-            .map(regex::escape)
-            .collect::<Vec<_>>()
-            .join(".*")
-    };
-    let source = match pattern.strip_suffix(":*") {
-        Some(prefix) => format!("^{}(?:\\s.*)?$", glob(prefix)),
-        None => format!("^{}$", glob(pattern)),
-    };
-    Regex::new(&source).ok()
-}
-
 /// `a, Bash(x, y), b` as its entries: commas inside parentheses do not split.
 fn split_top_level(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -204,7 +169,7 @@ fn split_top_level(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn call(name: &str, input: Value) -> ToolCall {
         ToolCall {

@@ -1,7 +1,8 @@
 //! `[claude.plugins."<name>@<marketplace>"]` in the user's config: what a person chose for an
 //! installed Claude Code plugin: its `userConfig` answers that are not secrets, and the network
 //! its MCP servers may reach (`[claude.plugins."<id>".mcp.<server>] network`; none unless
-//! granted). A plugin's `bin/` is listed in its review and never run. Only the user's file holds it (a
+//! granted), and whether its `bin/` goes on `run_command`'s PATH (`bin = true`; a grant the
+//! person reviewed at install, see [`ClaudeConfig::bin`]). Only the user's file holds it (a
 //! project's config cannot), and a plugin's secrets never do: they are kept under
 //! `$BOSUN_HOME/claude/secrets/`, which no tool reads.
 
@@ -28,6 +29,11 @@ pub struct ClaudePluginConfig {
     /// What a person granted its MCP servers, by the server's own name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp: BTreeMap<String, ClaudeServerGrant>,
+    /// Its `bin/` on `run_command`'s PATH (read-only, inside the OS sandbox). Part of the trust
+    /// decision: it takes effect once the plugin is installed (reviewed) with it set, and ends
+    /// when it is removed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bin: bool,
 }
 
 /// `[claude.plugins."<id>".mcp.<server>]`.
@@ -58,6 +64,11 @@ impl ClaudeConfig {
 }
 
 impl ClaudeConfig {
+    /// Whether a person grants the plugin `id` its `bin/` (`[claude.plugins."<id>"] bin`).
+    pub fn bin(&self, id: &str) -> bool {
+        self.plugins.get(id).is_some_and(|p| p.bin)
+    }
+
     /// The network a person granted the server `server` of the plugin `id`.
     pub fn network(&self, id: &str, server: &str) -> &[String] {
         self.plugins

@@ -682,6 +682,18 @@ impl Host {
             .map_or(&[], crate::plugin_runtime::claude::ClaudeRuntime::plugins)
     }
 
+    /// The `bin/` folders of installed Claude Code plugins a person granted and reviewed, for
+    /// `run_command`'s PATH (none for a host built without plugins).
+    pub fn claude_bins(&self) -> Vec<std::path::PathBuf> {
+        self.runtimes
+            .iter()
+            .find_map(|r| {
+                r.as_any()
+                    .downcast_ref::<crate::plugin_runtime::claude::ClaudeRuntime>()
+            })
+            .map_or_else(Vec::new, |r| r.bins().to_vec())
+    }
+
     /// The installed Claude Code plugins this assembly did not load (changed since review, or
     /// refused), so a face refuses what names them instead of passing it on as text.
     pub fn claude_withheld(&self) -> &[bosun_claude::Withheld] {

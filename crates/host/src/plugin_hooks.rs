@@ -175,13 +175,14 @@ impl RunHooks {
     }
 
     /// Runs every handler of `event` whose matcher matches `subject` (every handler when the
-    /// event has no subject), one after another, each traced; stops early on cancellation.
+    /// event has no subject) and, for a tool event, whose `if` holds for `call`, one after
+    /// another, each traced; stops early on cancellation.
     async fn fire(
         &self,
         event: &str,
         subject: Option<&str>,
         fields: Map<String, Value>,
-        call_id: Option<&str>,
+        call: Option<&ToolCall>,
         trace: Option<&Trace>,
         cancel: &CancellationToken,
     ) -> Vec<Said> {
@@ -214,6 +215,15 @@ impl RunHooks {
                 .filter(|g: &&Group| subject.is_none_or(|s| matches(g.matcher.as_deref(), s)))
                 .flat_map(|g| g.hooks.iter())
                 .filter(|h| h.kind == "command")
+                .filter(|h| {
+                    call.is_none_or(|call| {
+                        bosun_claude::tools::hook_condition_holds(
+                            h.condition.as_deref(),
+                            call.name.as_str(),
+                            &call.input,
+                        )
+                    })
+                })
             {
                 let started = Instant::now();
                 let reply = tokio::select! {
@@ -228,7 +238,7 @@ impl RunHooks {
                         plugin: plugin.record.id.clone(),
                         outcome: outcome.to_owned(),
                         detail: detail.map(|d| bounded(&d)),
-                        call_id: call_id.map(str::to_owned),
+                        call_id: call.map(|c| c.id.clone()),
                         duration_ms: u64::try_from(started.elapsed().as_millis())
                             .unwrap_or(u64::MAX),
                     },
@@ -339,7 +349,7 @@ impl RunHooks {
                 "PostToolUse",
                 Some(&tool_name),
                 fields,
-                Some(&call.id),
+                Some(call),
                 Some(trace),
                 cancel,
             )
@@ -411,21 +421,29 @@ impl RunHooks {
         }
     }
 
-    /// `PreCompact` (`trigger`: `auto` when the run compacts, `manual` for `/compact`): told,
-    /// not asked (Bosun compacts what it must to go on). `trace` is `None` outside a run: what
-    /// ran is written into the next run's trace.
+    /// `PreCompact` (`trigger`: `auto` when the run compacts, `manual` for `/compact`). As in
+    /// Claude Code (since 2.1.105), a hook may block the compaction — exit 2 (stderr the
+    /// reason) or `decision: "block"` — and the first that does is returned with its reason:
+    /// the caller keeps the conversation as it is. Blocking compaction loosens nothing: a run
+    /// whose window is then full ends over it, within its budgets. `trace` is `None` outside a
+    /// run: what ran is written into the next run's trace.
     pub async fn pre_compact(
         &self,
         trigger: &str,
         trace: Option<&Trace>,
         cancel: &CancellationToken,
-    ) {
+    ) -> Option<(String, String)> {
         let fields = fields([
             ("trigger", json!(trigger)),
             ("custom_instructions", json!("")),
         ]);
         self.fire("PreCompact", Some(trigger), fields, None, trace, cancel)
-            .await;
+            .await
+            .into_iter()
+            .find_map(|s| match s.reply.decision {
+                HookOutcome::Block(reason) => Some((s.plugin, bounded(&reason))),
+                _ => None,
+            })
     }
 
     /// `Notification` (`kind`: `permission_prompt` when a person is asked to approve a call):
@@ -509,6 +527,16 @@ fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_events_run_here_are_the_ones_the_review_says_run() {
+        let mut here: Vec<&str> = RUN_EVENTS.to_vec();
+        here.push("PreToolUse");
+        here.sort_unstable();
+        let mut said: Vec<&str> = bosun_claude::hooks::RUN.to_vec();
+        said.sort_unstable();
+        assert_eq!(here, said);
+    }
 
     #[test]
     fn hook_words_are_bounded_and_named() {

@@ -37,6 +37,9 @@ pub struct Session {
     /// The plugins' run-moment hooks of the last turn, for the moments between turns
     /// (`/compact`, the session's end).
     run_hooks: Mutex<Option<Arc<crate::plugin_hooks::RunHooks>>>,
+    /// The `bin/` folders of Claude Code plugins a person granted: on `run_command`'s PATH
+    /// (before the rest) and readable in its sandbox, nothing else of the plugin.
+    plugin_bin: Mutex<Arc<[std::path::PathBuf]>>,
 }
 
 /// The longest text kept of what the person asked or the model last said, in characters.
@@ -148,6 +151,19 @@ impl Session {
         *self.run_hooks.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
     }
 
+    /// Sets the granted plugins' `bin/` folders for the turn going on (and its subagents).
+    pub fn set_plugin_bin(&self, folders: Vec<std::path::PathBuf>) {
+        *self.plugin_bin.lock().unwrap_or_else(|e| e.into_inner()) = folders.into();
+    }
+
+    /// The granted plugins' `bin/` folders ([`Session::set_plugin_bin`]).
+    pub fn plugin_bin(&self) -> Arc<[std::path::PathBuf]> {
+        self.plugin_bin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The plugins' run-moment hooks of the last turn, if any plugin has one.
     pub fn run_hooks(&self) -> Option<Arc<crate::plugin_hooks::RunHooks>> {
         self.run_hooks
@@ -233,6 +249,7 @@ impl Session {
         self.absorb(parent);
         self.set_plan(parent.is_plan());
         self.set_checkpoint(parent.checkpoint());
+        *self.plugin_bin.lock().unwrap_or_else(|e| e.into_inner()) = parent.plugin_bin();
     }
 
     /// Sets (or, with `None`, ends) the checkpoint of the run going on: the file tools keep

@@ -30,7 +30,7 @@ fn acp_modules() -> PathBuf {
     modules
 }
 
-pub(super) fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
+pub(crate) fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -42,7 +42,7 @@ pub(super) fn serve(steps: Vec<Step>) -> (tokio::runtime::Runtime, ScriptedServe
     (runtime, server)
 }
 
-pub(super) fn call(name: &str, arguments: Value) -> Step {
+pub(crate) fn call(name: &str, arguments: Value) -> Step {
     Step {
         tool_calls: vec![ScriptedCall {
             name: name.to_owned(),
@@ -54,7 +54,7 @@ pub(super) fn call(name: &str, arguments: Value) -> Step {
 }
 
 /// Plays `plan` with the scripted editor and returns its report.
-pub(super) fn editor(env: &Env, mut plan: Value) -> Value {
+pub(crate) fn editor(env: &Env, mut plan: Value) -> Value {
     plan["bosun"] = json!(env!("CARGO_BIN_EXE_bosun"));
     plan["cwd"] = json!(env.ws());
     let mut extra = plan["env"].as_object().cloned().unwrap_or_default();
@@ -88,7 +88,7 @@ pub(super) fn editor(env: &Env, mut plan: Value) -> Value {
 }
 
 /// The updates of one kind, in order.
-pub(super) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["updates"]
         .as_array()
         .unwrap()
@@ -99,7 +99,7 @@ pub(super) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
 }
 
 /// The responses of one step kind, in order.
-pub(super) fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
+pub(crate) fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
     report["responses"]
         .as_array()
         .unwrap()
@@ -108,7 +108,7 @@ pub(super) fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-pub(super) fn text_of(updates: &[&Value]) -> String {
+pub(crate) fn text_of(updates: &[&Value]) -> String {
     updates
         .iter()
         .filter_map(|u| u["content"]["text"].as_str())
@@ -562,14 +562,14 @@ fn the_plan_the_model_keeps_reaches_the_editor_as_plan_updates() {
 
 /// The Python SDK's keyed server (`tests/peers/mcp_keyed_server.py`) over `transport` (`sse`
 /// or `http`) on a free loopback port, answering only requests carrying `key`; stopped on drop.
-struct KeyedPeer {
+pub(crate) struct KeyedPeer {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
     dir: tempfile::TempDir,
 }
 
 impl KeyedPeer {
-    fn start(transport: &str, key: &str) -> Self {
+    pub(crate) fn start(transport: &str, key: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -600,7 +600,7 @@ impl KeyedPeer {
     }
 
     /// How many requests it refused for a missing or wrong key.
-    fn refused(&self) -> usize {
+    pub(crate) fn refused(&self) -> usize {
         std::fs::read_to_string(self.dir.path().join("refused.txt"))
             .map(|text| text.lines().count())
             .unwrap_or(0)

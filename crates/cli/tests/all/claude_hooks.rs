@@ -333,3 +333,379 @@ fn a_session_start_hook_that_writes_outside_its_sandbox_is_stopped() {
         "{first}"
     );
 }
+
+/// The JSON lines a hook appended to its plugin's data folder (`events.jsonl`).
+fn logged(env: &Env, id: &str) -> Vec<Value> {
+    let path = env.home().join(format!("claude/data/{id}/events.jsonl"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Appends the hook's stdin to `events.jsonl` in its data folder, then runs `then`.
+fn log_then(then: &str) -> String {
+    format!(
+        r#"cat >> "$CLAUDE_PLUGIN_DATA/events.jsonl"; echo >> "$CLAUDE_PLUGIN_DATA/events.jsonl"; {then}"#
+    )
+}
+
+/// A plugin agent whose `SubagentStop` hook objects once (exit 2, its stderr the reason): the
+/// child goes on with the reason and `stop_hook_active` set, as in Claude Code; the second
+/// time the hook lets it stop and the parent gets the child's last answer.
+#[test]
+fn a_subagent_stop_hook_sends_the_child_back_once_with_its_reason() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    hooked_marketplace(
+        &market,
+        "reviewer",
+        on(
+            "SubagentStop",
+            &log_then(
+                r#"if [ ! -e "$CLAUDE_PLUGIN_DATA/objected" ]; then touch "$CLAUDE_PLUGIN_DATA/objected"; echo "check src/main.rs too" >&2; exit 2; fi"#,
+            ),
+        ),
+    );
+    std::fs::create_dir_all(market.join("plugins/reviewer/agents")).unwrap();
+    std::fs::write(
+        market.join("plugins/reviewer/agents/scan.md"),
+        "---\nname: scan\ndescription: Scans files\ntools: Read\n---\n\nYou scan the files you are given.\n",
+    )
+    .unwrap();
+    let (_runtime, server) = serve([
+        Step::call("agent_reviewer__scan", json!({"task": "scan src/lib.rs"})),
+        // The child:
+        Step::text("lib.rs is fine."),
+        Step::text("lib.rs is fine; src/main.rs does not exist."),
+        // The parent:
+        Step::text("The scan is done."),
+    ]);
+    install(&env, &server, "reviewer", "");
+    let out = env.bosun(&["run", "--yes", "scan the code"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    assert!(
+        said(&requests[2]).contains("check src/main.rs too"),
+        "the child was not told the hook's reason: {}",
+        requests[2]
+    );
+    assert!(
+        said(&requests[3]).contains("src/main.rs does not exist"),
+        "the parent got another answer than the child's last: {}",
+        requests[3]
+    );
+    let lines = logged(&env, "reviewer@local");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, active) in lines.iter().zip([false, true]) {
+        assert_eq!(line["hook_event_name"], "SubagentStop", "{line}");
+        assert_eq!(line["stop_hook_active"], active, "{line}");
+        assert!(line["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+    }
+    let outcomes: Vec<Value> = hook_events(&env)
+        .iter()
+        .map(|e| e["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, ["continue_run", "continue"], "{outcomes:?}");
+}
+
+/// Over the window, the run compacts: its `PreCompact` hook is told (`trigger: "auto"`). A hook
+/// that blocks (exit 2) keeps the conversation as it is, as Claude Code does: no summary is
+/// asked, and the run ends over the window saying which plugin blocked it; one that exits 0
+/// lets it compact.
+#[test]
+fn a_pre_compact_hook_is_told_and_one_that_blocks_keeps_the_conversation() {
+    let env = Env::new();
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "keeper",
+        on(
+            "PreCompact",
+            &log_then(
+                r#"if [ -e "$CLAUDE_PLUGIN_DATA/block" ]; then echo "my notes are not saved yet" >&2; exit 2; fi"#,
+            ),
+        ),
+    );
+    let over = || Step {
+        refuse: Some(413),
+        ..Step::default()
+    };
+    let (_runtime, server) = serve([
+        Step::text("Hello."),
+        // Blocked: the step is over the window and nothing is summarised.
+        over(),
+        // Allowed: summarised, then sent again.
+        over(),
+        Step::text("Summary: the person said hello."),
+        Step::text("Hello again."),
+    ]);
+    install(&env, &server, "keeper", "");
+    let out = env.bosun(&["run", "Hi."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let data = env.home().join("claude/data/keeper@local");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("block"), "").unwrap();
+    let out = env.bosun(&["run", "--resume", "last", "And again."]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 2, "a summary was asked");
+    let compacted: Vec<Value> = std::fs::read_to_string(env.runs().pop().unwrap())
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|l| l["event"].clone())
+        .filter(|e| e["type"] == "context.compacted")
+        .collect();
+    assert_eq!(compacted.len(), 1, "{compacted:?}");
+    let why = compacted[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("PreCompact hook of the plugin `keeper@local`")
+            && why.contains("my notes are not saved yet"),
+        "{why}"
+    );
+    assert_eq!(hook_events(&env)[0]["outcome"], "block");
+
+    std::fs::remove_file(data.join("block")).unwrap();
+    let out = env.bosun(&["run", "--resume", "last", "And again."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello again.");
+    let lines = logged(&env, "keeper@local");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert_eq!(line["hook_event_name"], "PreCompact");
+        assert_eq!(line["trigger"], "auto");
+        assert_eq!(line["custom_instructions"], "");
+    }
+}
+
+/// In an editor (ACP): a `Notification` hook is told when the person is asked to approve a
+/// call (`notification_type: "permission_prompt"`) and cannot answer for them — its exit 2 and
+/// its `approve` change nothing, the editor's answer decides — and `SessionEnd` runs when the
+/// editor closes the session (`session/close`) and when it closes the connection.
+#[test]
+fn in_an_editor_a_notification_hook_cannot_answer_and_session_end_runs_at_close() {
+    use super::acp::{call, editor, responses};
+    let env = Env::new();
+    let mut hooks = on(
+        "Notification",
+        &log_then(
+            r#"echo '{"decision":"approve","hookSpecificOutput":{"permissionDecision":"allow"}}'; echo "no commands" >&2; exit 2"#,
+        ),
+    );
+    hooks.as_object_mut().unwrap().extend(
+        on("SessionEnd", &log_then("true"))
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    hooked_marketplace(&env.dir.path().join("market"), "bell", hooks);
+    let (_runtime, server) = super::acp::serve(vec![
+        call(
+            "run_command",
+            json!({"program": "touch", "args": ["rejected.txt"]}),
+        ),
+        Step::text("Not touched."),
+        Step::text("Hello."),
+    ]);
+    install(&env, &server, "bell", "");
+
+    // The person rejects the command; the hook's `approve` does not run it.
+    let report = editor(
+        &env,
+        json!({
+            "answers": ["reject"],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Touch rejected.txt."},
+                {"close": true},
+            ],
+        }),
+    );
+    assert!(!env.ws().join("rejected.txt").exists(), "the hook answered");
+    assert!(
+        responses(&report, "close")[0].get("error").is_none(),
+        "{report:#}"
+    );
+    let closed = report["sessionId"].as_str().unwrap().to_owned();
+    let lines = logged(&env, "bell@local");
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|l| l["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["Notification", "SessionEnd"], "{report:#}");
+    assert_eq!(lines[0]["notification_type"], "permission_prompt");
+    assert!(
+        lines[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("run_command")),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1]["reason"], "other");
+    assert_eq!(lines[1]["session_id"], closed.as_str());
+
+    // A session left open ends when the editor closes the connection.
+    let report = editor(
+        &env,
+        json!({"steps": [{"initialize": true}, {"new": {}}, {"prompt": "Hi."}]}),
+    );
+    let open = report["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(open, closed);
+    let lines = logged(&env, "bell@local");
+    assert_eq!(lines.len(), 3, "{report:#}");
+    assert_eq!(lines[2]["hook_event_name"], "SessionEnd");
+    assert_eq!(lines[2]["session_id"], open.as_str());
+}
+
+/// Hooks Bosun does not run — a `prompt` hook, an `http` hook, a command hook at an event
+/// Bosun has no moment for — are named with their event and type in the review and at every
+/// load, and never run.
+#[test]
+fn hooks_bosun_does_not_run_are_reported_in_the_review_and_at_load() {
+    let env = Env::new();
+    let marker = r#"touch "$CLAUDE_PLUGIN_DATA/ran""#;
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "mixed",
+        json!({
+            "UserPromptSubmit": [{"hooks": [
+                {"type": "prompt", "prompt": "Is this prompt safe? $ARGUMENTS"},
+                {"type": "http", "url": "https://hooks.example.com/submit"}]}],
+            "PermissionRequest": [{"hooks": [{"type": "command", "command": marker}]}],
+        }),
+    );
+    let (_runtime, server) = serve([Step::text("ok")]);
+    env.user_config(&format!(
+        "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n",
+        model_config(&server, ""),
+        env.dir.path().join("market").display()
+    ));
+    let out = env.bosun(&["plugins", "install", "mixed@local", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let review = stderr(&out);
+    for said in [
+        "found, not supported: a `prompt` hook at UserPromptSubmit",
+        "found, not supported: a `http` hook at UserPromptSubmit",
+        "found, not supported: a command hook at PermissionRequest (Bosun has no PermissionRequest moment)",
+    ] {
+        assert!(
+            review.contains(said),
+            "`{said}` not in the review: {review}"
+        );
+    }
+
+    let out = env.bosun(&["run", "--yes", "hello"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let warned = stderr(&out);
+    assert!(
+        warned.contains(
+            "the plugin `mixed@local`: found, not supported: a `prompt` hook at UserPromptSubmit"
+        ),
+        "{warned}"
+    );
+    assert!(
+        !env.home().join("claude/data/mixed@local/ran").exists(),
+        "a hook Bosun does not run ran"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// A hook's `if` (a permission rule, as Claude Code reads it) decides which calls it runs for:
+/// `Bash(rm *)` blocks `rm` and lets `ls` through; a `PostToolUse` hook whose `if` names
+/// another tool is not run.
+#[test]
+fn a_hooks_if_rule_picks_the_calls_it_runs_for() {
+    let env = Env::new();
+    hooked_marketplace(
+        &env.dir.path().join("market"),
+        "guard",
+        json!({
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "if": "Bash(rm *)", "command": "echo 'no rm here' >&2; exit 2"}]}],
+            "PostToolUse": [{"hooks": [
+                {"type": "command", "if": "Write(*)", "command": r#"touch "$CLAUDE_PLUGIN_DATA/post-ran""#}]}],
+        }),
+    );
+    let mut both = Step::call("run_command", json!({"program": "ls", "args": ["src"]}));
+    both.tool_calls.push(ScriptedCall {
+        name: "run_command".to_owned(),
+        arguments: json!({"program": "rm", "args": ["src/lib.rs"]}),
+        id: None,
+    });
+    let (_runtime, server) = serve([both, Step::text("done")]);
+    install(
+        &env,
+        &server,
+        "guard",
+        "\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+    );
+    let out = env.bosun(&["run", "list and remove"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(env.ws().join("src/lib.rs").exists(), "rm ran");
+    let second = &server.requests()[1];
+    let results: Vec<String> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results.len(), 2, "{second}");
+    assert!(
+        results[0].contains("lib.rs") && results[0].contains("\"ok\":true"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("no rm here"), "{}", results[1]);
+    assert!(
+        !env.home().join("claude/data/guard@local/post-ran").exists(),
+        "a PostToolUse hook ran for a tool its `if` does not name"
+    );
+}
+
+/// The terminal (the real binary in a pseudo-terminal, `tests/peers/pty_session.py`): the
+/// `Notification` hook is told when the person is asked to approve the command
+/// (`permission_prompt`), the person's key decides, and leaving the terminal runs `SessionEnd`
+/// with `reason: "prompt_input_exit"`.
+#[test]
+fn in_the_terminal_notification_runs_at_the_approval_and_session_end_when_the_person_leaves() {
+    let env = Env::new();
+    let mut hooks = on("Notification", &log_then("exit 2"));
+    hooks.as_object_mut().unwrap().extend(
+        on("SessionEnd", &log_then("true"))
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    hooked_marketplace(&env.dir.path().join("market"), "bell", hooks);
+    let (_runtime, server) = serve([
+        Step::call("run_command", json!({"program": "echo", "args": ["hi"]})),
+        Step::text("It printed hi."),
+    ]);
+    install(&env, &server, "bell", "");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_session.py");
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    assert!(shown.contains("It printed hi."), "{shown}");
+    let lines = logged(&env, "bell@local");
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|l| l["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["Notification", "SessionEnd"], "{shown}");
+    assert_eq!(lines[0]["notification_type"], "permission_prompt");
+    assert_eq!(lines[1]["reason"], "prompt_input_exit");
+    assert_eq!(lines[0]["session_id"], lines[1]["session_id"]);
+}

@@ -335,3 +335,125 @@ fn a_plugin_server_reaches_the_network_only_where_a_person_granted_it() {
         "reached an ungranted port: {said}"
     );
 }
+
+/// A plugin declaring an `sse` server (the Python SDK's HTTP+SSE server, which refuses every
+/// request without its key) with the key as a `sensitive` `userConfig` value in a header, and a
+/// `ws` server. The SSE server is listed, offered only once approved, and answers with the key
+/// the plugin's header carried; the `ws` one is left out, saying why.
+#[test]
+fn a_plugins_sse_server_is_approved_and_reached_like_an_http_one_and_ws_is_refused() {
+    let key = "sse-plugin-key-5b1f";
+    let peer = super::acp::KeyedPeer::start("sse", key);
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    let plugin = market.join("plugins/keyed");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "keyed", "source": "./plugins/keyed"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        serde_json::json!({"name": "keyed", "userConfig": {"api_key": {
+            "type": "string", "title": "API key", "description": "The server's key",
+            "sensitive": true, "required": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "events": {"type": "sse", "url": format!("http://127.0.0.1:{}/sse", peer.port),
+                "headers": {"X-Api-Key": "${user_config.api_key}"}},
+            "socket": {"type": "ws", "url": "ws://127.0.0.1:9/mcp"}}})
+        .to_string(),
+    )
+    .unwrap();
+    configure(&env, &market, "");
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        "keyed@local",
+        "--yes",
+        "--config",
+        &format!("api_key={key}"),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    const ADD: &str = "mcp__plugin_keyed_events__add";
+    assert_eq!(state(&env, "keyed:events"), "not_approved");
+    let listed = env.bosun(&["mcp", "list"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&listed.stdout),
+        stderr(&listed)
+    );
+    assert!(said.contains("sse: http://127.0.0.1:"), "{said}");
+    assert!(
+        !said.contains("keyed:socket"),
+        "the ws server is listed: {said}"
+    );
+    let out = env.bosun(&["mcp", "trust", "keyed:socket", "--yes"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("`ws`") && stderr(&out).contains("`sse`"),
+        "the ws server is left out saying why: {}",
+        stderr(&out)
+    );
+    let (rc, out) = call(&env, ADD, r#"{"a": 2, "b": 3}"#);
+    assert_ne!(rc, 0, "an unapproved server's tool ran: {out}");
+
+    let out = env.bosun(&["mcp", "trust", "keyed:events", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains(ADD), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains(key),
+        "the review shows the secret: {}",
+        stderr(&out)
+    );
+    let (rc, out) = call(&env, ADD, r#"{"a": 2, "b": 3}"#);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["output"]["content"][0]["text"], "5", "{out}");
+
+    // In `bosun run`, against the scripted model: the tool is offered and answers.
+    let (_runtime, server) = super::run::serve([
+        bosun_agent::scripted::Step::call(ADD, serde_json::json!({"a": 20, "b": 22})),
+        bosun_agent::scripted::Step::text("42"),
+    ]);
+    env.user_config(&format!(
+        "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n",
+        super::run::model_config(&server, ""),
+        market.display()
+    ));
+    let out = env.bosun(&["run", "--yes", "add them"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let answered = server.requests()[1]["messages"].to_string();
+    assert!(answered.contains("42"), "{answered}");
+    assert_eq!(peer.refused(), 0, "a request went without the key");
+    // The secret is in its owner-only file and in no other file of Bosun's home: not the
+    // traces, the pins, the config.
+    let holding = files_holding(&env.home(), key);
+    assert_eq!(
+        holding,
+        [env.home().join("claude/secrets/keyed@local.json")],
+        "the secret was written elsewhere"
+    );
+}
+
+/// Every file beneath `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -18,6 +18,7 @@
 //                                            soon as a tool call's content shows that text
 //   {"prompt": "text", "blocks": [...]}      session/prompt with these content blocks (an
 //                                            image, say) before the text
+//   {"close": true}                          session/close of the current session
 //   {"raw": "<line>"}                        a raw line on the agent's stdin (garbage)
 //   {"request": {"method": m, "params": p}}  any request, its answer or error recorded
 import { spawn } from "node:child_process";
@@ -147,6 +148,8 @@ await editor.connectWith(stream, async (agent) => {
         prompt: [...(step.blocks ?? []), { type: "text", text: step.prompt }],
       }));
       cancelOn = null;
+    } else if (step.close) {
+      await record("close", agent.request(acp.methods.agent.session.close, { sessionId }));
     } else if (step.raw !== undefined) {
       agentProcess.stdin.write(step.raw + "\n");
     } else if (step.request) {

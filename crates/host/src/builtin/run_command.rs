@@ -412,11 +412,13 @@ fn spawn(
     timeout_ms: u64,
 ) -> Result<(tokio::process::Child, Jail), ToolError> {
     let mut command = tokio::process::Command::new(&input.program);
+    let bins = ctx.session.plugin_bin();
     command
         .args(&input.args)
         .current_dir(dir)
         .env_clear()
         .envs(ctx.env.iter())
+        .envs(with_plugin_bin(&bins, ctx.env.get("PATH")).map(|path| ("PATH", path)))
         .envs(crate::telemetry::traceparent(ctx).map(|t| ("TRACEPARENT", t)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -427,6 +429,8 @@ fn spawn(
         &ctx.granted,
         timeout_ms.div_ceil(1000) + 1,
     );
+    // A granted plugin's `bin/` is readable (so its programs start), never writable.
+    confinement.read.extend(bins.iter().cloned());
     // The files the approved command line names are its to read.
     confinement.name_arguments(std::iter::once(&input.program).chain(&input.args));
     // The launcher starts it in a session (and so a process group) of its own.
@@ -451,6 +455,18 @@ fn spawn(
         };
         ToolError::new(ErrorCode::ProcessError, message)
     })
+}
+
+/// `PATH` with the granted plugins' `bin/` folders before `path` (the child's own lookup
+/// finds them first, as Claude Code puts a plugin's `bin/` on its Bash tool's PATH); `None`
+/// when none is granted.
+fn with_plugin_bin(bins: &[PathBuf], path: Option<&String>) -> Option<String> {
+    if bins.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = bins.iter().map(|b| b.display().to_string()).collect();
+    parts.extend(path.filter(|p| !p.is_empty()).cloned());
+    Some(parts.join(":"))
 }
 
 /// Output kept from both pipes, within one shared budget.

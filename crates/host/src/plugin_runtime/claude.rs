@@ -47,6 +47,7 @@ impl std::fmt::Debug for PreToolUse {
 pub struct ClaudeRuntime {
     plugins: Vec<LoadedPlugin>,
     withheld: Vec<bosun_claude::Withheld>,
+    bins: Vec<PathBuf>,
 }
 
 impl ClaudeRuntime {
@@ -59,6 +60,38 @@ impl ClaudeRuntime {
     pub fn withheld(&self) -> &[bosun_claude::Withheld] {
         &self.withheld
     }
+
+    /// The `bin/` folders a person granted ([`granted_bins`]).
+    pub fn bins(&self) -> &[PathBuf] {
+        &self.bins
+    }
+}
+
+/// The `bin/` folders of `plugins` that go on `run_command`'s PATH: the person grants it in
+/// their config (`[claude.plugins."<id>"] bin = true`) *and* installed the plugin with that
+/// grant shown in its review. A grant the review did not show is not in effect: it is named in
+/// a warning saying to install again. A plugin whose files changed since the review is not
+/// among `plugins` at all (it is withheld), so neither is its `bin/`.
+pub fn granted_bins(
+    plugins: &[LoadedPlugin],
+    claude: &ClaudeConfig,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let mut bins = Vec::new();
+    let mut warnings = Vec::new();
+    for plugin in plugins {
+        let id = &plugin.record.id;
+        if !claude.bin(id) || plugin.layout.bin.is_empty() {
+            continue;
+        }
+        if plugin.record.bin_granted {
+            bins.push(plugin.root.join("bin"));
+        } else {
+            warnings.push(format!(
+                "`bin = true` for the plugin `{id}` is not what you reviewed when you installed it: its bin/ stays off run_command's PATH until you install it again (bosun plugins install {id}) and review it with the grant"
+            ));
+        }
+    }
+    (bins, warnings)
 }
 
 #[async_trait::async_trait]
@@ -66,8 +99,18 @@ impl Runtime for ClaudeRuntime {
     fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
         let loaded = bosun_claude::Loaded::load(at.home);
         let mut warnings = loaded.refused;
+        for plugin in &loaded.plugins {
+            for hook in &plugin.layout.hooks_not_run {
+                warnings.push(format!(
+                    "the plugin `{}`: found, not supported: {hook}",
+                    plugin.record.id
+                ));
+            }
+        }
         let (mcp_servers, left_out) = mcp_servers(&loaded.plugins, at.home, at.claude);
         warnings.extend(left_out);
+        let (bins, unreviewed) = granted_bins(&loaded.plugins, at.claude);
+        warnings.extend(unreviewed);
         let offer = Offer {
             hooks: pre_tool_use_hooks(&loaded.plugins, at.launcher, at.workspace),
             warnings,
@@ -76,6 +119,7 @@ impl Runtime for ClaudeRuntime {
         };
         self.plugins = loaded.plugins;
         self.withheld = loaded.withheld;
+        self.bins = bins;
         Ok(offer)
     }
 
@@ -138,7 +182,13 @@ impl PolicyHook for PreToolUse {
             .iter()
             .filter(|g| matches(g.matcher.as_deref(), &tool_name))
         {
-            for handler in &group.hooks {
+            for handler in group.hooks.iter().filter(|h| {
+                bosun_claude::tools::hook_condition_holds(
+                    h.condition.as_deref(),
+                    call.name.as_str(),
+                    &call.input,
+                )
+            }) {
                 let outcome = tokio::select! {
                     outcome = run_handler(place, handler, &input) => outcome,
                     () = cancel.cancelled() => return Ok(None),
@@ -279,7 +329,7 @@ fn provided(
             server.args.iter().map(|a| full(a)).collect(),
             None,
         ),
-        ("http", None, Some(url)) => {
+        (kind @ ("http" | "sse"), None, Some(url)) => {
             let url = full(url);
             if !url.starts_with("https://") && !url.starts_with("http://") {
                 return Err(format!(
@@ -287,12 +337,18 @@ fn provided(
                     bosun_core::escape_hidden(&shown(server.url.as_deref().unwrap_or_default()))
                 ));
             }
-            (None, Vec::new(), Some(url))
+            let transport = if kind == "sse" {
+                crate::mcp_config::UrlTransport::Sse
+            } else {
+                crate::mcp_config::UrlTransport::StreamableHttp
+            };
+            (None, Vec::new(), Some((url, transport)))
         }
-        (kind @ ("sse" | "ws"), _, _) => {
-            return Err(format!(
-                "its transport `{kind}` is not one Bosun speaks (stdio and Streamable HTTP)"
-            ));
+        ("ws", _, _) => {
+            return Err(
+                "its transport `ws` (WebSocket) is not one MCP defines nor one Bosun speaks: Bosun speaks stdio, Streamable HTTP (`http`) and HTTP+SSE (`sse`); ask the plugin's author for one of those"
+                    .to_owned(),
+            );
         }
         (kind, _, _) => {
             return Err(format!(
@@ -315,7 +371,11 @@ fn provided(
             }
             format!("stdio: {line}")
         }
-        (None, url) => format!("http: {}", shown(url.as_deref().unwrap_or_default())),
+        (None, url) => format!(
+            "{}: {}",
+            server.kind,
+            shown(url.as_deref().unwrap_or_default())
+        ),
     };
     for (key, value) in map(&server.env, &shown) {
         declared.push_str(&format!(" env {key}={value}"));
@@ -332,8 +392,11 @@ fn provided(
         args,
         cwd: None,
         env: Vec::new(),
-        url,
-        transport: crate::mcp_config::UrlTransport::StreamableHttp,
+        transport: url
+            .as_ref()
+            .map(|(_, transport)| *transport)
+            .unwrap_or_default(),
+        url: url.map(|(url, _)| url),
         headers: BTreeMap::new(),
         given_headers: BTreeMap::new(),
         bearer_token_env: None,
