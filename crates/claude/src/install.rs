@@ -388,15 +388,6 @@ pub async fn stage(
     let mut commit = opened.commit.clone();
     match &entry.source {
         PluginSource::Relative(rel) => {
-<<<<<<< HEAD
-            let from = match &m.plugin_root {
-                Some(root) if !rel.starts_with("./") => {
-                    Path::new(root.trim_start_matches("./")).join(rel)
-                }
-                _ => PathBuf::from(rel),
-            };
-            let canonical = plugin_folder(&opened.root, &from, rel)?;
-=======
             let Some(root) = &opened.root else {
                 return Err(ClaudeError::Source {
                     message: format!(
@@ -407,28 +398,13 @@ pub async fn stage(
                     ),
                 });
             };
-            let base = match &m.plugin_root {
+            let from = match &m.plugin_root {
                 Some(plugin_root) if !rel.starts_with("./") => {
-                    root.join(plugin_root.trim_start_matches("./"))
+                    Path::new(plugin_root.trim_start_matches("./")).join(rel)
                 }
-                _ => root.clone(),
+                _ => PathBuf::from(rel),
             };
-            let from = base.join(rel);
-            let canonical_root = root
-                .canonicalize()
-                .map_err(|e| ClaudeError::io(format!("reading {}", root.display()), e))?;
-            let canonical = from.canonicalize().map_err(|e| {
-                ClaudeError::io(format!("reading the plugin folder {}", from.display()), e)
-            })?;
-            if !canonical.starts_with(&canonical_root) || !canonical.is_dir() {
-                return Err(ClaudeError::Source {
-                    message: format!(
-                        "the source `{}` is not a folder inside the marketplace",
-                        bosun_core::escape_hidden(rel)
-                    ),
-                });
-            }
->>>>>>> main
+            let canonical = plugin_folder(root, &from, rel)?;
             copy_tree(&canonical, &staged_dir)?;
         }
         PluginSource::Remote(RemoteSource::Npm { package, .. }) => {

@@ -597,15 +597,111 @@ fn bosun_decides_on_a_corpus_of_marketplaces_as_the_schema_does() {
     }
 }
 
-<<<<<<< HEAD
+/// A marketplace that is a git repository (`url = "git://…"`), its plugin a `./relative`
+/// folder of that repository; and the same folder as a `git-subdir` source of another
+/// marketplace, pinned: both fetch exactly the fixture plugin's files (the same content digest
+/// as from the folder), and a `git-subdir` path that climbs out of the repository is refused.
+#[tokio::test]
+async fn a_git_marketplace_and_a_git_subdir_source_fetch_the_plugin_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let launcher = launcher(&home);
+    let (_daemon, port, sha) = serve_repo(tmp.path(), "mono", |work| {
+        copy_dir(
+            &fixtures().join("marketplace/plugins/toolbox"),
+            &work.join("plugins/toolbox"),
+        );
+        git_marketplace(work, serde_json::json!("./plugins/toolbox"));
+        std::fs::write(work.join("README.md"), "not part of the plugin").unwrap();
+    });
+    let url = format!("git://127.0.0.1:{port}/mono.git");
+    let local = open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    let from_dir = stage(
+        &local,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+
+    let from_git_market =
+        open_marketplace(&MarketplaceLocation::Git(url.clone()), &launcher, &home)
+            .await
+            .unwrap();
+    assert_eq!(from_git_market.commit.as_deref(), Some(sha.as_str()));
+    let staged = stage(
+        &from_git_market,
+        "mono",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.digest, from_dir.digest);
+
+    let market = tmp.path().join("market");
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/toolbox", "sha": sha}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let subdir = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    assert_eq!(subdir.digest, from_dir.digest);
+    assert_eq!(subdir.commit.as_deref(), Some(sha.as_str()));
+    assert!(!subdir.tree.files.contains_key("README.md"));
+
+    git_marketplace(
+        &market,
+        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/../../x", "sha": sha}),
+    );
+    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+        .await
+        .unwrap();
+    let climbing = stage(
+        &opened,
+        "remote",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await;
+    assert!(
+        climbing.is_err(),
+        "a path out of the repository was fetched"
+    );
+}
+
 /// Serves the repository built in `work` as `<name>.git` by `git daemon` on 127.0.0.1; its
 /// `git://` URL and head commit.
-fn serve_repo(base: &Path, work: &Path, name: &str) -> (Daemon, String, String) {
+fn serve_work(base: &Path, work: &Path, name: &str) -> (Daemon, String, String) {
     git(work, &["init", "-q"]);
     git(work, &["add", "-A"]);
     git(work, &["commit", "-q", "-m", name]);
     let sha = git(work, &["rev-parse", "HEAD"]);
-    let served = base.join(format!("served-{name}"));
+    let served = base.join(format!("served-work-{name}"));
     std::fs::create_dir_all(&served).unwrap();
     git(
         base,
@@ -687,7 +783,7 @@ async fn a_git_subdir_through_a_link_of_the_repository_never_copies_the_users_fi
     std::os::unix::fs::symlink(&climb, work.join("relative")).unwrap();
     std::os::unix::fs::symlink(&outside, work.join("real/nested")).unwrap();
     std::fs::write(work.join("real/README"), "a folder").unwrap();
-    let (_daemon, url, sha) = serve_repo(&base, &work, "linked");
+    let (_daemon, url, sha) = serve_work(&base, &work, "linked");
     let market = base.join("market");
     for path in ["absolute", "relative", "real/nested", "./absolute"] {
         git_marketplace(
@@ -739,7 +835,7 @@ async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_fil
     std::fs::create_dir_all(work.join(".claude-plugin")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, work.join(".claude-plugin/marketplace.json")).unwrap();
     std::fs::write(work.join("README"), "a marketplace").unwrap();
-    let (_listing, url, _) = serve_repo(&base, &work, "listing");
+    let (_listing, url, _) = serve_work(&base, &work, "listing");
     let refused = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
         .await
         .map(|m| m.marketplace.name)
@@ -749,7 +845,7 @@ async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_fil
     let work = base.join("endless");
     std::fs::create_dir_all(work.join(".claude-plugin")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", work.join(".claude-plugin/marketplace.json")).unwrap();
-    let (_endless, url, _) = serve_repo(&base, &work, "endless");
+    let (_endless, url, _) = serve_work(&base, &work, "endless");
     let refused = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
         .await
         .map(|m| m.marketplace.name)
@@ -769,115 +865,21 @@ async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_fil
         .to_string(),
     )
     .unwrap();
-    let (_sourced, url, _) = serve_repo(&base, &work, "sourced");
+    let (_sourced, url, _) = serve_work(&base, &work, "sourced");
     let opened = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
         .await
         .unwrap();
     let refused = stage(
         &opened,
         "sourced",
-=======
-/// A marketplace that is a git repository (`url = "git://…"`), its plugin a `./relative`
-/// folder of that repository; and the same folder as a `git-subdir` source of another
-/// marketplace, pinned: both fetch exactly the fixture plugin's files (the same content digest
-/// as from the folder), and a `git-subdir` path that climbs out of the repository is refused.
-#[tokio::test]
-async fn a_git_marketplace_and_a_git_subdir_source_fetch_the_plugin_folder() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let launcher = launcher(&home);
-    let (_daemon, port, sha) = serve_repo(tmp.path(), "mono", |work| {
-        copy_dir(
-            &fixtures().join("marketplace/plugins/toolbox"),
-            &work.join("plugins/toolbox"),
-        );
-        git_marketplace(work, serde_json::json!("./plugins/toolbox"));
-        std::fs::write(work.join("README.md"), "not part of the plugin").unwrap();
-    });
-    let url = format!("git://127.0.0.1:{port}/mono.git");
-    let local = open_marketplace(
-        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
-    let from_dir = stage(
-        &local,
-        "fixtures",
->>>>>>> main
         "toolbox",
         InstallOptions::default(),
         &launcher,
         &home,
     )
     .await
-<<<<<<< HEAD
     .map(|staged| staged.review())
     .unwrap_err();
     assert!(refused.to_string().contains("outside"), "{refused}");
     assert!(!anything_holds(&home, "SECRET-OUTSIDE-THE-REPO"));
-=======
-    .unwrap();
-
-    let from_git_market =
-        open_marketplace(&MarketplaceLocation::Git(url.clone()), &launcher, &home)
-            .await
-            .unwrap();
-    assert_eq!(from_git_market.commit.as_deref(), Some(sha.as_str()));
-    let staged = stage(
-        &from_git_market,
-        "mono",
-        "toolbox",
-        InstallOptions::default(),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
-    assert_eq!(staged.digest, from_dir.digest);
-
-    let market = tmp.path().join("market");
-    git_marketplace(
-        &market,
-        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/toolbox", "sha": sha}),
-    );
-    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
-        .await
-        .unwrap();
-    let subdir = stage(
-        &opened,
-        "remote",
-        "toolbox",
-        InstallOptions::default(),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
-    assert_eq!(subdir.digest, from_dir.digest);
-    assert_eq!(subdir.commit.as_deref(), Some(sha.as_str()));
-    assert!(!subdir.tree.files.contains_key("README.md"));
-
-    git_marketplace(
-        &market,
-        serde_json::json!({"source": "git-subdir", "url": url, "path": "plugins/../../x", "sha": sha}),
-    );
-    let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
-        .await
-        .unwrap();
-    let climbing = stage(
-        &opened,
-        "remote",
-        "toolbox",
-        InstallOptions::default(),
-        &launcher,
-        &home,
-    )
-    .await;
-    assert!(
-        climbing.is_err(),
-        "a path out of the repository was fetched"
-    );
->>>>>>> main
 }
