@@ -10,6 +10,10 @@
 //! only when the call can be remembered exactly); `reject` → deny; `reject-explain` → deny and
 //! end the turn, so the person's next message tells the model why. A response whose `_meta`
 //! holds `{"reason": "…"}` with a rejection passes that sentence to the model at once.
+//!
+//! Only the answers the question's [`AnswerReach`] grants are offered — an install is yes or
+//! no, a capability asked mid-call is once or for this session — and an option id Bosun did not
+//! offer for this question (a forged one, or `allow-always` to an install) refuses the call.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,7 +25,7 @@ use agent_client_protocol::v1::schema::{
 use async_trait::async_trait;
 use bosun_core::ApprovalAnswer;
 use bosun_host::ApprovalBroker;
-use bosun_host::approval::ApprovalRequest;
+use bosun_host::approval::{AnswerReach, ApprovalRequest};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientLink;
@@ -69,15 +73,19 @@ impl EditorBroker {
     }
 }
 
-/// The options for `request`, most permissive last but one.
+/// The options for `request`, most permissive last but one: only the answers its reach grants.
 pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
-    let mut options = vec![
-        PermissionOption::new(
-            option::ALLOW_ONCE,
-            "Allow once",
-            PermissionOptionKind::AllowOnce,
-        ),
-        PermissionOption::new(
+    let mut options = vec![PermissionOption::new(
+        option::ALLOW_ONCE,
+        if request.reach == AnswerReach::Once {
+            "Allow (this one only)"
+        } else {
+            "Allow once"
+        },
+        PermissionOptionKind::AllowOnce,
+    )];
+    if request.reach.offers_session() {
+        options.push(PermissionOption::new(
             option::ALLOW_SESSION,
             if request.capabilities.is_empty() {
                 "Allow for this session".to_owned()
@@ -85,11 +93,12 @@ pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
                 "Allow for this session (these capabilities only)".to_owned()
             },
             PermissionOptionKind::AllowAlways,
-        ),
-    ];
+        ));
+    }
     // The rules are shown before they are written, as the terminal shows them.
-    if let Ok(rules) =
-        bosun_host::remembered::rules_for(&request.action, &request.capabilities, &request.tool)
+    if request.reach.offers_always()
+        && let Ok(rules) =
+            bosun_host::remembered::rules_for(&request.action, &request.capabilities, &request.tool)
     {
         options.push(PermissionOption::new(
             option::ALLOW_ALWAYS,
@@ -113,10 +122,24 @@ pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
     options
 }
 
-/// The permission request for `request` in `session`.
+/// Bosun's answer to `selected`, if it is one of `offered`; anything else refuses.
+pub fn answer_of(offered: &[PermissionOption], selected: &str) -> ApprovalAnswer {
+    if !offered.iter().any(|o| *o.option_id.0 == *selected) {
+        return ApprovalAnswer::Deny;
+    }
+    match selected {
+        option::ALLOW_ONCE => ApprovalAnswer::AllowOnce,
+        option::ALLOW_SESSION => ApprovalAnswer::AllowSession,
+        option::ALLOW_ALWAYS => ApprovalAnswer::AllowAlways,
+        _ => ApprovalAnswer::Deny,
+    }
+}
+
+/// The permission request for `request` in `session`, offering `offered` (its [`options`]).
 pub fn permission_request(
     session: &SessionId,
     request: &ApprovalRequest,
+    offered: &[PermissionOption],
 ) -> RequestPermissionRequest {
     let mut content = Vec::new();
     if let Some(preview) = &request.preview {
@@ -128,6 +151,9 @@ pub fn permission_request(
     let mut why = format!("policy says {}: {}", request.decision, request.reason);
     if let Some(uses) = request.uses() {
         why.push_str(&format!("\nuses: {uses}"));
+    }
+    if let Some(narrower) = request.reach.why_narrower() {
+        why.push_str(&format!("\n{narrower}"));
     }
     content.push(text_content(why));
     // A built-in's summary names what it does; any other tool's is its input, so name the tool.
@@ -143,7 +169,7 @@ pub fn permission_request(
     RequestPermissionRequest::new(
         session.clone(),
         ToolCallUpdate::new(request.call_id.clone(), fields),
-        options(request),
+        offered.to_vec(),
     )
 }
 
@@ -162,9 +188,10 @@ impl ApprovalBroker for EditorBroker {
         if self.cancel.is_cancelled() {
             return ApprovalAnswer::Deny;
         }
-        let asked = self
-            .link
-            .request_permission(permission_request(&self.session, request));
+        let offered = options(request);
+        let asked =
+            self.link
+                .request_permission(permission_request(&self.session, request, &offered));
         // A cancelled turn stops waiting; dropping the request tells the editor it is over.
         let response = tokio::select! {
             biased;
@@ -178,10 +205,11 @@ impl ApprovalBroker for EditorBroker {
             RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
             _ => return ApprovalAnswer::Deny,
         };
+        let answer = answer_of(&offered, &selected);
+        if answer != ApprovalAnswer::Deny {
+            return answer;
+        }
         match selected.as_str() {
-            option::ALLOW_ONCE => ApprovalAnswer::AllowOnce,
-            option::ALLOW_SESSION => ApprovalAnswer::AllowSession,
-            option::ALLOW_ALWAYS => ApprovalAnswer::AllowAlways,
             option::REJECT_EXPLAIN => {
                 match meta_reason(response.meta.as_ref()) {
                     Some(reason) => self.keep_feedback(&request.call_id, reason),
@@ -211,5 +239,113 @@ impl ApprovalBroker for EditorBroker {
 
     fn take_feedback(&self, call_id: &str) -> Option<String> {
         self.feedback.lock().ok()?.remove(call_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun_core::{Capability, CapabilityRequest, Decision, Scope};
+
+    fn request(reach: AnswerReach) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "call-1".to_owned(),
+            tool: "run_command".to_owned(),
+            action: "builtin.tool.run_command".to_owned(),
+            summary: "$ echo hi".to_owned(),
+            preview: None,
+            review: None,
+            capabilities: vec![CapabilityRequest {
+                capability: Capability::ProcessSpawn,
+                scope: Scope {
+                    program: Some("echo".to_owned()),
+                    ..Scope::default()
+                },
+            }],
+            decision: Decision::Ask,
+            reason: "mode rule".to_owned(),
+            reach,
+        }
+    }
+
+    fn ids(options: &[PermissionOption]) -> Vec<String> {
+        options.iter().map(|o| o.option_id.0.to_string()).collect()
+    }
+
+    #[test]
+    fn each_reach_offers_only_the_answers_it_grants() {
+        assert_eq!(
+            ids(&options(&request(AnswerReach::Workspace))),
+            [
+                option::ALLOW_ONCE,
+                option::ALLOW_SESSION,
+                option::ALLOW_ALWAYS,
+                option::REJECT,
+                option::REJECT_EXPLAIN
+            ]
+        );
+        assert_eq!(
+            ids(&options(&request(AnswerReach::Session))),
+            [
+                option::ALLOW_ONCE,
+                option::ALLOW_SESSION,
+                option::REJECT,
+                option::REJECT_EXPLAIN
+            ]
+        );
+        assert_eq!(
+            ids(&options(&request(AnswerReach::Once))),
+            [option::ALLOW_ONCE, option::REJECT, option::REJECT_EXPLAIN]
+        );
+        // The question says why the wider answers are missing.
+        let asked = permission_request(
+            &SessionId::new("s"),
+            &request(AnswerReach::Once),
+            &options(&request(AnswerReach::Once)),
+        );
+        let shown = serde_json::to_string(&asked).unwrap_or_default();
+        assert!(shown.contains("one install at a time"), "{shown}");
+    }
+
+    /// An editor that answers with an option Bosun did not offer for this question — `always`
+    /// or `session` to an install, a capability's `always`, an id of its own — is refused.
+    #[test]
+    fn an_answer_not_offered_refuses_the_call() {
+        let install = options(&request(AnswerReach::Once));
+        assert_eq!(
+            answer_of(&install, option::ALLOW_ALWAYS),
+            ApprovalAnswer::Deny
+        );
+        assert_eq!(
+            answer_of(&install, option::ALLOW_SESSION),
+            ApprovalAnswer::Deny
+        );
+        assert_eq!(
+            answer_of(&install, option::ALLOW_ONCE),
+            ApprovalAnswer::AllowOnce
+        );
+        let capability = options(&request(AnswerReach::Session));
+        assert_eq!(
+            answer_of(&capability, option::ALLOW_ALWAYS),
+            ApprovalAnswer::Deny
+        );
+        assert_eq!(
+            answer_of(&capability, option::ALLOW_SESSION),
+            ApprovalAnswer::AllowSession
+        );
+        let call = options(&request(AnswerReach::Workspace));
+        assert_eq!(
+            answer_of(&call, option::ALLOW_ALWAYS),
+            ApprovalAnswer::AllowAlways
+        );
+        for forged in [
+            "allow_always",
+            "ALLOW-ONCE",
+            "allow-once ",
+            "",
+            "proceed_always",
+        ] {
+            assert_eq!(answer_of(&call, forged), ApprovalAnswer::Deny, "{forged:?}");
+        }
     }
 }

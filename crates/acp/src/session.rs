@@ -360,8 +360,9 @@ impl AcpSession {
         Ok(config)
     }
 
-    /// Asks about the editor's MCP servers not approved yet, before a turn would offer them.
-    async fn approve_servers(&self, config: &LoadedConfig) {
+    /// Asks about the editor's MCP servers not approved yet, before a turn would offer them;
+    /// says whether there were any (the turn's configuration then changed).
+    async fn approve_servers(&self, config: &LoadedConfig) -> bool {
         let pending: Vec<(String, McpServerConfig)> = self
             .mcp
             .lock()
@@ -370,6 +371,7 @@ impl AcpSession {
             .filter(|(_, _, approved)| !approved)
             .map(|(name, server, _)| (name.clone(), server.clone()))
             .collect();
+        let asked = !pending.is_empty();
         for (name, server) in pending {
             let said = crate::mcp_servers::ask_and_pin(
                 &self.link,
@@ -397,6 +399,7 @@ impl AcpSession {
                 }
             }
         }
+        asked
     }
 
     /// Runs one prompt to its end and says why it stopped.
@@ -426,9 +429,13 @@ impl AcpSession {
         {
             return Ok(stop);
         }
-        let config = self.turn_config()?;
-        self.approve_servers(&config).await;
-        let config = Arc::new(self.turn_config()?);
+        let mut config = self.turn_config()?;
+        // Read again only when a server was just approved or declined: the config is read
+        // once per prompt otherwise.
+        if self.approve_servers(&config).await {
+            config = self.turn_config()?;
+        }
+        let config = Arc::new(config);
         let mut conversation = self.conversation.lock().await;
         let model = self
             .model

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bosun_core::Redactor;
 use bosun_host::checkpoint::{CheckpointError, CheckpointStore, Restored};
 use bosun_host::config::LoadedConfig;
 use bosun_host::{Session, Workspace};
@@ -120,8 +121,11 @@ impl Conversation {
     }
 
     /// Stores the session with the run `run_id` that ended with `report` added — whatever the
-    /// ending, cancellation included, so it can be resumed.
-    pub fn keep(&mut self, report: &RunReport, run_id: &str) -> Kept {
+    /// ending, cancellation included, so it can be resumed. Every secret `redactor` knows is
+    /// redacted first, as in the run's trace: the stored session is read back by the model
+    /// (next turn, `--resume`, `session/load`), so a secret a tool echoed (an editor's MCP
+    /// header value, a key a command printed) is not carried forward.
+    pub fn keep(&mut self, report: &RunReport, run_id: &str, redactor: &Redactor) -> Kept {
         // A new session whose model failed before answering anything is not kept: there is
         // nothing to resume, and an empty session would only clutter the list.
         let nothing_answered = matches!(report.end, RunEnd::ModelFailed(_))
@@ -146,6 +150,7 @@ impl Conversation {
                 },
             ]));
         }
+        redact_messages(&mut self.stored.messages, redactor);
         self.stored.run_ids.push(run_id.to_owned());
         match self.store.save(&mut self.stored) {
             Ok(_) => Kept {
@@ -257,6 +262,36 @@ impl Conversation {
 
 /// The model entry to use: `asked`, else the resumed session's, else `default_model`, else the
 /// only entry there is.
+/// Redacts every secret `redactor` knows from `messages`, in place: the person's text, the
+/// model's text and tool-call inputs, and tool results. A reasoning item holding one is dropped
+/// rather than altered (its provider verifies it as received, and an earlier turn's reasoning
+/// is not needed to continue).
+fn redact_messages(messages: &mut [Message], redactor: &Redactor) {
+    use bosun_models::AssistantPart;
+    if redactor.is_empty() {
+        return;
+    }
+    for message in messages.iter_mut() {
+        match message {
+            Message::User { text, .. } => *text = redactor.redact_str(text),
+            Message::Assistant { parts } => {
+                parts.retain(|part| match part {
+                    AssistantPart::Reasoning(item) => !redactor.finds(&item.raw.to_string()),
+                    _ => true,
+                });
+                for part in parts.iter_mut() {
+                    match part {
+                        AssistantPart::Text { text } => *text = redactor.redact_str(text),
+                        AssistantPart::ToolCall(call) => redactor.redact_strings(&mut call.input),
+                        AssistantPart::Reasoning(_) => {}
+                    }
+                }
+            }
+            Message::Tool(result) => result.content = redactor.redact_str(&result.content),
+        }
+    }
+}
+
 fn choose_model(
     config: &LoadedConfig,
     asked: Option<&str>,

@@ -465,7 +465,7 @@ impl Turn {
         if let Err(e) = self.trace.finish() {
             warnings.push(e.to_string());
         }
-        let kept = conversation.keep(&report, &self.run_id);
+        let kept = conversation.keep(&report, &self.run_id, &self.trace.info().redactor);
         if kept.discarded {
             // The run was not kept: its notes wait for the next one.
             conversation.stored.notes = notes;

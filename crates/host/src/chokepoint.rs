@@ -415,8 +415,13 @@ impl Chokepoint {
                 }
                 () = cancel.cancelled() => {
                     call_cancel.cancel();
-                    let _ = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
-                    break Err(ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)));
+                    let stopped = tokio::time::timeout(CLEANUP_GRACE, &mut run).await;
+                    break Err(match stopped {
+                        // The tool's own account of how far it got (a command's output so
+                        // far) is what the model and the stored session should read.
+                        Ok(Err(e)) if e.code == ErrorCode::Cancelled => e,
+                        _ => ToolError::new(ErrorCode::Cancelled, format!("{} was cancelled", call.name)),
+                    });
                 }
             }
         }

@@ -84,8 +84,28 @@ pub(crate) fn question(request: &ApprovalRequest) -> String {
     if let Some(review) = &request.review {
         text.push_str(&format!("\n\nReview:\n{review}"));
     }
+    if let Some(why) = request.reach.why_narrower() {
+        text.push_str(&format!("\n\n{why}"));
+    }
     text.push_str("\n\nAccept to allow it; decline to refuse it.");
     text
+}
+
+/// Bosun's answer to a form the client's user accepted with `content`: once, or for this
+/// session when the checkbox was ticked — only where the question's reach offered it. A
+/// ticked checkbox Bosun did not offer (an install is one question at a time) is an answer
+/// not offered, and refuses the call.
+fn accepted(request: &ApprovalRequest, content: Option<&Value>) -> ApprovalAnswer {
+    let session = content
+        .and_then(|c| c.get(FOR_SESSION))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let answer = if session {
+        ApprovalAnswer::AllowSession
+    } else {
+        ApprovalAnswer::AllowOnce
+    };
+    request.reach.admit(answer)
 }
 
 /// The form asking `request`: its question and, when the answer can last for a session, the
@@ -116,7 +136,7 @@ impl ApprovalBroker for ElicitingBroker {
         if !self.can_elicit {
             return ApprovalAnswer::Unavailable;
         }
-        let Some(params) = form(request, true) else {
+        let Some(params) = form(request, request.reach.offers_session()) else {
             return ApprovalAnswer::Unavailable;
         };
         match self
@@ -125,19 +145,7 @@ impl ApprovalBroker for ElicitingBroker {
             .await
         {
             Ok(answer) => match answer.action {
-                ElicitationAction::Accept => {
-                    let session = answer
-                        .content
-                        .as_ref()
-                        .and_then(|c| c.get(FOR_SESSION))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    if session {
-                        ApprovalAnswer::AllowSession
-                    } else {
-                        ApprovalAnswer::AllowOnce
-                    }
-                }
+                ElicitationAction::Accept => accepted(request, answer.content.as_ref()),
                 ElicitationAction::Decline => ApprovalAnswer::Deny,
                 // Dismissed without a choice (the specification's `cancel`), and any answer a
                 // later revision adds: not an allow, and not the person's no either.
@@ -574,6 +582,35 @@ mod tests {
         nested["properties"]["allow_for_this_session"] =
             json!({"type": "object", "properties": {}});
         assert!(!spec.is_valid(&nested), "a nested object must fail");
+    }
+
+    /// An install is one question with its own review: its form has no session checkbox and
+    /// says why, and a client that ticks the checkbox anyway (an answer Bosun did not offer)
+    /// gets a refusal, not a grant that would let the next install through unasked.
+    #[test]
+    fn an_install_form_offers_no_session_and_a_forged_tick_refuses() {
+        use bosun_host::approval::AnswerReach;
+        let install = ApprovalRequest {
+            reach: AnswerReach::Once,
+            ..request("touch")
+        };
+        let shown = serde_json::to_string(&form(&install, install.reach.offers_session()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!shown.contains(FOR_SESSION), "{shown}");
+        assert!(shown.contains("one install at a time"), "{shown}");
+        let ticked = json!({ FOR_SESSION: true });
+        assert_eq!(accepted(&install, Some(&ticked)), ApprovalAnswer::Deny);
+        assert_eq!(accepted(&install, None), ApprovalAnswer::AllowOnce);
+        // A whole call offers the checkbox, and a tick grants the session.
+        let call = request("touch");
+        let shown = serde_json::to_string(&form(&call, call.reach.offers_session()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(shown.contains(FOR_SESSION), "{shown}");
+        assert_eq!(accepted(&call, Some(&ticked)), ApprovalAnswer::AllowSession);
+        assert_eq!(
+            accepted(&call, Some(&json!({ FOR_SESSION: false }))),
+            ApprovalAnswer::AllowOnce
+        );
     }
 
     #[test]

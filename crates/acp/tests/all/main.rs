@@ -363,3 +363,61 @@ async fn an_image_that_is_not_one_is_refused_whatever_its_mime_type() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A client that sends garbage — a line that is not JSON, a request whose params have the wrong
+/// shape, a method that does not exist — gets a JSON-RPC error for each request (invalid params,
+/// method not found), and the connection serves the next request as if nothing happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let server = ScriptedModel::serve(Script::new([Step::text("unused")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    let (client, agent) = tokio::io::duplex(1 << 20);
+    let (agent_read, agent_write) = tokio::io::split(agent);
+    let served = tokio::spawn(bosun_acp::serve(
+        ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+        f.home.clone(),
+    ));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_read).lines();
+    let mut send = async |line: &str| {
+        client_write.write_all(line.as_bytes()).await.unwrap();
+        client_write.write_all(b"\n").await.unwrap();
+    };
+    send("this is not JSON").await;
+    send(r#"{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": 5, "prompt": "x"}}"#).await;
+    send(r#"{"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}"#).await;
+    send(
+        r#"{"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": 1}}"#,
+    )
+    .await;
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 3 {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("the agent answers: so far {answers:?}"))
+            .unwrap()
+            .expect("the connection is open");
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            answers.insert(id, message);
+        }
+    }
+    let bad_params = &answers[&7]["error"];
+    assert_eq!(bad_params["code"], -32602, "{bad_params}");
+    assert_eq!(answers[&8]["error"]["code"], -32601, "{}", answers[&8]);
+    assert_eq!(
+        answers[&9]["result"]["agentInfo"]["name"], "bosun",
+        "{}",
+        answers[&9]
+    );
+    drop(client_write);
+    drop(lines);
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .expect("the agent ends when the client goes")
+        .unwrap()
+        .ok();
+}

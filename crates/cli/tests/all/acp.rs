@@ -309,6 +309,19 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
 
     // Saved after every turn, the cancelled one included, and each run is traced.
     let stored = stored_session(&env.home(), &session);
+    // The cancelled command's partial output is in the session, with how it ended.
+    let last_result = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(ToString::to_string)
+        .find(|m| m.contains("cancelled"))
+        .unwrap_or_default();
+    assert!(
+        last_result.contains("started"),
+        "the output so far is kept with the cancellation: {stored:#}"
+    );
     let runs = stored["run_ids"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{stored:#}");
     let inspect = env.bosun(&["inspect", runs[0].as_str().unwrap()]);
@@ -774,6 +787,213 @@ fn an_editor_image_reaches_a_model_that_takes_images_and_a_text_only_one_refuses
     assert!(model2.requests().is_empty(), "nothing reached the model");
 }
 
+/// Every answer the editor can give maps to Bosun's: allow once (the same call in the next turn
+/// is asked again), allow for this session (the same call later in the session is not asked; a
+/// new session is), always in this workspace (the narrow rule the option's name showed is
+/// written under `$BOSUN_HOME/approvals/`, and a fresh session is not asked), reject (nothing
+/// ran), reject with a sentence (the model reads it as the tool result at once), reject to
+/// explain later (the turn ends; the next message tells the model why), and a turn cancelled
+/// while a question is open withdraws it (`$/cancel_request`), nothing runs, the turn ends
+/// `cancelled` and is stored.
+#[test]
+fn each_approval_answer_of_the_editor_becomes_bosuns() {
+    let env = Env::new();
+    let touch = |file: &str| call("run_command", json!({"program": "touch", "args": [file]}));
+    let echo = |word: &str| call("run_command", json!({"program": "echo", "args": [word]}));
+    let mkdir = |dir: &str| {
+        call(
+            "run_command",
+            json!({"program": "mkdir", "args": ["-p", dir]}),
+        )
+    };
+    let (_runtime, model) = serve(vec![
+        // 1, 2: allowed once, then the same call in the next turn is asked again.
+        touch("once.txt"),
+        Step::text("Touched once."),
+        touch("once.txt"),
+        Step::text("Touched again."),
+        // 3: allowed for the session, then the same call again without a question. (A
+        // session grant covers the program with any arguments, so the later questions name
+        // another program.)
+        mkdir("made"),
+        mkdir("made"),
+        Step::text("Made it twice."),
+        // 4: always in this workspace; 5: a later turn is not asked.
+        echo("one"),
+        Step::text("Said one."),
+        echo("two"),
+        Step::text("Said two."),
+        // 6: rejected: nothing runs.
+        touch("r.txt"),
+        Step::text("Not touched."),
+        // 7: rejected with a sentence the model reads at once.
+        touch("b.txt"),
+        Step::text("Then the Makefile."),
+        // 8: rejected to explain later: the turn ends; 9: the reason arrives.
+        touch("c.txt"),
+        Step::text("Understood."),
+        // 10: cancelled while asked.
+        touch("d.txt"),
+        Step::text("never sent"),
+    ]);
+    env.user_config(&model_config(&model, ""));
+    let report = editor(
+        &env,
+        json!({
+            "answers": [
+                "allow-once",
+                "allow-once",
+                "allow-session",
+                "allow-always",
+                "reject",
+                "reject|Use the Makefile instead",
+                "reject-explain",
+                "cancel-turn",
+            ],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Touch once.txt."},
+                {"prompt": "Touch once.txt again."},
+                {"prompt": "Make the directory twice."},
+                {"prompt": "Say one."},
+                {"prompt": "Say two."},
+                {"prompt": "Touch r.txt."},
+                {"prompt": "Touch b.txt."},
+                {"prompt": "Touch c.txt."},
+                {"prompt": "Because c.txt is generated."},
+                {"prompt": "Touch d.txt."},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let stops: Vec<&Value> = responses(&report, "prompt")
+        .iter()
+        .map(|p| &p["result"]["stopReason"])
+        .collect();
+    let mut expected = vec!["end_turn"; 9];
+    expected.push("cancelled");
+    assert_eq!(stops, expected, "{report:#}\n{stderr}");
+    let asked = report["permissions"].as_array().unwrap();
+    let titles: Vec<&str> = asked
+        .iter()
+        .map(|p| p["toolCall"]["title"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(titles.len(), 8, "one question per answer: {titles:#?}");
+    for (title, word) in titles.iter().zip([
+        "once.txt", "once.txt", "made", "one", "r.txt", "b.txt", "c.txt", "d.txt",
+    ]) {
+        assert!(title.contains(word), "{title} should name {word}");
+    }
+
+    // Allowed once: ran, and the same call in the next turn was asked again (above).
+    assert!(env.ws().join("once.txt").exists());
+    // Allowed for the session: ran both times, asked once.
+    assert!(env.ws().join("made").is_dir());
+    assert!(text_of(&updates(&report, "agent_message_chunk")).contains("Made it twice."));
+    // Always: exactly the rule the option's name showed is written, and turn 5's echo ran
+    // unasked.
+    let shown = asked[3]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["optionId"] == "allow-always")
+        .and_then(|o| o["name"].as_str())
+        .expect("always is offered for a whole call")
+        .to_owned();
+    assert!(
+        shown.contains("allow process.spawn program=echo"),
+        "{shown}"
+    );
+    let approvals = env.home().join("approvals");
+    let written = files_holding(&approvals, "echo");
+    assert_eq!(
+        written.len(),
+        1,
+        "the rule is written under {}",
+        approvals.display()
+    );
+    let rules = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(
+        rules.contains("program = \"echo\"") && !rules.contains("touch"),
+        "only the narrow rule for echo: {rules}"
+    );
+    let said = text_of(&updates(&report, "agent_message_chunk"));
+    assert!(said.contains("Said two."), "{said}");
+    // Rejected: nothing ran, the model was told the person declined.
+    assert!(!env.ws().join("r.txt").exists());
+    let requests = model.requests();
+    let after_r = serde_json::to_string(&requests[12]["messages"]).unwrap();
+    assert!(
+        after_r.contains("the person declined run_command"),
+        "{after_r}"
+    );
+    // Rejected with a sentence: nothing ran, and the model read the sentence as the call's
+    // result in the same turn.
+    assert!(!env.ws().join("b.txt").exists());
+    let after_b = serde_json::to_string(&requests[14]["messages"]).unwrap();
+    assert!(
+        after_b.contains("said: Use the Makefile instead"),
+        "{after_b}"
+    );
+    // Rejected to explain later: the turn ended without another model request, and the next
+    // message is what the model reads with the refusal.
+    assert!(!env.ws().join("c.txt").exists());
+    assert_eq!(
+        requests.len(),
+        18,
+        "no request after the explained rejection until the person spoke"
+    );
+    let reason = serde_json::to_string(&requests[16]["messages"]).unwrap();
+    assert!(reason.contains("Because c.txt is generated."), "{reason}");
+    // Cancelled while asked: the open question was withdrawn and nothing ran.
+    assert_eq!(report["withdrawn"], json!([true]), "{report:#}");
+    assert!(!env.ws().join("d.txt").exists());
+    let session = responses(&report, "new")[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        stored_session(&env.home(), &session)["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10,
+        "every turn is stored, the cancelled one included"
+    );
+
+    // A fresh session: the session grant is gone (mkdir is asked again), the workspace rule
+    // holds (echo is not asked).
+    let (_runtime2, model2) = serve(vec![echo("three"), mkdir("made"), Step::text("Done.")]);
+    env.user_config(&model_config(&model2, ""));
+    let fresh = editor(
+        &env,
+        json!({
+            "answers": ["reject"],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Say three, then make the directory."},
+            ],
+        }),
+    );
+    let asked = fresh["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{fresh:#}");
+    assert!(
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("mkdir"),
+        "{fresh:#}"
+    );
+    let ran = updates(&fresh, "tool_call_update");
+    assert!(
+        ran.iter()
+            .any(|u| u["content"].to_string().contains("three")),
+        "echo ran unasked: {fresh:#}"
+    );
+}
+
 /// Keys and models: `initialize` lists an authentication method per missing key, named after
 /// its variable, and `authenticate` says which variable to set; the model option switches to
 /// another `[models.<name>]` entry for the next turn (its requests go to that model), while an
@@ -882,4 +1102,214 @@ fn slash_commands_in_the_panel_switch_the_mode_and_report_status() {
         assert!(said.contains(&expected), "{expected} in {said}");
     }
     assert_eq!(model.requests().len(), 1, "commands never reach the model");
+}
+
+/// A signed catalog folder holding the plugin `weather` 1.0.0, made and signed by the binary
+/// in the test; returns the config lines that add it as the registry `corp`. Its key is pinned
+/// (`bosun registry trust`) once the config names it.
+fn weather_catalog(env: &Env) -> String {
+    let run = |args: &[&str]| {
+        let out = env.bosun(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let key = env.dir.path().join("key.json");
+    let catalog = env.dir.path().join("catalog");
+    let src = env.dir.path().join("src/weather");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("mod.ts"),
+        "export const manifest = {\n  name: \"weather\",\n  version: \"1.0.0\",\n  description: \"Weather by city\",\n  classification: \"PUBLIC\",\n  trust: \"sandboxed\",\n  declaredEndpoints: [\"https://api.weather.example\"],\n};\nexport async function activate(ctx) {}\n",
+    )
+    .unwrap();
+    run(&["registry", "keygen", key.to_str().unwrap()]);
+    run(&[
+        "registry",
+        "init",
+        catalog.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    run(&[
+        "plugins",
+        "publish",
+        src.to_str().unwrap(),
+        "--to",
+        catalog.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    format!(
+        "\n[registries.corp]\nkind = \"dir\"\npath = \"{}\"\n",
+        catalog.display()
+    )
+}
+
+/// Hostile: an install is one question with its own review, so the editor is offered yes or
+/// no only. An editor that answers `allow-always` or `allow-session` anyway (options Bosun did
+/// not offer for it) gets a refusal: nothing is installed, no rule is written, and the next
+/// install is asked again; only an offered yes installs.
+#[test]
+fn an_editor_answering_always_to_an_install_gets_no_rule_and_no_unasked_install() {
+    let env = Env::new();
+    let install = || {
+        call(
+            "plugin_install",
+            json!({"name": "weather", "registry": "corp"}),
+        )
+    };
+    let (_runtime, model) = serve(vec![
+        install(),
+        Step::text("Not installed."),
+        install(),
+        Step::text("Still not."),
+        install(),
+        Step::text("Installed."),
+    ]);
+    let registry = weather_catalog(&env);
+    env.user_config(&format!("{}{registry}", model_config(&model, "")));
+    let trusted = env.bosun(&["registry", "trust", "corp", "--yes"]);
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let report = editor(
+        &env,
+        json!({
+            "answers": ["allow-always", "allow-session", "allow-once"],
+            "steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Install weather from corp."},
+                {"prompt": "Install it again."},
+                {"prompt": "Once more."},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(
+        asked.len(),
+        3,
+        "every install is asked: {report:#}\n{stderr}"
+    );
+    for question in asked {
+        let offered: Vec<&str> = question["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["optionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(offered, ["allow-once", "reject", "reject-explain"]);
+        let shown = question["toolCall"]["content"].to_string();
+        assert!(
+            shown.contains("one install at a time") && shown.contains("weather"),
+            "{shown}"
+        );
+    }
+    let requests = model.requests();
+    for (index, after) in [(1, "always"), (3, "session")] {
+        let said = serde_json::to_string(&requests[index]["messages"]).unwrap();
+        assert!(
+            said.contains("the person declined plugin_install"),
+            "the {after} answer refused the install: {said}"
+        );
+    }
+    assert!(
+        !env.home().join("approvals").exists(),
+        "no rule was written: {:?}",
+        files_holding(&env.home().join("approvals"), "plugin")
+    );
+    // Only the offered yes installed it.
+    let list = env.bosun(&["plugins", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(listed["plugins"][0]["local_name"], "weather", "{listed:#}");
+    assert_eq!(
+        responses(&report, "prompt")
+            .iter()
+            .map(|p| &p["result"]["stopReason"])
+            .collect::<Vec<_>>(),
+        ["end_turn", "end_turn", "end_turn"]
+    );
+}
+
+/// Hostile: a careless HTTP MCP server repeats the header value the editor passed into its
+/// tool result. The value is a secret: the stored session holds it redacted as the trace does,
+/// so no file under `$BOSUN_HOME` holds it, the model's next turn (which reads the session
+/// back) never receives it, and a `session/load` replays the redacted result.
+#[test]
+fn a_header_value_an_mcp_server_echoes_is_redacted_from_the_session_it_lands_in() {
+    const KEY: &str = "editor-secret-d41c7a90";
+    let http = KeyedPeer::start("http", KEY);
+    let env = Env::new();
+    let (_runtime, model) = serve(vec![
+        call("mcp__keyed__echo_key", json!({})),
+        Step::text("It echoed something."),
+        Step::text("Second turn."),
+    ]);
+    env.user_config(&model_config(
+        &model,
+        "[[policy.rules]]\naction = \"mcp.keyed.tool.*\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"net.http\"\nhost = \"127.0.0.1\"\ndecision = \"allow\"\n",
+    ));
+    let server = json!({
+        "type": "http",
+        "name": "keyed",
+        "url": format!("http://127.0.0.1:{}/mcp", http.port),
+        "headers": [{"name": "X-Api-Key", "value": KEY}],
+    });
+    let report = editor(
+        &env,
+        json!({
+            "answers": ["approve"],
+            "steps": [
+                {"initialize": true},
+                {"new": {"mcpServers": [server]}},
+                {"prompt": "What does the keyed server echo?"},
+                {"prompt": "And now?"},
+            ],
+        }),
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    let stops: Vec<&Value> = responses(&report, "prompt")
+        .iter()
+        .map(|p| &p["result"]["stopReason"])
+        .collect();
+    assert_eq!(stops, ["end_turn", "end_turn"], "{report:#}\n{stderr}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "{report:#}");
+    // The server did echo it (the call's result in the same turn carried it) …
+    let in_turn = serde_json::to_string(&requests[1]["messages"]).unwrap();
+    assert!(in_turn.contains("you sent"), "the echo arrived: {in_turn}");
+    // … but the session it was stored in holds it redacted, like the trace.
+    let session = responses(&report, "new")[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stored = stored_session(&env.home(), &session).to_string();
+    assert!(stored.contains("[REDACTED:mcp.keyed]"), "{stored}");
+    assert_eq!(files_holding(&env.home(), KEY), Vec::<PathBuf>::new());
+    // The next turn reads the session back: the value is not in what the model receives.
+    let next_turn = serde_json::to_string(&requests[2]["messages"]).unwrap();
+    assert!(
+        !next_turn.contains(KEY) && next_turn.contains("[REDACTED:mcp.keyed]"),
+        "{next_turn}"
+    );
+    // Loaded back in a new connection, the replay shows the redacted result.
+    let loaded = editor(
+        &env,
+        json!({"steps": [{"initialize": true}, {"load": session}]}),
+    );
+    assert!(
+        responses(&loaded, "load")[0]["result"].is_object(),
+        "{loaded:#}"
+    );
+    let replayed = loaded["updates"].to_string();
+    assert!(!replayed.contains(KEY), "{replayed}");
+    assert!(replayed.contains("you sent"), "{replayed}");
 }

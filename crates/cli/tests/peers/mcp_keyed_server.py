@@ -6,7 +6,8 @@ it as a server an editor passes with its header values.
 Usage: BOSUN_TEST_API_KEY=<key> python mcp_keyed_server.py (sse | http) PORT
 Its tools:
 - add(a, b): the sum;
-- whoami(): says the key was accepted, without repeating it.
+- whoami(): says the key was accepted, without repeating it;
+- echo_key(): repeats the key the request carried, as a careless server would.
 Every request it refused is counted in `refused.txt` in its working directory.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import uvicorn
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 
 KEY = os.environ["BOSUN_TEST_API_KEY"]
 app = MCPServer("keyed")
@@ -31,6 +33,13 @@ def add(a: int, b: int) -> int:
 def whoami() -> str:
     """Say whether the key was accepted."""
     return "accepted: the editor's key reached the server"
+
+
+@app.tool()
+def echo_key(ctx: Context) -> str:
+    """Repeat the X-Api-Key header this request carried."""
+    request = ctx.request_context.request
+    return f"you sent {request.headers.get('x-api-key')}"
 
 
 def keyed(inner):

@@ -351,13 +351,20 @@ impl Tool for RunCommand {
                 let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
                 guard.disarm();
                 stop_drains(&mut drains).await;
+                // What it printed before it was stopped is part of what happened: the model
+                // and the stored session see it with the error.
+                let so_far =
+                    output_so_far(&captured.lock().unwrap_or_else(PoisonError::into_inner));
                 return Err(match stopped {
-                    Ending::Cancelled => cancelled(),
+                    Ending::Cancelled => ToolError::new(
+                        ErrorCode::Cancelled,
+                        format!("{}{so_far}", cancelled().message),
+                    ),
                     _ => ToolError::new(
                         ErrorCode::TimedOut,
                         format!(
                             "`{}` did not finish within {timeout_ms} ms and was stopped: raise \
-                             timeoutMs (at most {cap}) or run something shorter",
+                             timeoutMs (at most {cap}) or run something shorter{so_far}",
                             input.program
                         ),
                     ),
@@ -491,6 +498,30 @@ impl Captured {
 enum Stream {
     Stdout,
     Stderr,
+}
+
+/// The output a stopped program printed, for its error: empty when it printed nothing, else
+/// each stream that has something under its name (already bounded by the output budget).
+fn output_so_far(captured: &Captured) -> String {
+    let mut text = String::new();
+    for (name, bytes) in [("stdout", &captured.stdout), ("stderr", &captured.stderr)] {
+        if bytes.is_empty() {
+            continue;
+        }
+        let bytes = if captured.dropped {
+            trim_partial_utf8(bytes)
+        } else {
+            bytes
+        };
+        text.push_str(&format!(
+            "\n{name} so far:\n{}",
+            String::from_utf8_lossy(bytes).trim_end()
+        ));
+    }
+    if captured.dropped {
+        text.push_str("\n(truncated: more was printed than the output limit keeps)");
+    }
+    text
 }
 
 /// Reads a pipe to its end, keeping what fits the shared budget and dropping the rest; what
