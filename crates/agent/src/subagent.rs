@@ -437,9 +437,12 @@ impl SubagentTool {
         let run_id = bosun_host::trace::new_run_id();
         let session = Arc::new(Session::new(run_id.clone()));
         session.inherit(&ctx.session);
-        let mut trace = TraceBuilder::new(run_id.clone(), ctx.run.redactor.clone());
+        // The child names its parent run whether its trace is written or kept in memory, so
+        // the exporter puts its spans in the parent's trace either way.
+        let mut trace = TraceBuilder::new(run_id.clone(), ctx.run.redactor.clone())
+            .parent(ctx.run.run_id.clone());
         if let Some(dir) = &ctx.run.runs_dir {
-            trace = trace.runs_dir(dir.clone()).parent(ctx.run.run_id.clone());
+            trace = trace.runs_dir(dir.clone());
         }
         // The parent's watchers (the terminal) see the child's events, marked by its parent run.
         let (trace, persisted) = ctx

@@ -69,11 +69,28 @@ pub fn install(
                 opened.marketplace.name
             );
         }
+        // Judged before the plugin is fetched: its name, and where its files come from.
+        let entry = opened.marketplace.plugins.iter().find(|p| p.name == name);
+        let source = entry.and_then(|entry| match &entry.source {
+            bosun_claude::marketplace::PluginSource::Remote(remote) => remote.git_url(),
+            bosun_claude::marketplace::PluginSource::Relative(_) => None,
+        });
+        bosun_host::managed::check_plugin(
+            env.config.managed.as_ref(),
+            &bosun_host::managed::PluginArrival {
+                name,
+                how: bosun_host::managed::PluginPath::ClaudeMarketplace,
+                dir: None,
+                source: source.as_deref(),
+            },
+            home,
+        )
+        .map_err(|refusal| anyhow::anyhow!("nothing was installed: {refusal}"))?;
         let options = InstallOptions {
             allow_unpinned,
             grant_bin: env.config.user.claude.bin(&format!("{name}@{marketplace}")),
         };
-        stage(&opened, marketplace, name, options, &launcher, home).await
+        anyhow::Ok(stage(&opened, marketplace, name, options, &launcher, home).await?)
     })?;
     let options = &staged.layout.manifest.user_config;
     let kept_public = env.config.user.claude.values(&staged.id);

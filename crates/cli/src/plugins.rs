@@ -257,6 +257,21 @@ pub fn install(path: &Path, name: Option<&str>, link: bool, force: bool, yes: bo
         );
     }
     let home = bosun_home()?;
+    // The folder named is where the plugin comes from: the managed policy's allowed folders
+    // hold for it, so a copy into `$BOSUN_HOME/plugins` cannot launder a folder from elsewhere.
+    let env = load()?;
+    let from = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    bosun_host::managed::check_plugin(
+        env.config.managed.as_ref(),
+        &bosun_host::managed::PluginArrival {
+            name: &name,
+            how: bosun_host::managed::PluginPath::Directory,
+            dir: Some(&from),
+            source: None,
+        },
+        &env.config.home,
+    )
+    .map_err(|refusal| anyhow::anyhow!("nothing was installed: {refusal}"))?;
     if link {
         let InstallSource::Dir(dir) = source else {
             bail!(

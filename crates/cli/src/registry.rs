@@ -233,6 +233,20 @@ fn stage(
     force: bool,
 ) -> Result<install::Staged, install::RegistryInstallError> {
     let home = &env.config.home;
+    if kind == ArtifactKind::Plugin {
+        // Judged before anything is fetched: the plugin's name, and where it would live.
+        bosun_host::managed::check_plugin(
+            env.config.managed.as_ref(),
+            &bosun_host::managed::PluginArrival {
+                name: &requested.name,
+                how: bosun_host::managed::PluginPath::Registry,
+                dir: Some(&install::installed_root(home, kind).join(&requested.name)),
+                source: None,
+            },
+            home,
+        )
+        .map_err(|refusal| install::RegistryInstallError::Managed(refusal.to_string()))?;
+    }
     rt.block_on(async {
         match kind {
             ArtifactKind::Plugin => {

@@ -71,6 +71,10 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
             state_key,
             state_ttl: serve.state_ttl_secs.map(std::time::Duration::from_secs),
             state_redemptions: serve.state_redemptions_dir.clone(),
+            idempotency_dir: serve.idempotency_dir.clone(),
+            idempotency_claim_ttl: serve
+                .idempotency_claim_secs
+                .map(std::time::Duration::from_secs),
         },
     )?;
     let allowed_hosts = serve.allowed_hosts.clone();

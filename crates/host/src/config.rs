@@ -124,6 +124,16 @@ pub struct ServeConfig {
     /// refused.
     #[serde(default)]
     pub state_redemptions_dir: Option<PathBuf>,
+    /// A directory every instance shares (created if missing), where a call made with an
+    /// idempotency key is claimed before it runs and its result kept after, so a retry that
+    /// reaches another instance gets the result instead of running the call again. Needs
+    /// `state_key_env` (results are named and authenticated with that key).
+    #[serde(default)]
+    pub idempotency_dir: Option<PathBuf>,
+    /// How long a claim in `idempotency_dir` holds before it is taken for an instance that died
+    /// mid-call, in seconds (1–86400; default 600): longer than any call may run.
+    #[serde(default)]
+    pub idempotency_claim_secs: Option<u64>,
     /// `Host` header values served besides the listening address, e.g. the load balancer's
     /// `lb.example.com` or `127.0.0.1:8080`.
     #[serde(default)]
@@ -364,6 +374,25 @@ impl LoadedConfig {
                     message: "use a value between 10 and 3600 seconds".to_owned(),
                 });
             }
+            if user
+                .serve
+                .idempotency_claim_secs
+                .is_some_and(|secs| !(1..=86_400).contains(&secs))
+            {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "serve.idempotency_claim_secs".to_owned(),
+                    message: "use a value between 1 and 86400 seconds, longer than any call runs"
+                        .to_owned(),
+                });
+            }
+            if user.serve.idempotency_dir.is_some() && user.serve.state_key_env.is_none() {
+                return Err(ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: "serve.idempotency_dir".to_owned(),
+                    message: "a shared idempotency directory needs the instances' shared key: set state_key_env too (results are named and authenticated with it)".to_owned(),
+                });
+            }
             if user.agent.max_steps == 0 || user.agent.max_tool_calls == 0 {
                 return Err(ConfigError::Invalid {
                     path: file.path.clone(),
@@ -433,7 +462,12 @@ impl LoadedConfig {
                 .map_or_else(|| home.join("config.toml"), |f| f.path.clone());
             let refused = |refusal| ConfigError::managed(&path, refusal);
             managed.check_mode(user.mode).map_err(refused)?;
-            managed.apply_sandbox(&mut user.sandbox).map_err(refused)?;
+            let require_written = user_file
+                .as_ref()
+                .is_some_and(|f| line_of_key(&f.text, &["sandbox", "require"]).is_some());
+            managed
+                .apply_sandbox(&mut user.sandbox, require_written)
+                .map_err(refused)?;
             managed.check_mcp(&user.mcp).map_err(refused)?;
             managed
                 .apply_registries(&mut user.registries)

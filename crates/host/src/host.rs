@@ -211,6 +211,31 @@ impl Observer for Observers {
     }
 }
 
+/// Why the machine's managed policy refuses a plugin the catalog found: every plugin, user
+/// or project, installed by hand or from a registry, is judged where it is loaded from.
+fn managed_refusal(
+    managed: &crate::managed::Managed,
+    entry: &bosun_plugins::PluginEntry,
+    home: &std::path::Path,
+) -> Option<String> {
+    let how = match entry.scope {
+        bosun_plugins::PluginScope::User => crate::managed::PluginPath::UserConfig,
+        bosun_plugins::PluginScope::Project { .. } => crate::managed::PluginPath::Project,
+    };
+    managed
+        .check_plugin(
+            &crate::managed::PluginArrival {
+                name: &entry.local_name,
+                how,
+                dir: Some(&entry.dir),
+                source: None,
+            },
+            home,
+        )
+        .err()
+        .map(|refusal| refusal.to_string())
+}
+
 /// The names of the built-in tools: no plugin tool may take one.
 pub(crate) fn builtin_names(builtins: &[Arc<dyn Tool>]) -> Vec<String> {
     builtins.iter().map(|t| t.spec().name.to_string()).collect()
@@ -333,7 +358,7 @@ impl Host {
     ) -> Result<(TrustStore, Catalog), HostError> {
         let trust = TrustStore::load(TrustStore::default_path(&config.home))?;
         let builtins: Vec<&str> = names.iter().map(String::as_str).collect();
-        let catalog = Catalog::build(CatalogInput {
+        let mut catalog = Catalog::build(CatalogInput {
             home: &config.home,
             user_plugins: &config.user.plugins,
             // A folder the person refused to trust offers none of its plugins.
@@ -343,6 +368,9 @@ impl Host {
             builtins: &builtins,
             digests,
         });
+        if let Some(managed) = &config.managed {
+            catalog.refuse(|entry| managed_refusal(managed, entry, &config.home));
+        }
         Ok((trust, catalog))
     }
 
@@ -401,6 +429,14 @@ impl Host {
         let mut reserved = builtin_names(&builtins);
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
 
+        let gate = host
+            .config
+            .managed
+            .clone()
+            .map(|managed| crate::managed::ManagedGate {
+                managed,
+                home: host.config.home.clone(),
+            });
         let mut runtimes = plugin_runtime::runtimes(&engine);
         let mut listed: Vec<ListedPlugin> = Vec::new();
         for runtime in &mut runtimes {
@@ -414,6 +450,7 @@ impl Host {
                 limits: &host.config.user.limits,
                 launcher: &host.launcher,
                 claude: &host.config.user.claude,
+                managed: gate.as_ref(),
             })?;
             warnings.extend(offer.warnings);
             host.register_plugin_tools(offer.tools, &mut warnings);
@@ -470,6 +507,7 @@ impl Host {
             reserved,
             listed,
             registries,
+            gate,
         );
         for tool in manager.tools() {
             host.registry

@@ -53,6 +53,7 @@ pub const PATH_ENV: &str = "BOSUN_MANAGED_CONFIG";
 ///
 /// [plugins]
 /// allowed_dirs = ["/opt/bosun/plugins"]
+/// allowed = ["weather", "docs"]   # when set, the only plugin names that may be used
 ///
 /// [telemetry]
 /// traces = { otlp-http = { endpoint = "https://otel.example.com/v1/traces" } }
@@ -217,9 +218,12 @@ pub struct ManagedPlugins {
     /// the user's home, `$BOSUN_HOME` Bosun's).
     #[serde(default)]
     pub allowed_dirs: Option<Spanned<Vec<String>>>,
-    /// Local plugin names that may not be configured.
+    /// Plugin names that may not be used, however they arrive.
     #[serde(default)]
     pub blocked: Vec<Spanned<String>>,
+    /// When set, the only plugin names that may be used, however they arrive.
+    #[serde(default)]
+    pub allowed: Option<Spanned<Vec<String>>>,
 }
 
 /// The managed file as read: where, its text, and what it says.
@@ -338,11 +342,17 @@ impl Managed {
     }
 
     /// Checks the user's sandbox settings and applies the managed ones the user left at their
-    /// defaults.
+    /// defaults. `require_written` says whether the user's file writes `[sandbox] require`
+    /// (a `false` left out and one written read the same).
     ///
     /// # Errors
-    /// The user turned the sandbox off where the managed file keeps it on.
-    pub fn apply_sandbox(&self, sandbox: &mut bosun_launch::SandboxConfig) -> Result<(), Refusal> {
+    /// The user turned the sandbox off, or wrote `require = false`, where the managed file keeps
+    /// it on.
+    pub fn apply_sandbox(
+        &self,
+        sandbox: &mut bosun_launch::SandboxConfig,
+        require_written: bool,
+    ) -> Result<(), Refusal> {
         if let Some(enabled) = &self.config.sandbox.enabled
             && *enabled.get_ref()
             && !sandbox.enabled
@@ -357,6 +367,14 @@ impl Managed {
         if let Some(require) = &self.config.sandbox.require
             && *require.get_ref()
         {
+            if require_written && !sandbox.require {
+                return Err(self.refusal(
+                    "sandbox.require",
+                    require.span(),
+                    "[sandbox] require = true",
+                    "every confinement layer is required on this machine: remove `require = false` from [sandbox]",
+                ));
+            }
             sandbox.require = true;
         }
         Ok(())
@@ -602,43 +620,229 @@ impl Managed {
         plugins: &BTreeMap<String, bosun_plugins::PluginConfig>,
         home: &Path,
     ) -> Result<(), Refusal> {
-        let rules = &self.config.plugins;
-        let user_home = std::env::var_os("HOME").map(PathBuf::from);
-        let dirs: Option<Vec<PathBuf>> = rules.allowed_dirs.as_ref().map(|dirs| {
-            dirs.get_ref()
-                .iter()
-                .map(|d| expand(d, home, user_home.as_deref()))
-                .collect()
-        });
         for (name, plugin) in plugins {
-            let key = format!("plugins.{name}");
-            if let Some(block) = rules.blocked.iter().find(|b| b.get_ref() == name) {
-                return Err(self.refusal(
-                    key,
-                    block.span(),
-                    &format!("[plugins] blocked = [{name:?}]"),
-                    format!(
-                        "the plugin {name} is blocked on this machine: remove [plugins.{name}]"
-                    ),
-                ));
-            }
-            let (Some(dirs), Some(spanned)) = (&dirs, &rules.allowed_dirs) else {
-                continue;
-            };
-            let path = lexical(&home.join("plugins").join(&plugin.path));
-            if !dirs.iter().any(|d| path.starts_with(lexical(d))) {
+            let dir = home.join("plugins").join(&plugin.path);
+            self.check_plugin(
+                &PluginArrival {
+                    name,
+                    how: PluginPath::UserConfig,
+                    dir: Some(&dir),
+                    source: None,
+                },
+                home,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Checks one plugin, however it arrives, against `[plugins]` (blocked names, allowed
+    /// directories) and `[registries] blocked` (where its bytes come from). Every path by which
+    /// a plugin reaches Bosun calls this before the plugin is installed or offered: the user's
+    /// config, a project's plugin folder, a registry or OCI install, a Claude Code marketplace
+    /// install and every load of it, a plugin the model builds, a folder a person installs.
+    ///
+    /// # Errors
+    /// The rule that refuses it, with the managed file's `file:line`.
+    pub fn check_plugin(&self, arrival: &PluginArrival<'_>, home: &Path) -> Result<(), Refusal> {
+        let rules = &self.config.plugins;
+        let name = arrival.name;
+        let key = arrival.how.key(name);
+        if let Some(block) = rules.blocked.iter().find(|b| b.get_ref() == name) {
+            return Err(self.refusal(
+                key,
+                block.span(),
+                &format!("[plugins] blocked = [{name:?}]"),
+                format!(
+                    "the plugin {name} ({}) is blocked on this machine: {}",
+                    arrival.how.describe(),
+                    arrival.how.remedy(name)
+                ),
+            ));
+        }
+        if let Some(allowed) = &rules.allowed
+            && !allowed.get_ref().iter().any(|a| a == name)
+        {
+            return Err(self.refusal(
+                key,
+                allowed.span(),
+                &format!("[plugins] allowed = {:?}", allowed.get_ref()),
+                format!(
+                    "the plugin {name} ({}) is not among the plugins allowed on this machine: {}, or ask whoever manages this machine to allow it",
+                    arrival.how.describe(),
+                    arrival.how.remedy(name)
+                ),
+            ));
+        }
+        if let Some(source) = arrival.source
+            && let Some(block) = self
+                .config
+                .registries
+                .blocked
+                .iter()
+                .find(|b| source.starts_with(b.get_ref()))
+        {
+            return Err(self.refusal(
+                key,
+                block.span(),
+                &format!("[registries] blocked = [{:?}]", block.get_ref()),
+                format!(
+                    "the plugin {name} ({}) comes from {source}, which is blocked on this machine: {}",
+                    arrival.how.describe(),
+                    arrival.how.remedy(name)
+                ),
+            ));
+        }
+        if let (Some(dir), Some(spanned)) = (arrival.dir, &rules.allowed_dirs) {
+            let user_home = std::env::var_os("HOME").map(PathBuf::from);
+            let path = settled(dir);
+            let inside = spanned
+                .get_ref()
+                .iter()
+                .map(|d| settled(&expand(d, home, user_home.as_deref())))
+                .any(|d| path.starts_with(d));
+            if !inside {
                 return Err(self.refusal(
                     key,
                     spanned.span(),
                     &format!("[plugins] allowed_dirs = {:?}", spanned.get_ref()),
                     format!(
-                        "{} is not in a plugin directory allowed on this machine: install the plugin from an allowed registry, or ask whoever manages this machine",
-                        path.display()
+                        "{} ({}) is not in a plugin directory allowed on this machine: install the plugin from an allowed registry, or ask whoever manages this machine",
+                        path.display(),
+                        arrival.how.describe()
                     ),
                 ));
             }
         }
         Ok(())
+    }
+}
+
+/// The machine's managed policy and the `$BOSUN_HOME` its `[plugins]` rules are read against:
+/// what each place a plugin arrives after the config has loaded is handed.
+#[derive(Debug, Clone)]
+pub struct ManagedGate {
+    /// The policy.
+    pub managed: Managed,
+    /// `$BOSUN_HOME`.
+    pub home: PathBuf,
+}
+
+impl ManagedGate {
+    /// [`Managed::check_plugin`] against this home.
+    ///
+    /// # Errors
+    /// The managed rule refusing the plugin.
+    pub fn check(&self, arrival: &PluginArrival<'_>) -> Result<(), Refusal> {
+        self.managed.check_plugin(arrival, &self.home)
+    }
+}
+
+/// How a plugin reaches Bosun, for [`Managed::check_plugin`]: what a refusal names and asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginPath {
+    /// `[plugins.<name>]` of the user's config.
+    UserConfig,
+    /// A folder of the project's `.bosun/plugins/`.
+    Project,
+    /// Installed from a configured registry (Reef, signed catalog, folder, OCI).
+    Registry,
+    /// A Claude Code plugin from a `kind = "claude-marketplace"` registry.
+    ClaudeMarketplace,
+    /// A plugin the model wrote and installs during a conversation (`plugin_install`).
+    AgentBuilt,
+    /// A folder a person installs (`bosun plugins install PATH`).
+    Directory,
+}
+
+impl PluginPath {
+    fn key(self, name: &str) -> String {
+        match self {
+            Self::UserConfig => format!("plugins.{name}"),
+            Self::Project => format!("project plugin {name}"),
+            Self::Registry => format!("registry plugin {name}"),
+            Self::ClaudeMarketplace => format!("claude plugin {name}"),
+            Self::AgentBuilt => format!("plugin_install {name}"),
+            Self::Directory => format!("plugins install {name}"),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Self::UserConfig => "a plugin of your config",
+            Self::Project => "a plugin of this project's .bosun/plugins",
+            Self::Registry => "from a registry",
+            Self::ClaudeMarketplace => "a Claude Code plugin",
+            Self::AgentBuilt => "a plugin the model built",
+            Self::Directory => "a plugin folder",
+        }
+    }
+
+    fn remedy(self, name: &str) -> String {
+        match self {
+            Self::UserConfig => format!("remove [plugins.{name}]"),
+            Self::Project => format!("remove .bosun/plugins/{name} from the project"),
+            Self::ClaudeMarketplace => format!("uninstall it (`bosun plugins uninstall {name}`)"),
+            Self::Registry | Self::AgentBuilt | Self::Directory => {
+                "it cannot be installed here".to_owned()
+            }
+        }
+    }
+}
+
+/// One plugin arriving, as [`Managed::check_plugin`] judges it.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginArrival<'a> {
+    /// Its name (local name, or a Claude Code plugin's name).
+    pub name: &'a str,
+    /// How it arrives.
+    pub how: PluginPath,
+    /// The folder it is loaded from (or will be, once installed), when it has one.
+    pub dir: Option<&'a Path>,
+    /// Where its bytes are fetched from (a registry's address, a Claude Code plugin's source).
+    pub source: Option<&'a str>,
+}
+
+/// The optional managed policy's verdict on `arrival`: nothing to check without one.
+///
+/// # Errors
+/// The managed rule refusing it.
+pub fn check_plugin(
+    managed: Option<&Managed>,
+    arrival: &PluginArrival<'_>,
+    home: &Path,
+) -> Result<(), Refusal> {
+    managed.map_or(Ok(()), |m| m.check_plugin(arrival, home))
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: refused by the managed policy ({}): {}",
+            self.key, self.rule, self.message
+        )
+    }
+}
+
+/// `path` as it is on disk when it exists (links resolved, so a link inside an allowed
+/// directory to a folder outside it is outside), else folded lexically.
+/// A path not made yet (a registry install's folder) is its deepest existing ancestor settled,
+/// with the rest appended.
+fn settled(path: &Path) -> PathBuf {
+    let folded = lexical(path);
+    let mut existing = folded.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(part)) => {
+                rest.push(part.to_owned());
+                existing = parent;
+            }
+            _ => return folded,
+        }
     }
 }
 

@@ -77,7 +77,7 @@ impl TraceBuilder {
     pub fn open(self) -> Result<Trace, TraceError> {
         let trace = match &self.runs_dir {
             Some(dir) => Trace::create(dir, self.run_id, self.parent_run_id, self.redactor)?,
-            None => Trace::in_memory(self.run_id, self.redactor),
+            None => Trace::in_memory_of(self.run_id, self.parent_run_id, self.redactor),
         };
         Ok(self
             .observers
@@ -88,12 +88,16 @@ impl TraceBuilder {
     /// Opens the trace, in memory when its file cannot be created; says whether it is written.
     pub fn open_or_in_memory(self) -> (Trace, bool) {
         let persisted = self.runs_dir.is_some();
-        let fallback = (self.run_id.clone(), self.redactor.clone());
+        let fallback = (
+            self.run_id.clone(),
+            self.parent_run_id.clone(),
+            self.redactor.clone(),
+        );
         let observers = self.observers.clone();
         match self.open() {
             Ok(trace) => (trace, persisted),
             Err(_) => {
-                let trace = Trace::in_memory(fallback.0, fallback.1);
+                let trace = Trace::in_memory_of(fallback.0, fallback.1, fallback.2);
                 let trace = observers
                     .into_iter()
                     .fold(trace, |trace, observer| trace.observe(observer));
@@ -119,5 +123,50 @@ pub fn run_started(chokepoint: &Chokepoint, command: &str) -> Event {
         workspace: chokepoint.workspace().root().display().to_string(),
         mode: chokepoint.policy().mode().to_string(),
         sandbox: chokepoint.launcher().status().summary(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use bosun_core::{Envelope, Event, Redactor};
+
+    use super::TraceBuilder;
+    use crate::trace::Observer;
+
+    struct Parents(Mutex<Vec<Option<String>>>);
+
+    impl Observer for Parents {
+        fn observe(&self, envelope: &Envelope) {
+            self.0.lock().unwrap().push(envelope.parent_run_id.clone());
+        }
+    }
+
+    /// A subagent's run kept in memory (no runs directory: an embedding, a server without one)
+    /// names its parent like a written one, so the exporter puts it in the parent's trace
+    /// instead of starting a new one.
+    #[test]
+    fn a_child_run_names_its_parent_in_memory_as_on_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        for dir in [None, Some(tmp.path().to_owned())] {
+            let seen = Arc::new(Parents(Mutex::new(Vec::new())));
+            let mut builder = TraceBuilder::new("child-1", Arc::new(Redactor::default()))
+                .parent("parent-0".to_owned())
+                .observe(seen.clone());
+            if let Some(dir) = &dir {
+                builder = builder.runs_dir(dir.clone());
+            }
+            let (trace, _) = builder.open_or_in_memory();
+            trace.record(Event::BudgetExhausted {
+                budget: bosun_core::Budget::ToolCalls,
+                limit: 1,
+            });
+            assert_eq!(
+                *seen.0.lock().unwrap(),
+                vec![Some("parent-0".to_owned())],
+                "{dir:?}"
+            );
+        }
     }
 }

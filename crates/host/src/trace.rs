@@ -461,18 +461,29 @@ impl Trace {
 
     /// A trace that records to observers only (embedding, tests).
     pub fn in_memory(run_id: String, redactor: Arc<Redactor>) -> Self {
+        Self::in_memory_of(run_id, None, redactor)
+    }
+
+    /// A trace that records to observers only, of a run started by run `parent_run_id` (a
+    /// subagent's): its envelopes name the parent as a written trace's do, so what watches them
+    /// (the exporter, a face) places the run under its parent.
+    pub fn in_memory_of(
+        run_id: String,
+        parent_run_id: Option<String>,
+        redactor: Arc<Redactor>,
+    ) -> Self {
         Self {
             info: Arc::new(RunInfo {
                 run_id: run_id.clone(),
-                parent_run_id: None,
+                parent_run_id: parent_run_id.clone(),
                 runs_dir: None,
                 redactor: redactor.clone(),
                 observers: Vec::new(),
                 next_sequence: Arc::default(),
             }),
-            prefix: line::prefix(TRACE_SCHEMA_VERSION, &run_id, None),
+            prefix: line::prefix(TRACE_SCHEMA_VERSION, &run_id, parent_run_id.as_deref()),
             run_id,
-            parent_run_id: None,
+            parent_run_id,
             path: None,
             redactor,
             observers: Vec::new(),

@@ -6,26 +6,52 @@
 //! and is the caller's: the same key from another caller is another entry. A key reused for a
 //! different call (another tool or other arguments) is refused. While the first attempt runs,
 //! a retry waits for it. Only finished calls are kept — one that ended asking for input, or was
-//! cancelled, is not, so its retry runs. Results are kept for [`DEFAULT_KEY_TTL`], at most
-//! [`MAX_KEYS`] of them, in this instance's memory: instances share no results, so a retry that
-//! reaches another instance after the first died runs the call again there (clients retry
-//! across instances only what is safe to run twice).
+//! cancelled, is not, so its retry runs. Results are kept for [`DEFAULT_KEY_TTL`].
+//!
+//! Without a shared directory, results live in this instance's memory (at most [`MAX_KEYS`]):
+//! a retry that reaches another instance runs the call again there. With `[serve]
+//! idempotency_dir` — a directory every instance reaches, like the redemption directory of
+//! [`crate::state`] — each keyed call is *claimed* there before it runs, by creating its claim
+//! file exclusively (`link(2)` of a file already written, atomic on local file systems and
+//! NFSv3+), and its result is written there (to a temporary file renamed into place) before
+//! the answer goes out. An attempt on any instance then finds the result and answers with it,
+//! or finds the claim and waits (bounded) for the result; past the wait it answers "in
+//! progress, retry" and runs nothing. A claim older than the claim expiry is an instance that
+//! died mid-call: it is taken over. Files are named by an HMAC of the caller and the key under
+//! the instances' shared key, so a caller cannot find (or be served) another caller's result,
+//! and each result is authenticated with the same key and stored redacted like the trace.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bosun_core::Redactor;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 /// How long a finished call's result answers retries.
 pub const DEFAULT_KEY_TTL: Duration = Duration::from_secs(600);
+
+/// How long a claim in the shared directory holds before it is taken for an instance that died
+/// mid-call, by default: longer than a call may run.
+pub const DEFAULT_CLAIM_TTL: Duration = Duration::from_secs(600);
+
+/// How long an attempt that finds another instance's claim waits for its result by default.
+pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(10);
 
 /// Most keys one instance keeps; the oldest go first.
 pub const MAX_KEYS: usize = 4096;
 
 /// Longest key taken, in bytes.
 const MAX_KEY_LEN: usize = 255;
+
+/// How often a waiting attempt looks for the result.
+const POLL: Duration = Duration::from_millis(50);
 
 /// One key's call: which call it names, and its result once finished.
 struct Entry<R> {
@@ -45,24 +71,60 @@ pub enum KeyRefused {
         "this idempotency key was already used for a different call (another tool or other arguments): use a new key for each call"
     )]
     OtherCall,
+    /// Another attempt with this key is still running (on this or another instance).
+    #[error(
+        "a call with this idempotency key is still in progress: retry in a few seconds with the same key (it was not run again)"
+    )]
+    InProgress,
+    /// The shared directory could not be read or written, so whether the call ran is unknown.
+    #[error(
+        "the idempotency record of this key could not be read or written, so the call was not run: retry with the same key, or tell whoever runs this server to check [serve] idempotency_dir"
+    )]
+    Unavailable,
+}
+
+/// What a keyed call's result is stored as in the shared directory, and read back from.
+pub trait Kept: Sized {
+    /// The result as JSON, or `None` when it cannot be stored (it is then not kept).
+    fn to_kept(&self) -> Option<Value>;
+    /// The result read back; `None` when it does not parse.
+    fn from_kept(value: Value) -> Option<Self>;
+}
+
+impl Kept for u32 {
+    fn to_kept(&self) -> Option<Value> {
+        Some(Value::from(*self))
+    }
+    fn from_kept(value: Value) -> Option<Self> {
+        value.as_u64().and_then(|v| u32::try_from(v).ok())
+    }
 }
 
 /// Keyed calls by caller and key.
 type Entries<R> = HashMap<(String, String), Arc<Entry<R>>>;
 
-/// The results of keyed calls on this instance.
+/// The results of keyed calls: in this instance's memory, or in a directory every instance
+/// shares.
 pub struct Idempotency<R> {
     ttl: Duration,
     entries: Mutex<Entries<R>>,
+    shared: Option<SharedResults>,
 }
 
-impl<R: Clone> Idempotency<R> {
-    /// Keeps results for `ttl`.
+impl<R: Clone + Kept> Idempotency<R> {
+    /// Keeps results for `ttl`, in this instance's memory.
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
             entries: Mutex::new(HashMap::new()),
+            shared: None,
         }
+    }
+
+    /// Keeps results in `shared` instead, where every instance finds them.
+    pub fn with_shared(mut self, shared: SharedResults) -> Self {
+        self.shared = Some(shared);
+        self
     }
 
     /// Runs `run` for `caller`'s `key` naming `call` (a digest of tool and arguments), or
@@ -71,7 +133,9 @@ impl<R: Clone> Idempotency<R> {
     /// cancelled); what it returns either way is this attempt's answer.
     ///
     /// # Errors
-    /// [`KeyRefused`] for a malformed key or one used for another call.
+    /// [`KeyRefused`] for a malformed key or one used for another call; with a shared
+    /// directory, also a call still running elsewhere past the wait, or a directory that
+    /// cannot be used (nothing is run then).
     pub async fn run<F, Fut>(
         &self,
         caller: &str,
@@ -85,6 +149,9 @@ impl<R: Clone> Idempotency<R> {
     {
         if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(KeyRefused::Malformed);
+        }
+        if let Some(shared) = &self.shared {
+            return shared.run(caller, key, call, self.ttl, run).await;
         }
         let entry = {
             let now = Instant::now();
@@ -132,6 +199,376 @@ impl<R: Clone> Idempotency<R> {
         match entry.result.get_or_try_init(run).await {
             Ok(kept) => Ok(kept.clone()),
             Err(this_attempt) => Ok(this_attempt),
+        }
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) of `parts`, each followed by a zero byte so no two splits of the
+/// same bytes agree.
+fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut message = Vec::new();
+    for part in parts {
+        message.extend_from_slice(part);
+        message.push(0);
+    }
+    hmac_sha256(key, &message)
+}
+
+/// HMAC-SHA256 (RFC 2104), with the one hash this crate already links.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    inner.update(message);
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+/// Seconds since the epoch.
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A claim: which call, made when (seconds since the epoch).
+#[derive(Serialize, Deserialize)]
+struct Claim {
+    call: String,
+    at: u64,
+}
+
+/// A kept result as written: the body (call, when, result) and its HMAC.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    body: String,
+    mac: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    call: String,
+    at: u64,
+    result: Value,
+}
+
+/// What looking for a key's result found.
+enum Found<R> {
+    /// A kept result for this call.
+    Result(R),
+    /// Nothing kept (or an expired record, removed).
+    Nothing,
+}
+
+/// What claiming a key came to.
+enum Claimed {
+    /// This attempt holds the claim: it runs the call.
+    Ours(ClaimGuard),
+    /// Another attempt holds it, for this call.
+    Theirs,
+}
+
+/// Removes the claim file when the attempt holding it ends, however it ends (a result kept, a
+/// result not kept, a cancelled call).
+struct ClaimGuard(PathBuf);
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Keyed calls' claims and results in a directory every instance shares (`[serve]
+/// idempotency_dir`).
+pub struct SharedResults {
+    dir: PathBuf,
+    key: Vec<u8>,
+    claim_ttl: Duration,
+    wait: Duration,
+    redactor: Arc<Redactor>,
+    /// Unique per process, so this instance's temporary files never meet another's.
+    prefix: String,
+    /// When the directory was last swept of expired records.
+    swept: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for SharedResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedResults")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedResults {
+    /// Claims and results in `dir`, named and authenticated with `key` (the instances' shared
+    /// request-state key), results redacted by `redactor`; a claim older than `claim_ttl` is
+    /// taken over, and an attempt waits at most `wait` for another's result.
+    ///
+    /// # Errors
+    /// A key shorter than 32 bytes, or a directory files cannot be created in.
+    pub fn new(
+        dir: &Path,
+        key: &[u8],
+        claim_ttl: Duration,
+        wait: Duration,
+        redactor: Arc<Redactor>,
+    ) -> Result<Self, String> {
+        if key.len() < 32 {
+            return Err("[serve] idempotency_dir needs the shared key of [serve] state_key_env (at least 32 bytes) on every instance: results are named and authenticated with it".to_owned());
+        }
+        let mut random = [0u8; 8];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
+            .map_err(|e| format!("reading /dev/urandom: {e}"))?;
+        let prefix = bosun_core::text::hex(&random);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| {
+                let probe = dir.join(format!("probe-{prefix}"));
+                std::fs::write(&probe, b"")?;
+                std::fs::remove_file(probe)
+            })
+            .map_err(|e| {
+                format!(
+                    "[serve] idempotency_dir {}: {e}: it must be a directory every instance can create files in",
+                    dir.display()
+                )
+            })?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            key: key.to_vec(),
+            claim_ttl,
+            wait,
+            redactor,
+            prefix,
+            swept: Mutex::new(Instant::now() - DEFAULT_KEY_TTL),
+        })
+    }
+
+    /// The file name of `caller`'s `key`: an HMAC, so it says nothing of either and no other
+    /// caller's key leads to it.
+    fn name(&self, caller: &str, key: &str) -> String {
+        bosun_core::text::hex(&hmac(
+            &self.key,
+            &[b"bosun idempotency name", caller.as_bytes(), key.as_bytes()],
+        ))
+    }
+
+    fn mac(&self, name: &str, body: &str) -> String {
+        bosun_core::text::hex(&hmac(
+            &self.key,
+            &[
+                b"bosun idempotency result",
+                name.as_bytes(),
+                body.as_bytes(),
+            ],
+        ))
+    }
+
+    /// A file this process writes and then links or renames into place.
+    fn temporary(&self, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut random = [0u8; 6];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))?;
+        let path = self.dir.join(format!(
+            "{name}.tmp-{}-{}",
+            self.prefix,
+            bosun_core::text::hex(&random)
+        ));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        Ok(path)
+    }
+
+    /// The kept result of `name`, if any; another call's is refused.
+    fn result<R: Kept>(
+        &self,
+        name: &str,
+        call: &str,
+        ttl: Duration,
+    ) -> Result<Found<R>, KeyRefused> {
+        let path = self.dir.join(format!("{name}.result"));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Nothing),
+            Err(_) => return Err(KeyRefused::Unavailable),
+        };
+        let stored: Stored = serde_json::from_str(&text).map_err(|_| KeyRefused::Unavailable)?;
+        // A record not written with the instances' key is not trusted to stand for the call.
+        if stored.mac != self.mac(name, &stored.body) {
+            return Err(KeyRefused::Unavailable);
+        }
+        let body: Body = serde_json::from_str(&stored.body).map_err(|_| KeyRefused::Unavailable)?;
+        if now_secs().saturating_sub(body.at) >= ttl.as_secs() {
+            let _ = std::fs::remove_file(&path);
+            return Ok(Found::Nothing);
+        }
+        if body.call != call {
+            return Err(KeyRefused::OtherCall);
+        }
+        R::from_kept(body.result)
+            .map(Found::Result)
+            .ok_or(KeyRefused::Unavailable)
+    }
+
+    /// Claims `name` for `call`: created whole or not at all (a written file linked into
+    /// place). A claim older than the claim expiry is taken over.
+    fn claim(&self, name: &str, call: &str) -> Result<Claimed, KeyRefused> {
+        let path = self.dir.join(format!("{name}.claim"));
+        let claim = serde_json::to_vec(&Claim {
+            call: call.to_owned(),
+            at: now_secs(),
+        })
+        .map_err(|_| KeyRefused::Unavailable)?;
+        let written = self
+            .temporary(name, &claim)
+            .map_err(|_| KeyRefused::Unavailable)?;
+        let linked = std::fs::hard_link(&written, &path);
+        let _ = std::fs::remove_file(&written);
+        match linked {
+            Ok(()) => return Ok(Claimed::Ours(ClaimGuard(path))),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return Err(KeyRefused::Unavailable),
+        }
+        let theirs: Claim = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|_| KeyRefused::Unavailable)?,
+            // Released between our link and our read: claim again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.claim(name, call),
+            Err(_) => return Err(KeyRefused::Unavailable),
+        };
+        if theirs.call != call {
+            return Err(KeyRefused::OtherCall);
+        }
+        if now_secs().saturating_sub(theirs.at) < self.claim_ttl.as_secs() {
+            return Ok(Claimed::Theirs);
+        }
+        // An instance died holding it. Moved aside under a name of our own before it is
+        // removed, so of two instances taking it over only one removes it; if what was moved
+        // turns out to be a fresh claim (taken over just now by another), it is put back.
+        let aside = self.dir.join(format!("{name}.stale-{}", self.prefix));
+        if std::fs::rename(&path, &aside).is_ok() {
+            let fresh = std::fs::read(&aside)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Claim>(&b).ok())
+                .is_some_and(|c| now_secs().saturating_sub(c.at) < self.claim_ttl.as_secs());
+            if fresh {
+                let _ = std::fs::hard_link(&aside, &path);
+            }
+            let _ = std::fs::remove_file(&aside);
+        }
+        Ok(Claimed::Theirs)
+    }
+
+    /// Writes `result` for `name`, redacted and authenticated, atomically.
+    fn keep(&self, name: &str, call: &str, mut result: Value) -> std::io::Result<()> {
+        self.redactor.redact_value(&mut result);
+        let body = serde_json::to_string(&Body {
+            call: call.to_owned(),
+            at: now_secs(),
+            result,
+        })?;
+        let stored = serde_json::to_vec(&Stored {
+            mac: self.mac(name, &body),
+            body,
+        })?;
+        let written = self.temporary(name, &stored)?;
+        std::fs::rename(&written, self.dir.join(format!("{name}.result"))).inspect_err(|_| {
+            let _ = std::fs::remove_file(&written);
+        })
+    }
+
+    /// Removes expired results, claims and left-over temporary files, at most once per half
+    /// expiry, by whichever call comes first.
+    fn sweep(&self, ttl: Duration) {
+        let Ok(mut swept) = self.swept.try_lock() else {
+            return;
+        };
+        if swept.elapsed() < ttl / 2 {
+            return;
+        }
+        *swept = Instant::now();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        // A minute more for clocks that differ between instances.
+        let keep = ttl.max(self.claim_ttl) + Duration::from_secs(60);
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > keep);
+            if old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    async fn run<R, F, Fut>(
+        &self,
+        caller: &str,
+        key: &str,
+        call: &str,
+        ttl: Duration,
+        run: F,
+    ) -> Result<R, KeyRefused>
+    where
+        R: Kept,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<R, R>>,
+    {
+        self.sweep(ttl);
+        let name = self.name(caller, key);
+        let deadline = Instant::now() + self.wait;
+        loop {
+            if let Found::Result(kept) = self.result(&name, call, ttl)? {
+                return Ok(kept);
+            }
+            match self.claim(&name, call)? {
+                Claimed::Ours(guard) => {
+                    // Another attempt may have finished between our look and our claim.
+                    if let Found::Result(kept) = self.result(&name, call, ttl)? {
+                        return Ok(kept);
+                    }
+                    return Ok(match run().await {
+                        Ok(result) => {
+                            // Kept before the answer goes out: a retry anywhere finds it. A
+                            // result that cannot be written leaves the claim in place, so
+                            // retries hear "in progress" until it expires rather than run the
+                            // call again at once.
+                            let kept = result
+                                .to_kept()
+                                .is_some_and(|value| self.keep(&name, call, value).is_ok());
+                            if !kept {
+                                std::mem::forget(guard);
+                            }
+                            result
+                        }
+                        // Not kept (asked, cancelled): the claim goes, and a retry runs.
+                        Err(this_attempt) => this_attempt,
+                    });
+                }
+                Claimed::Theirs => {
+                    if Instant::now() >= deadline {
+                        return Err(KeyRefused::InProgress);
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+            }
         }
     }
 }
@@ -196,6 +633,122 @@ mod tests {
             assert_eq!(keys.run("a", "k", "c", || async { Err(7) }).await, Ok(7));
             assert_eq!(keys.run("a", "k", "c", || async { Ok(8) }).await, Ok(8));
             assert_eq!(keys.run("a", "k", "c", || async { Ok(9) }).await, Ok(8));
+        });
+    }
+
+    fn shared(dir: &Path, claim_ttl: Duration, wait: Duration) -> Idempotency<u32> {
+        Idempotency::new(DEFAULT_KEY_TTL).with_shared(
+            SharedResults::new(
+                dir,
+                b"0123456789abcdef0123456789abcdef",
+                claim_ttl,
+                wait,
+                Arc::new(Redactor::default()),
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        // Test cases 2 and 6 (a key longer than a block).
+        assert_eq!(
+            bosun_core::text::hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            bosun_core::text::hex(&hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn instances_sharing_a_directory_run_a_key_once_and_keep_callers_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = shared(dir.path(), DEFAULT_CLAIM_TTL, Duration::from_secs(5));
+        let b = shared(dir.path(), DEFAULT_CLAIM_TTL, Duration::from_secs(5));
+        let runs = AtomicU32::new(0);
+        let run = || async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(runs.fetch_add(1, Ordering::SeqCst) + 1)
+        };
+        runtime().block_on(async {
+            // At once on two instances: one runs, the other waits for its result.
+            let (x, y) = tokio::join!(
+                a.run("alice", "k", "call", run),
+                b.run("alice", "k", "call", run)
+            );
+            assert_eq!((x, y), (Ok(1), Ok(1)));
+            assert_eq!(b.run("alice", "k", "call", run).await, Ok(1));
+            // Another caller's same key finds nothing of alice's.
+            assert_eq!(b.run("bob", "k", "call", run).await, Ok(2));
+            assert_eq!(
+                a.run("alice", "k", "other", run).await,
+                Err(KeyRefused::OtherCall)
+            );
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        // Nothing in the directory names a caller or a key.
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(!name.contains("alice") && !name.contains("bob"), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_claim_left_by_a_dead_instance_answers_in_progress_then_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = shared(
+            dir.path(),
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+        );
+        let alive = shared(
+            dir.path(),
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+        );
+        let store = dead.shared.as_ref().unwrap();
+        let name = store.name("alice", "k");
+        let Ok(Claimed::Ours(guard)) = store.claim(&name, "call") else {
+            panic!("claimed");
+        };
+        // The instance dies mid-call: its claim stays.
+        std::mem::forget(guard);
+        runtime().block_on(async {
+            assert_eq!(
+                alive.run("alice", "k", "call", || async { Ok(5) }).await,
+                Err(KeyRefused::InProgress)
+            );
+            tokio::time::sleep(Duration::from_millis(2100)).await;
+            assert_eq!(
+                alive.run("alice", "k", "call", || async { Ok(6) }).await,
+                Ok(6)
+            );
+        });
+    }
+
+    #[test]
+    fn a_result_not_written_with_the_key_is_refused_and_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = shared(dir.path(), DEFAULT_CLAIM_TTL, Duration::from_secs(1));
+        runtime().block_on(async {
+            assert_eq!(keys.run("alice", "k", "c", || async { Ok(1) }).await, Ok(1));
+        });
+        let name = keys.shared.as_ref().unwrap().name("alice", "k");
+        let path = dir.path().join(format!("{name}.result"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let altered = text.replace(r#"\"result\":1"#, r#"\"result\":9"#);
+        assert_ne!(altered, text);
+        std::fs::write(&path, altered).unwrap();
+        runtime().block_on(async {
+            assert_eq!(
+                keys.run("alice", "k", "c", || async { Ok(2) }).await,
+                Err(KeyRefused::Unavailable)
+            );
         });
     }
 

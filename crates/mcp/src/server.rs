@@ -23,7 +23,8 @@
 //!   and the call ([`crate::state`]), so its retry may reach any instance holding the key
 //!   (`[serve] state_key_env`); a forged, expired or replayed state is refused with an
 //!   invalid-params error. A call with an idempotency key (`Idempotency-Key` header or `_meta`
-//!   `io.bosun/idempotencyKey`) runs once per key on an instance ([`crate::idempotency`]).
+//!   `io.bosun/idempotencyKey`) runs once per key: on an instance, or across every instance
+//!   sharing `[serve] idempotency_dir` ([`crate::idempotency`]).
 //! - A connection's revision is the connection's, never a request's claim: every request of a
 //!   session opened with `initialize` runs in that session (its labels, its approvals, its
 //!   trace), whatever revision its `_meta` names.
@@ -52,7 +53,10 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 
 use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, call_digest, can_elicit_form};
-use crate::idempotency::{DEFAULT_KEY_TTL, Idempotency};
+use crate::idempotency::{
+    DEFAULT_CLAIM_TTL, DEFAULT_CLAIM_WAIT, DEFAULT_KEY_TTL, Idempotency, Kept, KeyRefused,
+    SharedResults,
+};
 use crate::state::{DEFAULT_STATE_TTL, StateSeal};
 
 /// The `_meta` key carrying an idempotency key where there are no HTTP headers (stdio).
@@ -72,6 +76,13 @@ pub struct ServeOptions {
     /// A directory every instance shares, where each redeemed request state is recorded so
     /// that it opens once across the fleet ([`crate::state`]).
     pub state_redemptions: Option<PathBuf>,
+    /// A directory every instance shares, where keyed calls are claimed and their results
+    /// kept, so a retry on any instance gets the first attempt's result
+    /// ([`crate::idempotency`]). Needs `state_key`.
+    pub idempotency_dir: Option<PathBuf>,
+    /// How long a claim there holds before it is taken for a dead instance (default ten
+    /// minutes).
+    pub idempotency_claim_ttl: Option<std::time::Duration>,
 }
 
 /// Why serving stopped or could not start.
@@ -92,6 +103,9 @@ pub enum ServeError {
     /// The shared redemption directory cannot be used.
     #[error("{0}")]
     Redemptions(String),
+    /// The shared idempotency directory cannot be used.
+    #[error("{0}")]
+    Idempotency(String),
 }
 
 /// What every session of one `bosun serve` shares: the host and where traces go.
@@ -155,6 +169,25 @@ impl Served {
         let config = host.config();
         let runs_dir = config.runs_dir();
         let redactor = Arc::new(config.redactor());
+        let keyed = Idempotency::new(DEFAULT_KEY_TTL);
+        let keyed = match (&options.idempotency_dir, &options.state_key) {
+            (None, _) => keyed,
+            (Some(dir), Some(key)) => keyed.with_shared(
+                SharedResults::new(
+                    dir,
+                    key,
+                    options.idempotency_claim_ttl.unwrap_or(DEFAULT_CLAIM_TTL),
+                    DEFAULT_CLAIM_WAIT,
+                    redactor.clone(),
+                )
+                .map_err(ServeError::Idempotency)?,
+            ),
+            (Some(_), None) => {
+                return Err(ServeError::Idempotency(
+                    "[serve] idempotency_dir needs [serve] state_key_env: results are named and authenticated with the instances' shared key".to_owned(),
+                ));
+            }
+        };
         Ok(Arc::new(Self {
             host,
             runs_dir,
@@ -164,7 +197,7 @@ impl Served {
             stateless_run_id: trace::new_run_id(),
             listeners: Mutex::new(Vec::new()),
             seal: Arc::new(seal),
-            keyed: Idempotency::new(DEFAULT_KEY_TTL),
+            keyed,
         }))
     }
 
@@ -507,8 +540,29 @@ impl ServerHandler for ToolServer {
             .await;
         match outcome {
             Ok(response) => response,
+            // Nothing ran: a client may retry these with the same key.
+            Err(refused @ (KeyRefused::InProgress | KeyRefused::Unavailable)) => {
+                Err(McpError::internal_error(refused.to_string(), None))
+            }
             Err(refused) => Err(McpError::invalid_params(refused.to_string(), None)),
         }
+    }
+}
+
+/// A keyed call's answer as the shared directory keeps it: only a finished call's result (the
+/// others are never kept, see [`Idempotency::run`]).
+impl Kept for Result<CallToolResponse, McpError> {
+    fn to_kept(&self) -> Option<Value> {
+        match self {
+            Ok(CallToolResponse::Complete(result)) => serde_json::to_value(result).ok(),
+            _ => None,
+        }
+    }
+
+    fn from_kept(value: Value) -> Option<Self> {
+        serde_json::from_value::<CallToolResult>(value)
+            .ok()
+            .map(|result| Ok(CallToolResponse::Complete(result)))
     }
 }
 

@@ -244,6 +244,31 @@ impl Catalog {
         }
     }
 
+    /// Marks each entry `refuse` gives a reason for as [`PluginState::Invalid`] with that
+    /// reason — a rule from outside the plugin, such as the machine's managed policy — and
+    /// names the tools again, so a refused plugin's tools are neither offered nor take a name.
+    pub fn refuse(&mut self, refuse: impl Fn(&PluginEntry) -> Option<String>) {
+        let mut refused = false;
+        for entry in &mut self.entries {
+            if let Some(reason) = refuse(entry) {
+                entry.state = PluginState::Invalid {
+                    reason: bosun_core::escape_hidden(&reason),
+                };
+                refused = true;
+            }
+        }
+        if !refused {
+            return;
+        }
+        for offer in self.entries.iter_mut().flat_map(|e| e.offers.iter_mut()) {
+            offer.model_name = None;
+        }
+        self.by_model_name.clear();
+        self.warnings
+            .retain(|w| !matches!(w, CatalogWarning::ToolClash { .. }));
+        self.name_tools();
+    }
+
     /// Every plugin, in load order.
     pub fn entries(&self) -> &[PluginEntry] {
         &self.entries

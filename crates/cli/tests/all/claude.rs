@@ -10,7 +10,7 @@ use serde_json::json;
 use super::run::{model_config, serve};
 use super::{Env, code, json, stderr};
 
-fn fixture_marketplace() -> PathBuf {
+pub(crate) fn fixture_marketplace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../claude/tests/fixtures/marketplace")
 }
 
@@ -56,7 +56,7 @@ fn a_claude_marketplace_is_searched_and_its_plugin_installed_after_review() {
 
 /// A marketplace in `dir` with one plugin `name` whose `PreToolUse` hook (for every tool) runs
 /// `hook` (a shell line).
-fn hook_marketplace(dir: &Path, name: &str, hook: &str) {
+pub(crate) fn hook_marketplace(dir: &Path, name: &str, hook: &str) {
     let plugin = dir.join("plugins").join(name);
     std::fs::create_dir_all(dir.join(".claude-plugin")).unwrap();
     std::fs::create_dir_all(plugin.join("hooks")).unwrap();

@@ -5,7 +5,9 @@
 //! instance that redeemed it, and to another, through the shared redemption directory) are
 //! refused with the documented error and run nothing; each instance exports its spans with its
 //! own `service.instance.id` to one real OTLP receiver (`oteltap`); one instance killed during a
-//! load run costs the clients retries, never a call.
+//! load run costs the clients retries, never a call. With a shared `[serve] idempotency_dir`
+//! (`tests/peers/fleet_idempotency.py`), a keyed side-effecting call sent to every instance runs
+//! once, another caller's same key is its own, and a dead instance's claim expires.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -97,7 +99,13 @@ impl Drop for Balancer {
 }
 
 fn run_client(plan: &Value) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/fleet_client.py");
+    run_peer("fleet_client.py", plan)
+}
+
+fn run_peer(script: &str, plan: &Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(script);
     let mut child = Command::new(python())
         .arg(script)
         .arg(plan.to_string())
@@ -352,4 +360,132 @@ fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_a
     assert_eq!(out["load"]["calls"], 480, "{out}");
     assert_eq!(out["load"]["failed"], 0, "{out}");
     assert!(out["load"]["killed_at"].as_u64().is_some(), "{out}");
+}
+
+/// The text a JSON-RPC `tools/call` answer carries.
+fn answer_text(answer: &Value) -> String {
+    answer["message"]["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Lines of a file the commands append to (none when it was never written).
+fn lines_of(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
+    let env = Env::new();
+    let port = free_port();
+    let shared = env.dir.path().join("shared/idempotency");
+    let claim_secs = 14;
+    env.user_config(&format!(
+        "[serve]\nstate_key_env = \"BOSUN_FLEET_STATE_KEY\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\nidempotency_dir = {:?}\nidempotency_claim_secs = {claim_secs}\n\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
+        shared.display().to_string(),
+    ));
+    let key = [(
+        "BOSUN_FLEET_STATE_KEY",
+        "fleet-test-key-0123456789abcdef0123456789abcdef",
+    )];
+    let instances: Vec<HttpServer> = (0..3).map(|_| HttpServer::start(&env, &[], &key)).collect();
+    let backends: Vec<(String, String)> = instances
+        .iter()
+        .enumerate()
+        .map(|(n, server)| {
+            let addr = server
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_owned();
+            (format!("s{}", n + 1), addr)
+        })
+        .collect();
+    let _balancer = Balancer::start(env.dir.path(), port, &backends);
+    let direct: serde_json::Map<String, Value> = backends
+        .iter()
+        .zip(&instances)
+        .map(|((name, _), server)| (name.clone(), json!(server.url)))
+        .collect();
+    let out = run_peer(
+        "fleet_idempotency.py",
+        &json!({
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "instances": direct,
+            "doomed": "s3",
+            "doomed_pid": instances[2].pid(),
+            "claim_secs": claim_secs,
+        }),
+    );
+
+    // The first call ran the command once; every repeat, through the balancer and straight to
+    // each live instance, got the first answer and ran nothing.
+    assert!(out["first"]["isError"] != true, "{out:#}");
+    let ran = lines_of(&env.ws().join("once.txt"));
+    let first: String = out["first"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(first.contains(&ran[0]), "{out:#}");
+    let mut served_by = std::collections::BTreeSet::new();
+    served_by.insert(
+        out["first_instance"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    for repeat in out["repeats"].as_array().unwrap() {
+        assert_eq!(repeat["status"], 200, "{repeat:#}");
+        assert_eq!(answer_text(repeat), first, "{repeat:#}");
+        if let Some(to) = repeat["to"].as_str().or(repeat["instance"].as_str()) {
+            served_by.insert(to.to_owned());
+        }
+    }
+    assert!(
+        served_by.len() >= 2,
+        "repeats reached other instances: {served_by:?}"
+    );
+
+    // Sent to two instances at once: one ran it, both answered with that run.
+    let together = out["together"].as_array().unwrap();
+    let ran_together = lines_of(&env.ws().join("together.txt"));
+    assert_eq!(ran_together.len(), 1, "{out:#}");
+    for answer in together {
+        assert!(answer_text(answer).contains(&ran_together[0]), "{answer:#}");
+    }
+
+    // Another caller with the same key: its own run, and an answer that is not the first's.
+    let other = &out["other_caller"];
+    assert_eq!(other["status"], 200, "{other:#}");
+    let ran = lines_of(&env.ws().join("once.txt"));
+    assert_eq!(ran.len(), 2, "the other caller's call ran: {out:#}");
+    assert!(answer_text(other).contains(&ran[1]), "{other:#}");
+    assert!(!answer_text(other).contains(&ran[0]), "{other:#}");
+
+    // The dead instance's claim: "in progress" and nothing run, until it expired; then the
+    // retry ran.
+    let (code, message) = rpc_error(&out["while_claimed"]);
+    assert_eq!(code, -32603, "{out:#}");
+    assert!(message.contains("still in progress"), "{message}");
+    assert!(
+        out["after_expiry"]["message"]["result"].is_object(),
+        "{out:#}"
+    );
+    assert!(
+        out["after_expiry"]["message"]["result"]["isError"] != true,
+        "{out:#}"
+    );
+    // Nothing in the shared directory names a caller or a key.
+    for entry in std::fs::read_dir(&shared).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(!name.contains("key-"), "{name}");
+    }
 }

@@ -790,6 +790,7 @@ mod fleet;
 mod hardening;
 mod hostile_acp;
 mod js;
+mod managed_plugins;
 mod mcp_client;
 mod mcp_trust;
 /// The OCI crate's real-registry helper, shared rather than copied.

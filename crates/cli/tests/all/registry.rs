@@ -33,7 +33,7 @@ fn write_plugin(dir: &Path, text: &str) {
     std::fs::write(dir.join("mod.ts"), text).unwrap();
 }
 
-fn ok(out: &std::process::Output) {
+pub(crate) fn ok(out: &std::process::Output) {
     assert_eq!(
         code(out),
         0,
@@ -44,7 +44,7 @@ fn ok(out: &std::process::Output) {
 }
 
 /// Every directory name under the user's plugins.
-fn plugin_dirs(env: &Env) -> Vec<String> {
+pub(crate) fn plugin_dirs(env: &Env) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(env.home().join("plugins"))
         .map(|d| {
             d.map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -56,7 +56,7 @@ fn plugin_dirs(env: &Env) -> Vec<String> {
 }
 
 /// A signed catalog folder with weather 1.0.0 published, configured as `corp`.
-fn signed_catalog(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
+pub(crate) fn signed_catalog(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     let key = env.dir.path().join("key.json");
     let catalog = env.dir.path().join("catalog");
     ok(&env.bosun(&["registry", "keygen", key.to_str().unwrap()]));

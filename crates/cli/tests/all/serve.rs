@@ -66,7 +66,7 @@ pub fn node_modules() -> PathBuf {
 }
 
 /// Runs the Python client with `plan`, bounded in time, and returns what it printed.
-fn peer(plan: &Value) -> Value {
+pub(crate) fn peer(plan: &Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
     let mut command = Command::new(python());
     command.arg(script);
@@ -118,7 +118,7 @@ fn run_peer(mut command: Command, plan: &Value) -> Value {
 }
 
 /// A plan that starts `bosun serve --stdio` in `env`'s workspace.
-fn stdio_plan(env: &Env, mode: &str, elicit: Option<&str>, calls: Value) -> Value {
+pub(crate) fn stdio_plan(env: &Env, mode: &str, elicit: Option<&str>, calls: Value) -> Value {
     json!({
         "stdio": {
             "command": env!("CARGO_BIN_EXE_bosun"),
@@ -132,7 +132,7 @@ fn stdio_plan(env: &Env, mode: &str, elicit: Option<&str>, calls: Value) -> Valu
     })
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     result["content"]
         .as_array()
         .into_iter()
@@ -142,7 +142,7 @@ fn text_of(result: &Value) -> String {
         .join("\n")
 }
 
-fn is_error(result: &Value) -> bool {
+pub(crate) fn is_error(result: &Value) -> bool {
     result["isError"] == true
 }
 

@@ -465,6 +465,46 @@ fn a_command_gets_its_calls_traceparent() {
     assert!(seen.contains(&expected), "{expected} not in {seen}");
 }
 
+/// Bosun's MCP client hands the call's span on in the request's `_meta` (SEP-414), so the
+/// server's own spans join the run's trace: the Python SDK server reads it back.
+#[test]
+fn an_mcp_server_gets_the_calls_traceparent_in_meta() {
+    let env = Env::new();
+    let collector = Collector::start();
+    let (_runtime, server) = serve([
+        Step::call("mcp__peer__traced", json!({})),
+        Step::text("done"),
+    ]);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_server.py");
+    env.user_config(&format!(
+        "{}{}[mcp.peer]\ncommand = {:?}\nargs = [{:?}]\n{}",
+        model_config(&server, ""),
+        telemetry_config(&collector.base(), ""),
+        super::serve::python().display().to_string(),
+        script.display().to_string(),
+        super::serve::peer_sandbox("peer")
+    ));
+    let trusted = env.bosun(&["mcp", "trust", "peer", "--yes"]);
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    let out = env.bosun_with_env(&["run", "--yes", "trace it"], &[("OTEL_TEST_TOKEN", "x")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let received = collector.received(|r| {
+        spans(r)
+            .iter()
+            .any(|s| s["name"] == "execute_tool mcp__peer__traced")
+    });
+    let tool = span(&received, "execute_tool mcp__peer__traced");
+    assert_eq!(attr_str(tool, "mcp.method.name"), "tools/call");
+    let expected = format!(
+        "00-{}-{}-01",
+        tool["traceId"].as_str().unwrap(),
+        tool["spanId"].as_str().unwrap()
+    );
+    // What the server answered, as the model saw it.
+    let seen = server.requests().last().unwrap().to_string();
+    assert!(seen.contains(&expected), "{expected} not in {seen}");
+}
+
 #[test]
 fn inspect_exports_a_saved_run() {
     let env = Env::new();

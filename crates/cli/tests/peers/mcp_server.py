@@ -16,7 +16,8 @@ Its tools:
   its tools changed (on `subscriptions/listen` streams, and unasked for earlier revisions)
   before it answers;
 - probe(path): what happens when it reads `path` and its parent's environment and writes
-  `.git/probe` (the sandbox's business).
+  `.git/probe` (the sandbox's business);
+- traced(): the W3C `traceparent` the call's `_meta` carried (empty when none).
 """
 
 import os
@@ -116,6 +117,18 @@ def _constant() -> str:
 
 def _newcomer() -> str:
     return "new"
+
+
+@app.tool()
+async def traced(ctx: Context) -> str:
+    """The traceparent this call's _meta carried, or an empty string."""
+    meta = ctx.request_context.meta
+    if meta is None:
+        return ""
+    if isinstance(meta, dict):
+        return str(meta.get("traceparent") or "")
+    data = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else {}
+    return str(data.get("traceparent") or getattr(meta, "traceparent", None) or "")
 
 
 @app.tool()

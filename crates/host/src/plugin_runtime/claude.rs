@@ -97,7 +97,10 @@ pub fn granted_bins(
 #[async_trait::async_trait]
 impl Runtime for ClaudeRuntime {
     fn offer(&mut self, at: &Assembly<'_>) -> Result<Offer, RuntimeError> {
-        let loaded = bosun_claude::Loaded::load(at.home);
+        let mut loaded = bosun_claude::Loaded::load(at.home);
+        if let Some(gate) = at.managed {
+            withhold_managed(&mut loaded, gate);
+        }
         let mut warnings = loaded.refused;
         for plugin in &loaded.plugins {
             for hook in &plugin.layout.hooks_not_run {
@@ -125,6 +128,44 @@ impl Runtime for ClaudeRuntime {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// Moves the installed plugins the machine's managed policy refuses (a blocked name, a
+/// source under a blocked prefix) from `loaded.plugins` to what is withheld, naming the rule:
+/// a plugin installed before the rule was written stops loading with it.
+fn withhold_managed(loaded: &mut bosun_claude::Loaded, gate: &crate::managed::ManagedGate) {
+    let plugins = std::mem::take(&mut loaded.plugins);
+    for plugin in plugins {
+        let record = &plugin.record;
+        let checked = gate.check(&crate::managed::PluginArrival {
+            name: &record.name,
+            how: crate::managed::PluginPath::ClaudeMarketplace,
+            dir: None,
+            // The record keeps the source as the review showed it: `git URL ...`.
+            source: Some(record.source.strip_prefix("git ").unwrap_or(&record.source)),
+        });
+        match checked {
+            Ok(()) => loaded.plugins.push(plugin),
+            Err(refusal) => {
+                let why = format!("{}: {refusal}", record.id);
+                loaded.withheld.push(bosun_claude::Withheld {
+                    id: record.id.clone(),
+                    name: record.name.clone(),
+                    commands: record
+                        .files
+                        .files
+                        .keys()
+                        .filter_map(|path| path.strip_prefix("commands/"))
+                        .filter_map(|file| file.strip_suffix(".md"))
+                        .filter(|stem| !stem.contains('/'))
+                        .map(str::to_owned)
+                        .collect(),
+                    why: why.clone(),
+                });
+                loaded.refused.push(why);
+            }
+        }
     }
 }
 

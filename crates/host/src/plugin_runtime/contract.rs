@@ -80,6 +80,9 @@ pub struct Assembly<'a> {
     pub launcher: &'a Arc<bosun_launch::Launcher>,
     /// The user's choices for installed Claude Code plugins (`[claude]`).
     pub claude: &'a crate::claude_config::ClaudeConfig,
+    /// The machine's managed policy, which a plugin found outside the catalog (a Claude Code
+    /// plugin) must pass at every load.
+    pub managed: Option<&'a crate::managed::ManagedGate>,
 }
 
 impl<'a> Assembly<'a> {

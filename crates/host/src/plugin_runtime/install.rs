@@ -54,6 +54,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::chokepoint::ToolRegistry;
+use crate::managed::ManagedGate;
 use crate::plugin_runtime::js::{JsBounds, JsEngine, JsManifestRef, JsPluginSpec, JsRuntime};
 use crate::tool::{ActionAsk, Tool, ToolContext};
 
@@ -142,6 +143,30 @@ pub struct PluginManager {
     /// The runtimes of plugins installed from a registry while this host lives, by plugin:
     /// kept alive while their tools are registered.
     live: std::sync::Mutex<BTreeMap<String, Vec<Box<dyn crate::plugin_runtime::Runtime>>>>,
+    /// The machine's managed policy, which every plugin installed here must pass.
+    managed: Option<ManagedGate>,
+}
+
+/// Refuses a plugin the managed policy does not allow, naming its rule.
+fn check_managed(
+    gate: Option<&ManagedGate>,
+    name: &str,
+    how: crate::managed::PluginPath,
+    dir: &Path,
+) -> Result<(), ToolError> {
+    let Some(gate) = gate else { return Ok(()) };
+    gate.check(&crate::managed::PluginArrival {
+        name,
+        how,
+        dir: Some(dir),
+        source: None,
+    })
+    .map_err(|refusal| {
+        ToolError::new(
+            ErrorCode::Denied,
+            format!("nothing was installed: {refusal}"),
+        )
+    })
 }
 
 impl std::fmt::Debug for PluginManager {
@@ -179,6 +204,7 @@ impl PluginManager {
         mut reserved: Vec<String>,
         configured: Vec<ListedPlugin>,
         registries: Option<RegistryAccess>,
+        managed: Option<ManagedGate>,
     ) -> Arc<Self> {
         reserved.extend(MANAGER_TOOLS.iter().map(|t| (*t).to_owned()));
         Arc::new(Self {
@@ -191,6 +217,7 @@ impl PluginManager {
             dirs: std::sync::Mutex::new(BTreeMap::new()),
             registries,
             live: std::sync::Mutex::new(BTreeMap::new()),
+            managed,
         })
     }
 
@@ -292,6 +319,12 @@ impl PluginManager {
             )));
         }
         let dir = plugin_dir(name, path, ctx)?;
+        check_managed(
+            self.managed.as_ref(),
+            name,
+            crate::managed::PluginPath::AgentBuilt,
+            &dir,
+        )?;
         let (runtime, snapshot, format, version) = self.prepare(name, &dir).await?;
         let (tools, warnings) = runtime.tools(&self.policy);
         let names: Vec<String> = tools.iter().map(|t| t.spec().name.to_string()).collect();
@@ -363,6 +396,14 @@ impl PluginManager {
             .registries
             .open(registry, &access.home)
             .map_err(|e| failed(e.to_string()))?;
+        // Judged before anything is fetched: where it would be installed, under its name.
+        check_managed(
+            self.managed.as_ref(),
+            &requested.name,
+            crate::managed::PluginPath::Registry,
+            &registry::installed_root(&access.home, bosun_registry::ArtifactKind::Plugin)
+                .join(&requested.name),
+        )?;
         let builtins: Vec<&str> = self.reserved.iter().map(String::as_str).collect();
         let staged = tokio::select! {
             staged = registry::stage(
@@ -451,6 +492,7 @@ impl PluginManager {
         let engine = Arc::clone(&self.engine);
         let policy = Arc::clone(&self.policy);
         let reserved = self.reserved.clone();
+        let gate = self.managed.clone();
         let plugin = name.to_owned();
         // Activating a JavaScript plugin blocks on a thread of its own: off the async workers.
         let offered = tokio::task::spawn_blocking(move || {
@@ -484,6 +526,7 @@ impl PluginManager {
                         limits: &live.limits,
                         launcher: &live.launcher,
                         claude: &live.claude,
+                        managed: gate.as_ref(),
                     })
                     .map_err(|e| e.to_string())?;
                 if let Some(warning) = offer.warnings.first() {

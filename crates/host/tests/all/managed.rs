@@ -132,6 +132,11 @@ fn a_user_config_loosening_each_managed_field_is_refused_naming_the_rule() {
             "sandbox.enabled",
         ),
         (
+            "[sandbox]\nrequire = false\n".into(),
+            "require = true",
+            "sandbox.require",
+        ),
+        (
             "[mcp.docs]\ncommand = \"/tmp/not-docs\"\n".into(),
             "name = \"docs\"",
             "mcp.docs",

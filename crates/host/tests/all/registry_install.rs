@@ -628,3 +628,292 @@ async fn a_plugin_installed_from_a_registry_offers_its_tools_in_the_same_turn() 
         "{events:#?}"
     );
 }
+
+// The machine's managed policy (`requirements.toml`) holds for every way a plugin arrives: each
+// test below shows the same plugin arriving without the managed file (it works) and with it
+// (refused, naming the managed rule's file:line), so removing a check fails its test.
+
+impl Setup {
+    /// Writes `text` as the managed file and returns its path.
+    fn managed(&self, text: &str) -> PathBuf {
+        let path = self.root.path().join("requirements.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+    /// A host whose configuration is read under the managed file `managed` (none: unmanaged).
+    fn host_under(&self, managed: Option<&Path>) -> Host {
+        let workspace = Arc::new(bosun_host::Workspace::new(self.ws(), self.ws()).unwrap());
+        let config =
+            bosun_host::config::LoadedConfig::load_with(&self.home(), &workspace, managed).unwrap();
+        Host::builder()
+            .workspace(workspace)
+            .config(Arc::new(config))
+            .build()
+            .unwrap()
+    }
+    /// A project plugin `name` in `.bosun/plugins/`, the greeter under that name.
+    fn project_plugin(&self, name: &str) -> PathBuf {
+        let dir = self.ws().join(".bosun/plugins").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("mod.ts"),
+            GREETER.replace("name: \"greeter\"", &format!("name: \"{name}\"")),
+        )
+        .unwrap();
+        dir
+    }
+}
+
+/// Calls `name` with `input` on `host` through a chokepoint asking `broker`.
+async fn call_on(
+    setup: &Setup,
+    host: &Host,
+    broker: Arc<dyn ApprovalBroker>,
+    name: &str,
+    input: Value,
+) -> ToolResult {
+    let trace = Trace::create(
+        &setup.root.path().join("runs"),
+        format!(
+            "run-{}",
+            RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ),
+        None,
+        Arc::new(Redactor::new(Vec::<(String, String)>::new())),
+    )
+    .unwrap();
+    host.chokepoint(broker)
+        .unwrap()
+        .call(
+            ToolCall {
+                id: "c".into(),
+                name: name.into(),
+                input,
+            },
+            &Arc::new(Session::new("s")),
+            &trace,
+            &CancellationToken::new(),
+        )
+        .await
+        .result
+}
+
+/// The line of `text` holding `needle`, 1-based.
+fn line_in(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+const MANAGED_PLUGINS: &str =
+    "# managed\n[plugins]\nallowed_dirs = [\"/opt/bosun/plugins\"]\nblocked = [\"weather\"]\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_install_the_managed_policy_refuses_fetches_nothing_and_names_the_rule() {
+    let setup = Setup::new();
+    let managed = setup.managed(MANAGED_PLUGINS);
+    let at = |needle: &str| format!("{}:{}", managed.display(), line_in(MANAGED_PLUGINS, needle));
+    // weather is blocked by name; greeter would live outside the allowed folders.
+    let dir = setup.source_dir("greeter", "1.0.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mod.ts"), GREETER).unwrap();
+    bosun_registry::publish::publish_plugin(&setup.catalog(), &dir, &setup.signing()).unwrap();
+    for (name, rule) in [("weather", at("blocked")), ("greeter", at("allowed_dirs"))] {
+        let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+        let result = call_on(
+            &setup,
+            &setup.host_under(Some(&managed)),
+            broker.clone(),
+            "plugin_install",
+            json!({"name": name, "registry": "corp"}),
+        )
+        .await;
+        let (code, message) = error(&result);
+        assert_eq!(code, ErrorCode::Denied, "{name}: {message}");
+        assert!(message.contains(&rule), "{name}: names {rule}: {message}");
+        assert!(message.contains("managed policy"), "{message}");
+        assert!(broker.asked().is_empty(), "nobody is asked about {name}");
+        assert!(
+            setup.plugin_entries().is_empty(),
+            "nothing staged or installed"
+        );
+    }
+    // Unmanaged, the same install goes through.
+    let result = call_on(
+        &setup,
+        &setup.host_under(None),
+        Recorder::new(ApprovalAnswer::AllowOnce),
+        "plugin_install",
+        json!({"name": "weather", "registry": "corp"}),
+    )
+    .await;
+    assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+    assert!(setup.locked());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_the_model_builds_is_refused_by_the_managed_policy_before_it_loads() {
+    let setup = Setup::new();
+    let managed = setup.managed(MANAGED_PLUGINS);
+    setup.project_plugin("greeter");
+    setup.project_plugin("weather");
+    let install = |host: Host, name: &'static str| {
+        let setup = &setup;
+        async move {
+            call_on(
+                setup,
+                &host,
+                Recorder::new(ApprovalAnswer::AllowOnce),
+                "plugin_install",
+                json!({ "name": name }),
+            )
+            .await
+        }
+    };
+    for (name, needle) in [("greeter", "allowed_dirs"), ("weather", "blocked")] {
+        let result = install(setup.host_under(Some(&managed)), name).await;
+        let (code, message) = error(&result);
+        assert_eq!(code, ErrorCode::Denied, "{message}");
+        let rule = format!("{}:{}", managed.display(), line_in(MANAGED_PLUGINS, needle));
+        assert!(message.contains(&rule), "{name}: names {rule}: {message}");
+        // Without the managed file the model's plugin loads and offers its tool.
+        let result = install(setup.host_under(None), name).await;
+        let ToolResult::Ok { output, .. } = &result else {
+            panic!("{result:?}");
+        };
+        assert!(output.to_string().contains("greet"), "{output}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trusted_project_plugin_outside_the_managed_dirs_is_not_offered_and_cannot_be_trusted() {
+    let setup = Setup::new();
+    let managed = setup.managed(MANAGED_PLUGINS);
+    setup.project_plugin("greeter");
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
+    let unmanaged =
+        bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, None).unwrap();
+    let trusted =
+        bosun_host::user_plugins::trust(&workspace, &unmanaged, Some("greeter"), |_| Ok(true))
+            .unwrap();
+    assert!(
+        matches!(trusted, bosun_host::user_plugins::Trusted::Now(_)),
+        "{trusted:?}"
+    );
+    let names = |host: &Host| -> Vec<String> {
+        host.tools()
+            .iter()
+            .map(|t| t.spec().name.to_string())
+            .collect()
+    };
+    let greets = |host: &Host| names(host).iter().any(|n| n.ends_with("greet"));
+    let unmanaged_host = setup.host_under(None);
+    assert!(
+        greets(&unmanaged_host),
+        "trusted, it is offered: {:?} {:?}",
+        names(&unmanaged_host),
+        unmanaged_host.warnings()
+    );
+
+    // Under the managed file it is not offered, the listing says why, and trusting it again
+    // is refused naming the rule.
+    let host = setup.host_under(Some(&managed));
+    assert!(!greets(&host));
+    let rule = format!(
+        "{}:{}",
+        managed.display(),
+        line_in(MANAGED_PLUGINS, "allowed_dirs")
+    );
+    let managed_config =
+        bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
+            .unwrap();
+    let (_, catalog) = Host::catalog_for(&workspace, &managed_config).unwrap();
+    let entry = catalog
+        .entries()
+        .iter()
+        .find(|e| e.local_name == "greeter")
+        .unwrap();
+    let bosun_plugins::PluginState::Invalid { reason } = &entry.state else {
+        panic!("{:?}", entry.state);
+    };
+    assert!(reason.contains(&rule), "{reason}");
+    let refused =
+        bosun_host::user_plugins::trust(&workspace, &managed_config, Some("greeter"), |_| Ok(true))
+            .unwrap_err();
+    assert!(refused.to_string().contains(&rule), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_plugin_linked_out_of_an_allowed_dir_is_refused() {
+    // A link inside the allowed folder that leads outside it is outside.
+    let setup = Setup::new();
+    let outside = setup.project_plugin("greeter");
+    let allowed = setup.root.path().join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    std::os::unix::fs::symlink(&outside, allowed.join("greeter")).unwrap();
+    let text = format!("[plugins]\nallowed_dirs = [\"{}\"]\n", allowed.display());
+    let managed = setup.managed(&text);
+    setup.user(&format!(
+        "[plugins.greeter]\npath = \"{}\"\n",
+        allowed.join("greeter").display()
+    ));
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
+    let error =
+        bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        error.contains(&format!("{}:2", managed.display())),
+        "{error}"
+    );
+    // The same folder reached without the link is allowed.
+    std::fs::remove_file(allowed.join("greeter")).unwrap();
+    std::fs::rename(&outside, allowed.join("greeter")).unwrap();
+    bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_not_on_the_managed_allowlist_is_refused_wherever_it_comes_from() {
+    let setup = Setup::new();
+    setup.project_plugin("greeter");
+    let workspace = bosun_host::Workspace::new(setup.ws(), setup.ws()).unwrap();
+    let state = |text: &str| {
+        let managed = setup.managed(text);
+        let config =
+            bosun_host::config::LoadedConfig::load_with(&setup.home(), &workspace, Some(&managed))
+                .unwrap();
+        let (_, catalog) = Host::catalog_for(&workspace, &config).unwrap();
+        let entry = catalog
+            .entries()
+            .iter()
+            .find(|e| e.local_name == "greeter")
+            .unwrap();
+        (managed, entry.state.clone())
+    };
+    let (managed, refused) = state("[plugins]\nallowed = [\"weather\"]\n");
+    let bosun_plugins::PluginState::Invalid { reason } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        reason.contains(&format!("{}:2", managed.display())),
+        "{reason}"
+    );
+    let (_, listed) = state("[plugins]\nallowed = [\"greeter\"]\n");
+    assert_eq!(listed, bosun_plugins::PluginState::Untrusted);
+    // The registry path: refused before anything is fetched.
+    let managed = setup.managed("[plugins]\nallowed = [\"greeter\"]\n");
+    let broker = Recorder::new(ApprovalAnswer::AllowOnce);
+    let result = call_on(
+        &setup,
+        &setup.host_under(Some(&managed)),
+        broker.clone(),
+        "plugin_install",
+        json!({"name": "weather", "registry": "corp"}),
+    )
+    .await;
+    let (code, message) = error(&result);
+    assert_eq!(code, ErrorCode::Denied, "{message}");
+    assert!(
+        message.contains(&format!("{}:2", managed.display())),
+        "{message}"
+    );
+    assert!(setup.plugin_entries().is_empty());
+}

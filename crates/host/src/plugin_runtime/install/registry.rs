@@ -61,6 +61,9 @@ pub enum RegistryInstallError {
     /// The source refused, or what it served did not verify.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The machine's managed policy refuses the plugin (the rule and what to do).
+    #[error("nothing was installed: {0}")]
+    Managed(String),
     /// The scanner refused the plugin.
     #[error(
         "the scanner refused {name} {version} (total {total}; run `bosun plugins scan` on a copy to see the findings): nothing was installed"
