@@ -264,10 +264,13 @@ impl Agent {
                     Err(e) => return responder.respond_with_error(e),
                 };
                 match parse_mode(&set.mode_id.0) {
-                    Some(mode) => {
-                        session.set_mode(mode);
-                        responder.respond(json(SetSessionModeResponse::new())?)
-                    }
+                    Some(mode) => match session.set_mode(mode) {
+                        Ok(()) => responder.respond(json(SetSessionModeResponse::new())?),
+                        Err(why) => responder.respond_with_error(invalid(format!(
+                            "mode `{}` is refused: {why}",
+                            mode.as_str()
+                        ))),
+                    },
                     None => responder.respond_with_error(invalid(format!(
                         "unknown mode `{}`: read-only, workspace-write or full",
                         bosun_core::escape_hidden(&set.mode_id.0)

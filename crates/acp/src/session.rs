@@ -101,6 +101,25 @@ fn load_config(home: &Path, workspace: &Workspace) -> Result<LoadedConfig, Error
     LoadedConfig::load(home, workspace).map_err(|e| error(ErrorCode::INTERNAL_ERROR, chain(&e)))
 }
 
+/// Why `config` does not allow `mode` for a session: the folder was refused at the trust
+/// question (read-only only), or the managed policy's `allowed_modes` leave it out.
+fn refused_mode(config: &LoadedConfig, root: &Path, mode: Mode) -> Result<(), String> {
+    if config.workspace_trust == bosun_host::workspace_trust::WorkspaceTrust::Refused
+        && mode != Mode::ReadOnly
+    {
+        return Err(format!(
+            "this folder is not trusted, so Bosun stays read-only here; to trust it, run `bosun --trust-workspace` in {} from a terminal",
+            root.display()
+        ));
+    }
+    if let Some(managed) = &config.managed {
+        managed
+            .check_mode(mode)
+            .map_err(|refusal| format!("{} ({})", refusal.message, refusal.rule))?;
+    }
+    Ok(())
+}
+
 /// Bosun's slash commands, as the editor offers them, then the commands of the Claude Code
 /// plugins installed under `home` (a prompt naming one is expanded by the turn).
 pub fn commands(home: &Path) -> Vec<AvailableCommand> {
@@ -272,9 +291,17 @@ impl AcpSession {
         self.conversation.lock().await.stored.messages.clone()
     }
 
-    /// Switches the permission mode for the next turn.
-    pub fn set_mode(&self, mode: Mode) {
+    /// Switches the permission mode for the next turn, if this folder and this machine allow
+    /// it: a folder the person refused to trust stays read-only whatever the editor chooses,
+    /// and the managed policy's `allowed_modes` bind the editor as they bind the terminal.
+    ///
+    /// # Errors
+    /// Why the mode is refused, and what to do.
+    pub fn set_mode(&self, mode: Mode) -> Result<(), String> {
+        let config = load_config(&self.home, &self.workspace).map_err(|e| e.message)?;
+        refused_mode(&config, self.workspace.root(), mode)?;
         *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+        Ok(())
     }
 
     /// Switches the model entry for the next turn; it must be configured and open now.
@@ -315,7 +342,11 @@ impl AcpSession {
     /// included), with the session's mode and the approved editor MCP servers.
     fn turn_config(&self) -> Result<LoadedConfig, Error> {
         let mut config = load_config(&self.home, &self.workspace)?;
-        config.user.mode = *self.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        let mode = *self.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        // Checked again for every turn: the folder may have been refused since the mode was set.
+        if refused_mode(&config, self.workspace.root(), mode).is_ok() {
+            config.user.mode = mode;
+        }
         for (name, server, approved) in self
             .mcp
             .lock()
@@ -525,18 +556,20 @@ impl AcpSession {
                 say(text);
             }
             "mode" => match crate::modes::parse_mode(argument) {
-                Some(mode) => {
-                    self.set_mode(mode);
-                    self.link.update(
-                        &self.id,
-                        SessionUpdate::CurrentModeUpdate(
-                            agent_client_protocol::v1::schema::CurrentModeUpdate::new(
-                                mode.as_str(),
+                Some(mode) => match self.set_mode(mode) {
+                    Ok(()) => {
+                        self.link.update(
+                            &self.id,
+                            SessionUpdate::CurrentModeUpdate(
+                                agent_client_protocol::v1::schema::CurrentModeUpdate::new(
+                                    mode.as_str(),
+                                ),
                             ),
-                        ),
-                    );
-                    say(format!("Mode: {mode}"));
-                }
+                        );
+                        say(format!("Mode: {mode}"));
+                    }
+                    Err(why) => say(format!("Mode not changed: {why}")),
+                },
                 None => {
                     say("Modes: read-only, workspace-write, full (`/mode read-only`)".to_owned())
                 }

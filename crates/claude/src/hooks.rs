@@ -246,26 +246,50 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
             )));
         }
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        let bytes = input.to_string().into_bytes();
-        // A hook that does not read its input is its own business.
-        let _ = stdin.write_all(&bytes).await;
-        drop(stdin);
-    }
-    let waited = tokio::time::timeout(
-        std::time::Duration::from_secs_f64(seconds),
-        child.wait_with_output(),
-    )
+    // The input is fed, and the output read, while the hook runs and within its time: a hook
+    // that never reads its input, or prints without end, is stopped, not waited for or kept.
+    let bytes = input.to_string().into_bytes();
+    let stdin = child.stdin.take();
+    let feeder = tokio::spawn(async move {
+        if let Some(mut stdin) = stdin {
+            // A hook that does not read its input is its own business.
+            let _ = stdin.write_all(&bytes).await;
+        }
+    });
+    let over = std::sync::Arc::new(tokio::sync::Notify::new());
+    let stdout = read_capped(child.stdout.take(), over.clone());
+    let stderr = read_capped(child.stderr.take(), over.clone());
+    let waited = tokio::time::timeout(std::time::Duration::from_secs_f64(seconds), async {
+        tokio::select! {
+            status = child.wait() => Some(status),
+            () = over.notified() => None,
+        }
+    })
     .await;
+    feeder.abort();
+    let _ = child.start_kill();
     drop(jail);
-    let output = match waited {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => return Reply::of(HookOutcome::Failed(format!("the hook failed: {e}"))),
+    let status = match waited {
+        Ok(Some(Ok(status))) => status,
+        Ok(Some(Err(e))) => {
+            return Reply::of(HookOutcome::Failed(format!("the hook failed: {e}")));
+        }
+        Ok(None) => {
+            return Reply::of(HookOutcome::Failed(format!(
+                "the hook printed more than {} KiB and was stopped",
+                MAX_HOOK_OUTPUT / 1024
+            )));
+        }
         Err(_) => {
             return Reply::of(HookOutcome::Failed(format!(
                 "the hook took longer than {seconds} s and was stopped"
             )));
         }
+    };
+    let output = std::process::Output {
+        status,
+        stdout: collected(stdout).await,
+        stderr: collected(stderr).await,
     };
     let text = |bytes: &[u8]| -> String {
         let s = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_HOOK_OUTPUT)]);
@@ -286,6 +310,44 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
         None => Reply::of(HookOutcome::Failed(format!(
             "the hook was killed: {stderr}"
         ))),
+    }
+}
+
+/// Reads `pipe` to its end, keeping at most one byte past [`MAX_HOOK_OUTPUT`]; going past it
+/// wakes `over` (the hook is then stopped).
+fn read_capped<R>(
+    pipe: Option<R>,
+    over: std::sync::Arc<tokio::sync::Notify>,
+) -> tokio::task::JoinHandle<Vec<u8>>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        if let Some(pipe) = pipe {
+            let _ = pipe
+                .take(MAX_HOOK_OUTPUT as u64 + 1)
+                .read_to_end(&mut bytes)
+                .await;
+        }
+        if bytes.len() > MAX_HOOK_OUTPUT {
+            over.notify_one();
+        }
+        bytes
+    })
+}
+
+/// What a reader of a hook's pipe kept, once the hook ended (a pipe a process it left behind
+/// still holds is not waited for past a second).
+async fn collected(reader: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    let abort = reader.abort_handle();
+    match tokio::time::timeout(std::time::Duration::from_secs(1), reader).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => {
+            abort.abort();
+            Vec::new()
+        }
     }
 }
 
@@ -352,6 +414,66 @@ pub fn reply(stdout: &str) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `command` as a hook with `timeout` seconds and `input`, in folders of `dir`.
+    async fn hook(
+        dir: &std::path::Path,
+        command: &str,
+        timeout: f64,
+        input: &Value,
+    ) -> HookOutcome {
+        let launcher = bosun_launch::Launcher::new(bosun_launch::SandboxConfig::default())
+            .private(dir.join("home"));
+        for folder in ["plugin", "data", "ws"] {
+            std::fs::create_dir_all(dir.join(folder)).unwrap();
+        }
+        let place = HookPlace {
+            launcher: &launcher,
+            root: &dir.join("plugin"),
+            data: &dir.join("data"),
+            workspace: &dir.join("ws"),
+        };
+        let handler = Handler {
+            kind: "command".to_owned(),
+            command: Some(command.to_owned()),
+            timeout: Some(timeout),
+            condition: None,
+            background: false,
+        };
+        // Bounded here too, so that a hook the host waits on forever fails the test.
+        tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            run_handler(place, &handler, input),
+        )
+        .await
+        .expect("the host waited on the hook past its own timeout")
+    }
+
+    #[tokio::test]
+    async fn a_hook_printing_without_end_is_stopped_at_the_bound_not_kept_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = hook(dir.path(), "yes", 300.0, &serde_json::json!({})).await;
+        assert!(
+            matches!(&outcome, HookOutcome::Failed(m) if m.contains("printed more than 64 KiB")),
+            "{outcome:?}"
+        );
+        let outcome = hook(dir.path(), "yes >&2", 300.0, &serde_json::json!({})).await;
+        assert!(
+            matches!(&outcome, HookOutcome::Failed(m) if m.contains("printed more than 64 KiB")),
+            "{outcome:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hook_that_never_reads_a_large_input_is_stopped_at_its_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = serde_json::json!({"tool_input": {"content": "x".repeat(4 << 20)}});
+        let outcome = hook(dir.path(), "sleep 600", 1.0, &input).await;
+        assert!(
+            matches!(&outcome, HookOutcome::Failed(m) if m.contains("took longer than 1 s")),
+            "{outcome:?}"
+        );
+    }
 
     #[test]
     fn matchers_are_whole_name_expressions() {

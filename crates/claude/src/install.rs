@@ -62,6 +62,56 @@ pub struct OpenedMarketplace {
     _clone: Option<tempfile::TempDir>,
 }
 
+/// Most bytes of a marketplace's listing.
+const MAX_LISTING_BYTES: u64 = 4 * 1024 * 1024;
+
+/// `relative` under `root`, with every link resolved, if it stays inside `root`: what a
+/// marketplace or a repository names (a plugin folder, its listing) is read only from inside
+/// it, never through a link it holds to somewhere else on the machine.
+fn inside(root: &Path, relative: impl AsRef<Path>, what: &str) -> Result<PathBuf, ClaudeError> {
+    let relative = relative.as_ref();
+    let canonical_root = root
+        .canonicalize()
+        .map_err(|e| ClaudeError::io(format!("reading {}", root.display()), e))?;
+    let canonical = root
+        .join(relative)
+        .canonicalize()
+        .map_err(|e| ClaudeError::io(format!("reading {what} {}", relative.display()), e))?;
+    if !canonical.starts_with(&canonical_root) {
+        return Err(ClaudeError::Source {
+            message: format!(
+                "{what} `{}` leads outside {}: a link to elsewhere on this machine is not part of it",
+                bosun_core::escape_hidden(&relative.display().to_string()),
+                root.display()
+            ),
+        });
+    }
+    Ok(canonical)
+}
+
+/// The plugin folder `relative` of the source at `root` (`shown` as the marketplace wrote it):
+/// a folder inside `root` once every link is resolved.
+fn plugin_folder(root: &Path, relative: &Path, shown: &str) -> Result<PathBuf, ClaudeError> {
+    let canonical = inside(root, relative, "the plugin folder").map_err(|e| match e {
+        ClaudeError::Source { message } => ClaudeError::Source {
+            message: format!(
+                "the source `{}` is not a folder inside the marketplace or repository: {message}",
+                bosun_core::escape_hidden(shown)
+            ),
+        },
+        other => other,
+    })?;
+    if !canonical.is_dir() {
+        return Err(ClaudeError::Source {
+            message: format!(
+                "the source `{}` is not a folder inside the marketplace or repository",
+                bosun_core::escape_hidden(shown)
+            ),
+        });
+    }
+    Ok(canonical)
+}
+
 fn scratch(home: &Path) -> Result<tempfile::TempDir, ClaudeError> {
     let dir = claude_home(home).join("staging");
     std::fs::create_dir_all(&dir)
@@ -115,17 +165,39 @@ pub async fn open_marketplace(
             });
         }
     };
-    let file = [
-        root.join(".claude-plugin/marketplace.json"),
-        root.join("marketplace.json"),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-    .ok_or_else(|| ClaudeError::Source {
-        message: format!("{origin} holds no .claude-plugin/marketplace.json"),
-    })?;
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?;
+    let file = [".claude-plugin/marketplace.json", "marketplace.json"]
+        .into_iter()
+        .find(|p| root.join(p).symlink_metadata().is_ok())
+        .ok_or_else(|| ClaudeError::Source {
+            message: format!("{origin} holds no .claude-plugin/marketplace.json"),
+        })?;
+    // The listing is read only from inside the marketplace, and only so much of it: a link to
+    // a file elsewhere (the user's own, `/dev/zero`) is not the marketplace's to show.
+    let file = inside(&root, file, "the marketplace's listing")?;
+    if !file.is_file() {
+        return Err(ClaudeError::Source {
+            message: format!("{} is not a regular file", file.display()),
+        });
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(
+            std::fs::File::open(&file)
+                .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?,
+            MAX_LISTING_BYTES + 1,
+        ),
+        &mut text,
+    )
+    .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?;
+    if text.len() as u64 > MAX_LISTING_BYTES {
+        return Err(ClaudeError::Source {
+            message: format!(
+                "{} is larger than {} MiB: not a marketplace listing",
+                file.display(),
+                MAX_LISTING_BYTES >> 20
+            ),
+        });
+    }
     let marketplace = parse_marketplace(&text, &origin)?;
     Ok(OpenedMarketplace {
         marketplace,
@@ -326,27 +398,13 @@ pub async fn stage(
                     ),
                 });
             };
-            let base = match &m.plugin_root {
+            let from = match &m.plugin_root {
                 Some(plugin_root) if !rel.starts_with("./") => {
-                    root.join(plugin_root.trim_start_matches("./"))
+                    Path::new(plugin_root.trim_start_matches("./")).join(rel)
                 }
-                _ => root.clone(),
+                _ => PathBuf::from(rel),
             };
-            let from = base.join(rel);
-            let canonical_root = root
-                .canonicalize()
-                .map_err(|e| ClaudeError::io(format!("reading {}", root.display()), e))?;
-            let canonical = from.canonicalize().map_err(|e| {
-                ClaudeError::io(format!("reading the plugin folder {}", from.display()), e)
-            })?;
-            if !canonical.starts_with(&canonical_root) || !canonical.is_dir() {
-                return Err(ClaudeError::Source {
-                    message: format!(
-                        "the source `{}` is not a folder inside the marketplace",
-                        bosun_core::escape_hidden(rel)
-                    ),
-                });
-            }
+            let canonical = plugin_folder(root, &from, rel)?;
             copy_tree(&canonical, &staged_dir)?;
         }
         PluginSource::Remote(RemoteSource::Npm { package, .. }) => {
@@ -387,7 +445,9 @@ pub async fn stage(
                             ),
                         });
                     }
-                    repo.join(path)
+                    // A folder of the clone, followed through the clone's own links only: a
+                    // link to the user's files is not part of the repository.
+                    plugin_folder(&repo, path, sub)?
                 }
                 None => repo.clone(),
             };

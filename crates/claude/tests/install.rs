@@ -693,3 +693,193 @@ async fn a_git_marketplace_and_a_git_subdir_source_fetch_the_plugin_folder() {
         "a path out of the repository was fetched"
     );
 }
+
+/// Serves the repository built in `work` as `<name>.git` by `git daemon` on 127.0.0.1; its
+/// `git://` URL and head commit.
+fn serve_work(base: &Path, work: &Path, name: &str) -> (Daemon, String, String) {
+    git(work, &["init", "-q"]);
+    git(work, &["add", "-A"]);
+    git(work, &["commit", "-q", "-m", name]);
+    let sha = git(work, &["rev-parse", "HEAD"]);
+    let served = base.join(format!("served-work-{name}"));
+    std::fs::create_dir_all(&served).unwrap();
+    git(
+        base,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.join(format!("{name}.git")).to_str().unwrap(),
+        ],
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("git")
+        .args([
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+            &format!("--base-path={}", served.display()),
+            served.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let daemon = Daemon(child);
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (daemon, format!("git://127.0.0.1:{port}/{name}.git"), sha);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("git daemon did not start on port {port}");
+}
+
+/// A folder outside every repository, holding what a plugin folder holds and a secret.
+fn outside_plugin(base: &Path) -> PathBuf {
+    let outside = base.join("outside");
+    copy_dir(&fixtures().join("marketplace/plugins/toolbox"), &outside);
+    std::fs::write(outside.join("stolen-secret.txt"), "SECRET-OUTSIDE-THE-REPO").unwrap();
+    outside
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn anything_holds(dir: &Path, needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            anything_holds(&path, needle)
+        } else {
+            kind.is_file()
+                && std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_git_subdir_through_a_link_of_the_repository_never_copies_the_users_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let home = base.join("home");
+    let launcher = launcher(&home);
+    let outside = outside_plugin(&base);
+    // A repository whose folders are links to the machine's files: absolute, relative
+    // (climbing as far as it takes), and a real folder whose child is such a link.
+    let work = base.join("linked");
+    std::fs::create_dir_all(work.join("real")).unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("absolute")).unwrap();
+    let climb = "../".repeat(40) + outside.strip_prefix("/").unwrap().to_str().unwrap();
+    std::os::unix::fs::symlink(&climb, work.join("relative")).unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("real/nested")).unwrap();
+    std::fs::write(work.join("real/README"), "a folder").unwrap();
+    let (_daemon, url, sha) = serve_work(&base, &work, "linked");
+    let market = base.join("market");
+    for path in ["absolute", "relative", "real/nested", "./absolute"] {
+        git_marketplace(
+            &market,
+            serde_json::json!({"source": "git-subdir", "url": url, "path": path, "sha": sha}),
+        );
+        let opened = open_marketplace(&MarketplaceLocation::Dir(market.clone()), &launcher, &home)
+            .await
+            .unwrap();
+        let refused = stage(
+            &opened,
+            "remote",
+            "toolbox",
+            InstallOptions::default(),
+            &launcher,
+            &home,
+        )
+        .await
+        .map(|staged| staged.review())
+        .expect_err(path);
+        assert!(refused.to_string().contains("outside"), "{path}: {refused}");
+        assert!(
+            !anything_holds(&home, "SECRET-OUTSIDE-THE-REPO"),
+            "{path}: the user's file was copied under {}",
+            home.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let home = base.join("home");
+    let launcher = launcher(&home);
+    let outside = outside_plugin(&base);
+    // The listing itself a link to a file elsewhere (here a listing, so a leak would parse).
+    let elsewhere = base.join("elsewhere.json");
+    std::fs::write(
+        &elsewhere,
+        serde_json::json!({
+            "name": "stolen", "owner": {"name": "t"},
+            "plugins": [{"name": "toolbox", "source": "./plugins/toolbox"}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let work = base.join("listing");
+    std::fs::create_dir_all(work.join(".claude-plugin")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, work.join(".claude-plugin/marketplace.json")).unwrap();
+    std::fs::write(work.join("README"), "a marketplace").unwrap();
+    let (_listing, url, _) = serve_work(&base, &work, "listing");
+    let refused = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
+        .await
+        .map(|m| m.marketplace.name)
+        .unwrap_err();
+    assert!(refused.to_string().contains("outside"), "{refused}");
+    // An endless device behind the listing's name is refused the same way, not read.
+    let work = base.join("endless");
+    std::fs::create_dir_all(work.join(".claude-plugin")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", work.join(".claude-plugin/marketplace.json")).unwrap();
+    let (_endless, url, _) = serve_work(&base, &work, "endless");
+    let refused = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
+        .await
+        .map(|m| m.marketplace.name)
+        .unwrap_err();
+    assert!(refused.to_string().contains("outside"), "{refused}");
+    // A relative source that is a link out of the cloned marketplace.
+    let work = base.join("sourced");
+    std::fs::create_dir_all(work.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(work.join("plugins")).unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("plugins/toolbox")).unwrap();
+    std::fs::write(
+        work.join(".claude-plugin/marketplace.json"),
+        serde_json::json!({
+            "name": "sourced", "owner": {"name": "t"},
+            "plugins": [{"name": "toolbox", "source": "./plugins/toolbox"}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (_sourced, url, _) = serve_work(&base, &work, "sourced");
+    let opened = open_marketplace(&MarketplaceLocation::Git(url), &launcher, &home)
+        .await
+        .unwrap();
+    let refused = stage(
+        &opened,
+        "sourced",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .map(|staged| staged.review())
+    .unwrap_err();
+    assert!(refused.to_string().contains("outside"), "{refused}");
+    assert!(!anything_holds(&home, "SECRET-OUTSIDE-THE-REPO"));
+}

@@ -7,7 +7,8 @@
 //! - `Host` must name the listening address (or `localhost` on loopback) and a browser's
 //!   `Origin`, when sent, must be a loopback origin or one the user allowed: a web page cannot
 //!   reach the server through DNS rebinding;
-//! - request bodies are bounded by the SDK (4 MiB by default).
+//! - request bodies are bounded by the SDK (4 MiB by default), and a client has
+//!   [`HEADER_TIMEOUT`] to send a request's headers (slowloris, idle connections).
 //!
 //! Each MCP session gets its own [`ToolServer`](crate::ToolServer), so its own trace. Under the
 //! stateless 2026-07-28 revision a "session" is one request, so any instance behind a
@@ -33,6 +34,11 @@ use crate::server::{ServeError, Served, ToolServer};
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
+
+/// How long a client may take to send a request's headers (from the connection, or from the
+/// end of the previous response): a client that trickles them (slowloris) or holds an idle
+/// connection is dropped after it.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How `bosun serve --http` listens.
 #[derive(Debug, Clone, Default)]
@@ -130,8 +136,12 @@ pub async fn serve_http(
         };
         let (stream, _peer): (_, SocketAddr) = match accepted {
             Ok(accepted) => accepted,
-            // A client that went away during accept, or a passing resource limit: keep serving.
-            Err(_) => continue,
+            // A client that went away during accept, or a passing resource limit (no descriptor
+            // left): keep serving, without spinning on an error that repeats at once.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
         };
         // Small JSON-RPC messages: without this, Nagle's algorithm and delayed ACKs add ~40 ms
         // to a response written in two pieces.
@@ -163,6 +173,8 @@ pub async fn serve_http(
                     }
                 });
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 _ = connection => {}

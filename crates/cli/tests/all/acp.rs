@@ -88,7 +88,7 @@ pub(crate) fn editor(env: &Env, mut plan: Value) -> Value {
 }
 
 /// The updates of one kind, in order.
-fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["updates"]
         .as_array()
         .unwrap()
@@ -108,7 +108,7 @@ pub(crate) fn responses<'a>(report: &'a Value, step: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn text_of(updates: &[&Value]) -> String {
+pub(crate) fn text_of(updates: &[&Value]) -> String {
     updates
         .iter()
         .filter_map(|u| u["content"]["text"].as_str())

@@ -788,6 +788,7 @@ mod config_layers;
 mod first_hour;
 mod fleet;
 mod hardening;
+mod hostile_acp;
 mod js;
 mod managed_plugins;
 mod mcp_client;

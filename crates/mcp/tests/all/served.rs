@@ -272,3 +272,45 @@ async fn serving_beyond_loopback_without_a_token_is_refused() {
     let message = error.to_string();
     assert!(message.contains("bearer token"), "{message}");
 }
+
+#[tokio::test]
+async fn a_client_that_trickles_its_headers_or_idles_is_dropped_and_others_are_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dirs = Dirs::new();
+    let (url, cancel) = serve(dirs.host(), None).await;
+    let address = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Slowloris: headers begun and never finished; and a connection that never sends a byte.
+    let mut trickling = tokio::net::TcpStream::connect(&address).await.unwrap();
+    trickling
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    for (what, stream) in [("trickling", &mut trickling), ("idle", &mut idle)] {
+        let mut buffer = [0u8; 1024];
+        let ended = tokio::time::timeout(
+            bosun_mcp::http::HEADER_TIMEOUT * 3,
+            stream.read(&mut buffer),
+        )
+        .await;
+        assert!(
+            matches!(ended, Ok(Ok(_)) | Ok(Err(_))),
+            "the {what} connection was still held after three header timeouts"
+        );
+    }
+    // A client that sends a whole request is still served.
+    let client_dirs = Dirs::new();
+    let server = Server::new(
+        "remote",
+        url_config(&url),
+        &client_dirs.ws,
+        &client_dirs.home,
+        Arc::new(Launcher::unconfined()),
+    );
+    assert!(server.list().await.is_ok());
+    server.shutdown().await;
+    cancel.cancel();
+}
