@@ -232,6 +232,7 @@ pub(crate) fn display_text(text: &str) -> String {
 /// read, so results depend on the workspace alone.
 fn workspace_walk(workspace: &Workspace, start: &Path, max_depth: Option<usize>) -> ignore::Walk {
     let ancestors = AncestorIgnores::new(workspace.root(), start);
+    let workspace = workspace.clone();
     let mut builder = WalkBuilder::new(start);
     builder
         .standard_filters(true)
@@ -244,6 +245,7 @@ fn workspace_walk(workspace: &Workspace, start: &Path, max_depth: Option<usize>)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(move |entry| {
             entry.file_name() != ".git"
+                && !workspace.is_withheld(entry.path())
                 && !ancestors
                     .is_ignored(entry.path(), entry.file_type().is_some_and(|t| t.is_dir()))
         });

@@ -380,6 +380,14 @@ impl Host {
         plugins: bool,
         notice: Option<EngineNotice>,
     ) -> Result<Self, HostError> {
+        // Bosun's home holds tokens and secrets: when it lies inside the workspace (run in
+        // `$HOME`, say), no tool of this host reads, writes, lists or searches it.
+        let held = (*workspace).clone().withholding(&config.home);
+        let workspace = if held == *workspace {
+            workspace
+        } else {
+            Arc::new(held)
+        };
         let builtins = builtin::tools();
         let (_, catalog) =
             Self::catalog_with(&workspace, &config, &builtin_names(&builtins), None)?;

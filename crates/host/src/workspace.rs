@@ -18,6 +18,9 @@ use bosun_core::{ErrorCode, ToolError};
 pub struct Workspace {
     root: PathBuf,
     cwd: PathBuf,
+    /// Folders inside the root that are not the workspace's (Bosun's own home, when it lies
+    /// there): every resolve refuses them and no walk enters them. See [`Workspace::withholding`].
+    withheld: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -30,7 +33,11 @@ impl Workspace {
             .find(|dir| dir.join(".git").symlink_metadata().is_ok())
             .unwrap_or(&cwd)
             .to_path_buf();
-        Ok(Workspace { root, cwd })
+        Ok(Workspace {
+            root,
+            cwd,
+            withheld: Vec::new(),
+        })
     }
 
     /// A workspace with the given root and working directory. Both are canonicalised; `cwd` must
@@ -48,7 +55,46 @@ impl Workspace {
                 ),
             ));
         }
-        Ok(Workspace { root, cwd })
+        Ok(Workspace {
+            root,
+            cwd,
+            withheld: Vec::new(),
+        })
+    }
+
+    /// The same workspace with `place` withheld from every tool when it lies inside the root:
+    /// Bosun's own home is the case — run in `$HOME`, the default `~/.bosun` is a workspace
+    /// folder, and it holds signed-in servers' tokens and plugins' secrets. A place outside the
+    /// root, the root itself or one holding the root changes nothing.
+    #[must_use]
+    pub fn withholding(mut self, place: &Path) -> Workspace {
+        let place = place
+            .canonicalize()
+            .unwrap_or_else(|_| normalize(&self.cwd.join(place)));
+        if place.starts_with(&self.root) && place != self.root && !self.withheld.contains(&place) {
+            self.withheld.push(place);
+        }
+        self
+    }
+
+    /// Whether `path` (canonical, inside the root) is or lies in a withheld folder.
+    pub fn is_withheld(&self, path: &Path) -> bool {
+        self.withheld.iter().any(|place| path.starts_with(place))
+    }
+
+    fn refuse_withheld(&self, input_path: &str, path: &Path) -> Result<(), ToolError> {
+        if let Some(place) = self.withheld.iter().find(|place| path.starts_with(place)) {
+            return Err(ToolError::new(
+                ErrorCode::OutsideWorkspace,
+                format!(
+                    "`{input_path}` is in Bosun's own home ({}), which no tool reads or writes: \
+                     it holds tokens and secrets that are not the workspace's. Move BOSUN_HOME \
+                     outside the folders Bosun works in",
+                    self.relative(place)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// A handle of the root, from which files are opened beneath it (see `beneath`).
@@ -91,6 +137,7 @@ impl Workspace {
         if !canonical.starts_with(&self.root) {
             return Err(self.outside(input_path));
         }
+        self.refuse_withheld(input_path, &canonical)?;
         Ok(canonical)
     }
 
@@ -110,6 +157,7 @@ impl Workspace {
         let relative = lexical
             .strip_prefix(&self.root)
             .map_err(|_| self.outside(input_path))?;
+        self.refuse_withheld(input_path, &lexical)?;
         let mut current = self.root.clone();
         let mut components = relative.components().peekable();
         while let Some(component) = components.next() {

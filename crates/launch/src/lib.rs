@@ -15,7 +15,8 @@
 //!   group the caller kills.
 //! - **processes**: a pids cgroup per child (or `RLIMIT_NPROC`), and rlimits on file size, CPU
 //!   time and core dumps.
-//! - **credentials** ([`CREDENTIALS`]): never granted; where a grant would take one in, masked in
+//! - **credentials** ([`CREDENTIALS`]) and **private places inside the workspace** (Bosun's home):
+//!   never granted; where a grant would take one in, masked in
 //!   the child's mount namespace.
 //! - **Bosun's own things**, confined or not: the child starts in a session of its own with no
 //!   controlling terminal (it cannot open `/dev/tty` or push keystrokes with `TIOCSTI`), no
@@ -469,9 +470,11 @@ fn credential_masks(
     home: Option<&Path>,
     paths: &rules::Paths,
     workspace: &Path,
+    private: &[PathBuf],
 ) -> Vec<(PathBuf, bool)> {
+    let mut masks = private_masks(home, workspace, private);
     let Some(home) = home else {
-        return Vec::new();
+        return masks;
     };
     let granted: Vec<PathBuf> = paths
         .read
@@ -480,7 +483,6 @@ fn credential_masks(
         .chain(std::iter::once(&workspace.to_path_buf()))
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
-    let mut masks = Vec::new();
     for (relative, _) in CREDENTIALS {
         let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/'))) else {
             continue;
@@ -496,6 +498,30 @@ fn credential_masks(
     masks.sort();
     masks.dedup();
     masks
+}
+
+/// The private places (Bosun's home, say) the workspace's grant takes in: a home that lies inside
+/// the workspace would otherwise be readable, with its stored tokens and secrets, by every command.
+/// Each is masked by an empty read-only directory. The user's own home is never masked this way (a
+/// workspace may hold it, and the toolchains under it are granted); nor is a place that holds the
+/// workspace itself.
+fn private_masks(
+    home: Option<&Path>,
+    workspace: &Path,
+    private: &[PathBuf],
+) -> Vec<(PathBuf, bool)> {
+    let Ok(workspace) = std::fs::canonicalize(workspace) else {
+        return Vec::new();
+    };
+    let user_home = home.and_then(|h| std::fs::canonicalize(h).ok());
+    private
+        .iter()
+        .filter_map(|place| std::fs::canonicalize(place).ok())
+        .filter(|place| Some(place) != user_home.as_ref())
+        .filter(|place| place.starts_with(&workspace) && *place != workspace)
+        .filter(|place| std::fs::metadata(place).is_ok_and(|m| m.is_dir()))
+        .map(|place| (place, true))
+        .collect()
 }
 
 fn confine(
@@ -530,7 +556,7 @@ fn confine(
     paths.write.extend(launcher.config.write_paths(home));
     paths.write.extend(confinement.write.iter().cloned());
 
-    let masks = credential_masks(home, &paths, &confinement.workspace);
+    let masks = credential_masks(home, &paths, &confinement.workspace, &launcher.private);
 
     let landlock = match (status.landlock_abi, &status.bwrap) {
         (..=0, _) => None,
