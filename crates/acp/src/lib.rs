@@ -42,6 +42,7 @@ pub mod modes;
 mod replay;
 mod session;
 pub mod updates;
+mod wire;
 
 pub use agent::ENV_METHOD;
 pub use session::{Prompt, commands, prompt_content};
@@ -97,9 +98,8 @@ pub async fn serve(
 /// # Errors
 /// The connection failed.
 pub async fn serve_stdio(home: PathBuf) -> Result<(), AcpError> {
-    let transport = ByteStreams::new(
-        tokio::io::stdout().compat_write(),
-        tokio::io::stdin().compat(),
-    );
+    // Lines the protocol crate would drop without an answer are answered first (`wire`).
+    let (output, input) = wire::filtered(tokio::io::stdin(), tokio::io::stdout());
+    let transport = ByteStreams::new(output.compat_write(), input.compat());
     serve(transport, home).await
 }

@@ -506,6 +506,77 @@ fn garbage_and_unknown_sessions_get_clear_errors_and_the_connection_lives_on() {
     assert_eq!(prompts[1]["result"]["stopReason"], "end_turn", "{report:#}");
 }
 
+/// Enforcement: `bosun_acp`'s `wire` filter. The protocol crate drops a line that is not JSON, or
+/// a request whose `params` is not an object, without a word, leaving the editor waiting; over
+/// `bosun acp`'s stdio each gets JSON-RPC's own error, and the connection goes on.
+#[test]
+fn lines_that_are_not_requests_are_answered_over_stdio_and_the_connection_goes_on() {
+    use std::io::Write;
+    let env = Env::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .arg("acp")
+        .current_dir(env.ws())
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(
+            concat!(
+                "this is not JSON\n",
+                "{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": \"session/prompt\", \"params\": 7}\n",
+                "{\"jsonrpc\": \"2.0\", \"id\": \"no-method\"}\n",
+                "[1, 2, 3]\n",
+                "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": 1, \"clientCapabilities\": {}}}\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    drop(stdin);
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let output = output
+        .recv_timeout(Duration::from_secs(60))
+        .expect("bosun acp did not end in 60 s after its stdin closed")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let answer = |id: Value| {
+        lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {stdout}"))
+    };
+    assert_eq!(answer(Value::Null)["error"]["code"], -32700, "{stdout}");
+    assert_eq!(answer(json!(99))["error"]["code"], -32602, "{stdout}");
+    assert_eq!(
+        answer(json!("no-method"))["error"]["code"],
+        -32600,
+        "{stdout}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["error"]["code"] == -32600)
+            .count(),
+        2,
+        "{stdout}"
+    );
+    // The editor's real request after all that is served.
+    assert!(
+        answer(json!(1))["result"]["protocolVersion"].is_number(),
+        "{stdout}"
+    );
+}
+
 /// The plan the model keeps (`update_plan`) reaches the editor as `plan` updates, the whole
 /// list each time, in order; a session loaded back shows the plan as it last stood.
 #[test]

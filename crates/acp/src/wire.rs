@@ -1,0 +1,220 @@
+//! The stdio wire in front of the protocol crate: every line the editor sends is looked at once
+//! before the crate reads it, so that a line the crate would drop without a word — not JSON, or a
+//! request whose `params` is neither an object nor an array — is answered with JSON-RPC's own
+//! error (`-32700` parse error, `-32602` invalid params, `-32600` invalid request) instead of
+//! leaving the editor waiting for an answer that never comes. Lines going out, from the crate and
+//! from here, are written whole, one at a time, so the two never interleave.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+
+/// Room in each in-memory pipe between the editor's streams and the protocol crate.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// What to do with one line from the editor.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Line {
+    /// Pass it to the protocol crate.
+    Forward,
+    /// Answer it with this error line; the crate never sees it.
+    Answer(String),
+    /// Drop it (blank lines, and malformed notifications, which take no answer).
+    Drop,
+}
+
+/// Judges one line the editor sent.
+pub(crate) fn judge(line: &str) -> Line {
+    if line.trim().is_empty() {
+        return Line::Drop;
+    }
+    let Ok(message) = serde_json::from_str::<Value>(line) else {
+        return Line::Answer(error(
+            &Value::Null,
+            -32700,
+            "parse error: each line must be one JSON-RPC 2.0 message",
+        ));
+    };
+    let Value::Object(object) = &message else {
+        return Line::Answer(error(
+            &Value::Null,
+            -32600,
+            "invalid request: a message must be a JSON object",
+        ));
+    };
+    let id = object.get("id").cloned();
+    let is_response = object.contains_key("result") || object.contains_key("error");
+    if !object.contains_key("method") && !is_response {
+        return match id {
+            Some(id) => Line::Answer(error(
+                &id,
+                -32600,
+                "invalid request: a request needs a `method`",
+            )),
+            None => Line::Answer(error(
+                &Value::Null,
+                -32600,
+                "invalid request: a message needs a `method`, or a `result` or `error` with an `id`",
+            )),
+        };
+    }
+    match object.get("params") {
+        Some(Value::Object(_) | Value::Array(_) | Value::Null) | None => Line::Forward,
+        Some(_) => match id {
+            Some(id) => Line::Answer(error(
+                &id,
+                -32602,
+                "invalid params: `params` must be an object",
+            )),
+            None => Line::Drop,
+        },
+    }
+}
+
+fn error(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// Puts the filter between the editor's `input`/`output` and the protocol crate: returns the
+/// streams the crate reads from and writes to. The tasks end when the editor closes `input` and
+/// the crate has finished writing.
+pub(crate) fn filtered(
+    input: impl AsyncRead + Unpin + Send + 'static,
+    mut output: impl AsyncWrite + Unpin + Send + 'static,
+) -> (DuplexStream, DuplexStream) {
+    let (crate_out, from_crate) = tokio::io::duplex(PIPE_BYTES);
+    let (mut to_crate, crate_in) = tokio::io::duplex(PIPE_BYTES);
+    let (lines, mut outgoing) = mpsc::channel::<String>(64);
+
+    let answers = lines.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(input).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            match judge(&line) {
+                Line::Forward => {
+                    let sent = async {
+                        to_crate.write_all(line.as_bytes()).await?;
+                        to_crate.write_all(b"\n").await
+                    };
+                    if sent.await.is_err() {
+                        break;
+                    }
+                }
+                Line::Answer(answer) => {
+                    if answers.send(answer).await.is_err() {
+                        break;
+                    }
+                }
+                Line::Drop => {}
+            }
+        }
+        // The editor closed its side (or sent bytes that are not text): the crate sees the end.
+        let _ = to_crate.shutdown().await;
+    });
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(from_crate).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            if lines.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(line) = outgoing.recv().await {
+            let written = async {
+                output.write_all(line.as_bytes()).await?;
+                output.write_all(b"\n").await?;
+                output.flush().await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+    });
+    (crate_out, crate_in)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(line: &str) -> Value {
+        match judge(line) {
+            Line::Answer(answer) => serde_json::from_str(&answer).unwrap(),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lines_the_protocol_crate_would_drop_are_answered_with_json_rpc_errors() {
+        assert_eq!(answered("this is not JSON")["error"]["code"], -32700);
+        assert_eq!(answered("this is not JSON")["id"], Value::Null);
+        assert_eq!(answered("[1, 2]")["error"]["code"], -32600);
+        assert_eq!(answered("7")["error"]["code"], -32600);
+        let params = answered(r#"{"jsonrpc":"2.0","id":99,"method":"session/prompt","params":7}"#);
+        assert_eq!(params["id"], 99);
+        assert_eq!(params["error"]["code"], -32602);
+        let no_method = answered(r#"{"jsonrpc":"2.0","id":"a"}"#);
+        assert_eq!(
+            (
+                no_method["id"].as_str(),
+                no_method["error"]["code"].as_i64()
+            ),
+            (Some("a"), Some(-32600))
+        );
+    }
+
+    #[test]
+    fn well_formed_messages_pass_and_bad_notifications_are_dropped() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/list"}"#,
+        ] {
+            assert_eq!(judge(line), Line::Forward, "{line}");
+        }
+        assert_eq!(judge(""), Line::Drop);
+        assert_eq!(
+            judge(r#"{"jsonrpc":"2.0","method":"session/cancel","params":"x"}"#),
+            Line::Drop
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_and_the_crates_lines_go_out_whole_and_the_end_reaches_the_crate() {
+        let (editor_in, mut editor_writes) = tokio::io::duplex(4096);
+        let (mut editor_reads, editor_out) = tokio::io::duplex(4096);
+        let (mut crate_out, mut crate_in) = filtered(editor_in, editor_out);
+        editor_writes
+            .write_all(b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n")
+            .await
+            .unwrap();
+        drop(editor_writes);
+        let mut forwarded = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut crate_in, &mut forwarded)
+            .await
+            .unwrap();
+        assert_eq!(
+            forwarded,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n"
+        );
+        crate_out
+            .write_all(b"{\"id\":1,\"result\":{}}\n")
+            .await
+            .unwrap();
+        drop(crate_out);
+        let mut seen = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut editor_reads, &mut seen)
+            .await
+            .unwrap();
+        let lines: Vec<Value> = seen
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{seen}");
+        assert_eq!(lines[0]["error"]["code"], -32700);
+        assert_eq!(lines[1]["result"], json!({}));
+    }
+}
