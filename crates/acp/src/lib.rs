@@ -99,7 +99,11 @@ pub async fn serve(
 /// The connection failed.
 pub async fn serve_stdio(home: PathBuf) -> Result<(), AcpError> {
     // Lines the protocol crate would drop without an answer are answered first (`wire`).
-    let (output, input) = wire::filtered(tokio::io::stdin(), tokio::io::stdout());
+    let (output, input, written) = wire::filtered(tokio::io::stdin(), tokio::io::stdout());
     let transport = ByteStreams::new(output.compat_write(), input.compat());
-    serve(transport, home).await
+    let served = serve(transport, home).await;
+    // What is still queued for the editor reaches it before the process ends (bounded: an
+    // editor that stopped reading does not hold the exit).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), written).await;
+    served
 }

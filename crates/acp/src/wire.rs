@@ -78,10 +78,13 @@ fn error(id: &Value, code: i64, message: &str) -> String {
 /// Puts the filter between the editor's `input`/`output` and the protocol crate: returns the
 /// streams the crate reads from and writes to. The tasks end when the editor closes `input` and
 /// the crate has finished writing.
+///
+/// The third value ends once every line, from the crate and from here, is written: await it
+/// (bounded) before the process exits so no answer is lost.
 pub(crate) fn filtered(
     input: impl AsyncRead + Unpin + Send + 'static,
     mut output: impl AsyncWrite + Unpin + Send + 'static,
-) -> (DuplexStream, DuplexStream) {
+) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>) {
     let (crate_out, from_crate) = tokio::io::duplex(PIPE_BYTES);
     let (mut to_crate, crate_in) = tokio::io::duplex(PIPE_BYTES);
     let (lines, mut outgoing) = mpsc::channel::<String>(64);
@@ -119,7 +122,7 @@ pub(crate) fn filtered(
             }
         }
     });
-    tokio::spawn(async move {
+    let written = tokio::spawn(async move {
         while let Some(line) = outgoing.recv().await {
             let written = async {
                 output.write_all(line.as_bytes()).await?;
@@ -131,7 +134,7 @@ pub(crate) fn filtered(
             }
         }
     });
-    (crate_out, crate_in)
+    (crate_out, crate_in, written)
 }
 
 #[cfg(test)]
@@ -186,7 +189,7 @@ mod tests {
     async fn answers_and_the_crates_lines_go_out_whole_and_the_end_reaches_the_crate() {
         let (editor_in, mut editor_writes) = tokio::io::duplex(4096);
         let (mut editor_reads, editor_out) = tokio::io::duplex(4096);
-        let (mut crate_out, mut crate_in) = filtered(editor_in, editor_out);
+        let (mut crate_out, mut crate_in, _written) = filtered(editor_in, editor_out);
         editor_writes
             .write_all(b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n")
             .await

@@ -511,7 +511,7 @@ fn garbage_and_unknown_sessions_get_clear_errors_and_the_connection_lives_on() {
 /// `bosun acp`'s stdio each gets JSON-RPC's own error, and the connection goes on.
 #[test]
 fn lines_that_are_not_requests_are_answered_over_stdio_and_the_connection_goes_on() {
-    use std::io::Write;
+    use std::io::{BufRead, Write};
     let env = Env::new();
     let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
         .arg("acp")
@@ -519,10 +519,20 @@ fn lines_that_are_not_requests_are_answered_over_stdio_and_the_connection_goes_o
         .env("BOSUN_HOME", env.home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    let child_out = child.stdout.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(child_out).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     stdin
         .write_all(
             concat!(
@@ -535,16 +545,24 @@ fn lines_that_are_not_requests_are_answered_over_stdio_and_the_connection_goes_o
             .as_bytes(),
         )
         .unwrap();
+    stdin.flush().unwrap();
+    // An editor keeps its side open while it waits: read until the real request is answered.
+    let mut seen = Vec::new();
+    let answered_one = |lines: &[String]| {
+        lines.iter().any(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["id"] == 1 && v.get("method").is_none())
+        })
+    };
+    while !answered_one(&seen) {
+        match lines_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("bosun acp stopped answering ({e}) after: {seen:#?}"),
+        }
+    }
     drop(stdin);
-    let (done, output) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    let output = output
-        .recv_timeout(Duration::from_secs(60))
-        .expect("bosun acp did not end in 60 s after its stdin closed")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(child.wait().unwrap().success());
+    let stdout = seen.join("\n");
     let lines: Vec<Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
