@@ -41,6 +41,39 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Three `bosun serve --http` instances of `env` sharing one state key, behind HAProxy
+/// (round-robin) on `port`: the instances and the balancer (each stopped when dropped), and each
+/// instance's own URL by its backend name (`s1`…`s3`).
+fn three_behind_haproxy(
+    env: &Env,
+    port: u16,
+) -> (Vec<HttpServer>, Balancer, serde_json::Map<String, Value>) {
+    let key = [(
+        "BOSUN_FLEET_STATE_KEY",
+        "fleet-test-key-0123456789abcdef0123456789abcdef",
+    )];
+    let instances: Vec<HttpServer> = (0..3).map(|_| HttpServer::start(env, &[], &key)).collect();
+    let backends: Vec<(String, String)> = instances
+        .iter()
+        .enumerate()
+        .map(|(n, server)| {
+            let addr = server
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_owned();
+            (format!("s{}", n + 1), addr)
+        })
+        .collect();
+    let balancer = Balancer::start(env.dir.path(), port, &backends);
+    let direct = backends
+        .iter()
+        .zip(&instances)
+        .map(|((name, _), server)| (name.clone(), json!(server.url)))
+        .collect();
+    (instances, balancer, direct)
+}
+
 /// HAProxy in the foreground, stopped on drop.
 struct Balancer(Child);
 
@@ -238,29 +271,7 @@ fn three_instances_behind_haproxy_share_asks_refuse_forged_and_replayed_states_a
         redemptions.display().to_string(),
         tap.port
     ));
-    let key = [(
-        "BOSUN_FLEET_STATE_KEY",
-        "fleet-test-key-0123456789abcdef0123456789abcdef",
-    )];
-    let instances: Vec<HttpServer> = (0..3).map(|_| HttpServer::start(&env, &[], &key)).collect();
-    let backends: Vec<(String, String)> = instances
-        .iter()
-        .enumerate()
-        .map(|(n, server)| {
-            let addr = server
-                .url
-                .trim_start_matches("http://")
-                .trim_end_matches("/mcp")
-                .to_owned();
-            (format!("s{}", n + 1), addr)
-        })
-        .collect();
-    let _balancer = Balancer::start(env.dir.path(), port, &backends);
-    let direct: serde_json::Map<String, Value> = backends
-        .iter()
-        .zip(&instances)
-        .map(|((name, _), server)| (name.clone(), json!(server.url)))
-        .collect();
+    let (instances, _balancer, direct) = three_behind_haproxy(&env, port);
     let out = run_client(&json!({
         "url": format!("http://127.0.0.1:{port}/mcp"),
         "instances": direct,
@@ -392,29 +403,7 @@ fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
         "[serve]\nstate_key_env = \"BOSUN_FLEET_STATE_KEY\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\nidempotency_dir = {:?}\nidempotency_claim_secs = {claim_secs}\n\n[[policy.rules]]\naction = \"builtin.tool.run_command\"\ndecision = \"allow\"\n\n[[policy.rules]]\naction = \"process.spawn\"\ndecision = \"allow\"\n",
         shared.display().to_string(),
     ));
-    let key = [(
-        "BOSUN_FLEET_STATE_KEY",
-        "fleet-test-key-0123456789abcdef0123456789abcdef",
-    )];
-    let instances: Vec<HttpServer> = (0..3).map(|_| HttpServer::start(&env, &[], &key)).collect();
-    let backends: Vec<(String, String)> = instances
-        .iter()
-        .enumerate()
-        .map(|(n, server)| {
-            let addr = server
-                .url
-                .trim_start_matches("http://")
-                .trim_end_matches("/mcp")
-                .to_owned();
-            (format!("s{}", n + 1), addr)
-        })
-        .collect();
-    let _balancer = Balancer::start(env.dir.path(), port, &backends);
-    let direct: serde_json::Map<String, Value> = backends
-        .iter()
-        .zip(&instances)
-        .map(|((name, _), server)| (name.clone(), json!(server.url)))
-        .collect();
+    let (instances, _balancer, direct) = three_behind_haproxy(&env, port);
     let out = run_peer(
         "fleet_idempotency.py",
         &json!({
