@@ -135,7 +135,8 @@ impl LoadedPlugin {
         let full = self.root.join(path);
         let mut file = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            // O_NONBLOCK: a FIFO in a file's place is refused below instead of waited on.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&full)
             .map_err(|e| ClaudeError::io(format!("reading {}", full.display()), e))?;
         let meta = file

@@ -8,9 +8,14 @@ use std::time::Duration;
 use bosun_launch::{Confinement, Launcher, Network};
 
 use crate::ClaudeError;
+use crate::capped::{collected, read_capped};
 
 /// How long one git command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The most of a git command's standard output kept (it prints a commit or a short listing).
+const MAX_GIT_STDOUT: usize = 1024 * 1024;
+/// The most of its standard error kept (errors, and what the server says on its side band).
+const MAX_GIT_STDERR: usize = 256 * 1024;
 
 /// The schemes a repository URL may use.
 const SCHEMES: &[(&str, u16)] = &[("https://", 443), ("http://", 80), ("git://", 9418)];
@@ -81,22 +86,8 @@ async fn git(
         None => Network::Off,
     };
     let confinement = Confinement::new(work.to_path_buf(), network);
-    let (child, jail) = launcher
-        .spawn(command, &confinement)
-        .map_err(|e| ClaudeError::Source {
-            message: format!("could not start git: {e}"),
-        })?;
-    let output = tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output())
-        .await
-        .map_err(|_| ClaudeError::Source {
-            message: format!(
-                "git {} took longer than {} s",
-                args.first().copied().unwrap_or_default(),
-                GIT_TIMEOUT.as_secs()
-            ),
-        })?
-        .map_err(|e| ClaudeError::io("running git", e))?;
-    drop(jail);
+    let what = args.first().copied().unwrap_or_default();
+    let output = run_bounded(launcher, command, &confinement, what, GIT_TIMEOUT).await?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(ClaudeError::Source {
@@ -111,6 +102,57 @@ async fn git(
         });
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Starts `command` confined, reads its output while it runs — at most [`MAX_GIT_STDOUT`] and
+/// [`MAX_GIT_STDERR`]: a hostile server's `remote:` lines reach git's stderr for as long as it
+/// likes — and waits at most `timeout`; past either bound the child is stopped.
+async fn run_bounded(
+    launcher: &Launcher,
+    command: tokio::process::Command,
+    confinement: &Confinement,
+    what: &str,
+    timeout: Duration,
+) -> Result<std::process::Output, ClaudeError> {
+    let (mut child, jail) =
+        launcher
+            .spawn(command, confinement)
+            .map_err(|e| ClaudeError::Source {
+                message: format!("could not start git: {e}"),
+            })?;
+    let over = std::sync::Arc::new(tokio::sync::Notify::new());
+    let stdout = read_capped(child.stdout.take(), MAX_GIT_STDOUT, over.clone());
+    let stderr = read_capped(child.stderr.take(), MAX_GIT_STDERR, over.clone());
+    let waited = tokio::time::timeout(timeout, async {
+        tokio::select! {
+            status = child.wait() => Some(status),
+            () = over.notified() => None,
+        }
+    })
+    .await;
+    let _ = child.start_kill();
+    drop(jail);
+    let status = match waited {
+        Ok(Some(status)) => status.map_err(|e| ClaudeError::io("running git", e))?,
+        Ok(None) => {
+            return Err(ClaudeError::Source {
+                message: format!(
+                    "git {what} printed more than {} KiB and was stopped: the repository's server may be hostile",
+                    MAX_GIT_STDERR / 1024
+                ),
+            });
+        }
+        Err(_) => {
+            return Err(ClaudeError::Source {
+                message: format!("git {what} took longer than {} s", timeout.as_secs()),
+            });
+        }
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: collected(stdout).await,
+        stderr: collected(stderr).await,
+    })
 }
 
 /// Clones `url` into `work/repo` at `sha` (checked: the commit checked out must be it) or, when
@@ -186,6 +228,60 @@ pub async fn clone_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child that prints without end (git relaying a hostile server's side band) is stopped
+    /// at the bound, long before its timeout, and what was kept stays bounded; one that prints
+    /// a line is read whole.
+    #[tokio::test]
+    async fn output_past_the_bound_stops_the_child_instead_of_filling_memory() {
+        let work = tempfile::tempdir().unwrap();
+        let launcher = Launcher::new(bosun_launch::SandboxConfig::default());
+        let confinement = Confinement::new(work.path().to_path_buf(), Network::Off);
+        let command = |script: &str| {
+            let mut command = tokio::process::Command::new("/bin/sh");
+            command
+                .args(["-c", script])
+                .current_dir(work.path())
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            command
+        };
+        for script in [
+            "while :; do echo 'remote: flooding the side band'; done >&2",
+            "while :; do echo 0123456789abcdef0123456789abcdef; done",
+        ] {
+            let started = std::time::Instant::now();
+            let error = run_bounded(
+                &launcher,
+                command(script),
+                &confinement,
+                "clone",
+                Duration::from_secs(120),
+            )
+            .await
+            .unwrap_err();
+            assert!(error.to_string().contains("was stopped"), "{error}");
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+        let output = run_bounded(
+            &launcher,
+            command("echo 0123abcd"),
+            &confinement,
+            "rev-parse",
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.stdout, b"0123abcd\n");
+    }
 
     #[test]
     fn only_network_schemes_without_credentials_pass() {

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::capped::{collected, read_capped};
+
 /// The events Claude Code's schema names.
 pub const EVENTS: &[&str] = &[
     "PreToolUse",
@@ -257,8 +259,8 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
         }
     });
     let over = std::sync::Arc::new(tokio::sync::Notify::new());
-    let stdout = read_capped(child.stdout.take(), over.clone());
-    let stderr = read_capped(child.stderr.take(), over.clone());
+    let stdout = read_capped(child.stdout.take(), MAX_HOOK_OUTPUT, over.clone());
+    let stderr = read_capped(child.stderr.take(), MAX_HOOK_OUTPUT, over.clone());
     let waited = tokio::time::timeout(std::time::Duration::from_secs_f64(seconds), async {
         tokio::select! {
             status = child.wait() => Some(status),
@@ -310,44 +312,6 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
         None => Reply::of(HookOutcome::Failed(format!(
             "the hook was killed: {stderr}"
         ))),
-    }
-}
-
-/// Reads `pipe` to its end, keeping at most one byte past [`MAX_HOOK_OUTPUT`]; going past it
-/// wakes `over` (the hook is then stopped).
-fn read_capped<R>(
-    pipe: Option<R>,
-    over: std::sync::Arc<tokio::sync::Notify>,
-) -> tokio::task::JoinHandle<Vec<u8>>
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-{
-    use tokio::io::AsyncReadExt;
-    tokio::spawn(async move {
-        let mut bytes = Vec::new();
-        if let Some(pipe) = pipe {
-            let _ = pipe
-                .take(MAX_HOOK_OUTPUT as u64 + 1)
-                .read_to_end(&mut bytes)
-                .await;
-        }
-        if bytes.len() > MAX_HOOK_OUTPUT {
-            over.notify_one();
-        }
-        bytes
-    })
-}
-
-/// What a reader of a hook's pipe kept, once the hook ended (a pipe a process it left behind
-/// still holds is not waited for past a second).
-async fn collected(reader: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
-    let abort = reader.abort_handle();
-    match tokio::time::timeout(std::time::Duration::from_secs(1), reader).await {
-        Ok(Ok(bytes)) => bytes,
-        _ => {
-            abort.abort();
-            Vec::new()
-        }
     }
 }
 

@@ -18,6 +18,7 @@
 //! - [`mcp`], [`hooks`]: the servers and hooks a plugin declares.
 //! - [`user_config`]: a plugin's `userConfig` answers checked, and its secrets kept apart.
 
+mod capped;
 pub mod components;
 pub mod fetch;
 pub mod hooks;

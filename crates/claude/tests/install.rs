@@ -483,6 +483,28 @@ async fn a_component_changed_after_the_load_is_refused_when_read() {
         plugin.read_reviewed("commands/extra.md"),
         Err(ClaudeError::Changed { .. })
     ));
+    // A FIFO in a reviewed file's place is refused, not waited on for a writer.
+    let fifo = plugin.root.join("commands/greet.md");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            let _ = tx.send(plugin.read_reviewed("commands/greet.md"));
+        });
+        let Ok(read) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+            // Let the blocked reader go before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("reading a component waited on a FIFO");
+        };
+        assert!(matches!(read, Err(ClaudeError::Layout { .. })), "{read:?}");
+    });
 }
 
 /// Every file of `fixtures/corpus/<folder>`, by name, parsed.

@@ -277,11 +277,11 @@ fn ask_one(key: &str, option: &UserConfigOption, kept: Option<&str>) -> Result<s
         if option.sensitive {
             question.push_str(" (secret, not shown)");
         }
-        crate::term::err!("{question}: ");
-        std::io::stderr().flush()?;
         let line = if option.sensitive {
-            read_hidden_line()?
+            read_hidden_line(&question)?
         } else {
+            crate::term::err!("{question}: ");
+            std::io::stderr().flush()?;
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;
             line
@@ -300,13 +300,18 @@ fn ask_one(key: &str, option: &UserConfigOption, kept: Option<&str>) -> Result<s
     bail!("no valid answer for `{key}`: nothing installed")
 }
 
-/// One line from the terminal with its echo off: raw mode for the line, restored whatever
-/// happens; Backspace edits, Ctrl-C or Ctrl-D on an empty line gives up.
-fn read_hidden_line() -> Result<String> {
+/// Asks `question` and reads one line from the terminal with its echo off: raw mode for the
+/// line, restored whatever happens; Backspace edits, Ctrl-C or Ctrl-D on an empty line gives up.
+///
+/// The echo goes off before the question is shown: a person (or a paste) answering as soon as
+/// it appears would otherwise have the first characters of the secret echoed.
+fn read_hidden_line(question: &str) -> Result<String> {
     use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
     use ratatui::crossterm::terminal;
     terminal::enable_raw_mode().context("turning the terminal's echo off to read a secret")?;
     let read = (|| -> std::io::Result<Option<String>> {
+        crate::term::err!("{question}: ");
+        std::io::stderr().flush()?;
         let mut line = String::new();
         loop {
             let Event::Key(key) = event::read()? else {

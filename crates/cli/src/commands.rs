@@ -102,8 +102,10 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         TraceBuilder::for_config(&env.config).start(&chokepoint, &format!("tools call {tool}"))?;
     let run_id = trace.run_id().to_owned();
     let session = Arc::new(Session::new(run_id.clone()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One call: its future, Ctrl-C's watcher and whatever the tool spawns take turns on this
+    // thread. Worker threads would cost their start and a hand-off at every wake-up, and a
+    // blocking step still goes to tokio's blocking pool.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let cancel = CancellationToken::new();

@@ -103,7 +103,11 @@ struct Cli {
     trust_workspace: bool,
 }
 
+// Every subcommand enum is `defer`: a command's own arguments are defined only when the
+// command line names it (or help, completions or the manual need them all), so parsing `tools
+// call` does not build the flags of sixty other commands first.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// List or call tools.
     #[command(subcommand)]
@@ -223,6 +227,7 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum SkillsCommand {
     /// Every skill a run would offer, with what could not be used and why.
     List {
@@ -298,6 +303,7 @@ enum SkillsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum RegistryCommand {
     /// Make an Ed25519 signing key (default: $BOSUN_HOME/registry/signing-key.json).
     Keygen {
@@ -332,6 +338,7 @@ enum RegistryCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum SandboxCommand {
     /// What each layer of the sandbox enforces on this machine, and what is missing.
     Status {
@@ -342,6 +349,7 @@ enum SandboxCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum McpCommand {
     /// The configured servers and what is approved of each.
     List {
@@ -376,6 +384,7 @@ enum McpCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum SessionsCommand {
     /// This workspace's stored sessions, most recently used first.
     List {
@@ -414,6 +423,7 @@ enum SessionsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum ModelsCommand {
     /// Configured models and whether each key is set (never the key).
     List {
@@ -424,6 +434,7 @@ enum ModelsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum DemoModelCommand {
     /// Serve a script on 127.0.0.1 as an OpenAI Chat Completions endpoint until Ctrl-C.
     Serve {
@@ -436,6 +447,7 @@ enum DemoModelCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum PluginsCommand {
     /// Every plugin in every scope with its state (never runs plugin code).
     List {
@@ -623,6 +635,7 @@ enum PluginsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum ToolsCommand {
     /// List every tool with its risk and capabilities.
     List {
@@ -646,6 +659,7 @@ enum ToolsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum PolicyCommand {
     /// The decision for an action and its explanation.
     Check {
@@ -668,6 +682,7 @@ enum PolicyCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum ConfigCommand {
     /// Validate every config file Bosun would read here.
     Check {
@@ -1045,6 +1060,34 @@ mod tests {
     fn the_early_version_line_is_what_clap_prints() {
         assert_eq!(Cli::command().render_version(), VERSION_LINE);
         assert!(VERSION_LINE.starts_with(&format!("bosun {VERSION}")));
+    }
+
+    /// Parsing defines only the arguments of the command named; everything that shows the
+    /// whole command line (help, completions, the manual) builds it whole first.
+    #[test]
+    fn only_the_named_command_has_its_arguments_defined() {
+        let unbuilt = Cli::command();
+        let run = unbuilt.find_subcommand("run").unwrap();
+        assert_eq!(
+            run.get_arguments().count(),
+            0,
+            "`run` defined before it was named"
+        );
+        let mut built = Cli::command();
+        built.build();
+        let run = built.find_subcommand("run").unwrap();
+        assert!(run.get_arguments().any(|a| a.get_id() == "resume"));
+        let call = built
+            .find_subcommand("tools")
+            .and_then(|t| t.find_subcommand("call"))
+            .unwrap();
+        assert!(call.get_arguments().any(|a| a.get_id() == "yes"));
+        Cli::command().debug_assert();
+        let parsed = Cli::try_parse_from(["bosun", "tools", "call", "read_file", "{}", "--yes"]);
+        assert!(matches!(
+            parsed.map(|cli| cli.command),
+            Ok(Some(Command::Tools(ToolsCommand::Call { yes: true, .. })))
+        ));
     }
 
     #[test]

@@ -474,8 +474,15 @@ impl TerminalBroker {
 #[async_trait]
 impl ApprovalBroker for TerminalBroker {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        // Reading the terminal blocks; keep it off the async workers.
-        tokio::task::block_in_place(|| self.ask_blocking(request))
+        // Reading the terminal blocks: on a multi-threaded runtime the worker's other tasks move
+        // elsewhere meanwhile. A single-threaded runtime (one `bosun tools call`) has nowhere
+        // to move them, and the call waits on the person anyway, so it reads in place.
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| self.ask_blocking(request))
+            }
+            _ => self.ask_blocking(request),
+        }
     }
 
     fn take_feedback(&self, call_id: &str) -> Option<String> {
@@ -630,6 +637,18 @@ mod tests {
             Box::new(Vec::new()),
         );
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowSession);
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
+    }
+
+    /// `bosun tools call` runs its one call on a single-threaded runtime, where a person
+    /// answering at the terminal must work as on a multi-threaded one.
+    #[tokio::test(flavor = "current_thread")]
+    async fn terminal_broker_asks_on_a_single_threaded_runtime() {
+        let broker = TerminalBroker::with_io(
+            Box::new(std::io::Cursor::new(b"y\n".to_vec())),
+            Box::new(Vec::new()),
+        );
+        assert_eq!(broker.ask(&request()).await, ApprovalAnswer::AllowOnce);
         assert_eq!(broker.ask(&request()).await, ApprovalAnswer::Unavailable);
     }
 

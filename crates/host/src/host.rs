@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bosun_core::Risk;
 use bosun_plugins::{Catalog, CatalogInput, PluginError, TrustStore};
 use bosun_policy::Policy;
-use bosun_sandbox::{Sandbox, SandboxConfig, SandboxError};
+use bosun_sandbox::{EngineLimits, Sandbox, SandboxConfig, SandboxError};
 
 use crate::approval::ApprovalBroker;
 use crate::builtin;
@@ -431,6 +431,10 @@ impl Host {
         // with a WebAssembly plugin enabled, or when JavaScript first runs.
         let sandbox = Arc::new(LazySandbox::new(SandboxConfig {
             cache_dir: Some(host.config.home.join("cache")),
+            engine: EngineLimits {
+                max_instances: host.config.user.sandbox.plugin_instances,
+                ..EngineLimits::default()
+            },
             ..Default::default()
         }));
         let engine = JsEngine::in_sandbox(sandbox.clone(), bosun_js::ENGINE, notice);

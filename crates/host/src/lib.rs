@@ -3,8 +3,8 @@
 //!
 //! [`Host::builder`] takes the workspace, `$BOSUN_HOME` and the loaded configuration and builds
 //! the policy, the built-in tools (once), the plugin runtimes (native WebAssembly components,
-//! Forge and Triggerfish JavaScript plugins, and the tools with which a model installs a plugin
-//! it wrote) and the tool registry they share. [`Host::chokepoint`] then gives the one path every
+//! Chock modules, Forge and Triggerfish JavaScript plugins, installed Claude Code plugins, and
+//! the tools with which a model installs a plugin it wrote) and the tool registry they share. [`Host::chokepoint`] then gives the one path every
 //! call takes: exact lookup, input validation, policy on the tool's action and every capability,
 //! approval, execution under a deadline, cancellation and the output bound, and a trace.
 //!

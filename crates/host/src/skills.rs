@@ -950,7 +950,8 @@ fn read_bounded(path: &Path, root: &Path) -> Result<(String, Identity), (&'stati
     }
     let mut file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO in a file's place is refused below instead of waited on.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| ("io_error", e.to_string()))?;
     let meta = file.metadata().map_err(|e| ("io_error", e.to_string()))?;
@@ -1041,4 +1042,35 @@ fn resources_of(skill_id: &str, root: &Path, dir: &Path) -> Vec<Resource> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_in_a_skill_files_place_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let fifo = root.join("SKILL.md");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (path, inside) = (fifo.clone(), root.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(read_bounded(&path, &inside).map(|(text, _)| text));
+        });
+        let Ok(read) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+            // Let the blocked reader go before failing.
+            let _ = fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("reading a skill's file waited on a FIFO");
+        };
+        assert_eq!(
+            read,
+            Err(("invalid_metadata", "not a regular file".to_owned()))
+        );
+    }
 }

@@ -141,6 +141,45 @@ impl Workspace {
         Ok(canonical)
     }
 
+    /// The path a call naming `input_path` is judged at, found without telling the caller what
+    /// is there: the deepest existing ancestor resolved through its links, and the rest as
+    /// written. Policy judges before a tool touches anything, so what a denied call hears must
+    /// not depend on what exists where it is denied: `not_found`, `already_exists`, "not a
+    /// directory" or "a symbolic link" would say whether a file exists in a denied `secrets/`,
+    /// or what it is. Only what the text itself shows (an empty path, `..` past the root,
+    /// Bosun's own home named) and a path whose existing part leads out of the root through a
+    /// link are errors here; the tool resolves the path strictly once the call is allowed.
+    ///
+    /// # Errors
+    /// The path is empty, holds a NUL byte, leaves the root or names Bosun's home.
+    pub fn judged(&self, input_path: &str) -> Result<PathBuf, ToolError> {
+        let lexical = self.lexical(input_path)?;
+        self.refuse_withheld(input_path, &lexical)?;
+        let mut existing = lexical.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            if let Ok(canonical) = existing.canonicalize() {
+                break rest
+                    .iter()
+                    .rev()
+                    .fold(canonical, |path: PathBuf, name| path.join(name));
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name);
+                    existing = parent;
+                }
+                // The root itself cannot be resolved: judge the path as written.
+                _ => break lexical.clone(),
+            }
+        };
+        if !resolved.starts_with(&self.root) {
+            return Err(self.outside(input_path));
+        }
+        self.refuse_withheld(input_path, &resolved)?;
+        Ok(resolved)
+    }
+
     /// Resolves the path of a file that may not exist yet, for creating or replacing it.
     ///
     /// The deepest existing ancestor is checked component by component from the root: every

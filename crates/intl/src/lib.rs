@@ -1,5 +1,7 @@
 //! ECMAScript `Intl` for Bosun's JavaScript engine, computed by the host: locale data from
-//! ICU4X (CLDR, compiled in), time zones from the IANA database bundled with `jiff`.
+//! ICU4X (CLDR, read from `data/icu4x.postcard` at a process's first `Intl` call and checked
+//! against the digest recorded at build time: [`data`]), time zones from the IANA database
+//! bundled with `jiff`.
 //!
 //! The engine's JavaScript layer (`crates/js/engine/js/prelude/intl.js`) keeps the objects and
 //! coerces options as ECMA-402 says; everything that needs locale or time-zone data comes here

@@ -13,7 +13,15 @@
 //!   copy-on-write, so only the pages an instance wrote are its own).
 //!
 //! `cargo bench -p bosun-js --bench js_plugin` prints criterion's estimates and then
-//! distributions (p50/p90/p99) timed one by one.
+//! distributions (p10/p50/p90/p99) timed one by one.
+//!
+//! Engine builds side by side: with `BOSUN_JS_BENCH_ENGINES=a.wasm,b.wasm` (engine components
+//! built from `crates/js/engine`, e.g. at two optimisation levels) the bench instead
+//! pre-initialises each in one sandbox, prints its sizes (component and compiled artefact) and
+//! the private memory an idle count-text instance adds, then measures them in alternating rounds
+//! (`BOSUN_JS_BENCH_ROUNDS`, default 10): warm calls, first calls, loading the engine from the
+//! warm cache, and a first call with the engine loaded. One process and one machine state for
+//! every build, so the differences are the builds' own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -136,15 +144,153 @@ fn percentiles(label: &str, mut samples: Vec<u64>, unit: &str) {
     let divisor = if unit == "ms" { 1e6 } else { 1e3 };
     let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p) as usize] as f64 / divisor;
     println!(
-        "{label} over {} samples: p50 {:.2} {unit}, p90 {:.2} {unit}, p99 {:.2} {unit}",
+        "{label} over {} samples: p10 {:.2} {unit}, p50 {:.2} {unit}, p90 {:.2} {unit}, p99 {:.2} {unit}",
         samples.len(),
+        pct(0.10),
         pct(0.50),
         pct(0.90),
         pct(0.99)
     );
 }
 
+/// The engine components to compare, from `BOSUN_JS_BENCH_ENGINES` (comma-separated paths).
+fn engines_to_compare() -> Option<Vec<std::path::PathBuf>> {
+    let list = std::env::var_os("BOSUN_JS_BENCH_ENGINES")?;
+    Some(
+        list.to_string_lossy()
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from)
+            .collect(),
+    )
+}
+
+/// Engine builds side by side (see the module doc): `rounds` rounds, each timing every engine's
+/// warm calls, first calls, engine loads and first calls with the engine loaded, in turn.
+fn compare_engines(paths: &[std::path::PathBuf], rounds: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: Some(cache.clone()),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let count_text = fixture("count-text");
+    let wasms: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let images: Vec<bosun_sandbox::JsEngineImage<'_>> = wasms
+        .iter()
+        .map(|w| bosun_sandbox::JsEngineImage::new(w))
+        .collect();
+    let mut engines = Vec::new();
+    for (path, image) in paths.iter().zip(&images) {
+        let before: std::collections::HashSet<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        let started = Instant::now();
+        let engine = runtime.block_on(sandbox.load_js_engine(image)).unwrap();
+        let preinit = started.elapsed();
+        let artefact: u64 = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !before.contains(p))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        println!(
+            "{}: component {} bytes, compiled artefact {} bytes, pre-initialisation and compilation {:.0} ms",
+            path.display(),
+            image.wasm().len(),
+            artefact,
+            preinit.as_secs_f64() * 1e3
+        );
+        let before = private_dirty_kib();
+        let mut idle = Vec::new();
+        for _ in 0..10 {
+            let mut instance = runtime.block_on(activate(&engine, &count_text));
+            runtime.block_on(count(&mut instance));
+            idle.push(instance);
+        }
+        if let (Some(before), Some(after)) = (before, private_dirty_kib()) {
+            println!(
+                "{}: an idle count-text instance (activated, called once) adds {:.2} MiB of private memory",
+                path.display(),
+                after.saturating_sub(before) as f64 / 10.0 / 1024.0
+            );
+        }
+        drop(idle);
+        let mut warm = runtime.block_on(activate(&engine, &count_text));
+        runtime.block_on(count(&mut warm));
+        engines.push((engine, warm));
+    }
+    let n = engines.len();
+    let (mut warm_s, mut first_s, mut load_s) = (vec![vec![]; n], vec![vec![]; n], vec![vec![]; n]);
+    let mut engine_s = vec![vec![]; n];
+    for _ in 0..rounds {
+        for (i, (engine, warm)) in engines.iter_mut().enumerate() {
+            for _ in 0..500 {
+                let start = Instant::now();
+                runtime.block_on(count(warm));
+                warm_s[i].push(start.elapsed().as_nanos() as u64);
+            }
+            for _ in 0..20 {
+                let start = Instant::now();
+                runtime.block_on(async {
+                    let mut plugin = activate(engine, &count_text).await;
+                    count(&mut plugin).await;
+                });
+                first_s[i].push(start.elapsed().as_nanos() as u64);
+            }
+            for _ in 0..20 {
+                let start = Instant::now();
+                drop(
+                    runtime
+                        .block_on(sandbox.load_js_engine(&images[i]))
+                        .unwrap(),
+                );
+                engine_s[i].push(start.elapsed().as_nanos() as u64);
+            }
+            for _ in 0..5 {
+                let start = Instant::now();
+                runtime.block_on(async {
+                    let engine = sandbox.load_js_engine(&images[i]).await.unwrap();
+                    let mut plugin = activate(&engine, &count_text).await;
+                    count(&mut plugin).await;
+                });
+                load_s[i].push(start.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+    for (i, path) in paths.iter().enumerate() {
+        let name = path.display();
+        percentiles(&format!("{name}: warm call"), warm_s[i].clone(), "µs");
+        percentiles(&format!("{name}: first call"), first_s[i].clone(), "ms");
+        percentiles(
+            &format!("{name}: loading the engine from the warm cache"),
+            engine_s[i].clone(),
+            "ms",
+        );
+        percentiles(
+            &format!("{name}: first call with the engine loaded"),
+            load_s[i].clone(),
+            "ms",
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
+    if let Some(paths) = engines_to_compare() {
+        let rounds = std::env::var("BOSUN_JS_BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(10);
+        compare_engines(&paths, rounds);
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -291,6 +291,20 @@ pub(crate) fn c_strings(
     Ok((path, argv))
 }
 
+/// `NAME=value` strings of `env`, for `execve`.
+pub(crate) fn environment(env: &[(OsString, OsString)]) -> Result<Vec<CString>, LaunchError> {
+    env.iter()
+        .map(|(name, value)| {
+            let mut pair = name.clone().into_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            CString::new(pair).map_err(|_| {
+                LaunchError::Setup("an environment variable holds a NUL byte".to_owned())
+            })
+        })
+        .collect()
+}
+
 /// The raw descriptors of `files`, for the command line and for clearing close-on-exec.
 pub(crate) fn raw(files: &[OwnedFd]) -> Vec<RawFd> {
     files.iter().map(AsRawFd::as_raw_fd).collect()

@@ -1,5 +1,7 @@
 //! `[sandbox]` in the user's config: whether children are confined, whether a full sandbox is
-//! required, and the paths beyond the workspace a child may read or write.
+//! required, and the paths beyond the workspace a child may read or write — and, read by the
+//! host for its WebAssembly plugin engine rather than by this crate, how many plugin instances
+//! may be alive at once (`plugin_instances`).
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,13 @@ pub const DEFAULT_MAX_FILE_MIB: u64 = 4096;
 /// Default cap on the processes a child's tree may hold at once (pids cgroup, or
 /// `RLIMIT_NPROC` where no cgroup can be made).
 pub const DEFAULT_MAX_PROCESSES: u64 = 512;
+/// Default number of plugin instance slots of the WebAssembly engine.
+pub const DEFAULT_PLUGIN_INSTANCES: u32 = 64;
+/// The most plugin instance slots `[sandbox] plugin_instances` may ask for. The engine's pooling
+/// allocator reserves address space for every slot up front (measured: about 16 GiB of
+/// reservation per slot, none of it memory until used), so 4096 slots reserve about 66 TiB of
+/// the 128 TiB a process can address on x86-64 Linux.
+pub const MAX_PLUGIN_INSTANCES: u32 = 4096;
 
 /// The `[sandbox]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -42,6 +51,12 @@ pub struct SandboxConfig {
     /// The largest file a child may write, in MiB.
     #[serde(default = "default_max_file_mib")]
     pub max_file_mib: u64,
+    /// How many plugin instances (of every format) may be alive at once: the slots of the
+    /// WebAssembly engine's pool. When all are taken the host releases the least recently used
+    /// idle one; only when every slot is in a running call does a call fail. Read by the host,
+    /// not by this crate.
+    #[serde(default = "default_plugin_instances")]
+    pub plugin_instances: u32,
 }
 
 /// The mechanism that confines children.
@@ -78,6 +93,10 @@ fn default_max_file_mib() -> u64 {
     DEFAULT_MAX_FILE_MIB
 }
 
+fn default_plugin_instances() -> u32 {
+    DEFAULT_PLUGIN_INSTANCES
+}
+
 impl Default for SandboxConfig {
     fn default() -> SandboxConfig {
         SandboxConfig {
@@ -88,6 +107,7 @@ impl Default for SandboxConfig {
             write: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
             max_file_mib: DEFAULT_MAX_FILE_MIB,
+            plugin_instances: DEFAULT_PLUGIN_INSTANCES,
         }
     }
 }
@@ -136,6 +156,17 @@ impl SandboxConfig {
                 message: format!("{} is out of range: use 1 to 1048576", self.max_file_mib),
             });
         }
+        if !(1..=MAX_PLUGIN_INSTANCES).contains(&self.plugin_instances) {
+            return Err(ConfigError {
+                field: "plugin_instances",
+                message: format!(
+                    "{} is out of range: use 1 to {MAX_PLUGIN_INSTANCES} (each slot reserves \
+                     address space up front; past the number set, idle instances are \
+                     released and started again when called)",
+                    self.plugin_instances
+                ),
+            });
+        }
         Ok(())
     }
 
@@ -177,6 +208,31 @@ mod tests {
             ..SandboxConfig::default()
         };
         assert!(config.validate().is_err());
+    }
+
+    /// No slot at all, or more than the address space can hold, is refused with the range;
+    /// both ends of the range are taken.
+    #[test]
+    fn plugin_instances_out_of_range_are_refused_with_the_range() {
+        for bad in [0, MAX_PLUGIN_INSTANCES + 1] {
+            let config = SandboxConfig {
+                plugin_instances: bad,
+                ..SandboxConfig::default()
+            };
+            let error = config.validate().unwrap_err().to_string();
+            assert!(
+                error.starts_with("[sandbox] plugin_instances: ")
+                    && error.contains(&format!("use 1 to {MAX_PLUGIN_INSTANCES}")),
+                "{error}"
+            );
+        }
+        for good in [1, DEFAULT_PLUGIN_INSTANCES, MAX_PLUGIN_INSTANCES] {
+            let config = SandboxConfig {
+                plugin_instances: good,
+                ..SandboxConfig::default()
+            };
+            assert!(config.validate().is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Bosun's one process launcher. Every process Bosun starts — `run_command`, stdio MCP
-//! servers — is confined here before `exec`:
+//! servers, JavaScript plugins' processes, Claude Code plugins' hooks and `git` fetches — is
+//! confined here before `exec`:
 //!
 //! - **filesystem** (Landlock): read the system directories, toolchains and `[sandbox] read`;
 //!   write only the workspace, a private `TMPDIR` for this child (removed afterwards) and
@@ -18,6 +19,9 @@
 //! - **credentials** ([`CREDENTIALS`]) and **private places inside the workspace** (Bosun's home):
 //!   never granted; where a grant would take one in, masked in
 //!   the child's mount namespace.
+//! - **environment**, confined or not: exactly the variables the command sets, nothing inherited
+//!   from Bosun; its `PATH` keeps only absolute entries ([`search_path`]), so `.` or `bin` never
+//!   resolve a program name to a file in the workspace.
 //! - **Bosun's own things**, confined or not: the child starts in a session of its own with no
 //!   controlling terminal (it cannot open `/dev/tty` or push keystrokes with `TIOCSTI`), no
 //!   descriptor of Bosun's but 0–2 reaches it, and — started with [`Launcher::spawn`] — the
@@ -34,7 +38,12 @@
 //!
 //! let launcher = Launcher::new(SandboxConfig::default());
 //! let mut command = tokio::process::Command::new("cargo");
-//! command.arg("test").current_dir("/work/project");
+//! // The child gets only what is set here: nothing of Bosun's own environment.
+//! command
+//!     .arg("test")
+//!     .current_dir("/work/project")
+//!     .env("PATH", "/home/me/.cargo/bin:/usr/bin:/bin")
+//!     .env("HOME", "/home/me");
 //! let confinement = Confinement::new("/work/project".into(), Network::Off);
 //! let (mut child, jail) = launcher.spawn(command, &confinement)?;
 //! let status = child.wait().await?;
@@ -45,6 +54,7 @@
 mod bwrap;
 mod config;
 mod rules;
+pub mod search_path;
 mod spawner;
 mod status;
 mod sys;
@@ -54,7 +64,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::{
-    Backend, ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, SandboxConfig,
+    Backend, ConfigError, DEFAULT_MAX_FILE_MIB, DEFAULT_MAX_PROCESSES, DEFAULT_PLUGIN_INSTANCES,
+    MAX_PLUGIN_INSTANCES, SandboxConfig,
 };
 pub use rules::CREDENTIALS;
 pub use status::{Layer, LayerState, Status};
@@ -225,6 +236,7 @@ impl Launcher {
         confinement: &Confinement,
     ) -> Result<Jail, LaunchError> {
         remove_stale_tmp_dirs();
+        explicit_environment(command);
         let status = self.status();
         if !status.enabled {
             let plan = sys::ChildPlan::detach_only(if sys::seccomp_available() {
@@ -266,6 +278,27 @@ impl Launcher {
         // The child made its own session, so its pid is its process group's id.
         jail.group = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
         Ok((child, jail))
+    }
+}
+
+/// Gives the child exactly the variables `command` sets — never one inherited from Bosun's own
+/// environment by accident (a provider's API key, say) — and a `PATH` without relative entries:
+/// the child starts in the workspace, where `.` or `bin` would find a file the model wrote
+/// before the program the person meant ([`search_path`]). Every backend starts the child with
+/// this environment (bubblewrap is handed it explicitly: `sys::Exec`).
+fn explicit_environment(command: &mut tokio::process::Command) {
+    let set: Vec<(std::ffi::OsString, std::ffi::OsString)> = command
+        .as_std()
+        .get_envs()
+        .filter_map(|(name, value)| Some((name.to_owned(), value?.to_owned())))
+        .collect();
+    command.env_clear();
+    for (name, value) in set {
+        if name == "PATH" {
+            command.env(name, search_path::absolute_entries(&value));
+        } else {
+            command.env(name, value);
+        }
     }
 }
 
@@ -599,7 +632,10 @@ fn confine(
                 &args,
             );
             let (path, argv) = bwrap::c_strings(&bwrap.path, argv)?;
-            Some(sys::Exec::new(path, argv, fds))
+            // `bwrap` is started from the pre-exec step, before std has put the command's
+            // environment in place: it is given that environment, not Bosun's.
+            let envp = bwrap::environment(&env)?;
+            Some(sys::Exec::new(path, argv, envp, fds))
         }
     };
     let mut cgroup_procs = None;

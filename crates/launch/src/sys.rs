@@ -218,17 +218,19 @@ pub(crate) struct ChildPlan {
     pub(crate) exec: Option<Exec>,
 }
 
-/// `execv(path, argv)` prepared in the parent, and descriptors the new program inherits.
+/// `execve(path, argv, envp)` prepared in the parent, and descriptors the new program inherits.
 #[derive(Debug)]
 pub(crate) struct Exec {
     path: CString,
     _argv: Vec<CString>,
     pointers: Vec<*const libc::c_char>,
+    _envp: Vec<CString>,
+    env_pointers: Vec<*const libc::c_char>,
     inherit: Vec<libc::c_int>,
 }
 
-// SAFETY: the pointers point into `_argv`'s heap buffers, which the struct owns and never
-// changes; they are only read, in the forked child.
+// SAFETY: the pointers point into `_argv`'s and `_envp`'s heap buffers, which the struct owns
+// and never changes; they are only read, in the forked child.
 #[allow(unsafe_code)]
 unsafe impl Send for Exec {}
 // SAFETY: as above; nothing is written through the pointers.
@@ -236,17 +238,27 @@ unsafe impl Send for Exec {}
 unsafe impl Sync for Exec {}
 
 impl Exec {
-    /// `path` run with `argv` (`argv[0]` included); `inherit` stays open across the `exec`.
-    pub(crate) fn new(path: CString, argv: Vec<CString>, inherit: Vec<libc::c_int>) -> Exec {
-        let pointers = argv
-            .iter()
-            .map(|a| a.as_ptr())
-            .chain(std::iter::once(std::ptr::null()))
-            .collect();
+    /// `path` run with `argv` (`argv[0]` included) and exactly the environment `envp`
+    /// (`NAME=value` each); `inherit` stays open across the `exec`.
+    pub(crate) fn new(
+        path: CString,
+        argv: Vec<CString>,
+        envp: Vec<CString>,
+        inherit: Vec<libc::c_int>,
+    ) -> Exec {
+        let nul_ended = |strings: &[CString]| -> Vec<*const libc::c_char> {
+            strings
+                .iter()
+                .map(|a| a.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
+        };
         Exec {
+            pointers: nul_ended(&argv),
+            env_pointers: nul_ended(&envp),
             path,
             _argv: argv,
-            pointers,
+            _envp: envp,
             inherit,
         }
     }
@@ -392,8 +404,13 @@ impl ChildPlan {
                 for fd in &exec.inherit {
                     check(libc::fcntl(*fd, libc::F_SETFD, 0))?;
                 }
-                // The environment std prepared for the command is already in `environ`.
-                libc::execv(exec.path.as_ptr(), exec.pointers.as_ptr());
+                // Not `environ`: std puts the command's environment there only after the
+                // pre-exec steps, so it is still Bosun's own here.
+                libc::execve(
+                    exec.path.as_ptr(),
+                    exec.pointers.as_ptr(),
+                    exec.env_pointers.as_ptr(),
+                );
                 return Err(io::Error::last_os_error());
             }
         }

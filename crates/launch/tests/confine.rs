@@ -449,6 +449,134 @@ async fn require_refuses_nothing_on_a_full_machine_and_off_confines_nothing(back
     assert!(text(&output).contains("PRIVATE KEY"));
 }
 
+/// A child's environment is exactly what its command sets — on every backend, and with the
+/// sandbox off — never Bosun's own (where a provider's API key lives). `bwrap` is started before
+/// std puts the command's environment in place, so it used to be handed Bosun's whole
+/// environment, and passed it on.
+async fn the_child_gets_only_the_variables_its_command_sets(backend: Backend) {
+    let rig = rig();
+    // Something this test process has and the child must not: what cargo and nextest set,
+    // and HOME.
+    let inherited: Vec<String> = std::env::vars()
+        .map(|(name, _)| name)
+        .filter(|name| !matches!(name.as_str(), "PATH" | "TMPDIR" | "TMP" | "TEMP" | "PWD"))
+        .collect();
+    assert!(!inherited.is_empty());
+    let confined = full_launcher(backend, SandboxConfig::default());
+    let off = Launcher::unconfined();
+    for launcher in [&confined, &off] {
+        for cleared in [true, false] {
+            let mut command = tokio::process::Command::new("/usr/bin/env");
+            if cleared {
+                command.env_clear();
+            }
+            command
+                .current_dir(&rig.workspace)
+                .env("PATH", "/usr/bin:/bin")
+                .env("BOSUN_TEST_GIVEN", "given")
+                .kill_on_drop(true);
+            let _jail = launcher
+                .confine(&mut command, &rig.confinement(Network::Off))
+                .unwrap();
+            let output = command.output().await.unwrap();
+            let out = format!("{}\n{}", launcher.status().summary(), text(&output));
+            let names: Vec<&str> = std::str::from_utf8(&output.stdout)
+                .unwrap()
+                .lines()
+                .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+                .collect();
+            assert!(names.contains(&"BOSUN_TEST_GIVEN"), "{out}");
+            for name in &names {
+                assert!(
+                    matches!(
+                        *name,
+                        "PATH" | "BOSUN_TEST_GIVEN" | "TMPDIR" | "TMP" | "TEMP" | "PWD"
+                    ),
+                    "{name} reached the child (cleared: {cleared}): {out}"
+                );
+            }
+            assert!(
+                !inherited.iter().any(|name| names.contains(&name.as_str())),
+                "{out}"
+            );
+        }
+    }
+}
+
+/// A program planted in the workspace (the child's working directory) is never what a program
+/// name resolves to through a relative `PATH` entry (`.`, empty, `bin`), neither for the child
+/// the launcher starts nor for what that child starts in turn, confined or not; the same name
+/// on an absolute entry is found. Without the launcher's rewrite of `PATH`, each lookup below
+/// runs the planted file (the unconfined `sh` shows that first).
+async fn a_relative_path_entry_never_finds_a_program_in_the_workspace(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let rig = rig();
+    let planted = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        let program = dir.join("bosun-planted");
+        std::fs::write(&program, "#!/bin/sh\necho PLANTED-RAN\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    planted(&rig.workspace);
+    planted(&rig.workspace.join("bin"));
+    let path = ".:bin::/usr/bin:/bin";
+
+    // Unconfined and not through the launcher: the relative entries find the planted file.
+    let mut bare = tokio::process::Command::new("/bin/sh");
+    bare.args(["-c", "bosun-planted; echo \"PATH=$PATH\""])
+        .current_dir(&rig.workspace)
+        .env_clear()
+        .env("PATH", path);
+    let output = bare.output().await.unwrap();
+    assert!(text(&output).contains("PLANTED-RAN"), "{}", text(&output));
+
+    let confined = full_launcher(backend, SandboxConfig::default());
+    let off = Launcher::unconfined();
+    for launcher in [&confined, &off] {
+        // The program named directly.
+        let mut command = tokio::process::Command::new("bosun-planted");
+        command
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .env("PATH", path)
+            .kill_on_drop(true);
+        match launcher.spawn(command, &rig.confinement(Network::Off)) {
+            Err(bosun_launch::LaunchError::Spawn(e)) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}")
+            }
+            // Under bubblewrap the lookup happens inside, and bwrap reports it.
+            Ok((child, _jail)) => {
+                let output = child.wait_with_output().await.unwrap();
+                let out = text(&output);
+                assert!(!out.contains("PLANTED-RAN"), "{out}");
+                assert!(!output.status.success(), "{out}");
+            }
+            Err(other) => panic!("{other}"),
+        }
+
+        // What the child starts by name; it still finds programs on absolute entries.
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .args([
+                "-c",
+                "bosun-planted; echo \"PATH=$PATH\"; uname >/dev/null && echo ABSOLUTE-RAN",
+            ])
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .env("PATH", path)
+            .kill_on_drop(true);
+        let _jail = launcher
+            .confine(&mut command, &rig.confinement(Network::Off))
+            .unwrap();
+        let output = command.output().await.unwrap();
+        let out = format!("{}\n{}", launcher.status().summary(), text(&output));
+        assert!(!out.contains("PLANTED-RAN"), "{out}");
+        assert!(out.contains("PATH=/usr/bin:/bin\n"), "{out}");
+        assert!(out.contains("ABSOLUTE-RAN"), "{out}");
+    }
+}
+
 async fn a_file_the_command_line_names_is_readable_but_nothing_private(backend: Backend) {
     let rig = rig();
     let srv = rig.root.join("srv");
@@ -774,6 +902,8 @@ per_backend!(
     x32_system_calls_are_refused_too,
     require_refuses_nothing_on_a_full_machine_and_off_confines_nothing,
     a_file_the_command_line_names_is_readable_but_nothing_private,
+    a_relative_path_entry_never_finds_a_program_in_the_workspace,
+    the_child_gets_only_the_variables_its_command_sets,
     a_file_over_the_size_limit_cannot_be_written,
     a_child_past_its_cpu_seconds_is_stopped_by_the_kernel,
 );

@@ -231,18 +231,50 @@ fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     outer.finalize().into()
 }
 
-/// Seconds since the epoch.
-fn now_secs() -> u64 {
+/// Milliseconds since the epoch.
+///
+/// Records are dated in milliseconds, not seconds: with whole seconds, a claim made just before
+/// a second turns looked a second old at once, so a one-second claim expired as soon as it was
+/// made and a retry elsewhere ran the call again.
+fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// A claim: which call, made when (seconds since the epoch).
+/// When a record was made, in milliseconds since the epoch: `at_ms`, or for a record an older
+/// instance wrote, `at` in whole seconds.
+#[derive(Serialize, Deserialize, Clone, Copy)]
+struct Dated {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at: Option<u64>,
+}
+
+impl Dated {
+    fn at(now_ms: u64) -> Self {
+        Self {
+            at_ms: Some(now_ms),
+            at: None,
+        }
+    }
+
+    /// Whether the record is at least `ttl` old at `now_ms` (an undated record is).
+    fn older_than(self, ttl: Duration, now_ms: u64) -> bool {
+        let Some(made) = self.at_ms.or(self.at.map(|s| s.saturating_mul(1000))) else {
+            return true;
+        };
+        u128::from(now_ms.saturating_sub(made)) >= ttl.as_millis()
+    }
+}
+
+/// A claim: which call, made when.
 #[derive(Serialize, Deserialize)]
 struct Claim {
     call: String,
-    at: u64,
+    #[serde(flatten)]
+    made: Dated,
 }
 
 /// A kept result as written: the body (call, when, result) and its HMAC.
@@ -255,7 +287,8 @@ struct Stored {
 #[derive(Serialize, Deserialize)]
 struct Body {
     call: String,
-    at: u64,
+    #[serde(flatten)]
+    made: Dated,
     result: Value,
 }
 
@@ -273,6 +306,8 @@ enum Claimed {
     Ours(ClaimGuard),
     /// Another attempt holds it, for this call.
     Theirs,
+    /// An instance that died holding it left it, and it was removed: claiming again can take it.
+    Abandoned,
 }
 
 /// Removes the claim file when the attempt holding it ends, however it ends (a result kept, a
@@ -297,6 +332,9 @@ pub struct SharedResults {
     prefix: String,
     /// When the directory was last swept of expired records.
     swept: Mutex<Instant>,
+    /// Milliseconds since the epoch, the time records are dated by and aged against (another
+    /// instance reads them): the system clock, or in tests one they move by hand.
+    clock: fn() -> u64,
 }
 
 impl std::fmt::Debug for SharedResults {
@@ -349,6 +387,7 @@ impl SharedResults {
             redactor,
             prefix,
             swept: Mutex::new(Instant::now() - DEFAULT_KEY_TTL),
+            clock: now_ms,
         })
     }
 
@@ -412,7 +451,7 @@ impl SharedResults {
             return Err(KeyRefused::Unavailable);
         }
         let body: Body = serde_json::from_str(&stored.body).map_err(|_| KeyRefused::Unavailable)?;
-        if now_secs().saturating_sub(body.at) >= ttl.as_secs() {
+        if body.made.older_than(ttl, (self.clock)()) {
             let _ = std::fs::remove_file(&path);
             return Ok(Found::Nothing);
         }
@@ -430,7 +469,7 @@ impl SharedResults {
         let path = self.dir.join(format!("{name}.claim"));
         let claim = serde_json::to_vec(&Claim {
             call: call.to_owned(),
-            at: now_secs(),
+            made: Dated::at((self.clock)()),
         })
         .map_err(|_| KeyRefused::Unavailable)?;
         let written = self
@@ -452,7 +491,7 @@ impl SharedResults {
         if theirs.call != call {
             return Err(KeyRefused::OtherCall);
         }
-        if now_secs().saturating_sub(theirs.at) < self.claim_ttl.as_secs() {
+        if !theirs.made.older_than(self.claim_ttl, (self.clock)()) {
             return Ok(Claimed::Theirs);
         }
         // An instance died holding it. Moved aside under a name of our own before it is
@@ -463,11 +502,14 @@ impl SharedResults {
             let fresh = std::fs::read(&aside)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Claim>(&b).ok())
-                .is_some_and(|c| now_secs().saturating_sub(c.at) < self.claim_ttl.as_secs());
+                .is_some_and(|c| !c.made.older_than(self.claim_ttl, (self.clock)()));
             if fresh {
                 let _ = std::fs::hard_link(&aside, &path);
             }
             let _ = std::fs::remove_file(&aside);
+            if !fresh {
+                return Ok(Claimed::Abandoned);
+            }
         }
         Ok(Claimed::Theirs)
     }
@@ -477,7 +519,7 @@ impl SharedResults {
         self.redactor.redact_value(&mut result);
         let body = serde_json::to_string(&Body {
             call: call.to_owned(),
-            at: now_secs(),
+            made: Dated::at((self.clock)()),
             result,
         })?;
         let stored = serde_json::to_vec(&Stored {
@@ -534,6 +576,7 @@ impl SharedResults {
         self.sweep(ttl);
         let name = self.name(caller, key);
         let deadline = Instant::now() + self.wait;
+        let mut took_over = false;
         loop {
             if let Found::Result(kept) = self.result(&name, call, ttl)? {
                 return Ok(kept);
@@ -562,7 +605,10 @@ impl SharedResults {
                         Err(this_attempt) => this_attempt,
                     });
                 }
-                Claimed::Theirs => {
+                // Claimed again at once, not a poll later (with no wait, not at all): once, so
+                // claims that keep looking abandoned (a clock far behind) cannot keep it here.
+                Claimed::Abandoned if !took_over => took_over = true,
+                Claimed::Theirs | Claimed::Abandoned => {
                     if Instant::now() >= deadline {
                         return Err(KeyRefused::InProgress);
                     }
@@ -637,17 +683,45 @@ mod tests {
     }
 
     fn shared(dir: &Path, claim_ttl: Duration, wait: Duration) -> Idempotency<u32> {
-        Idempotency::new(DEFAULT_KEY_TTL).with_shared(
-            SharedResults::new(
-                dir,
-                b"0123456789abcdef0123456789abcdef",
-                claim_ttl,
-                wait,
-                Arc::new(Redactor::default()),
-            )
-            .unwrap(),
-        )
+        Idempotency::new(DEFAULT_KEY_TTL).with_shared(store(dir, claim_ttl, wait))
     }
+
+    fn store(dir: &Path, claim_ttl: Duration, wait: Duration) -> SharedResults {
+        SharedResults::new(
+            dir,
+            b"0123456789abcdef0123456789abcdef",
+            claim_ttl,
+            wait,
+            Arc::new(Redactor::default()),
+        )
+        .unwrap()
+    }
+
+    thread_local! {
+        /// The time of [`by_hand`], moved by the test on this thread (whose runtime runs the
+        /// calls on it too).
+        static HAND: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A clock the test sets, so an age is exactly what the test says, however long the
+    /// machine took between two steps.
+    fn by_hand() -> u64 {
+        HAND.with(std::cell::Cell::get)
+    }
+
+    fn set_clock(now_ms: u64) {
+        HAND.with(|hand| hand.set(now_ms));
+    }
+
+    /// Instances in `dir` whose records are dated and aged by [`by_hand`].
+    fn shared_by_hand(dir: &Path, ttl: Duration, claim_ttl: Duration) -> Idempotency<u32> {
+        let mut store = store(dir, claim_ttl, Duration::ZERO);
+        store.clock = by_hand;
+        Idempotency::new(ttl).with_shared(store)
+    }
+
+    /// 12:00:00.500 on some day: half a second into a second.
+    const NOON_AND_A_HALF: u64 = 1_800_000_000_500;
 
     #[test]
     fn hmac_matches_rfc_4231() {
@@ -701,16 +775,10 @@ mod tests {
     #[test]
     fn a_claim_left_by_a_dead_instance_answers_in_progress_then_expires() {
         let dir = tempfile::tempdir().unwrap();
-        let dead = shared(
-            dir.path(),
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-        );
-        let alive = shared(
-            dir.path(),
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-        );
+        let claim_ttl = Duration::from_secs(1);
+        let dead = shared_by_hand(dir.path(), DEFAULT_KEY_TTL, claim_ttl);
+        let alive = shared_by_hand(dir.path(), DEFAULT_KEY_TTL, claim_ttl);
+        set_clock(NOON_AND_A_HALF);
         let store = dead.shared.as_ref().unwrap();
         let name = store.name("alice", "k");
         let Ok(Claimed::Ours(guard)) = store.claim(&name, "call") else {
@@ -719,15 +787,82 @@ mod tests {
         // The instance dies mid-call: its claim stays.
         std::mem::forget(guard);
         runtime().block_on(async {
+            // Held until the last millisecond of the claim expiry, then taken over.
+            set_clock(NOON_AND_A_HALF + 999);
             assert_eq!(
                 alive.run("alice", "k", "call", || async { Ok(5) }).await,
                 Err(KeyRefused::InProgress)
             );
-            tokio::time::sleep(Duration::from_millis(2100)).await;
+            set_clock(NOON_AND_A_HALF + 1000);
             assert_eq!(
                 alive.run("alice", "k", "call", || async { Ok(6) }).await,
                 Ok(6)
             );
+        });
+    }
+
+    #[test]
+    fn a_record_made_just_before_a_second_turned_is_not_a_second_old() {
+        // Made 501 ms ago, in the second before this one: with whole seconds this was "one
+        // second old", so a claim of 1 s had expired the moment it was made.
+        let now = NOON_AND_A_HALF;
+        let made = Dated::at(now - now % 1000 - 1);
+        assert!(!made.older_than(Duration::from_secs(1), now));
+        assert!(!made.older_than(Duration::from_millis(502), now));
+        assert!(made.older_than(Duration::from_millis(501), now));
+        assert!(made.older_than(Duration::ZERO, now));
+        // A record an older instance dated in whole seconds is still read, and ages.
+        let old: Claim =
+            serde_json::from_str(&format!(r#"{{"call":"c","at":{}}}"#, now / 1000 - 10)).unwrap();
+        assert!(old.made.older_than(Duration::from_secs(5), now));
+        assert!(!old.made.older_than(Duration::from_secs(60), now));
+        let undated: Claim = serde_json::from_str(r#"{"call":"c"}"#).unwrap();
+        assert!(undated.made.older_than(Duration::from_secs(86_400), now));
+        // The system clock dates a record now: not even a millisecond old.
+        let dated = Dated::at(now_ms());
+        assert!(!dated.older_than(Duration::from_secs(3600), now_ms()));
+    }
+
+    #[test]
+    fn a_claim_made_just_before_a_second_turned_is_held_by_another_instance() {
+        // Another instance's claim, made 501 ms ago in the second before this one, for a claim
+        // expiry of 1 s: a retry here must hear "in progress", never run the call.
+        let dir = tempfile::tempdir().unwrap();
+        let retry = shared_by_hand(dir.path(), DEFAULT_KEY_TTL, Duration::from_secs(1));
+        let name = retry.shared.as_ref().unwrap().name("alice", "k");
+        std::fs::write(
+            dir.path().join(format!("{name}.claim")),
+            format!(
+                r#"{{"call":"call","at_ms":{}}}"#,
+                NOON_AND_A_HALF - NOON_AND_A_HALF % 1000 - 1
+            ),
+        )
+        .unwrap();
+        set_clock(NOON_AND_A_HALF);
+        runtime().block_on(async {
+            assert_eq!(
+                retry.run("alice", "k", "call", || async { Ok(5) }).await,
+                Err(KeyRefused::InProgress)
+            );
+        });
+    }
+
+    #[test]
+    fn a_result_kept_for_less_than_a_second_answers_a_retry() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = shared_by_hand(
+            dir.path(),
+            Duration::from_millis(800),
+            Duration::from_secs(1),
+        );
+        set_clock(NOON_AND_A_HALF);
+        runtime().block_on(async {
+            assert_eq!(keys.run("a", "k", "c", || async { Ok(1) }).await, Ok(1));
+            set_clock(NOON_AND_A_HALF + 799);
+            assert_eq!(keys.run("a", "k", "c", || async { Ok(2) }).await, Ok(1));
+            // Kept 800 ms: gone, and the call runs again.
+            set_clock(NOON_AND_A_HALF + 800);
+            assert_eq!(keys.run("a", "k", "c", || async { Ok(3) }).await, Ok(3));
         });
     }
 

@@ -1,7 +1,8 @@
 //! A client of one OCI distribution registry (distribution-spec v1.1.0): every request goes
 //! through [`Client::send`], which adds credentials only for the registry's own origin, answers
 //! a `401` challenge once (Basic, or a bearer token from the realm), follows redirects by hand,
-//! and gives up when nothing arrives for the idle timeout. Reading a body always has a cap.
+//! and gives up when nothing arrives for the idle timeout. Reading a body always has a cap, and
+//! a deadline for the whole body ([`BodyClock`]).
 //! Pulling (`client/pull.rs`), pushing (`client/push.rs`) and the referrers API
 //! (`client/referrers.rs`) are built on it.
 //!
@@ -48,6 +49,10 @@ pub struct Limits {
     pub blob_bytes: u64,
     /// How long a request may go without a byte arriving before it is abandoned (default 30 s).
     pub idle_timeout: Duration,
+    /// How long one response's body may take from its first byte to its last, however
+    /// steadily it arrives (default 300 s): a registry trickling a byte just inside the idle
+    /// timeout cannot hold a pull for days.
+    pub body_timeout: Duration,
     /// How long connecting may take (default 10 s).
     pub connect_timeout: Duration,
     /// Blobs larger than this are pushed in chunks of this size (default 8 MiB).
@@ -62,6 +67,7 @@ impl Default for Limits {
             manifest_bytes: 4 * 1024 * 1024,
             blob_bytes: 256 * 1024 * 1024,
             idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
             chunk_bytes: 8 * 1024 * 1024,
             max_tags: 10_000,
@@ -353,9 +359,7 @@ impl Client {
             .await
             .map_err(scrubbed)?;
         if !response.status().is_success() {
-            return Err(scrubbed(
-                status_error(&realm, response, self.limits.idle_timeout).await,
-            ));
+            return Err(scrubbed(status_error(&realm, response, &self.limits).await));
         }
         let body = read_body(
             &realm,
@@ -363,7 +367,7 @@ impl Client {
             "token answer",
             SMALL_BODY,
             None,
-            self.limits.idle_timeout,
+            &self.limits,
         )
         .await
         .map_err(scrubbed)?;
@@ -455,15 +459,67 @@ impl Client {
     }
 }
 
-/// Reads a body of at most `cap` bytes, and exactly `declared` when given, waiting at most
-/// `idle` for each piece. Stops reading as soon as a limit is passed.
+/// The waits of one response body: at most the idle timeout for each piece, and the body
+/// timeout for all of it, counted from when reading starts.
+pub(crate) struct BodyClock<'u> {
+    url: &'u url::Url,
+    idle: Duration,
+    whole: Duration,
+    deadline: tokio::time::Instant,
+}
+
+impl<'u> BodyClock<'u> {
+    /// Starts the clock for the body of `url`'s response.
+    pub(crate) fn start(url: &'u url::Url, limits: &Limits) -> Self {
+        Self {
+            url,
+            idle: limits.idle_timeout,
+            whole: limits.body_timeout,
+            deadline: tokio::time::Instant::now() + limits.body_timeout,
+        }
+    }
+
+    /// The next piece of `response`'s body, `None` at its end.
+    pub(crate) async fn next(
+        &self,
+        response: &mut reqwest::Response,
+    ) -> Result<Option<Bytes>, OciError> {
+        let left = self
+            .deadline
+            .saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(OciError::TooSlow {
+                url: self.url.to_string(),
+                after: self.whole,
+            });
+        }
+        match tokio::time::timeout(self.idle.min(left), response.chunk()).await {
+            Err(_) if left <= self.idle => Err(OciError::TooSlow {
+                url: self.url.to_string(),
+                after: self.whole,
+            }),
+            Err(_) => Err(OciError::TimedOut {
+                url: self.url.to_string(),
+                after: self.idle,
+            }),
+            Ok(Err(e)) => Err(OciError::Transport {
+                url: self.url.to_string(),
+                message: error_chain(&e),
+            }),
+            Ok(Ok(chunk)) => Ok(chunk),
+        }
+    }
+}
+
+/// Reads a body of at most `cap` bytes, and exactly `declared` when given, within the waits of
+/// a [`BodyClock`]. Stops reading as soon as a limit is passed.
 pub(crate) async fn read_body(
     url: &url::Url,
     mut response: reqwest::Response,
     what: &str,
     cap: u64,
     declared: Option<u64>,
-    idle: Duration,
+    limits: &Limits,
 ) -> Result<Vec<u8>, OciError> {
     let limit = declared.map_or(cap, |d| d.min(cap));
     if let Some(length) = response.content_length() {
@@ -484,24 +540,9 @@ pub(crate) async fn read_body(
             });
         }
     }
+    let clock = BodyClock::start(url, limits);
     let mut body = Vec::new();
-    loop {
-        let chunk = match tokio::time::timeout(idle, response.chunk()).await {
-            Err(_) => {
-                return Err(OciError::TimedOut {
-                    url: url.to_string(),
-                    after: idle,
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(OciError::Transport {
-                    url: url.to_string(),
-                    message: error_chain(&e),
-                });
-            }
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(chunk))) => chunk,
-        };
+    while let Some(chunk) = clock.next(&mut response).await? {
         let total = body.len() as u64 + chunk.len() as u64;
         if total > limit {
             return Err(match declared {
@@ -536,10 +577,10 @@ pub(crate) async fn read_body(
 pub(crate) async fn status_error(
     url: &url::Url,
     response: reqwest::Response,
-    idle: Duration,
+    limits: &Limits,
 ) -> OciError {
     let status = response.status();
-    let body = read_body(url, response, "error body", SMALL_BODY, None, idle)
+    let body = read_body(url, response, "error body", SMALL_BODY, None, limits)
         .await
         .unwrap_or_default();
     let detail = error_detail(&body).unwrap_or_else(|| format!("HTTP {}", status.as_u16()));

@@ -213,11 +213,24 @@ pub fn run_helper(
             helper.escape_debug()
         )));
     }
-    ask_program(
-        std::ffi::OsStr::new(&format!("docker-credential-{helper}")),
-        registry,
-        timeout,
-    )
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let program = found_helper(helper, &path).map_err(login)?;
+    ask_program(program.as_os_str(), registry, timeout)
+}
+
+/// Where `docker-credential-<helper>` is, found only through `path`'s absolute entries: the
+/// helper runs outside every sandbox with the person's keychain, so a `.` or `bin` entry must
+/// never let a file in the workspace stand in for it.
+fn found_helper(helper: &str, path: &std::ffi::OsStr) -> Result<std::path::PathBuf, String> {
+    let name = format!("docker-credential-{helper}");
+    bosun_launch::search_path::find_program_in(std::ffi::OsStr::new(&name), path).ok_or_else(|| {
+        let relative = if bosun_launch::search_path::has_relative_entry(path) {
+            " (relative PATH entries such as `.` are not searched)"
+        } else {
+            ""
+        };
+        format!("{name} is not on PATH{relative}; install it or remove it from the Docker config")
+    })
 }
 
 /// Runs the credential helper `program` (a name found on PATH, or a path) as [`run_helper`]
@@ -238,6 +251,15 @@ fn ask_program(
         .into_owned();
     let mut child = std::process::Command::new(program_path)
         .arg("get")
+        // Its own lookups (a helper is often a script) see only absolute PATH entries, from a
+        // folder that is not the workspace.
+        .env(
+            "PATH",
+            bosun_launch::search_path::absolute_entries(
+                &std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            ),
+        )
+        .current_dir("/")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -354,6 +376,34 @@ mod tests {
         ));
         let error = credentials_for(&path, "r.example", Helpers::Run).unwrap_err();
         assert!(error.to_string().contains("not a plain name"), "{error}");
+    }
+
+    /// A helper named in the Docker config is looked for only in absolute PATH entries: a
+    /// `docker-credential-…` planted in the folder Bosun runs in (the workspace) is not run
+    /// through a `.`, empty or relative entry, while the same folder named absolutely is
+    /// searched.
+    #[cfg(unix)]
+    #[test]
+    fn a_helper_is_never_found_through_a_relative_path_entry() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let cwd = std::env::current_dir().unwrap();
+        let planted = tempfile::tempdir_in(&cwd).unwrap();
+        let helper = planted.path().join("docker-credential-bosunplanted");
+        std::fs::write(&helper, "#!/bin/sh\necho planted\n").unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let relative = planted.path().strip_prefix(&cwd).unwrap();
+        for path in [
+            format!("{}:/usr/bin:/bin", relative.display()),
+            format!("./{}:/usr/bin", relative.display()),
+        ] {
+            let error = found_helper("bosunplanted", std::ffi::OsStr::new(&path)).unwrap_err();
+            assert!(error.contains("relative PATH entries"), "{error}");
+        }
+        let absolute = format!("/usr/bin:{}", planted.path().display());
+        assert_eq!(
+            found_helper("bosunplanted", std::ffi::OsStr::new(&absolute)).unwrap(),
+            helper
+        );
     }
 
     #[cfg(unix)]

@@ -47,6 +47,16 @@ pub enum OciError {
         /// The idle time allowed.
         after: Duration,
     },
+    /// A body still arriving when the body timeout ran out.
+    #[error(
+        "{url} was still sending after {after:?}; the registry is trickling or the network is very slow — try again later, or raise the source's `timeout_secs` if the artifact is that large"
+    )]
+    TooSlow {
+        /// The URL requested.
+        url: String,
+        /// The time allowed for the whole body.
+        after: Duration,
+    },
     /// A redirect that was not followed.
     #[error("{from} answered HTTP {status} redirecting to {to}, which was not followed: {reason}")]
     RedirectRefused {
@@ -221,7 +231,7 @@ impl OciError {
             | Self::LengthMismatch { .. }
             | Self::DigestMismatch { .. }
             | Self::Archive { .. } => "denied",
-            Self::TimedOut { .. } => "timed_out",
+            Self::TimedOut { .. } | Self::TooSlow { .. } => "timed_out",
             Self::TooLarge { .. } => "limit_reached",
             Self::Transport { .. }
             | Self::Status { .. }

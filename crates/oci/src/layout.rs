@@ -365,9 +365,11 @@ impl Layout {
     }
 }
 
-/// Reads a file of at most `cap` bytes, refusing a bigger one without reading it all.
+/// Reads a file of at most `cap` bytes, refusing a bigger one without reading it all. A layout
+/// is a folder someone else filled (a bundle carried in), so the file must be a regular one:
+/// a link is not followed and a FIFO or a device is refused without waiting on it.
 fn read_small(path: &Path, cap: u64) -> Result<Vec<u8>, OciError> {
-    let file = std::fs::File::open(path).map_err(|e| OciError::io(path, e))?;
+    let file = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -380,6 +382,36 @@ fn read_small(path: &Path, cap: u64) -> Result<Vec<u8>, OciError> {
         });
     }
     Ok(bytes)
+}
+
+#[cfg(unix)]
+fn open_regular(path: &Path) -> Result<std::fs::File, OciError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let not_regular = || OciError::Layout {
+        path: path.to_owned(),
+        reason: "must be a regular file, not a link, a FIFO or a device; copy the layout again"
+            .to_owned(),
+    };
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer that never comes; it
+    // changes nothing for a regular file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_regular(),
+            _ => OciError::io(path, e),
+        })?;
+    let metadata = file.metadata().map_err(|e| OciError::io(path, e))?;
+    if !metadata.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+#[cfg(not(unix))]
+fn open_regular(path: &Path) -> Result<std::fs::File, OciError> {
+    std::fs::File::open(path).map_err(|e| OciError::io(path, e))
 }
 
 #[cfg(test)]
@@ -410,6 +442,75 @@ mod tests {
         let other = Artifact::builder("application/vnd.example").build();
         layout.write_artifact(&other, Some("1.0.0")).unwrap();
         assert_eq!(layout.index().unwrap().manifests.len(), 1);
+    }
+
+    /// Runs `read` on a thread and waits for it; a read still blocked after a minute fails
+    /// the test (and `fifo` is opened for writing to let the thread go).
+    #[cfg(unix)]
+    fn returns_without_waiting<T: Send + 'static>(
+        fifo: &Path,
+        read: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read());
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(value) => value,
+            Err(_) => {
+                let _ = std::fs::OpenOptions::new().write(true).open(fifo);
+                panic!("reading the layout waited on the FIFO {}", fifo.display());
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        let _ = std::fs::remove_file(path);
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_layout_file_that_is_a_fifo_or_a_link_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let descriptor = layout.write_artifact(&artifact(), Some("x")).unwrap();
+
+        let index = dir.path().join("index.json");
+        mkfifo(&index);
+        let reading = layout.clone();
+        let error = returns_without_waiting(&index, move || reading.index().unwrap_err());
+        assert!(matches!(error, OciError::Layout { .. }), "{error}");
+        assert!(error.to_string().contains("regular file"), "{error}");
+
+        // A manifest blob swapped for a FIFO after its size was looked at: the same read.
+        let blob = layout.blob_path(&descriptor.digest);
+        mkfifo(&blob);
+        let reading = layout.clone();
+        let digest = descriptor.digest.clone();
+        let error = returns_without_waiting(&blob, move || {
+            read_small(&reading.blob_path(&digest), 4096).unwrap_err()
+        });
+        assert!(matches!(error, OciError::Layout { .. }), "{error}");
+
+        let marker = dir.path().join("oci-layout");
+        mkfifo(&marker);
+        let root = dir.path().to_owned();
+        let error = returns_without_waiting(&marker, move || Layout::open(&root).unwrap_err());
+        assert!(matches!(error, OciError::Layout { .. }), "{error}");
+
+        // A link in a file's place is not followed, wherever it points.
+        let secret = dir.path().join("elsewhere.json");
+        std::fs::write(&secret, LAYOUT_VERSION).unwrap();
+        std::fs::remove_file(&marker).unwrap();
+        std::os::unix::fs::symlink(&secret, &marker).unwrap();
+        let error = Layout::open(dir.path()).unwrap_err();
+        assert!(matches!(error, OciError::Layout { .. }), "{error}");
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //!
 //! - [`Client`] speaks distribution-spec v1.1.0 to one registry: resolve a tag, pull manifests
 //!   and blobs **by digest** (each capped, timed and verified; more bytes than declared are
-//!   refused), push blobs whole or in chunks and manifests, anonymous, Basic and bearer-token
-//!   authentication, the referrers API with the referrers-tag fallback, and the
-//!   `sha256-<hex>.sig` signature tag. Credentials go only to the registry's own origin.
+//!   refused), push blobs whole or in chunks and manifests, anonymous, Basic, bearer-token and
+//!   identity-token (an OAuth2 refresh token) authentication, the referrers API with the
+//!   referrers-tag fallback, and the `sha256-<hex>.sig` signature tag. Credentials go only to
+//!   the registry's own origin.
 //! - [`wasm_artifact`] / [`read_wasm_artifact`]: components and core modules (Chock plugins) as
 //!   `application/vnd.wasm.config.v0+json` with one `application/wasm` layer.
 //! - [`tree_artifact`] / [`read_tree_artifact`] / [`unpack`]: a folder as one gzip tar layer
@@ -19,7 +20,7 @@
 //!
 //! Why not `oci-client`: its pulls stream into a writer without a size cap of their own and
 //! with reqwest's redirect policy, and its `rustls-tls` default pulls in aws-lc. The parts Bosun
-//! needs — caps on every body, an idle timeout, hand-followed redirects that drop credentials
+//! needs — caps on every body, an idle timeout and a whole-body deadline, hand-followed redirects that drop credentials
 //! off-origin, the referrers fallback — sit at the request level, so the client is written
 //! here on the workspace's reqwest (about as much code as the adapter around `oci-client` would
 //! be) and adds no `oci-spec`, `derive_builder`, `getset` or `strum` to the build.

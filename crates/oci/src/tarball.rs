@@ -7,8 +7,11 @@
 //! modes 0644/0755 — so the same folder gives the same digest on every machine. Packing and
 //! unpacking accept only regular files and directories: a link, a device or a FIFO is refused,
 //! as are absolute paths, `..`, backslashes, control characters in names, duplicate entries,
-//! and more bytes, files, entries or depth than [`UnpackLimits`] allow. Unpacking writes into a
-//! folder it creates and removes that folder again on any refusal, so a hostile layer leaves
+//! and more bytes, files, entries or depth than [`UnpackLimits`] allow. The decompressed stream
+//! as a whole is bounded too ([`UnpackLimits::stream_bytes`]): the tar reader keeps a pax
+//! header's or a GNU long name's data in memory whole and reads past the data of entries it
+//! skips, so a few kilobytes of gzip must not become gigabytes of either. Unpacking writes into
+//! a folder it creates and removes that folder again on any refusal, so a hostile layer leaves
 //! nothing behind.
 
 use std::io::{Read, Write};
@@ -68,6 +71,54 @@ impl Default for UnpackLimits {
             max_path: 1024,
             max_depth: 64,
         }
+    }
+}
+
+/// What one entry may add to the tar stream beside its file's bytes: its header, a pax header
+/// and a GNU long-name header with their padding, and pax records (times, extended attributes)
+/// up to 4 KiB, plus the path twice (in the pax `path` and a long name).
+const ENTRY_OVERHEAD: u64 = 4 * 512 + 4 * 1024;
+
+impl UnpackLimits {
+    /// The most bytes the decompressed tar stream may hold: the files' bytes plus
+    /// [`ENTRY_OVERHEAD`] and two paths for every entry allowed, and the end-of-archive
+    /// blocks. A layer that needs more hides data where no file limit counts it.
+    pub fn stream_bytes(&self) -> u64 {
+        let per_entry = ENTRY_OVERHEAD.saturating_add(2 * self.max_path as u64);
+        (self.max_entries as u64)
+            .saturating_add(2)
+            .saturating_mul(per_entry)
+            .saturating_add(self.max_bytes)
+    }
+}
+
+/// A reader that gives at most `left` bytes and then fails if its source holds more; it
+/// remembers that it did, so the refusal can be named whatever the tar reader made of it.
+struct BoundedStream<R> {
+    inner: R,
+    left: u64,
+    exceeded: bool,
+}
+
+impl<R: Read> Read for BoundedStream<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            self.exceeded = true;
+            return Err(std::io::Error::other(
+                "the tar stream is longer than its limit",
+            ));
+        }
+        let want = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
+        let read = self.inner.read(&mut buf[..want])?;
+        self.left -= read as u64;
+        Ok(read)
     }
 }
 
@@ -256,7 +307,28 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
     } else {
         Box::new(layer)
     };
-    let mut archive = tar::Archive::new(reader);
+    let limit = limits.stream_bytes();
+    let mut stream = BoundedStream {
+        inner: reader,
+        left: limit,
+        exceeded: false,
+    };
+    let result = unpack_entries(tar::Archive::new(&mut stream), dest, limits);
+    if stream.exceeded {
+        return Err(OciError::TooLarge {
+            what: "the tar layer, decompressed (headers and skipped data included)".to_owned(),
+            limit,
+            size: limit.saturating_add(1),
+        });
+    }
+    result
+}
+
+fn unpack_entries<R: Read>(
+    mut archive: tar::Archive<R>,
+    dest: &Path,
+    limits: &UnpackLimits,
+) -> Result<Unpacked, OciError> {
     let mut unpacked = Unpacked { files: 0, bytes: 0 };
     let mut entries_seen = 0usize;
     let bad_layer = |e: std::io::Error| OciError::Archive {
@@ -296,10 +368,9 @@ fn unpack_into(layer: &[u8], dest: &Path, limits: &UnpackLimits) -> Result<Unpac
                 std::fs::create_dir_all(&target).map_err(|e| OciError::io(&target, e))?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let size = entry
-                    .header()
-                    .size()
-                    .map_err(|_| refuse("the size field is unreadable"))?;
+                // The size the reader goes by — a pax `size` record overrides the header's —
+                // so the bound is checked against the bytes that will be read.
+                let size = entry.size();
                 if unpacked.files >= limits.max_files {
                     return Err(OciError::TooLarge {
                         what: "the tar layer's file count".to_owned(),
@@ -574,6 +645,123 @@ mod tests {
             ..UnpackLimits::default()
         };
         assert!(matches!(refused(&layer, &few), OciError::TooLarge { .. }));
+    }
+
+    /// One pax record, `"<length> <key>=<value>\n"`, its length counting itself.
+    fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+        let body = key.len() + value.len() + 3;
+        let mut length = body + body.to_string().len();
+        if length.to_string().len() != body.to_string().len() {
+            length += 1;
+        }
+        let mut record = format!("{length} {key}=").into_bytes();
+        record.extend_from_slice(value);
+        record.push(b'\n');
+        assert_eq!(record.len(), length);
+        record
+    }
+
+    #[test]
+    fn data_hidden_in_extension_headers_or_skipped_entries_is_cut_at_the_stream_bound() {
+        // A few kilobytes of gzip each: the tar reader would hold the pax comment and the long
+        // name in memory whole and decompress the global header's data to skip it.
+        let hidden = vec![b'a'; 8 * 1024 * 1024];
+        let limits = UnpackLimits {
+            max_bytes: 1024 * 1024,
+            max_entries: 4,
+            ..UnpackLimits::default()
+        };
+        assert!(limits.stream_bytes() < 2 * 1024 * 1024);
+        let pax_comment = pax_record("comment", &hidden);
+        let layers = [
+            hostile_tar(&[
+                ("pax", tar::EntryType::XHeader, &pax_comment, None),
+                ("a", tar::EntryType::Regular, b"x", None),
+            ]),
+            hostile_tar(&[
+                ("global", tar::EntryType::XGlobalHeader, &hidden, None),
+                ("a", tar::EntryType::Regular, b"x", None),
+            ]),
+            hostile_tar(&[
+                ("././@LongLink", tar::EntryType::GNULongName, &hidden, None),
+                ("a", tar::EntryType::Regular, b"x", None),
+            ]),
+        ];
+        for layer in &layers {
+            assert!(layer.len() < 64 * 1024, "the bomb is {} bytes", layer.len());
+            match refused(layer, &limits) {
+                OciError::TooLarge { what, limit, .. } => {
+                    assert!(what.contains("decompressed"), "{what}");
+                    assert_eq!(limit, limits.stream_bytes());
+                }
+                other => panic!("refused as {other:?}, not by the stream bound"),
+            }
+        }
+        // The bound leaves room for files up to `max_bytes` and every entry allowed.
+        let full = vec![7u8; 1024 * 1024 - 3];
+        let fits = hostile_tar(&[
+            ("d/", tar::EntryType::Directory, b"", None),
+            ("d/a", tar::EntryType::Regular, &full, None),
+            ("b", tar::EntryType::Regular, b"xyz", None),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let unpacked = unpack(&fits, &dir.path().join("out"), &limits).unwrap();
+        assert_eq!(unpacked.bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn a_pax_size_larger_than_the_headers_is_the_size_checked() {
+        // The ustar header says 0 bytes, the pax record 10,000: the reader reads 10,000, so
+        // those are what the byte limit must count.
+        let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(encoder);
+        let record = pax_record("size", b"10000");
+        let mut pax = tar::Header::new_ustar();
+        pax.set_entry_type(tar::EntryType::XHeader);
+        pax.set_size(record.len() as u64);
+        pax.set_path("pax").unwrap();
+        pax.set_cksum();
+        builder.append(&pax, record.as_slice()).unwrap();
+        let mut file = tar::Header::new_ustar();
+        file.set_entry_type(tar::EntryType::Regular);
+        file.set_size(0);
+        file.set_mode(0o644);
+        file.set_path("big").unwrap();
+        file.set_cksum();
+        builder.append(&file, &[1u8; 10_000][..]).unwrap();
+        let layer = builder.into_inner().unwrap().finish().unwrap();
+        let small = UnpackLimits {
+            max_bytes: 6000,
+            ..UnpackLimits::default()
+        };
+        match refused(&layer, &small) {
+            OciError::TooLarge { size, .. } => assert_eq!(size, 10_000),
+            other => panic!("refused as {other:?}, not by the byte limit"),
+        }
+        // Under a limit that allows it, all 10,000 bytes are the file's.
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        unpack(&layer, &dest, &UnpackLimits::default()).unwrap();
+        assert_eq!(std::fs::read(dest.join("big")).unwrap(), [1u8; 10_000]);
+    }
+
+    #[test]
+    fn a_name_that_is_a_file_in_one_entry_and_a_folder_in_another_is_refused() {
+        let file_then_inside = hostile_tar(&[
+            ("a", tar::EntryType::Regular, b"1", None),
+            ("a/b", tar::EntryType::Regular, b"2", None),
+        ]);
+        let folder_then_file = hostile_tar(&[
+            ("d/", tar::EntryType::Directory, b"", None),
+            ("d", tar::EntryType::Regular, b"1", None),
+        ]);
+        let file_then_folder = hostile_tar(&[
+            ("f", tar::EntryType::Regular, b"1", None),
+            ("f/", tar::EntryType::Directory, b"", None),
+        ]);
+        for layer in [file_then_inside, folder_then_file, file_then_folder] {
+            refused(&layer, &UnpackLimits::default());
+        }
     }
 
     #[test]

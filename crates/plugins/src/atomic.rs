@@ -5,7 +5,8 @@
 //! holds an exclusive lock on until it is renamed into place. A process killed mid-write (even
 //! by `SIGKILL`) leaves that file, but the kernel drops its lock. The sweep removes only files
 //! that are provably abandoned: named as Bosun's writers name them, regular files, untouched for
-//! [`STALE_AFTER`] and not locked by anyone. It never follows a symbolic link and never enters
+//! [`STALE_AFTER`] and not locked by anyone. It never follows a symbolic link, never lists
+//! `$BOSUN_HOME/runs` (traces are created in place, and there are many), and never enters
 //! `$BOSUN_HOME/plugins`, whose files are the authors', not Bosun's — except for the
 //! directories an install, a replacement or a removal has in flight
 //! ([`crate::discovery::TRANSIENT_PREFIXES`]) whose process is gone: a staging copy or a plugin
@@ -14,7 +15,10 @@
 //! new one, never neither. An install from a registry holds its staging folder's
 //! [`crate::discovery::STAGING_OWNER_FILE`] locked while it lives: a held lock is never swept,
 //! and a free one whose process is gone is settled at once rather than after [`STALE_AFTER`].
-//! `$BOSUN_HOME/skills` is settled the same way.
+//! `$BOSUN_HOME/skills` is settled the same way. The installs in flight are settled at every
+//! start; the walk through the rest of the home runs at most once per [`WALK_EVERY`] (the
+//! modification time of `$BOSUN_HOME/.swept` says when it last ran), so a start does not list
+//! every session and checkpoint file.
 
 use std::io::Write;
 use std::path::Path;
@@ -31,6 +35,20 @@ const MAX_SWEEP_ENTRIES: usize = 20_000;
 
 /// Deepest directory under the home the sweep enters (`cache/js/…` is depth 2).
 const MAX_SWEEP_DEPTH: usize = 4;
+
+/// How often the walk through the home for writers' temporaries runs: a temporary is removed
+/// only once untouched for [`STALE_AFTER`], so walking more often would find next to nothing
+/// new, while every start paid for listing every session and checkpoint file (up to
+/// [`MAX_SWEEP_ENTRIES`]). A leftover stays at most twice [`STALE_AFTER`].
+const WALK_EVERY: Duration = STALE_AFTER;
+
+/// `$BOSUN_HOME/.swept`, whose modification time is when the walk last ran.
+const SWEPT_STAMP: &str = ".swept";
+
+/// `$BOSUN_HOME/runs`, which the sweep never lists: a run's trace is created in place under its
+/// own name, never through a temporary, so nothing there is a writer's leftover — and the
+/// directory holds every trace ever written, which every start would otherwise read through.
+const UNSWEPT_RUNS: &str = "runs";
 
 /// Creates a directory (and parents) readable only by the owner.
 pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -105,11 +123,59 @@ pub fn is_temporary_name(name: &str) -> bool {
     rest.strip_prefix("tmp").is_some_and(random)
 }
 
-/// Removes the temporary files a killed Bosun left in `home` (see the module doc for which
-/// ones) and returns how many. Best effort: a file that cannot be read, locked or removed is
-/// left as it is.
+/// Removes what a killed Bosun left in `home` and returns how many: at every start, the
+/// installs, replacements and removals in flight in `plugins` and `skills` (a kill there can
+/// leave a plugin missing until settled); at most once per [`WALK_EVERY`], the writers'
+/// temporaries anywhere else (see the module doc for which ones). Best effort: a file that
+/// cannot be read, locked or removed is left as it is.
 pub fn sweep_stale_temporaries(home: &Path) -> usize {
     let now = SystemTime::now();
+    let mut removed = 0;
+    for authors in ["plugins", "skills"] {
+        let dir = home.join(authors);
+        // Only a real directory: a link is not Bosun's to settle.
+        if dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            removed += sweep_install_staging(&dir, now);
+        }
+    }
+    if walk_is_due(home, now) {
+        mark_walked(home);
+        removed += sweep_temporaries(home, now);
+    }
+    removed
+}
+
+/// Whether the temporaries walk is due: the stamp is missing, not a regular file, at least
+/// [`WALK_EVERY`] old, or dated after `now` (the clock was set back).
+fn walk_is_due(home: &Path, now: SystemTime) -> bool {
+    let Ok(meta) = home.join(SWEPT_STAMP).symlink_metadata() else {
+        return true;
+    };
+    let Ok(modified) = meta.modified() else {
+        return true;
+    };
+    !meta.is_file()
+        || now
+            .duration_since(modified)
+            .map_or(true, |age| age >= WALK_EVERY)
+}
+
+/// Dates the stamp now, before the walk, so starts running at the same moment do not all walk.
+/// A home that cannot be written keeps no stamp, and every start walks, as before.
+fn mark_walked(home: &Path) {
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(true).write(true);
+    #[cfg(unix)]
+    options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+    if let Ok(stamp) = options.open(home.join(SWEPT_STAMP)) {
+        let _ = stamp.set_modified(SystemTime::now());
+    }
+}
+
+/// The walk through `home` (never `runs`, `plugins` or `skills`) for writers' temporaries.
+fn sweep_temporaries(home: &Path, now: SystemTime) -> usize {
     let mut budget = MAX_SWEEP_ENTRIES;
     let mut removed = 0;
     let mut pending = vec![(home.to_owned(), 0usize)];
@@ -128,8 +194,9 @@ pub fn sweep_stale_temporaries(home: &Path) -> usize {
             };
             let name = entry.file_name();
             if kind.is_dir() {
-                if depth == 0 && (name == "plugins" || name == "skills") {
-                    removed += sweep_install_staging(&entry.path(), now);
+                let settled_apart = name == "plugins" || name == "skills";
+                if depth == 0 && (settled_apart || name == UNSWEPT_RUNS) {
+                    continue;
                 } else if depth < MAX_SWEEP_DEPTH {
                     pending.push((entry.path(), depth + 1));
                 }
@@ -322,6 +389,90 @@ mod tests {
         }
     }
 
+    /// The traces of every run are not listed at every start: nothing in `runs` is ever
+    /// written through a temporary, so a temporary's name there is not Bosun's and is left.
+    #[test]
+    fn sweep_does_not_list_the_traces() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let in_runs = h.join("runs/.0190ab.jsonl.a1b2c3.tmp");
+        leftover(&in_runs, OLD);
+        leftover(&h.join("runs/0190ab.jsonl"), OLD);
+        let in_sessions = h.join("sessions/.0190ab.json.a1b2c3.tmp");
+        leftover(&in_sessions, OLD);
+        assert_eq!(sweep_stale_temporaries(h), 1);
+        assert!(in_runs.exists());
+        assert!(!in_sessions.exists());
+    }
+
+    /// Every start settles the installs in flight, but walks the rest of the home for
+    /// temporaries at most once per [`WALK_EVERY`], so a home with many sessions and
+    /// checkpoints does not slow every command down.
+    #[test]
+    fn the_home_is_walked_once_per_interval_and_installs_are_settled_at_every_start() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        assert_eq!(sweep_stale_temporaries(h), 0);
+        let stamp = h.join(SWEPT_STAMP);
+        assert!(stamp.is_file(), "the walk leaves its stamp");
+
+        let in_sessions = h.join("sessions/.0190ab.json.a1b2c3.tmp");
+        leftover(&in_sessions, OLD);
+        let dead_install = h.join("plugins/.install-web-99999999");
+        std::fs::create_dir_all(&dead_install).unwrap();
+        File::open(&dead_install)
+            .unwrap()
+            .set_modified(SystemTime::now() - OLD)
+            .unwrap();
+        assert_eq!(sweep_stale_temporaries(h), 1);
+        assert!(
+            !dead_install.exists(),
+            "installs are settled at every start"
+        );
+        assert!(in_sessions.exists(), "the walk waits for its interval");
+
+        // Once the interval has passed, the next start walks.
+        File::options()
+            .write(true)
+            .open(&stamp)
+            .unwrap()
+            .set_modified(SystemTime::now() - WALK_EVERY - Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(sweep_stale_temporaries(h), 1);
+        assert!(!in_sessions.exists());
+    }
+
+    /// A stamp that cannot be believed does not stop the walk: dated in the future (the clock
+    /// was set back), a directory, or a link (which is not followed, nor written through).
+    #[test]
+    fn a_stamp_that_cannot_be_believed_does_not_stop_the_walk() {
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("target");
+        std::fs::write(&target, "theirs").unwrap();
+        let future = |stamp: &Path| {
+            File::create(stamp)
+                .unwrap()
+                .set_modified(SystemTime::now() + OLD)
+                .unwrap();
+        };
+        let directory = |stamp: &Path| std::fs::create_dir(stamp).unwrap();
+        let link = |stamp: &Path| std::os::unix::fs::symlink(&target, stamp).unwrap();
+        for (what, make) in [
+            ("future", &future as &dyn Fn(&Path)),
+            ("directory", &directory),
+            ("link", &link),
+        ] {
+            let home = tempfile::tempdir().unwrap();
+            let h = home.path();
+            make(&h.join(SWEPT_STAMP));
+            let left = h.join("sessions/.0190ab.json.a1b2c3.tmp");
+            leftover(&left, OLD);
+            assert_eq!(sweep_stale_temporaries(h), 1, "{what}");
+            assert!(!left.exists(), "{what}");
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs");
+    }
+
     #[test]
     fn sweep_removes_only_abandoned_temporaries() {
         let home = tempfile::tempdir().unwrap();
@@ -362,7 +513,8 @@ mod tests {
         }
         assert!(h.join(".trust.toml.b1c2d3.tmp").symlink_metadata().is_ok());
         drop(held);
-        // The writer is gone: its lock with it.
+        // The writer is gone: its lock with it (at the next walk, due once the stamp is gone).
+        std::fs::remove_file(h.join(SWEPT_STAMP)).unwrap();
         assert_eq!(sweep_stale_temporaries(h), 1);
         assert!(!locked.exists());
     }

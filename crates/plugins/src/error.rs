@@ -197,7 +197,9 @@ pub enum PluginError {
         local: String,
     },
     /// The trust store cannot be parsed.
-    #[error("{path}:{line}:{column}: {message}")]
+    #[error(
+        "{path}:{line}:{column}: {message}; correct that line, or move the file aside and trust each plugin again with `bosun plugins trust NAME` (nothing was changed)"
+    )]
     TrustParse {
         /// The file.
         path: PathBuf,
@@ -209,7 +211,9 @@ pub enum PluginError {
         message: String,
     },
     /// The trust store parses but holds a bad value.
-    #[error("{path}: {key}: {message}")]
+    #[error(
+        "{path}: {key}: {message}; correct it, or move the file aside and trust each plugin again with `bosun plugins trust NAME` (nothing was changed)"
+    )]
     TrustInvalid {
         /// The file.
         path: PathBuf,

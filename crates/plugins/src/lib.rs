@@ -1,6 +1,6 @@
-//! Bosun's plugin catalog: which plugins exist (native components, Forge and Triggerfish
-//! plugins), what they declare, whether the user trusts them exactly as they are, and the names
-//! their tools are offered under.
+//! Bosun's plugin catalog: which plugins exist (native components, Chock modules, Forge and
+//! Triggerfish plugins), what they declare, whether the user trusts them exactly as they are,
+//! and the names their tools are offered under.
 //!
 //! **This crate cannot run plugin code.** It depends on no WebAssembly or JavaScript runtime (no
 //! wasmtime, no interpreter): a native plugin's metadata comes from the `bosun-plugin-metadata`

@@ -299,9 +299,11 @@ fn read_capped_file(path: &Path, cap: u64, what: &str) -> Result<Option<Vec<u8>>
 #[cfg(unix)]
 fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO put in the folder in place of a file must be refused below, not
+    // wait for a writer that never comes (it changes nothing for a regular file).
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("is not a regular file"));
@@ -434,6 +436,33 @@ fn error_chain(error: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_a_folder_source_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("timestamp.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let origin = Origin::dir(dir.path());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let _ = tx.send(runtime.block_on(origin.get("timestamp.json", 4096, &Quiet)));
+        });
+        let Ok(read) = rx.recv_timeout(Duration::from_secs(60)) else {
+            // Let the blocked reader go before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("reading the folder source waited on the FIFO");
+        };
+        let error = read.unwrap_err().to_string();
+        assert!(error.contains("not a regular file"), "{error}");
+    }
 
     #[test]
     fn relative_paths_cannot_leave_the_root() {

@@ -177,8 +177,11 @@ pub fn client_with(
         None => host.parse()?,
     };
     let mut limits = bosun_oci::Limits::default();
+    // `timeout_secs` is how long one request may take: no wait for a byte, and no whole body,
+    // lasts longer.
     if let Some(seconds) = timeout_secs {
         limits.idle_timeout = std::time::Duration::from_secs(seconds);
+        limits.body_timeout = std::time::Duration::from_secs(seconds);
     }
     let client = Client::builder(registry)
         .limits(limits)

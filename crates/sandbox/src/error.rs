@@ -83,9 +83,10 @@ pub enum SandboxError {
         reason: String,
     },
 
-    /// Every slot of the instance pool is taken.
+    /// Every slot of the instance pool is taken. Bosun's host first releases idle instances
+    /// ([`crate::SlotRegistry`]), so from the host this means every slot is in a running call.
     #[error(
-        "cannot start {}: all {max_instances} plugin instance slots are in use ({reason}); drop idle instances or raise EngineLimits::max_instances",
+        "cannot start {}: all {max_instances} plugin instance slots are in use by calls still running ({reason}); wait for one to finish, or raise `plugin_instances` in the [sandbox] table of Bosun's config",
         plugin_name(.plugin)
     )]
     PoolFull {

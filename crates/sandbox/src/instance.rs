@@ -79,6 +79,13 @@ impl Loaded {
         self.cache
     }
 
+    /// The kept instances of the engine this was loaded into ([`Sandbox::slots`]).
+    ///
+    /// [`Sandbox::slots`]: crate::Sandbox::slots
+    pub fn slots(&self) -> &crate::SlotRegistry {
+        &self.sandbox.slots
+    }
+
     /// Creates an instance linked with exactly `grants` and runs the component's start-up code
     /// (under the grant's deadline and memory cap).
     ///
@@ -435,6 +442,18 @@ impl Instance {
             () = tokio::time::sleep_until(hard_stop) => Ended::TimedOut,
             result = run_export(&mut self.plugin, &mut self.store, guest_call) => Ended::Returned(result),
         };
+        // Whether the call's time or its caller had ended when the guest returned: a guest that
+        // saw it (through `is-cancelled`, as the JavaScript engine's interrupt handler does)
+        // reports `cancelled`, a code only the host may give, and the host names what it
+        // observed instead; a guest saying `cancelled` when neither happened stays its own
+        // error (and becomes `plugin_error` at the chokepoint).
+        let interrupted = if opts.cancel.is_cancelled() {
+            Some(CallErrorKind::Cancelled)
+        } else if Instant::now() >= deadline {
+            Some(self.timed_out())
+        } else {
+            None
+        };
         self.store.data_mut().host.clock = None;
         self.store.data_mut().js.session = None;
         // Whatever the plugin started in this call ends with it.
@@ -459,6 +478,14 @@ impl Instance {
                         report,
                     });
                 }
+            }
+            Ended::Returned(Ok(Err(e))) if e.code == "cancelled" && interrupted.is_some() => {
+                // The guest got out by itself: its instance is whole and is kept.
+                return Err(CallError {
+                    kind: interrupted.unwrap_or(CallErrorKind::Cancelled),
+                    plugin: self.label.clone(),
+                    report,
+                });
             }
             Ended::Returned(Ok(Err(e))) => {
                 let size = e.code.len().saturating_add(e.message.len());

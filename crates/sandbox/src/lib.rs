@@ -1,8 +1,9 @@
 //! Bosun's WebAssembly sandbox: the wasmtime engine and the host side of every capability a
 //! plugin can be granted.
 //!
-//! The boundary: callers hand this crate component bytes and grants; it compiles (with an
-//! on-disk artefact cache), links and runs them. It knows nothing of policy files, trust or
+//! The boundary: callers hand this crate component bytes (or a Chock plugin's core module, or
+//! the JavaScript engine) and grants; it compiles (with an on-disk artefact cache), links and
+//! runs them. It knows nothing of policy files, trust or
 //! discovery — deciding *what* to grant is the caller's job; making sure a plugin reaches
 //! *nothing else* is this crate's.
 //!
@@ -51,6 +52,7 @@ mod limits;
 mod linker;
 mod process;
 mod report;
+mod slots;
 mod store;
 
 /// The host's bindings of Bosun's plugin WIT, one module per version (`crates/sdk/wit/v<N>`).
@@ -91,6 +93,7 @@ pub use process::{
     StartFuture,
 };
 pub use report::{CallOutput, CallReport};
+pub use slots::{KeptInstance, SlotRegistry};
 
 use cache::{ArtefactCache, sha256};
 use engine::EpochTicker;
@@ -136,6 +139,8 @@ pub(crate) struct SandboxInner {
     linker: Linker<StoreState>,
     cache: Option<ArtefactCache>,
     pub(crate) config: SandboxConfig,
+    /// The instances its callers keep between calls, released when the pool is full.
+    pub(crate) slots: SlotRegistry,
     _ticker: EpochTicker,
 }
 
@@ -170,6 +175,7 @@ impl Sandbox {
                 linker,
                 cache,
                 config,
+                slots: SlotRegistry::default(),
                 _ticker: ticker,
             }),
         })
@@ -381,6 +387,12 @@ impl Sandbox {
     /// The configured cache directory.
     pub fn cache_dir(&self) -> Option<&Path> {
         self.inner.config.cache_dir.as_deref()
+    }
+
+    /// The instances this engine's callers keep between calls: where a caller that meets
+    /// [`SandboxError::PoolFull`] finds an idle one to release.
+    pub fn slots(&self) -> &SlotRegistry {
+        &self.inner.slots
     }
 }
 

@@ -440,8 +440,16 @@ async fn cancelling_during_a_command_stops_it_and_the_run() {
     );
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
+    let observed = h.observed.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Cancel once the command runs, however long the model's answer took to arrive.
+        while !observed
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event::ToolStarted { tool, .. } if tool == "run_command"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         trigger.cancel();
     });
     let started = Instant::now();

@@ -97,7 +97,8 @@ fn hostile_calls_are_stopped_and_the_host_goes_on() {
         &env,
         "hostile",
         &ChockFixture::hello(true),
-        "timeout_ms = 500",
+        // Room for a loaded machine to start and answer the quick calls; `spin` runs into it.
+        "timeout_ms = 2000",
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let cases = [

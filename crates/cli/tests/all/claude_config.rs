@@ -4,7 +4,7 @@
 //! that are not secrets land in the user's config, secrets in an owner-only file.
 
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -139,8 +139,12 @@ fn without_a_terminal_user_config_comes_from_flags_and_a_missing_value_refuses_w
     assert_kept(&env, "eu", 3, "t0ken-xyz");
 }
 
+/// What a secret's question ends with.
+const SECRET_QUESTION: &str = "not shown): ";
+
 /// Runs `bosun args` on a new pseudo-terminal, answering each `(prompt, answer)` in turn when
 /// the prompt's text has appeared; returns everything the terminal showed and the exit code.
+/// Asserts that the terminal's echo was already off when a secret's question showed.
 #[allow(unsafe_code)]
 fn on_terminal(env: &Env, args: &[&str], script: &[(&str, &str)]) -> (String, i32) {
     // SAFETY: openpty fills two descriptors it opened, each then owned by one Rust value.
@@ -168,19 +172,35 @@ fn on_terminal(env: &Env, args: &[&str], script: &[(&str, &str)]) -> (String, i3
         .spawn()
         .unwrap();
     let seen = Arc::new(Mutex::new(String::new()));
+    let echoing = Arc::new(Mutex::new(None));
     let reader = {
         let seen = seen.clone();
+        let echoing = echoing.clone();
         let mut master = master.try_clone().unwrap();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
+            let mut questions_seen = 0;
             // EIO once the child has gone and the slave is closed.
             while let Ok(n) = master.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                seen.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+                let mut seen = seen.lock().unwrap();
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+                // The terminal's mode as the question is read, before anyone answers it (on
+                // Linux the master reads the slave's settings).
+                if seen.matches(SECRET_QUESTION).count() > questions_seen {
+                    questions_seen = seen.matches(SECRET_QUESTION).count();
+                    // SAFETY: tcgetattr fills the termios it is given from an open descriptor.
+                    let echo = unsafe {
+                        let mut mode: libc::termios = std::mem::zeroed();
+                        assert_eq!(libc::tcgetattr(master.as_raw_fd(), &mut mode), 0);
+                        mode.c_lflag & libc::ECHO != 0
+                    };
+                    if echo {
+                        echoing.lock().unwrap().get_or_insert_with(|| seen.clone());
+                    }
+                }
             }
         })
     };
@@ -197,16 +217,18 @@ fn on_terminal(env: &Env, args: &[&str], script: &[(&str, &str)]) -> (String, i3
                 Instant::now() < deadline,
                 "`{prompt}` never asked; the terminal showed:\n{text}"
             );
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(5));
         }
-        // The prompt is written before the terminal's mode changes for a secret: give it a
-        // moment, as a person would.
-        std::thread::sleep(Duration::from_millis(200));
+        // Answered the moment the question shows, as a paste would: a secret's question only
+        // shows once the echo is off.
         master.write_all(format!("{answer}\r").as_bytes()).unwrap();
     }
     let status = child.wait().unwrap();
     drop(master);
     let _ = reader.join();
+    if let Some(shown) = echoing.lock().unwrap().take() {
+        panic!("a secret's question showed with the echo on:\n{shown}");
+    }
     let text = seen.lock().unwrap().clone();
     (text, status.code().unwrap_or(-1))
 }
@@ -223,7 +245,7 @@ fn on_a_terminal_each_value_is_asked_and_a_secret_is_not_echoed() {
             ("(region)", "eu-west"),
             ("(retries)", "7"),
             ("outside 1..5", "2"),
-            ("not shown): ", "s3cr3t-value"),
+            (SECRET_QUESTION, "s3cr3t-value"),
             ("(verbose)", ""),
         ],
     );

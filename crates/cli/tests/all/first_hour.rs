@@ -184,6 +184,11 @@ fn completions_man_page_version_and_help_come_from_the_same_definitions() {
             script.contains("doctor") && script.contains("sessions"),
             "{shell}"
         );
+        // A subcommand's own flags too, though parsing defines them only when named.
+        assert!(
+            script.contains("capability") && script.contains("older-than"),
+            "{shell}"
+        );
     }
     let out = bosun(&env, &["completions", "tcsh"], &[], None);
     assert_eq!(code(&out), 2);

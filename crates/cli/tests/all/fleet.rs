@@ -412,6 +412,7 @@ fn a_keyed_call_runs_once_across_instances_sharing_an_idempotency_dir() {
             "doomed": "s3",
             "doomed_pid": instances[2].pid(),
             "claim_secs": claim_secs,
+            "shared_dir": shared,
         }),
     );
 

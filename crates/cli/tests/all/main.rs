@@ -166,6 +166,28 @@ fn ask_without_terminal_leaves_no_side_effect() {
     assert!(env.ws().join("side-effect.txt").exists());
 }
 
+/// On a terminal the person is asked, and the call runs once they allow it: `tools call` runs
+/// its one call on a single-threaded runtime, where the prompt reads the terminal in place.
+#[test]
+fn ask_on_a_terminal_runs_the_call_once_allowed() {
+    let env = Env::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/pty_call.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_bosun"))
+        .arg(env.ws())
+        .args(["Allow?", "y", "tools", "call", "run_command"])
+        .arg(r#"{"program": "touch", "args": ["allowed.txt"]}"#)
+        .env("BOSUN_HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{shown}", stderr(&out));
+    assert!(shown.contains("touch"), "{shown}");
+    assert!(env.ws().join("allowed.txt").exists(), "{shown}");
+}
+
 #[test]
 fn yes_never_overrides_deny() {
     let env = Env::new();

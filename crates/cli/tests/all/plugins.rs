@@ -85,6 +85,46 @@ fn tools_call_reaches_every_example_plugin() {
     );
 }
 
+/// A native plugin's path from its input is judged without saying what is there: under a denied
+/// `secrets/`, a directory, a file, a missing file, a file used as a directory and a link into
+/// it all answer `denied` (exit 3) alike. Before, a missing path was `not_found` before policy.
+#[test]
+fn a_native_plugins_denied_path_answers_denied_whatever_is_there() {
+    let env = Env::new();
+    install(&env, "fs-stats", bosun_test_programs::FS_STATS);
+    enable(&env, "stats", "fs-stats");
+    let ws = env.ws();
+    std::fs::create_dir_all(ws.join("secrets/sub")).unwrap();
+    std::fs::write(ws.join("secrets/key.txt"), "k").unwrap();
+    std::os::unix::fs::symlink("secrets", ws.join("innocent")).unwrap();
+    let config = env.home().join("config.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{base}\n[[policy.rules]]\naction = \"fs.read\"\npath = \"secrets/**\"\ndecision = \"deny\"\n"
+        ),
+    )
+    .unwrap();
+    for path in [
+        "secrets",
+        "secrets/sub",
+        "secrets/key.txt",
+        "secrets/missing",
+        "secrets/key.txt/x",
+        "secrets/none/deeper",
+        "innocent",
+        "innocent/missing",
+    ] {
+        let (rc, out) = call(&env, "fs_stats", &format!(r#"{{"path": "{path}"}}"#));
+        assert_eq!(rc, 3, "{path}: {out}");
+        assert_eq!(out["error"]["code"], "denied", "{path}: {out}");
+    }
+    // Outside the denied place the plugin still answers.
+    let (rc, out) = call(&env, "fs_stats", r#"{"path": "src"}"#);
+    assert_eq!(rc, 0, "{out}");
+}
+
 /// A loopback HTTP server answering every request with `body`; returns its port.
 fn serve(body: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -959,6 +999,17 @@ fn a_killed_writers_temporaries_are_swept_at_start_and_in_flight_ones_kept() {
         assert!(path.exists(), "{} was removed", path.display());
     }
     drop(held);
+    // The home is walked for temporaries once per ten minutes, not at every start (installs
+    // in flight are settled at every start).
+    let out = env.bosun(&["config", "check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(in_flight.exists(), "the walk waits for its interval");
+    std::fs::File::options()
+        .write(true)
+        .open(home.join(".swept"))
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(601))
+        .unwrap();
     let out = env.bosun(&["config", "check"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!in_flight.exists(), "an unlocked, old temporary is removed");

@@ -6,7 +6,8 @@ for the repeats (the SDK sends each call once).
 Usage: python fleet_idempotency.py PLAN_JSON
 PLAN: {"url": HAProxy's /mcp, "instances": {"s1": direct /mcp URL, ...},
        "doomed": name of the instance to kill mid-call, "doomed_pid": its PID,
-       "claim_secs": the claim expiry the instances were given}
+       "claim_secs": the claim expiry the instances were given,
+       "shared_dir": the idempotency_dir they share}
 Prints one JSON object with what happened.
 """
 
@@ -112,10 +113,16 @@ async def main():
 
     # An instance killed while it runs a keyed call leaves its claim: a retry elsewhere is told
     # "in progress" (and runs nothing) until the claim expires, then runs.
-    claimed_at = time.monotonic()
+    # Killed once its claim is in the shared directory (no earlier claim is left there), not
+    # after a guess at how long a loaded machine takes to make it.
     doomed = asyncio.create_task(post(plan["instances"][plan["doomed"]], slow("crash.txt", 3),
                                       "key-crash", number=50))
-    await asyncio.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while not any(name.endswith(".claim") for name in os.listdir(plan["shared_dir"])):
+        if time.monotonic() > deadline or doomed.done():
+            raise SystemExit("the doomed instance never claimed the key")
+        await asyncio.sleep(0.02)
+    claimed_at = time.monotonic()
     os.kill(plan["doomed_pid"], signal.SIGKILL)
     try:
         await doomed

@@ -197,6 +197,29 @@ class Terminal:
         """Prints everything the terminal showed, escape sequences included."""
         sys.stdout.buffer.write(self.seen)
 
+    def finish(self, seconds):
+        """Reads until the program ends, prints everything the terminal showed (escapes
+        included) and exits with its status; kills it and exits 1 if it has not ended within
+        `seconds`."""
+        end = time.time() + seconds
+        while time.time() < end:
+            open_ = self.read_for(0.2)
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.read_for(0.3)
+                break
+            if not open_:
+                _, status = os.waitpid(self.pid, 0)
+                break
+        else:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+            sys.stderr.write(f"bosun did not end within {seconds} s\n")
+            sys.stdout.write(self.seen.decode("utf-8", "replace"))
+            sys.exit(1)
+        sys.stdout.write(self.seen.decode("utf-8", "replace"))
+        sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 2)
+
     def answer_trust(self, answer):
         """Answers the question a folder Bosun has not run in before is asked with."""
         self.wait_for("Trust the files in this folder? [y/n]", 30, "workspace question")

@@ -144,7 +144,7 @@ impl Tool for ApplyPatch {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let path = ctx.workspace.resolve(&input.path)?;
+        let path = ctx.workspace.judged(&input.path)?;
         Ok(vec![fs_request(Capability::FsWrite, &ctx.workspace, &path)])
     }
 

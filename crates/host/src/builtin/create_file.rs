@@ -106,7 +106,7 @@ impl Tool for CreateFile {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let target = target(&ctx.workspace, &input)?;
+        let target = ctx.workspace.judged(&input.path)?;
         Ok(vec![fs_request(
             Capability::FsWrite,
             &ctx.workspace,

@@ -97,7 +97,7 @@ impl Tool for ListFiles {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let dir = ctx.workspace.resolve(&input.path)?;
+        let dir = ctx.workspace.judged(&input.path)?;
         Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &dir)])
     }
 

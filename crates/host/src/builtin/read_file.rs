@@ -97,7 +97,7 @@ impl Tool for ReadFile {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input: Input = parse_input(NAME, input)?;
-        let path = ctx.workspace.resolve(&input.path)?;
+        let path = ctx.workspace.judged(&input.path)?;
         Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &path)])
     }
 
@@ -116,12 +116,9 @@ impl Tool for ReadFile {
             .workspace
             .handle()
             .and_then(|root| root.open_read(ctx.workspace.beneath(&path).unwrap_or(&path)))
-            .map(tokio::fs::File::from_std)
             .map_err(|err| io_error(&err, &shown))?;
-        let meta = file
-            .metadata()
-            .await
-            .map_err(|err| io_error(&err, &shown))?;
+        // `fstat` of the descriptor just opened, in place like the open itself.
+        let meta = file.metadata().map_err(|err| io_error(&err, &shown))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 ErrorCode::NotFile,
@@ -157,10 +154,34 @@ impl Tool for ReadFile {
             return read_whole(text, &shown, bytes, ctx).await;
         }
         if input.offset.is_some() || input.limit.is_some() {
+            let file = tokio::fs::File::from_std(file);
             return read_lines(file, &input, &shown, meta.len(), ctx).await;
         }
-        read_whole(file, &shown, meta.len(), ctx).await
+        let head = tokio::select! {
+            head = read_head(file, meta.len(), ctx.limits.max_output_bytes) => {
+                head.map_err(|err| io_error(&err, &shown))?
+            }
+            () = ctx.cancel.cancelled() => return Err(cancelled()),
+        };
+        read_whole(std::io::Cursor::new(head), &shown, meta.len(), ctx).await
     }
+}
+
+/// The first `limit` + 1 bytes of `file` (of `bytes` bytes), read in one trip to the blocking
+/// pool: a `tokio::fs::File` takes a trip per read, and one more to find the end.
+async fn read_head(file: std::fs::File, bytes: u64, limit: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let capacity = usize::try_from(bytes)
+        .unwrap_or(usize::MAX)
+        .min(limit)
+        .saturating_add(1);
+    tokio::task::spawn_blocking(move || {
+        let mut head = Vec::with_capacity(capacity);
+        file.take(limit as u64 + 1).read_to_end(&mut head)?;
+        Ok(head)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 /// The whole text of `file` (of `bytes` bytes), cut to the output bound.

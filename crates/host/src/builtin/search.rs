@@ -156,7 +156,7 @@ impl Tool for Search {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let path = ctx.workspace.resolve(input.path())?;
+        let path = ctx.workspace.judged(input.path())?;
         Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &path)])
     }
 

@@ -21,7 +21,7 @@ use bosun_sandbox::{CallOptions, Grants, Instance, Loaded, Sandbox};
 use serde_json::Value;
 
 use crate::plugin_runtime::contract::{Assembly, Offer, Runtime};
-use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error};
+use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error, sandbox_error};
 use crate::plugin_runtime::granter;
 use crate::plugin_runtime::slot::InstanceSlot;
 use crate::tool::{Tool, ToolContext};
@@ -70,16 +70,17 @@ impl ChockPlugin {
         let result = self
             .instance
             .with(
+                loaded.slots(),
                 |_| true,
-                async || {
-                    loaded
-                        .instantiate(self.grants.clone())
-                        .await
-                        .map_err(|e| self.error(e))
-                },
+                || loaded.instantiate(self.grants.clone()),
                 async |instance| instance.call_chock(index, args, opts).await,
+                |note| {
+                    ctx.log_lines([("info".to_owned(), note.line())]);
+                    true
+                },
             )
-            .await?;
+            .await
+            .map_err(|e| sandbox_error(&self.local_name, &e))?;
         // A poisoned instance was already dropped by its slot.
         result
             .map(|out| out.output_json)
@@ -205,7 +206,7 @@ pub fn plugin_tools(
                 ..Grants::default()
             },
             loaded: tokio::sync::OnceCell::new(),
-            instance: InstanceSlot::empty(),
+            instance: InstanceSlot::empty(&entry.local_name),
         });
         for (tool, offer) in manifest.tools.iter().zip(&entry.offers) {
             if offer.model_name.is_none() {

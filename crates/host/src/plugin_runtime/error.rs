@@ -96,3 +96,17 @@ pub(crate) fn plugin_error(plugin: &str, message: impl std::fmt::Display) -> Too
         format!("plugin `{plugin}`: {message}"),
     )
 }
+
+/// The tool error for an instance the sandbox could not make: `limit_reached` (worth a retry
+/// once a running call ends) when every instance slot is in a call, else a `plugin_error`
+/// naming the plugin.
+pub(crate) fn sandbox_error(plugin: &str, error: &SandboxError) -> ToolError {
+    match error {
+        SandboxError::PoolFull { .. } => ToolError {
+            code: ErrorCode::LimitReached,
+            message: format!("plugin `{plugin}`: {error}"),
+            retryable: true,
+        },
+        error => plugin_error(plugin, error),
+    }
+}

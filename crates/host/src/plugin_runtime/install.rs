@@ -678,7 +678,7 @@ impl Op {
             ),
             Op::Install => (
                 "plugin_install",
-                "Install a Forge (plugin.json + index.mjs) or Triggerfish (mod.ts) plugin from a workspace directory for this session: it is scanned, then loaded sandboxed and untrusted, and its tools become available. The directory must be named like the plugin. With `registry`, install the plugin `name` from one of the person's configured registries instead: it is fetched, verified and reviewed, the person is asked with the review, and its tools are offered from the next turn.",
+                "Install a Forge (plugin.json + index.mjs) or Triggerfish (mod.ts) plugin from a workspace directory for this session: it is scanned, then loaded sandboxed and untrusted, and its tools become available. The directory must be named like the plugin. With `registry`, install the plugin `name` from one of the person's configured registries instead: it is fetched, verified and reviewed, the person is asked with the review, and its tools are offered at once (the result says when they could only be offered from the next turn).",
                 json!({
                     "type": "object",
                     "properties": {
@@ -780,7 +780,7 @@ impl Tool for ManagerTool {
                 }
             }
         };
-        let resolved = ctx.workspace.resolve(&path)?;
+        let resolved = ctx.workspace.judged(&path)?;
         Ok(vec![CapabilityRequest {
             capability: Capability::FsRead,
             scope: Scope {

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::plugin_runtime::call_report;
 use crate::plugin_runtime::contract::{Assembly, Offer, Prompts, Runtime};
-use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error};
+use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error, sandbox_error};
 use crate::plugin_runtime::granter::{self, grant_dir};
 pub use crate::plugin_runtime::granter::{DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT};
 use crate::plugin_runtime::slot::{InstanceSlot, Poisonable};
@@ -106,20 +106,21 @@ impl NativePlugin {
             session: None,
             processes: None,
         };
+        let (granted, grants) = (&fs, &self.grants);
         let result = self
             .instance
             .with(
+                loaded.slots(),
                 |linked| linked.fs == fs,
-                async || {
+                move || async move {
                     let instance = loaded
                         .instantiate(Grants {
-                            fs: fs.clone(),
-                            ..self.grants.clone()
+                            fs: granted.clone(),
+                            ..grants.clone()
                         })
-                        .await
-                        .map_err(|e| plugin_error(&self.local_name, e))?;
-                    Ok::<_, ToolError>(Linked {
-                        fs: fs.clone(),
+                        .await?;
+                    Ok(Linked {
+                        fs: granted.clone(),
                         instance,
                     })
                 },
@@ -129,8 +130,13 @@ impl NativePlugin {
                         .call(tool, &input.to_string(), options)
                         .await
                 },
+                |note| {
+                    ctx.log_lines([("info".to_owned(), note.line())]);
+                    true
+                },
             )
-            .await?;
+            .await
+            .map_err(|e| sandbox_error(&self.local_name, &e))?;
         match result {
             Ok(out) => {
                 call_report::keep(ctx, &out.report);
@@ -288,12 +294,10 @@ impl Tool for PluginTool {
                                 .pointer(pointer)
                                 .and_then(Value::as_str)
                                 .unwrap_or(".");
-                            // A write may name a file that does not exist yet.
-                            let resolved = if decl.capability == Capability::FsWrite {
-                                ctx.workspace.resolve_new(text)?
-                            } else {
-                                ctx.workspace.resolve(text)?
-                            };
+                            // Judged without saying what is there (a write may name a file
+                            // that does not exist yet); the preopen is the judged path's
+                            // nearest existing directory, resolved, inside the root.
+                            let resolved = ctx.workspace.judged(text)?;
                             ctx.workspace.relative(&resolved)
                         }
                         None => ".".to_owned(),
@@ -409,7 +413,7 @@ pub fn plugin_tools(
             sandbox: sandbox.clone(),
             grants,
             loaded: tokio::sync::OnceCell::new(),
-            instance: InstanceSlot::empty(),
+            instance: InstanceSlot::empty(&entry.local_name),
             root: workspace_root.to_owned(),
             config: plugin_config,
         });

@@ -791,3 +791,98 @@ async fn a_call_that_changes_something_runs_only_after_its_decision_is_on_disk()
         assert_eq!(output["started_on_disk"], json!(expect_on_disk), "{risk:?}");
     }
 }
+
+/// What a denied call hears never depends on what is at the path. Policy judges before a tool
+/// touches anything, so every file tool, on every kind of path under a denied `secrets/` — a
+/// file, a missing file, a file used as a directory, a directory, a link (to a file inside, and
+/// dangling), a missing directory's file — answers `denied`, with the same words but for the
+/// path. Before, the path was resolved strictly first: `read_file` of a missing file said
+/// `not_found` and `create_file` of an existing one `already_exists`, so a model could tell
+/// which files exist where it may not look.
+#[tokio::test]
+async fn a_denied_path_answers_denied_whatever_is_there() {
+    let rules = r#"
+[[policy.rules]]
+action = "builtin.tool.*"
+decision = "allow"
+
+[[policy.rules]]
+action = "fs.read"
+path = "secrets/**"
+decision = "deny"
+
+[[policy.rules]]
+action = "fs.write"
+path = "secrets/**"
+decision = "deny"
+"#;
+    let h = Harness::new(
+        policy(Mode::Full, rules),
+        builtin::tools(),
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let root = h.dir.path();
+    std::fs::create_dir_all(root.join("secrets/sub")).unwrap();
+    std::fs::write(root.join("secrets/present.txt"), "key=1\n").unwrap();
+    std::os::unix::fs::symlink("present.txt", root.join("secrets/link")).unwrap();
+    std::os::unix::fs::symlink("gone.txt", root.join("secrets/dangling")).unwrap();
+    // A link outside the denied place that leads into it is judged where it leads.
+    std::os::unix::fs::symlink("secrets", root.join("innocent")).unwrap();
+    let paths = [
+        "secrets/present.txt",
+        "secrets/missing.txt",
+        "secrets/present.txt/x",
+        "secrets/sub",
+        "secrets/link",
+        "secrets/dangling",
+        "secrets/nodir/deeper/x.txt",
+        "innocent/present.txt",
+        "innocent/missing.txt",
+    ];
+    let inputs = |path: &str| {
+        [
+            ("read_file", json!({"path": path})),
+            ("list_files", json!({"path": path})),
+            ("search", json!({"query": "key", "path": path})),
+            ("create_file", json!({"path": path, "content": "x"})),
+            (
+                "apply_patch",
+                json!({"path": path, "edits": [{"oldText": "key", "newText": "k"}]}),
+            ),
+        ]
+    };
+    for tool in [
+        "read_file",
+        "list_files",
+        "search",
+        "create_file",
+        "apply_patch",
+    ] {
+        let mut heard = Vec::new();
+        for path in paths {
+            let (_, input) = inputs(path).into_iter().find(|(t, _)| *t == tool).unwrap();
+            let result = h.call(tool, input).await;
+            assert_eq!(
+                code(&result),
+                Some(ErrorCode::Denied),
+                "{tool} {path}: {result:?}"
+            );
+            let message = result.error().unwrap().message.clone();
+            // The words, with the path named taken out: as written, or as judged (where a
+            // link leads — a link's target is named, whether it exists or not is not said).
+            let judged = path.replacen("innocent", "secrets", 1);
+            let message = [path, judged.as_str(), "secrets/present.txt"]
+                .into_iter()
+                .fold(message, |m, named| m.replace(named, "<path>"));
+            heard.push(message);
+        }
+        heard.dedup();
+        assert_eq!(heard.len(), 1, "{tool} told the paths apart: {heard:#?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("secrets/present.txt")).unwrap(),
+        "key=1\n"
+    );
+    assert!(!root.join("secrets/missing.txt").exists());
+}

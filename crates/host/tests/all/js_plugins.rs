@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_core::{Classification, ErrorCode, Redactor, ToolResult};
+use bosun_core::{ErrorCode, Redactor, ToolResult};
 use bosun_host::plugin_runtime::js::{JsEngine, JsPluginSpec, JsPlugins};
 use bosun_host::{Chokepoint, Session, ToolCall, Trace, Workspace};
-use bosun_js::{ENGINE, Format, Trust};
+use bosun_js::ENGINE;
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use bosun_sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
@@ -47,29 +47,7 @@ fn fixture(name: &str) -> Vec<(String, String)> {
 }
 
 fn forge(name: &str, capabilities: &[&str]) -> JsPluginSpec {
-    JsPluginSpec {
-        local_name: name.into(),
-        format: Format::Forge,
-        name: name.into(),
-        entry: "index.mjs".into(),
-        files: fixture(name),
-        capabilities: capabilities.iter().map(|c| c.parse().unwrap()).collect(),
-        endpoints: Vec::new(),
-        classification: Classification::Public,
-        trust: Trust::Sandboxed,
-        config: json!({}),
-        timeout: Duration::from_secs(10),
-        memory_bytes: 256 << 20,
-        limits: bosun_js::JsLimits::default(),
-        reserved: vec!["read_file".into(), "run_command".into()],
-        static_manifest: None,
-        code_from_strings: false,
-        env: Default::default(),
-        directory: Default::default(),
-        commonjs: Default::default(),
-        untrusted_output: None,
-        positions: Default::default(),
-    }
+    crate::support::forge_spec(name, fixture(name), capabilities)
 }
 
 fn policy(rules: &str) -> Arc<Policy> {
@@ -270,7 +248,8 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
         .await;
     // Delivery is asynchronous: ask until the search's completion has arrived.
     let mut last = Value::Null;
-    for _ in 0..100 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         let result = chokepoint
             .call(call("seen_events", json!({})), &session, &trace, &cancel)
             .await

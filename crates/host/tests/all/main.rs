@@ -9,6 +9,7 @@ mod builtin;
 mod checkpoint;
 mod chokepoint;
 mod flow;
+mod instance_slots;
 mod js_plugins;
 mod managed;
 mod plugin_logs;
@@ -16,6 +17,7 @@ mod redaction;
 mod registry_install;
 mod remembered;
 mod skills;
+mod support;
 mod telemetry;
 
 /// A tool context over the workspace `root`, as the chokepoint makes one, with nothing granted.

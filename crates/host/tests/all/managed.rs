@@ -460,3 +460,29 @@ fn a_managed_exporter_without_an_endpoint_stops_loading() {
         "{error}"
     );
 }
+
+/// `[sandbox] plugin_instances` is the user's: a value in range is taken, one out of range is
+/// refused naming the file, the key and the range, and a managed file cannot set it (the number
+/// bounds the machine's memory, not what a plugin reaches): its `[sandbox]` refuses the key.
+#[test]
+fn plugin_instances_is_the_users_to_set_within_its_range() {
+    let dirs = Dirs::new();
+    dirs.user("[sandbox]\nplugin_instances = 200\n");
+    assert_eq!(dirs.load(true).unwrap().user.sandbox.plugin_instances, 200);
+    dirs.user("");
+    assert_eq!(dirs.load(false).unwrap().user.sandbox.plugin_instances, 64);
+
+    dirs.user("[sandbox]\nplugin_instances = 0\n");
+    let error = dirs.load(false).unwrap_err().to_string();
+    for part in [
+        "config.toml",
+        "[sandbox] plugin_instances: 0 is out of range: use 1 to 4096",
+    ] {
+        assert!(error.contains(part), "{part}: {error}");
+    }
+
+    dirs.user("");
+    std::fs::write(dirs.managed(), "[sandbox]\nplugin_instances = 8\n").unwrap();
+    let error = dirs.load(true).unwrap_err().to_string();
+    assert!(error.contains("plugin_instances"), "{error}");
+}

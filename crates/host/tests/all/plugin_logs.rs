@@ -4,13 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use bosun_core::{Classification, Redactor, ToolResult};
+use bosun_core::{Redactor, ToolResult};
 use bosun_host::plugin_runtime::js::{JsEngine, JsPluginSpec, JsPlugins};
 use bosun_host::plugin_runtime::native;
 use bosun_host::{Chokepoint, Session, ToolCall, Trace, Workspace};
-use bosun_js::{ENGINE, Format, Trust};
+use bosun_js::ENGINE;
 use bosun_plugins::{Catalog, CatalogInput, PluginConfig, TrustStore};
 use bosun_policy::{Mode, Policy, PolicyFile, Source};
 use bosun_sandbox::{Sandbox, SandboxConfig};
@@ -68,29 +67,11 @@ fn policy() -> Arc<Policy> {
 }
 
 fn js_spec() -> JsPluginSpec {
-    JsPluginSpec {
-        local_name: "logger".into(),
-        format: Format::Forge,
-        name: "logger".into(),
-        entry: "index.mjs".into(),
-        files: vec![("index.mjs".into(), LOGGING_PLUGIN.into())],
-        capabilities: vec!["tools:register".parse().unwrap()],
-        endpoints: Vec::new(),
-        classification: Classification::Public,
-        trust: Trust::Sandboxed,
-        config: json!({}),
-        timeout: Duration::from_secs(10),
-        memory_bytes: 256 << 20,
-        limits: bosun_js::JsLimits::default(),
-        reserved: vec!["read_file".into()],
-        static_manifest: None,
-        code_from_strings: false,
-        env: Default::default(),
-        directory: Default::default(),
-        commonjs: Default::default(),
-        untrusted_output: None,
-        positions: Default::default(),
-    }
+    crate::support::forge_spec(
+        "logger",
+        vec![("index.mjs".into(), LOGGING_PLUGIN.into())],
+        &["tools:register"],
+    )
 }
 
 /// The native `log-flood` program installed, trusted and enabled as `bosun plugins enable`

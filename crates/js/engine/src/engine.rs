@@ -33,75 +33,6 @@ const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Error messages are cut to this many bytes.
 const MAX_MESSAGE_BYTES: usize = 4096;
 
-/// The prelude's files, evaluated in this order as classic scripts before `bosun:runtime`: each
-/// takes what it needs from the files before it (js/prelude/shared.js says how).
-/// test/harness.mjs reads this list.
-const PRELUDE: [(&str, &str); 24] = [
-    ("prelude/shared.js", include_str!("../js/prelude/shared.js")),
-    ("prelude/bytes.js", include_str!("../js/prelude/bytes.js")),
-    (
-        "prelude/inspect.js",
-        include_str!("../js/prelude/inspect.js"),
-    ),
-    (
-        "prelude/console.js",
-        include_str!("../js/prelude/console.js"),
-    ),
-    (
-        "prelude/dom_exception.js",
-        include_str!("../js/prelude/dom_exception.js"),
-    ),
-    ("prelude/events.js", include_str!("../js/prelude/events.js")),
-    ("prelude/timers.js", include_str!("../js/prelude/timers.js")),
-    ("prelude/io.js", include_str!("../js/prelude/io.js")),
-    ("prelude/abort.js", include_str!("../js/prelude/abort.js")),
-    (
-        "prelude/cancellation.js",
-        include_str!("../js/prelude/cancellation.js"),
-    ),
-    (
-        "prelude/encoding.js",
-        include_str!("../js/prelude/encoding.js"),
-    ),
-    ("prelude/url.js", include_str!("../js/prelude/url.js")),
-    (
-        "prelude/headers.js",
-        include_str!("../js/prelude/headers.js"),
-    ),
-    ("prelude/body.js", include_str!("../js/prelude/body.js")),
-    (
-        "prelude/request.js",
-        include_str!("../js/prelude/request.js"),
-    ),
-    (
-        "prelude/response.js",
-        include_str!("../js/prelude/response.js"),
-    ),
-    ("prelude/fetch.js", include_str!("../js/prelude/fetch.js")),
-    ("prelude/buffer.js", include_str!("../js/prelude/buffer.js")),
-    (
-        "prelude/structured_clone.js",
-        include_str!("../js/prelude/structured_clone.js"),
-    ),
-    (
-        "prelude/performance.js",
-        include_str!("../js/prelude/performance.js"),
-    ),
-    (
-        "prelude/process.js",
-        include_str!("../js/prelude/process.js"),
-    ),
-    ("prelude/intl.js", include_str!("../js/prelude/intl.js")),
-    (
-        "prelude/code_from_strings.js",
-        include_str!("../js/prelude/code_from_strings.js"),
-    ),
-    (
-        "prelude/publish.js",
-        include_str!("../js/prelude/publish.js"),
-    ),
-];
-
 /// Why an export failed: a stable tool-error code and a message.
 #[derive(Debug)]
 pub struct Failure {
@@ -160,8 +91,8 @@ fn build() -> Result<Engine, Failure> {
         Context::full(&runtime).map_err(|e| Failure::new("plugin_error", e.to_string()))?;
     let api = context.with(|ctx| -> Result<Persistent<Object<'static>>, Failure> {
         native::install(&ctx).map_err(|e| js_failure(&ctx, e, "installing host functions"))?;
-        for (file, source) in PRELUDE {
-            ctx.eval::<(), _>(source)
+        for (file, bytecode) in loader::PRELUDE {
+            loader::run_script(&ctx, bytecode)
                 .catch(&ctx)
                 .map_err(|e| caught(&format!("evaluating {file}"), e))?;
         }

@@ -4,7 +4,7 @@
 //!   plugin's file set, which the host handed over in `activate`; a path that climbs out of the
 //!   plugin directory or names a file that is not there is an import error. Nothing is read from
 //!   any filesystem: the only code the engine can run is code the host hashed.
-//! - `zod` and the small Node surface ([`NODE_MODULES`], with or without the `node:` prefix;
+//! - `zod` and the small Node surface (`src/builtins.rs`, with or without the `node:` prefix;
 //!   `node:fs` reads only the plugin's own files, from the bytes the host handed over) resolve
 //!   to modules built into the engine. A plugin file's `import.meta.url` is
 //!   `file:///plugin/<path>`.
@@ -53,59 +53,60 @@ pub fn plugin_module(path: &str) -> String {
     format!("{PLUGIN_PREFIX}{path}")
 }
 
-/// The `node:` modules the engine provides, as a plugin names them (with or without the
-/// prefix), each with its source: one list for the loader and for the import error.
-const NODE_MODULES: [(&str, &str); 11] = [
-    ("node:buffer", include_str!("../js/modules/buffer.js")),
-    (
-        "node:child_process",
-        include_str!("../js/modules/child_process.js"),
-    ),
-    ("node:dns", include_str!("../js/modules/dns.js")),
-    (
-        "node:dns/promises",
-        include_str!("../js/modules/dns_promises.js"),
-    ),
-    ("node:fs", include_str!("../js/modules/fs.js")),
-    (
-        "node:fs/promises",
-        include_str!("../js/modules/fs_promises.js"),
-    ),
-    ("node:net", include_str!("../js/modules/net.js")),
-    ("node:path", include_str!("../js/modules/path.js")),
-    (
-        "node:timers/promises",
-        include_str!("../js/modules/timers_promises.js"),
-    ),
-    ("node:url", include_str!("../js/modules/url.js")),
-    ("node:path/posix", include_str!("../js/modules/path.js")),
-];
+mod compiled {
+    include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+}
 
 /// Where a plugin sees its own directory (`import.meta.url` is `file:///plugin/<file>`;
 /// `js/modules/plugin_dir.js` serves reads beneath it).
 const PLUGIN_DIR: &str = "/plugin";
 
-/// Built-in modules: name → source.
-fn builtin(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "zod" => include_str!("../js/zod.js"),
-        // One module from pieces that share its scope (js/runtime/shared.js says why);
-        // test/harness.mjs reads this list.
-        "bosun:runtime" => concat!(
-            include_str!("../js/runtime/shared.js"),
-            include_str!("../js/runtime/forge.js"),
-            include_str!("../js/runtime/triggerfish.js"),
-            include_str!("../js/runtime/engine.js"),
-        ),
-        "bosun:internal" => include_str!("../js/modules/internal.js"),
-        "bosun:plugin-dir" => include_str!("../js/modules/plugin_dir.js"),
-        _ => {
-            return NODE_MODULES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, s)| *s);
+/// A built-in module's bytecode (`src/builtins.rs` lists them; `build.rs` compiles them).
+fn builtin(name: &str) -> Option<&'static [u8]> {
+    compiled::BYTECODE
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytecode)| *bytecode)
+}
+
+/// The prelude's classic scripts as bytecode, in the order they run (`src/builtins.rs`).
+pub use compiled::PRELUDE;
+
+/// Runs one of the prelude's scripts from its bytecode, as `Ctx::eval` would run its source: in
+/// the global scope. On failure the exception is pending in `ctx` (`CatchResultExt::catch`).
+pub fn run_script(ctx: &Ctx<'_>, bytecode: &[u8]) -> Result<()> {
+    use rquickjs::qjs;
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: the bytes are the engine's own (`PRELUDE`), written by this QuickJS version at build
+    // time and embedded in the engine, never from outside it; `JS_ReadObject` checks the format
+    // version. `JS_EvalFunction` takes ownership of the function, and the result is freed.
+    #[allow(unsafe_code)]
+    unsafe {
+        let function = qjs::JS_ReadObject(
+            raw,
+            bytecode.as_ptr(),
+            bytecode.len() as _,
+            qjs::JS_READ_OBJ_BYTECODE as i32,
+        );
+        if qjs::JS_IsException(function) {
+            return Err(Error::Exception);
         }
-    })
+        let result = qjs::JS_EvalFunction(raw, function);
+        if qjs::JS_IsException(result) {
+            return Err(Error::Exception);
+        }
+        qjs::JS_FreeValue(raw, result);
+    }
+    Ok(())
+}
+
+/// The `node:` modules the engine provides, as a plugin names them (with or without the
+/// prefix).
+fn node_modules() -> impl Iterator<Item = &'static str> {
+    compiled::BYTECODE
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| name.starts_with("node:"))
 }
 
 /// The canonical built-in name for a specifier, if it names one.
@@ -114,15 +115,12 @@ fn builtin_name(specifier: &str) -> Option<&'static str> {
         return Some("zod");
     }
     let bare = specifier.strip_prefix("node:").unwrap_or(specifier);
-    NODE_MODULES
-        .iter()
-        .map(|(name, _)| *name)
-        .find(|name| name.strip_prefix("node:") == Some(bare))
+    node_modules().find(|name| name.strip_prefix("node:") == Some(bare))
 }
 
 /// Every `node:` module a plugin can import, for the import error.
 fn node_module_list() -> String {
-    let mut names: Vec<&str> = NODE_MODULES.iter().map(|(n, _)| *n).collect();
+    let mut names: Vec<&str> = node_modules().collect();
     names.sort_unstable();
     names.join(", ")
 }
@@ -259,7 +257,11 @@ impl Loader for PluginLoader {
             return Ok(module);
         }
         match builtin(name) {
-            Some(source) => Module::declare(ctx.clone(), name, source),
+            // SAFETY: the bytes are the engine's own, written by `Module::write` of this
+            // QuickJS version at build time (`build.rs`) and embedded in the engine; nothing from
+            // outside the engine reaches `Module::load`. `JS_ReadObject` checks the format version.
+            #[allow(unsafe_code)]
+            Some(bytecode) => unsafe { Module::load(ctx.clone(), bytecode) },
             None => Err(Error::new_loading(name)),
         }
     }

@@ -109,8 +109,9 @@ async fn cancellation_during_a_retry_wait_returns_promptly() {
     let started = Instant::now();
     let result = provider.stream(&request("m"), cancel).await;
     assert_eq!(result.err(), Some(ModelError::Cancelled));
+    // Well short of the 30 s the server asked for, with room for a loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(4),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );

@@ -9,7 +9,7 @@ use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LINK};
 use reqwest::{Method, StatusCode};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use super::{Access, Call, Client, read_body, status_error};
+use super::{Access, BodyClock, Call, Client, read_body, status_error};
 use crate::artifact::{Artifact, Blob};
 use crate::digest::{Digest, Verifier};
 use crate::error::OciError;
@@ -42,7 +42,7 @@ impl Client {
         let call = Call::new(Method::HEAD, url.clone()).header(ACCEPT, MANIFEST_ACCEPT);
         let response = self.send(repository, Access::Pull, &call).await?;
         if !response.status().is_success() {
-            return Err(status_error(&url, response, self.limits.idle_timeout).await);
+            return Err(status_error(&url, response, &self.limits).await);
         }
         let header = |name: &str| {
             response
@@ -112,7 +112,7 @@ impl Client {
         let call = Call::new(Method::GET, url.clone()).header(ACCEPT, MANIFEST_ACCEPT);
         let response = self.send(repository, Access::Pull, &call).await?;
         if !response.status().is_success() {
-            return Err(status_error(&url, response, self.limits.idle_timeout).await);
+            return Err(status_error(&url, response, &self.limits).await);
         }
         let media_type = response
             .headers()
@@ -131,7 +131,7 @@ impl Client {
             &what,
             self.limits.manifest_bytes,
             None,
-            self.limits.idle_timeout,
+            &self.limits,
         )
         .await?;
         let actual = Digest::of(&bytes);
@@ -177,7 +177,7 @@ impl Client {
         match response.status() {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
-            _ => Err(status_error(&url, response, self.limits.idle_timeout).await),
+            _ => Err(status_error(&url, response, &self.limits).await),
         }
     }
 
@@ -223,7 +223,7 @@ impl Client {
             )
             .await?;
         if !response.status().is_success() {
-            return Err(status_error(&url, response, self.limits.idle_timeout).await);
+            return Err(status_error(&url, response, &self.limits).await);
         }
         if let Some(length) = response.content_length()
             && length != descriptor.size
@@ -235,24 +235,8 @@ impl Client {
             });
         }
         let mut verifier = Verifier::new();
-        let idle = self.limits.idle_timeout;
-        loop {
-            let chunk = match tokio::time::timeout(idle, response.chunk()).await {
-                Err(_) => {
-                    return Err(OciError::TimedOut {
-                        url: url.to_string(),
-                        after: idle,
-                    });
-                }
-                Ok(Err(e)) => {
-                    return Err(OciError::Transport {
-                        url: url.to_string(),
-                        message: super::error_chain(&e),
-                    });
-                }
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(chunk))) => chunk,
-            };
+        let clock = BodyClock::start(&url, &self.limits);
+        while let Some(chunk) = clock.next(&mut response).await? {
             if verifier.length() + chunk.len() as u64 > descriptor.size {
                 return Err(OciError::LengthMismatch {
                     what,
@@ -377,7 +361,7 @@ impl Client {
                 )
                 .await?;
             if !response.status().is_success() {
-                return Err(status_error(&url, response, self.limits.idle_timeout).await);
+                return Err(status_error(&url, response, &self.limits).await);
             }
             let next = response
                 .headers()
@@ -391,7 +375,7 @@ impl Client {
                 "tag list",
                 self.limits.manifest_bytes,
                 None,
-                self.limits.idle_timeout,
+                &self.limits,
             )
             .await?;
             let page: TagList = serde_json::from_slice(&body).map_err(|e| OciError::Malformed {

@@ -66,7 +66,7 @@ impl Client {
                 .body(Bytes::copy_from_slice(piece));
             let response = self.send(repository, Access::Push, &call).await?;
             if response.status() != StatusCode::ACCEPTED {
-                return Err(status_error(&location, response, self.limits.idle_timeout).await);
+                return Err(status_error(&location, response, &self.limits).await);
             }
             // The registry says how much it holds: `0-<last byte>`.
             let range = response
@@ -97,7 +97,7 @@ impl Client {
         let call = Call::new(Method::POST, url.clone()).header(CONTENT_LENGTH, "0");
         let response = self.send(repository, Access::Push, &call).await?;
         if response.status() != StatusCode::ACCEPTED {
-            return Err(status_error(&url, response, self.limits.idle_timeout).await);
+            return Err(status_error(&url, response, &self.limits).await);
         }
         next_location(&url, &response)
     }
@@ -120,7 +120,7 @@ impl Client {
             .body(rest);
         let response = self.send(repository, Access::Push, &call).await?;
         if response.status() != StatusCode::CREATED {
-            return Err(status_error(&location, response, self.limits.idle_timeout).await);
+            return Err(status_error(&location, response, &self.limits).await);
         }
         check_claimed_digest(&response, digest, "blob")
     }
@@ -141,7 +141,7 @@ impl Client {
             .body(Bytes::copy_from_slice(bytes));
         let response = self.send(repository, Access::Push, &call).await?;
         if response.status() != StatusCode::CREATED {
-            return Err(status_error(&url, response, self.limits.idle_timeout).await);
+            return Err(status_error(&url, response, &self.limits).await);
         }
         check_claimed_digest(&response, &digest, "manifest")?;
         Ok(PushedManifest {

@@ -37,7 +37,7 @@ impl Client {
                     "referrers list",
                     self.limits.manifest_bytes,
                     None,
-                    self.limits.idle_timeout,
+                    &self.limits,
                 )
                 .await?;
                 Index::from_slice(&format!("referrers list of {subject}"), &body)?
@@ -46,7 +46,7 @@ impl Client {
                 Some(index) => index,
                 None => return Ok(Vec::new()),
             },
-            _ => return Err(status_error(&url, response, self.limits.idle_timeout).await),
+            _ => return Err(status_error(&url, response, &self.limits).await),
         };
         // A registry may ignore the filter (it says so by omitting `OCI-Filters-Applied`);
         // filter here either way.

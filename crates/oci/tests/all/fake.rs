@@ -36,6 +36,8 @@ pub enum Reply {
     Raw(Vec<u8>),
     /// These bytes, then nothing, the connection held open.
     Hang(Vec<u8>),
+    /// A 200 with this body, one byte at a time with this pause before each.
+    Trickle(Vec<u8>, Duration),
 }
 
 impl Reply {
@@ -170,6 +172,22 @@ async fn serve(mut stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>, handler: Arc<
         }
         Reply::Raw(bytes) => {
             let _ = stream.write_all(&bytes).await;
+            let _ = stream.shutdown().await;
+        }
+        Reply::Trickle(body, pause) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            for byte in body {
+                tokio::time::sleep(pause).await;
+                if stream.write_all(&[byte]).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+            }
             let _ = stream.shutdown().await;
         }
         Reply::Hang(bytes) => {

@@ -188,6 +188,36 @@ async fn a_registry_that_hangs_times_out() {
     assert!(matches!(error, OciError::TimedOut { .. }), "{error}");
 }
 
+#[tokio::test]
+async fn a_registry_trickling_inside_the_idle_timeout_is_cut_at_the_body_timeout() {
+    // A byte every 50 ms: never idle for long, the whole of it only after 20 s or more.
+    let blob = vec![b'x'; 400];
+    let descriptor = Descriptor::of("application/octet-stream", &blob);
+    let manifest = artifact("trickled").manifest;
+    let digest = manifest.digest.clone();
+    let trickled = Fake::start(move |seen| {
+        let body = if seen.target.contains("/manifests/") {
+            manifest.bytes.clone()
+        } else {
+            blob.clone()
+        };
+        Reply::Trickle(body, Duration::from_millis(50))
+    })
+    .await;
+    let limits = Limits {
+        idle_timeout: Duration::from_secs(30),
+        body_timeout: Duration::from_secs(1),
+        ..Limits::default()
+    };
+    let client = client(&trickled, limits);
+    let error = client.pull_blob(&repo(), &descriptor).await.unwrap_err();
+    assert!(matches!(error, OciError::TooSlow { .. }), "{error}");
+    assert_eq!(error.code(), "timed_out");
+    assert!(error.to_string().contains("timeout_secs"), "{error}");
+    let error = client.pull_manifest(&repo(), &digest).await.unwrap_err();
+    assert!(matches!(error, OciError::TooSlow { .. }), "{error}");
+}
+
 fn basic(user: &str, password: &str) -> String {
     format!(
         "Basic {}",

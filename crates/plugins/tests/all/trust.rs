@@ -104,6 +104,16 @@ fn unknown_keys_are_errors_naming_file_and_line() {
         other => panic!("{other}"),
     }
     assert!(err.to_string().contains("allow_everything"), "{err}");
+    // The error names the way out, and loading rewrote nothing.
+    assert!(
+        err.to_string().contains("bosun plugins trust NAME"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("allow_everything = true")
+    );
 
     std::fs::write(&path, "version = 1\nextra = 2\n").unwrap();
     match TrustStore::load(&path).unwrap_err() {
@@ -137,8 +147,12 @@ fn bad_values_are_refused() {
     ] {
         std::fs::write(&path, &text).unwrap();
         match TrustStore::load(&path).unwrap_err() {
-            PluginError::TrustInvalid { key: got, .. } => {
-                assert!(got.contains(key), "{got} vs {key}")
+            e @ PluginError::TrustInvalid { .. } => {
+                let PluginError::TrustInvalid { key: got, .. } = &e else {
+                    unreachable!()
+                };
+                assert!(got.contains(key), "{got} vs {key}");
+                assert!(e.to_string().contains("bosun plugins trust NAME"), "{e}");
             }
             other => panic!("{text}: {other}"),
         }

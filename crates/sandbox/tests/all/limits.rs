@@ -7,9 +7,7 @@ use bosun_sandbox::{CallErrorKind, CallOptions, Grants};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{call, short_grants, wat_instance};
-
-const TICK: Duration = Duration::from_millis(10);
+use crate::support::{STOPPED_BY_NOW, call, short_grants, wat_instance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echo_returns_input_and_instance_is_reused() {
@@ -41,7 +39,7 @@ async fn tool_error_keeps_the_instance_usable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn infinite_loop_is_stopped_within_deadline_plus_one_tick() {
+async fn infinite_loop_is_stopped_at_its_deadline() {
     let timeout = Duration::from_millis(200);
     let mut spinner = wat_instance(short_grants(timeout)).await;
     let mut other = wat_instance(Grants::default()).await;
@@ -63,11 +61,7 @@ async fn infinite_loop_is_stopped_within_deadline_plus_one_tick() {
     assert_eq!(err.kind, CallErrorKind::TimedOut { timeout_ms: 200 });
     assert_eq!(err.code(), "timed_out");
     assert!(elapsed >= timeout, "stopped early: {elapsed:?}");
-    // One tick of slack, plus scheduling noise on a loaded 2-core machine.
-    assert!(
-        elapsed < timeout + TICK + Duration::from_millis(400),
-        "stopped late: {elapsed:?}"
-    );
+    assert!(elapsed < STOPPED_BY_NOW, "not stopped: {elapsed:?}");
     assert!(spinner.is_poisoned());
     let again = call(&mut spinner, "echo", "{}").await.unwrap_err();
     assert_eq!(again.kind, CallErrorKind::Poisoned);
@@ -94,7 +88,7 @@ async fn cancellation_stops_a_spinning_guest() {
     let err = instance.call("spin", "{}", opts).await.unwrap_err();
     assert_eq!(err.kind, CallErrorKind::Cancelled);
     assert_eq!(err.code(), "cancelled");
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(started.elapsed() < STOPPED_BY_NOW);
     assert!(instance.is_poisoned());
 }
 

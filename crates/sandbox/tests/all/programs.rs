@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{call, call_json, guest_instance, short_grants};
+use crate::support::{STOPPED_BY_NOW, call, call_json, guest_instance, short_grants};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hello_answers() {
@@ -36,10 +36,8 @@ async fn spinning_guest_is_stopped_and_another_instance_keeps_answering() {
         result.unwrap_err().kind,
         CallErrorKind::TimedOut { timeout_ms: 300 }
     );
-    assert!(
-        elapsed >= timeout && elapsed < timeout + Duration::from_millis(400),
-        "{elapsed:?}"
-    );
+    assert!(elapsed >= timeout, "stopped early: {elapsed:?}");
+    assert!(elapsed < STOPPED_BY_NOW, "not stopped: {elapsed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,10 +48,7 @@ async fn guest_blocked_in_a_host_call_is_stopped_at_the_deadline() {
     let err = call(&mut blocker, "block", "{}").await.unwrap_err();
     let elapsed = started.elapsed();
     assert_eq!(err.kind, CallErrorKind::TimedOut { timeout_ms: 300 });
-    assert!(
-        elapsed < timeout + Duration::from_millis(400),
-        "{elapsed:?}"
-    );
+    assert!(elapsed < STOPPED_BY_NOW, "not stopped: {elapsed:?}");
     assert!(blocker.is_poisoned());
 }
 
@@ -73,7 +68,7 @@ async fn cancellation_reaches_a_guest_blocked_in_the_host() {
     };
     let err = blocker.call("block", "{}", opts).await.unwrap_err();
     assert_eq!(err.kind, CallErrorKind::Cancelled);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(started.elapsed() < STOPPED_BY_NOW);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,6 +40,13 @@ pub fn shared_sandbox() -> &'static Sandbox {
         .1
 }
 
+/// Within this a stopped call has ended, however loaded the machine: far past the short
+/// deadlines and cancellations the tests set (a call stops within one epoch tick of them), and
+/// well short of the default 30 s deadline a call that was never stopped would run into. How
+/// close to its deadline a call stops is not asserted: on a loaded machine the test's own
+/// thread can wait longer than a tick for a core.
+pub const STOPPED_BY_NOW: Duration = Duration::from_secs(10);
+
 /// Grants with a short deadline, for tests that expect to be stopped.
 pub fn short_grants(timeout: Duration) -> Grants {
     Grants {

@@ -25,6 +25,11 @@ type Received = Arc<Mutex<Vec<(String, String, Vec<u8>)>>>;
 
 /// A collector answering `status` to every request.
 fn collector(status: u16) -> (String, Received) {
+    collector_answering(format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n"))
+}
+
+/// A collector answering every request with `answer`, a whole HTTP response.
+fn collector_answering(answer: String) -> (String, Received) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let received: Received = Arc::default();
@@ -32,6 +37,7 @@ fn collector(status: u16) -> (String, Received) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let keep = keep.clone();
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut stream = stream;
@@ -59,7 +65,6 @@ fn collector(status: u16) -> (String, Received) {
                     let mut body = vec![0; length];
                     reader.read_exact(&mut body).unwrap();
                     keep.lock().unwrap().push((path, kind, body));
-                    let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
                     if stream.write_all(answer.as_bytes()).is_err() {
                         return;
                     }
@@ -470,4 +475,50 @@ fn a_failing_collector_warns_once_and_counts_what_it_lost() {
         .collect();
     assert_eq!(traces.len(), 1, "{warnings:#?}");
     assert!(traces[0].contains("it answered HTTP 500"), "{}", traces[0]);
+}
+
+#[test]
+fn a_collector_redirecting_elsewhere_never_hands_the_spans_or_its_headers_on() {
+    let (elsewhere, taken) = collector(200);
+    let (base, received) = collector_answering(format!(
+        "HTTP/1.1 307 X\r\nlocation: {elsewhere}/v1/traces\r\ncontent-length: 0\r\n\r\n"
+    ));
+    let config = TelemetryConfig {
+        traces: ExporterConfig::OtlpHttp(OtlpHttpConfig {
+            endpoint: Some(format!("{base}/v1/traces")),
+            protocol: Some(Protocol::Json),
+            headers: [(
+                "x-api-key".to_owned(),
+                bosun_telemetry::HeaderValue::Literal("collector-key-4417".to_owned()),
+            )]
+            .into(),
+            ..OtlpHttpConfig::default()
+        }),
+        ..TelemetryConfig::default()
+    };
+    let warnings: Arc<Mutex<Vec<String>>> = Arc::default();
+    let keep = warnings.clone();
+    let exporter = Exporter::start(
+        config.resolve(&|_| None).unwrap(),
+        Arc::new(move |w: &str| keep.lock().unwrap().push(w.to_owned())),
+    )
+    .unwrap();
+    feed(&Projection::new(exporter.clone(), None));
+    assert!(exporter.flush(Duration::from_secs(60)));
+    assert!(
+        !received.lock().unwrap().is_empty(),
+        "the collector was asked"
+    );
+    // A 307 keeps the method, the body and a custom header: followed, the spans and the key
+    // would reach an address nobody configured.
+    assert!(
+        taken.lock().unwrap().is_empty(),
+        "the redirect was followed"
+    );
+    assert!(exporter.failures() >= 1);
+    let warnings = warnings.lock().unwrap().clone();
+    assert!(
+        warnings.iter().any(|w| w.contains("export traces")),
+        "{warnings:#?}"
+    );
 }

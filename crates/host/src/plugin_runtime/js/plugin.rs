@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use bosun_core::{ErrorCode, ToolError};
 use bosun_js::{Descriptor, JsError, JsPlugin};
-use bosun_sandbox::{CallErrorKind, CallOptions};
+use bosun_sandbox::{CallErrorKind, CallOptions, Loaded};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error};
+use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error, sandbox_error};
 use crate::plugin_runtime::js::engine::{JsEngine, KeptAt};
 use crate::plugin_runtime::js::spec::JsPluginSpec;
-use crate::plugin_runtime::slot::InstanceSlot;
+use crate::plugin_runtime::slot::{Creation, InstanceSlot};
+use crate::tool::ToolContext;
 
 /// Where the workspace appears to a JavaScript plugin (its `context.workspace`).
 const GUEST_WORKSPACE: &str = "/workspace";
@@ -55,6 +56,7 @@ fn js_error(spec: &JsPluginSpec, error: &JsError) -> ToolError {
             }
             error
         }
+        JsError::Sandbox(error) => sandbox_error(local, error),
         other => ToolError::new(ErrorCode::PluginError, format!("plugin `{local}`: {other}")),
     }
 }
@@ -83,6 +85,20 @@ fn activation_failure(spec: &JsPluginSpec, error: &JsError) -> String {
     }
 }
 
+/// Why a fresh instance of a listed plugin is not there.
+enum Reactivation {
+    /// Activation failed (the pool may be full).
+    Failed(Box<JsError>),
+    /// The instance registered something other than what was listed.
+    Refused(ToolError),
+}
+
+impl Creation for Reactivation {
+    fn pool_full(&self) -> bool {
+        matches!(self, Reactivation::Failed(e) if e.pool_full())
+    }
+}
+
 impl JsRuntime {
     /// Activates the plugin in a fresh engine instance, loading the engine if it is not yet.
     ///
@@ -90,16 +106,25 @@ impl JsRuntime {
     /// Why activation failed, in words for a person.
     pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, LeftOut> {
         let loaded = engine.get().await.map_err(LeftOut::Engine)?;
-        let plugin = JsPlugin::activate(
-            loaded,
-            spec.grants(),
-            &spec.files,
-            &spec.request(),
-            CallOptions::default(),
-        )
-        .await
-        .map_err(|e| LeftOut::Activation(activation_failure(&spec, &e)))?;
-        let descriptor = plugin.descriptor().clone();
+        let slot = InstanceSlot::empty(&spec.local_name);
+        let descriptor = slot
+            .with(
+                loaded.slots(),
+                |_| true,
+                || {
+                    let (grants, request) = (spec.grants(), spec.request());
+                    let files = &spec.files;
+                    async move {
+                        JsPlugin::activate(loaded, grants, files, &request, CallOptions::default())
+                            .await
+                    }
+                },
+                async |plugin| plugin.descriptor().clone(),
+                // No call to tell: the plugin released says so at its next call.
+                |_| false,
+            )
+            .await
+            .map_err(|e| LeftOut::Activation(activation_failure(&spec, &e)))?;
         if let Some(expected) = &spec.static_manifest {
             // What was reviewed is the manifest read without running code; a module that
             // exports something else is not the plugin that was reviewed.
@@ -111,7 +136,7 @@ impl JsRuntime {
         Ok(Arc::new(Self {
             spec,
             engine: Arc::clone(engine),
-            plugin: InstanceSlot::holding(plugin),
+            plugin: slot,
             descriptor,
             kept: None,
         }))
@@ -126,9 +151,9 @@ impl JsRuntime {
         kept: KeptAt,
     ) -> Arc<Self> {
         Arc::new(Self {
+            plugin: InstanceSlot::empty(&spec.local_name),
             spec,
             engine: Arc::clone(engine),
-            plugin: InstanceSlot::empty(),
             descriptor,
             kept: Some(kept),
         })
@@ -163,20 +188,14 @@ impl JsRuntime {
         &self.spec
     }
 
-    /// Runs `f` on the live instance, activating a fresh one first if the last was poisoned.
+    /// Runs `f` on the live instance, activating a fresh one first if there is none (the last
+    /// was poisoned, or released while idle for another plugin). `ctx`, the tool call this
+    /// runs for, is told when another plugin's idle instance was released to make room.
     pub(super) async fn with_plugin<T>(
         &self,
+        ctx: Option<&ToolContext>,
         f: impl AsyncFnOnce(&mut JsPlugin) -> Result<T, JsError>,
     ) -> Result<T, ToolError> {
-        let result = self
-            .plugin
-            .with(|_| true, async || self.activate_again().await, f)
-            .await?;
-        result.map_err(|e| js_error(&self.spec, &e))
-    }
-
-    /// A fresh instance of the plugin, which must register exactly what it was offered as.
-    async fn activate_again(&self) -> Result<JsPlugin, ToolError> {
         let local = &self.spec.local_name;
         let engine = self.engine.get().await.map_err(|e| {
             plugin_error(
@@ -184,6 +203,31 @@ impl JsRuntime {
                 format!("the JavaScript engine could not be loaded: {e}"),
             )
         })?;
+        let result = self
+            .plugin
+            .with(
+                engine.slots(),
+                |_| true,
+                || self.activate_again(engine),
+                f,
+                |note| {
+                    if let Some(ctx) = ctx {
+                        ctx.log_lines([("info".to_owned(), note.line())]);
+                    }
+                    ctx.is_some()
+                },
+            )
+            .await
+            .map_err(|e| match e {
+                Reactivation::Failed(e) => js_error(&self.spec, &e),
+                Reactivation::Refused(e) => e,
+            })?;
+        result.map_err(|e| js_error(&self.spec, &e))
+    }
+
+    /// A fresh instance of the plugin, which must register exactly what it was offered as.
+    async fn activate_again(&self, engine: &Loaded) -> Result<JsPlugin, Reactivation> {
+        let local = &self.spec.local_name;
         let plugin = JsPlugin::activate(
             engine,
             self.spec.grants(),
@@ -192,21 +236,21 @@ impl JsRuntime {
             CallOptions::default(),
         )
         .await
-        .map_err(|e| js_error(&self.spec, &e))?;
+        .map_err(|e| Reactivation::Failed(Box::new(e)))?;
         // Its tools, schemas and hooks were offered as described; an instance that
         // registers anything else is not the plugin those offers name.
         if *plugin.descriptor() != self.descriptor {
             if let Some(kept) = &self.kept {
                 kept.cache.put(&kept.key, plugin.descriptor());
             }
-            return Err(ToolError::new(
+            return Err(Reactivation::Refused(ToolError::new(
                 ErrorCode::PluginError,
                 format!(
                     "plugin `{local}` registered other tools or hooks than when it was \
                      listed, so its calls are refused in this run; the next start lists \
                      what it registers now"
                 ),
-            ));
+            )));
         }
         Ok(plugin)
     }
@@ -224,8 +268,10 @@ impl JsRuntime {
             "workspaceRoot": GUEST_WORKSPACE,
             "workingDirectory": GUEST_WORKSPACE,
         });
-        self.with_plugin(async |p| p.prompt(&payload, CallOptions::default()).await)
-            .await
+        self.with_plugin(None, async |p| {
+            p.prompt(&payload, CallOptions::default()).await
+        })
+        .await
     }
 
     /// Hands one (already redacted) run event to the plugin's observers; returns their warnings.
@@ -233,8 +279,10 @@ impl JsRuntime {
     /// # Errors
     /// The engine failed (the observers' own throws are warnings, not errors).
     pub async fn observe(&self, event: &Value) -> Result<Vec<String>, ToolError> {
-        self.with_plugin(async |p| p.observe(event, CallOptions::default()).await)
-            .await
+        self.with_plugin(None, async |p| {
+            p.observe(event, CallOptions::default()).await
+        })
+        .await
     }
 
     /// Runs one of the plugin's commands (`bosun plugins run`).
@@ -253,7 +301,7 @@ impl JsRuntime {
             "cwd": GUEST_WORKSPACE,
             "workspaceRoot": GUEST_WORKSPACE,
         });
-        self.with_plugin(async |p| {
+        self.with_plugin(None, async |p| {
             p.command(
                 &payload,
                 CallOptions {

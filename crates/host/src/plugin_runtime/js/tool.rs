@@ -274,7 +274,7 @@ impl Tool for JsTool {
         let tool = self.tool.clone();
         let outcome = self
             .runtime
-            .with_plugin(async |p| {
+            .with_plugin(Some(ctx), async |p| {
                 // What the call left behind reaches the trace whether it succeeded or failed.
                 match p.call(&tool, &input_json, opts).await {
                     Ok((outcome, report)) => {
@@ -345,7 +345,7 @@ impl PolicyHook for JsPolicyHook {
         };
         let restriction = self
             .runtime
-            .with_plugin(async |p| p.restrict(&payload, opts).await)
+            .with_plugin(None, async |p| p.restrict(&payload, opts).await)
             .await
             .map_err(|cause| HookFailure {
                 hook: self.runtime.spec.local_name.clone(),

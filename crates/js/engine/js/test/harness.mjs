@@ -9,7 +9,7 @@
 //   thrown `Error` with a `code`, no `undefined` in optional numeric arguments) so that mistakes
 //   show here rather than in wasm.
 // - The prelude's files and the pieces of `bosun:runtime` are read from the lists in the core's
-//   src/engine.rs (`PRELUDE`) and src/loader.rs (its `concat!`), so the tests evaluate the same
+//   src/builtins.rs (`PRELUDE` and the `concat!` of `bosun:runtime`), so the tests evaluate the same
 //   files in the same order as the engine.
 // - Modules are linked with `vm.SourceTextModule` under the same resolution rules as the core's
 //   loader (crates/js/engine/src/loader.rs): plugin files by relative path, `zod` and the `node:`
@@ -36,12 +36,12 @@ function includedFiles(rustFile, pattern) {
 }
 
 /** The prelude's files in the order the core evaluates them. */
-const PRELUDE_FILES = includedFiles("engine.rs", /const PRELUDE\b[^=]*= \[([\s\S]*?)\n\];/);
+const PRELUDE_FILES = includedFiles("builtins.rs", /const PRELUDE\b[^=]*= \[([\s\S]*?)\n\];/);
 
-/** Built-in module names → files (as loader.rs maps them); a list is concatenated, as `concat!` does. */
+/** Built-in module names → files (as src/builtins.rs maps them); a list is concatenated, as `concat!` does. */
 const BUILTINS = {
   zod: "zod.js",
-  "bosun:runtime": includedFiles("loader.rs", /"bosun:runtime" => concat!\(([\s\S]*?)\n\s*\),/),
+  "bosun:runtime": includedFiles("builtins.rs", /"bosun:runtime",\s*concat!\(([\s\S]*?)\n\s*\),/),
   "bosun:internal": "modules/internal.js",
   "bosun:plugin-dir": "modules/plugin_dir.js",
   "node:buffer": "modules/buffer.js",
