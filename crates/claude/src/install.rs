@@ -303,13 +303,32 @@ impl Installed {
         }
     }
 
-    /// Writes it atomically.
-    pub fn save(&self, home: &Path) -> Result<(), ClaudeError> {
-        let text = serde_json::to_vec_pretty(self).map_err(|e| ClaudeError::Manifest {
-            what: "installed.json".to_owned(),
-            message: e.to_string(),
-        })?;
-        write_atomic(&Self::path(home), &text, 0o644)
+    /// Changes the record as it is on disk now, under its lock ([`bosun_plugins::state_lock`]):
+    /// reads it, lets `change` change it and writes it atomically, so another Bosun installing
+    /// or removing a plugin at the same moment keeps its change. `change` returns whether to
+    /// write and a value to hand back.
+    ///
+    /// # Errors
+    /// The lock stayed held by another process; the record cannot be read, parsed or written
+    /// (it is then unchanged).
+    pub fn update<T>(
+        home: &Path,
+        change: impl FnOnce(&mut Installed) -> (bool, T),
+    ) -> Result<T, ClaudeError> {
+        let path = Self::path(home);
+        let _lock = bosun_plugins::state_lock::lock(&path)
+            .map_err(|e| ClaudeError::io(format!("changing {}", path.display()), e))?;
+        let mut installed = Self::load(home)?;
+        let (write, value) = change(&mut installed);
+        if write {
+            let text =
+                serde_json::to_vec_pretty(&installed).map_err(|e| ClaudeError::Manifest {
+                    what: "installed.json".to_owned(),
+                    message: e.to_string(),
+                })?;
+            write_atomic(&path, &text, 0o644)?;
+        }
+        Ok(value)
     }
 
     /// The folder of `plugin`.
@@ -654,9 +673,10 @@ impl Staged {
             bin_granted: self.bin_granted,
             installed_at: now,
         };
-        let mut installed = Installed::load(home)?;
-        installed.plugins.insert(self.id.clone(), record.clone());
-        installed.save(home)?;
+        Installed::update(home, |installed| {
+            installed.plugins.insert(self.id.clone(), record.clone());
+            (true, ())
+        })?;
         Ok(record)
     }
 }
@@ -667,12 +687,93 @@ fn make_writable_and_remove(dir: &Path) -> std::io::Result<()> {
 
 /// Removes `id` from the record; its cached content stays for other ids sharing it.
 pub fn uninstall(home: &Path, id: &str) -> Result<bool, ClaudeError> {
-    let mut installed = Installed::load(home)?;
-    let removed = installed.plugins.remove(id).is_some();
+    let removed = Installed::update(home, |installed| {
+        let removed = installed.plugins.remove(id).is_some();
+        (removed, removed)
+    })?;
     if removed {
-        installed.save(home)?;
         let _ = std::fs::remove_file(claude_home(home).join("config").join(format!("{id}.json")));
         let _ = std::fs::remove_file(claude_home(home).join("secrets").join(format!("{id}.json")));
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(id: &str) -> InstalledPlugin {
+        serde_json::from_value(serde_json::json!({
+            "id": id,
+            "name": id,
+            "marketplace": "fixtures",
+            "source": "./plugins/x",
+            "digest": "00".repeat(32),
+            "files": { "files": {} },
+            "executables": [],
+            "installed_at": "2025-06-01T12:00:00Z",
+        }))
+        .unwrap()
+    }
+
+    /// Eight installs at once each add their record: every one is kept, and each change runs
+    /// under the file's lock (no other opener can take it meanwhile).
+    #[test]
+    fn concurrent_installs_keep_every_record() {
+        let home = tempfile::tempdir().unwrap();
+        let writers = 8;
+        let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let home = home.path().to_owned();
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    Installed::update(&home, |installed| {
+                        let locked = bosun_plugins::state_lock::lock_within(
+                            &Installed::path(&home),
+                            std::time::Duration::ZERO,
+                        );
+                        assert!(locked.is_err(), "changed without holding the lock");
+                        let id = format!("p{i}@fixtures");
+                        installed.plugins.insert(id.clone(), plugin(&id));
+                        (true, ())
+                    })
+                    .unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let ids: Vec<String> = Installed::load(home.path())
+            .unwrap()
+            .plugins
+            .into_keys()
+            .collect();
+        let expected: Vec<String> = (0..writers).map(|i| format!("p{i}@fixtures")).collect();
+        assert_eq!(ids, expected);
+    }
+
+    /// An uninstall reads the record as it is when it runs: a plugin installed by another
+    /// process after this one started is kept.
+    #[test]
+    fn an_uninstall_keeps_what_another_process_installed() {
+        let home = tempfile::tempdir().unwrap();
+        for id in ["a@fixtures", "b@fixtures"] {
+            Installed::update(home.path(), |installed| {
+                installed.plugins.insert(id.to_owned(), plugin(id));
+                (true, ())
+            })
+            .unwrap();
+        }
+        assert!(uninstall(home.path(), "a@fixtures").unwrap());
+        assert!(!uninstall(home.path(), "a@fixtures").unwrap());
+        let ids: Vec<String> = Installed::load(home.path())
+            .unwrap()
+            .plugins
+            .into_keys()
+            .collect();
+        assert_eq!(ids, ["b@fixtures"]);
+    }
 }

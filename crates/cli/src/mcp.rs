@@ -260,11 +260,13 @@ pub(crate) fn record(env: &crate::env::Env, name: &str, review: Review) -> Resul
 
 /// Forgets server `name`'s approval.
 pub(crate) fn remove(env: &crate::env::Env, name: &str) -> Result<String> {
-    let mut pins = PinStore::load(&env.config.home)?;
-    if pins.servers.remove(name).is_none() {
+    let removed = PinStore::update(&env.config.home, |pins| {
+        let removed = pins.servers.remove(name).is_some();
+        (removed, removed)
+    })?;
+    if !removed {
         bail!("MCP server `{name}` is not approved; nothing to remove");
     }
-    pins.save(&env.config.home)?;
     Ok(format!(
         "MCP server `{name}`: approval removed; its tools are no longer offered"
     ))

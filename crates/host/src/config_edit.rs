@@ -1,6 +1,9 @@
 //! Edits of the user's `$BOSUN_HOME/config.toml`: enabling, disabling and forgetting a plugin,
 //! adding a model, trusting a workspace. Each edit keeps the person's comments and layout
-//! (`toml_edit`), and the file is replaced whole (`write_atomic`) or not at all.
+//! (`toml_edit`), and the file is replaced whole (`write_atomic`) or not at all. An edit holds
+//! the file's lock ([`crate::state_lock`]) from the moment it reads the file until it is saved
+//! or dropped, so another Bosun editing the config at the same moment waits instead of having
+//! its change dropped: no edit may be held open across a question to the person.
 //!
 //! A file that is not TOML is refused before anything is changed, with where it is broken; an
 //! edit that meets a key of the wrong shape (`plugins = 3`) is refused the same way. This module
@@ -112,6 +115,7 @@ impl ConfigBefore {
     /// # Errors
     /// The file cannot be written or removed.
     pub fn restore(self) -> Result<(), ConfigEditError> {
+        let _lock = lock(&self.path)?;
         let written = match &self.bytes {
             Some(bytes) => bosun_plugins::write_atomic(&self.path, bytes),
             None => match std::fs::remove_file(&self.path) {
@@ -126,20 +130,39 @@ impl ConfigBefore {
     }
 }
 
-/// The user's config open for editing. Nothing reaches the disk before [`UserConfigEdit::save`].
+/// Takes the lock of the config file `path`.
+pub(crate) fn lock(path: &Path) -> Result<crate::state_lock::StateLock, ConfigEditError> {
+    crate::state_lock::lock(path).map_err(|source| ConfigEditError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The user's config open for editing. Nothing reaches the disk before [`UserConfigEdit::save`];
+/// until then (or until it is dropped) it holds the file's lock.
 #[derive(Debug)]
 pub struct UserConfigEdit {
     path: PathBuf,
     doc: DocumentMut,
+    _lock: crate::state_lock::StateLock,
 }
 
 impl UserConfigEdit {
-    /// Reads `home/config.toml` (an absent file is an empty one).
+    /// Takes the file's lock and reads `home/config.toml` (an absent file is an empty one).
     ///
     /// # Errors
-    /// The file cannot be read or is not TOML.
+    /// Another Bosun held the lock too long; the file cannot be read or is not TOML.
     pub fn open(home: &Path) -> Result<Self, ConfigEditError> {
         let path = home.join("config.toml");
+        let held = lock(&path)?;
+        Self::open_locked(path, held)
+    }
+
+    /// Reads the config at `path`, whose lock `held` is.
+    pub(crate) fn open_locked(
+        path: PathBuf,
+        held: crate::state_lock::StateLock,
+    ) -> Result<Self, ConfigEditError> {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -157,7 +180,11 @@ impl UserConfigEdit {
                 message: e.message().trim().to_owned(),
             }
         })?;
-        Ok(Self { path, doc })
+        Ok(Self {
+            path,
+            doc,
+            _lock: held,
+        })
     }
 
     /// The file this edit writes.
@@ -558,5 +585,46 @@ mod tests {
         assert_eq!(config.default_model.as_deref(), Some("ollama"));
         assert_eq!(config.trusted_workspaces, vec![PathBuf::from("/work/p")]);
         assert_eq!(config.policy.rules.len(), 1, "{after}");
+    }
+
+    /// An open edit holds the file's lock until saved: another edit started meanwhile reads
+    /// the file only after the save, so both changes are kept; eight at once all land.
+    #[test]
+    fn concurrent_edits_keep_every_change() {
+        let home = home_with("# mine\n");
+        let edit = UserConfigEdit::open(home.path()).unwrap();
+        let locked = crate::state_lock::lock_within(
+            &home.path().join("config.toml"),
+            std::time::Duration::ZERO,
+        );
+        assert!(locked.is_err(), "an open edit does not hold the lock");
+        drop(edit);
+
+        let writers = 8;
+        let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let home = home.path().to_owned();
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut edit = UserConfigEdit::open(&home).unwrap();
+                    edit.trust_workspace(Path::new(&format!("/work/p{i}")))
+                        .unwrap();
+                    edit.save().unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let after = read(&home);
+        assert!(after.starts_with("# mine\n"), "{after}");
+        for i in 0..writers {
+            assert!(
+                after.contains(&format!("\"/work/p{i}\"")),
+                "lost p{i}: {after}"
+            );
+        }
     }
 }

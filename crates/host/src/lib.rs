@@ -62,6 +62,8 @@ pub mod workspace;
 pub mod workspace_trust;
 
 pub use approval::{ApprovalBroker, ApprovalRequest, AutoApprove, NonInteractive, TerminalBroker};
+/// The lock under which a state file of the home is read, changed and written.
+pub use bosun_plugins::state_lock;
 /// Bosun's one atomic file write (temporary file 0600, synced, renamed, directory synced).
 pub use bosun_plugins::write_atomic;
 pub use child::ChildChokepoint;

@@ -231,6 +231,8 @@ pub fn write_starter_config(
     replace: bool,
 ) -> Result<PathBuf, ConfigEditError> {
     let path = home.join("config.toml");
+    // The check and the write under the file's lock: no other Bosun's config is replaced.
+    let _lock = crate::config_edit::lock(&path)?;
     if path.exists() && !replace {
         return Err(ConfigEditError::Exists { path });
     }
@@ -250,6 +252,7 @@ pub fn write_starter_config(
 /// The file cannot be read, is not TOML, or cannot be written; it is then unchanged.
 pub fn add_model(home: &Path, candidate: &Candidate) -> Result<(), ConfigEditError> {
     let path = home.join("config.toml");
+    let held = crate::config_edit::lock(&path)?;
     if !path.exists() {
         return bosun_plugins::write_atomic(
             &path,
@@ -257,7 +260,7 @@ pub fn add_model(home: &Path, candidate: &Candidate) -> Result<(), ConfigEditErr
         )
         .map_err(|source| ConfigEditError::Write { path, source });
     }
-    let mut edit = UserConfigEdit::open(home)?;
+    let mut edit = UserConfigEdit::open_locked(path, held)?;
     edit.add_model(&candidate.name, &candidate.entry, true)?;
     edit.save()
 }

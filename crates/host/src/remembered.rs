@@ -153,6 +153,13 @@ struct Section<'a> {
 /// A [`RememberError`] naming the file and what went wrong.
 pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf, RememberError> {
     let path = file_for(home, workspace);
+    // Under the file's lock, on the file as it is now: another Bosun remembering an answer for
+    // the same workspace at the same moment keeps its rules.
+    let _lock = crate::state_lock::lock(&path).map_err(|source| RememberError::Io {
+        doing: "lock",
+        path: path.clone(),
+        source,
+    })?;
     let mut all: Vec<Rule> = match std::fs::read_to_string(&path) {
         Ok(text) => PolicyFile::parse(&text)
             .map_err(|e| RememberError::Invalid {
@@ -251,5 +258,47 @@ mod tests {
         let err = remember(home.path(), ws, &rules).unwrap_err();
         assert!(err.to_string().contains("fix or delete it"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "not toml [");
+    }
+
+    /// Eight answers of "always" at once, for the same workspace, from separate processes'
+    /// worth of threads: every rule is kept.
+    #[test]
+    fn concurrent_answers_keep_every_rule() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = Path::new("/work/project");
+        let writers = 8;
+        let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let home = home.path().to_owned();
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    let rules = rules_for(
+                        "builtin.tool.run_command",
+                        &[spawn(&format!("prog{i}"))],
+                        "run_command",
+                    )
+                    .unwrap();
+                    start.wait();
+                    remember(&home, ws, &rules).unwrap();
+                    rules
+                })
+            })
+            .collect();
+        let wanted: Vec<Rule> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let text = std::fs::read_to_string(file_for(home.path(), ws)).unwrap();
+        let kept: Vec<Rule> = PolicyFile::parse(&text)
+            .unwrap()
+            .rules
+            .into_iter()
+            .map(toml::Spanned::into_inner)
+            .collect();
+        for rule in &wanted {
+            assert!(kept.contains(rule), "lost {rule:?}");
+        }
+        assert_eq!(kept.len(), wanted.len());
     }
 }

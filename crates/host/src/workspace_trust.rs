@@ -236,8 +236,14 @@ pub fn lookup(home: &Path, root: &Path) -> Result<WorkspaceTrust, TrustRecordErr
 pub fn record(home: &Path, root: &Path, trusted: bool) -> Result<PathBuf, TrustRecordError> {
     check_home(home, root)?;
     let path = records_path(home);
-    let mut records = read(&path)?;
     let (device, inode) = identity(root)?;
+    // Under the file's lock, on the file as it is now: another Bosun's answer for another
+    // workspace at the same moment is kept.
+    let _lock = crate::state_lock::lock(&path).map_err(|source| TrustRecordError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let mut records = read(&path)?;
     records.workspaces.retain(|r| r.path != root);
     records.workspaces.push(Record {
         path: root.to_owned(),
@@ -338,5 +344,43 @@ mod tests {
         assert!(concerns(&ws).is_empty());
         assert!(concerns(Path::new("/")).contains(&Concern::FilesystemRoot));
         assert!(Concern::FilesystemRoot.is_grave());
+    }
+
+    /// Eight answers for eight workspaces at once: every one is remembered.
+    #[test]
+    fn concurrent_answers_are_all_remembered() {
+        let (dir, home, _) = dirs();
+        let writers = 8;
+        let roots: Vec<PathBuf> = (0..writers)
+            .map(|i| {
+                let ws = dir.path().join(format!("ws{i}"));
+                std::fs::create_dir_all(&ws).unwrap();
+                ws.canonicalize().unwrap()
+            })
+            .collect();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = roots
+            .iter()
+            .cloned()
+            .map(|root| {
+                let home = home.clone();
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    record(&home, &root, true).unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        for root in &roots {
+            assert_eq!(
+                lookup(&home, root).unwrap(),
+                WorkspaceTrust::Trusted,
+                "{}",
+                root.display()
+            );
+        }
     }
 }

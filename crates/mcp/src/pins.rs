@@ -232,7 +232,31 @@ impl PinStore {
         Ok(store)
     }
 
-    /// Writes the store atomically.
+    /// Changes the store as it is on disk now, under its lock
+    /// ([`bosun_host::state_lock`]): reads it, lets `change` change it and writes it
+    /// atomically, so another Bosun approving or forgetting a server at the same moment keeps
+    /// its change. `change` returns whether to write and a value to hand back.
+    ///
+    /// # Errors
+    /// The lock stayed held by another process; the file cannot be read, is damaged (it is then
+    /// left as it is) or cannot be written.
+    pub fn update<T>(
+        home: &Path,
+        change: impl FnOnce(&mut PinStore) -> (bool, T),
+    ) -> Result<T, PinError> {
+        let path = pins_path(home);
+        let _lock =
+            bosun_host::state_lock::lock(&path).map_err(|source| PinError::Io { path, source })?;
+        let mut store = Self::load(home)?;
+        let (write, value) = change(&mut store);
+        if write {
+            store.save(home)?;
+        }
+        Ok(value)
+    }
+
+    /// Writes the store whole, in place of what is on disk: a change of one server goes
+    /// through [`PinStore::update`], which keeps what another process wrote meanwhile.
     pub fn save(&mut self, home: &Path) -> Result<(), PinError> {
         self.version = VERSION;
         let path = pins_path(home);
@@ -529,5 +553,61 @@ mod tests {
         std::fs::write(pins_path(home.path()), "{not json").unwrap();
         let error = PinStore::load(home.path()).unwrap_err().to_string();
         assert!(error.contains("bosun mcp trust"), "{error}");
+    }
+
+    /// Eight approvals at once each pin their server: every pin is kept, each change runs
+    /// under the file's lock, and a damaged file is left as it is.
+    #[test]
+    fn concurrent_approvals_keep_every_pin() {
+        let home = tempfile::tempdir().unwrap();
+        let writers = 8;
+        let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let home = home.path().to_owned();
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    PinStore::update(&home, |pins| {
+                        let locked = bosun_host::state_lock::lock_within(
+                            &pins_path(&home),
+                            std::time::Duration::ZERO,
+                        );
+                        assert!(locked.is_err(), "changed without holding the lock");
+                        pins.servers.insert(
+                            format!("s{i}"),
+                            Pin {
+                                identity: "i".to_owned(),
+                                tools: BTreeMap::new(),
+                            },
+                        );
+                        (true, ())
+                    })
+                    .unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let names: Vec<String> = PinStore::load(home.path())
+            .unwrap()
+            .servers
+            .into_keys()
+            .collect();
+        let expected: Vec<String> = (0..writers).map(|i| format!("s{i}")).collect();
+        assert_eq!(names, expected);
+
+        std::fs::write(pins_path(home.path()), "{not json").unwrap();
+        let error = PinStore::update(home.path(), |pins| {
+            pins.servers.clear();
+            (true, ())
+        })
+        .unwrap_err();
+        assert!(matches!(error, PinError::Damaged { .. }), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(pins_path(home.path())).unwrap(),
+            "{not json"
+        );
     }
 }

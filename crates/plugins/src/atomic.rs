@@ -18,7 +18,9 @@
 //! `$BOSUN_HOME/skills` is settled the same way. The installs in flight are settled at every
 //! start; the walk through the rest of the home runs at most once per [`WALK_EVERY`] (the
 //! modification time of `$BOSUN_HOME/.swept` says when it last ran), so a start does not list
-//! every session and checkpoint file.
+//! every session and checkpoint file. The sidecar lock files of the state files
+//! (`.<name>.lock`, taken while a state file is read, changed and written) are none of the
+//! temporary names and are never swept.
 
 use std::io::Write;
 use std::path::Path;

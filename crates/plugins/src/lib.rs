@@ -20,6 +20,8 @@
 //! - [`forge`]: `plugin.json` v1, every Forge rule. [`triggerfish`]: the static `manifest` of
 //!   `mod.ts`, every Triggerfish rule.
 //! - [`trust`]: `$BOSUN_HOME/trust.toml`, content-hash pins, written atomically.
+//! - [`state_lock`]: the lock under which every state file of the home is read, changed and
+//!   written, so two Bosun processes never drop each other's change.
 //! - [`catalog`]: each plugin's state and its tools' model-visible names.
 //! - [`mod@scaffold`]: `bosun plugins new`.
 //! - [`scan`]: the scanner for JavaScript/TypeScript plugins, a review aid that reads their
@@ -81,6 +83,7 @@ pub mod metadata;
 pub mod scaffold;
 pub mod scan;
 pub mod source;
+pub mod state_lock;
 pub mod triggerfish;
 pub mod trust;
 pub mod typescript;

@@ -4,7 +4,10 @@
 //! plugin cannot rewrite its own record, and it is checked at every load: the catalog refuses a
 //! locked plugin whose content no longer has the recorded hash, naming the files that differ,
 //! until it is reinstalled or a person accepts the change (`bosun plugins verify NAME
-//! --accept`). Written atomically, like every file of Bosun's.
+//! --accept`). Written atomically, like every file of Bosun's, and saved as a merge
+//! ([`crate::state_lock`]): under the file's lock, only the records this lock set or removed
+//! since it was loaded are applied to the file as it is on disk then, so two installs at once
+//! both keep their record.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::atomic::write_atomic;
+use crate::state_lock::{UpdateError, update};
 
 /// The format version this host reads and writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -106,11 +109,40 @@ struct LockFile {
     skills: BTreeMap<String, LockRecord>,
 }
 
-/// The lock, as loaded from one file.
+/// One change made since the lock was loaded, replayed on the file at save.
+#[derive(Debug, Clone)]
+enum Change {
+    SetPlugin(String, LockRecord),
+    SetSkill(String, LockRecord),
+    RemovePlugin(String),
+    RemoveSkill(String),
+}
+
+impl LockFile {
+    fn empty() -> Self {
+        LockFile {
+            version: LOCK_VERSION,
+            ..LockFile::default()
+        }
+    }
+
+    fn apply(&mut self, change: Change) -> Option<LockRecord> {
+        match change {
+            Change::SetPlugin(name, record) => self.plugins.insert(name, record),
+            Change::SetSkill(name, record) => self.skills.insert(name, record),
+            Change::RemovePlugin(name) => self.plugins.remove(&name),
+            Change::RemoveSkill(name) => self.skills.remove(&name),
+        }
+    }
+}
+
+/// The lock, as loaded from one file, with the changes made since.
 #[derive(Debug, Clone)]
 pub struct InstallLock {
     path: PathBuf,
     file: LockFile,
+    /// The records set and removed since it was loaded or saved, in order.
+    changes: Vec<Change>,
 }
 
 /// `$BOSUN_HOME/registry/lock.json`.
@@ -145,27 +177,15 @@ impl InstallLock {
     pub fn load(home: &Path) -> Result<Self, LockError> {
         let path = lock_path(home);
         let file = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let file: LockFile =
-                    serde_json::from_slice(&bytes).map_err(|e| LockError::Invalid {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-                if file.version != LOCK_VERSION {
-                    return Err(LockError::Invalid {
-                        path,
-                        message: format!("version {}", file.version),
-                    });
-                }
-                file
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LockFile {
-                version: LOCK_VERSION,
-                ..LockFile::default()
-            },
+            Ok(bytes) => parse(&bytes, &path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LockFile::empty(),
             Err(source) => return Err(LockError::Io { path, source }),
         };
-        Ok(Self { path, file })
+        Ok(Self {
+            path,
+            file,
+            changes: Vec::new(),
+        })
     }
 
     /// The record of plugin `local`.
@@ -188,39 +208,88 @@ impl InstallLock {
         &self.file.skills
     }
 
-    /// Records (or replaces) plugin `local`.
+    /// Records (or replaces) plugin `local`. Takes effect on disk at [`InstallLock::save`].
     pub fn set_plugin(&mut self, local: &str, record: LockRecord) {
-        self.file.plugins.insert(local.to_owned(), record);
+        self.change(Change::SetPlugin(local.to_owned(), record));
     }
 
     /// Records (or replaces) skill `name`.
     pub fn set_skill(&mut self, name: &str, record: LockRecord) {
-        self.file.skills.insert(name.to_owned(), record);
+        self.change(Change::SetSkill(name.to_owned(), record));
     }
 
     /// Forgets plugin `local`.
     pub fn remove_plugin(&mut self, local: &str) -> Option<LockRecord> {
-        self.file.plugins.remove(local)
+        self.change(Change::RemovePlugin(local.to_owned()))
     }
 
     /// Forgets skill `name`.
     pub fn remove_skill(&mut self, name: &str) -> Option<LockRecord> {
-        self.file.skills.remove(name)
+        self.change(Change::RemoveSkill(name.to_owned()))
     }
 
-    /// Writes the lock atomically.
-    pub fn save(&self) -> Result<(), LockError> {
-        let mut text =
-            serde_json::to_string_pretty(&self.file).map_err(|e| LockError::Invalid {
-                path: self.path.clone(),
+    fn change(&mut self, change: Change) -> Option<LockRecord> {
+        self.changes.push(change.clone());
+        self.file.apply(change)
+    }
+
+    /// Saves the records set and removed since the lock was loaded (or last saved): under the
+    /// file's lock ([`crate::state_lock`]) it reads the file as it is on disk now, applies
+    /// these changes in order and writes the result atomically. Another process's records are
+    /// kept; for the names changed here, this change wins. Afterwards the lock holds what was
+    /// written. With nothing changed, nothing is written.
+    ///
+    /// # Errors
+    /// The file on disk no longer parses (it is left as it is), the lock stayed held by
+    /// another process, or the write failed; the file is then unchanged.
+    pub fn save(&mut self) -> Result<(), LockError> {
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let mut merged = None;
+        let written = update(&path, |current| {
+            let mut file = match current {
+                Some(bytes) => parse(bytes, &path)?,
+                None => LockFile::empty(),
+            };
+            for change in self.changes.iter().cloned() {
+                file.apply(change);
+            }
+            let mut text = serde_json::to_string_pretty(&file).map_err(|e| LockError::Invalid {
+                path: path.clone(),
                 message: e.to_string(),
             })?;
-        text.push('\n');
-        write_atomic(&self.path, text.as_bytes()).map_err(|source| LockError::Io {
-            path: self.path.clone(),
-            source,
-        })
+            text.push('\n');
+            merged = Some(file);
+            Ok(Some(text.into_bytes()))
+        });
+        match written {
+            Ok(()) => {}
+            Err(UpdateError::Change(e)) => return Err(e),
+            Err(UpdateError::Io(source)) => return Err(LockError::Io { path, source }),
+        }
+        if let Some(file) = merged {
+            self.file = file;
+        }
+        self.changes.clear();
+        Ok(())
     }
+}
+
+/// The lock's bytes, read strictly.
+fn parse(bytes: &[u8], path: &Path) -> Result<LockFile, LockError> {
+    let file: LockFile = serde_json::from_slice(bytes).map_err(|e| LockError::Invalid {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    if file.version != LOCK_VERSION {
+        return Err(LockError::Invalid {
+            path: path.to_owned(),
+            message: format!("version {}", file.version),
+        });
+    }
+    Ok(file)
 }
 
 /// The SHA-256 of every regular file under `dir` by relative `/`-joined path (links and
@@ -281,6 +350,98 @@ pub fn drift(record: &LockRecord, dir: &Path) -> Drift {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(name: &str) -> LockRecord {
+        LockRecord {
+            source: "reef".to_owned(),
+            name: name.to_owned(),
+            version: "1.0.0".to_owned(),
+            artifact_sha256: "00".repeat(32),
+            signer: "unsigned".to_owned(),
+            sha256: "11".repeat(32),
+            files: BTreeMap::new(),
+            tools: BTreeSet::new(),
+            capabilities: BTreeSet::new(),
+            endpoints: BTreeSet::new(),
+            classification: None,
+            installed_at: DateTime::from_timestamp(0, 0).unwrap(),
+        }
+    }
+
+    /// Eight installs at once (threads with their own lock, as flock treats separate opens as
+    /// separate owners) each load, then all record and save: every record is kept.
+    #[test]
+    fn concurrent_installs_keep_every_record() {
+        let home = tempfile::tempdir().unwrap();
+        let writers = 8;
+        let loaded = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let home = home.path().to_owned();
+                let loaded = std::sync::Arc::clone(&loaded);
+                std::thread::spawn(move || {
+                    let mut lock = InstallLock::load(&home).unwrap();
+                    loaded.wait();
+                    if i % 2 == 0 {
+                        lock.set_plugin(&format!("p{i}"), record(&format!("p{i}")));
+                    } else {
+                        lock.set_skill(&format!("s{i}"), record(&format!("s{i}")));
+                    }
+                    lock.save().unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let lock = InstallLock::load(home.path()).unwrap();
+        let plugins: Vec<&String> = lock.plugins().keys().collect();
+        let skills: Vec<&String> = lock.skills().keys().collect();
+        assert_eq!(plugins, ["p0", "p2", "p4", "p6"]);
+        assert_eq!(skills, ["s1", "s3", "s5", "s7"]);
+    }
+
+    /// A removal in one process and an install in another both survive, in either order; a
+    /// file that no longer parses is refused, not overwritten.
+    #[test]
+    fn a_removal_and_an_install_at_once_both_survive() {
+        for removal_first in [true, false] {
+            let home = tempfile::tempdir().unwrap();
+            let mut setup = InstallLock::load(home.path()).unwrap();
+            setup.set_plugin("web", record("web"));
+            setup.set_skill("notes", record("notes"));
+            setup.save().unwrap();
+
+            let mut removing = InstallLock::load(home.path()).unwrap();
+            let mut adding = InstallLock::load(home.path()).unwrap();
+            assert!(removing.remove_plugin("web").is_some());
+            adding.set_plugin("api", record("api"));
+            if removal_first {
+                removing.save().unwrap();
+                adding.save().unwrap();
+            } else {
+                adding.save().unwrap();
+                removing.save().unwrap();
+            }
+            let lock = InstallLock::load(home.path()).unwrap();
+            let plugins: Vec<&String> = lock.plugins().keys().collect();
+            assert_eq!(plugins, ["api"], "removal first: {removal_first}");
+            assert!(lock.skill("notes").is_some());
+        }
+
+        let home = tempfile::tempdir().unwrap();
+        let mut lock = InstallLock::load(home.path()).unwrap();
+        std::fs::create_dir_all(home.path().join("registry")).unwrap();
+        std::fs::write(lock_path(home.path()), "{\"version\": 1, \"plugins\": [").unwrap();
+        lock.set_plugin("web", record("web"));
+        let err = lock.save().unwrap_err();
+        assert!(matches!(err, LockError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("lock.json"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(lock_path(home.path())).unwrap(),
+            "{\"version\": 1, \"plugins\": ["
+        );
+    }
 
     #[test]
     fn a_record_survives_a_round_trip_and_drift_names_the_files() {

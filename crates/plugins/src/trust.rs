@@ -11,7 +11,9 @@
 //!
 //! It lives outside every repository, so a project can never trust itself. It is read strictly
 //! (unknown keys are errors naming the file and line) and written atomically: a failed write
-//! leaves the previous file as it was.
+//! leaves the previous file as it was. A save is a merge ([`crate::state_lock`]): under the
+//! file's lock it reads the file as it is now and applies only the records and removals this
+//! store made since it was loaded, so another Bosun's decisions in the meantime are kept.
 //!
 //! ```toml
 //! version = 1
@@ -33,9 +35,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic::write_atomic;
 use crate::discovery::{PluginScope, is_local_name};
 use crate::metadata::Manifest;
+use crate::state_lock::{UpdateError, update};
 use crate::{PluginError, line_col};
 
 /// The format version this host reads and writes.
@@ -107,11 +109,47 @@ struct TrustFile {
     scopes: BTreeMap<String, BTreeMap<String, TrustRecord>>,
 }
 
-/// The trust store, as loaded from one file.
+/// One change this store made since it was loaded, replayed on the file at save.
+#[derive(Debug, Clone)]
+enum Change {
+    Record {
+        scope: String,
+        name: String,
+        record: TrustRecord,
+    },
+    Remove {
+        scope: String,
+        name: String,
+    },
+}
+
+impl TrustFile {
+    fn apply(&mut self, change: Change) -> Option<TrustRecord> {
+        match change {
+            Change::Record {
+                scope,
+                name,
+                record,
+            } => self.scopes.entry(scope).or_default().insert(name, record),
+            Change::Remove { scope, name } => {
+                let plugins = self.scopes.get_mut(&scope)?;
+                let removed = plugins.remove(&name);
+                if plugins.is_empty() {
+                    self.scopes.remove(&scope);
+                }
+                removed
+            }
+        }
+    }
+}
+
+/// The trust store, as loaded from one file, with the changes made since.
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     path: PathBuf,
     file: TrustFile,
+    /// The records and removals not yet saved, in order.
+    changes: Vec<Change>,
 }
 
 impl TrustStore {
@@ -128,28 +166,24 @@ impl TrustStore {
                 version: TRUST_VERSION,
                 scopes: BTreeMap::new(),
             },
+            changes: Vec::new(),
         }
     }
 
     /// Reads the store; a missing file is an empty store.
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, PluginError> {
         let path = path.into();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::empty(path)),
             Err(source) => return Err(PluginError::Read { path, source }),
         };
-        let file: TrustFile = toml::from_str(&text).map_err(|e| {
-            let (line, column) = e.span().map(|s| line_col(&text, s.start)).unwrap_or((1, 1));
-            PluginError::TrustParse {
-                path: path.clone(),
-                line,
-                column,
-                message: e.message().trim().to_owned(),
-            }
-        })?;
-        check_file(&file, &path)?;
-        Ok(Self { path, file })
+        let file = parse(&bytes, &path)?;
+        Ok(Self {
+            path,
+            file,
+            changes: Vec::new(),
+        })
     }
 
     /// Where the store is saved.
@@ -164,22 +198,25 @@ impl TrustStore {
 
     /// Records (or replaces) a plugin's trust. Takes effect on disk at [`TrustStore::save`].
     pub fn record(&mut self, scope: &PluginScope, local_name: &str, record: TrustRecord) {
-        self.file
-            .scopes
-            .entry(scope.trust_key())
-            .or_default()
-            .insert(local_name.to_owned(), record);
+        self.change(Change::Record {
+            scope: scope.trust_key(),
+            name: local_name.to_owned(),
+            record,
+        });
     }
 
-    /// Forgets a plugin's trust; returns the record it had.
+    /// Forgets a plugin's trust; returns the record it had. Takes effect on disk at
+    /// [`TrustStore::save`].
     pub fn remove(&mut self, scope: &PluginScope, local_name: &str) -> Option<TrustRecord> {
-        let key = scope.trust_key();
-        let plugins = self.file.scopes.get_mut(&key)?;
-        let removed = plugins.remove(local_name);
-        if plugins.is_empty() {
-            self.file.scopes.remove(&key);
-        }
-        removed
+        self.change(Change::Remove {
+            scope: scope.trust_key(),
+            name: local_name.to_owned(),
+        })
+    }
+
+    fn change(&mut self, change: Change) -> Option<TrustRecord> {
+        self.changes.push(change.clone());
+        self.file.apply(change)
     }
 
     /// Every record: scope key, local name, record; sorted.
@@ -191,19 +228,72 @@ impl TrustStore {
         })
     }
 
-    /// Writes the store atomically: a temporary file in the same directory (mode 0600) is
-    /// written and synced, renamed over the old file, and the directory is synced. The directory
-    /// is created with mode 0700 if missing. On any failure the old file is left as it was.
-    pub fn save(&self) -> Result<(), PluginError> {
-        let text = toml::to_string(&self.file).map_err(|e| PluginError::Write {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        write_atomic(&self.path, text.as_bytes()).map_err(|source| PluginError::Write {
-            path: self.path.clone(),
-            source,
-        })
+    /// Saves the records and removals made since the store was loaded: under the file's lock
+    /// ([`crate::state_lock`]) it reads the file as it is on disk now, applies this store's
+    /// changes in order and writes the result atomically (a temporary file of mode 0600 renamed
+    /// over the old one; the directory is created with mode 0700 if missing). A record another
+    /// process wrote meanwhile is kept; for the plugins this store changed, its change wins.
+    /// Afterwards the store holds what was written. With nothing changed, nothing is written.
+    ///
+    /// # Errors
+    /// The file on disk no longer parses (it is left as it is, and the error names it), the
+    /// lock stayed held by another process, or the write failed; the file is then unchanged.
+    pub fn save(&mut self) -> Result<(), PluginError> {
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let mut merged = None;
+        let written = update(&path, |current| {
+            let mut file = match current {
+                Some(bytes) => parse(bytes, &path)?,
+                None => TrustFile {
+                    version: TRUST_VERSION,
+                    scopes: BTreeMap::new(),
+                },
+            };
+            for change in self.changes.iter().cloned() {
+                file.apply(change);
+            }
+            let text = toml::to_string(&file).map_err(|e| PluginError::Write {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?;
+            merged = Some(file);
+            Ok(Some(text.into_bytes()))
+        });
+        match written {
+            Ok(()) => {}
+            Err(UpdateError::Change(e)) => return Err(e),
+            Err(UpdateError::Io(source)) => return Err(PluginError::Write { path, source }),
+        }
+        if let Some(file) = merged {
+            self.file = file;
+        }
+        self.changes.clear();
+        Ok(())
     }
+}
+
+/// The store's text, read strictly and checked.
+fn parse(bytes: &[u8], path: &Path) -> Result<TrustFile, PluginError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| PluginError::TrustParse {
+        path: path.to_owned(),
+        line: 1,
+        column: 1,
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let file: TrustFile = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        PluginError::TrustParse {
+            path: path.to_owned(),
+            line,
+            column,
+            message: e.message().trim().to_owned(),
+        }
+    })?;
+    check_file(&file, path)?;
+    Ok(file)
 }
 
 fn check_file(file: &TrustFile, path: &Path) -> Result<(), PluginError> {

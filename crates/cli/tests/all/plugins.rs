@@ -1168,3 +1168,45 @@ fn a_rebuilt_plugin_is_replaced_with_force_and_removed_with_its_trust() {
     let out = env.bosun(&["plugins", "remove", "hello-tf", "--yes"]);
     assert_eq!(code(&out), 2);
 }
+
+/// Several `bosun plugins install` of different plugins started at once: each writes the user
+/// config and the trust store, and none drops another's change, so every plugin is listed
+/// enabled (trusted and loadable) afterwards and answers a call.
+#[test]
+fn concurrent_installs_keep_every_plugin_trusted() {
+    let env = Env::new();
+    let wasm = env.dir.path().join("hello.wasm");
+    std::fs::copy(bosun_test_programs::HELLO, &wasm).unwrap();
+    let names: Vec<String> = (0..6).map(|i| format!("hello{i}")).collect();
+    let children: Vec<_> = names
+        .iter()
+        .map(|name| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+                .args(["plugins", "install", wasm.to_str().unwrap(), "--name", name])
+                .arg("--yes")
+                .current_dir(env.ws())
+                .env("BOSUN_HOME", env.home())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (name, child) in names.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "install {name}: {}", stderr(&out));
+    }
+    let listed = list(&env);
+    for name in &names {
+        let entry = listed
+            .iter()
+            .find(|p| p["local_name"] == name.as_str())
+            .unwrap_or_else(|| panic!("{name} is not listed: {listed:?}"));
+        assert_eq!(entry["state"], "enabled", "{name}: {entry}");
+    }
+    let trust = std::fs::read_to_string(env.home().join("trust.toml")).unwrap();
+    for name in &names {
+        assert!(trust.contains(&format!("[scopes.user.{name}]")), "{trust}");
+    }
+}

@@ -134,9 +134,10 @@ impl ServerReview {
     /// The pins cannot be read or written.
     pub fn record(self, home: &Path) -> Result<usize, PinError> {
         let count = self.count();
-        let mut pins = PinStore::load(home)?;
-        pins.servers.insert(self.name, self.pin);
-        pins.save(home)?;
+        PinStore::update(home, |pins| {
+            pins.servers.insert(self.name, self.pin);
+            (true, ())
+        })?;
         Ok(count)
     }
 }

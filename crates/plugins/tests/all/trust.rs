@@ -1,4 +1,5 @@
-//! The trust store: strict loading, round trips and atomic writes.
+//! The trust store: strict loading, round trips, atomic writes and saves that merge with what
+//! another process wrote meanwhile.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -78,12 +79,13 @@ trusted_at = "2025-06-01T12:00:00Z"
     let again = TrustStore::load(&path).unwrap();
     let all: Vec<(&str, &str)> = again.records().map(|(s, n, _)| (s, n)).collect();
     assert_eq!(all, vec![("/home/me/src/app", "fmt")]);
-    // No temporary file is left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(&home)
+    // No temporary file is left behind: only the store and its (empty) lock file.
+    let mut leftovers: Vec<_> = std::fs::read_dir(&home)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(leftovers, vec![std::ffi::OsString::from("trust.toml")]);
+    leftovers.sort();
+    assert_eq!(leftovers, [".trust.toml.lock", "trust.toml"]);
 }
 
 #[test]
@@ -245,4 +247,136 @@ fn save_replaces_the_file_rather_than_writing_through_it() {
     store.save().unwrap();
     assert_eq!(std::fs::read(&link).unwrap(), before);
     assert_ne!(std::fs::read(&path).unwrap(), before);
+}
+
+/// Eight processes' worth of stores (flock conflicts between separate opens in one process, so
+/// threads with their own store are a faithful model) each load, then all record a different
+/// plugin and save at once: every record is kept.
+#[test]
+fn concurrent_saves_keep_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let mut first = TrustStore::load(&path).unwrap();
+    first.record(&PluginScope::User, "existing", record('e'));
+    first.save().unwrap();
+    let writers = 8;
+    let loaded = std::sync::Arc::new(std::sync::Barrier::new(writers));
+    let handles: Vec<_> = (0..writers)
+        .map(|i| {
+            let path = path.clone();
+            let loaded = std::sync::Arc::clone(&loaded);
+            std::thread::spawn(move || {
+                let mut store = TrustStore::load(&path).unwrap();
+                loaded.wait();
+                store.record(&PluginScope::User, &format!("plugin{i}"), record('a'));
+                store.save().unwrap();
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let store = TrustStore::load(&path).unwrap();
+    let names: Vec<&str> = store.records().map(|(_, name, _)| name).collect();
+    let mut expected: Vec<String> = (0..writers).map(|i| format!("plugin{i}")).collect();
+    expected.insert(0, "existing".to_owned());
+    assert_eq!(names, expected);
+}
+
+/// One process forgets a plugin while another trusts a new one and re-trusts a third: the
+/// removal, the addition and each one's own change all survive, whichever saves first.
+#[test]
+fn a_removal_and_an_addition_at_once_both_survive() {
+    for removal_saves_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.toml");
+        let mut setup = TrustStore::load(&path).unwrap();
+        setup.record(&PluginScope::User, "web", record('a'));
+        setup.record(&PluginScope::User, "api", record('a'));
+        setup.save().unwrap();
+
+        let mut removing = TrustStore::load(&path).unwrap();
+        let mut adding = TrustStore::load(&path).unwrap();
+        assert_eq!(
+            removing.remove(&PluginScope::User, "web"),
+            Some(record('a'))
+        );
+        adding.record(&project("/home/me/src/app"), "fmt", record('b'));
+        adding.record(&PluginScope::User, "api", record('c'));
+        if removal_saves_first {
+            removing.save().unwrap();
+            adding.save().unwrap();
+        } else {
+            adding.save().unwrap();
+            removing.save().unwrap();
+        }
+        let store = TrustStore::load(&path).unwrap();
+        let all: Vec<(&str, &str, char)> = store
+            .records()
+            .map(|(s, n, r)| (s, n, r.sha256.chars().next().unwrap()))
+            .collect();
+        assert_eq!(
+            all,
+            [("/home/me/src/app", "fmt", 'b'), ("user", "api", 'c')],
+            "removal saved first: {removal_saves_first}"
+        );
+        // Each store now holds what it wrote, the other's change included.
+        let last = if removal_saves_first {
+            &adding
+        } else {
+            &removing
+        };
+        assert_eq!(last.get(&PluginScope::User, "web"), None);
+        assert!(last.get(&project("/home/me/src/app"), "fmt").is_some());
+    }
+}
+
+/// A store on disk that no longer parses is not overwritten with this process's view: the
+/// save fails naming the file and the fix, and the file is left for the person.
+#[test]
+fn a_save_over_a_file_that_no_longer_parses_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let mut store = TrustStore::load(&path).unwrap();
+    store.record(&PluginScope::User, "web", record('a'));
+    store.save().unwrap();
+    std::fs::write(&path, "version = 1\n[scopes.user.web\n").unwrap();
+    store.record(&PluginScope::User, "api", record('b'));
+    let err = store.save().unwrap_err();
+    assert!(matches!(err, PluginError::TrustParse { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "version = 1\n[scopes.user.web\n"
+    );
+}
+
+/// Another process in the middle of changing the store (holding its lock) makes a save wait,
+/// not write around it; once released, the save keeps both.
+#[test]
+fn a_save_waits_for_another_process_holding_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.toml");
+    let mut store = TrustStore::load(&path).unwrap();
+    store.record(&PluginScope::User, "web", record('a'));
+    let held = bosun_plugins::state_lock::lock(&path).unwrap();
+    let (started, waiting) = std::sync::mpsc::channel();
+    let saver = std::thread::spawn(move || {
+        started.send(()).unwrap();
+        store.save()
+    });
+    waiting.recv().unwrap();
+    // The holder writes its record while the save waits.
+    std::fs::write(
+        &path,
+        "version = 1\n[scopes.user.api]\nsha256 = \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"\nversion = \"0.1.0\"\ntools = []\ncapabilities = []\ntrusted_at = \"2025-06-01T12:00:00Z\"\n",
+    )
+    .unwrap();
+    drop(held);
+    saver.join().unwrap().unwrap();
+    let store = TrustStore::load(&path).unwrap();
+    let names: Vec<&str> = store.records().map(|(_, name, _)| name).collect();
+    assert_eq!(names, ["api", "web"]);
 }

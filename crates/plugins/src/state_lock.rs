@@ -1,0 +1,336 @@
+//! The lock that keeps two Bosun processes from losing each other's change to the same state
+//! file (`trust.toml`, `registry/lock.json`, `config.toml`, the MCP pins, …).
+//!
+//! Every such file is changed by reading it, changing it in memory and writing it whole
+//! ([`crate::atomic::write_atomic`]). Two processes doing that at once would each write their own
+//! copy, and the later rename would drop the other's record. So a change takes an exclusive
+//! advisory lock ([`std::fs::File::try_lock`], `flock`) on a sidecar file beside the state file,
+//! `.<name>.lock` (mode 0600, never followed if a link), reads the file as it is on disk now,
+//! applies its change and writes, all under the lock ([`update`]). The lock is held only for
+//! that read-change-write, never across a question to the person or a network fetch; the
+//! stores that load early and save later ([`crate::TrustStore`], [`crate::lock::InstallLock`])
+//! keep a journal of their own changes and replay it on the file as it is at save.
+//!
+//! Waiting for the lock is bounded ([`WAIT`]): a lock held longer is reported with the file's
+//! name and what to do, never waited on forever. The kernel drops the lock when its holder
+//! exits, even by `SIGKILL`; the sidecar file itself stays (it is empty and costs nothing),
+//! and its name is none of the temporary names the start-up sweep removes.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::atomic::{create_private_dir, write_atomic};
+
+/// Longest wait for another process's change to the same file: a change holds the lock for a
+/// read and a write of a small file, so a lock held this long belongs to a process that hangs.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// The longest pause between two tries for the lock.
+const MAX_POLL: Duration = Duration::from_millis(100);
+
+/// The exclusive right to change one state file, held until dropped.
+#[derive(Debug)]
+pub struct StateLock {
+    /// The open lock file: closing it releases the lock.
+    _file: File,
+}
+
+/// The sidecar lock file of `path`: `.<name>.lock` in the same directory.
+pub fn lock_file_for(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.lock"))
+}
+
+/// Takes the lock of the state file `path`, waiting at most [`WAIT`] for another process to
+/// finish its change.
+///
+/// # Errors
+/// The lock file cannot be created or opened (a link, not a regular file), or the lock stayed
+/// held for [`WAIT`] ([`ErrorKind::TimedOut`], naming the file).
+pub fn lock(path: &Path) -> std::io::Result<StateLock> {
+    lock_within(path, WAIT)
+}
+
+/// [`lock`] with its own bound on the wait.
+///
+/// # Errors
+/// As [`lock`], with `wait` as the bound.
+pub fn lock_within(path: &Path, wait: Duration) -> std::io::Result<StateLock> {
+    let lock_path = lock_file_for(path);
+    if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let file = open_lock_file(&lock_path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file: remove it so Bosun can lock {}",
+                lock_path.display(),
+                path.display()
+            ),
+        ));
+    }
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(StateLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("locking {}: {e}", lock_path.display()),
+                ));
+            }
+        }
+        let waited = started.elapsed();
+        if waited >= wait {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "{} is being changed by another Bosun process, which has held its lock {} for {} s: nothing was changed; try again when that process has finished (or has been stopped)",
+                    path.display(),
+                    lock_path.display(),
+                    waited.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(pause.min(wait - waited));
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
+
+#[cfg(unix)]
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// Why [`update`] changed nothing.
+#[derive(Debug)]
+pub enum UpdateError<E> {
+    /// The lock could not be taken, or the file could not be read or written (the message
+    /// names the file).
+    Io(std::io::Error),
+    /// The change refused the file as it is on disk now.
+    Change(E),
+}
+
+/// Changes the state file `path` under its lock: `change` is given the file as it is on disk
+/// now (`None` when there is none) and returns the new contents, or `None` to leave the file
+/// as it is. The new contents are written with [`write_atomic`] before the lock is released.
+///
+/// # Errors
+/// [`UpdateError::Io`] for the lock (see [`lock`]), the read and the write;
+/// [`UpdateError::Change`] for what `change` returned. Either way the file is unchanged.
+pub fn update<E>(
+    path: &Path,
+    change: impl FnOnce(Option<&[u8]>) -> Result<Option<Vec<u8>>, E>,
+) -> Result<(), UpdateError<E>> {
+    update_within(path, WAIT, change)
+}
+
+/// [`update`] with its own bound on the wait for the lock.
+///
+/// # Errors
+/// As [`update`].
+pub fn update_within<E>(
+    path: &Path,
+    wait: Duration,
+    change: impl FnOnce(Option<&[u8]>) -> Result<Option<Vec<u8>>, E>,
+) -> Result<(), UpdateError<E>> {
+    let _lock = lock_within(path, wait).map_err(UpdateError::Io)?;
+    let current = read_current(path).map_err(UpdateError::Io)?;
+    if let Some(next) = change(current.as_deref()).map_err(UpdateError::Change)? {
+        write_atomic(path, &next).map_err(|e| {
+            UpdateError::Io(std::io::Error::new(
+                e.kind(),
+                format!("writing {}: {e}", path.display()),
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The file's bytes, or `None` when there is no file.
+fn read_current(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("reading {}: {e}", path.display()),
+            ));
+        }
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))?;
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Barrier, mpsc};
+
+    use super::*;
+
+    /// Appends `line` to the file under its lock.
+    fn append(path: &Path, line: &str) {
+        update(path, |current| {
+            let mut text = current.map(<[u8]>::to_vec).unwrap_or_default();
+            text.extend_from_slice(line.as_bytes());
+            text.push(b'\n');
+            Ok::<_, std::convert::Infallible>(Some(text))
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn concurrent_updates_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.txt");
+        let writers = 8;
+        let barrier = Arc::new(Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let path = path.clone();
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    append(&path, &format!("writer {i}"));
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        let expected: Vec<String> = (0..writers).map(|i| format!("writer {i}")).collect();
+        assert_eq!(lines, expected);
+    }
+
+    #[test]
+    fn a_waiter_proceeds_once_the_holder_releases() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.toml");
+        let held = lock(&path).unwrap();
+        let (started, waiting) = mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                started.send(()).unwrap();
+                // A generous bound: only a hang guard.
+                update_within(&path, Duration::from_secs(120), |_| {
+                    Ok::<_, std::convert::Infallible>(Some(b"after".to_vec()))
+                })
+            })
+        };
+        waiting.recv().unwrap();
+        // Whatever the waiter has done so far, it cannot have written under a held lock.
+        assert!(!path.exists(), "written while the lock was held");
+        drop(held);
+        waiter.join().unwrap().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"after");
+    }
+
+    #[test]
+    fn a_lock_held_forever_ends_the_wait_with_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.toml");
+        std::fs::write(&path, "before").unwrap();
+        // Another open file description, as another process would have.
+        let other = File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(lock_file_for(&path))
+            .unwrap();
+        other.lock().unwrap();
+        let result = update_within(&path, Duration::from_millis(200), |_| {
+            Ok::<_, std::convert::Infallible>(Some(b"after".to_vec()))
+        });
+        let Err(UpdateError::Io(error)) = result else {
+            panic!("the update went ahead under another's lock: {result:?}");
+        };
+        assert_eq!(error.kind(), ErrorKind::TimedOut);
+        let message = error.to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains("another Bosun process"), "{message}");
+        assert!(message.contains("try again"), "{message}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+    }
+
+    #[test]
+    fn a_change_that_refuses_leaves_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock.json");
+        std::fs::write(&path, "{broken").unwrap();
+        let result = update(&path, |current| {
+            assert_eq!(current, Some(&b"{broken"[..]));
+            Err("does not parse")
+        });
+        assert!(matches!(result, Err(UpdateError::Change("does not parse"))));
+        assert_eq!(std::fs::read(&path).unwrap(), b"{broken");
+        // And the lock was released: the next change goes ahead at once.
+        update_within(&path, Duration::ZERO, |_| {
+            Ok::<_, std::convert::Infallible>(Some(b"{}".to_vec()))
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn the_lock_file_is_private_not_followed_and_never_swept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry/lock.json");
+        drop(lock(&path).unwrap());
+        let lock_path = lock_file_for(&path);
+        assert_eq!(lock_path, dir.path().join("registry/.lock.json.lock"));
+        let mode = std::fs::metadata(&lock_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        for name in [
+            ".trust.toml.lock",
+            ".lock.json.lock",
+            ".tmpabc.lock",
+            ".pins.json.lock",
+        ] {
+            assert!(!crate::atomic::is_temporary_name(name), "{name}");
+        }
+
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("theirs");
+        std::fs::write(&target, "theirs").unwrap();
+        let linked = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&target, lock_file_for(&linked)).unwrap();
+        let error = lock(&linked).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP), "{error}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs");
+    }
+}
