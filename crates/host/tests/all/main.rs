@@ -9,6 +9,7 @@ mod builtin;
 mod checkpoint;
 mod chokepoint;
 mod flow;
+mod instance_labels;
 mod instance_slots;
 mod js_plugins;
 mod managed;
@@ -43,6 +44,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
         logs: Default::default(),
         reads: bosun_host::tool::ReadJudge::unrestricted(),
         read_files: Default::default(),
+        instance_label: Default::default(),
         granted: Vec::new(),
         judge: None,
     }
