@@ -236,7 +236,11 @@ impl Tool for RunCommand {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        input.dir(ctx)?;
+        // Only what the text shows is checked before policy judges: whether `cwd` exists or is
+        // a directory is told once the call is allowed, never to a call that is denied.
+        if let Some(cwd) = &input.cwd {
+            ctx.workspace.judged(cwd)?;
+        }
         let mut requests = vec![CapabilityRequest {
             capability: Capability::ProcessSpawn,
             scope: Scope {

@@ -886,3 +886,62 @@ decision = "deny"
     );
     assert!(!root.join("secrets/missing.txt").exists());
 }
+
+/// A `run_command` that policy denies says nothing of its `cwd`: a directory, a file, a missing
+/// path, a link and a dangling link answer `denied` in the same words, as for the file tools.
+#[tokio::test]
+async fn a_denied_command_says_nothing_of_its_cwd() {
+    let rules = r#"
+[[policy.rules]]
+action = "builtin.tool.*"
+decision = "allow"
+
+[[policy.rules]]
+action = "process.spawn"
+program = "forbidden"
+decision = "deny"
+"#;
+    let h = Harness::new(
+        policy(Mode::Full, rules),
+        builtin::tools(),
+        Arc::new(AutoApprove),
+        Limits::default(),
+    );
+    let root = h.dir.path();
+    std::fs::create_dir_all(root.join("secrets/sub")).unwrap();
+    std::fs::write(root.join("secrets/present.txt"), "key=1\n").unwrap();
+    std::os::unix::fs::symlink("sub", root.join("secrets/link")).unwrap();
+    std::os::unix::fs::symlink("gone", root.join("secrets/dangling")).unwrap();
+    let mut heard = Vec::new();
+    for cwd in [
+        "secrets/sub",
+        "secrets/present.txt",
+        "secrets/missing",
+        "secrets/present.txt/x",
+        "secrets/link",
+        "secrets/dangling",
+    ] {
+        let result = h
+            .call(
+                "run_command",
+                json!({"program": "forbidden", "args": [], "cwd": cwd}),
+            )
+            .await;
+        assert_eq!(code(&result), Some(ErrorCode::Denied), "{cwd}: {result:?}");
+        heard.push(result.error().unwrap().message.replace(cwd, "<cwd>"));
+    }
+    heard.dedup();
+    assert_eq!(heard.len(), 1, "the cwds were told apart: {heard:#?}");
+    // What the text itself shows is still refused before policy: a cwd out of the workspace.
+    let outside = h
+        .call(
+            "run_command",
+            json!({"program": "forbidden", "cwd": "../elsewhere"}),
+        )
+        .await;
+    assert_eq!(
+        code(&outside),
+        Some(ErrorCode::OutsideWorkspace),
+        "{outside:?}"
+    );
+}
