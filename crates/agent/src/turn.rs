@@ -230,7 +230,7 @@ impl TurnBuilder {
             trace = trace.observe(observer);
         }
         // JavaScript plugins' `observeRunEvents`: redacted events, delivered off the run's path.
-        if let Some(observer) = host.js_observer() {
+        if let Some(observer) = host.js_observer(&conversation.grants) {
             trace = trace.observe(observer);
         }
         let trace = trace.open()?;

@@ -229,6 +229,10 @@ impl Chokepoint {
             )
             .await;
         drain_logs(call, &ctx, trace);
+        // A kept plugin instance hands back what its module state holds, in an error's message
+        // as much as in a result: the session takes on the labels of every session whose data
+        // reached the instance, whatever came of the call.
+        self.carry_instance_label(call, &ctx, session, trace);
         let mut output = match outcome {
             Ok(output) => output,
             Err(error) => return Err((error, Some(explanation))),
@@ -291,6 +295,7 @@ impl Chokepoint {
             logs: Default::default(),
             reads: crate::tool::ReadJudge::new(self.policy.clone(), session.clone()),
             read_files: Default::default(),
+            instance_label: Default::default(),
             granted: Vec::new(),
             judge: None,
         }

@@ -704,6 +704,14 @@ impl LoadedConfig {
                 constrained_by: managed_rule,
             });
         }
+        let (layer, at) = from_user(&["sandbox", "plugin_instances"]);
+        out.push(Setting {
+            key: "sandbox.plugin_instances".to_owned(),
+            value: self.user.sandbox.plugin_instances.to_string(),
+            layer,
+            at,
+            constrained_by: None,
+        });
         if let Some(m) = managed {
             out.push(Setting {
                 key: "policy.rules".to_owned(),

@@ -49,8 +49,9 @@ pub struct HookFailure {
     pub cause: bosun_core::ToolError,
 }
 
-/// What a hook knows of the session a call comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a hook knows of the session a call comes from; also the label of a plugin instance,
+/// the highest of the sessions whose data reached it (the default: none reached it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionLabels {
     /// The highest level of data the session has seen.
     pub level: bosun_core::Classification,
@@ -65,6 +66,19 @@ impl SessionLabels {
             level: session.taint(),
             untrusted: session.untrusted_source(),
         }
+    }
+
+    /// Takes in `other`: the higher level, and the first untrusted input (kept once marked).
+    pub fn raise(&mut self, other: &SessionLabels) {
+        self.level = self.level.max(other.level);
+        if self.untrusted.is_none() {
+            self.untrusted.clone_from(&other.untrusted);
+        }
+    }
+
+    /// Whether it says more than a fresh session: a level above `PUBLIC` or untrusted input.
+    pub fn is_marked(&self) -> bool {
+        self.level > bosun_core::Classification::Public || self.untrusted.is_some()
     }
 }
 

@@ -21,6 +21,7 @@ use crate::config::{ConfigError, LoadedConfig, bosun_home};
 use crate::plugin_runtime::install::{ListedPlugin, MANAGER_TOOLS, PluginManager};
 use crate::plugin_runtime::js::{EngineNotice, JavaScriptRuntime, JsEngine, JsRuntime};
 use crate::plugin_runtime::{self, Assembly, LazySandbox, Runtime, RuntimeError};
+use crate::session::Session;
 use crate::tool::Tool;
 use crate::trace::Observer;
 use crate::workspace::Workspace;
@@ -681,11 +682,15 @@ impl Host {
         run_to_completion(self.prompts(task))
     }
 
-    /// An observer that delivers redacted run events to the plugins that asked for them
-    /// (`observeRunEvents`), off the run's path; `None` when no plugin asked.
-    pub fn observer(&self) -> Option<Arc<dyn Observer>> {
-        let mut observers: Vec<Arc<dyn Observer>> =
-            self.runtimes.iter().filter_map(|r| r.observer()).collect();
+    /// An observer that delivers the redacted events of a run of `session` to the plugins that
+    /// asked for them (`observeRunEvents`), off the run's path; `None` when no plugin asked.
+    /// Their instances take on the session's labels with each event.
+    pub fn observer(&self, session: &Arc<Session>) -> Option<Arc<dyn Observer>> {
+        let mut observers: Vec<Arc<dyn Observer>> = self
+            .runtimes
+            .iter()
+            .filter_map(|r| r.observer(session))
+            .collect();
         match observers.len() {
             0 => None,
             1 => observers.pop(),
@@ -694,8 +699,8 @@ impl Host {
     }
 
     /// As [`observer`](Self::observer).
-    pub fn js_observer(&self) -> Option<Arc<dyn Observer>> {
-        self.observer()
+    pub fn js_observer(&self, session: &Arc<Session>) -> Option<Arc<dyn Observer>> {
+        self.observer(session)
     }
 
     /// The activated JavaScript plugins (for their commands and subagents).

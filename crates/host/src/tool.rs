@@ -43,6 +43,9 @@ pub struct ToolContext {
     /// The files whose content reached the result beyond the paths the call named (each file
     /// a search returns lines of): the chokepoint raises the session to each one's label.
     pub read_files: ReadFiles,
+    /// The label of the plugin instance the call ran in (what every session that handed it
+    /// data held): the chokepoint raises the session to it, whether the call succeeded or not.
+    pub instance_label: InstanceLabel,
     /// The capability requests policy (and a person, when asked) allowed for this call: what
     /// the tool is granted at the resource, exactly — a plugin's preopened directories come from
     /// these, never from a second computation. Empty until the chokepoint has decided.
@@ -188,6 +191,38 @@ impl ReadFiles {
         )
         .into_iter()
         .collect()
+    }
+}
+
+/// The label a kept plugin instance's result carries: the highest level and the first untrusted
+/// input of every session whose data reached the instance, with the plugin's name. A plugin
+/// runtime records it after the call; the chokepoint takes it at step 8.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceLabel(Arc<std::sync::Mutex<Option<(String, crate::SessionLabels)>>>);
+
+impl InstanceLabel {
+    /// Records that the call's result came from the instance of `plugin` labelled `label`
+    /// (nothing when the label says no more than a fresh session).
+    pub fn record(&self, plugin: &str, label: &crate::SessionLabels) {
+        if !label.is_marked() {
+            return;
+        }
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match kept.as_mut() {
+            Some((_, held)) => held.raise(label),
+            None => *kept = Some((plugin.to_owned(), label.clone())),
+        }
+    }
+
+    /// The recorded plugin and label, if any, and forgets them.
+    pub fn take(&self) -> Option<(String, crate::SessionLabels)> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 }
 

@@ -299,7 +299,8 @@ impl Served {
         let mut trace = TraceBuilder::new(run_id, self.redactor.clone())
             .runs_dir(self.runs_dir.clone())
             .telemetry(self.host.config(), None);
-        if let Some(observer) = self.host.js_observer() {
+        let session = Arc::new(Session::new(run_id));
+        if let Some(observer) = self.host.js_observer(&session) {
             trace = trace.observe(observer);
         }
         let trace = trace
@@ -307,7 +308,7 @@ impl Served {
             .map_err(|e| e.to_string())?;
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),
-            session: Arc::new(Session::new(run_id)),
+            session,
             trace: Arc::new(trace),
             calls: AtomicU64::new(0),
         }))

@@ -17,7 +17,7 @@ fn config_show_layers_names_the_layer_and_line_of_every_setting() {
     )
     .unwrap();
     env.user_config(
-        "mode = \"read-only\"\ndefault_model = \"small\"\n\n[agent]\nmax_steps = 7\n\n[models.small]\nprovider = \"openai-chat\"\nmodel = \"s\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SMALL_KEY\"\n\n[models.big]\nprovider = \"openai-chat\"\nmodel = \"b\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BIG_KEY\"\n",
+        "mode = \"read-only\"\ndefault_model = \"small\"\n\n[agent]\nmax_steps = 7\n\n[models.small]\nprovider = \"openai-chat\"\nmodel = \"s\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SMALL_KEY\"\n\n[models.big]\nprovider = \"openai-chat\"\nmodel = \"b\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BIG_KEY\"\n\n[sandbox]\nplugin_instances = 8\n",
     );
     env.project_config("[[policy.rules]]\naction = \"fs.write\"\ndecision = \"ask\"\n");
     let managed_env = managed.display().to_string();
@@ -46,6 +46,11 @@ fn config_show_layers_names_the_layer_and_line_of_every_setting() {
     );
     assert_eq!(find("agent.max_steps", "user")["at"], format!("{user}:5"));
     assert_eq!(find("agent.max_steps", "user")["value"], "7");
+    assert_eq!(
+        find("sandbox.plugin_instances", "user")["at"],
+        format!("{user}:20")
+    );
+    assert_eq!(find("sandbox.plugin_instances", "user")["value"], "8");
     // Forced by the managed file where the user wrote nothing.
     assert_eq!(
         find("sandbox.require", "managed")["at"],
@@ -93,6 +98,10 @@ fn config_show_layers_names_the_layer_and_line_of_every_setting() {
     // Without --layers: the values only.
     let plain = String::from_utf8(show(&[]).stdout).unwrap();
     assert!(plain.lines().any(|l| l == "agent.max_steps = 7"), "{plain}");
+    assert!(
+        plain.lines().any(|l| l == "sandbox.plugin_instances = 8"),
+        "{plain}"
+    );
     // A model that is not configured is refused, naming the fix.
     let out = env.bosun_with_env(
         &["config", "show", "--model", "nope"],

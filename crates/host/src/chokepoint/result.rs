@@ -1,6 +1,6 @@
 //! Steps 7 and 8 of the chokepoint, after a tool returned: the post-response hooks act on the
-//! result, and the session takes on what the result carries (its level, untrusted input). The
-//! session's taint only ever rises here.
+//! result, and the session takes on what the result carries (its level, untrusted input, the
+//! label of the plugin instance it came from). The session's taint only ever rises here.
 
 use bosun_core::{Capability, Classification, Event, Risk};
 use serde_json::Value;
@@ -128,6 +128,48 @@ impl Chokepoint {
         };
         if let Some(source) = untrusted {
             let source = format!("{source}, read by {} ({})", call.name, call.id);
+            if session.mark_untrusted(source.clone()) {
+                trace.record(Event::UntrustedInput {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    /// The session takes on the label of the kept plugin instance the call ran in: the highest
+    /// level and the first untrusted input of every session whose data reached the instance
+    /// (its module state may hold any of it), naming the instance as the source.
+    pub(super) fn carry_instance_label(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+        session: &Session,
+        trace: &Trace,
+    ) {
+        let Some((plugin, label)) = ctx.instance_label.take() else {
+            return;
+        };
+        let before = session.taint();
+        let after = session.raise_taint(label.level);
+        if after > before {
+            session.set_taint_source(format!(
+                "{} ({}), whose instance of plugin `{plugin}` holds data of sessions up to {}",
+                call.name, call.id, label.level
+            ));
+            trace.record(Event::TaintRaised {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                from: before,
+                to: after,
+            });
+        }
+        if let Some(source) = label.untrusted {
+            let source = format!(
+                "{source}, kept by the instance of plugin `{plugin}` and returned by {} ({})",
+                call.name, call.id
+            );
             if session.mark_untrusted(source.clone()) {
                 trace.record(Event::UntrustedInput {
                     call_id: call.id.clone(),

@@ -20,6 +20,7 @@ use bosun_policy::Policy;
 use bosun_sandbox::{CallOptions, Grants, Instance, Loaded, Sandbox};
 use serde_json::Value;
 
+use crate::hooks::SessionLabels;
 use crate::plugin_runtime::contract::{Assembly, Offer, Runtime};
 use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error, sandbox_error};
 use crate::plugin_runtime::granter;
@@ -67,10 +68,11 @@ impl ChockPlugin {
             cancel: ctx.cancel.clone(),
             ..CallOptions::default()
         };
-        let result = self
+        let (result, reached) = self
             .instance
             .with(
                 loaded.slots(),
+                &SessionLabels::of(&ctx.session),
                 |_| true,
                 || loaded.instantiate(self.grants.clone()),
                 async |instance| instance.call_chock(index, args, opts).await,
@@ -81,6 +83,7 @@ impl ChockPlugin {
             )
             .await
             .map_err(|e| sandbox_error(&self.local_name, &e))?;
+        ctx.instance_label.record(&self.local_name, &reached);
         // A poisoned instance was already dropped by its slot.
         result
             .map(|out| out.output_json)

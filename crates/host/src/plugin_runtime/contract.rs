@@ -150,8 +150,9 @@ pub trait Runtime: Send + Sync + Any {
         (Vec::new(), Vec::new())
     }
 
-    /// What delivers run events to its plugins that observe them; `None` when none does.
-    fn observer(&self) -> Option<Arc<dyn Observer>> {
+    /// What delivers the run events of `session` to its plugins that observe them (whose
+    /// instances take on the session's labels); `None` when none does.
+    fn observer(&self, _session: &Arc<crate::session::Session>) -> Option<Arc<dyn Observer>> {
         None
     }
 

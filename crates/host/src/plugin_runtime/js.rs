@@ -244,8 +244,12 @@ impl Runtime for JavaScriptRuntime {
         (prompts, warnings)
     }
 
-    fn observer(&self) -> Option<Arc<dyn crate::trace::Observer>> {
-        JsObserver::for_runtimes(&self.runtimes).map(|o| o as Arc<dyn crate::trace::Observer>)
+    fn observer(
+        &self,
+        session: &Arc<crate::session::Session>,
+    ) -> Option<Arc<dyn crate::trace::Observer>> {
+        JsObserver::for_runtimes(&self.runtimes, session)
+            .map(|o| o as Arc<dyn crate::trace::Observer>)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -20,6 +20,7 @@ use bosun_policy::Policy;
 use bosun_sandbox::{CallOptions, FsGrant, Grants, Instance, Loaded, NetGrant, Sandbox};
 use serde_json::Value;
 
+use crate::hooks::SessionLabels;
 use crate::plugin_runtime::call_report;
 use crate::plugin_runtime::contract::{Assembly, Offer, Prompts, Runtime};
 use crate::plugin_runtime::error::{RuntimeError, call_error, plugin_error, sandbox_error};
@@ -107,10 +108,11 @@ impl NativePlugin {
             processes: None,
         };
         let (granted, grants) = (&fs, &self.grants);
-        let result = self
+        let (result, reached) = self
             .instance
             .with(
                 loaded.slots(),
+                &SessionLabels::of(&ctx.session),
                 |linked| linked.fs == fs,
                 move || async move {
                     let instance = loaded
@@ -137,6 +139,7 @@ impl NativePlugin {
             )
             .await
             .map_err(|e| sandbox_error(&self.local_name, &e))?;
+        ctx.instance_label.record(&self.local_name, &reached);
         match result {
             Ok(out) => {
                 call_report::keep(ctx, &out.report);

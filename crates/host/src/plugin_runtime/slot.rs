@@ -4,6 +4,13 @@
 //! runtime can reuse an instance that failed or lose one that is in a call. Module state does
 //! not survive a replacement or a release.
 //!
+//! Every session of the process shares the instance, so its module state can carry one
+//! session's data to another. Each instance therefore keeps a label ([`SessionLabels`]): the
+//! highest level and the first untrusted input of every session whose data reached it. A use
+//! raises it to the using session's labels before the plugin's code runs, and hands back the
+//! label after, for the chokepoint to raise the session to (what the plugin returns may hold
+//! anything its state holds). The label lives with the instance: a fresh one starts without.
+//!
 //! Each slot enters its engine's [`SlotRegistry`] at its first use with the moment it was last
 //! used; making an instance that meets [`SandboxError::PoolFull`] releases the least recently
 //! used idle instance of any plugin of that engine and tries again. An instance in a call holds
@@ -14,6 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bosun_sandbox::{KeptInstance, SandboxError, SlotRegistry};
 use tokio::sync::Mutex;
+
+use crate::hooks::SessionLabels;
 
 /// An instance that a failed call may leave unusable.
 pub(crate) trait Poisonable {
@@ -83,10 +92,17 @@ pub(crate) struct InstanceSlot<T> {
     shared: Arc<Shared<T>>,
 }
 
+/// A live instance and the labels of every session whose data reached it.
+struct Labelled<T> {
+    instance: T,
+    /// Only rises while the instance lives; dropped with it.
+    reached: SessionLabels,
+}
+
 struct Shared<T> {
     /// The plugin's local name.
     label: String,
-    live: Mutex<Option<T>>,
+    live: Mutex<Option<Labelled<T>>>,
     /// The registry's clock when a call last began or ended here.
     last_used: AtomicU64,
     entered: AtomicBool,
@@ -143,8 +159,11 @@ impl<T: Poisonable + Send + 'static> InstanceSlot<T> {
         }
     }
 
-    /// Runs `call` on the live instance. A new one is made with `create` first when there is
-    /// none, the last one is poisoned, or `fits` says it was made for something else; when the
+    /// Runs `call` on the live instance, whose label first rises to `from` (the labels of the
+    /// session whose data the call hands it), and returns what `call` returned with the
+    /// instance's label after it: what the result may carry. A new one is made with `create`
+    /// first when there is none, the last one is poisoned, or `fits` says it was made for
+    /// something else (it starts with no label); when the
     /// engine's pool is full, the least recently used idle instance in `slots` is released
     /// and `create` tried again. `tell` is given a [`SlotNote`] for each release made for this
     /// call, and one when this plugin's own instance had been released while idle; it says
@@ -155,30 +174,37 @@ impl<T: Poisonable + Send + 'static> InstanceSlot<T> {
     /// # Errors
     /// `create`'s error — [`SandboxError::PoolFull`] only when no instance was idle to release;
     /// the slot is then empty.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn with<R, E: Creation, Made: Future<Output = Result<T, E>>>(
         &self,
         slots: &SlotRegistry,
+        from: &SessionLabels,
         fits: impl FnOnce(&T) -> bool,
         create: impl Fn() -> Made,
         call: impl AsyncFnOnce(&mut T) -> R,
         tell: impl Fn(SlotNote<'_>) -> bool,
-    ) -> Result<R, E> {
+    ) -> Result<(R, SessionLabels), E> {
         self.enter(slots);
         let shared = &self.shared;
         let mut live = shared.live.lock().await;
         shared.last_used.store(slots.tick(), Ordering::Relaxed);
         if live
             .as_ref()
-            .is_some_and(|instance| instance.is_poisoned() || !fits(instance))
+            .is_some_and(|kept| kept.instance.is_poisoned() || !fits(&kept.instance))
         {
             // Dropped before its successor is made: never two instances of one plugin at once.
             *live = None;
         }
-        let instance = match live.take() {
-            Some(instance) => instance,
+        let kept = match live.take() {
+            Some(kept) => kept,
             None => loop {
                 match create().await {
-                    Ok(instance) => break instance,
+                    Ok(instance) => {
+                        break Labelled {
+                            instance,
+                            reached: SessionLabels::default(),
+                        };
+                    }
                     Err(e) if e.pool_full() => match slots.release_least_recent() {
                         Some(plugin) => {
                             tell(SlotNote::Released(&plugin));
@@ -195,13 +221,17 @@ impl<T: Poisonable + Send + 'static> InstanceSlot<T> {
         {
             shared.released.store(true, Ordering::Relaxed);
         }
-        let instance = live.insert(instance);
-        let result = call(instance).await;
-        if instance.is_poisoned() {
+        let kept = live.insert(kept);
+        // The data flows in before any of the plugin's code sees it.
+        kept.reached.raise(from);
+        let result = call(&mut kept.instance).await;
+        // Read under the lock, after the call: no other call ran on this instance meanwhile.
+        let reached = kept.reached.clone();
+        if kept.instance.is_poisoned() {
             *live = None;
         }
         shared.last_used.store(slots.tick(), Ordering::Relaxed);
-        Ok(result)
+        Ok((result, reached))
     }
 
     /// Whether a usable instance is live now.
@@ -211,7 +241,7 @@ impl<T: Poisonable + Send + 'static> InstanceSlot<T> {
             .lock()
             .await
             .as_ref()
-            .is_some_and(|instance| !instance.is_poisoned())
+            .is_some_and(|kept| !kept.instance.is_poisoned())
     }
 
     /// Puts the slot among `slots`' candidates for release, once.
@@ -220,5 +250,82 @@ impl<T: Poisonable + Send + 'static> InstanceSlot<T> {
             let shared: Arc<dyn KeptInstance> = self.shared.clone();
             slots.enter(Arc::downgrade(&shared));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bosun_core::Classification;
+
+    use super::*;
+
+    /// An instance whose call may poison it.
+    struct Fake {
+        poisoned: bool,
+    }
+
+    impl Poisonable for Fake {
+        fn is_poisoned(&self) -> bool {
+            self.poisoned
+        }
+    }
+
+    #[derive(Debug)]
+    struct NeverFull;
+
+    impl Creation for NeverFull {
+        fn pool_full(&self) -> bool {
+            false
+        }
+    }
+
+    async fn use_slot(
+        slot: &InstanceSlot<Fake>,
+        slots: &SlotRegistry,
+        from: &SessionLabels,
+        poison: bool,
+    ) -> SessionLabels {
+        let ((), reached) = slot
+            .with(
+                slots,
+                from,
+                |_| true,
+                || async { Ok::<_, NeverFull>(Fake { poisoned: false }) },
+                async |fake: &mut Fake| fake.poisoned = poison,
+                |_| true,
+            )
+            .await
+            .unwrap();
+        reached
+    }
+
+    #[tokio::test]
+    async fn an_instance_label_rises_with_every_session_and_a_fresh_instance_starts_without() {
+        let slots = SlotRegistry::default();
+        let slot = InstanceSlot::<Fake>::empty("memo");
+        let public = SessionLabels::default();
+        let secret = SessionLabels {
+            level: Classification::Restricted,
+            untrusted: None,
+        };
+        let marked = SessionLabels {
+            level: Classification::Internal,
+            untrusted: Some("the network (example.com)".into()),
+        };
+        assert_eq!(use_slot(&slot, &slots, &secret, false).await, secret);
+        // A PUBLIC session gets the instance's label back; it never falls.
+        assert_eq!(use_slot(&slot, &slots, &public, false).await, secret);
+        let both = SessionLabels {
+            level: Classification::Restricted,
+            untrusted: marked.untrusted.clone(),
+        };
+        assert_eq!(use_slot(&slot, &slots, &marked, false).await, both);
+        // The call that poisons it still hands back what it held; its successor holds nothing.
+        assert_eq!(use_slot(&slot, &slots, &public, true).await, both);
+        assert_eq!(use_slot(&slot, &slots, &public, false).await, public);
+        // Released while idle: the next instance starts without the label too.
+        assert_eq!(use_slot(&slot, &slots, &secret, false).await, secret);
+        assert!(slot.shared.release_if_idle());
+        assert_eq!(use_slot(&slot, &slots, &public, false).await, public);
     }
 }

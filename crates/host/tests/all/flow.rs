@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Answers every question the same way and keeps each reason it was given.
-struct Person {
-    answer: ApprovalAnswer,
-    reasons: Mutex<Vec<String>>,
+pub(crate) struct Person {
+    pub(crate) answer: ApprovalAnswer,
+    pub(crate) reasons: Mutex<Vec<String>>,
 }
 
 #[async_trait]
@@ -34,7 +34,7 @@ impl ApprovalBroker for Person {
 
 /// Keeps every envelope the trace records.
 #[derive(Default)]
-struct Seen(Mutex<Vec<bosun_core::Envelope>>);
+pub(crate) struct Seen(pub(crate) Mutex<Vec<bosun_core::Envelope>>);
 
 impl bosun_host::trace::Observer for Seen {
     fn observe(&self, envelope: &bosun_core::Envelope) {

@@ -213,8 +213,10 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
     let policy = policy("");
     let plugins = JsPlugins::start(vec![spec], engine().await, &policy, None).await;
     assert!(plugins.warnings.is_empty(), "{:?}", plugins.warnings);
+    let session = Arc::new(Session::new("s"));
     let observer =
-        bosun_host::plugin_runtime::js::JsObserver::for_runtimes(&plugins.runtimes).unwrap();
+        bosun_host::plugin_runtime::js::JsObserver::for_runtimes(&plugins.runtimes, &session)
+            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let workspace = Arc::new(Workspace::discover(dir.path()).unwrap());
@@ -231,7 +233,6 @@ async fn observers_get_every_event_redacted_and_frozen_without_stalling_the_run(
     )
     .unwrap()
     .observe(observer.clone());
-    let session = Arc::new(Session::new("s"));
     let call = |name: &str, input: Value| ToolCall {
         id: "c".into(),
         name: name.into(),

@@ -10,6 +10,7 @@ mod checkpoint;
 mod chokepoint;
 mod flow;
 mod hostile_files;
+mod instance_labels;
 mod instance_slots;
 mod js_plugins;
 mod managed;
@@ -44,6 +45,7 @@ pub fn builtin_context(root: &std::path::Path) -> bosun_host::ToolContext {
         logs: Default::default(),
         reads: bosun_host::tool::ReadJudge::unrestricted(),
         read_files: Default::default(),
+        instance_label: Default::default(),
         granted: Vec::new(),
         judge: None,
     }

@@ -5,12 +5,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::hooks::SessionLabels;
 use crate::plugin_runtime::js::plugin::JsRuntime;
+use crate::session::Session;
 
 /// Events waiting for one plugin's observers; beyond this the newest are dropped and counted.
 const OBSERVER_QUEUE: usize = 1024;
 
 /// Delivers every event of a run to the plugins that registered `observeRunEvents` observers.
+/// Each event raises the observing instance's label to the labels of the run's session at
+/// delivery (which are at least those it had when the event was recorded: they only rise).
 ///
 /// The trace hands events over already redacted; each plugin gets them in order on a worker
 /// thread of its own, through a bounded queue, so a slow or stuck observer never stalls the run
@@ -43,8 +47,9 @@ impl std::fmt::Debug for JsObserver {
 }
 
 impl JsObserver {
-    /// An observer for the runtimes with observers; `None` when no plugin has one.
-    pub fn for_runtimes(runtimes: &[Arc<JsRuntime>]) -> Option<Arc<Self>> {
+    /// An observer of the runs of `session` for the runtimes with observers; `None` when no
+    /// plugin has one.
+    pub fn for_runtimes(runtimes: &[Arc<JsRuntime>], session: &Arc<Session>) -> Option<Arc<Self>> {
         let mut queues = Vec::new();
         let warnings: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
         for runtime in runtimes.iter().filter(|r| r.descriptor.hooks.observe > 0) {
@@ -52,6 +57,7 @@ impl JsObserver {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<Value>(OBSERVER_QUEUE);
             let name = runtime.spec.local_name.clone();
             let runtime = Arc::clone(runtime);
+            let session = Arc::clone(session);
             let spawned = std::thread::Builder::new()
                 .name(format!("observe-{}", runtime.spec.local_name))
                 .spawn(move || {
@@ -63,7 +69,8 @@ impl JsObserver {
                     };
                     // Ends when the observer (the sender) is dropped with the trace.
                     while let Ok(event) = receiver.recv() {
-                        match rt.block_on(runtime.observe(&event)) {
+                        let from = SessionLabels::of(&session);
+                        match rt.block_on(runtime.observe(&event, &from)) {
                             Ok(found) => {
                                 for warning in found {
                                     push_warning(&sink, warning);

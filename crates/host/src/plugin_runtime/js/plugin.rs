@@ -9,6 +9,7 @@ use bosun_sandbox::{CallErrorKind, CallOptions, Loaded};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::SessionLabels;
 use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error, sandbox_error};
 use crate::plugin_runtime::js::engine::{JsEngine, KeptAt};
 use crate::plugin_runtime::js::spec::JsPluginSpec;
@@ -107,9 +108,11 @@ impl JsRuntime {
     pub async fn start(spec: JsPluginSpec, engine: &Arc<JsEngine>) -> Result<Arc<Self>, LeftOut> {
         let loaded = engine.get().await.map_err(LeftOut::Engine)?;
         let slot = InstanceSlot::empty(&spec.local_name);
-        let descriptor = slot
+        let (descriptor, _) = slot
             .with(
                 loaded.slots(),
+                // Activation hands the plugin no session's data.
+                &SessionLabels::default(),
                 |_| true,
                 || {
                     let (grants, request) = (spec.grants(), spec.request());
@@ -189,11 +192,14 @@ impl JsRuntime {
     }
 
     /// Runs `f` on the live instance, activating a fresh one first if there is none (the last
-    /// was poisoned, or released while idle for another plugin). `ctx`, the tool call this
-    /// runs for, is told when another plugin's idle instance was released to make room.
+    /// was poisoned, or released while idle for another plugin). The instance's label first
+    /// rises to `from`, the labels of the session whose data `f` hands the plugin. `ctx`, the
+    /// tool call this runs for, is told when another plugin's idle instance was released to
+    /// make room, and given the instance's label after the call for its result to carry.
     pub(super) async fn with_plugin<T>(
         &self,
         ctx: Option<&ToolContext>,
+        from: &SessionLabels,
         f: impl AsyncFnOnce(&mut JsPlugin) -> Result<T, JsError>,
     ) -> Result<T, ToolError> {
         let local = &self.spec.local_name;
@@ -203,10 +209,11 @@ impl JsRuntime {
                 format!("the JavaScript engine could not be loaded: {e}"),
             )
         })?;
-        let result = self
+        let (result, reached) = self
             .plugin
             .with(
                 engine.slots(),
+                from,
                 |_| true,
                 || self.activate_again(engine),
                 f,
@@ -222,6 +229,9 @@ impl JsRuntime {
                 Reactivation::Failed(e) => js_error(&self.spec, &e),
                 Reactivation::Refused(e) => e,
             })?;
+        if let Some(ctx) = ctx {
+            ctx.instance_label.record(local, &reached);
+        }
         result.map_err(|e| js_error(&self.spec, &e))
     }
 
@@ -268,18 +278,25 @@ impl JsRuntime {
             "workspaceRoot": GUEST_WORKSPACE,
             "workingDirectory": GUEST_WORKSPACE,
         });
-        self.with_plugin(None, async |p| {
+        // The task is the person's words, no session's data; what comes back is left out of
+        // the instance's label (docs/security.md, "Information flow").
+        self.with_plugin(None, &SessionLabels::default(), async |p| {
             p.prompt(&payload, CallOptions::default()).await
         })
         .await
     }
 
-    /// Hands one (already redacted) run event to the plugin's observers; returns their warnings.
+    /// Hands one (already redacted) run event of a session labelled `from` to the plugin's
+    /// observers, raising the instance's label to it; returns their warnings.
     ///
     /// # Errors
     /// The engine failed (the observers' own throws are warnings, not errors).
-    pub async fn observe(&self, event: &Value) -> Result<Vec<String>, ToolError> {
-        self.with_plugin(None, async |p| {
+    pub async fn observe(
+        &self,
+        event: &Value,
+        from: &SessionLabels,
+    ) -> Result<Vec<String>, ToolError> {
+        self.with_plugin(None, from, async |p| {
             p.observe(event, CallOptions::default()).await
         })
         .await
@@ -301,7 +318,9 @@ impl JsRuntime {
             "cwd": GUEST_WORKSPACE,
             "workspaceRoot": GUEST_WORKSPACE,
         });
-        self.with_plugin(None, async |p| {
+        // Run for a person outside any session: no session's data goes in, and the output goes
+        // to the person.
+        self.with_plugin(None, &SessionLabels::default(), async |p| {
             p.command(
                 &payload,
                 CallOptions {

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::chokepoint::{PolicyHook, ToolCall};
-use crate::hooks::HookFailure;
+use crate::hooks::{HookFailure, SessionLabels};
 use crate::plugin_runtime::call_report;
 use crate::plugin_runtime::error::LeftOut;
 use crate::plugin_runtime::granter;
@@ -274,7 +274,7 @@ impl Tool for JsTool {
         let tool = self.tool.clone();
         let outcome = self
             .runtime
-            .with_plugin(Some(ctx), async |p| {
+            .with_plugin(Some(ctx), &SessionLabels::of(&ctx.session), async |p| {
                 // What the call left behind reaches the trace whether it succeeded or failed.
                 match p.call(&tool, &input_json, opts).await {
                     Ok((outcome, report)) => {
@@ -345,7 +345,9 @@ impl PolicyHook for JsPolicyHook {
         };
         let restriction = self
             .runtime
-            .with_plugin(None, async |p| p.restrict(&payload, opts).await)
+            // The hook sees the call's input: the instance takes on the session's labels, and
+            // its tools' results carry them to whichever session calls next.
+            .with_plugin(None, labels, async |p| p.restrict(&payload, opts).await)
             .await
             .map_err(|cause| HookFailure {
                 hook: self.runtime.spec.local_name.clone(),
