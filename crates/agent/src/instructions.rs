@@ -53,18 +53,28 @@ pub fn environment(workspace_root: &Path) -> String {
     lines.join("\n")
 }
 
+/// At most `bound` bytes from the start of the regular file at `path` (see [`bosun_fsio`]).
+fn read_head(path: &Path, bound: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let (file, _) = bosun_fsio::open_regular(path).map_err(bosun_fsio::OpenError::into_io)?;
+    let mut bytes = Vec::new();
+    file.take(bound).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The branch (or detached commit) `.git/HEAD` names, if the workspace is a git repository.
+/// Both files are the workspace's: read as regular files only, never waited on.
 fn git_head(root: &Path) -> Option<String> {
     let git = root.join(".git");
-    let dir = if git.is_file() {
+    let dir = if git.symlink_metadata().is_ok_and(|m| m.is_file()) {
         // A worktree or submodule: `gitdir: <path>`.
-        let text = std::fs::read_to_string(&git).ok()?;
+        let text = bosun_fsio::read_text(&git, 4096).ok()?;
         let target = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
         root.join(target)
     } else {
         git
     };
-    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
+    let head = bosun_fsio::read_text(&dir.join("HEAD"), 4096).ok()?;
     let head: String = head.trim().chars().take(256).collect();
     let head = head.chars().filter(|c| !c.is_control()).collect::<String>();
     Some(match head.strip_prefix("ref: refs/heads/") {
@@ -160,10 +170,24 @@ impl SystemPromptBuilder {
         kind: PromptKind,
         path: &Path,
     ) -> Result<(), std::io::Error> {
-        match std::fs::read(path) {
+        // The workspace's file is someone else's: not followed through a link, never waited on
+        // as a FIFO, and no more read than the bound plus a margin. The user's own may be a
+        // link (a dotfiles checkout): it is resolved first, then read by the same rules.
+        let resolved;
+        let read_from = if kind == PromptKind::ProjectInstructions {
+            path
+        } else {
+            resolved = match std::fs::canonicalize(path) {
+                Ok(resolved) => resolved,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            &resolved
+        };
+        match read_head(read_from, MAX_PART_BYTES as u64 + 4) {
             Ok(bytes) => {
-                // Read no more than the bound plus a margin, as text; invalid UTF-8 is replaced.
-                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_PART_BYTES + 4)]);
+                // As text; invalid UTF-8 is replaced.
+                let text = String::from_utf8_lossy(&bytes);
                 let truncated = bytes.len() > MAX_PART_BYTES;
                 self.push(kind, &path.display().to_string(), &text);
                 if let (true, Some((source, _))) = (truncated, self.parts.last_mut()) {

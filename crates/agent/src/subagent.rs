@@ -668,17 +668,16 @@ pub fn agent_files(dir: &Path, project: bool) -> (Vec<SubagentSpec>, Vec<String>
 
 fn agent_file(path: &Path, project: bool) -> Result<SubagentSpec, AgentFileError> {
     const MAX_FILE_BYTES: u64 = 64 * 1024;
-    let meta = std::fs::symlink_metadata(path)?;
-    if !meta.file_type().is_file() {
-        return Err(AgentFileError::NotAFile);
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(AgentFileError::TooLarge {
-            bytes: meta.len(),
-            max: MAX_FILE_BYTES,
-        });
-    }
-    let text = std::fs::read_to_string(path)?;
+    // Judged on the descriptor the read uses: a link, a FIFO or a device put in the file's
+    // place is refused, never followed or waited on.
+    let text = bosun_fsio::read_text(path, MAX_FILE_BYTES).map_err(|e| match e {
+        bosun_fsio::OpenError::NotRegular { .. } => AgentFileError::NotAFile,
+        bosun_fsio::OpenError::TooLarge { bound, .. } => AgentFileError::TooLarge {
+            bytes: std::fs::symlink_metadata(path).map_or(bound + 1, |m| m.len()),
+            max: bound,
+        },
+        other => AgentFileError::Read(other.into_io()),
+    })?;
     let (front, body) = bosun_host::front_matter::parse(&text)?;
     let stem = path
         .file_stem()

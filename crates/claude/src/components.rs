@@ -7,8 +7,6 @@
 //! module reads and checks; what a skill, a command or an agent file means is its reader's
 //! business (the host's).
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -133,29 +131,22 @@ impl LoadedPlugin {
             return Err(changed(format!("{path} was not part of what was reviewed")));
         };
         let full = self.root.join(path);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            // O_NONBLOCK: a FIFO in a file's place is refused below instead of waited on.
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&full)
-            .map_err(|e| ClaudeError::io(format!("reading {}", full.display()), e))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| ClaudeError::io(format!("reading {}", full.display()), e))?;
-        if !meta.is_file() || meta.len() > MAX_COMPONENT_BYTES {
-            return Err(ClaudeError::Layout {
+        let bytes = bosun_fsio::read_regular(&full, MAX_COMPONENT_BYTES).map_err(|e| match e {
+            bosun_fsio::OpenError::Io { source, .. } => {
+                ClaudeError::io(format!("reading {}", full.display()), source)
+            }
+            refused => ClaudeError::Layout {
                 message: format!(
-                    "{path} of the plugin `{}` is not a regular file of at most {} KiB",
+                    "{path} of the plugin `{}` is not a regular file of at most {} KiB ({})",
                     self.record.id,
-                    MAX_COMPONENT_BYTES >> 10
+                    MAX_COMPONENT_BYTES >> 10,
+                    match refused.found() {
+                        Some(found) => found.to_string(),
+                        None => "larger".to_owned(),
+                    }
                 ),
-            });
-        }
-        let mut bytes = Vec::new();
-        file.by_ref()
-            .take(MAX_COMPONENT_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| ClaudeError::io(format!("reading {}", full.display()), e))?;
+            },
+        })?;
         if hex::encode(Sha256::digest(&bytes)) != pinned.sha256 {
             return Err(changed(format!("changed {path}")));
         }

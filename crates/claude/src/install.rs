@@ -174,30 +174,21 @@ pub async fn open_marketplace(
     // The listing is read only from inside the marketplace, and only so much of it: a link to
     // a file elsewhere (the user's own, `/dev/zero`) is not the marketplace's to show.
     let file = inside(&root, file, "the marketplace's listing")?;
-    if !file.is_file() {
-        return Err(ClaudeError::Source {
-            message: format!("{} is not a regular file", file.display()),
-        });
-    }
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(
-            std::fs::File::open(&file)
-                .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?,
-            MAX_LISTING_BYTES + 1,
-        ),
-        &mut text,
-    )
-    .map_err(|e| ClaudeError::io(format!("reading {}", file.display()), e))?;
-    if text.len() as u64 > MAX_LISTING_BYTES {
-        return Err(ClaudeError::Source {
+    let text = bosun_fsio::read_text(&file, MAX_LISTING_BYTES).map_err(|e| match e {
+        bosun_fsio::OpenError::Io { source, .. } => {
+            ClaudeError::io(format!("reading {}", file.display()), source)
+        }
+        bosun_fsio::OpenError::TooLarge { .. } => ClaudeError::Source {
             message: format!(
                 "{} is larger than {} MiB: not a marketplace listing",
                 file.display(),
                 MAX_LISTING_BYTES >> 20
             ),
-        });
-    }
+        },
+        refused => ClaudeError::Source {
+            message: refused.to_string(),
+        },
+    })?;
     let marketplace = parse_marketplace(&text, &origin)?;
     Ok(OpenedMarketplace {
         marketplace,

@@ -57,16 +57,17 @@ pub struct PluginLayout {
 }
 
 fn read_json(path: &Path) -> Result<Value, ClaudeError> {
-    let meta = path
-        .symlink_metadata()
-        .map_err(|e| ClaudeError::io(format!("reading {}", path.display()), e))?;
-    if !meta.is_file() || meta.len() > MAX_JSON_BYTES {
-        return Err(ClaudeError::Layout {
-            message: format!("{} is not a regular file of at most 1 MiB", path.display()),
-        });
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ClaudeError::io(format!("reading {}", path.display()), e))?;
+    let text = bosun_fsio::read_text(path, MAX_JSON_BYTES).map_err(|e| match e {
+        bosun_fsio::OpenError::Io { source, .. } => {
+            ClaudeError::io(format!("reading {}", path.display()), source)
+        }
+        refused => ClaudeError::Layout {
+            message: format!(
+                "{} is not a regular file of at most 1 MiB: {refused}",
+                path.display()
+            ),
+        },
+    })?;
     serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
         what: path.display().to_string(),
         message: e.to_string(),
@@ -156,9 +157,12 @@ impl PluginLayout {
     ) -> Result<PluginLayout, ClaudeError> {
         let manifest_path = root.join(".claude-plugin/plugin.json");
         let mut warnings = Vec::new();
-        let mut manifest = if manifest_path.is_file() && strict {
-            let text = std::fs::read_to_string(&manifest_path)
-                .map_err(|e| ClaudeError::io(format!("reading {}", manifest_path.display()), e))?;
+        // Looked at without following a link: a `plugin.json` that is a link, a FIFO or a
+        // device is refused by the read below, not passed over for the marketplace's entry.
+        let present = manifest_path.symlink_metadata().is_ok();
+        let mut manifest = if present && strict {
+            let text = bosun_fsio::read_text(&manifest_path, MAX_JSON_BYTES)
+                .map_err(ClaudeError::refused)?;
             let read = parse_manifest(&text)?;
             warnings.extend(read.warnings);
             read.manifest

@@ -117,4 +117,17 @@ impl ClaudeError {
             source,
         }
     }
+
+    /// A file of a plugin or marketplace that [`bosun_fsio`] would not read (a link, a FIFO, a
+    /// device, past its bound) as a layout error; a failed open or read as an I/O error.
+    pub(crate) fn refused(error: bosun_fsio::OpenError) -> ClaudeError {
+        match error {
+            bosun_fsio::OpenError::Io { path, source } => {
+                ClaudeError::io(format!("reading {}", path.display()), source)
+            }
+            refused => ClaudeError::Layout {
+                message: refused.to_string(),
+            },
+        }
+    }
 }

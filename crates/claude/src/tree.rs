@@ -87,8 +87,24 @@ impl Tree {
                             ),
                         });
                     }
-                    let bytes = std::fs::read(entry.path())
-                        .map_err(|e| ClaudeError::io(format!("reading {rel}"), e))?;
+                    // Opened without following a link and without waiting on a FIFO, so a
+                    // file swapped since it was listed is refused, not read through; no more
+                    // than is left of the plugin's bound is read.
+                    let bytes = bosun_fsio::read_regular(
+                        &entry.path(),
+                        MAX_BYTES - (total - meta.len()),
+                    )
+                    .map_err(|e| match e {
+                        bosun_fsio::OpenError::Io { source, .. } => {
+                            ClaudeError::io(format!("reading {rel}"), source)
+                        }
+                        refused => ClaudeError::Layout {
+                            message: format!(
+                                "{rel}: {refused}; a plugin must be plain files, so that what is reviewed is what runs"
+                            ),
+                        },
+                    })?;
+                    total = total - meta.len() + bytes.len() as u64;
                     tree.files.insert(
                         rel,
                         FileDigest {
@@ -151,8 +167,22 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ClaudeError> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| ClaudeError::io(format!("creating {}", parent.display()), e))?;
         }
-        std::fs::copy(from.join(rel), &dst)
-            .map_err(|e| ClaudeError::io(format!("copying {rel}"), e))?;
+        // Read again as `Tree::read` read it (no link followed, no FIFO waited on), and only
+        // the bytes it digested are copied: a file swapped in between is refused.
+        let bytes = bosun_fsio::read_regular(&from.join(rel), MAX_BYTES).map_err(|e| match e {
+            bosun_fsio::OpenError::Io { source, .. } => {
+                ClaudeError::io(format!("copying {rel}"), source)
+            }
+            refused => ClaudeError::Layout {
+                message: format!("{rel}: {refused}"),
+            },
+        })?;
+        if hex::encode(Sha256::digest(&bytes)) != file.sha256 {
+            return Err(ClaudeError::Layout {
+                message: format!("{rel} changed while the plugin was being copied; try again"),
+            });
+        }
+        std::fs::write(&dst, &bytes).map_err(|e| ClaudeError::io(format!("copying {rel}"), e))?;
         let mode = if file.executable { 0o755 } else { 0o644 };
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode))
             .map_err(|e| ClaudeError::io(format!("setting the mode of {rel}"), e))?;

@@ -905,3 +905,37 @@ async fn a_git_marketplace_cannot_list_or_source_through_a_link_to_the_users_fil
     assert!(refused.to_string().contains("outside"), "{refused}");
     assert!(!anything_holds(&home, "SECRET-OUTSIDE-THE-REPO"));
 }
+
+/// A plugin's own files are someone else's: a `plugin.json` that is a link to a file outside the
+/// plugin is refused, not read (the file outside would otherwise become the manifest), and a
+/// FIFO in its place is refused without waiting for a writer.
+#[test]
+fn a_plugin_json_that_is_a_link_or_a_fifo_is_refused_not_read() {
+    use bosun_fsio::testing::{plant_fifo, plant_link, returns_within_guard};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("toolbox");
+    copy_dir(&fixtures().join("marketplace/plugins/toolbox"), &root);
+    let outside = tmp.path().join("elsewhere.json");
+    std::fs::write(
+        &outside,
+        r#"{"name": "toolbox", "description": "the secret outside the plugin"}"#,
+    )
+    .unwrap();
+    let manifest = root.join(".claude-plugin/plugin.json");
+    plant_link(&manifest, &outside);
+    let reading = root.clone();
+    let refused = returns_within_guard(&manifest, move || {
+        bosun_claude::PluginLayout::read(&reading, "toolbox", None, true).map(|l| l.manifest)
+    })
+    .unwrap_err();
+    assert!(refused.to_string().contains("a symbolic link"), "{refused}");
+    assert!(!refused.to_string().contains("secret"), "{refused}");
+
+    plant_fifo(&manifest);
+    let reading = root.clone();
+    let refused = returns_within_guard(&manifest, move || {
+        bosun_claude::PluginLayout::read(&reading, "toolbox", None, true).map(|l| l.manifest)
+    })
+    .unwrap_err();
+    assert!(refused.to_string().contains("a FIFO"), "{refused}");
+}

@@ -290,6 +290,26 @@ fn read_optional(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     }
 }
 
+/// The project's `.bosun/config.toml`, which whoever wrote the workspace wrote: read as a
+/// regular file only (a link, a FIFO or a device in its place is refused, never followed or
+/// waited on), at most [`MAX_PROJECT_CONFIG_BYTES`].
+fn read_project(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    match bosun_fsio::read_text(path, MAX_PROJECT_CONFIG_BYTES) {
+        Ok(text) => Ok(Some(ConfigFile {
+            path: path.to_owned(),
+            text,
+        })),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(ConfigError::Read {
+            path: path.to_owned(),
+            source: e.into_io(),
+        }),
+    }
+}
+
+/// The largest project `.bosun/config.toml` read (1 MiB).
+pub const MAX_PROJECT_CONFIG_BYTES: u64 = 1 << 20;
+
 pub use bosun_core::text::line_col;
 
 fn parse<T: serde::de::DeserializeOwned>(file: &ConfigFile) -> Result<T, ConfigError> {
@@ -502,7 +522,7 @@ impl LoadedConfig {
         let project_file = if refused {
             None
         } else {
-            read_optional(&workspace.root().join(".bosun").join("config.toml"))?
+            read_project(&workspace.root().join(".bosun").join("config.toml"))?
         };
         let project = match project_file {
             Some(file) => {

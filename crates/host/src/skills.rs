@@ -19,8 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -948,27 +947,21 @@ fn read_bounded(path: &Path, root: &Path) -> Result<(String, Identity), (&'stati
             "it resolves outside its skills directory".to_owned(),
         ));
     }
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        // O_NONBLOCK: a FIFO in a file's place is refused below instead of waited on.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| ("io_error", e.to_string()))?;
-    let meta = file.metadata().map_err(|e| ("io_error", e.to_string()))?;
-    if !meta.is_file() {
-        return Err(("invalid_metadata", "not a regular file".to_owned()));
-    }
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err((
-            "size_limit",
-            format!("{} bytes; keep it within {MAX_SKILL_BYTES}", meta.len()),
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.by_ref()
-        .take(MAX_SKILL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ("io_error", e.to_string()))?;
+    let (bytes, meta) =
+        bosun_fsio::read_regular_with_metadata(path, MAX_SKILL_BYTES).map_err(|e| match e {
+            bosun_fsio::OpenError::Io { source, .. } => ("io_error", source.to_string()),
+            bosun_fsio::OpenError::TooLarge { .. } => (
+                "size_limit",
+                format!("larger than {MAX_SKILL_BYTES} bytes; keep it within {MAX_SKILL_BYTES}"),
+            ),
+            refused => (
+                "invalid_metadata",
+                match refused.found() {
+                    Some(_) => "not a regular file".to_owned(),
+                    None => refused.to_string(),
+                },
+            ),
+        })?;
     let text =
         String::from_utf8(bytes).map_err(|_| ("invalid_metadata", "not UTF-8".to_owned()))?;
     Ok((text, Identity::of(&meta)))

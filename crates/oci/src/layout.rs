@@ -7,7 +7,6 @@
 //! (a signature) is found as the image spec has it in a layout: a manifest listed in
 //! `index.json` whose `subject` is that manifest, or the one named `sha256-<hex>.sig`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::artifact::{Artifact, Blob};
@@ -119,7 +118,8 @@ impl Layout {
         let path = self.blob_path(&digest);
         let present = std::fs::symlink_metadata(&path)
             .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
-            && std::fs::read(&path).is_ok_and(|b| Digest::of(&b) == digest);
+            && bosun_fsio::read_regular(&path, bytes.len() as u64)
+                .is_ok_and(|b| Digest::of(&b) == digest);
         if !present {
             self.write_atomically(&path, bytes)?;
         }
@@ -369,49 +369,29 @@ impl Layout {
 /// is a folder someone else filled (a bundle carried in), so the file must be a regular one:
 /// a link is not followed and a FIFO or a device is refused without waiting on it.
 fn read_small(path: &Path, cap: u64) -> Result<Vec<u8>, OciError> {
-    let file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| OciError::io(path, e))?;
-    if bytes.len() as u64 > cap {
-        return Err(OciError::TooLarge {
+    bosun_fsio::read_regular(path, cap).map_err(|e| layout_error(e, cap))
+}
+
+/// A refused read of a layout file as the layout's error.
+fn layout_error(error: bosun_fsio::OpenError, cap: u64) -> OciError {
+    match error {
+        bosun_fsio::OpenError::NotRegular { path, found } => OciError::Layout {
+            path,
+            reason: format!(
+                "is {found}: it must be a regular file, not a link, a FIFO or a device; copy the layout again"
+            ),
+        },
+        bosun_fsio::OpenError::TooLarge { path, bound } => OciError::TooLarge {
             what: path.display().to_string(),
-            limit: cap,
-            size: bytes.len() as u64,
-        });
+            limit: bound,
+            size: cap.saturating_add(1),
+        },
+        bosun_fsio::OpenError::Io { path, source } => OciError::io(&path, source),
+        bosun_fsio::OpenError::NotText { path } => OciError::Layout {
+            path,
+            reason: "is not UTF-8 text".to_owned(),
+        },
     }
-    Ok(bytes)
-}
-
-#[cfg(unix)]
-fn open_regular(path: &Path) -> Result<std::fs::File, OciError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let not_regular = || OciError::Layout {
-        path: path.to_owned(),
-        reason: "must be a regular file, not a link, a FIFO or a device; copy the layout again"
-            .to_owned(),
-    };
-    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer that never comes; it
-    // changes nothing for a regular file.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => not_regular(),
-            _ => OciError::io(path, e),
-        })?;
-    let metadata = file.metadata().map_err(|e| OciError::io(path, e))?;
-    if !metadata.is_file() {
-        return Err(not_regular());
-    }
-    Ok(file)
-}
-
-#[cfg(not(unix))]
-fn open_regular(path: &Path) -> Result<std::fs::File, OciError> {
-    std::fs::File::open(path).map_err(|e| OciError::io(path, e))
 }
 
 #[cfg(test)]

@@ -159,7 +159,17 @@ pub fn pack(dir: &Path) -> Result<Vec<u8>, OciError> {
             entries.push(Entry::Dir(relative));
         } else {
             let full = dir.join(&relative);
-            let bytes = std::fs::read(&full).map_err(|e| OciError::io(&full, e))?;
+            // Listed as a regular file; opened so that one swapped since for a link or a FIFO
+            // is refused, not followed or waited on, and no file past what an unpack takes is
+            // read.
+            let bytes = bosun_fsio::read_regular(&full, UnpackLimits::default().max_bytes)
+                .map_err(|e| match e {
+                    bosun_fsio::OpenError::Io { path, source } => OciError::io(&path, source),
+                    refused => OciError::Archive {
+                        entry: relative.clone(),
+                        reason: refused.to_string(),
+                    },
+                })?;
             entries.push(Entry::File {
                 path: relative,
                 bytes,

@@ -169,8 +169,11 @@ fn mark_walked(home: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
     let mut options = std::fs::OpenOptions::new();
     options.create(true).truncate(true).write(true);
+    // O_NONBLOCK: a FIFO in the stamp's place fails the open instead of waiting for a reader.
     #[cfg(unix)]
-    options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+    options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .mode(0o600);
     if let Ok(stamp) = options.open(home.join(SWEPT_STAMP)) {
         let _ = stamp.set_modified(SystemTime::now());
     }
@@ -291,12 +294,10 @@ enum Owner {
 }
 
 fn owner_lock(path: &Path) -> Owner {
-    let Ok(file) = open_no_follow(path) else {
+    // Not through a link, never waiting on a FIFO planted as the lock: a regular file only.
+    let Ok((file, _)) = bosun_fsio::open_regular(path) else {
         return Owner::Absent;
     };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Owner::Absent;
-    }
     match file.try_lock() {
         Ok(()) => Owner::Free,
         Err(_) => Owner::Held,
@@ -314,10 +315,7 @@ fn process_is_alive(pid: i32) -> bool {
 /// (a writer never opens an existing temporary name again, so a free lock on an old file means
 /// its writer is gone).
 fn remove_if_abandoned(path: &Path, now: SystemTime) -> bool {
-    let Ok(file) = open_no_follow(path) else {
-        return false;
-    };
-    let Ok(meta) = file.metadata() else {
+    let Ok((file, meta)) = bosun_fsio::open_regular(path) else {
         return false;
     };
     let untouched = meta
@@ -325,24 +323,10 @@ fn remove_if_abandoned(path: &Path, now: SystemTime) -> bool {
         .ok()
         .and_then(|m| now.duration_since(m).ok())
         .is_some_and(|age| age >= STALE_AFTER);
-    if !meta.is_file() || !untouched || file.try_lock().is_err() {
+    if !untouched || file.try_lock().is_err() {
         return false;
     }
     std::fs::remove_file(path).is_ok()
-}
-
-#[cfg(unix)]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
 }
 
 #[cfg(test)]
@@ -583,6 +567,25 @@ mod tests {
         drop(owner);
         assert_eq!(sweep_stale_temporaries(home.path()), 1);
         assert!(!held.exists());
+    }
+
+    #[test]
+    fn a_fifo_as_an_owner_lock_or_the_sweep_stamp_does_not_hold_up_the_sweep() {
+        use bosun_fsio::testing::{plant_fifo, returns_within_guard};
+        let home = tempfile::tempdir().unwrap();
+        let staging = home.path().join("plugins/.install-web-99999999");
+        std::fs::create_dir_all(&staging).unwrap();
+        let owner = staging.join(crate::discovery::STAGING_OWNER_FILE);
+        plant_fifo(&owner);
+        let stamp = home.path().join(SWEPT_STAMP);
+        plant_fifo(&stamp);
+        let sweeping = home.path().to_owned();
+        let removed = returns_within_guard(&owner, move || sweep_stale_temporaries(&sweeping));
+        // No lock to read and written a moment ago: the staging stays, as one without a lock.
+        assert_eq!(removed, 0);
+        assert!(staging.exists());
+        let sweeping = home.path().to_owned();
+        returns_within_guard(&stamp, move || sweep_stale_temporaries(&sweeping));
     }
 
     #[test]

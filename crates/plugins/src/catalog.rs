@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -541,52 +540,32 @@ fn read_component_file(
         path: path.to_owned(),
         source,
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // O_NONBLOCK: opening a FIFO planted as plugin.wasm must not hang discovery.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    );
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(PluginError::Missing {
+    let (bytes, meta) = bosun_fsio::read_regular_with_metadata(path, MAX_COMPONENT_BYTES)
+        .map_err(|e| match e {
+            e if e.is_not_found() => PluginError::Missing {
                 local: local_name.to_owned(),
                 path: path.to_owned(),
-            });
-        }
-        Err(_) if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) => {
-            return Err(PluginError::Symlink {
+            },
+            bosun_fsio::OpenError::NotRegular {
+                found: bosun_fsio::Found::Link,
+                ..
+            } => PluginError::Symlink {
                 path: path.to_owned(),
                 what: "plugin.wasm",
-            });
-        }
-        Err(e) => return Err(read_error(e)),
-    };
-    let meta = file.metadata().map_err(read_error)?;
-    if !meta.is_file() {
-        return Err(PluginError::BadFile {
-            path: path.to_owned(),
-            problem: "is not a regular file: put the plugin's component there".to_owned(),
-        });
-    }
-    let too_large = || PluginError::BadFile {
-        path: path.to_owned(),
-        problem: format!(
-            "is larger than {MAX_COMPONENT_BYTES} bytes: Bosun does not load plugins this large"
-        ),
-    };
-    if meta.len() > MAX_COMPONENT_BYTES {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_COMPONENT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
-        return Err(too_large());
-    }
+            },
+            bosun_fsio::OpenError::NotRegular { found, .. } => PluginError::BadFile {
+                path: path.to_owned(),
+                problem: format!(
+                    "is not a regular file ({found}): put the plugin's component there"
+                ),
+            },
+            bosun_fsio::OpenError::TooLarge { .. } => PluginError::BadFile {
+                path: path.to_owned(),
+                problem: format!(
+                    "is larger than {MAX_COMPONENT_BYTES} bytes: Bosun does not load plugins this large"
+                ),
+            },
+            other => read_error(other.into_io()),
+        })?;
     Ok((bytes, Identity::of(&meta)))
 }

@@ -319,7 +319,8 @@ pub fn file_digests(dir: &Path) -> BTreeMap<String, String> {
             if kind.is_dir() && depth < crate::source::MAX_SOURCE_DEPTH {
                 pending.push((entry.path(), rel, depth + 1));
             } else if kind.is_file()
-                && let Ok(bytes) = std::fs::read(entry.path())
+                && let Ok(bytes) =
+                    bosun_fsio::read_regular(&entry.path(), crate::source::MAX_SOURCE_FILE_BYTES)
             {
                 out.insert(rel, format!("{:x}", Sha256::digest(&bytes)));
             }

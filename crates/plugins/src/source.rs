@@ -47,7 +47,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -289,42 +288,21 @@ fn read_file(path: &Path) -> Result<Vec<u8>, PluginError> {
         path: path.to_owned(),
         source,
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // O_NONBLOCK: a FIFO swapped in after the listing must not hang the catalog.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    );
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(_) if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) => {
-            return Err(PluginError::Symlink {
-                path: path.to_owned(),
-                what: "file",
-            });
-        }
-        Err(e) => return Err(read_error(e)),
-    };
-    let meta = file.metadata().map_err(read_error)?;
-    if !meta.is_file() {
-        return Err(source_error(
+    bosun_fsio::read_regular(path, MAX_SOURCE_FILE_BYTES).map_err(|e| match e {
+        bosun_fsio::OpenError::NotRegular {
+            found: bosun_fsio::Found::Link,
+            ..
+        } => PluginError::Symlink {
+            path: path.to_owned(),
+            what: "file",
+        },
+        bosun_fsio::OpenError::NotRegular { found, .. } => source_error(
             path,
-            "is not a regular file: remove it from the plugin",
-        ));
-    }
-    if meta.len() > MAX_SOURCE_FILE_BYTES {
-        return Err(file_too_large(path));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_SOURCE_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_SOURCE_FILE_BYTES {
-        return Err(file_too_large(path));
-    }
-    Ok(bytes)
+            &format!("is not a regular file ({found}): remove it from the plugin"),
+        ),
+        bosun_fsio::OpenError::TooLarge { .. } => file_too_large(path),
+        other => read_error(other.into_io()),
+    })
 }
 
 fn source_error(path: &Path, problem: &str) -> PluginError {

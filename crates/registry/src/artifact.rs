@@ -114,8 +114,25 @@ pub fn read_tree(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, RegistryError> {
                 }
                 pending.push((entry.path(), rel, depth + 1));
             } else if kind.is_file() {
-                let bytes = std::fs::read(entry.path())
-                    .map_err(RegistryError::io(format!("reading {rel}")))?;
+                // Not through a link swapped in since the listing, never waiting on a FIFO,
+                // and no more than is left of the bound.
+                let bytes = bosun_fsio::read_regular(
+                    &entry.path(),
+                    MAX_UNPACKED_BYTES.saturating_sub(total),
+                )
+                .map_err(|e| match e {
+                    bosun_fsio::OpenError::Io { source, .. } => {
+                        RegistryError::io(format!("reading {rel}"))(source)
+                    }
+                    bosun_fsio::OpenError::TooLarge { .. } => RegistryError::Archive {
+                        what: format!(
+                            "would hold more than {MAX_SOURCE_FILES} files or {MAX_UNPACKED_BYTES} bytes"
+                        ),
+                    },
+                    refused => RegistryError::Archive {
+                        what: format!("would hold {rel}, which {}", refused_tail(&refused)),
+                    },
+                })?;
                 total += bytes.len() as u64;
                 if out.len() >= MAX_SOURCE_FILES || total > MAX_UNPACKED_BYTES {
                     return Err(RegistryError::Archive {
@@ -148,6 +165,14 @@ pub fn lay_out(file: &str, bytes: &[u8], dir: &Path) -> Result<(), RegistryError
     std::fs::create_dir(dir).map_err(RegistryError::io(format!("creating {}", dir.display())))?;
     let path = dir.join(file);
     std::fs::write(&path, bytes).map_err(RegistryError::io(format!("writing {}", path.display())))
+}
+
+/// What a refused file is, for an archive error ("is a FIFO, not a regular file").
+fn refused_tail(refused: &bosun_fsio::OpenError) -> String {
+    match refused.found() {
+        Some(found) => format!("is {found}, not a regular file"),
+        None => refused.to_string(),
+    }
 }
 
 #[cfg(test)]

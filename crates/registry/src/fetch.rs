@@ -276,44 +276,18 @@ impl Origin {
     }
 }
 
+/// A file of a folder source: not through a final link, never waiting on a FIFO, a regular
+/// file of at most `cap` bytes (the folder is someone else's). `None` when it is missing.
 fn read_capped_file(path: &Path, cap: u64, what: &str) -> Result<Option<Vec<u8>>, RegistryError> {
-    use std::io::Read;
-    let file = match open_no_follow(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(RegistryError::io(format!("reading {what}"))(e)),
-    };
-    let mut bytes = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(RegistryError::io(format!("reading {what}")))?;
-    if bytes.len() as u64 > cap {
-        return Err(RegistryError::TooLarge {
+    match bosun_fsio::read_regular(path, cap) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(bosun_fsio::OpenError::TooLarge { .. }) => Err(RegistryError::TooLarge {
             what: what.to_owned(),
             limit: cap,
-        });
+        }),
+        Err(e) => Err(RegistryError::io(format!("reading {what}"))(e.into_io())),
     }
-    Ok(Some(bytes))
-}
-
-#[cfg(unix)]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: a FIFO put in the folder in place of a file must be refused below, not
-    // wait for a writer that never comes (it changes nothing for a regular file).
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("is not a regular file"));
-    }
-    Ok(file)
-}
-
-#[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
 }
 
 async fn get_capped(
@@ -462,6 +436,37 @@ mod tests {
         };
         let error = read.unwrap_err().to_string();
         assert!(error.contains("not a regular file"), "{error}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_or_an_oversized_file_in_a_folder_source_is_refused() {
+        use bosun_fsio::testing::{plant_link, plant_oversized};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("catalog");
+        std::fs::create_dir_all(&root).unwrap();
+        let outside = dir.path().join("secret.json");
+        std::fs::write(&outside, "the secret outside the folder").unwrap();
+        plant_link(&root.join("timestamp.json"), &outside);
+        let origin = Origin::dir(&root);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let error = runtime
+            .block_on(origin.get("timestamp.json", 4096, &Quiet))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("a symbolic link"), "{error}");
+        assert!(!error.contains("the secret"), "{error}");
+
+        plant_oversized(&root.join("timestamp.json"), 4097);
+        let error = runtime
+            .block_on(origin.get("timestamp.json", 4096, &Quiet))
+            .unwrap_err();
+        assert!(
+            matches!(error, RegistryError::TooLarge { limit: 4096, .. }),
+            "{error}"
+        );
     }
 
     #[test]

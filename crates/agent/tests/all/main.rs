@@ -4,6 +4,7 @@
 // test (clippy.toml allows it only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod hostile_files;
 mod run;
 mod subagent;
 mod turn;

@@ -11,6 +11,8 @@
 //! regular files are read: a directory gives `not_file`, and so does a FIFO or device, which
 //! could block or never end.
 
+use std::path::Path;
+
 use async_trait::async_trait;
 use bosun_core::{
     Capability, CapabilityRequest, ErrorCode, Risk, SpecError, ToolError, ToolOutput, ToolSpec,
@@ -117,22 +119,23 @@ impl Tool for ReadFile {
             .handle()
             .and_then(|root| root.open_read(ctx.workspace.beneath(&path).unwrap_or(&path)))
             .map_err(|err| io_error(&err, &shown))?;
-        // `fstat` of the descriptor just opened, in place like the open itself.
-        let meta = file.metadata().map_err(|err| io_error(&err, &shown))?;
-        if meta.is_dir() {
-            return Err(ToolError::new(
-                ErrorCode::NotFile,
-                format!("`{shown}` is a directory: use list_files to see what it holds"),
-            ));
-        }
-        if !meta.is_file() {
-            return Err(ToolError::new(
-                ErrorCode::NotFile,
-                format!(
-                    "`{shown}` is not a regular file (a FIFO, socket or device): read_file reads files only"
+        // `fstat` of the descriptor just opened, in place like the open itself: a regular file
+        // only, O_NONBLOCK cleared for the read.
+        let (file, meta) =
+            bosun_fsio::regular(file, Path::new(&shown)).map_err(|err| match err {
+                bosun_fsio::OpenError::NotRegular {
+                    found: bosun_fsio::Found::Directory,
+                    ..
+                } => ToolError::new(
+                    ErrorCode::NotFile,
+                    format!("`{shown}` is a directory: use list_files to see what it holds"),
                 ),
-            ));
-        }
+                bosun_fsio::OpenError::NotRegular { found, .. } => ToolError::new(
+                    ErrorCode::NotFile,
+                    format!("`{shown}` is {found}, not a regular file: read_file reads files only"),
+                ),
+                other => io_error(&other.into_io(), &shown),
+            })?;
         if input.offset == Some(0) || input.limit == Some(0) {
             return Err(super::invalid(
                 "offset and limit count from 1: offset 1 is the first line".to_owned(),

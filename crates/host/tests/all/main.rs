@@ -9,6 +9,7 @@ mod builtin;
 mod checkpoint;
 mod chokepoint;
 mod flow;
+mod hostile_files;
 mod instance_labels;
 mod instance_slots;
 mod js_plugins;

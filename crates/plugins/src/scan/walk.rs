@@ -11,17 +11,7 @@ use super::MAX_FILE_BYTES;
 /// listing), not blocking on a FIFO, a regular file, at most [`MAX_FILE_BYTES`] (one byte more
 /// is read, so that a file grown since its size was checked is still seen as too large).
 pub(super) fn read_source(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    );
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    let (file, _) = bosun_fsio::open_regular(path).map_err(bosun_fsio::OpenError::into_io)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;

@@ -297,9 +297,10 @@ impl InstalledDir {
     }
 }
 
-/// The crate's `[package] name`, if `dir` is a Rust crate.
+/// The crate's `[package] name`, if `dir` is a Rust crate (its `Cargo.toml` a regular file of at
+/// most 1 MiB, not a link).
 fn crate_name(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    let text = bosun_fsio::read_text(&dir.join("Cargo.toml"), 1 << 20).ok()?;
     let doc: toml::Table = text.parse().ok()?;
     doc.get("package")?.get("name")?.as_str().map(str::to_owned)
 }
@@ -337,13 +338,36 @@ fn copy_plugin_dir(from: &Path, to: &Path) -> Result<(), InstallError> {
                         dir: from.to_owned(),
                     });
                 }
-                total += entry.metadata().map_err(io(reading))?.len();
-                if total > MAX_INSTALL_BYTES {
-                    return Err(InstallError::TooLarge {
+                // Listed as a file; read so that one swapped since for a link or a FIFO is
+                // refused (not followed, not waited on), and no more than the bound has left.
+                let (bytes, meta) = bosun_fsio::read_regular_with_metadata(
+                    &from_path,
+                    MAX_INSTALL_BYTES.saturating_sub(total),
+                )
+                .map_err(|e| match e {
+                    bosun_fsio::OpenError::NotRegular {
+                        found: bosun_fsio::Found::Link,
+                        ..
+                    } => InstallError::Symlink {
+                        path: from_path.clone(),
+                    },
+                    bosun_fsio::OpenError::TooLarge { .. } => InstallError::TooLarge {
                         dir: from.to_owned(),
-                    });
-                }
-                std::fs::copy(&from_path, &to_path)
+                    },
+                    bosun_fsio::OpenError::Io { source, .. } => InstallError::Io {
+                        doing: format!("copying {}: {source}", from_path.display()),
+                        source,
+                    },
+                    refused => InstallError::Io {
+                        doing: refused.to_string(),
+                        source: refused.into_io(),
+                    },
+                })?;
+                total += bytes.len() as u64;
+                std::fs::write(&to_path, &bytes)
+                    .map_err(io(|| format!("copying {}", from_path.display())))?;
+                // The permission bits of the file read (its scripts stay executable).
+                std::fs::set_permissions(&to_path, meta.permissions())
                     .map_err(io(|| format!("copying {}", from_path.display())))?;
             }
         }

@@ -146,7 +146,8 @@ async fn precompile(
     name: &str,
     version: &str,
 ) -> Result<(), RegistryInstallError> {
-    let bytes = std::fs::read(wasm).map_err(io(format!("reading {}", wasm.display())))?;
+    let bytes = bosun_fsio::read_regular(wasm, bosun_plugins::catalog::MAX_COMPONENT_BYTES)
+        .map_err(|e| io(format!("reading {}", wasm.display()))(e.into_io()))?;
     let cache = home.join("cache");
     let compiled = tokio::task::spawn_blocking(move || {
         let sandbox = bosun_sandbox::Sandbox::new(bosun_sandbox::SandboxConfig {
@@ -511,8 +512,14 @@ fn read_skill(
         reason,
     };
     let skill_md = laid.join("SKILL.md");
-    let text = std::fs::read(&skill_md)
-        .map_err(|_| refuse("it holds no SKILL.md at its top".to_owned()))?;
+    let text =
+        bosun_fsio::read_regular(&skill_md, crate::skills::MAX_SKILL_BYTES).map_err(|e| {
+            if e.is_not_found() {
+                refuse("it holds no SKILL.md at its top".to_owned())
+            } else {
+                refuse(e.to_string())
+            }
+        })?;
     let skills = crate::skills::Skills::discover(staging_home, &staging_home.join(".none"), false);
     if let Some(d) = skills.diagnostics().first() {
         return Err(refuse(d.message.clone()));
