@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::state_lock::{UpdateError, update};
+use crate::state_lock::{UpdateError, replay};
 
 /// The format version this host reads and writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -247,31 +247,31 @@ impl InstallLock {
             return Ok(());
         }
         let path = self.path.clone();
-        let mut merged = None;
-        let written = update(&path, |current| {
-            let mut file = match current {
-                Some(bytes) => parse(bytes, &path)?,
-                None => LockFile::empty(),
-            };
-            for change in self.changes.iter().cloned() {
+        let merged = replay(
+            &path,
+            &self.changes,
+            |current| match current {
+                Some(bytes) => parse(bytes, &path),
+                None => Ok(LockFile::empty()),
+            },
+            |file, change| {
                 file.apply(change);
-            }
-            let mut text = serde_json::to_string_pretty(&file).map_err(|e| LockError::Invalid {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
-            text.push('\n');
-            merged = Some(file);
-            Ok(Some(text.into_bytes()))
-        });
-        match written {
-            Ok(()) => {}
+            },
+            |file| {
+                let mut text =
+                    serde_json::to_string_pretty(file).map_err(|e| LockError::Invalid {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                text.push('\n');
+                Ok(text.into_bytes())
+            },
+        );
+        self.file = match merged {
+            Ok(file) => file,
             Err(UpdateError::Change(e)) => return Err(e),
             Err(UpdateError::Io(source)) => return Err(LockError::Io { path, source }),
-        }
-        if let Some(file) = merged {
-            self.file = file;
-        }
+        };
         self.changes.clear();
         Ok(())
     }

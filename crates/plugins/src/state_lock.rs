@@ -175,6 +175,36 @@ pub fn update_within<E>(
     Ok(())
 }
 
+/// Replays a store's `changes`, in order, on the state file `path` as it is on disk now, under
+/// its lock: `read` turns the bytes on disk (`None` when there is no file) into the store's
+/// contents, `apply` makes one change, `encode` gives the bytes to write. Returns what was
+/// written, for the store to hold from then on. Another process's records are kept; for the
+/// keys changed here, these changes win.
+///
+/// # Errors
+/// As [`update`]: [`UpdateError::Change`] for what `read` or `encode` refused (a file that no
+/// longer parses is left as it is). Either way the file is unchanged.
+pub fn replay<F, C: Clone, E>(
+    path: &Path,
+    changes: &[C],
+    read: impl FnOnce(Option<&[u8]>) -> Result<F, E>,
+    mut apply: impl FnMut(&mut F, C),
+    encode: impl FnOnce(&F) -> Result<Vec<u8>, E>,
+) -> Result<F, UpdateError<E>> {
+    let mut merged = None;
+    update(path, |current| {
+        let mut contents = read(current)?;
+        for change in changes.iter().cloned() {
+            apply(&mut contents, change);
+        }
+        let bytes = encode(&contents)?;
+        merged = Some(contents);
+        Ok(Some(bytes))
+    })?;
+    // `update` returns Ok only after its change ran and produced the contents.
+    merged.ok_or_else(|| UpdateError::Io(std::io::Error::other("the change did not run")))
+}
+
 /// The file's bytes, or `None` when there is no file.
 fn read_current(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let mut file = match File::open(path) {

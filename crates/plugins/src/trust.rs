@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::discovery::{PluginScope, is_local_name};
 use crate::metadata::Manifest;
-use crate::state_lock::{UpdateError, update};
+use crate::state_lock::{UpdateError, replay};
 use crate::{PluginError, line_col};
 
 /// The format version this host reads and writes.
@@ -243,33 +243,33 @@ impl TrustStore {
             return Ok(());
         }
         let path = self.path.clone();
-        let mut merged = None;
-        let written = update(&path, |current| {
-            let mut file = match current {
-                Some(bytes) => parse(bytes, &path)?,
-                None => TrustFile {
+        let merged = replay(
+            &path,
+            &self.changes,
+            |current| match current {
+                Some(bytes) => parse(bytes, &path),
+                None => Ok(TrustFile {
                     version: TRUST_VERSION,
                     scopes: BTreeMap::new(),
-                },
-            };
-            for change in self.changes.iter().cloned() {
+                }),
+            },
+            |file, change| {
                 file.apply(change);
-            }
-            let text = toml::to_string(&file).map_err(|e| PluginError::Write {
-                path: path.clone(),
-                source: std::io::Error::other(e),
-            })?;
-            merged = Some(file);
-            Ok(Some(text.into_bytes()))
-        });
-        match written {
-            Ok(()) => {}
+            },
+            |file| {
+                toml::to_string(file)
+                    .map(String::into_bytes)
+                    .map_err(|e| PluginError::Write {
+                        path: path.clone(),
+                        source: std::io::Error::other(e),
+                    })
+            },
+        );
+        self.file = match merged {
+            Ok(file) => file,
             Err(UpdateError::Change(e)) => return Err(e),
             Err(UpdateError::Io(source)) => return Err(PluginError::Write { path, source }),
-        }
-        if let Some(file) = merged {
-            self.file = file;
-        }
+        };
         self.changes.clear();
         Ok(())
     }
