@@ -110,12 +110,43 @@ pub struct Scope {
     /// Program name, for `process.spawn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
+    /// The path as the call wrote it, when that is not `path` (a link followed, a `..` or a
+    /// `./` spelled). Policy never matches on it: it is what the model is told, so that a
+    /// refusal names no place the model did not name itself — not where a link leads. The
+    /// person asked and the trace see both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
 }
 
 impl Scope {
     /// True when no field is set.
     pub fn is_empty(&self) -> bool {
-        self.host.is_none() && self.port.is_none() && self.path.is_none() && self.program.is_none()
+        self.host.is_none()
+            && self.port.is_none()
+            && self.path.is_none()
+            && self.program.is_none()
+            && self.written.is_none()
+    }
+
+    /// The same scope with the path the model wrote in place of the judged one: what a
+    /// refusal told to the model names.
+    #[must_use]
+    pub fn as_written(&self) -> Scope {
+        let mut scope = self.clone();
+        if let Some(written) = scope.written.take() {
+            scope.path = Some(written);
+        }
+        scope
+    }
+
+    /// The same scope without the path as written: what policy judged, and what a grant or a
+    /// remembered rule is keyed on.
+    #[must_use]
+    pub fn as_judged(&self) -> Scope {
+        Scope {
+            written: None,
+            ..self.clone()
+        }
     }
 
     /// The scope of a `net.http` use of `authority`.

@@ -125,6 +125,27 @@ impl Explanation {
         self.checks.get(self.deciding)
     }
 
+    /// The same explanation as the model is told it: each check of a capability names the
+    /// path as the call wrote it (`fs.read:notes`), never the judged one (`fs.read:.ssh/id_ed25519`,
+    /// where the link `notes` leads). The person asked and the trace keep the judged subjects.
+    #[must_use]
+    pub fn as_written(&self, capabilities: &[crate::CapabilityRequest]) -> Explanation {
+        let mut told = self.clone();
+        for request in capabilities {
+            let (Some(path), Some(written)) = (&request.scope.path, &request.scope.written) else {
+                continue;
+            };
+            let action = request.capability.as_action();
+            let judged = format!("{action}:{path}");
+            for check in &mut told.checks {
+                if check.subject == judged {
+                    check.subject = format!("{action}:{written}");
+                }
+            }
+        }
+        told
+    }
+
     /// One line for a person: `deny: fs.write:../x by user config rule action = ... (file:3)`.
     pub fn summary(&self) -> String {
         match self.deciding_rule() {

@@ -330,10 +330,15 @@ pub fn render_remember(rules: &[String]) -> String {
 /// What an "allow for this session" answer covers: the tool's action with exactly the
 /// capability requests the person was shown (program, path, host), so allowing `git` does not
 /// allow `curl`, and allowing `src/a.rs` does not allow `.git/config`.
-pub fn session_grant_key(action: &str, capabilities: &[bosun_core::CapabilityRequest]) -> String {
+pub fn session_grant_key(action: &str, capabilities: &[CapabilityRequest]) -> String {
     let mut subjects: Vec<String> = capabilities
         .iter()
-        .map(|c| serde_json::to_string(c).unwrap_or_else(|_| c.to_string()))
+        // Keyed on what policy judged: `notes` and the file it links to are one grant.
+        .map(|c| CapabilityRequest {
+            capability: c.capability.clone(),
+            scope: c.scope.as_judged(),
+        })
+        .map(|c| serde_json::to_string(&c).unwrap_or_else(|_| c.to_string()))
         .collect();
     subjects.sort();
     subjects.dedup();

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bosun_core::{
-    Capability, CapabilityRequest, ErrorCode, Limits, Risk, Scope, SpecError, ToolError, ToolName,
+    Capability, CapabilityRequest, ErrorCode, Limits, Risk, SpecError, ToolError, ToolName,
     ToolOutput, ToolResult, ToolSpec, bound_result,
 };
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -117,14 +117,15 @@ fn check_cancel(ctx: &ToolContext) -> Result<(), ToolError> {
 }
 
 /// One filesystem capability request scoped to a resolved path.
-fn fs_request(capability: Capability, workspace: &Workspace, path: &Path) -> CapabilityRequest {
-    CapabilityRequest {
+fn fs_request(
+    capability: Capability,
+    workspace: &Workspace,
+    input_path: &str,
+) -> Result<CapabilityRequest, ToolError> {
+    Ok(CapabilityRequest {
         capability,
-        scope: Scope {
-            path: Some(workspace.relative(path)),
-            ..Scope::default()
-        },
-    }
+        scope: workspace.judged_scope(input_path)?,
+    })
 }
 
 /// Cuts `value` so the result the chokepoint serialises fits `limits.max_output_bytes`, using

@@ -8,10 +8,14 @@
 //! without touching the filesystem outside it. This module never creates, changes or deletes
 //! anything.
 
+use std::collections::VecDeque;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use bosun_core::{ErrorCode, ToolError};
+use bosun_core::{ErrorCode, Scope, ToolError};
+
+/// The most symbolic links one path is followed through, as Linux's `MAXSYMLINKS`.
+const MAX_LINKS: usize = 40;
 
 /// A workspace root and the directory relative paths start from, both canonical.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,12 +132,15 @@ impl Workspace {
     /// Resolves a path that must exist to its canonical form inside the workspace.
     ///
     /// Relative paths start from [`Workspace::cwd`]; absolute paths are accepted only inside the
-    /// root. `..` and symbolic links are resolved, and the result must stay inside the root.
+    /// root. `..` and symbolic links are resolved, and the result must stay inside the root. A
+    /// link leading out is refused from its own text, as [`judged`](Self::judged) does, before
+    /// anything outside is looked at: `outside_workspace` whether its target exists or not.
     pub fn resolve(&self, input_path: &str) -> Result<PathBuf, ToolError> {
-        let lexical = self.lexical(input_path)?;
-        let canonical = lexical
+        let judged = self.judged(input_path)?;
+        let canonical = judged
             .canonicalize()
             .map_err(|err| io_error(&err, input_path))?;
+        // Only a link changed since it was followed can lead out here.
         if !canonical.starts_with(&self.root) {
             return Err(self.outside(input_path));
         }
@@ -142,42 +149,103 @@ impl Workspace {
     }
 
     /// The path a call naming `input_path` is judged at, found without telling the caller what
-    /// is there: the deepest existing ancestor resolved through its links, and the rest as
-    /// written. Policy judges before a tool touches anything, so what a denied call hears must
+    /// is there: its links followed as the kernel would, the rest as written once nothing
+    /// exists. Policy judges before a tool touches anything, so what a denied call hears must
     /// not depend on what exists where it is denied: `not_found`, `already_exists`, "not a
     /// directory" or "a symbolic link" would say whether a file exists in a denied `secrets/`,
-    /// or what it is. Only what the text itself shows (an empty path, `..` past the root,
-    /// Bosun's own home named) and a path whose existing part leads out of the root through a
-    /// link are errors here; the tool resolves the path strictly once the call is allowed.
+    /// or what it is. Nothing outside the root is ever looked at: a link whose text leads out
+    /// is `outside_workspace` by that text alone, so whether its target exists, is a directory,
+    /// a FIFO or unreadable is never told (the sandbox may hide it from every program the model
+    /// runs). Only what the text shows (an empty path, `..` past the root, Bosun's own home
+    /// named, a link leading out) is an error here; the tool resolves the path strictly once
+    /// the call is allowed.
     ///
     /// # Errors
-    /// The path is empty, holds a NUL byte, leaves the root or names Bosun's home.
+    /// The path is empty, holds a NUL byte, leaves the root (as written or through a link) or
+    /// names Bosun's home.
     pub fn judged(&self, input_path: &str) -> Result<PathBuf, ToolError> {
         let lexical = self.lexical(input_path)?;
         self.refuse_withheld(input_path, &lexical)?;
-        let mut existing = lexical.as_path();
-        let mut rest = Vec::new();
-        let resolved = loop {
-            if let Ok(canonical) = existing.canonicalize() {
-                break rest
-                    .iter()
-                    .rev()
-                    .fold(canonical, |path: PathBuf, name| path.join(name));
-            }
-            match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name);
-                    existing = parent;
-                }
-                // The root itself cannot be resolved: judge the path as written.
-                _ => break lexical.clone(),
-            }
-        };
-        if !resolved.starts_with(&self.root) {
-            return Err(self.outside(input_path));
-        }
+        let resolved = self
+            .follow_inside(&lexical)
+            .ok_or_else(|| self.outside(input_path))?;
         self.refuse_withheld(input_path, &resolved)?;
         Ok(resolved)
+    }
+
+    /// The scope of a call naming `input_path`: the [`judged`](Self::judged) path, relative to
+    /// the root, for policy, and the path as written when that differs, for what the model is
+    /// told (`Scope::written`).
+    ///
+    /// # Errors
+    /// As [`judged`](Self::judged).
+    pub fn judged_scope(&self, input_path: &str) -> Result<Scope, ToolError> {
+        let path = self.relative(&self.judged(input_path)?);
+        Ok(Scope {
+            written: (path != input_path).then(|| input_path.to_owned()),
+            path: Some(path),
+            ..Scope::default()
+        })
+    }
+
+    /// `lexical` (normal, inside the root) with its symbolic links followed one name at a time
+    /// from the root, looking only at names inside it: a link's target is read as text and
+    /// `None` is the answer as soon as that text (absolute, or `..` past the root) leads out.
+    /// Once a name does not exist (or cannot be looked at) the rest is taken as written. Past
+    /// [`MAX_LINKS`] links, as the kernel's limit, the path is taken as written from there.
+    fn follow_inside(&self, lexical: &Path) -> Option<PathBuf> {
+        let relative = lexical.strip_prefix(&self.root).ok()?;
+        let mut pending: VecDeque<PathBuf> = relative
+            .components()
+            .map(|c| PathBuf::from(c.as_os_str()))
+            .collect();
+        let mut resolved = self.root.clone();
+        let mut links = 0usize;
+        while let Some(name) = pending.pop_front() {
+            match Path::new(&name).components().next() {
+                Some(Component::CurDir) | None => continue,
+                Some(Component::ParentDir) => {
+                    if resolved == self.root {
+                        return None;
+                    }
+                    resolved.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let next = resolved.join(&name);
+            let is_link = match next.symlink_metadata() {
+                Ok(meta) => meta.file_type().is_symlink(),
+                Err(_) => return self.as_written(next, pending),
+            };
+            if !is_link {
+                resolved = next;
+                continue;
+            }
+            links += 1;
+            let target = match std::fs::read_link(&next) {
+                Ok(target) if links <= MAX_LINKS => target,
+                _ => return self.as_written(next, pending),
+            };
+            let target = if target.is_absolute() {
+                // Components, not a lexical clean-up: `..` after a link is the link's parent's.
+                let rest = target.strip_prefix(&self.root).ok()?;
+                resolved = self.root.clone();
+                rest.to_path_buf()
+            } else {
+                target
+            };
+            for part in target.components().rev() {
+                pending.push_front(PathBuf::from(part.as_os_str()));
+            }
+        }
+        Some(resolved)
+    }
+
+    /// `from` and the names after it as written, if that stays inside the root.
+    fn as_written(&self, from: PathBuf, pending: VecDeque<PathBuf>) -> Option<PathBuf> {
+        let written = normalize(&pending.into_iter().fold(from, |path, name| path.join(name)));
+        written.starts_with(&self.root).then_some(written)
     }
 
     /// Resolves the path of a file that may not exist yet, for creating or replacing it.
@@ -275,9 +343,8 @@ impl Workspace {
     }
 
     fn symlink_refused(&self, input_path: &str, link: &Path) -> ToolError {
-        let inside = link
-            .canonicalize()
-            .is_ok_and(|target| target.starts_with(&self.root));
+        // Where the link leads is read from its text: nothing outside the root is looked at.
+        let inside = self.follow_inside(link).is_some();
         if inside {
             ToolError::new(
                 ErrorCode::InvalidInput,

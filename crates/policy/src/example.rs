@@ -39,6 +39,7 @@ impl Example {
                 path: self.path.clone(),
                 program: self.program.clone(),
                 port: None,
+                written: None,
             },
             risk: self.risk,
         }

@@ -60,6 +60,7 @@ pub fn matcher(data: &[u8]) {
         path: Some(action.to_owned()),
         program: Some(action.to_owned()),
         port: None,
+        written: None,
     };
     let mut subjects = vec![
         Subject::tool(action, None).with_scope(scope),

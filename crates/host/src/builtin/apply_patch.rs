@@ -144,8 +144,11 @@ impl Tool for ApplyPatch {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let path = ctx.workspace.judged(&input.path)?;
-        Ok(vec![fs_request(Capability::FsWrite, &ctx.workspace, &path)])
+        Ok(vec![fs_request(
+            Capability::FsWrite,
+            &ctx.workspace,
+            &input.path,
+        )?])
     }
 
     fn summarize(&self, input: &Value) -> String {

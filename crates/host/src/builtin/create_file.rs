@@ -106,12 +106,11 @@ impl Tool for CreateFile {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let target = ctx.workspace.judged(&input.path)?;
         Ok(vec![fs_request(
             Capability::FsWrite,
             &ctx.workspace,
-            &target,
-        )])
+            &input.path,
+        )?])
     }
 
     fn summarize(&self, input: &Value) -> String {

@@ -97,8 +97,11 @@ impl Tool for ListFiles {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let dir = ctx.workspace.judged(&input.path)?;
-        Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &dir)])
+        Ok(vec![fs_request(
+            Capability::FsRead,
+            &ctx.workspace,
+            &input.path,
+        )?])
     }
 
     fn summarize(&self, input: &Value) -> String {

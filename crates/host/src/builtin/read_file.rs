@@ -99,8 +99,11 @@ impl Tool for ReadFile {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input: Input = parse_input(NAME, input)?;
-        let path = ctx.workspace.judged(&input.path)?;
-        Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &path)])
+        Ok(vec![fs_request(
+            Capability::FsRead,
+            &ctx.workspace,
+            &input.path,
+        )?])
     }
 
     fn summarize(&self, input: &Value) -> String {

@@ -156,8 +156,11 @@ impl Tool for Search {
         ctx: &ToolContext,
     ) -> Result<Vec<CapabilityRequest>, ToolError> {
         let input = Input::parse(input)?;
-        let path = ctx.workspace.judged(input.path())?;
-        Ok(vec![fs_request(Capability::FsRead, &ctx.workspace, &path)])
+        Ok(vec![fs_request(
+            Capability::FsRead,
+            &ctx.workspace,
+            input.path(),
+        )?])
     }
 
     fn summarize(&self, input: &Value) -> String {

@@ -76,7 +76,10 @@ impl Chokepoint {
             Decision::Allow => Ok(()),
             Decision::Deny => Err(ToolError::new(
                 ErrorCode::Denied,
-                format!("policy denies this call: {}", explanation.summary()),
+                format!(
+                    "policy denies this call: {}",
+                    explanation.as_written(capabilities).summary()
+                ),
             )),
             // `review` goes to the reviewer; so does `ask` when nobody could answer it and the
             // user opted in.
@@ -243,7 +246,7 @@ impl Chokepoint {
                     "policy denies {} for {}: {}",
                     summary,
                     call.name,
-                    explanation.summary()
+                    explanation.as_written(&capabilities).summary()
                 ),
             )),
             Decision::Ask | Decision::Review => {
@@ -399,7 +402,9 @@ impl Chokepoint {
                 },
             )),
             ApprovalAnswer::Unavailable => {
-                let subject = explanation
+                // Told to the model: the paths as it wrote them.
+                let told = explanation.as_written(capabilities);
+                let subject = told
                     .deciding_rule()
                     .map_or(action, |rule| rule.subject.as_str());
                 Err(ToolError::new(
@@ -407,7 +412,7 @@ impl Chokepoint {
                     format!(
                         "policy asks before {} ({}) and nobody can answer here: {} add a policy rule that allows `{subject}`",
                         call.name,
-                        explanation.summary(),
+                        told.summary(),
                         self.broker.unanswered_hint()
                     ),
                 ))

@@ -780,13 +780,9 @@ impl Tool for ManagerTool {
                 }
             }
         };
-        let resolved = ctx.workspace.judged(&path)?;
         Ok(vec![CapabilityRequest {
             capability: Capability::FsRead,
-            scope: Scope {
-                path: Some(ctx.workspace.relative(&resolved)),
-                ..Scope::default()
-            },
+            scope: ctx.workspace.judged_scope(&path)?,
         }])
     }
 

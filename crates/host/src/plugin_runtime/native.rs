@@ -291,7 +291,7 @@ impl Tool for PluginTool {
             match decl.capability {
                 Capability::NetHttp => {}
                 Capability::FsRead | Capability::FsWrite => {
-                    let path = match &decl.path_from_input {
+                    let (path, written) = match &decl.path_from_input {
                         Some(pointer) => {
                             let text = input
                                 .pointer(pointer)
@@ -300,10 +300,10 @@ impl Tool for PluginTool {
                             // Judged without saying what is there (a write may name a file
                             // that does not exist yet); the preopen is the judged path's
                             // nearest existing directory, resolved, inside the root.
-                            let resolved = ctx.workspace.judged(text)?;
-                            ctx.workspace.relative(&resolved)
+                            let scope = ctx.workspace.judged_scope(text)?;
+                            (scope.path.unwrap_or_else(|| ".".to_owned()), scope.written)
                         }
-                        None => ".".to_owned(),
+                        None => (".".to_owned(), None),
                     };
                     // The preopen is the path's whole directory: what it reaches beyond the
                     // path (a denied `secrets/**` inside it, protected paths at any depth for
@@ -318,6 +318,7 @@ impl Tool for PluginTool {
                         capability: decl.capability.clone(),
                         scope: Scope {
                             path: Some(path),
+                            written,
                             ..Scope::default()
                         },
                     });

@@ -94,7 +94,7 @@ impl ApprovalBroker for Scripted {
     }
 }
 
-fn policy(mode: Mode, rules: &str) -> Arc<Policy> {
+pub(crate) fn policy(mode: Mode, rules: &str) -> Arc<Policy> {
     let text = format!("[policy]\n{rules}");
     let file = PolicyFile::parse(&text).unwrap();
     Arc::new(
@@ -105,15 +105,15 @@ fn policy(mode: Mode, rules: &str) -> Arc<Policy> {
     )
 }
 
-struct Harness {
+pub(crate) struct Harness {
     chokepoint: Chokepoint,
     session: Arc<Session>,
     trace: Trace,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Harness {
-    fn new(
+    pub(crate) fn new(
         policy: Arc<Policy>,
         tools: Vec<Arc<dyn Tool>>,
         broker: Arc<dyn ApprovalBroker>,
@@ -139,7 +139,7 @@ impl Harness {
         }
     }
 
-    async fn call(&self, name: &str, input: Value) -> ToolResult {
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
         self.chokepoint
             .call(
                 ToolCall {
@@ -165,7 +165,7 @@ impl Harness {
     }
 }
 
-fn code(result: &ToolResult) -> Option<ErrorCode> {
+pub(crate) fn code(result: &ToolResult) -> Option<ErrorCode> {
     result.error().map(|e| e.code)
 }
 

@@ -8,6 +8,7 @@ mod bosun_home;
 mod builtin;
 mod checkpoint;
 mod chokepoint;
+mod disclosure;
 mod flow;
 mod hostile_files;
 mod instance_labels;
