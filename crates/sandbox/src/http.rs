@@ -974,6 +974,52 @@ mod tests {
         }
     }
 
+    /// Counts the names it is asked; every name leads to a public address.
+    #[derive(Debug, Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl Resolver for Counting {
+        fn resolve<'a>(&'a self, _host: &'a str, _port: u16) -> ResolveFuture<'a> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async { Ok(vec![v4("93.184.216.34")]) })
+        }
+    }
+
+    /// A request to a host or port the call was not granted is refused before any name is
+    /// resolved, in words that only repeat what the request said: whether the name exists,
+    /// where it leads or whether anything listens there is never looked up, so never told.
+    #[tokio::test]
+    async fn a_request_outside_the_grant_is_refused_before_anything_is_resolved() {
+        let resolver = Arc::new(Counting::default());
+        let mut c = check(&["public.test"], &[], StaticResolver::new());
+        c.resolver = resolver.clone();
+        for (url, refusal_said) in [
+            ("http://other.test/", "other.test:80"),
+            (
+                "http://internal.corp.example:22/",
+                "internal.corp.example:22",
+            ),
+            ("https://public.test:8443/", "public.test:8443"),
+            ("http://public.test:443/", "public.test:443"),
+        ] {
+            assert_eq!(
+                refusal(&c, url).await,
+                Refusal::HostNotGranted(refusal_said.to_owned()),
+                "{url}"
+            );
+        }
+        c.enabled = false;
+        assert_eq!(
+            refusal(&c, "https://public.test/").await,
+            Refusal::NoHttpGrant
+        );
+        assert_eq!(
+            resolver.0.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a refused request was resolved"
+        );
+    }
+
     #[tokio::test]
     async fn no_grant_refuses_everything() {
         let mut c = check(&["public.test"], &[], StaticResolver::new());
