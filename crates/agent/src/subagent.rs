@@ -444,7 +444,12 @@ impl SubagentTool {
         if let Some(dir) = &ctx.run.runs_dir {
             trace = trace.runs_dir(dir.clone());
         }
-        // The parent's watchers (the terminal) see the child's events, marked by its parent run.
+        // The parent's watchers (the terminal, plugins' observers) see the child's events,
+        // marked by its run id; a plugin observing them takes on the child's labels, not the
+        // parent's.
+        for observer in &ctx.run.observers {
+            observer.child_run(&run_id, &session);
+        }
         let (trace, persisted) = ctx
             .run
             .observers

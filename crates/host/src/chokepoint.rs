@@ -189,8 +189,19 @@ impl Chokepoint {
         // 4. Policy on the action and every capability, with the session's promises, the
         //    plugins' hooks and the information-flow rules (both of which can only tighten).
         let explanation = self
-            .decide(call, tool.as_ref(), &capabilities, session, trace, cancel)
+            .decide(
+                call,
+                tool.as_ref(),
+                &capabilities,
+                session,
+                trace,
+                &ctx.instance_label,
+                cancel,
+            )
             .await;
+        // A plugin hook's reason reaches the session in the decision (the denial it reads, the
+        // question a person sees): it carries the label of the instance that wrote it.
+        self.carry_instance_label(call, &ctx, session, trace);
         // 5. Deny stops here; ask and review go to a person (or the reviewer).
         if let Err(error) = self
             .gate(
@@ -310,13 +321,14 @@ impl Chokepoint {
         capabilities: &[CapabilityRequest],
         session: &Arc<Session>,
         trace: &Trace,
+        said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Explanation {
         // Most hosts have no hook: the labels are read only for one.
         let mut verdicts = if self.hooks.is_empty() {
             Vec::new()
         } else {
-            self.hook_verdicts(call, tool, &SessionLabels::of(session), cancel)
+            self.hook_verdicts(call, tool, &SessionLabels::of(session), said_by, cancel)
                 .await
         };
         // Plan mode is a layer like a hook: it can only tighten, and denies all but reading.
@@ -462,11 +474,12 @@ impl Chokepoint {
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &SessionLabels,
+        said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Vec<HookVerdict> {
         let mut verdicts = Vec::new();
         for hook in &self.hooks {
-            match hook.verdict(call, tool, labels, cancel).await {
+            match hook.verdict(call, tool, labels, said_by, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
                 Err(failure) => verdicts.push(HookVerdict {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::Tool;
+use crate::tool::{InstanceLabel, Tool};
 
 /// A policy hook — a plugin's (Forge's `restrictPolicy`) or `[[hooks.pre_tool_call]]` —
 /// asked about every call after the built-in checks; it can only make a decision stricter.
@@ -26,11 +26,14 @@ use crate::tool::Tool;
 pub trait PolicyHook: Send + Sync {
     /// Its verdict on `call` of `tool` in a session with `labels`: `None` to leave the decision
     /// as it is. An `Err` fails closed: the call is denied, saying which hook failed and why.
+    /// A hook whose words (a reason, a failure's message) come from a plugin's code records
+    /// in `said_by` the label of what produced them: the session that reads them takes it on.
     async fn verdict(
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &SessionLabels,
+        said_by: &InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure>;
 }
@@ -422,6 +425,7 @@ impl PolicyHook for Hooks {
         call: &ToolCall,
         _tool: &dyn Tool,
         labels: &SessionLabels,
+        _said_by: &InstanceLabel,
         _cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         // The strictest of the matching hooks; deny before ask.

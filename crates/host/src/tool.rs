@@ -194,16 +194,46 @@ impl ReadFiles {
     }
 }
 
-/// The label a kept plugin instance's result carries: the highest level and the first untrusted
-/// input of every session whose data reached the instance, with the plugin's name. A plugin
-/// runtime records it after the call; the chokepoint takes it at step 8.
+/// What produced words a session reads, and may have kept other sessions' data in: a plugin's
+/// kept instance, or a Claude Code plugin's data folder that its hooks and servers write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Producer {
+    /// The live instance of a plugin (its local name), whose module state outlives the call.
+    Instance(String),
+    /// The data folder of a Claude Code plugin (its id), which outlives sessions and processes.
+    DataFolder(String),
+}
+
+impl std::fmt::Display for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Producer::Instance(plugin) => write!(f, "instance of plugin `{plugin}`"),
+            Producer::DataFolder(plugin) => {
+                write!(f, "data folder of the Claude Code plugin `{plugin}`")
+            }
+        }
+    }
+}
+
+/// The label what a producer says carries: the highest level and the first untrusted input of
+/// every session whose data reached a kept plugin instance (or a plugin's data folder), with
+/// what produced it. A plugin runtime records it after the call (or the hook); the chokepoint
+/// takes it after the decision and after the call ([`InstanceLabel::carry_to`]).
 #[derive(Debug, Clone, Default)]
-pub struct InstanceLabel(Arc<std::sync::Mutex<Option<(String, crate::SessionLabels)>>>);
+pub struct InstanceLabel(Arc<std::sync::Mutex<Option<(Producer, crate::SessionLabels)>>>);
 
 impl InstanceLabel {
-    /// Records that the call's result came from the instance of `plugin` labelled `label`
+    /// Records that what the call got came from the instance of `plugin` labelled `label`
     /// (nothing when the label says no more than a fresh session).
     pub fn record(&self, plugin: &str, label: &crate::SessionLabels) {
+        if label.is_marked() {
+            self.record_from(Producer::Instance(plugin.to_owned()), label);
+        }
+    }
+
+    /// Records that what the call got came from `producer` labelled `label` (nothing when the
+    /// label says no more than a fresh session).
+    pub fn record_from(&self, producer: Producer, label: &crate::SessionLabels) {
         if !label.is_marked() {
             return;
         }
@@ -213,16 +243,57 @@ impl InstanceLabel {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match kept.as_mut() {
             Some((_, held)) => held.raise(label),
-            None => *kept = Some((plugin.to_owned(), label.clone())),
+            None => *kept = Some((producer, label.clone())),
         }
     }
 
-    /// The recorded plugin and label, if any, and forgets them.
-    pub fn take(&self) -> Option<(String, crate::SessionLabels)> {
+    /// Hands what was recorded here, if anything, on to `other`, and forgets it.
+    pub fn pass_to(&self, other: &InstanceLabel) {
+        if let Some((producer, label)) = self.take() {
+            other.record_from(producer, &label);
+        }
+    }
+
+    /// The recorded producer and label, if any, and forgets them.
+    pub fn take(&self) -> Option<(Producer, crate::SessionLabels)> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
+    }
+
+    /// Raises `session` to what was recorded here and marks it with its untrusted input,
+    /// naming the producer and `what` (`id`) that handed its words over — a call, a hook, a
+    /// prompt contribution — each rise a `taint.raised` and each mark an
+    /// `integrity.untrusted` in `trace`; then forgets it.
+    pub fn carry_to(&self, session: &Session, trace: &crate::trace::Trace, id: &str, what: &str) {
+        let Some((producer, label)) = self.take() else {
+            return;
+        };
+        let before = session.taint();
+        let after = session.raise_taint(label.level);
+        if after > before {
+            session.set_taint_source(format!(
+                "{what} ({id}), whose {producer} holds data of sessions up to {}",
+                label.level
+            ));
+            trace.record(bosun_core::Event::TaintRaised {
+                call_id: id.to_owned(),
+                tool: what.to_owned(),
+                from: before,
+                to: after,
+            });
+        }
+        if let Some(source) = label.untrusted {
+            let source = format!("{source}, kept by the {producer} and returned by {what} ({id})");
+            if session.mark_untrusted(source.clone()) {
+                trace.record(bosun_core::Event::UntrustedInput {
+                    call_id: id.to_owned(),
+                    tool: what.to_owned(),
+                    source,
+                });
+            }
+        }
     }
 }
 

@@ -138,9 +138,10 @@ impl Chokepoint {
         }
     }
 
-    /// The session takes on the label of the kept plugin instance the call ran in: the highest
-    /// level and the first untrusted input of every session whose data reached the instance
-    /// (its module state may hold any of it), naming the instance as the source.
+    /// The session takes on the label of the kept plugin instance the call (or a hook asked
+    /// about it) ran in: the highest level and the first untrusted input of every session whose
+    /// data reached the instance (its module state may hold any of it), naming the instance as
+    /// the source.
     pub(super) fn carry_instance_label(
         &self,
         call: &ToolCall,
@@ -148,35 +149,7 @@ impl Chokepoint {
         session: &Session,
         trace: &Trace,
     ) {
-        let Some((plugin, label)) = ctx.instance_label.take() else {
-            return;
-        };
-        let before = session.taint();
-        let after = session.raise_taint(label.level);
-        if after > before {
-            session.set_taint_source(format!(
-                "{} ({}), whose instance of plugin `{plugin}` holds data of sessions up to {}",
-                call.name, call.id, label.level
-            ));
-            trace.record(Event::TaintRaised {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                from: before,
-                to: after,
-            });
-        }
-        if let Some(source) = label.untrusted {
-            let source = format!(
-                "{source}, kept by the instance of plugin `{plugin}` and returned by {} ({})",
-                call.name, call.id
-            );
-            if session.mark_untrusted(source.clone()) {
-                trace.record(Event::UntrustedInput {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    source,
-                });
-            }
-        }
+        ctx.instance_label
+            .carry_to(session, trace, &call.id, &call.name);
     }
 }

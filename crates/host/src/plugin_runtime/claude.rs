@@ -198,6 +198,7 @@ impl PolicyHook for PreToolUse {
         call: &ToolCall,
         _tool: &dyn Tool,
         _labels: &SessionLabels,
+        _said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         let tool_name = bosun_claude::tools::to_claude(&call.name);

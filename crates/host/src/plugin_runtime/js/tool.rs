@@ -23,7 +23,7 @@ use crate::plugin_runtime::granter;
 use crate::plugin_runtime::js::plugin::JsRuntime;
 use crate::plugin_runtime::js::processes::HostProcesses;
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{InstanceLabel, Tool, ToolContext};
 
 /// The session a JavaScript call runs in, as the engine's `runtime` imports see it.
 #[derive(Debug)]
@@ -274,7 +274,11 @@ impl Tool for JsTool {
         let tool = self.tool.clone();
         let outcome = self
             .runtime
-            .with_plugin(Some(ctx), &SessionLabels::of(&ctx.session), async |p| {
+            .with_plugin(
+                Some(ctx),
+                Some(&ctx.instance_label),
+                &SessionLabels::of(&ctx.session),
+                async |p| {
                 // What the call left behind reaches the trace whether it succeeded or failed.
                 match p.call(&tool, &input_json, opts).await {
                     Ok((outcome, report)) => {
@@ -325,6 +329,7 @@ impl PolicyHook for JsPolicyHook {
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &crate::SessionLabels,
+        said_by: &InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         let risk = serde_json::to_value(tool.spec().risk).unwrap_or(Value::Null);
@@ -343,16 +348,25 @@ impl PolicyHook for JsPolicyHook {
             cancel: cancel.clone(),
             ..CallOptions::default()
         };
+        let answered = InstanceLabel::default();
         let restriction = self
             .runtime
             // The hook sees the call's input: the instance takes on the session's labels, and
             // its tools' results carry them to whichever session calls next.
-            .with_plugin(None, labels, async |p| p.restrict(&payload, opts).await)
-            .await
-            .map_err(|cause| HookFailure {
-                hook: self.runtime.spec.local_name.clone(),
-                cause,
-            })?;
+            .with_plugin(None, Some(&answered), labels, async |p| {
+                p.restrict(&payload, opts).await
+            })
+            .await;
+        // A verdict's reason and a failure's message are the plugin's words, read by the
+        // session (in the denial) and the person: they carry the instance's label. A hook that
+        // says nothing hands the session no text.
+        if !matches!(restriction, Ok(None)) {
+            answered.pass_to(said_by);
+        }
+        let restriction = restriction.map_err(|cause| HookFailure {
+            hook: self.runtime.spec.local_name.clone(),
+            cause,
+        })?;
         Ok(restriction.map(|r| HookVerdict {
             plugin: self.runtime.spec.local_name.clone(),
             decision: r.decision,
