@@ -313,7 +313,9 @@ impl Chokepoint {
     }
 
     /// Step 4: policy on the action and every capability, then information flow
-    /// (write-downs, what untrusted input may not do without a person); recorded.
+    /// (write-downs, what untrusted input may not do without a person); recorded. A plugin
+    /// hook whose words the decision carries records its producer's label in `said_by`.
+    #[allow(clippy::too_many_arguments)]
     async fn decide(
         &self,
         call: &ToolCall,

@@ -34,6 +34,7 @@ pub mod chokepoint;
 pub mod claude_config;
 pub mod config;
 pub mod config_edit;
+pub mod data_folder;
 pub mod file_access;
 pub mod flow;
 pub mod front_matter;

@@ -33,8 +33,12 @@ impl Prompts {
     /// Raises `session`, whose system prompt holds these contributions, to the labels of the
     /// instances that wrote them, each rise and mark in `trace`.
     pub fn carry_to(&self, session: &crate::session::Session, trace: &crate::trace::Trace) {
-        self.carried
-            .carry_to(session, trace, "system-prompt", "a plugin's prompt contribution");
+        self.carried.carry_to(
+            session,
+            trace,
+            "system-prompt",
+            "a plugin's prompt contribution",
+        );
     }
 }
 

@@ -15,9 +15,9 @@ use bosun_core::{ApprovalAnswer, Classification, ErrorCode, Event, Redactor, Too
 use bosun_host::flow::{ClassificationConfig, Flow};
 use bosun_host::plugin_runtime::Prompts;
 use bosun_host::plugin_runtime::js::{JsEngine, JsObserver, JsPluginSpec, JsPlugins, JsRuntime};
-use bosun_host::trace::Trace;
 use bosun_host::tool::InstanceLabel;
 use bosun_host::trace::Observer;
+use bosun_host::trace::Trace;
 use bosun_host::{Chokepoint, Session, ToolCall, Workspace, builtin};
 use bosun_js::ENGINE;
 use bosun_policy::{Mode, Policy};
@@ -571,8 +571,13 @@ async fn a_policy_hooks_reason_carries_its_instance_label_to_the_session_it_tell
     // A hook that says nothing tells nothing: B's calls before A's write raise nothing.
     assert_eq!(b.taint(), Classification::Public);
 
-    rig.call(&a, "a-read", "read_file", json!({"path": "secrets/key.pem"}))
-        .await;
+    rig.call(
+        &a,
+        "a-read",
+        "read_file",
+        json!({"path": "secrets/key.pem"}),
+    )
+    .await;
     ran(&rig
         .call(
             &a,
@@ -582,8 +587,13 @@ async fn a_policy_hooks_reason_carries_its_instance_label_to_the_session_it_tell
         )
         .await);
 
-    for (session, id, path) in [(&b, "b-hint", "public/hint.md"), (&c, "c-fail", "public/fail.md")] {
-        let told = rig.call(session, id, "read_file", json!({"path": path})).await;
+    for (session, id, path) in [
+        (&b, "b-hint", "public/hint.md"),
+        (&c, "c-fail", "public/fail.md"),
+    ] {
+        let told = rig
+            .call(session, id, "read_file", json!({"path": path}))
+            .await;
         let error = told.error().expect("the hook denies");
         assert!(
             error.code == ErrorCode::Denied && error.message.contains("PRIVATE-KEY-4711"),
@@ -591,13 +601,19 @@ async fn a_policy_hooks_reason_carries_its_instance_label_to_the_session_it_tell
         );
         assert_eq!(session.taint(), Classification::Restricted, "{id}");
         assert!(
-            session.taint_source().unwrap().contains("instance of plugin `tell`"),
+            session
+                .taint_source()
+                .unwrap()
+                .contains("instance of plugin `tell`"),
             "{:?}",
             session.taint_source()
         );
         assert!(matches!(
             rig.raised_by(id).as_slice(),
-            [Event::TaintRaised { to: Classification::Restricted, .. }]
+            [Event::TaintRaised {
+                to: Classification::Restricted,
+                ..
+            }]
         ));
         assert_eq!(
             rig.write_public(session, &format!("{id}-after")).await,
@@ -636,8 +652,14 @@ async fn a_prompt_contribution_carries_its_instance_label_to_the_session_whose_p
         Arc::new(Redactor::new(Vec::<(String, String)>::new())),
     )
     .observe(observer.clone());
-    rig.call_in(&a, &a_trace, "a-read", "read_file", json!({"path": "secrets/key.pem"}))
-        .await;
+    rig.call_in(
+        &a,
+        &a_trace,
+        "a-read",
+        "read_file",
+        json!({"path": "secrets/key.pem"}),
+    )
+    .await;
     wait_until_observed(&rig, &a).await;
 
     let (texts, after) = contributions(&rig).await;
@@ -649,7 +671,10 @@ async fn a_prompt_contribution_carries_its_instance_label_to_the_session_whose_p
         "{:?}",
         b.taint_source()
     );
-    assert_eq!(rig.write_public(&b, "b-after").await, Some(ErrorCode::Denied));
+    assert_eq!(
+        rig.write_public(&b, "b-after").await,
+        Some(ErrorCode::Denied)
+    );
 }
 
 /// A subagent's events reach an observer of its parent's run: the observing instance takes on
@@ -693,14 +718,21 @@ async fn an_observer_of_a_subagents_events_takes_on_the_subagents_labels() {
     assert_eq!(parent.taint(), Classification::Public);
     wait_until_observed(&rig, &parent).await;
     // Asking whether it holds anything returned what it kept: the asker takes on its label.
-    rig.call(&probe, "probe-observed", "observed", json!({})).await;
+    rig.call(&probe, "probe-observed", "observed", json!({}))
+        .await;
     assert_eq!(probe.taint(), Classification::Restricted);
     assert!(
-        probe.taint_source().unwrap().contains("instance of plugin `echo`"),
+        probe
+            .taint_source()
+            .unwrap()
+            .contains("instance of plugin `echo`"),
         "{:?}",
         probe.taint_source()
     );
-    assert_eq!(rig.write_public(&probe, "probe-after").await, Some(ErrorCode::Denied));
+    assert_eq!(
+        rig.write_public(&probe, "probe-after").await,
+        Some(ErrorCode::Denied)
+    );
 }
 
 /// Asks the `echo` plugin, as `session`, until it has observed a completed call (delivery is

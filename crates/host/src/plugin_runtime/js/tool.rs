@@ -279,20 +279,21 @@ impl Tool for JsTool {
                 Some(&ctx.instance_label),
                 &SessionLabels::of(&ctx.session),
                 async |p| {
-                // What the call left behind reaches the trace whether it succeeded or failed.
-                match p.call(&tool, &input_json, opts).await {
-                    Ok((outcome, report)) => {
-                        call_report::keep(ctx, &report);
-                        Ok(outcome)
-                    }
-                    Err(error) => {
-                        if let bosun_js::JsError::Call { source, .. } = &error {
-                            call_report::keep(ctx, &source.report);
+                    // What the call left behind reaches the trace whether it succeeded or failed.
+                    match p.call(&tool, &input_json, opts).await {
+                        Ok((outcome, report)) => {
+                            call_report::keep(ctx, &report);
+                            Ok(outcome)
                         }
-                        Err(error)
+                        Err(error) => {
+                            if let bosun_js::JsError::Call { source, .. } = &error {
+                                call_report::keep(ctx, &source.report);
+                            }
+                            Err(error)
+                        }
                     }
-                }
-            })
+                },
+            )
             .await?;
         match outcome {
             ToolOutcome::Ok { output, truncated } => Ok(ToolOutput {
