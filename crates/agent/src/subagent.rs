@@ -448,7 +448,7 @@ impl SubagentTool {
         // marked by its run id; a plugin observing them takes on the child's labels, not the
         // parent's.
         for observer in &ctx.run.observers {
-            observer.child_run(&run_id, &session);
+            observer.child_run(&run_id, session.clone());
         }
         let (trace, persisted) = ctx
             .run

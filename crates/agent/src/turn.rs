@@ -237,7 +237,7 @@ impl TurnBuilder {
         let trace = trace.open()?;
         // The plugins' contributions came from their instances' module state: the session
         // reading them takes on their labels before its first step (its subagents inherit them).
-        contributions.carry_to(&conversation.grants, &trace);
+        contributions.carry_to(conversation.grants.as_ref(), &trace);
         let budgets = Budgets {
             max_steps: config.user.agent.max_steps,
             max_tool_calls: config.user.agent.max_tool_calls,

@@ -17,7 +17,6 @@ use bosun_plugins::state_lock::{self, UpdateError};
 use serde::{Deserialize, Serialize};
 
 use crate::ClaudeError;
-use crate::install::claude_home;
 
 /// What a plugin's data folder may hold: the highest level and the first untrusted input of
 /// the sessions whose data reached its processes. The default (nothing reached them) says no
@@ -45,9 +44,10 @@ impl DataLabel {
     }
 }
 
-/// Where the label of the data folder of the plugin `id` is kept.
-pub fn label_path(home: &Path, id: &str) -> PathBuf {
-    claude_home(home).join("labels").join(format!("{id}.json"))
+/// Where the label of the data folder of the plugin `id` is kept, in Bosun's folder of Claude
+/// Code plugins `claude` (`$BOSUN_HOME/claude`).
+pub fn label_path(claude: &Path, id: &str) -> PathBuf {
+    claude.join("labels").join(format!("{id}.json"))
 }
 
 /// The label kept at `path` now; the default when there is none.
@@ -85,19 +85,20 @@ pub fn raise(path: &Path, by: &DataLabel) -> Result<DataLabel, ClaudeError> {
     Ok(now)
 }
 
-/// Removes the data folder of the plugin `id`, then its label: the label goes only with what
-/// it describes (a folder that could not be removed keeps it).
+/// Removes the data folder of the plugin `id` from `claude` (`$BOSUN_HOME/claude`), then its
+/// label: the label goes only with what it describes (a folder that could not be removed
+/// keeps it).
 ///
 /// # Errors
 /// The folder or the label could not be removed.
-pub fn remove_data(home: &Path, id: &str) -> Result<(), ClaudeError> {
-    let data = claude_home(home).join("data").join(id);
+pub fn remove_data(claude: &Path, id: &str) -> Result<(), ClaudeError> {
+    let data = claude.join("data").join(id);
     match std::fs::remove_dir_all(&data) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(ClaudeError::io(format!("removing {}", data.display()), e)),
     }
-    let label = label_path(home, id);
+    let label = label_path(claude, id);
     match std::fs::remove_file(&label) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -150,7 +151,7 @@ mod tests {
         assert_eq!(raise(&path, &marked).unwrap(), both);
         assert_eq!(read(&path).unwrap(), both);
 
-        let data = claude_home(home.path()).join("data").join("kit@team");
+        let data = home.path().join("data").join("kit@team");
         std::fs::create_dir_all(&data).unwrap();
         std::fs::write(data.join("kept"), "PRIVATE").unwrap();
         remove_data(home.path(), "kit@team").unwrap();

@@ -690,7 +690,7 @@ pub fn uninstall(home: &Path, id: &str) -> Result<bool, ClaudeError> {
     if removed {
         let _ = std::fs::remove_file(claude_home(home).join("config").join(format!("{id}.json")));
         let _ = std::fs::remove_file(claude_home(home).join("secrets").join(format!("{id}.json")));
-        crate::data_label::remove_data(home, id)?;
+        crate::data_label::remove_data(&claude_home(home), id)?;
     }
     Ok(removed)
 }
@@ -791,11 +791,16 @@ mod tests {
             let data = claude_home(home.path()).join("data").join(id);
             std::fs::create_dir_all(&data).unwrap();
             std::fs::write(data.join("kept"), "PRIVATE").unwrap();
-            crate::data_label::raise(&crate::data_label::label_path(home.path(), id), &secret)
-                .unwrap();
+            let label = crate::data_label::label_path(&claude_home(home.path()), id);
+            crate::data_label::raise(&label, &secret).unwrap();
         }
         assert!(uninstall(home.path(), "a@fixtures").unwrap());
-        let label = |id| crate::data_label::read(&crate::data_label::label_path(home.path(), id));
+        let label = |id| {
+            crate::data_label::read(&crate::data_label::label_path(
+                &claude_home(home.path()),
+                id,
+            ))
+        };
         assert!(!claude_home(home.path()).join("data/a@fixtures").exists());
         assert_eq!(label("a@fixtures").unwrap(), Default::default());
         assert!(

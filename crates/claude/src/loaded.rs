@@ -139,7 +139,7 @@ pub fn load_one(home: &Path, record: &InstalledPlugin) -> Result<LoadedPlugin, C
         record: record.clone(),
         root,
         data,
-        label: crate::data_label::label_path(home, &record.id),
+        label: crate::data_label::label_path(&claude_home(home), &record.id),
         layout,
     })
 }

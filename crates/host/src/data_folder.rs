@@ -10,8 +10,7 @@ use std::path::Path;
 use bosun_claude::data_label::{self, DataLabel};
 use bosun_core::Classification;
 
-use crate::hooks::SessionLabels;
-use crate::tool::{InstanceLabel, Producer};
+use crate::labels::{InstanceLabel, Producer, SessionLabels};
 
 /// The label of the data folder of the plugin `plugin`, kept at `path`, after it took in
 /// `from` — the labels of the session whose data one of its processes is about to get (`None`

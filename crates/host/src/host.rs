@@ -211,9 +211,9 @@ impl Observer for Observers {
         }
     }
 
-    fn child_run(&self, run_id: &str, session: &Arc<Session>) {
+    fn child_run(&self, run_id: &str, session: Arc<dyn crate::labels::Reader>) {
         for observer in &self.0 {
-            observer.child_run(run_id, session);
+            observer.child_run(run_id, session.clone());
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod flow;
 pub mod front_matter;
 pub mod hooks;
 mod host;
+pub mod labels;
 pub mod layers;
 pub mod managed;
 pub mod mcp_config;

@@ -26,9 +26,7 @@ use bosun_core::{Event, ToolCall};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::SessionLabels;
-use crate::session::Session;
-use crate::tool::InstanceLabel;
+use crate::labels::{InstanceLabel, Reader, SessionLabels};
 use crate::trace::Trace;
 
 /// The events other than `PreToolUse` that Bosun runs.
@@ -147,7 +145,7 @@ enum Reach<'a> {
 /// reads, naming the hook and `id` (the call, or the moment) in `trace`.
 fn carry<'s>(
     said: impl IntoIterator<Item = &'s Said>,
-    session: &Session,
+    session: &dyn Reader,
     trace: &Trace,
     id: &str,
     what: &str,
@@ -158,7 +156,9 @@ fn carry<'s>(
             crate::data_folder::told(&carried, &s.plugin, label);
         }
     }
-    carried.carry_to(session, trace, id, what);
+    for event in session.take_on(&carried, id, what) {
+        trace.record(event);
+    }
 }
 
 impl RunHooks {
@@ -320,7 +320,7 @@ impl RunHooks {
     pub async fn session_start(
         &self,
         source: &str,
-        session: &Session,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> Vec<String> {
@@ -365,12 +365,12 @@ impl RunHooks {
     pub async fn user_prompt_submit(
         &self,
         prompt: &str,
-        session: &Session,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> PromptVerdict {
         let fields = fields([("prompt", json!(prompt))]);
-        let labels = SessionLabels::of(session);
+        let labels = session.labels();
         let said = self
             .fire(
                 "UserPromptSubmit",
@@ -420,7 +420,7 @@ impl RunHooks {
         &self,
         call: &ToolCall,
         response: &Value,
-        session: &Session,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> ToolFeedback {
@@ -434,7 +434,7 @@ impl RunHooks {
             ("tool_response", response.clone()),
             ("tool_use_id", json!(call.id)),
         ]);
-        let labels = SessionLabels::of(session);
+        let labels = session.labels();
         let said = self
             .fire(
                 "PostToolUse",
@@ -486,7 +486,7 @@ impl RunHooks {
         &self,
         subagent: bool,
         continues: u32,
-        session: &Session,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> StopVerdict {

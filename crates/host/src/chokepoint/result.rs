@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Chokepoint, ToolCall};
 use crate::hooks::PostEffect;
+use crate::labels::Reader as _;
 use crate::session::Session;
 use crate::trace::Trace;
 use crate::{Tool, ToolContext};
@@ -149,7 +150,8 @@ impl Chokepoint {
         session: &Session,
         trace: &Trace,
     ) {
-        ctx.instance_label
-            .carry_to(session, trace, &call.id, &call.name);
+        for event in session.take_on(&ctx.instance_label, &call.id, &call.name) {
+            trace.record(event);
+        }
     }
 }

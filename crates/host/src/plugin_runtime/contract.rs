@@ -12,8 +12,9 @@ use bosun_policy::Policy;
 use bosun_sandbox::{Sandbox, SandboxConfig, SandboxError};
 
 use crate::chokepoint::PolicyHook;
+use crate::labels::{InstanceLabel, Reader};
 use crate::plugin_runtime::error::RuntimeError;
-use crate::tool::{InstanceLabel, Tool};
+use crate::tool::Tool;
 use crate::trace::Observer;
 
 /// The plugins' prompt contributions for one task.
@@ -32,13 +33,14 @@ pub struct Prompts {
 impl Prompts {
     /// Raises `session`, whose system prompt holds these contributions, to the labels of the
     /// instances that wrote them, each rise and mark in `trace`.
-    pub fn carry_to(&self, session: &crate::session::Session, trace: &crate::trace::Trace) {
-        self.carried.carry_to(
-            session,
-            trace,
+    pub fn carry_to(&self, session: &dyn Reader, trace: &crate::trace::Trace) {
+        for event in session.take_on(
+            &self.carried,
             "system-prompt",
             "a plugin's prompt contribution",
-        );
+        ) {
+            trace.record(event);
+        }
     }
 }
 

@@ -642,7 +642,7 @@ async fn a_prompt_contribution_carries_its_instance_label_to_the_session_whose_p
     // Before A's run the plugin contributes nothing and B takes on nothing.
     let (texts, before) = contributions(&rig).await;
     assert!(texts.is_empty(), "{texts:?}");
-    before.carry_to(&b, &rig.trace);
+    before.carry_to(b.as_ref(), &rig.trace);
     assert_eq!(b.taint(), Classification::Public);
 
     // A's run, observed: its read of the key reaches the plugin.
@@ -664,7 +664,7 @@ async fn a_prompt_contribution_carries_its_instance_label_to_the_session_whose_p
 
     let (texts, after) = contributions(&rig).await;
     assert!(texts.concat().contains("PRIVATE-KEY-4711"), "{texts:?}");
-    after.carry_to(&b, &rig.trace);
+    after.carry_to(b.as_ref(), &rig.trace);
     assert_eq!(b.taint(), Classification::Restricted);
     assert!(
         b.taint_source().unwrap().contains("prompt contribution"),
@@ -699,7 +699,7 @@ async fn an_observer_of_a_subagents_events_takes_on_the_subagents_labels() {
     let observer = JsObserver::for_runtimes(&rig.runtimes, &parent).unwrap();
     let child = Arc::new(Session::new("child-run"));
     child.inherit(&parent);
-    observer.child_run("child-run", &child);
+    observer.child_run("child-run", child.clone());
     // The child's trace is its own, observed by the parent's observers (as a subagent's is).
     let child_trace = Trace::in_memory(
         "child-run".into(),

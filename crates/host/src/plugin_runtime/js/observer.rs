@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::hooks::SessionLabels;
+use crate::labels::Reader;
 use crate::plugin_runtime::js::plugin::JsRuntime;
 use crate::session::Session;
 
@@ -43,12 +44,11 @@ fn push_warning(warnings: &std::sync::Mutex<Vec<String>>, warning: String) {
 
 /// The session of each run whose events an observer gets: the run it was made for, and the
 /// subagents' runs it was told of, by run id.
-#[derive(Debug)]
 struct RunSessions {
     run: Arc<Session>,
     /// Kept for as long as the observer: an event of a child that has returned may still be
     /// waiting in a queue (a run starts at most a few children, each bounded in number).
-    children: std::sync::Mutex<std::collections::HashMap<String, Arc<Session>>>,
+    children: std::sync::Mutex<std::collections::HashMap<String, Arc<dyn Reader>>>,
 }
 
 impl RunSessions {
@@ -61,7 +61,10 @@ impl RunSessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(run_id)
             .cloned();
-        SessionLabels::of(child.as_deref().unwrap_or(&self.run))
+        match child {
+            Some(child) => child.labels(),
+            None => self.run.labels(),
+        }
     }
 }
 
@@ -168,11 +171,11 @@ impl crate::trace::Observer for JsObserver {
         }
     }
 
-    fn child_run(&self, run_id: &str, session: &Arc<Session>) {
+    fn child_run(&self, run_id: &str, session: Arc<dyn Reader>) {
         self.sessions
             .children
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(run_id.to_owned(), Arc::clone(session));
+            .insert(run_id.to_owned(), session);
     }
 }
