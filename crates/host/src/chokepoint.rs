@@ -217,6 +217,7 @@ impl Chokepoint {
             ));
         }
         // 6. Execute under the deadline and cancellation.
+        let level_at_start = session.taint();
         let outcome = self
             .execute(
                 call,
@@ -246,7 +247,7 @@ impl Chokepoint {
             call,
             tool.as_ref(),
             &ctx,
-            output.classification,
+            (output.classification, level_at_start),
             &effect,
             session,
             trace,
