@@ -310,9 +310,9 @@ fn run_holding_restricted_data(collector_level: Option<&str>) -> Vec<Value> {
     let collector = Collector::start();
     let (_runtime, server) = serve([
         Step::call("read_file", json!({"path": "secrets/plan.txt"})),
-        Step::call(&format!("send_{HUSHED}"), json!({})),
+        Step::call(format!("send_{HUSHED}"), json!({})),
         Step::call("read_file", json!({"path": format!("{HUSHED}.txt")})),
-        Step::text(&format!("The plan says {HUSHED}.")),
+        Step::text(format!("The plan says {HUSHED}.")),
     ]);
     let level = collector_level
         .map(|l| format!("classification = \"{l}\"\n"))
