@@ -391,6 +391,7 @@ impl Agent {
         trace.record(bosun_host::run_trace::run_started(
             &self.chokepoint,
             &self.command,
+            session.taint(),
         ));
         trace.record(Event::PromptAssembled {
             sources: self.system_prompt.sources.clone(),

@@ -500,6 +500,9 @@ impl SubagentTool {
                 .retryable());
             }
         };
+        // The child's words are as sensitive as what it saw: the chokepoint records the rise
+        // on this call (`taint.raised`), so the trace's readers know the parent's level too.
+        let level = session.taint();
         result(
             &self.subagent.name,
             &run_id,
@@ -511,6 +514,10 @@ impl SubagentTool {
             message,
             ctx.limits.max_output_bytes,
         )
+        .map(|mut output| {
+            output.classification = (!level.is_public()).then_some(level);
+            output
+        })
     }
 }
 

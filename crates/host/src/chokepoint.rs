@@ -228,6 +228,7 @@ impl Chokepoint {
             ));
         }
         // 6. Execute under the deadline and cancellation.
+        let level_at_start = session.taint();
         let outcome = self
             .execute(
                 call,
@@ -257,7 +258,7 @@ impl Chokepoint {
             call,
             tool.as_ref(),
             &ctx,
-            output.classification,
+            (output.classification, level_at_start),
             &effect,
             session,
             trace,

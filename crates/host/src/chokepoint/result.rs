@@ -48,7 +48,7 @@ impl Chokepoint {
         call: &ToolCall,
         tool: &dyn Tool,
         ctx: &ToolContext,
-        classification: Option<Classification>,
+        (classification, level_at_start): (Option<Classification>, Classification),
         effect: &PostEffect,
         session: &Session,
         trace: &Trace,
@@ -78,9 +78,18 @@ impl Chokepoint {
             level = level.max(at);
             readable = Some(path);
         }
-        let before = session.taint();
+        // A rise the call made while it ran has reached the session already (a subagent's
+        // session absorbed by the call that started it, a plugin's escalation): it is this
+        // call's when its own level reaches it, and is recorded from where the call began. A
+        // rise by another call running beside it is that call's.
+        let now = session.taint();
+        let before = if level >= now {
+            level_at_start.min(now)
+        } else {
+            now
+        };
         let after = session.raise_taint(level);
-        if after > before {
+        if after > now {
             session.set_taint_source(match (readable, read_file) {
                 (Some(path), _) => format!(
                     "{} ({}), a program that could read {path}",
@@ -91,6 +100,8 @@ impl Chokepoint {
                 }
                 (None, None) => format!("{} ({})", call.name, call.id),
             });
+        }
+        if after > before {
             trace.record(Event::TaintRaised {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),

@@ -25,9 +25,11 @@ use crate::plugin_runtime::js::processes::HostProcesses;
 use crate::session::Session;
 use crate::tool::{InstanceLabel, Tool, ToolContext};
 
-/// The session a JavaScript call runs in, as the engine's `runtime` imports see it.
+/// The session a JavaScript call runs in, as the engine's `runtime` imports see it, and the
+/// highest level the call escalated to: its result carries it, so the chokepoint records the
+/// rise (`taint.raised`) and the trace's readers (the export) know the session's level.
 #[derive(Debug)]
-struct SessionTaint(Arc<Session>);
+struct SessionTaint(Arc<Session>, std::sync::Mutex<Classification>);
 
 impl JsSession for SessionTaint {
     fn taint(&self) -> Classification {
@@ -36,6 +38,11 @@ impl JsSession for SessionTaint {
 
     fn escalate(&self, level: Classification) {
         self.0.raise_taint(level);
+        let mut escalated = self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *escalated = (*escalated).max(level);
     }
 }
 
@@ -264,10 +271,11 @@ impl Tool for JsTool {
                     traceparent: crate::telemetry::traceparent(ctx),
                 }) as Arc<dyn JsProcesses>
             });
+        let session = Arc::new(SessionTaint(ctx.session.clone(), Default::default()));
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
-            session: Some(Arc::new(SessionTaint(ctx.session.clone()))),
+            session: Some(session.clone()),
             processes,
         };
         let input_json = input.to_string();
@@ -295,14 +303,19 @@ impl Tool for JsTool {
                 },
             )
             .await?;
+        let escalated = *session
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match outcome {
             ToolOutcome::Ok { output, truncated } => Ok(ToolOutput {
                 value: output,
                 truncated,
-                // What a Triggerfish plugin returns is as sensitive as it says its data is; the
-                // chokepoint raises the session's taint to it.
+                // What a Triggerfish plugin returns is as sensitive as it says its data is, and
+                // as what it escalated to; the chokepoint raises the session's taint to it.
                 classification: (self.runtime.spec.format == Format::Triggerfish)
-                    .then_some(self.runtime.spec.classification),
+                    .then_some(self.runtime.spec.classification)
+                    .max((!escalated.is_public()).then_some(escalated)),
             }),
             ToolOutcome::Err {
                 code,
