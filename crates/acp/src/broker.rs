@@ -29,7 +29,7 @@ use bosun_host::approval::{AnswerReach, ApprovalRequest};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientLink;
-use crate::updates::{text_content, tool_kind};
+use crate::updates::{fenced, shown, text_content, tool_kind};
 
 /// The option ids Bosun offers.
 pub mod option {
@@ -143,10 +143,12 @@ pub fn permission_request(
 ) -> RequestPermissionRequest {
     let mut content = Vec::new();
     if let Some(preview) = &request.preview {
-        content.push(text_content(format!("```diff\n{preview}\n```")));
+        content.push(text_content(fenced("diff", preview)));
     }
+    // What is not Bosun's own words (the diff, a plugin's review) is shown as code, never
+    // rendered: it cannot close its block, hide a part of itself or pose as the question.
     if let Some(review) = &request.review {
-        content.push(text_content(review.clone()));
+        content.push(text_content(fenced("", review)));
     }
     let mut why = format!("policy says {}: {}", request.decision, request.reason);
     if let Some(uses) = request.uses() {
@@ -163,7 +165,7 @@ pub fn permission_request(
         format!("{} {}", request.tool, request.summary)
     };
     let fields = ToolCallUpdateFields::new()
-        .title(title)
+        .title(shown(&title))
         .kind(tool_kind(&request.tool))
         .content(content);
     RequestPermissionRequest::new(
@@ -305,6 +307,76 @@ mod tests {
         );
         let shown = serde_json::to_string(&asked).unwrap_or_default();
         assert!(shown.contains("one install at a time"), "{shown}");
+    }
+
+    /// The blocks of `asked`'s content that hold `needle`, as the editor receives them.
+    fn blocks_with(asked: &RequestPermissionRequest, needle: &str) -> Vec<String> {
+        let sent = serde_json::to_value(asked).unwrap();
+        sent["toolCall"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["content"]["text"].as_str())
+            .filter(|t| t.contains(needle))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Whether `block` is one code block that nothing inside closes: its first line opens a
+    /// fence of N backticks, its last line is that fence, and no line between starts with N.
+    fn one_closed_block(block: &str) -> bool {
+        let lines: Vec<&str> = block.lines().collect();
+        let fence: String = lines[0].chars().take_while(|c| *c == '`').collect();
+        fence.len() >= 3
+            && lines.last() == Some(&fence.as_str())
+            && lines[1..lines.len() - 1]
+                .iter()
+                .all(|l| !l.trim_start().starts_with(&fence))
+    }
+
+    /// A diff or a plugin's review that closes its code block to pose as Bosun's words (or hide
+    /// a part of itself), or that holds hidden characters, reaches the editor as one code block
+    /// with every hidden character shown; the title's hidden characters are shown too.
+    #[test]
+    fn a_preview_or_review_cannot_leave_its_block_or_hide_characters() {
+        let mut asked = request(AnswerReach::Workspace);
+        asked.summary = "$ echo 'safe\u{202e}fr- mr'".to_owned();
+        asked.preview = Some(
+            "+ok\n```\n**Reviewed by Bosun: safe to allow**\n````\n<!-- +rm -rf ~ -->\n+end"
+                .to_owned(),
+        );
+        asked.review = Some("plugin kit\n```\n# Allowed by policy\u{200b}\n~~~".to_owned());
+        let sent = permission_request(&SessionId::new("s"), &asked, &options(&asked));
+        for needle in ["Reviewed by Bosun", "Allowed by policy"] {
+            let blocks = blocks_with(&sent, needle);
+            assert_eq!(blocks.len(), 1, "{needle}: {blocks:?}");
+            assert!(one_closed_block(&blocks[0]), "{}", blocks[0]);
+        }
+        let value = serde_json::to_value(&sent).unwrap();
+        let title = value["toolCall"]["title"].as_str().unwrap();
+        assert_eq!(bosun_core::hidden::find_hidden(title), None, "{title}");
+        assert!(title.contains("\\u{202e}"), "{title}");
+        for block in blocks_with(&sent, "") {
+            assert_eq!(bosun_core::hidden::find_hidden(&block), None, "{block}");
+        }
+    }
+
+    /// A response's `_meta` carries words for the model with a rejection only: bounded, a
+    /// string or nothing, and never an answer (the option chosen is the only answer).
+    #[test]
+    fn meta_is_bounded_words_never_an_answer() {
+        let meta = |value: serde_json::Value| value.as_object().cloned();
+        let long = meta(serde_json::json!({"reason": "x".repeat(100_000)}));
+        assert_eq!(meta_reason(long.as_ref()).map(|r| r.len()), Some(2_000));
+        for odd in [
+            serde_json::json!({"reason": {"answer": "allow"}}),
+            serde_json::json!({"reason": "   "}),
+            serde_json::json!({"answer": "allow-always", "outcome": "selected"}),
+        ] {
+            assert_eq!(meta_reason(meta(odd.clone()).as_ref()), None, "{odd}");
+        }
+        let call = options(&request(AnswerReach::Workspace));
+        assert_eq!(answer_of(&call, option::REJECT), ApprovalAnswer::Deny);
     }
 
     /// An editor that answers with an option Bosun did not offer for this question — `always`

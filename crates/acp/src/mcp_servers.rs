@@ -25,7 +25,7 @@ use bosun_mcp::client::ServerReview;
 use bosun_mcp::pins::{PinStore, identity};
 
 use crate::client::ClientLink;
-use crate::updates::text_content;
+use crate::updates::{fenced, shown, text_content};
 
 /// The option that approves a server's tools.
 pub const APPROVE: &str = "approve";
@@ -241,8 +241,11 @@ pub async fn ask_and_pin(
                 .to_owned(),
         );
     }
+    // The server's own words (its tools' descriptions) are shown as code, not rendered: a
+    // description cannot hide a part of itself from the person (an HTML comment, a fence).
+    let review = review.join("\n");
     let call_id = format!("mcp-approval-{name}");
-    let title = format!(
+    let title = shown(&format!(
         "Offer the {} tool(s) of MCP server `{name}` ({}) to the model?",
         reviewed.count(),
         server_config
@@ -250,14 +253,14 @@ pub async fn ask_and_pin(
             .as_deref()
             .or(server_config.url.as_deref())
             .unwrap_or_default()
-    );
+    ));
     link.update(
         session,
         SessionUpdate::ToolCall(
             ToolCall::new(call_id.clone(), title.clone())
                 .kind(ToolKind::Other)
                 .status(ToolCallStatus::Pending)
-                .content(vec![text_content(review.join("\n"))]),
+                .content(vec![text_content(fenced("", &review))]),
         ),
     );
     let request = RequestPermissionRequest::new(
@@ -266,7 +269,7 @@ pub async fn ask_and_pin(
             call_id.clone(),
             ToolCallUpdateFields::new()
                 .title(title)
-                .content(vec![text_content(review.join("\n"))]),
+                .content(vec![text_content(fenced("", &review))]),
         ),
         vec![
             PermissionOption::new(

@@ -17,7 +17,9 @@ use bosun_models::{AssistantPart, Message, ReasoningFormat};
 use serde_json::Value;
 
 use crate::client::ClientLink;
-use crate::updates::{message_chunk, plan_update, proposed, text_content, thought_chunk};
+use crate::updates::{
+    message_chunk, output_content, plan_update, proposed, text_content, thought_chunk,
+};
 
 /// The updates that tell `messages` again, in order.
 pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
@@ -94,10 +96,7 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                         .filter(|text| !text.is_empty())
                         .collect();
                     if !streams.is_empty() {
-                        fields = fields.content(vec![text_content(format!(
-                            "```\n{}\n```",
-                            streams.join("\n")
-                        ))]);
+                        fields = fields.content(vec![output_content(&streams.join("\n"))]);
                     }
                 }
                 updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(

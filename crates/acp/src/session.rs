@@ -83,16 +83,23 @@ pub fn invalid(message: impl Into<String>) -> Error {
 
 /// The workspace at the editor's working directory: absolute, an existing directory.
 fn workspace_at(cwd: &Path) -> Result<Workspace, Error> {
+    let shown = bosun_core::escape_hidden(&cwd.display().to_string());
     if !cwd.is_absolute() {
         return Err(invalid(format!(
-            "cwd `{}` is not an absolute path: the editor must name the project's directory",
-            cwd.display()
+            "cwd `{shown}` is not an absolute path: the editor must name the project's directory"
+        )));
+    }
+    // A file is no workspace (the workspace check would otherwise accept it and fail later,
+    // deep in loading the config).
+    if !cwd.is_dir() {
+        return Err(invalid(format!(
+            "cwd `{shown}` is not an existing directory: the editor must name the project's directory"
         )));
     }
     Workspace::new(cwd, cwd).map_err(|e| {
         invalid(format!(
-            "cwd `{}` cannot be the workspace: {e}",
-            cwd.display()
+            "cwd `{shown}` cannot be the workspace: {}",
+            bosun_core::escape_hidden(&e.to_string())
         ))
     })
 }
@@ -234,6 +241,14 @@ impl AcpSession {
                 TurnError::Session(bosun_agent::session_store::SessionError::NotFound {
                     ..
                 }) => error(ErrorCode::RESOURCE_NOT_FOUND, chain(&e)),
+                // Never a path: the store refuses any id but lowercase hex and dashes before
+                // one is built. The editor hears it back escaped and cut short.
+                TurnError::Session(bosun_agent::session_store::SessionError::InvalidId(id)) => {
+                    let id = bosun_core::escape_hidden(&id.chars().take(80).collect::<String>());
+                    invalid(format!(
+                        "`{id}` is not a session id: ids are lowercase hex and dashes, as session/new answered"
+                    ))
+                }
                 _ => turn_error(&e),
             })?;
         let id = SessionId::new(conversation.stored.id.clone());

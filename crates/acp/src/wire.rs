@@ -2,15 +2,78 @@
 //! before the crate reads it, so that a line the crate would drop without a word — not JSON, or a
 //! request whose `params` is neither an object nor an array — is answered with JSON-RPC's own
 //! error (`-32700` parse error, `-32602` invalid params, `-32600` invalid request) instead of
-//! leaving the editor waiting for an answer that never comes. Lines going out, from the crate and
-//! from here, are written whole, one at a time, so the two never interleave.
+//! leaving the editor waiting for an answer that never comes. A line is held in memory only up
+//! to [`MAX_LINE_BYTES`]: a longer one is read through to its end, dropped and answered, so an
+//! editor sending without a newline cannot make Bosun hold gigabytes. Lines going out, from the
+//! crate and from here, are written whole, one at a time, so the two never interleave.
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 use tokio::sync::mpsc;
 
 /// Room in each in-memory pipe between the editor's streams and the protocol crate.
 const PIPE_BYTES: usize = 256 * 1024;
+
+/// The longest message an editor may send: a prompt with the most images a message holds, each
+/// at the size cap, in base64 (about 100 MiB), with room for its text.
+pub(crate) const MAX_LINE_BYTES: usize = 128 * 1024 * 1024;
+
+const _: () = assert!(
+    bosun_models::MAX_IMAGES_PER_MESSAGE * bosun_models::MAX_IMAGE_BYTES / 3 * 4
+        < MAX_LINE_BYTES - 16 * 1024 * 1024
+);
+
+/// One line read from the editor.
+#[derive(Debug, PartialEq)]
+enum Read {
+    /// A line within the bound (without its line ending).
+    Line(Vec<u8>),
+    /// A line past the bound: read to its end and dropped.
+    TooLong,
+    /// The editor closed its side.
+    End,
+}
+
+/// Reads the next line, keeping at most `limit` bytes of it.
+async fn next_line(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    limit: usize,
+) -> std::io::Result<Read> {
+    let mut line = Vec::new();
+    let mut over = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match (over, line.is_empty()) {
+                (true, _) => Read::TooLong,
+                (false, true) => Read::End,
+                (false, false) => Read::Line(line),
+            });
+        }
+        let newline = buffer.iter().position(|b| *b == b'\n');
+        let part = &buffer[..newline.unwrap_or(buffer.len())];
+        if !over && line.len() + part.len() > limit {
+            over = true;
+            line = Vec::new();
+        }
+        if !over {
+            line.extend_from_slice(part);
+        }
+        let used = part.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        if newline.is_some() {
+            if over {
+                return Ok(Read::TooLong);
+            }
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Read::Line(line));
+        }
+    }
+}
 
 /// What to do with one line from the editor.
 #[derive(Debug, PartialEq)]
@@ -83,7 +146,16 @@ fn error(id: &Value, code: i64, message: &str) -> String {
 /// (bounded) before the process exits so no answer is lost.
 pub(crate) fn filtered(
     input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>) {
+    filtered_within(input, output, MAX_LINE_BYTES)
+}
+
+/// [`filtered`], holding at most `limit` bytes of a line.
+fn filtered_within(
+    input: impl AsyncRead + Unpin + Send + 'static,
     mut output: impl AsyncWrite + Unpin + Send + 'static,
+    limit: usize,
 ) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>) {
     let (crate_out, from_crate) = tokio::io::duplex(PIPE_BYTES);
     let (mut to_crate, crate_in) = tokio::io::duplex(PIPE_BYTES);
@@ -91,8 +163,39 @@ pub(crate) fn filtered(
 
     let answers = lines.clone();
     tokio::spawn(async move {
-        let mut reader = BufReader::new(input).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
+        let mut reader = BufReader::new(input);
+        loop {
+            let line = match next_line(&mut reader, limit).await {
+                Ok(Read::Line(bytes)) => match String::from_utf8(bytes) {
+                    Ok(line) => line,
+                    Err(_) => {
+                        let answer = error(
+                            &Value::Null,
+                            -32700,
+                            "parse error: a message must be UTF-8 text",
+                        );
+                        if answers.send(answer).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                },
+                Ok(Read::TooLong) => {
+                    let answer = error(
+                        &Value::Null,
+                        -32600,
+                        &format!(
+                            "invalid request: a message may be at most {} MiB; it was dropped unread",
+                            limit >> 20
+                        ),
+                    );
+                    if answers.send(answer).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(Read::End) | Err(_) => break,
+            };
             match judge(&line) {
                 Line::Forward => {
                     let sent = async {
@@ -111,7 +214,7 @@ pub(crate) fn filtered(
                 Line::Drop => {}
             }
         }
-        // The editor closed its side (or sent bytes that are not text): the crate sees the end.
+        // The editor closed its side (or its stream failed): the crate sees the end.
         let _ = to_crate.shutdown().await;
     });
     tokio::spawn(async move {
@@ -183,6 +286,58 @@ mod tests {
             judge(r#"{"jsonrpc":"2.0","method":"session/cancel","params":"x"}"#),
             Line::Drop
         );
+    }
+
+    /// A line past the bound (an editor sending without a newline) is read through, dropped
+    /// and answered, never handed on or kept whole; a line that is not UTF-8 is answered too;
+    /// the connection lives on and the next line passes.
+    #[tokio::test]
+    async fn a_line_past_the_bound_is_answered_and_dropped_and_the_next_passes() {
+        let (editor_in, mut editor_writes) = tokio::io::duplex(4096);
+        let (mut editor_reads, editor_out) = tokio::io::duplex(4096);
+        let (crate_out, mut crate_in, _written) = filtered_within(editor_in, editor_out, 1024);
+        let huge = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/prompt\",\"params\":{{\"text\":\"{}\"}}}}\n",
+            "x".repeat(64 * 1024)
+        );
+        let writer = tokio::spawn(async move {
+            editor_writes.write_all(huge.as_bytes()).await.unwrap();
+            editor_writes.write_all(b"\xff\xfe\n").await.unwrap();
+            editor_writes
+                .write_all(
+                    b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\r\n",
+                )
+                .await
+                .unwrap();
+        });
+        let mut forwarded = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut crate_in, &mut forwarded)
+            .await
+            .unwrap();
+        writer.await.unwrap();
+        assert_eq!(
+            forwarded,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n"
+        );
+        drop(crate_out);
+        let mut seen = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut editor_reads, &mut seen)
+            .await
+            .unwrap();
+        let answers: Vec<Value> = seen
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 2, "{seen}");
+        assert_eq!(answers[0]["error"]["code"], -32600);
+        assert!(
+            answers[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most"),
+            "{seen}"
+        );
+        assert_eq!(answers[1]["error"]["code"], -32700);
     }
 
     #[tokio::test]

@@ -134,6 +134,21 @@ mod tests {
             ),
             "/p/x --t=s3 ${HOME} ${user_config.none}"
         );
+        // One pass: a value holding a variable or shell syntax is put in as it is, never
+        // expanded again (a server's arguments reach it as argv, never through a shell).
+        let hostile = BTreeMap::from([(
+            "dir".to_owned(),
+            "${CLAUDE_PLUGIN_DATA}$(id);`id`".to_owned(),
+        )]);
+        assert_eq!(
+            expand(
+                "--dir=${user_config.dir}",
+                Path::new("/p"),
+                Path::new("/d"),
+                &hostile
+            ),
+            "--dir=${CLAUDE_PLUGIN_DATA}$(id);`id`"
+        );
         let mut w = Vec::new();
         let servers = servers_of(
             &serde_json::json!({"mcpServers": {"a": {"command": "python3", "args": ["s.py"]}, "b": {"type": "http"}, "../c": {"command": "x"}}}),

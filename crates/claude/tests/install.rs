@@ -939,3 +939,65 @@ fn a_plugin_json_that_is_a_link_or_a_fifo_is_refused_not_read() {
     .unwrap_err();
     assert!(refused.to_string().contains("a FIFO"), "{refused}");
 }
+
+/// A link put into an installed plugin's folder after its review — to a copy holding the very
+/// bytes reviewed, so no digest could tell — is refused when the component is read and at the
+/// next load; so is a link to a folder added beside the reviewed files. What runs is the plain
+/// files reviewed, never what a link leads to later.
+#[tokio::test]
+async fn a_link_put_into_an_installed_plugin_is_refused_when_read_and_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let launcher = launcher(&home);
+    let opened = open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap();
+    stage(
+        &opened,
+        "fixtures",
+        "toolbox",
+        InstallOptions::default(),
+        &launcher,
+        &home,
+    )
+    .await
+    .unwrap()
+    .commit(&home, chrono::Utc::now())
+    .unwrap();
+    let loaded = Loaded::load(&home);
+    let plugin = &loaded.plugins[0];
+    let command = plugin.root.join("commands/greet.md");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::copy(&command, outside.join("greet.md")).unwrap();
+    std::fs::remove_file(&command).unwrap();
+    std::os::unix::fs::symlink(outside.join("greet.md"), &command).unwrap();
+    let read = plugin.read_reviewed("commands/greet.md");
+    assert!(
+        matches!(&read, Err(ClaudeError::Layout { message }) if message.contains("symbolic link")),
+        "{read:?}"
+    );
+    let again = Loaded::load(&home);
+    assert!(again.plugins.is_empty());
+    assert!(
+        again.refused[0].contains("commands/greet.md is a symbolic link"),
+        "{:?}",
+        again.refused
+    );
+    // The file back in place, a folder link beside it.
+    std::fs::remove_file(&command).unwrap();
+    std::fs::copy(outside.join("greet.md"), &command).unwrap();
+    assert_eq!(Loaded::load(&home).plugins.len(), 1);
+    std::os::unix::fs::symlink(&outside, plugin.root.join("skills/more")).unwrap();
+    let again = Loaded::load(&home);
+    assert!(again.plugins.is_empty());
+    assert!(
+        again.refused[0].contains("skills/more is a symbolic link"),
+        "{:?}",
+        again.refused
+    );
+}

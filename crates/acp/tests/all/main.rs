@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
-    SessionUpdate, StopReason, TextContent,
+    ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    SessionNotification, SessionUpdate, StopReason, TextContent,
 };
 use agent_client_protocol::{ByteStreams, Client, ErrorCode};
 use bosun_agent::scripted::{Script, ScriptedModel, ScriptedServer, Step};
@@ -420,4 +420,90 @@ async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
         .expect("the agent ends when the client goes")
         .unwrap()
         .ok();
+}
+
+/// `session/load` with an id that would make a path (`../`, absolute, a NUL, 10,000
+/// characters) and `session/new` with a cwd that is relative, missing, a file or holds a NUL:
+/// each is an invalid-params error naming what is wrong, nothing is opened, and the connection
+/// lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_session_ids_and_working_directories_are_refused_and_the_connection_lives_on() {
+    let server = ScriptedModel::serve(Script::new([Step::text("unused")]))
+        .await
+        .unwrap();
+    let f = fixture(&server);
+    std::fs::write(f.ws.join("file.txt"), "not a folder").unwrap();
+    let ws = f.ws.clone();
+    let (transport, served) = agent(&f.home);
+    let (answers, opened) = Client
+        .v1()
+        .connect_with(transport, async move |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let mut answers = Vec::new();
+            let long = "a".repeat(10_000);
+            for id in ["../../outside", "/etc/passwd", "abc\u{0}def", long.as_str()] {
+                let answer = cx
+                    .send_request(LoadSessionRequest::new(id.to_owned(), ws.clone()))
+                    .block_task()
+                    .await;
+                answers.push((format!("id {id:.20}"), answer.map(|_| ())));
+            }
+            for cwd in [
+                PathBuf::from("relative/dir"),
+                ws.join("missing"),
+                ws.join("file.txt"),
+                ws.join("a\u{0}b"),
+            ] {
+                let answer = cx
+                    .send_request(NewSessionRequest::new(cwd.clone()))
+                    .block_task()
+                    .await;
+                answers.push((format!("cwd {}", cwd.display()), answer.map(|_| ())));
+            }
+            let opened = cx
+                .send_request(NewSessionRequest::new(ws.clone()))
+                .block_task()
+                .await?;
+            Ok((answers, opened.session_id))
+        })
+        .await
+        .unwrap();
+    for (what, answer) in answers {
+        let error = answer.expect_err(&what);
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{what}: {error:?}");
+        assert!(
+            error.message.contains("not a session id") || error.message.contains("cwd"),
+            "{what}: {}",
+            error.message
+        );
+        assert!(error.message.len() < 1_000, "{what}: {}", error.message);
+        assert!(!error.message.contains('\0'), "{what}: {}", error.message);
+    }
+    assert!(!opened.0.is_empty());
+    served.await.unwrap().unwrap();
+}
+
+/// A resource link in a prompt (`file:///etc/shadow`, a link to a file of the workspace) is
+/// named to the model as its URI and never read here: the model reads a file only through the
+/// chokepoint, where policy and the workspace's bounds judge it.
+#[test]
+fn a_resource_link_is_named_never_read_outside_the_chokepoint() {
+    use agent_client_protocol::v1::schema::ResourceLink;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "the-secret-bytes").unwrap();
+    let uri = format!("file://{}", secret.display());
+    let prompt = bosun_acp::prompt_content(&[
+        ContentBlock::Text(TextContent::new("look at these")),
+        ContentBlock::ResourceLink(ResourceLink::new("secret.txt", uri.clone())),
+        ContentBlock::ResourceLink(ResourceLink::new("shadow", "file:///etc/shadow")),
+    ])
+    .unwrap();
+    assert_eq!(
+        prompt.text,
+        format!("look at these\n\n@{uri}\n\n@file:///etc/shadow")
+    );
+    assert!(!prompt.text.contains("the-secret-bytes"));
 }

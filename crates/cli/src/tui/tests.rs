@@ -785,6 +785,7 @@ fn a_running_subagent_shows_in_the_status_line_and_leaves_when_it_ends() {
             workspace: "/ws".into(),
             mode: "workspace-write".into(),
             sandbox: String::new(),
+            level: Default::default(),
         }),
     );
     child_event(
