@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bosun_core::Classification;
 use bosun_host::review::{Review, ReviewError, ReviewRequest, Reviewer, Verdict};
 use bosun_models::{Message, ModelEvent, ModelRequest, Provider};
 use futures_util::StreamExt;
@@ -29,15 +30,23 @@ pub struct ModelReviewer {
     name: String,
     provider: Arc<dyn Provider>,
     model: String,
+    level: Classification,
 }
 
 impl ModelReviewer {
-    /// The reviewer `name` (its `[models.<name>]` entry), asking `model` through `provider`.
-    pub fn new(name: &str, provider: Arc<dyn Provider>, model: &str) -> ModelReviewer {
+    /// The reviewer `name` (its `[models.<name>]` entry), asking `model` through `provider`,
+    /// sent nothing of a session holding data above `level`.
+    pub fn new(
+        name: &str,
+        provider: Arc<dyn Provider>,
+        model: &str,
+        level: Classification,
+    ) -> ModelReviewer {
         ModelReviewer {
             name: name.to_owned(),
             provider,
             model: model.to_owned(),
+            level,
         }
     }
 }
@@ -46,6 +55,10 @@ impl ModelReviewer {
 impl Reviewer for ModelReviewer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn level(&self) -> Classification {
+        self.level
     }
 
     async fn review(&self, request: &ReviewRequest) -> Result<Review, ReviewError> {

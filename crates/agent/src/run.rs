@@ -391,6 +391,7 @@ impl Agent {
         trace.record(bosun_host::run_trace::run_started(
             &self.chokepoint,
             &self.command,
+            session.taint(),
         ));
         trace.record(Event::PromptAssembled {
             sources: self.system_prompt.sources.clone(),
@@ -420,10 +421,17 @@ impl Agent {
             if let Some(source) = &self.session_start
                 && hooks.has("SessionStart")
             {
-                added.extend(hooks.session_start(source, trace, cancel).await);
+                added.extend(
+                    hooks
+                        .session_start(source, session.as_ref(), trace, cancel)
+                        .await,
+                );
             }
             if !self.subagent && hooks.has("UserPromptSubmit") {
-                match hooks.user_prompt_submit(task, trace, cancel).await {
+                match hooks
+                    .user_prompt_submit(task, session.as_ref(), trace, cancel)
+                    .await
+                {
                     PromptVerdict::Send { context } => added.extend(context),
                     PromptVerdict::Block { plugin, reason } => {
                         report.end = RunEnd::Stopped { plugin, reason };
@@ -575,7 +583,13 @@ impl Agent {
                 if let Some(hooks) = self.hooks.as_ref().filter(|h| h.has(event))
                     && !cancel.is_cancelled()
                     && let StopVerdict::Continue { plugin, reason } = hooks
-                        .stop(self.subagent, stop_continues, trace, cancel)
+                        .stop(
+                            self.subagent,
+                            stop_continues,
+                            session.as_ref(),
+                            trace,
+                            cancel,
+                        )
                         .await
                 {
                     // Bounded by `MAX_STOP_CONTINUES` and by the run's budgets.
@@ -700,7 +714,9 @@ impl Agent {
             hooks.drain(trace);
             if !is_error && !cancel.is_cancelled() && hooks.has("PostToolUse") {
                 let response = serde_json::to_value(&outcome.result).unwrap_or_default();
-                let feedback = hooks.post_tool_use(call, &response, trace, cancel).await;
+                let feedback = hooks
+                    .post_tool_use(call, &response, session.as_ref(), trace, cancel)
+                    .await;
                 for note in feedback.notes {
                     content.push_str("\n\n");
                     content.push_str(&note);

@@ -444,7 +444,12 @@ impl SubagentTool {
         if let Some(dir) = &ctx.run.runs_dir {
             trace = trace.runs_dir(dir.clone());
         }
-        // The parent's watchers (the terminal) see the child's events, marked by its parent run.
+        // The parent's watchers (the terminal, plugins' observers) see the child's events,
+        // marked by its run id; a plugin observing them takes on the child's labels, not the
+        // parent's.
+        for observer in &ctx.run.observers {
+            observer.child_run(&run_id, session.clone());
+        }
         let (trace, persisted) = ctx
             .run
             .observers
@@ -495,6 +500,9 @@ impl SubagentTool {
                 .retryable());
             }
         };
+        // The child's words are as sensitive as what it saw: the chokepoint records the rise
+        // on this call (`taint.raised`), so the trace's readers know the parent's level too.
+        let level = session.taint();
         result(
             &self.subagent.name,
             &run_id,
@@ -506,6 +514,10 @@ impl SubagentTool {
             message,
             ctx.limits.max_output_bytes,
         )
+        .map(|mut output| {
+            output.classification = (!level.is_public()).then_some(level);
+            output
+        })
     }
 }
 

@@ -192,12 +192,13 @@ impl TurnBuilder {
             _ => self.broker,
         };
         let chokepoint = host.chokepoint_reviewed(broker, reviewer(config)?)?;
-        let (contributions, mut warnings) = host.prompts_blocking(task)?;
+        let contributions = host.prompts_blocking(task)?;
+        let mut warnings = contributions.warnings.clone();
         let (prompt, prompt_warnings) = system_prompt(
             &config.home,
             self.workspace.root(),
             !refused,
-            &contributions,
+            &contributions.texts,
         );
         // Subagents (Forge plugins' and the agent files'): delegate tools over the same host,
         // each child talking to this turn's model unless its file names another configured one.
@@ -234,6 +235,9 @@ impl TurnBuilder {
             trace = trace.observe(observer);
         }
         let trace = trace.open()?;
+        // The plugins' contributions came from their instances' module state: the session
+        // reading them takes on their labels before its first step (its subagents inherit them).
+        contributions.carry_to(conversation.grants.as_ref(), &trace);
         let budgets = Budgets {
             max_steps: config.user.agent.max_steps,
             max_tool_calls: config.user.agent.max_tool_calls,

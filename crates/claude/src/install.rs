@@ -11,7 +11,6 @@
 //! (`${CLAUDE_PLUGIN_DATA}`) and `staging/`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bosun_launch::Launcher;
@@ -254,25 +253,13 @@ pub struct Installed {
     pub plugins: BTreeMap<String, InstalledPlugin>,
 }
 
-/// Writes `bytes` to `path` whole or not at all, with `mode`.
+/// Writes `bytes` to `path` whole or not at all, with `mode` ([`bosun_fsio::write_atomic_with_mode`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
-    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| ClaudeError::io(format!("creating {}", dir.display()), e))?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.write_all(bytes)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.as_file()
-        .sync_all()
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.persist(path)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e.error))?;
-    Ok(())
+    bosun_fsio::write_atomic_with_mode(path, bytes, mode)
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))
 }
 
 impl Installed {
@@ -676,7 +663,12 @@ fn make_writable_and_remove(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_dir_all(dir)
 }
 
-/// Removes `id` from the record; its cached content stays for other ids sharing it.
+/// Removes `id` from the record, with its config, secrets and data folder (as Claude Code
+/// deletes `${CLAUDE_PLUGIN_DATA}` at uninstall) and the folder's label; its cached content
+/// stays for other ids sharing it.
+///
+/// # Errors
+/// The record cannot be changed, or the data folder cannot be removed (its label then stays).
 pub fn uninstall(home: &Path, id: &str) -> Result<bool, ClaudeError> {
     let removed = Installed::update(home, |installed| {
         let removed = installed.plugins.remove(id).is_some();
@@ -685,6 +677,7 @@ pub fn uninstall(home: &Path, id: &str) -> Result<bool, ClaudeError> {
     if removed {
         let _ = std::fs::remove_file(claude_home(home).join("config").join(format!("{id}.json")));
         let _ = std::fs::remove_file(claude_home(home).join("secrets").join(format!("{id}.json")));
+        crate::data_label::remove_data(&claude_home(home), id)?;
     }
     Ok(removed)
 }
@@ -766,5 +759,42 @@ mod tests {
             .into_keys()
             .collect();
         assert_eq!(ids, ["b@fixtures"]);
+    }
+
+    /// Uninstalling takes the plugin's data folder and then its label; another plugin's stay.
+    #[test]
+    fn an_uninstall_removes_the_data_folder_with_its_label() {
+        let home = tempfile::tempdir().unwrap();
+        let secret = crate::data_label::DataLabel {
+            level: bosun_core::Classification::Restricted,
+            untrusted: None,
+        };
+        for id in ["a@fixtures", "b@fixtures"] {
+            Installed::update(home.path(), |installed| {
+                installed.plugins.insert(id.to_owned(), plugin(id));
+                (true, ())
+            })
+            .unwrap();
+            let data = claude_home(home.path()).join("data").join(id);
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("kept"), "PRIVATE").unwrap();
+            let label = crate::data_label::label_path(&claude_home(home.path()), id);
+            crate::data_label::raise(&label, &secret).unwrap();
+        }
+        assert!(uninstall(home.path(), "a@fixtures").unwrap());
+        let label = |id| {
+            crate::data_label::read(&crate::data_label::label_path(
+                &claude_home(home.path()),
+                id,
+            ))
+        };
+        assert!(!claude_home(home.path()).join("data/a@fixtures").exists());
+        assert_eq!(label("a@fixtures").unwrap(), Default::default());
+        assert!(
+            claude_home(home.path())
+                .join("data/b@fixtures/kept")
+                .exists()
+        );
+        assert_eq!(label("b@fixtures").unwrap(), secret);
     }
 }

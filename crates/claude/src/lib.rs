@@ -17,9 +17,12 @@
 //! - [`source`]: the registry opener for `kind = "claude-marketplace"` (`bosun plugins search`).
 //! - [`mcp`], [`hooks`]: the servers and hooks a plugin declares.
 //! - [`user_config`]: a plugin's `userConfig` answers checked, and its secrets kept apart.
+//! - [`data_label`]: the label of a plugin's data folder, raised by the sessions whose data
+//!   reached its processes.
 
 mod capped;
 pub mod components;
+pub mod data_label;
 pub mod fetch;
 pub mod hooks;
 pub mod http;

@@ -17,6 +17,8 @@ pub struct LoadedPlugin {
     pub root: PathBuf,
     /// Its folder for data (`${CLAUDE_PLUGIN_DATA}`).
     pub data: PathBuf,
+    /// Where the label of its data folder is kept ([`crate::data_label`]).
+    pub label: PathBuf,
     /// What it holds.
     pub layout: PluginLayout,
 }
@@ -137,6 +139,7 @@ pub fn load_one(home: &Path, record: &InstalledPlugin) -> Result<LoadedPlugin, C
         record: record.clone(),
         root,
         data,
+        label: crate::data_label::label_path(&claude_home(home), &record.id),
         layout,
     })
 }

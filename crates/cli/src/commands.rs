@@ -98,8 +98,12 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         crate::env::broker(yes),
         bosun_agent::assembly::reviewer(&env.config)?,
     )?;
-    let trace =
-        TraceBuilder::for_config(&env.config).start(&chokepoint, &format!("tools call {tool}"))?;
+    // One call in a session of its own: it starts holding nothing.
+    let trace = TraceBuilder::for_config(&env.config).start(
+        &chokepoint,
+        &format!("tools call {tool}"),
+        bosun_core::Classification::Public,
+    )?;
     let run_id = trace.run_id().to_owned();
     let session = Arc::new(Session::new(run_id.clone()));
     // One call: its future, Ctrl-C's watcher and whatever the tool spawns take turns on this

@@ -42,6 +42,14 @@ impl FromStr for Classification {
     }
 }
 
+impl Classification {
+    /// Whether this is `PUBLIC`, the level of everything unlabelled.
+    #[must_use]
+    pub fn is_public(&self) -> bool {
+        *self == Self::Public
+    }
+}
+
 impl fmt::Display for Classification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

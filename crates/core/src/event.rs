@@ -167,6 +167,12 @@ pub enum Event {
         /// `sandbox: degraded — …` or `sandbox: off — …`.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         sandbox: String,
+        /// The session's level as the run began: a conversation's later turn, or a subagent
+        /// (which starts at its parent's), may start above `PUBLIC` without a `taint.raised` of
+        /// its own. What the run's events carry is at least this level (the export judges its
+        /// content by it).
+        #[serde(default, skip_serializing_if = "Classification::is_public")]
+        level: Classification,
     },
     /// A run ended.
     #[serde(rename = "run.finished")]

@@ -120,6 +120,7 @@ fn main() {
             workspace: dir.path().display().to_string(),
             mode: "workspace-write".into(),
             sandbox: String::new(),
+            level: Default::default(),
         });
     }
     let session = Arc::new(Session::new("bench"));

@@ -132,6 +132,7 @@ impl PolicyHook for AllowedTools {
         call: &ToolCall,
         _tool: &dyn Tool,
         _labels: &SessionLabels,
+        _said_by: &crate::tool::InstanceLabel,
         _cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         Ok(self.refuses(call).map(|reason| HookVerdict {

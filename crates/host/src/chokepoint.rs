@@ -189,8 +189,19 @@ impl Chokepoint {
         // 4. Policy on the action and every capability, with the session's promises, the
         //    plugins' hooks and the information-flow rules (both of which can only tighten).
         let explanation = self
-            .decide(call, tool.as_ref(), &capabilities, session, trace, cancel)
+            .decide(
+                call,
+                tool.as_ref(),
+                &capabilities,
+                session,
+                trace,
+                &ctx.instance_label,
+                cancel,
+            )
             .await;
+        // A plugin hook's reason reaches the session in the decision (the denial it reads, the
+        // question a person sees): it carries the label of the instance that wrote it.
+        self.carry_instance_label(call, &ctx, session, trace);
         // 5. Deny stops here; ask and review go to a person (or the reviewer).
         if let Err(error) = self
             .gate(
@@ -217,6 +228,7 @@ impl Chokepoint {
             ));
         }
         // 6. Execute under the deadline and cancellation.
+        let level_at_start = session.taint();
         let outcome = self
             .execute(
                 call,
@@ -246,7 +258,7 @@ impl Chokepoint {
             call,
             tool.as_ref(),
             &ctx,
-            output.classification,
+            (output.classification, level_at_start),
             &effect,
             session,
             trace,
@@ -302,7 +314,9 @@ impl Chokepoint {
     }
 
     /// Step 4: policy on the action and every capability, then information flow
-    /// (write-downs, what untrusted input may not do without a person); recorded.
+    /// (write-downs, what untrusted input may not do without a person); recorded. A plugin
+    /// hook whose words the decision carries records its producer's label in `said_by`.
+    #[allow(clippy::too_many_arguments)]
     async fn decide(
         &self,
         call: &ToolCall,
@@ -310,13 +324,14 @@ impl Chokepoint {
         capabilities: &[CapabilityRequest],
         session: &Arc<Session>,
         trace: &Trace,
+        said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Explanation {
         // Most hosts have no hook: the labels are read only for one.
         let mut verdicts = if self.hooks.is_empty() {
             Vec::new()
         } else {
-            self.hook_verdicts(call, tool, &SessionLabels::of(session), cancel)
+            self.hook_verdicts(call, tool, &SessionLabels::of(session), said_by, cancel)
                 .await
         };
         // Plan mode is a layer like a hook: it can only tighten, and denies all but reading.
@@ -462,11 +477,12 @@ impl Chokepoint {
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &SessionLabels,
+        said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Vec<HookVerdict> {
         let mut verdicts = Vec::new();
         for hook in &self.hooks {
-            match hook.verdict(call, tool, labels, cancel).await {
+            match hook.verdict(call, tool, labels, said_by, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
                 Err(failure) => verdicts.push(HookVerdict {

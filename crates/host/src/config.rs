@@ -564,7 +564,10 @@ impl LoadedConfig {
                         key: "hooks".to_owned(),
                         message: message.to_string(),
                     })?;
-                if project.policy.reviewer.is_some() || project.policy.review_asks {
+                if project.policy.reviewer.is_some()
+                    || project.policy.review_asks
+                    || project.policy.reviewer_classification.is_some()
+                {
                     return Err(ConfigError::Invalid {
                         path: file.path.clone(),
                         key: "policy.reviewer".to_owned(),
@@ -910,6 +913,15 @@ impl LoadedConfig {
                 constrained_by: rule_at,
             });
         }
+        // The collector's level: content of a session holding more is withheld.
+        let (layer, at) = layer_of("classification", None);
+        out.push(Setting {
+            key: "telemetry.classification".to_owned(),
+            value: telemetry.classification.unwrap_or_default().to_string(),
+            layer,
+            at,
+            constrained_by: None,
+        });
     }
 
     /// The redactor for traces: secret-looking environment variables, those named in config,

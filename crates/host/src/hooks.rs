@@ -17,8 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::Session;
-use crate::tool::Tool;
+use crate::tool::{InstanceLabel, Tool};
 
 /// A policy hook — a plugin's (Forge's `restrictPolicy`) or `[[hooks.pre_tool_call]]` —
 /// asked about every call after the built-in checks; it can only make a decision stricter.
@@ -26,11 +25,14 @@ use crate::tool::Tool;
 pub trait PolicyHook: Send + Sync {
     /// Its verdict on `call` of `tool` in a session with `labels`: `None` to leave the decision
     /// as it is. An `Err` fails closed: the call is denied, saying which hook failed and why.
+    /// A hook whose words (a reason, a failure's message) come from a plugin's code records
+    /// in `said_by` the label of what produced them: the session that reads them takes it on.
     async fn verdict(
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &SessionLabels,
+        said_by: &InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure>;
 }
@@ -49,38 +51,7 @@ pub struct HookFailure {
     pub cause: bosun_core::ToolError,
 }
 
-/// What a hook knows of the session a call comes from; also the label of a plugin instance,
-/// the highest of the sessions whose data reached it (the default: none reached it).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionLabels {
-    /// The highest level of data the session has seen.
-    pub level: bosun_core::Classification,
-    /// The first untrusted input it read, if any.
-    pub untrusted: Option<String>,
-}
-
-impl SessionLabels {
-    /// The labels of `session` now.
-    pub fn of(session: &Session) -> SessionLabels {
-        SessionLabels {
-            level: session.taint(),
-            untrusted: session.untrusted_source(),
-        }
-    }
-
-    /// Takes in `other`: the higher level, and the first untrusted input (kept once marked).
-    pub fn raise(&mut self, other: &SessionLabels) {
-        self.level = self.level.max(other.level);
-        if self.untrusted.is_none() {
-            self.untrusted.clone_from(&other.untrusted);
-        }
-    }
-
-    /// Whether it says more than a fresh session: a level above `PUBLIC` or untrusted input.
-    pub fn is_marked(&self) -> bool {
-        self.level > bosun_core::Classification::Public || self.untrusted.is_some()
-    }
-}
+pub use crate::labels::SessionLabels;
 
 /// What replaces each match of a post-response hook's pattern.
 pub const REDACTED: &str = "[REDACTED:hook]";
@@ -422,6 +393,7 @@ impl PolicyHook for Hooks {
         call: &ToolCall,
         _tool: &dyn Tool,
         labels: &SessionLabels,
+        _said_by: &InstanceLabel,
         _cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         // The strictest of the matching hooks; deny before ask.

@@ -210,6 +210,12 @@ impl Observer for Observers {
             observer.observe(envelope);
         }
     }
+
+    fn child_run(&self, run_id: &str, session: Arc<dyn crate::labels::Reader>) {
+        for observer in &self.0 {
+            observer.child_run(run_id, session.clone());
+        }
+    }
 }
 
 /// Why the machine's managed policy refuses a plugin the catalog found: every plugin, user
@@ -661,16 +667,17 @@ impl Host {
     /// The prompt contributions of the enabled plugins for `task`, as `(local name, text)`,
     /// runtime by runtime: native plugins' manifest prompts, then what each JavaScript plugin
     /// contributes for this task (run in its sandbox). A contribution that fails is left out
-    /// with a warning.
+    /// with a warning. The session whose system prompt takes them must take on their labels
+    /// ([`Prompts::carry_to`]): a plugin's instance may hold what any session handed it.
     pub async fn prompts(&self, task: &str) -> Prompts {
-        let mut prompts = Vec::new();
-        let mut warnings = Vec::new();
+        let mut all = Prompts::default();
         for runtime in &self.runtimes {
-            let (texts, left_out) = runtime.prompts(task).await;
-            prompts.extend(texts);
-            warnings.extend(left_out);
+            let prompts = runtime.prompts(task).await;
+            all.texts.extend(prompts.texts);
+            all.warnings.extend(prompts.warnings);
+            prompts.carried.pass_to(&all.carried);
         }
-        (prompts, warnings)
+        all
     }
 
     /// [`prompts`](Self::prompts) for callers outside an async context (or inside one that

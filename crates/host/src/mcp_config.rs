@@ -114,6 +114,9 @@ pub struct ProvidedServer {
     /// The plugin's data folder (`${CLAUDE_PLUGIN_DATA}`): its one writable folder, and its
     /// `HOME`.
     pub data: PathBuf,
+    /// Where the label of the data folder is kept (`crate::data_folder`): raised by every call's
+    /// session, carried by every answer.
+    pub label: PathBuf,
     /// Environment values, expanded (they may hold the plugin's secrets: never shown, never
     /// hashed).
     pub env: BTreeMap<String, String>,

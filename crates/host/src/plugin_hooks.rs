@@ -10,6 +10,11 @@
 //! one method per event (`bosun-agent` is the one caller) and acts on the typed answer; what a
 //! hook says can only add words for the model, block, or stop — never allow what policy does
 //! not, never undo a denial, never keep a run going past its budgets or [`MAX_STOP_CONTINUES`].
+//!
+//! A plugin's hooks keep what they like in its data folder, which outlives the session: a hook
+//! handed the session's data (`PostToolUse`, `UserPromptSubmit`) raises the folder's label to
+//! the session's before it runs, and a hook's words that reach the session's model raise the
+//! session to the label as it is after (`crate::data_folder`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -21,6 +26,7 @@ use bosun_core::{Event, ToolCall};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::labels::{InstanceLabel, Reader, SessionLabels};
 use crate::trace::Trace;
 
 /// The events other than `PreToolUse` that Bosun runs.
@@ -116,10 +122,43 @@ impl std::fmt::Debug for RunHooks {
     }
 }
 
-/// One hook's answer, named.
+/// One hook's answer, named, with the label of its plugin's data folder after it ran (when
+/// its words may reach a session).
 struct Said {
     plugin: String,
     reply: Reply,
+    label: Option<SessionLabels>,
+}
+
+/// What a moment's hooks are handed of the session and whether their words reach it.
+#[derive(Clone, Copy)]
+enum Reach<'a> {
+    /// Told the moment only (a trigger, a reason); their words go to the person or the trace.
+    Told,
+    /// Their words reach the session's model; they are handed none of its data.
+    Answers,
+    /// They are handed the session's data (labelled so) and their words reach it.
+    Reads(&'a SessionLabels),
+}
+
+/// Raises `session` to the labels of the data folders of the hooks in `said` whose words it
+/// reads, naming the hook and `id` (the call, or the moment) in `trace`.
+fn carry<'s>(
+    said: impl IntoIterator<Item = &'s Said>,
+    session: &dyn Reader,
+    trace: &Trace,
+    id: &str,
+    what: &str,
+) {
+    let carried = InstanceLabel::default();
+    for s in said {
+        if let Some(label) = &s.label {
+            crate::data_folder::told(&carried, &s.plugin, label);
+        }
+    }
+    for event in session.take_on(&carried, id, what) {
+        trace.record(event);
+    }
 }
 
 impl RunHooks {
@@ -177,12 +216,14 @@ impl RunHooks {
     /// Runs every handler of `event` whose matcher matches `subject` (every handler when the
     /// event has no subject) and, for a tool event, whose `if` holds for `call`, one after
     /// another, each traced; stops early on cancellation.
+    #[allow(clippy::too_many_arguments)]
     async fn fire(
         &self,
         event: &str,
         subject: Option<&str>,
         fields: Map<String, Value>,
         call: Option<&ToolCall>,
+        reach: Reach<'_>,
         trace: Option<&Trace>,
         cancel: &CancellationToken,
     ) -> Vec<Said> {
@@ -210,7 +251,7 @@ impl RunHooks {
                 data: &plugin.data,
                 workspace: &self.workspace,
             };
-            for handler in groups
+            let handlers: Vec<_> = groups
                 .iter()
                 .filter(|g: &&Group| subject.is_none_or(|s| matches(g.matcher.as_deref(), s)))
                 .flat_map(|g| g.hooks.iter())
@@ -224,7 +265,14 @@ impl RunHooks {
                         )
                     })
                 })
-            {
+                .collect();
+            let id = &plugin.record.id;
+            // Handed the session's data, a hook may keep it in its data folder for any later
+            // session: the folder's label takes in the session's before the hook runs.
+            if let (Reach::Reads(from), false) = (reach, handlers.is_empty()) {
+                crate::data_folder::meet(&plugin.label, id, Some(from));
+            }
+            for handler in handlers {
                 let started = Instant::now();
                 let reply = tokio::select! {
                     reply = run_reply(place, handler, &input) => reply,
@@ -243,9 +291,13 @@ impl RunHooks {
                             .unwrap_or(u64::MAX),
                     },
                 );
+                // Its words carry what the folder may hold after it ran.
+                let label = (!matches!(reach, Reach::Told))
+                    .then(|| crate::data_folder::meet(&plugin.label, id, None));
                 said.push(Said {
-                    plugin: plugin.record.id.clone(),
+                    plugin: id.clone(),
                     reply,
+                    label,
                 });
             }
         }
@@ -268,6 +320,7 @@ impl RunHooks {
     pub async fn session_start(
         &self,
         source: &str,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> Vec<String> {
@@ -278,16 +331,30 @@ impl RunHooks {
                 Some(source),
                 fields,
                 None,
+                Reach::Answers,
                 Some(trace),
                 cancel,
             )
             .await;
-        said.into_iter()
+        let speaking: Vec<&Said> = said
+            .iter()
+            .filter(|s| s.reply.context.is_some() || s.reply.plain.is_some())
+            .collect();
+        carry(
+            speaking.iter().copied(),
+            session,
+            trace,
+            "SessionStart",
+            "a plugin's SessionStart hook",
+        );
+        speaking
+            .into_iter()
             .filter_map(|s| {
                 s.reply
                     .context
-                    .or(s.reply.plain)
-                    .map(|c| note(&s.plugin, "SessionStart", &c))
+                    .as_ref()
+                    .or(s.reply.plain.as_ref())
+                    .map(|c| note(&s.plugin, "SessionStart", c))
             })
             .collect()
     }
@@ -298,13 +365,35 @@ impl RunHooks {
     pub async fn user_prompt_submit(
         &self,
         prompt: &str,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> PromptVerdict {
         let fields = fields([("prompt", json!(prompt))]);
+        let labels = session.labels();
         let said = self
-            .fire("UserPromptSubmit", None, fields, None, Some(trace), cancel)
+            .fire(
+                "UserPromptSubmit",
+                None,
+                fields,
+                None,
+                Reach::Reads(&labels),
+                Some(trace),
+                cancel,
+            )
             .await;
+        carry(
+            said.iter().filter(|s| {
+                s.reply.context.is_some()
+                    || s.reply.plain.is_some()
+                    || s.reply.halt.is_some()
+                    || matches!(s.reply.decision, HookOutcome::Block(_))
+            }),
+            session,
+            trace,
+            "UserPromptSubmit",
+            "a plugin's UserPromptSubmit hook",
+        );
         let mut context = Vec::new();
         for s in said {
             let blocked = match (&s.reply.decision, &s.reply.halt) {
@@ -331,6 +420,7 @@ impl RunHooks {
         &self,
         call: &ToolCall,
         response: &Value,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> ToolFeedback {
@@ -344,16 +434,29 @@ impl RunHooks {
             ("tool_response", response.clone()),
             ("tool_use_id", json!(call.id)),
         ]);
+        let labels = session.labels();
         let said = self
             .fire(
                 "PostToolUse",
                 Some(&tool_name),
                 fields,
                 Some(call),
+                Reach::Reads(&labels),
                 Some(trace),
                 cancel,
             )
             .await;
+        carry(
+            said.iter().filter(|s| {
+                s.reply.context.is_some()
+                    || s.reply.halt.is_some()
+                    || matches!(s.reply.decision, HookOutcome::Block(_))
+            }),
+            session,
+            trace,
+            &call.id,
+            "the PostToolUse hook of a plugin",
+        );
         let mut feedback = ToolFeedback::default();
         for s in said {
             if let HookOutcome::Block(reason) = &s.reply.decision {
@@ -383,23 +486,36 @@ impl RunHooks {
         &self,
         subagent: bool,
         continues: u32,
+        session: &dyn Reader,
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> StopVerdict {
         let event = if subagent { "SubagentStop" } else { "Stop" };
         let fields = fields([("stop_hook_active", json!(continues > 0))]);
         let said = self
-            .fire(event, None, fields, None, Some(trace), cancel)
+            .fire(
+                event,
+                None,
+                fields,
+                None,
+                Reach::Answers,
+                Some(trace),
+                cancel,
+            )
             .await;
         // A hook's `continue: false` ends the run whatever another asked.
         if said.iter().any(|s| s.reply.halt.is_some()) {
             return StopVerdict::Stop;
         }
-        let Some((plugin, reason)) = said.into_iter().find_map(|s| match s.reply.decision {
-            HookOutcome::Block(reason) => Some((s.plugin, reason)),
-            _ => None,
-        }) else {
+        let Some(asking) = said
+            .iter()
+            .find(|s| matches!(s.reply.decision, HookOutcome::Block(_)))
+        else {
             return StopVerdict::Stop;
+        };
+        let (plugin, reason) = match &asking.reply.decision {
+            HookOutcome::Block(reason) => (asking.plugin.clone(), reason.clone()),
+            _ => return StopVerdict::Stop,
         };
         if continues >= MAX_STOP_CONTINUES {
             trace.record(Event::PluginHookRan {
@@ -415,6 +531,8 @@ impl RunHooks {
             });
             return StopVerdict::Stop;
         }
+        // Its reason goes to the model.
+        carry([asking], session, trace, event, "a plugin's Stop hook");
         StopVerdict::Continue {
             plugin,
             reason: bounded(&reason),
@@ -437,13 +555,21 @@ impl RunHooks {
             ("trigger", json!(trigger)),
             ("custom_instructions", json!("")),
         ]);
-        self.fire("PreCompact", Some(trigger), fields, None, trace, cancel)
-            .await
-            .into_iter()
-            .find_map(|s| match s.reply.decision {
-                HookOutcome::Block(reason) => Some((s.plugin, bounded(&reason))),
-                _ => None,
-            })
+        self.fire(
+            "PreCompact",
+            Some(trigger),
+            fields,
+            None,
+            Reach::Told,
+            trace,
+            cancel,
+        )
+        .await
+        .into_iter()
+        .find_map(|s| match s.reply.decision {
+            HookOutcome::Block(reason) => Some((s.plugin, bounded(&reason))),
+            _ => None,
+        })
     }
 
     /// `Notification` (`kind`: `permission_prompt` when a person is asked to approve a call):
@@ -453,8 +579,16 @@ impl RunHooks {
             ("message", json!(message)),
             ("notification_type", json!(kind)),
         ]);
-        self.fire("Notification", Some(kind), fields, None, None, cancel)
-            .await;
+        self.fire(
+            "Notification",
+            Some(kind),
+            fields,
+            None,
+            Reach::Told,
+            None,
+            cancel,
+        )
+        .await;
     }
 
     /// `SessionEnd` (`reason`: `prompt_input_exit` when the person leaves, `other` when a
@@ -467,17 +601,25 @@ impl RunHooks {
         cancel: &CancellationToken,
     ) -> Vec<String> {
         let fields = fields([("reason", json!(reason))]);
-        self.fire("SessionEnd", Some(reason), fields, None, trace, cancel)
-            .await
-            .into_iter()
-            .filter_map(|s| match s.reply.decision {
-                HookOutcome::Failed(why) => Some(format!(
-                    "the SessionEnd hook of the plugin `{}` failed: {why}",
-                    s.plugin
-                )),
-                _ => None,
-            })
-            .collect()
+        self.fire(
+            "SessionEnd",
+            Some(reason),
+            fields,
+            None,
+            Reach::Told,
+            trace,
+            cancel,
+        )
+        .await
+        .into_iter()
+        .filter_map(|s| match s.reply.decision {
+            HookOutcome::Failed(why) => Some(format!(
+                "the SessionEnd hook of the plugin `{}` failed: {why}",
+                s.plugin
+            )),
+            _ => None,
+        })
+        .collect()
     }
 }
 

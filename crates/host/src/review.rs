@@ -3,7 +3,9 @@
 //! conversation stands (what the person asked, what the model said before the call), and
 //! answers allow, deny or unsure with a reason. `unsure`, an answer that does not parse, a
 //! timeout or a failure goes to a person — or is refused when nobody can answer — never a
-//! silent allow. The review and its reason are recorded in the trace (`review.answered`).
+//! silent allow. The review and its reason are recorded in the trace (`review.answered`). A
+//! reviewer is a sink at its level ([`Reviewer::level`]): a session holding more data sends it
+//! nothing, and a person decides.
 
 use async_trait::async_trait;
 use bosun_core::{CapabilityRequest, Classification};
@@ -68,6 +70,11 @@ pub struct Review {
 pub trait Reviewer: Send + Sync {
     /// Who reviews, for the trace (a model's configured name).
     fn name(&self) -> &str;
+
+    /// The most sensitive data it may be sent (`[policy] reviewer_classification`): a review
+    /// sends the call, the person's request and the model's words, so a session holding more
+    /// is not reviewed — a person decides.
+    fn level(&self) -> Classification;
 
     /// Reviews one call.
     ///

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bosun_core::{Event, Redactor};
+use bosun_core::{Classification, Event, Redactor};
 
 use crate::chokepoint::Chokepoint;
 use crate::config::LoadedConfig;
@@ -107,22 +107,31 @@ impl TraceBuilder {
     }
 
     /// Opens the trace and records `run.started` for a run of `command` over `chokepoint`
-    /// (a run without a model loop: a single call, an MCP client's session).
-    pub fn start(self, chokepoint: &Chokepoint, command: &str) -> Result<Trace, TraceError> {
+    /// (a run without a model loop: a single call, an MCP client's session) in a session at
+    /// `level`.
+    pub fn start(
+        self,
+        chokepoint: &Chokepoint,
+        command: &str,
+        level: Classification,
+    ) -> Result<Trace, TraceError> {
         let trace = self.open()?;
-        trace.record(run_started(chokepoint, command));
+        trace.record(run_started(chokepoint, command, level));
         Ok(trace)
     }
 }
 
-/// The `run.started` of a run of `command` over `chokepoint`: where it runs, in which mode, and
-/// what the sandbox enforces.
-pub fn run_started(chokepoint: &Chokepoint, command: &str) -> Event {
+/// The `run.started` of a run of `command` over `chokepoint`: where it runs, in which mode,
+/// what the sandbox enforces, and the level its session holds already (`Session::taint`: a
+/// conversation's later turn, a subagent's inherited level), which every event of the run
+/// carries at least.
+pub fn run_started(chokepoint: &Chokepoint, command: &str, level: Classification) -> Event {
     Event::RunStarted {
         command: command.to_owned(),
         workspace: chokepoint.workspace().root().display().to_string(),
         mode: chokepoint.policy().mode().to_string(),
         sandbox: chokepoint.launcher().status().summary(),
+        level,
     }
 }
 

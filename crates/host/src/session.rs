@@ -8,8 +8,11 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use bosun_core::Classification;
+use bosun_core::{Classification, Event};
+
 use bosun_policy::Promise;
+
+use crate::labels::{InstanceLabel, Reader, SessionLabels};
 
 /// Per-session policy state.
 #[derive(Debug, Default)]
@@ -377,6 +380,54 @@ impl Session {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+}
+
+impl SessionLabels {
+    /// The labels of `session` now.
+    pub fn of(session: &Session) -> SessionLabels {
+        session.labels()
+    }
+}
+
+impl Reader for Session {
+    fn labels(&self) -> SessionLabels {
+        SessionLabels {
+            level: self.taint(),
+            untrusted: self.untrusted_source(),
+        }
+    }
+
+    fn take_on(&self, carried: &InstanceLabel, id: &str, what: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Some((producer, label)) = carried.take() else {
+            return events;
+        };
+        let before = self.taint();
+        let after = self.raise_taint(label.level);
+        if after > before {
+            self.set_taint_source(format!(
+                "{what} ({id}), whose {producer} holds data of sessions up to {}",
+                label.level
+            ));
+            events.push(Event::TaintRaised {
+                call_id: id.to_owned(),
+                tool: what.to_owned(),
+                from: before,
+                to: after,
+            });
+        }
+        if let Some(source) = label.untrusted {
+            let source = format!("{source}, kept by the {producer} and returned by {what} ({id})");
+            if self.mark_untrusted(source.clone()) {
+                events.push(Event::UntrustedInput {
+                    call_id: id.to_owned(),
+                    tool: what.to_owned(),
+                    source,
+                });
+            }
+        }
+        events
     }
 }
 

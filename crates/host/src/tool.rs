@@ -194,37 +194,7 @@ impl ReadFiles {
     }
 }
 
-/// The label a kept plugin instance's result carries: the highest level and the first untrusted
-/// input of every session whose data reached the instance, with the plugin's name. A plugin
-/// runtime records it after the call; the chokepoint takes it at step 8.
-#[derive(Debug, Clone, Default)]
-pub struct InstanceLabel(Arc<std::sync::Mutex<Option<(String, crate::SessionLabels)>>>);
-
-impl InstanceLabel {
-    /// Records that the call's result came from the instance of `plugin` labelled `label`
-    /// (nothing when the label says no more than a fresh session).
-    pub fn record(&self, plugin: &str, label: &crate::SessionLabels) {
-        if !label.is_marked() {
-            return;
-        }
-        let mut kept = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match kept.as_mut() {
-            Some((_, held)) => held.raise(label),
-            None => *kept = Some((plugin.to_owned(), label.clone())),
-        }
-    }
-
-    /// The recorded plugin and label, if any, and forgets them.
-    pub fn take(&self) -> Option<(String, crate::SessionLabels)> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
-}
+pub use crate::labels::{InstanceLabel, Producer};
 
 /// Judges the reads a tool makes beyond the path its call named — each file a search opens,
 /// each entry a listing shows — by the same policy and promises the call was judged under, so

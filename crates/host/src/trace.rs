@@ -89,6 +89,11 @@ pub trait Observer: Send + Sync {
     /// observer that [`reads_lines`](Observer::reads_lines). Called under the trace's lock, in
     /// order: it must only copy the bytes.
     fn observe_line(&self, _line: &[u8]) {}
+
+    /// A subagent's run `run_id`, whose events this observer will get too (marked by that run
+    /// id), runs in `session`: an observer that hands events to a plugin labels them with the
+    /// session that recorded them, not the one it was made for.
+    fn child_run(&self, _run_id: &str, _session: std::sync::Arc<dyn crate::labels::Reader>) {}
 }
 
 struct Writer {

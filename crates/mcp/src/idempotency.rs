@@ -366,7 +366,12 @@ impl SharedResults {
         std::fs::create_dir_all(dir)
             .and_then(|()| {
                 let probe = dir.join(format!("probe-{prefix}"));
-                std::fs::write(&probe, b"")?;
+                // Created, never opened over something there: a link planted at the
+                // probe's name is not written through.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)?;
                 std::fs::remove_file(probe)
             })
             .map_err(|e| {

@@ -310,7 +310,7 @@ impl Served {
             trace = trace.observe(observer);
         }
         let trace = trace
-            .start(&chokepoint, &self.command)
+            .start(&chokepoint, &self.command, session.taint())
             .map_err(|e| e.to_string())?;
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),

@@ -37,6 +37,11 @@ pub struct PolicyFile {
     /// `review` does. User config only; needs `reviewer`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub review_asks: bool,
+    /// The most sensitive data the reviewer may be sent: a review of a call in a session
+    /// holding more goes to a person instead. Absent: what your default model is sent (every
+    /// level) when the reviewer talks to the same API root, else `PUBLIC`. User config only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer_classification: Option<bosun_core::Classification>,
 }
 
 /// A standalone document: only a `[policy]` table.
@@ -74,6 +79,7 @@ impl PolicyFile {
             examples: Vec::new(),
             reviewer: None,
             review_asks: false,
+            reviewer_classification: None,
         }
     }
 }

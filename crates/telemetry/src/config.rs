@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use bosun_core::Classification;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -32,6 +33,11 @@ pub struct TelemetryConfig {
     /// Which content goes with them; none by default.
     #[serde(default)]
     pub content: ContentConfig,
+    /// The collector's level: the most sensitive data it may be sent (`PUBLIC` by default,
+    /// like every sink nobody labelled). Content of a session holding more is sent as a
+    /// marker naming the session's level, never the data.
+    #[serde(default)]
+    pub classification: Option<Classification>,
     /// `service.name`; `OTEL_SERVICE_NAME`, else `bosun`.
     #[serde(default)]
     pub service_name: Option<String>,
@@ -290,6 +296,8 @@ pub struct Settings {
     pub logs: Option<Endpoint>,
     /// Which content goes with them.
     pub content: ContentConfig,
+    /// The collector's level: content of a session holding more is withheld.
+    pub classification: Classification,
     /// The resource attributes of every export (`service.name`, `service.instance.id`, ...).
     pub resource: Vec<(String, String)>,
 }
@@ -440,6 +448,7 @@ impl TelemetryConfig {
             metrics,
             logs,
             content: self.content,
+            classification: self.classification.unwrap_or_default(),
             resource,
         })
     }

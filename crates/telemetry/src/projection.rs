@@ -39,6 +39,7 @@ impl Projection {
         let projector = Projector::new(
             remote_parent,
             content,
+            settings.classification,
             settings.logs.is_some(),
             exporter.shared_metrics(),
         );

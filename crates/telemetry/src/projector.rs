@@ -3,14 +3,17 @@
 //! metric or a log record. Spans follow the GenAI conventions (semantic-conventions-genai,
 //! Development): `invoke_agent` for a run, `chat {model}` for a model step, `execute_tool
 //! {tool}` for a call, with Bosun's decisions on the same spans. Only what the trace holds is
-//! projected, already redacted; content goes only when its switch is on. A run's events reach
+//! projected, already redacted; content goes only when its switch is on, and only while the
+//! run's session holds no data above the collector's level (else a marker naming the level
+//! goes instead). What the model chose — a tool name no tool answers to, a path — is content
+//! too, never a span's name or a metric's attribute. A run's events reach
 //! it as the trace's own lines ([`Feed`]), so the run's thread only copies bytes; the ids of
 //! spans others may be told about come from [`crate::ids`], known on the run's thread.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use bosun_core::{Envelope, Event};
+use bosun_core::{Classification, Envelope, ErrorCode, Event};
 
 use crate::config::ContentConfig;
 use crate::context::{SpanContext, SpanId};
@@ -20,6 +23,11 @@ use crate::signal::{Attribute, LogRecord, Span, SpanEvent, SpanKind, StatusCode,
 
 /// The most bytes of one content attribute; longer is cut with `…`.
 const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// `gen_ai.tool.name` of a call whose name answers to no tool: the name is the model's text,
+/// content, so it is never a span's name or a metric's attribute (`_OTHER`, as the conventions
+/// name a value outside the known set).
+const UNKNOWN_TOOL: &str = "_OTHER";
 
 /// What a projection produced, for the exporter to send.
 #[derive(Default)]
@@ -102,6 +110,8 @@ pub(crate) struct Projector {
     /// Plugins' local names and their digests, for `bosun.plugin.digest`.
     plugin_digests: HashMap<String, String>,
     content: ContentConfig,
+    /// The collector's level: content of a session holding more is withheld.
+    sink: Classification,
     logs: bool,
     metrics: Arc<Metrics>,
     runs: HashMap<String, RunState>,
@@ -175,6 +185,37 @@ impl OpenSpan {
 struct ToolSpan {
     open: OpenSpan,
     asked_ns: Option<u64>,
+    /// The name the model gave, until an event shows a tool answers to it (only then is it
+    /// the span's name).
+    proposed: Option<String>,
+}
+
+impl ToolSpan {
+    /// Names the span after its tool, now that the tool is known to exist (a decision, a
+    /// result or a failure other than `unknown_tool`): the name is Bosun's, not the model's.
+    fn resolved(&mut self) {
+        let Some(tool) = self.proposed.take() else {
+            return;
+        };
+        self.open.span.name = format!("execute_tool {tool}");
+        match mcp_server(&tool) {
+            Some(server) => {
+                self.open.set("gen_ai.tool.type", s("extension"));
+                self.open.set("mcp.method.name", s("tools/call"));
+                self.open.set("bosun.mcp.server", s(server));
+            }
+            None => self.open.set("gen_ai.tool.type", s("function")),
+        }
+        self.open.set("gen_ai.tool.name", s(tool));
+    }
+
+    /// The tool's name for a metric or a log record: `_OTHER` until it is known to exist.
+    fn tool_name(&self) -> &str {
+        match &self.proposed {
+            Some(_) => UNKNOWN_TOOL,
+            None => self.open.get("gen_ai.tool.name").unwrap_or(UNKNOWN_TOOL),
+        }
+    }
 }
 
 struct ChatSpan {
@@ -189,6 +230,9 @@ struct RunState {
     model: Option<String>,
     /// `gen_ai.provider.name` of the run's model, once a step named it.
     provider: Option<&'static str>,
+    /// The level of the data the run's session holds: what it started with (`run.started`,
+    /// its parent's for a subagent) raised by every `taint.raised`. It never falls.
+    level: Classification,
 }
 
 /// `gen_ai.provider.name` for the adapter a trace names: the conventions name the provider as
@@ -248,6 +292,7 @@ impl Projector {
     pub(crate) fn new(
         remote_parent: Option<SpanContext>,
         content: ContentConfig,
+        sink: Classification,
         logs: bool,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -255,6 +300,7 @@ impl Projector {
             remote_parent,
             plugin_digests: HashMap::new(),
             content,
+            sink,
             logs,
             metrics,
             runs: HashMap::new(),
@@ -268,10 +314,19 @@ impl Projector {
             command,
             mode,
             sandbox,
+            level,
             ..
         } = &envelope.event
         {
-            let state = self.start_run(envelope, [command, mode, sandbox], now);
+            let mut state = self.start_run(envelope, [command, mode, sandbox], now);
+            // A subagent starts at its parent's level (a trace written before `run.started`
+            // carried the level says nothing of it).
+            let parent = envelope.parent_run_id.as_deref();
+            state.level = (*level).max(
+                parent
+                    .and_then(|p| self.runs.get(p))
+                    .map_or(Classification::Public, |p| p.level),
+            );
             self.runs.insert(envelope.run_id.clone(), state);
             self.log(envelope, None, now, out);
             return;
@@ -352,6 +407,32 @@ impl Projector {
             tools: HashMap::new(),
             model: None,
             provider: None,
+            level: Classification::Public,
+        }
+    }
+
+    /// Content for an attribute when its switch is on: the text while the run's session holds
+    /// nothing above the collector's level, else a marker naming the level, never the data.
+    fn content_at(
+        &self,
+        level: Classification,
+        on: bool,
+        text: impl FnOnce() -> String,
+    ) -> Option<String> {
+        on.then(|| self.judged(level, text))
+    }
+
+    /// Text that may quote what the session holds (a provider's error, where untrusted input
+    /// came from): itself while the session holds nothing above the collector's level, else a
+    /// marker naming the level.
+    fn judged(&self, level: Classification, text: impl FnOnce() -> String) -> String {
+        if level > self.sink {
+            format!(
+                "[withheld: the session holds {level} data and this collector is {}]",
+                self.sink
+            )
+        } else {
+            bounded(text())
         }
     }
 
@@ -497,10 +578,14 @@ impl Projector {
                         );
                     }
                 }
-                if content.model_output && !chat.text.is_empty() {
+                if let Some(text) = self.content_at(
+                    run.level,
+                    content.model_output && !chat.text.is_empty(),
+                    || std::mem::take(&mut chat.text),
+                ) {
                     let message = serde_json::json!([{
                         "role": "assistant",
-                        "parts": [{ "type": "text", "content": bounded(std::mem::take(&mut chat.text)) }],
+                        "parts": [{ "type": "text", "content": text }],
                     }]);
                     chat.open
                         .set("gen_ai.output.messages", s(message.to_string()));
@@ -513,9 +598,9 @@ impl Projector {
                 let context = chat.open.context();
                 chat.open.set("error.type", s("model_error"));
                 chat.open.span.status = StatusCode::Error;
-                // The provider's error names no content; it says what went wrong.
+                // The provider's error says what went wrong, and may quote what it was sent.
                 if let Event::ModelFailed { error, .. } = &envelope.event {
-                    chat.open.span.status_message = bounded(error.clone());
+                    chat.open.span.status_message = self.judged(run.level, || error.clone());
                 }
                 out.spans.push(chat.open.end(now));
                 Some(context)
@@ -531,37 +616,27 @@ impl Projector {
                     Some(caller) => (caller.span_id, SpanKind::Server),
                     None => (root_context.span_id, SpanKind::Internal),
                 };
-                let mut open = OpenSpan::new(
-                    context,
-                    Some(parent),
-                    format!("execute_tool {tool}"),
-                    kind,
-                    now,
-                );
+                // Named after its tool once a tool is known to answer to the name.
+                let mut open =
+                    OpenSpan::new(context, Some(parent), "execute_tool".to_owned(), kind, now);
                 if remote.is_some() {
                     // The session's own span, in Bosun's trace, for finding the rest of it.
                     open.set("bosun.run.span_id", s(root_context.span_id.to_hex()));
                     open.set("bosun.run.trace_id", s(root_context.trace_id.to_hex()));
                 }
                 open.set("gen_ai.operation.name", s("execute_tool"));
-                open.set("gen_ai.tool.name", s(tool.clone()));
                 open.set("gen_ai.tool.call.id", s(call_id.clone()));
-                match mcp_server(tool) {
-                    Some(server) => {
-                        open.set("gen_ai.tool.type", s("extension"));
-                        open.set("mcp.method.name", s("tools/call"));
-                        open.set("bosun.mcp.server", s(server));
-                    }
-                    None => open.set("gen_ai.tool.type", s("function")),
-                }
-                if content.tool_inputs {
-                    open.set("gen_ai.tool.call.arguments", s(bounded(input.to_string())));
+                if let Some(arguments) =
+                    self.content_at(run.level, content.tool_inputs, || input.to_string())
+                {
+                    open.set("gen_ai.tool.call.arguments", s(arguments));
                 }
                 run.tools.insert(
                     call_id.clone(),
                     ToolSpan {
                         open,
                         asked_ns: None,
+                        proposed: Some(tool.clone()),
                     },
                 );
                 Some(context)
@@ -574,6 +649,7 @@ impl Projector {
                 ..
             } => {
                 let call = run.tools.get_mut(call_id)?;
+                call.resolved();
                 let decision = explanation.decision.to_string();
                 call.open.set("bosun.policy.decision", s(decision.clone()));
                 call.open.set("bosun.policy.action", s(action.clone()));
@@ -642,7 +718,7 @@ impl Projector {
                 if answer.starts_with("allow") {
                     call.open.set("bosun.approval.by", s("person"));
                 }
-                let tool = call.open.get("gen_ai.tool.name").unwrap_or("").to_owned();
+                let tool = call.tool_name().to_owned();
                 metrics.add(
                     Counter::Approvals,
                     &[
@@ -711,6 +787,7 @@ impl Projector {
                 run.tools.get(call_id).map(|c| c.open.context())
             }
             Event::TaintRaised { call_id, to, .. } => {
+                run.level = run.level.max(*to);
                 let level = to.to_string();
                 run.root.set("bosun.taint", s(level.clone()));
                 let call = run.tools.get_mut(call_id)?;
@@ -721,9 +798,11 @@ impl Projector {
                 call_id, source, ..
             } => {
                 run.root.set("bosun.integrity", s("untrusted"));
+                // It names the paths and hosts the call reached: the model's choice.
+                let source = self.judged(run.level, || source.clone());
                 let call = run.tools.get_mut(call_id)?;
                 call.open.set("bosun.integrity", s("untrusted"));
-                call.open.set("bosun.integrity.source", s(source.clone()));
+                call.open.set("bosun.integrity.source", s(source));
                 Some(call.open.context())
             }
             Event::HookApplied {
@@ -744,45 +823,61 @@ impl Projector {
             }
             Event::ToolCompleted {
                 call_id,
-                tool,
                 output,
                 truncated,
                 duration_us,
+                ..
             } => {
                 let mut call = run.tools.remove(call_id)?;
+                call.resolved();
                 let context = call.open.context();
                 ids::forget_call(&envelope.run_id, call_id);
                 call.open
                     .set("bosun.output.truncated", Value::Bool(*truncated));
-                if content.tool_outputs {
-                    call.open
-                        .set("gen_ai.tool.call.result", s(bounded(output.to_string())));
+                if let Some(result) =
+                    self.content_at(run.level, content.tool_outputs, || output.to_string())
+                {
+                    call.open.set("gen_ai.tool.call.result", s(result));
                 }
                 call.open.span.status = StatusCode::Ok;
                 metrics.record(
                     Histogram::ToolDuration,
                     *duration_us as f64 / 1e6,
-                    &[("gen_ai.tool.name", tool)],
+                    &[("gen_ai.tool.name", call.tool_name())],
                 );
                 out.spans.push(call.open.end(now));
                 Some(context)
             }
             Event::ToolFailed {
                 call_id,
-                tool,
                 error,
                 duration_us,
+                ..
             } => {
                 let mut call = run.tools.remove(call_id)?;
+                if error.code != ErrorCode::UnknownTool {
+                    call.resolved();
+                } else if let Some(name) = call.proposed.clone() {
+                    // The name the model gave is content, like its arguments.
+                    if let Some(name) = self.content_at(run.level, content.tool_inputs, || name) {
+                        call.open.set("bosun.tool.proposed_name", s(name));
+                    }
+                    call.open.set("gen_ai.tool.name", s(UNKNOWN_TOOL));
+                }
                 let context = call.open.context();
                 ids::forget_call(&envelope.run_id, call_id);
                 let code = error.code.as_str().to_owned();
                 call.open.set("error.type", s(code.clone()));
                 call.open.span.status = StatusCode::Error;
-                // The message may quote what the tool saw: content.
-                if content.tool_outputs {
-                    call.open.span.status_message = bounded(error.message.clone());
+                // The message may quote what the tool saw (and an unknown tool's, its name):
+                // content.
+                if let Some(message) =
+                    self.content_at(run.level, content.tool_outputs, || error.message.clone())
+                {
+                    call.open.span.status_message = message;
                 }
+                let tool = call.tool_name().to_owned();
+                let tool = tool.as_str();
                 metrics.record(
                     Histogram::ToolDuration,
                     *duration_us as f64 / 1e6,
@@ -852,6 +947,9 @@ impl Projector {
             out.spans.push(chat.open.end(now));
         }
         for (_, mut call) in run.tools.drain() {
+            if call.proposed.is_some() {
+                call.open.set("gen_ai.tool.name", s(UNKNOWN_TOOL));
+            }
             call.open.span.status = StatusCode::Error;
             call.open.span.status_message = "the run ended before the call did".to_owned();
             out.spans.push(call.open.end(now));
@@ -898,7 +996,13 @@ impl Projector {
                 error,
                 ..
             } => {
-                attributes.push(("gen_ai.tool.name".to_owned(), s(tool.clone())));
+                // A name no tool answers to is the model's text.
+                let tool = if error.code == ErrorCode::UnknownTool {
+                    UNKNOWN_TOOL
+                } else {
+                    tool.as_str()
+                };
+                attributes.push(("gen_ai.tool.name".to_owned(), s(tool)));
                 attributes.push(("gen_ai.tool.call.id".to_owned(), s(call_id.clone())));
                 attributes.push(("error.type".to_owned(), s(error.code.as_str())));
                 (
@@ -922,7 +1026,12 @@ impl Projector {
                     "debug" | "trace" => (5, "DEBUG"),
                     _ => (9, "INFO"),
                 };
-                (n, t, format!("{tool} logged a {level} line"))
+                // The level as Bosun names it: the word a plugin gave may be anything.
+                (
+                    n,
+                    t,
+                    format!("{tool} logged a {} line", t.to_ascii_lowercase()),
+                )
             }
             _ => (9, "INFO", kind.to_owned()),
         };

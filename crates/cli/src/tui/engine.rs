@@ -149,7 +149,11 @@ async fn person_command(
             .map_err(|e| e.to_string())?;
         let trace = bosun_host::TraceBuilder::for_config(&env.config)
             .observe(Arc::new(Forward(events.clone())))
-            .start(&chokepoint, &format!("{COMMAND} {}", command.label()))
+            .start(
+                &chokepoint,
+                &format!("{COMMAND} {}", command.label()),
+                open.grants.taint(),
+            )
             .map_err(|e| e.to_string())?;
         let call = bosun_core::ToolCall {
             id: "person_1".to_owned(),

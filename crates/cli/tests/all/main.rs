@@ -803,6 +803,7 @@ mod claude_components;
 mod claude_config;
 mod claude_hooks;
 mod claude_https;
+mod claude_labels;
 mod claude_mcp;
 mod claude_sample;
 mod clients;

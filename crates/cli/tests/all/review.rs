@@ -202,3 +202,65 @@ fn the_reviewer_weighs_the_call_against_what_the_person_asked_and_the_model_said
     assert!(!asked.contains("sk-agent-said-0042"), "{asked}");
     assert!(trace_text(&env).contains("reviewed by judge: deny"));
 }
+
+/// What a labelled file holds: the words a reviewer below the session's level must never get.
+const HUSHED: &str = "hush-reviewer-5e1d-willow";
+
+/// A run that reads `src/lib.rs`, then `secrets/plan.txt` (`RESTRICTED`), then says what it
+/// read and reads `src/lib.rs` again; `read_file` is set to `review`, the reviewer is a second
+/// scripted model at another address, labelled `reviewer_level` (none: the default). Returns
+/// what the reviewer was sent and the trace.
+fn review_after_restricted_data(reviewer_level: Option<&str>) -> (Vec<serde_json::Value>, String) {
+    let env = Env::new();
+    std::fs::create_dir_all(env.ws().join("secrets")).unwrap();
+    std::fs::write(env.ws().join("secrets/plan.txt"), format!("{HUSHED}\n")).unwrap();
+    let allow = || Step::text(r#"{"decision": "allow", "reason": "a read"}"#);
+    let (_runtime, judge) = serve([allow(), allow(), allow()]);
+    let (_runtime2, agent) = serve([
+        Step::call("read_file", serde_json::json!({"path": "src/lib.rs"})),
+        Step::call("read_file", serde_json::json!({"path": "secrets/plan.txt"})),
+        Step {
+            text: Some(format!("The plan says {HUSHED}; now the code again.")),
+            ..Step::call("read_file", serde_json::json!({"path": "src/lib.rs"}))
+        },
+        Step::text("Done."),
+    ]);
+    let level = reviewer_level
+        .map(|l| format!("reviewer_classification = \"{l}\"\n"))
+        .unwrap_or_default();
+    env.user_config(&format!(
+        "default_model = \"main\"\n[models.main]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n\n[[classification.paths]]\nglob = \"secrets/**\"\nlevel = \"RESTRICTED\"\n\n[policy]\nreviewer = \"judge\"\n{level}\n[[policy.rules]]\naction = \"builtin.tool.read_file\"\ndecision = \"review\"\n\n[models.judge]\nprovider = \"openai-chat\"\nbase_url = \"{}\"\nmodel = \"bosun-scripted\"\n",
+        agent.base_url(),
+        judge.base_url(),
+    ));
+    let out = env.bosun(&["run", "Read the plan"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    (judge.requests(), trace_text(&env))
+}
+
+/// A reviewer is a sink: what a review sends — the call, the person's request, the model's
+/// words — is the session's. A reviewer at another address than the default model is `PUBLIC`
+/// unless `[policy] reviewer_classification` says more, so once the session holds `RESTRICTED`
+/// data it is sent nothing and a person decides (here nobody can: the call is refused). Labelled
+/// `RESTRICTED`, it is asked as before.
+#[test]
+fn a_reviewer_below_the_sessions_level_is_sent_nothing_and_a_person_decides() {
+    let (sent, trace) = review_after_restricted_data(None);
+    // The two reads before the session held RESTRICTED data were reviewed; the third was not.
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    let everything = serde_json::to_string(&sent).unwrap();
+    assert!(
+        !everything.contains(HUSHED),
+        "RESTRICTED data reached the reviewer"
+    );
+    assert!(
+        trace.contains("reviewed by judge: withheld — write-down: the session holds RESTRICTED data and the reviewer may be sent PUBLIC at most"),
+        "{trace}"
+    );
+    assert!(trace.contains("needs_approval"), "{trace}");
+
+    let (sent, trace) = review_after_restricted_data(Some("RESTRICTED"));
+    assert_eq!(sent.len(), 3, "{sent:#?}");
+    assert!(serde_json::to_string(&sent[2]).unwrap().contains(HUSHED));
+    assert!(!trace.contains("withheld"), "{trace}");
+}

@@ -297,6 +297,113 @@ fn content_goes_only_behind_its_switch_and_redacted_as_the_trace_is() {
     assert!(attr_str(chat, "gen_ai.output.messages").contains("answer() returns 42."));
 }
 
+/// What a labelled file holds: the words a collector below its level must never receive.
+const HUSHED: &str = "hush-7f3a9c-orchard";
+
+/// A run that reads a `RESTRICTED` file, then calls a tool named after what it read (no tool
+/// answers to it), then a tool with it in its arguments (which fails naming it), then says it,
+/// with every content switch on and the collector at `collector_level` (none: the default).
+fn run_holding_restricted_data(collector_level: Option<&str>) -> Vec<Value> {
+    let env = Env::new();
+    std::fs::create_dir_all(env.ws().join("secrets")).unwrap();
+    std::fs::write(env.ws().join("secrets/plan.txt"), format!("{HUSHED}\n")).unwrap();
+    let collector = Collector::start();
+    let (_runtime, server) = serve([
+        Step::call("read_file", json!({"path": "secrets/plan.txt"})),
+        Step::call(format!("send_{HUSHED}"), json!({})),
+        Step::call("read_file", json!({"path": format!("{HUSHED}.txt")})),
+        Step::text(format!("The plan says {HUSHED}.")),
+    ]);
+    let level = collector_level
+        .map(|l| format!("classification = \"{l}\"\n"))
+        .unwrap_or_default();
+    env.user_config(&format!(
+        "{}{}",
+        model_config(
+            &server,
+            "[[classification.paths]]\nglob = \"secrets/**\"\nlevel = \"RESTRICTED\"\n"
+        ),
+        telemetry_config(
+            &collector.base(),
+            &format!(
+                "{level}[telemetry.content]\ntool-inputs = true\ntool-outputs = true\nmodel-output = true\n"
+            )
+        )
+    ));
+    let out = env.bosun_with_env(&["run", "Read the plan"], &[("OTEL_TEST_TOKEN", "t")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    collector.received(has_all_spans)
+}
+
+/// The `execute_tool` spans of `received`, in the order their calls started.
+fn tool_spans(received: &[Value]) -> Vec<&Value> {
+    let mut tools: Vec<&Value> = spans(received)
+        .into_iter()
+        .filter(|s| {
+            attr(s, "gen_ai.operation.name").and_then(|v| v["stringValue"].as_str())
+                == Some("execute_tool")
+        })
+        .collect();
+    tools.sort_by_key(|s| {
+        s["startTimeUnixNano"]
+            .as_str()
+            .and_then(|t| t.parse::<u128>().ok())
+            .or_else(|| s["startTimeUnixNano"].as_u64().map(u128::from))
+    });
+    tools
+}
+
+/// A collector is a sink at its `[telemetry] classification`, `PUBLIC` unless labelled: with
+/// every content switch on, what a session holding `RESTRICTED` data exports — a result, the
+/// arguments the model wrote, a failed call's message, the model's words — is a marker naming
+/// the level, never the data; a tool name the model made up is content too, never a span's
+/// name, a metric's or a log record's attribute. Labelled `RESTRICTED`, the collector gets it.
+#[test]
+fn a_collector_below_the_sessions_level_gets_markers_not_the_data() {
+    let received = run_holding_restricted_data(None);
+    let everything = serde_json::to_string(&received).unwrap();
+    assert!(
+        !everything.contains(HUSHED),
+        "RESTRICTED data reached a PUBLIC collector: {received:#?}"
+    );
+    let tools = tool_spans(&received);
+    assert_eq!(tools.len(), 3, "{received:#?}");
+    // The first call's arguments were written while the session held nothing.
+    assert!(attr_str(tools[0], "gen_ai.tool.call.arguments").contains("secrets/plan.txt"));
+    let marker = "[withheld: the session holds RESTRICTED data and this collector is PUBLIC]";
+    assert_eq!(attr_str(tools[0], "gen_ai.tool.call.result"), marker);
+    assert_eq!(tools[1]["name"], "execute_tool", "{:#}", tools[1]);
+    assert_eq!(attr_str(tools[1], "gen_ai.tool.name"), "_OTHER");
+    assert_eq!(attr_str(tools[1], "bosun.tool.proposed_name"), marker);
+    assert_eq!(attr_str(tools[2], "gen_ai.tool.call.arguments"), marker);
+    assert_eq!(tools[2]["status"]["message"], marker, "{:#}", tools[2]);
+    let said = spans(&received)
+        .into_iter()
+        .filter_map(|s| attr(s, "gen_ai.output.messages"))
+        .map(|v| v["stringValue"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert!(
+        said.iter().any(|m| m.contains(marker)),
+        "the model's words were not withheld: {said:?}"
+    );
+
+    // A collector labelled RESTRICTED is sent what the session holds.
+    let received = run_holding_restricted_data(Some("RESTRICTED"));
+    let tools = tool_spans(&received);
+    assert!(attr_str(tools[0], "gen_ai.tool.call.result").contains(HUSHED));
+    assert!(attr_str(tools[1], "bosun.tool.proposed_name").contains(HUSHED));
+    // A made-up name is never a span's name, whatever the collector's level.
+    assert_eq!(tools[1]["name"], "execute_tool");
+    assert!(
+        !received
+            .iter()
+            // Metrics and log records (which carry their span's id, and an event name).
+            .filter(|v| v.get("spanId").is_none() || v.get("eventName").is_some())
+            .any(|v| v.to_string().contains(HUSHED)),
+        "a made-up tool name reached a metric or a log record"
+    );
+}
+
 /// A collector that accepts and then answers `status`, or never answers when `None`.
 fn bad_collector(status: Option<u16>) -> (u16, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

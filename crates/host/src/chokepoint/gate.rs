@@ -138,6 +138,22 @@ impl Chokepoint {
         trace: &Trace,
     ) -> Option<Verdict> {
         let reviewer = self.reviewer.as_ref()?;
+        // What a review sends is the session's (the call, the request, the model's words): a
+        // reviewer below the session's level is a write-down, and a person decides instead.
+        let held = session.taint();
+        if held > reviewer.level() {
+            trace.record(Event::ReviewAnswered {
+                call_id: call.id.clone(),
+                reviewer: reviewer.name().to_owned(),
+                verdict: "withheld".to_owned(),
+                reason: format!(
+                    "write-down: the session holds {held} data and the reviewer may be sent {} at \
+                     most ([policy] reviewer_classification); a person decides",
+                    reviewer.level()
+                ),
+            });
+            return None;
+        }
         let request = ReviewRequest {
             tool: call.name.clone(),
             action: action.to_owned(),

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Chokepoint, ToolCall};
 use crate::hooks::PostEffect;
+use crate::labels::Reader as _;
 use crate::session::Session;
 use crate::trace::Trace;
 use crate::{Tool, ToolContext};
@@ -47,7 +48,7 @@ impl Chokepoint {
         call: &ToolCall,
         tool: &dyn Tool,
         ctx: &ToolContext,
-        classification: Option<Classification>,
+        (classification, level_at_start): (Option<Classification>, Classification),
         effect: &PostEffect,
         session: &Session,
         trace: &Trace,
@@ -77,9 +78,18 @@ impl Chokepoint {
             level = level.max(at);
             readable = Some(path);
         }
-        let before = session.taint();
+        // A rise the call made while it ran has reached the session already (a subagent's
+        // session absorbed by the call that started it, a plugin's escalation): it is this
+        // call's when its own level reaches it, and is recorded from where the call began. A
+        // rise by another call running beside it is that call's.
+        let now = session.taint();
+        let before = if level >= now {
+            level_at_start.min(now)
+        } else {
+            now
+        };
         let after = session.raise_taint(level);
-        if after > before {
+        if after > now {
             session.set_taint_source(match (readable, read_file) {
                 (Some(path), _) => format!(
                     "{} ({}), a program that could read {path}",
@@ -90,6 +100,8 @@ impl Chokepoint {
                 }
                 (None, None) => format!("{} ({})", call.name, call.id),
             });
+        }
+        if after > before {
             trace.record(Event::TaintRaised {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
@@ -138,9 +150,10 @@ impl Chokepoint {
         }
     }
 
-    /// The session takes on the label of the kept plugin instance the call ran in: the highest
-    /// level and the first untrusted input of every session whose data reached the instance
-    /// (its module state may hold any of it), naming the instance as the source.
+    /// The session takes on the label of the kept plugin instance the call (or a hook asked
+    /// about it) ran in: the highest level and the first untrusted input of every session whose
+    /// data reached the instance (its module state may hold any of it), naming the instance as
+    /// the source.
     pub(super) fn carry_instance_label(
         &self,
         call: &ToolCall,
@@ -148,35 +161,8 @@ impl Chokepoint {
         session: &Session,
         trace: &Trace,
     ) {
-        let Some((plugin, label)) = ctx.instance_label.take() else {
-            return;
-        };
-        let before = session.taint();
-        let after = session.raise_taint(label.level);
-        if after > before {
-            session.set_taint_source(format!(
-                "{} ({}), whose instance of plugin `{plugin}` holds data of sessions up to {}",
-                call.name, call.id, label.level
-            ));
-            trace.record(Event::TaintRaised {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                from: before,
-                to: after,
-            });
-        }
-        if let Some(source) = label.untrusted {
-            let source = format!(
-                "{source}, kept by the instance of plugin `{plugin}` and returned by {} ({})",
-                call.name, call.id
-            );
-            if session.mark_untrusted(source.clone()) {
-                trace.record(Event::UntrustedInput {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    source,
-                });
-            }
+        for event in session.take_on(&ctx.instance_label, &call.id, &call.name) {
+            trace.record(event);
         }
     }
 }

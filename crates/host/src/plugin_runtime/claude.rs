@@ -197,7 +197,8 @@ impl PolicyHook for PreToolUse {
         &self,
         call: &ToolCall,
         _tool: &dyn Tool,
-        _labels: &SessionLabels,
+        labels: &SessionLabels,
+        said_by: &crate::tool::InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         let tool_name = bosun_claude::tools::to_claude(&call.name);
@@ -218,45 +219,54 @@ impl PolicyHook for PreToolUse {
             workspace: &self.workspace,
         };
         let mut strictest: Option<HookVerdict> = None;
-        for group in self
+        let handlers: Vec<_> = self
             .groups
             .iter()
             .filter(|g| matches(g.matcher.as_deref(), &tool_name))
-        {
-            for handler in group.hooks.iter().filter(|h| {
+            .flat_map(|g| g.hooks.iter())
+            .filter(|h| {
                 bosun_claude::tools::hook_condition_holds(
                     h.condition.as_deref(),
                     call.name.as_str(),
                     &call.input,
                 )
-            }) {
-                let outcome = tokio::select! {
-                    outcome = run_handler(place, handler, &input) => outcome,
-                    () = cancel.cancelled() => return Ok(None),
-                };
-                let verdict = match outcome {
-                    HookOutcome::Block(reason) => Some((Decision::Deny, reason)),
-                    HookOutcome::Ask(reason) => Some((Decision::Ask, reason)),
-                    // As in Claude Code, a hook that fails without exit 2 does not block; policy
-                    // still decides.
-                    HookOutcome::Failed(_) | HookOutcome::Continue | HookOutcome::Context(_) => {
-                        None
-                    }
-                };
-                if let Some((decision, reason)) = verdict {
-                    let stricter = strictest
-                        .as_ref()
-                        .is_none_or(|s| s.decision == Decision::Ask && decision == Decision::Deny);
-                    if stricter {
-                        strictest = Some(HookVerdict {
-                            plugin: self.plugin.record.id.clone(),
-                            decision,
-                            reason,
-                        });
-                    }
-                    if decision == Decision::Deny {
-                        return Ok(strictest);
-                    }
+            })
+            .collect();
+        if handlers.is_empty() {
+            return Ok(None);
+        }
+        // The hook gets the call's input and may keep it in its data folder, which outlives
+        // the session: the folder's label takes in the session's before the hook runs, and its
+        // reason (read by the session and the person) carries the label as it is after.
+        let id = &self.plugin.record.id;
+        crate::data_folder::meet(&self.plugin.label, id, Some(labels));
+        for handler in handlers {
+            let outcome = tokio::select! {
+                outcome = run_handler(place, handler, &input) => outcome,
+                () = cancel.cancelled() => return Ok(None),
+            };
+            let verdict = match outcome {
+                HookOutcome::Block(reason) => Some((Decision::Deny, reason)),
+                HookOutcome::Ask(reason) => Some((Decision::Ask, reason)),
+                // As in Claude Code, a hook that fails without exit 2 does not block; policy
+                // still decides.
+                HookOutcome::Failed(_) | HookOutcome::Continue | HookOutcome::Context(_) => None,
+            };
+            if let Some((decision, reason)) = verdict {
+                let label = crate::data_folder::meet(&self.plugin.label, id, None);
+                crate::data_folder::told(said_by, id, &label);
+                let stricter = strictest
+                    .as_ref()
+                    .is_none_or(|s| s.decision == Decision::Ask && decision == Decision::Deny);
+                if stricter {
+                    strictest = Some(HookVerdict {
+                        plugin: id.clone(),
+                        decision,
+                        reason,
+                    });
+                }
+                if decision == Decision::Deny {
+                    return Ok(strictest);
                 }
             }
         }
@@ -453,6 +463,7 @@ fn provided(
             plugin: plugin.record.id.clone(),
             root: root.clone(),
             data: data.clone(),
+            label: plugin.label.clone(),
             env: map(&server.env, &full),
             headers: map(&server.headers, &full),
             declared: bosun_core::escape_hidden(&declared),

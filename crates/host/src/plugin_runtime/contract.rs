@@ -12,12 +12,37 @@ use bosun_policy::Policy;
 use bosun_sandbox::{Sandbox, SandboxConfig, SandboxError};
 
 use crate::chokepoint::PolicyHook;
+use crate::labels::{InstanceLabel, Reader};
 use crate::plugin_runtime::error::RuntimeError;
 use crate::tool::Tool;
 use crate::trace::Observer;
 
-/// Prompt contributions as `(plugin local name, text)`, and warnings about those left out.
-pub type Prompts = (Vec<(String, String)>, Vec<String>);
+/// The plugins' prompt contributions for one task.
+#[derive(Debug, Default)]
+pub struct Prompts {
+    /// Each contribution as `(plugin local name, text)`, in load order.
+    pub texts: Vec<(String, String)>,
+    /// Why any was left out.
+    pub warnings: Vec<String>,
+    /// The labels of the plugin instances whose code wrote the contributions (their module
+    /// state may hold what any session handed them): the session whose system prompt takes
+    /// the contributions takes them on ([`Prompts::carry_to`]).
+    pub carried: InstanceLabel,
+}
+
+impl Prompts {
+    /// Raises `session`, whose system prompt holds these contributions, to the labels of the
+    /// instances that wrote them, each rise and mark in `trace`.
+    pub fn carry_to(&self, session: &dyn Reader, trace: &crate::trace::Trace) {
+        for event in session.take_on(
+            &self.carried,
+            "system-prompt",
+            "a plugin's prompt contribution",
+        ) {
+            trace.record(event);
+        }
+    }
+}
 
 /// The wasmtime sandbox every format shares, built on first need: a host with no WebAssembly
 /// plugin enabled, that never runs JavaScript, never builds a wasmtime engine.
@@ -147,7 +172,7 @@ pub trait Runtime: Send + Sync + Any {
 
     /// Its plugins' prompt contributions for `task`, in load order.
     async fn prompts(&self, _task: &str) -> Prompts {
-        (Vec::new(), Vec::new())
+        Prompts::default()
     }
 
     /// What delivers the run events of `session` to its plugins that observe them (whose

@@ -219,9 +219,10 @@ impl Runtime for JavaScriptRuntime {
     async fn prompts(&self, task: &str) -> Prompts {
         let mut prompts = Vec::new();
         let mut warnings = Vec::new();
+        let carried = crate::tool::InstanceLabel::default();
         for runtime in &self.runtimes {
             let local = &runtime.spec().local_name;
-            match runtime.prompts(task).await {
+            match runtime.prompts(task, &carried).await {
                 Ok(texts) => {
                     for text in texts {
                         // What reaches the model's system prompt passes the same hidden-character
@@ -241,7 +242,13 @@ impl Runtime for JavaScriptRuntime {
                 )),
             }
         }
-        (prompts, warnings)
+        // A contribution left out still told the instance's label to `carried`: raising the
+        // session for words it never reads only errs on the safe side.
+        Prompts {
+            texts: prompts,
+            warnings,
+            carried,
+        }
     }
 
     fn observer(

@@ -548,7 +548,11 @@ impl Runtime for NativeRuntime {
     }
 
     async fn prompts(&self, _task: &str) -> Prompts {
-        (self.prompts.clone(), Vec::new())
+        // A manifest's prompt is text on disk, written by no instance: it carries no label.
+        Prompts {
+            texts: self.prompts.clone(),
+            ..Prompts::default()
+        }
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -68,10 +68,16 @@ impl Timeline {
                 workspace,
                 mode,
                 sandbox,
+                level,
             } => writeln!(
                 out,
-                "  started {} — {command}\n  workspace {workspace}, mode {mode}{}",
+                "  started {} — {command}\n  workspace {workspace}, mode {mode}{}{}",
                 envelope.timestamp.format("%Y-%m-%d %H:%M:%S UTC"),
+                if level.is_public() {
+                    String::new()
+                } else {
+                    format!(", session holds {level} data")
+                },
                 if sandbox.is_empty() {
                     String::new()
                 } else {

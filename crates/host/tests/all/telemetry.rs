@@ -55,6 +55,34 @@ fn the_user_config_turns_telemetry_on_and_is_checked_at_load() {
     assert!(grpc.contains("use { otlp-http"), "{grpc}");
 }
 
+/// The collector's level is one of the four, read strictly (a typo is a config error, never
+/// `PUBLIC` or more), `PUBLIC` when left out; a project has no `[telemetry]` to raise it with.
+#[test]
+fn the_collectors_level_is_parsed_strictly_and_public_by_default() {
+    let on = "[telemetry]\ntraces = { otlp-http = { endpoint = \"http://127.0.0.1:4318/v1/traces\" } }\n";
+    let level = |config: &LoadedConfig| {
+        config
+            .telemetry()
+            .resolve(&|_| None)
+            .unwrap()
+            .classification
+    };
+    assert_eq!(
+        level(&load(Some(on), None).unwrap()),
+        bosun_core::Classification::Public
+    );
+    let labelled = format!("{on}classification = \"CONFIDENTIAL\"\n");
+    assert_eq!(
+        level(&load(Some(&labelled), None).unwrap()),
+        bosun_core::Classification::Confidential
+    );
+    let typo = format!("{on}classification = \"restricted\"\n");
+    let error = load(Some(&typo), None).unwrap_err();
+    assert!(error.contains("RESTRICTED"), "{error}");
+    let project = load(None, Some("[telemetry]\nclassification = \"RESTRICTED\"\n")).unwrap_err();
+    assert!(project.contains("a project cannot"), "{project}");
+}
+
 /// Watches a trace: as lines when `lines`, else as envelopes.
 #[derive(Default)]
 struct Watcher {
@@ -101,6 +129,7 @@ fn a_line_observer_gets_the_written_lines_redacted_and_live_events_typed() {
         workspace: "/w".into(),
         mode: "workspace-write".into(),
         sandbox: String::new(),
+        level: Default::default(),
     });
     trace.record(Event::ToolProposed {
         call_id: "c1".into(),

@@ -10,6 +10,7 @@ use bosun_core::{
     Authority, Capability, CapabilityRequest, ErrorCode, Risk, Scope, ToolError, ToolName,
     ToolOutput, ToolSpec,
 };
+use bosun_host::data_folder;
 use bosun_host::mcp_config::McpServerConfig;
 use bosun_host::{Tool, ToolContext};
 use rmcp::RoleClient;
@@ -135,6 +136,24 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(provided) = &self.server.config.provided else {
+            return self.call_server(input, ctx).await;
+        };
+        // A plugin's server writes the plugin's data folder, which outlives this session and
+        // the server: the folder's label takes in the session's before the server gets the
+        // input, and what it answers — a result or an error — carries the label after.
+        let from = bosun_host::SessionLabels::of(&ctx.session);
+        data_folder::meet(&provided.label, &provided.plugin, Some(&from));
+        let answered = self.call_server(input, ctx).await;
+        let label = data_folder::meet(&provided.label, &provided.plugin, None);
+        data_folder::told(&ctx.instance_label, &provided.plugin, &label);
+        answered
+    }
+}
+
+impl McpTool {
+    /// The call itself, once the tool is known to be the one pinned.
+    async fn call_server(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let server = &self.server.name;
         let (peer, current) = self.server.peer_for(&self.tool).await?;
         match current {

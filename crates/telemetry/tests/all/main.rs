@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bosun_core::{
-    Decision, Envelope, ErrorCode, Event, Explanation, Layer, MatchedRule, RunOutcome,
-    TRACE_SCHEMA_VERSION, ToolError,
+    Classification, Decision, Envelope, ErrorCode, Event, Explanation, Layer, MatchedRule,
+    RunOutcome, TRACE_SCHEMA_VERSION, ToolError,
 };
 use bosun_telemetry::otlp::proto::read::{Field, fields};
 use bosun_telemetry::{
-    Exporter, ExporterConfig, OtlpHttpConfig, Projection, Protocol, TelemetryConfig,
+    ContentConfig, Exporter, ExporterConfig, OtlpHttpConfig, Projection, Protocol, TelemetryConfig,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -130,6 +130,7 @@ fn feed(projection: &Projection) {
         workspace: "/w".into(),
         mode: "workspace-write".into(),
         sandbox: "sandbox: full".into(),
+        level: Default::default(),
     };
     let events = [
         envelope("parent", None, 0, started("run")),
@@ -520,5 +521,251 @@ fn a_collector_redirecting_elsewhere_never_hands_the_spans_or_its_headers_on() {
     assert!(
         warnings.iter().any(|w| w.contains("export traces")),
         "{warnings:#?}"
+    );
+}
+
+/// The spans and log records an exporter with every content switch on, its collector labelled
+/// `sink`, sent for `events`.
+fn export_with_content(
+    sink: Option<Classification>,
+    events: &[Envelope],
+) -> (Vec<Value>, Vec<Value>) {
+    let (base, received) = collector(200);
+    let otlp = |signal: &str| {
+        ExporterConfig::OtlpHttp(OtlpHttpConfig {
+            endpoint: Some(format!("{base}/v1/{signal}")),
+            protocol: Some(Protocol::Json),
+            ..OtlpHttpConfig::default()
+        })
+    };
+    let config = TelemetryConfig {
+        traces: otlp("traces"),
+        logs: otlp("logs"),
+        content: ContentConfig {
+            tool_inputs: true,
+            tool_outputs: true,
+            model_output: true,
+        },
+        classification: sink,
+        ..TelemetryConfig::default()
+    };
+    let exporter =
+        Exporter::start(config.resolve(&|_| None).unwrap(), Arc::new(|_: &str| {})).unwrap();
+    let projection = Projection::new(exporter.clone(), None);
+    for event in events {
+        projection.observe(event);
+    }
+    drop(projection);
+    assert!(exporter.flush(Duration::from_secs(10)));
+    let received = received.lock().unwrap().clone();
+    let mut spans = Vec::new();
+    let mut logs = Vec::new();
+    for (path, _, body) in &received {
+        let body: Value = serde_json::from_slice(body).unwrap();
+        match path.as_str() {
+            "/v1/traces" => spans.extend(
+                body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                    .as_array()
+                    .unwrap()
+                    .clone(),
+            ),
+            "/v1/logs" => logs.extend(
+                body["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+                    .as_array()
+                    .unwrap()
+                    .clone(),
+            ),
+            _ => {}
+        }
+    }
+    (spans, logs)
+}
+
+fn call(run: &str, parent: Option<&str>, sequence: u64, id: &str, said: &str) -> [Envelope; 2] {
+    [
+        envelope(
+            run,
+            parent,
+            sequence,
+            Event::ToolProposed {
+                call_id: id.into(),
+                tool: "read_file".into(),
+                input: json!({"path": said}),
+            },
+        ),
+        envelope(
+            run,
+            parent,
+            sequence + 1,
+            Event::ToolCompleted {
+                call_id: id.into(),
+                tool: "read_file".into(),
+                output: json!({"content": said}),
+                truncated: false,
+                duration_us: 5,
+            },
+        ),
+    ]
+}
+
+/// The export judges content by the level of the session the run is in, not only by the rises
+/// it saw: a conversation's later turn starts holding what earlier turns read (`run.started`'s
+/// `level`), a subagent starts at its parent's, and a rise takes effect from the event that
+/// records it. Content at or below the collector's level goes as it is; above, a marker naming
+/// the session's level (never the data). A plugin's log level is never copied into a record.
+#[test]
+fn content_is_judged_by_the_sessions_level_from_the_start_of_each_run() {
+    let started = |level: Classification| Event::RunStarted {
+        command: "run".into(),
+        workspace: "/w".into(),
+        mode: "workspace-write".into(),
+        sandbox: String::new(),
+        level,
+    };
+    let mut events = vec![envelope(
+        "turn-2",
+        None,
+        0,
+        started(Classification::Confidential),
+    )];
+    events.extend(call("turn-2", None, 1, "t1", "held-from-turn-one"));
+    events.push(envelope(
+        "sub",
+        Some("turn-2"),
+        0,
+        Event::RunStarted {
+            command: "subagent reviewer".into(),
+            workspace: "/w".into(),
+            mode: "workspace-write".into(),
+            sandbox: String::new(),
+            // A trace written before `run.started` carried the level: the parent's is taken.
+            level: Classification::Public,
+        },
+    ));
+    events.extend(call("sub", Some("turn-2"), 1, "s1", "seen-by-the-subagent"));
+    events.push(envelope(
+        "sub",
+        Some("turn-2"),
+        3,
+        Event::RunFinished {
+            outcome: RunOutcome::Completed,
+        },
+    ));
+    events.push(envelope("fresh", None, 0, started(Classification::Public)));
+    events.extend(call("fresh", None, 1, "f1", "internal-is-fine-here"));
+    events.push(envelope(
+        "fresh",
+        None,
+        3,
+        Event::TaintRaised {
+            call_id: "f1".into(),
+            tool: "read_file".into(),
+            from: Classification::Public,
+            to: Classification::Internal,
+        },
+    ));
+    events.extend(call("fresh", None, 4, "f2", "still-internal"));
+    events.push(envelope(
+        "fresh",
+        None,
+        6,
+        Event::ToolProposed {
+            call_id: "f3".into(),
+            tool: "read_file".into(),
+            input: json!({"path": "raises-it"}),
+        },
+    ));
+    events.push(envelope(
+        "fresh",
+        None,
+        7,
+        Event::ToolLog {
+            call_id: "f3".into(),
+            tool: "read_file".into(),
+            level: "log-level-hush".into(),
+            message: "a line".into(),
+        },
+    ));
+    events.push(envelope(
+        "fresh",
+        None,
+        8,
+        Event::TaintRaised {
+            call_id: "f3".into(),
+            tool: "read_file".into(),
+            from: Classification::Internal,
+            to: Classification::Restricted,
+        },
+    ));
+    events.push(envelope(
+        "fresh",
+        None,
+        9,
+        Event::ToolCompleted {
+            call_id: "f3".into(),
+            tool: "read_file".into(),
+            output: json!({"content": "restricted-words"}),
+            truncated: false,
+            duration_us: 5,
+        },
+    ));
+    events.push(envelope(
+        "fresh",
+        None,
+        10,
+        Event::RunFinished {
+            outcome: RunOutcome::Completed,
+        },
+    ));
+    events.push(envelope(
+        "turn-2",
+        None,
+        3,
+        Event::RunFinished {
+            outcome: RunOutcome::Completed,
+        },
+    ));
+
+    let (spans, logs) = export_with_content(Some(Classification::Internal), &events);
+    let by_call = |id: &str| {
+        spans
+            .iter()
+            .find(|s| attr(s, "gen_ai.tool.call.id") == Some(&json!({"stringValue": id})))
+            .unwrap_or_else(|| panic!("no span of {id}: {spans:#?}"))
+    };
+    let content = |id: &str, key: &str| {
+        attr(by_call(id), key)
+            .and_then(|v| v["stringValue"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let withheld = |level: &str| {
+        format!("[withheld: the session holds {level} data and this collector is INTERNAL]")
+    };
+    for id in ["t1", "s1"] {
+        for key in ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"] {
+            assert_eq!(content(id, key), withheld("CONFIDENTIAL"), "{id} {key}");
+        }
+    }
+    assert!(content("f1", "gen_ai.tool.call.result").contains("internal-is-fine-here"));
+    assert!(content("f2", "gen_ai.tool.call.arguments").contains("still-internal"));
+    assert!(content("f3", "gen_ai.tool.call.arguments").contains("raises-it"));
+    assert_eq!(
+        content("f3", "gen_ai.tool.call.result"),
+        withheld("RESTRICTED")
+    );
+    let everything = serde_json::to_string(&(&spans, &logs)).unwrap();
+    for held in [
+        "held-from-turn-one",
+        "seen-by-the-subagent",
+        "restricted-words",
+        "log-level-hush",
+    ] {
+        assert!(!everything.contains(held), "`{held}` reached the collector");
+    }
+    assert!(
+        logs.iter()
+            .any(|l| l["body"]["stringValue"] == "read_file logged a info line"),
+        "{logs:#?}"
     );
 }

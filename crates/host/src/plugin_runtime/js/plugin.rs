@@ -14,7 +14,7 @@ use crate::plugin_runtime::error::{LeftOut, call_error, plugin_error, sandbox_er
 use crate::plugin_runtime::js::engine::{JsEngine, KeptAt};
 use crate::plugin_runtime::js::spec::JsPluginSpec;
 use crate::plugin_runtime::slot::{Creation, InstanceSlot};
-use crate::tool::ToolContext;
+use crate::tool::{InstanceLabel, ToolContext};
 
 /// Where the workspace appears to a JavaScript plugin (its `context.workspace`).
 const GUEST_WORKSPACE: &str = "/workspace";
@@ -195,10 +195,14 @@ impl JsRuntime {
     /// was poisoned, or released while idle for another plugin). The instance's label first
     /// rises to `from`, the labels of the session whose data `f` hands the plugin. `ctx`, the
     /// tool call this runs for, is told when another plugin's idle instance was released to
-    /// make room, and given the instance's label after the call for its result to carry.
+    /// make room. `carried` is given the instance's label after the call, for what the plugin
+    /// answered (a result, an error, a hook's reason, a prompt) to carry to the session that
+    /// reads it; `None` only where the answer reaches no session (a person's command, an
+    /// observer's warnings).
     pub(super) async fn with_plugin<T>(
         &self,
         ctx: Option<&ToolContext>,
+        carried: Option<&InstanceLabel>,
         from: &SessionLabels,
         f: impl AsyncFnOnce(&mut JsPlugin) -> Result<T, JsError>,
     ) -> Result<T, ToolError> {
@@ -229,8 +233,8 @@ impl JsRuntime {
                 Reactivation::Failed(e) => js_error(&self.spec, &e),
                 Reactivation::Refused(e) => e,
             })?;
-        if let Some(ctx) = ctx {
-            ctx.instance_label.record(local, &reached);
+        if let Some(carried) = carried {
+            carried.record(local, &reached);
         }
         result.map_err(|e| js_error(&self.spec, &e))
     }
@@ -266,10 +270,17 @@ impl JsRuntime {
     }
 
     /// The plugin's prompt contributions (Forge `contributePrompt`, Triggerfish `systemPrompt`).
+    /// `carried` is given the instance's label: the contributions come from its module state,
+    /// which may hold what any session handed it, and the session whose system prompt they
+    /// join takes it on.
     ///
     /// # Errors
     /// The plugin's hook failed or returned more than 32 KiB.
-    pub async fn prompts(&self, task: &str) -> Result<Vec<String>, ToolError> {
+    pub async fn prompts(
+        &self,
+        task: &str,
+        carried: &InstanceLabel,
+    ) -> Result<Vec<String>, ToolError> {
         if self.descriptor.hooks.prompt == 0 && self.descriptor.system_prompt.is_none() {
             return Ok(Vec::new());
         }
@@ -278,9 +289,9 @@ impl JsRuntime {
             "workspaceRoot": GUEST_WORKSPACE,
             "workingDirectory": GUEST_WORKSPACE,
         });
-        // The task is the person's words, no session's data; what comes back is left out of
-        // the instance's label (docs/security.md, "Information flow").
-        self.with_plugin(None, &SessionLabels::default(), async |p| {
+        // The task is the person's words, no session's data: the instance's label does not
+        // rise, but what comes back carries it.
+        self.with_plugin(None, Some(carried), &SessionLabels::default(), async |p| {
             p.prompt(&payload, CallOptions::default()).await
         })
         .await
@@ -296,7 +307,8 @@ impl JsRuntime {
         event: &Value,
         from: &SessionLabels,
     ) -> Result<Vec<String>, ToolError> {
-        self.with_plugin(None, from, async |p| {
+        // Observers answer nothing a session reads (their warnings go to the person).
+        self.with_plugin(None, None, from, async |p| {
             p.observe(event, CallOptions::default()).await
         })
         .await
@@ -320,7 +332,7 @@ impl JsRuntime {
         });
         // Run for a person outside any session: no session's data goes in, and the output goes
         // to the person.
-        self.with_plugin(None, &SessionLabels::default(), async |p| {
+        self.with_plugin(None, None, &SessionLabels::default(), async |p| {
             p.command(
                 &payload,
                 CallOptions {

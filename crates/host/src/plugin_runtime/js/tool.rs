@@ -23,11 +23,13 @@ use crate::plugin_runtime::granter;
 use crate::plugin_runtime::js::plugin::JsRuntime;
 use crate::plugin_runtime::js::processes::HostProcesses;
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{InstanceLabel, Tool, ToolContext};
 
-/// The session a JavaScript call runs in, as the engine's `runtime` imports see it.
+/// The session a JavaScript call runs in, as the engine's `runtime` imports see it, and the
+/// highest level the call escalated to: its result carries it, so the chokepoint records the
+/// rise (`taint.raised`) and the trace's readers (the export) know the session's level.
 #[derive(Debug)]
-struct SessionTaint(Arc<Session>);
+struct SessionTaint(Arc<Session>, std::sync::Mutex<Classification>);
 
 impl JsSession for SessionTaint {
     fn taint(&self) -> Classification {
@@ -36,6 +38,11 @@ impl JsSession for SessionTaint {
 
     fn escalate(&self, level: Classification) {
         self.0.raise_taint(level);
+        let mut escalated = self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *escalated = (*escalated).max(level);
     }
 }
 
@@ -264,40 +271,51 @@ impl Tool for JsTool {
                     traceparent: crate::telemetry::traceparent(ctx),
                 }) as Arc<dyn JsProcesses>
             });
+        let session = Arc::new(SessionTaint(ctx.session.clone(), Default::default()));
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
-            session: Some(Arc::new(SessionTaint(ctx.session.clone()))),
+            session: Some(session.clone()),
             processes,
         };
         let input_json = input.to_string();
         let tool = self.tool.clone();
         let outcome = self
             .runtime
-            .with_plugin(Some(ctx), &SessionLabels::of(&ctx.session), async |p| {
-                // What the call left behind reaches the trace whether it succeeded or failed.
-                match p.call(&tool, &input_json, opts).await {
-                    Ok((outcome, report)) => {
-                        call_report::keep(ctx, &report);
-                        Ok(outcome)
-                    }
-                    Err(error) => {
-                        if let bosun_js::JsError::Call { source, .. } = &error {
-                            call_report::keep(ctx, &source.report);
+            .with_plugin(
+                Some(ctx),
+                Some(&ctx.instance_label),
+                &SessionLabels::of(&ctx.session),
+                async |p| {
+                    // What the call left behind reaches the trace whether it succeeded or failed.
+                    match p.call(&tool, &input_json, opts).await {
+                        Ok((outcome, report)) => {
+                            call_report::keep(ctx, &report);
+                            Ok(outcome)
                         }
-                        Err(error)
+                        Err(error) => {
+                            if let bosun_js::JsError::Call { source, .. } = &error {
+                                call_report::keep(ctx, &source.report);
+                            }
+                            Err(error)
+                        }
                     }
-                }
-            })
+                },
+            )
             .await?;
+        let escalated = *session
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match outcome {
             ToolOutcome::Ok { output, truncated } => Ok(ToolOutput {
                 value: output,
                 truncated,
-                // What a Triggerfish plugin returns is as sensitive as it says its data is; the
-                // chokepoint raises the session's taint to it.
+                // What a Triggerfish plugin returns is as sensitive as it says its data is, and
+                // as what it escalated to; the chokepoint raises the session's taint to it.
                 classification: (self.runtime.spec.format == Format::Triggerfish)
-                    .then_some(self.runtime.spec.classification),
+                    .then_some(self.runtime.spec.classification)
+                    .max((!escalated.is_public()).then_some(escalated)),
             }),
             ToolOutcome::Err {
                 code,
@@ -325,6 +343,7 @@ impl PolicyHook for JsPolicyHook {
         call: &ToolCall,
         tool: &dyn Tool,
         labels: &crate::SessionLabels,
+        said_by: &InstanceLabel,
         cancel: &CancellationToken,
     ) -> Result<Option<HookVerdict>, HookFailure> {
         let risk = serde_json::to_value(tool.spec().risk).unwrap_or(Value::Null);
@@ -343,16 +362,25 @@ impl PolicyHook for JsPolicyHook {
             cancel: cancel.clone(),
             ..CallOptions::default()
         };
+        let answered = InstanceLabel::default();
         let restriction = self
             .runtime
             // The hook sees the call's input: the instance takes on the session's labels, and
             // its tools' results carry them to whichever session calls next.
-            .with_plugin(None, labels, async |p| p.restrict(&payload, opts).await)
-            .await
-            .map_err(|cause| HookFailure {
-                hook: self.runtime.spec.local_name.clone(),
-                cause,
-            })?;
+            .with_plugin(None, Some(&answered), labels, async |p| {
+                p.restrict(&payload, opts).await
+            })
+            .await;
+        // A verdict's reason and a failure's message are the plugin's words, read by the
+        // session (in the denial) and the person: they carry the instance's label. A hook that
+        // says nothing hands the session no text.
+        if !matches!(restriction, Ok(None)) {
+            answered.pass_to(said_by);
+        }
+        let restriction = restriction.map_err(|cause| HookFailure {
+            hook: self.runtime.spec.local_name.clone(),
+            cause,
+        })?;
         Ok(restriction.map(|r| HookVerdict {
             plugin: self.runtime.spec.local_name.clone(),
             decision: r.decision,
