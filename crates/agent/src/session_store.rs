@@ -16,7 +16,10 @@
 //! [`MAX_SESSION_IMAGE_BYTES`], the oldest whole turns being dropped to fit.
 //!
 //! Files are written atomically (a temporary file in the same directory, fsync, rename, fsync of
-//! the directory) with mode 0600 in a 0700 directory, and are bounded: at most
+//! the directory) with mode 0600 in a 0700 directory, under the file's lock
+//! ([`bosun_host::state_lock`]); a save that finds on disk a version other than the one its copy
+//! was read from — another process carried on the same session meanwhile — refuses, naming
+//! that process, rather than drop its turns. Files are bounded: at most
 //! [`MAX_MESSAGES`] messages and [`MAX_SESSION_BYTES`] bytes, the oldest whole turns being
 //! dropped to fit; a larger file is refused on load.
 
@@ -65,6 +68,18 @@ pub enum SessionError {
         "`{0}` is not a session id: ids are lowercase hex and dashes (see `bosun sessions list`)"
     )]
     InvalidId(String),
+    /// Another process stored the session since this copy was read: storing this copy would
+    /// drop the turns it added, so this copy is not stored.
+    #[error(
+        "session {id} was stored by another Bosun process{} since this one read it: this process's copy was not stored over it, so the other's turns are kept and this one's are not stored; `bosun run --resume {id}` continues from what is stored",
+        by.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    StoredMeanwhile {
+        /// The session.
+        id: String,
+        /// The process that stored it last, when it said so.
+        by: Option<u32>,
+    },
     /// The file is over the bound.
     #[error(
         "session file {path} is {bytes} bytes, over the {} MiB bound; Bosun never writes one that large, so it is damaged or was not written by Bosun: move it away",
@@ -155,6 +170,11 @@ pub struct StoredSession {
     /// undo, a command's output): sent before the next request and then part of `messages`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The `updated_at` of the stored version this copy was read from or last written as
+    /// (`None`: never stored). A save finding another version on disk refuses
+    /// ([`SessionError::StoredMeanwhile`]) instead of dropping that version's turns.
+    #[serde(skip)]
+    stored_as: Option<DateTime<Utc>>,
 }
 
 /// A line of `bosun sessions list`.
@@ -325,6 +345,7 @@ impl SessionStore {
             dropped_messages: 0,
             messages: Vec::new(),
             notes: Vec::new(),
+            stored_as: None,
         }
     }
 
@@ -382,9 +403,21 @@ impl SessionStore {
             fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
                 .map_err(io("restrict", &self.dir))?;
         }
+        let path = self.path_of(&session.id);
+        // Under the session file's lock from the look at the stored version to the write: two
+        // processes carrying on the same session (`--resume` twice, the terminal UI and a run)
+        // each hold their own copy, and the later write would drop the earlier one's turns.
+        let held = bosun_host::state_lock::lock(&path).map_err(io("lock", &path))?;
+        if let Ok(stored) = self.read_header(&session.id)
+            && Some(stored.updated_at) != session.stored_as
+        {
+            return Err(SessionError::StoredMeanwhile {
+                id: session.id.clone(),
+                by: held.last_holder(),
+            });
+        }
         // The images first, so a session file never names an image not yet on disk.
         self.write_images(session)?;
-        let path = self.path_of(&session.id);
         let mut bytes = text;
         bytes.push(b'\n');
         let written = bosun_host::write_atomic(&path, &bytes);
@@ -395,6 +428,8 @@ impl SessionStore {
                 source,
             });
         }
+        held.sign();
+        session.stored_as = Some(session.updated_at);
         self.sweep_images(session);
         Ok(path)
     }
@@ -553,6 +588,7 @@ impl SessionStore {
             });
         }
         let mut session = session;
+        session.stored_as = Some(session.updated_at);
         self.load_images(&mut session);
         Ok(session)
     }
@@ -732,6 +768,46 @@ mod tests {
         assert_eq!(session.messages.len(), 2);
         assert_eq!(session.dropped_messages, 3);
         assert!(!session.drop_oldest_turn());
+    }
+
+    /// Two processes carry on the same session, each from its own copy: the first to store
+    /// wins, the second is refused naming the process that stored (not silently dropping that
+    /// turn), and once read again it stores on top of both.
+    #[test]
+    fn a_session_stored_meanwhile_by_another_process_is_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("sessions"));
+        let mut session = store.create("m", Path::new("/ws"));
+        session.messages = vec![Message::user("one"), Message::assistant(vec![])];
+        store.save(&mut session).unwrap();
+        let mut here = store.load(&session.id).unwrap();
+        let mut there = store.load(&session.id).unwrap();
+
+        there.messages.push(Message::user("from there"));
+        store.save(&mut there).unwrap();
+        here.messages.push(Message::user("from here"));
+        let error = store.save(&mut here).unwrap_err();
+        assert!(
+            matches!(error, SessionError::StoredMeanwhile { by: Some(pid), .. } if pid == std::process::id()),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains(&session.id), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("pid {}", std::process::id())),
+            "{error}"
+        );
+        let stored = store.load(&session.id).unwrap();
+        assert_eq!(stored.messages.last(), Some(&Message::user("from there")));
+
+        // The copy that stored keeps storing; a copy read again stores on top of it.
+        there.messages.push(Message::assistant(vec![]));
+        store.save(&mut there).unwrap();
+        let mut again = store.load(&session.id).unwrap();
+        again.messages.push(Message::user("from here"));
+        store.save(&mut again).unwrap();
+        assert_eq!(store.load(&session.id).unwrap().messages.len(), 5);
     }
 
     /// The smallest valid PNG: one transparent pixel.

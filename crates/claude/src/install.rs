@@ -11,7 +11,6 @@
 //! (`${CLAUDE_PLUGIN_DATA}`) and `staging/`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bosun_launch::Launcher;
@@ -254,25 +253,13 @@ pub struct Installed {
     pub plugins: BTreeMap<String, InstalledPlugin>,
 }
 
-/// Writes `bytes` to `path` whole or not at all, with `mode`.
+/// Writes `bytes` to `path` whole or not at all, with `mode` ([`bosun_fsio::write_atomic_with_mode`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
-    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| ClaudeError::io(format!("creating {}", dir.display()), e))?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.write_all(bytes)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.as_file()
-        .sync_all()
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))?;
-    file.persist(path)
-        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e.error))?;
-    Ok(())
+    bosun_fsio::write_atomic_with_mode(path, bytes, mode)
+        .map_err(|e| ClaudeError::io(format!("writing {}", path.display()), e))
 }
 
 impl Installed {

@@ -182,10 +182,10 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ClaudeError> {
                 message: format!("{rel} changed while the plugin was being copied; try again"),
             });
         }
-        std::fs::write(&dst, &bytes).map_err(|e| ClaudeError::io(format!("copying {rel}"), e))?;
+        // Created, never opened over something there: a link at that name is not followed.
         let mode = if file.executable { 0o755 } else { 0o644 };
-        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| ClaudeError::io(format!("setting the mode of {rel}"), e))?;
+        bosun_fsio::create_file(&dst, &bytes, mode)
+            .map_err(|e| ClaudeError::io(format!("copying {rel}"), e))?;
     }
     Ok(())
 }

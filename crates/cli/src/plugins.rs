@@ -184,7 +184,7 @@ pub fn untrust(name: &str) -> Result<u8> {
 }
 
 /// `bosun plugins enable NAME [--path PATH] [--yes]`: enabling a user plugin is trusting it,
-/// after its review; declined or failed, config.toml is as it was.
+/// after its review; declined or failed, its entry in config.toml is taken back.
 pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
     let home = bosun_home()?;
     let cwd = std::env::current_dir().context("reading the current directory")?;
@@ -195,7 +195,7 @@ pub fn enable(name: &str, path: Option<&Path>, yes: bool) -> Result<u8> {
     })?;
     if outcome == Trusted::Declined {
         errln!("nothing recorded (run in a terminal, or pass --yes)");
-        errln!("`{name}` was not enabled: config.toml is as it was");
+        errln!("`{name}` was not enabled: its entry in config.toml was taken back");
         return Ok(exit::NEEDS_APPROVAL);
     }
     report_trust(outcome)

@@ -111,6 +111,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
                             token,
                             allowed_origins: args.allowed_origins,
                             allowed_hosts,
+                            limits: bosun_mcp::http::Limits::default(),
                             cancel,
                         },
                     )

@@ -16,6 +16,11 @@
 //! 4. at most a stated bound is read; a file past it is an error naming the bound (one byte more
 //!    than the bound is read, so a file that grew since its size was looked at is still seen).
 //!
+//! Writes of Bosun's own files go through [`write_atomic`] and [`write_new`]: a temporary file
+//! created exclusively under an unpredictable name, renamed into place (never over an existing
+//! file for [`write_new`]); logs are appended through [`open_append`], which does not follow a
+//! final link either.
+//!
 //! Only the final component is not followed: the caller judges the directories on the way (a
 //! plugin tree's walk refuses links it meets; the workspace opens beneath a handle of its root).
 //!
@@ -35,6 +40,11 @@
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod write;
+
+pub use write::{
+    create_file, open_append, temporary_beside, write_atomic, write_atomic_with_mode, write_new,
+};
 
 use std::fmt;
 use std::fs::{File, Metadata};

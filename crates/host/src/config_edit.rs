@@ -76,6 +76,16 @@ pub enum ConfigEditError {
         /// The file.
         path: PathBuf,
     },
+    /// An edit to take back was changed by another process since: it is left as it is.
+    #[error(
+        "`{key}` in {path} was changed by another Bosun process after this one wrote it, so it was not taken back: that change is kept; check the entry and edit it (or `bosun plugins disable`) if it should not stay"
+    )]
+    ChangedMeanwhile {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key.
+        key: String,
+    },
     /// The new file could not be written (the old one is unchanged).
     #[error("writing {path}: {source}")]
     Write {
@@ -86,48 +96,81 @@ pub enum ConfigEditError {
     },
 }
 
-/// The file as it was before a saved edit, to put back when a later step of the same operation
-/// fails (enabling a plugin that then cannot be loaded changes nothing).
+/// What enabling a plugin changed, to take back when a later step of the same operation fails
+/// (enabling a plugin that then cannot be loaded, or whose trust is declined, changes nothing):
+/// the `[plugins.NAME]` entry before the edit and as the edit left it. Taken back under the
+/// file's lock on the file as it is then — an inverse edit, not the old bytes — so a change
+/// another Bosun made to the config meanwhile is kept; if that change was to this very entry,
+/// nothing is taken back and [`ConfigEditError::ChangedMeanwhile`] says so.
 #[derive(Debug)]
-#[must_use = "dropping it keeps the edit; `restore` puts the file back"]
+#[must_use = "dropping it keeps the edit; `restore` takes it back"]
 pub struct ConfigBefore {
     path: PathBuf,
-    bytes: Option<Vec<u8>>,
+    name: String,
+    /// The entry before the edit (`None`: there was none).
+    before: Option<Item>,
+    /// The entry as the edit saved it.
+    after: Option<Item>,
+    /// Whether there was a config file before the edit.
+    existed: bool,
 }
 
 impl ConfigBefore {
-    /// Takes the file as it is now (absent is remembered as absent).
+    /// Takes the edit back on the file as it is now: the entry as it was before (or none), and
+    /// no file when there was none and nothing else was written since.
     ///
     /// # Errors
-    /// The file exists and cannot be read.
-    pub fn take(home: &Path) -> Result<Self, ConfigEditError> {
-        let path = home.join("config.toml");
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => return Err(ConfigEditError::Read { path, source }),
-        };
-        Ok(Self { path, bytes })
-    }
-
-    /// Puts the file back as it was: the same bytes, or no file.
-    ///
-    /// # Errors
-    /// The file cannot be written or removed.
+    /// The entry was changed meanwhile ([`ConfigEditError::ChangedMeanwhile`], the file left
+    /// as it is); the file cannot be locked, read, parsed or written.
     pub fn restore(self) -> Result<(), ConfigEditError> {
-        let _lock = lock(&self.path)?;
-        let written = match &self.bytes {
-            Some(bytes) => bosun_plugins::write_atomic(&self.path, bytes),
-            None => match std::fs::remove_file(&self.path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        let held = lock(&self.path)?;
+        let mut edit = UserConfigEdit::open_locked(self.path.clone(), held)?;
+        if semantic(plugin_entry(&edit.doc, &self.name)) != semantic(self.after.as_ref()) {
+            return Err(ConfigEditError::ChangedMeanwhile {
+                path: self.path,
+                key: format!("plugins.{}", self.name),
+            });
+        }
+        if let Some(plugins) = edit
+            .doc
+            .get_mut("plugins")
+            .and_then(Item::as_table_like_mut)
+        {
+            match self.before {
+                Some(entry) => {
+                    plugins.insert(&self.name, entry);
+                }
+                None => {
+                    plugins.remove(&self.name);
+                }
+            }
+        }
+        if !self.existed && edit.doc.to_string().trim().is_empty() {
+            return match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(ConfigEditError::Write {
+                    path: self.path,
+                    source: e,
+                }),
                 _ => Ok(()),
-            },
-        };
-        written.map_err(|source| ConfigEditError::Write {
-            path: self.path,
-            source,
-        })
+            };
+        }
+        edit.save()
     }
+}
+
+/// `[plugins.NAME]` in `doc`.
+fn plugin_entry<'a>(doc: &'a DocumentMut, name: &str) -> Option<&'a Item> {
+    doc.get("plugins").and_then(|p| p.get(name))
+}
+
+/// What an entry means, whatever its layout or comments: two entries are the same change when
+/// these are equal.
+fn semantic(entry: Option<&Item>) -> Option<toml::Value> {
+    let mut doc = DocumentMut::new();
+    doc["entry"] = entry?.clone();
+    toml::from_str::<toml::Table>(&doc.to_string())
+        .ok()?
+        .remove("entry")
 }
 
 /// Takes the lock of the config file `path`.
@@ -291,6 +334,29 @@ impl UserConfigEdit {
         };
         entry["enabled"] = toml_edit::value(true);
         Ok(configured)
+    }
+
+    /// [`UserConfigEdit::enable_plugin`], with what takes it back once saved
+    /// ([`ConfigBefore::restore`]).
+    ///
+    /// # Errors
+    /// As [`UserConfigEdit::enable_plugin`].
+    pub fn enable_plugin_undoably(
+        &mut self,
+        name: &str,
+        path: Option<&Path>,
+    ) -> Result<(PathBuf, ConfigBefore), ConfigEditError> {
+        let before = plugin_entry(&self.doc, name).cloned();
+        let existed = self.path.exists();
+        let shown = self.enable_plugin(name, path)?;
+        let undo = ConfigBefore {
+            path: self.path.clone(),
+            name: name.to_owned(),
+            before,
+            after: plugin_entry(&self.doc, name).cloned(),
+            existed,
+        };
+        Ok((shown, undo))
     }
 
     /// Sets `[plugins.NAME] enabled = false`.
@@ -544,20 +610,59 @@ mod tests {
     }
 
     #[test]
-    fn a_restored_file_is_the_one_before_or_none() {
+    fn a_taken_back_enable_leaves_the_entry_before_or_none() {
+        // No file before: none after.
         let home = tempfile::tempdir().unwrap();
-        let before = ConfigBefore::take(home.path()).unwrap();
         let mut edit = UserConfigEdit::open(home.path()).unwrap();
-        edit.enable_plugin("lint", None).unwrap();
+        let (_, before) = edit.enable_plugin_undoably("lint", None).unwrap();
         edit.save().unwrap();
         assert!(home.path().join("config.toml").exists());
         before.restore().unwrap();
         assert!(!home.path().join("config.toml").exists());
-        let home = home_with("# x\n");
-        let before = ConfigBefore::take(home.path()).unwrap();
-        std::fs::write(home.path().join("config.toml"), "y = 1\n").unwrap();
+
+        // An entry before: the same entry after, comments and all.
+        let mine = "# x\n[plugins.lint]\npath = \"elsewhere\" # mine\nenabled = false\n";
+        let home = home_with(mine);
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let (_, before) = edit.enable_plugin_undoably("lint", None).unwrap();
+        edit.save().unwrap();
+        assert!(read(&home).contains("enabled = true"));
         before.restore().unwrap();
-        assert_eq!(read(&home), "# x\n");
+        let after: toml::Table = toml::from_str(&read(&home)).unwrap();
+        assert_eq!(after, toml::from_str::<toml::Table>(mine).unwrap());
+    }
+
+    /// A change another process made between the enable and its taking back is kept: the
+    /// inverse edit is replayed on the file as it is, not the old bytes put back.
+    #[test]
+    fn taking_back_an_enable_keeps_another_change_made_since() {
+        let home = home_with("# x\n");
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let (_, before) = edit.enable_plugin_undoably("lint", None).unwrap();
+        edit.save().unwrap();
+        let mut other = UserConfigEdit::open(home.path()).unwrap();
+        other.trust_workspace(Path::new("/work/other")).unwrap();
+        other.save().unwrap();
+        before.restore().unwrap();
+        let after = read(&home);
+        assert!(after.contains("# x\n"), "{after}");
+        assert!(after.contains("\"/work/other\""), "{after}");
+        assert!(!after.contains("lint"), "{after}");
+
+        // The entry itself changed since: left as the other process left it, and said so.
+        let mut edit = UserConfigEdit::open(home.path()).unwrap();
+        let (_, before) = edit.enable_plugin_undoably("lint", None).unwrap();
+        edit.save().unwrap();
+        let mut other = UserConfigEdit::open(home.path()).unwrap();
+        other.disable_plugin("lint").unwrap();
+        other.save().unwrap();
+        let changed = read(&home);
+        let error = before.restore().unwrap_err();
+        assert!(
+            matches!(error, ConfigEditError::ChangedMeanwhile { .. }),
+            "{error:?}"
+        );
+        assert_eq!(read(&home), changed);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use bosun_plugins::{
 };
 
 use crate::config::{ConfigError, LoadedConfig};
-use crate::config_edit::{ConfigBefore, ConfigEditError, UserConfigEdit};
+use crate::config_edit::{ConfigEditError, UserConfigEdit};
 use crate::host::{Host, HostError};
 use crate::workspace::Workspace;
 
@@ -65,8 +65,8 @@ pub enum UserPluginError {
         /// Its local name.
         name: String,
     },
-    /// Enabling failed at a later step: the config was put back.
-    #[error("`{name}` was not enabled: config.toml is as it was")]
+    /// Enabling failed at a later step: its entry in the config was taken back.
+    #[error("`{name}` was not enabled: its entry in config.toml was taken back")]
     NotEnabled {
         /// Its local name.
         name: String,
@@ -419,11 +419,12 @@ fn check_name(name: &str) -> Result<(), UserPluginError> {
 /// Enables the user plugin `name` — `[plugins.NAME] enabled = true`, with `path` when one is
 /// given (see [`UserConfigEdit::enable_plugin`]) — and trusts it, which for a user plugin is
 /// the same decision: `confirm` is handed its review. Declined, or failing at any step (the
-/// plugin missing or invalid where the config points), the config is put back byte for byte.
+/// plugin missing or invalid where the config points), the entry is taken back
+/// ([`crate::config_edit::ConfigBefore::restore`]) on the config as it is then, keeping what another process changed.
 ///
 /// # Errors
 /// An invalid name; the config cannot be edited or restored; a later step failed
-/// ([`UserPluginError::NotEnabled`], the config then as it was).
+/// ([`UserPluginError::NotEnabled`], its entry then taken back).
 pub fn enable(
     workspace: &Workspace,
     home: &Path,
@@ -432,11 +433,14 @@ pub fn enable(
     confirm: impl FnOnce(&TrustReview) -> std::io::Result<bool>,
 ) -> Result<Trusted, UserPluginError> {
     check_name(name)?;
-    let before = ConfigBefore::take(home)?;
-    let outcome = (|| {
+    // Nothing is written before the save: an edit refused until then needs no taking back.
+    let (shown, before) = {
         let mut edit = UserConfigEdit::open(home)?;
-        let shown = edit.enable_plugin(name, path)?;
+        let (shown, before) = edit.enable_plugin_undoably(name, path)?;
         edit.save()?;
+        (shown, before)
+    };
+    let outcome = (|| {
         // Enabling is the trust decision for a user plugin: review and record its hash now. A
         // plugin that cannot be loaded (missing, invalid manifest) fails here, before trust.
         let config = LoadedConfig::load(home, workspace)?;
@@ -663,6 +667,54 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(config_text(&home), MINE);
+    }
+
+    /// Another Bosun edits the config while this one asks about trust: a declined enable
+    /// takes back only its own entry, and the other change stays (putting the old bytes back
+    /// dropped it).
+    #[test]
+    fn a_declined_enable_keeps_a_change_made_meanwhile_by_another_process() {
+        let (_root, workspace, home) = setup();
+        let declined = enable(&workspace, &home, "tiny", None, |_| {
+            let mut other = UserConfigEdit::open(&home).unwrap();
+            other.trust_workspace(Path::new("/work/other")).unwrap();
+            other.save().unwrap();
+            Ok(false)
+        })
+        .unwrap();
+        assert_eq!(declined, Trusted::Declined);
+        let text = config_text(&home);
+        assert!(text.starts_with(MINE), "{text}");
+        assert!(
+            text.contains("\"/work/other\""),
+            "the other change was lost: {text}"
+        );
+        assert!(!text.contains("tiny"), "{text}");
+    }
+
+    /// Another Bosun changes the very entry being enabled: nothing is taken back, the other
+    /// change stays, and the error says so instead of dropping it in silence.
+    #[test]
+    fn a_failed_enable_does_not_take_back_an_entry_another_process_changed() {
+        let (_root, workspace, home) = setup();
+        let err = enable(&workspace, &home, "tiny", None, |_| {
+            let mut other = UserConfigEdit::open(&home).unwrap();
+            other.disable_plugin("tiny").unwrap();
+            other.save().unwrap();
+            Ok(false)
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                UserPluginError::ConfigEdit(ConfigEditError::ChangedMeanwhile { .. })
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("plugins.tiny"), "{err}");
+        assert!(err.to_string().contains("another Bosun process"), "{err}");
+        let text = config_text(&home);
+        assert!(text.contains("enabled = false"), "{text}");
     }
 
     #[test]

@@ -2,13 +2,18 @@
 //!
 //! Loopback by default. The guard in front of the SDK's service:
 //! - a non-loopback address is only served with a bearer token (the caller refuses to start
-//!   without one), and every request must carry `Authorization: Bearer <token>` (compared in
-//!   constant time);
+//!   without one), and every request must carry `Authorization: Bearer <token>` (the scheme in
+//!   any case; digests compared in constant time, so timing says nothing of the token or its
+//!   length);
 //! - `Host` must name the listening address (or `localhost` on loopback) and a browser's
 //!   `Origin`, when sent, must be a loopback origin or one the user allowed: a web page cannot
 //!   reach the server through DNS rebinding;
-//! - request bodies are bounded by the SDK (4 MiB by default), and a client has
-//!   [`HEADER_TIMEOUT`] to send a request's headers (slowloris, idle connections).
+//! - what one client can hold is bounded ([`Limits`]): open connections (one past the bound is
+//!   answered 503 and closed at once), the time to send a request's headers and then its body
+//!   (slowloris), the body's size, and open sessions;
+//! - a session (revisions before 2026-07-28) has a 256-bit random id and belongs to the caller
+//!   that opened it: a request naming another caller's session is answered as for an unknown
+//!   one (404), so its id neither resumes its stream (`Last-Event-ID`) nor ends it.
 //!
 //! Each MCP session gets its own [`ToolServer`](crate::ToolServer), so its own trace. Under the
 //! stateless 2026-07-28 revision a "session" is one request, so any instance behind a
@@ -17,28 +22,63 @@
 //! `Host`. Sessions of the older revisions live in one instance's memory and need sticky
 //! routing (docs/mcp.md).
 
+mod sessions;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use sha2::Digest;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{ServeError, Served, ToolServer};
+use crate::server::{ServeError, Served, ToolServer, http_caller};
+use sessions::Sessions;
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
 
 /// How long a client may take to send a request's headers (from the connection, or from the
-/// end of the previous response): a client that trickles them (slowloris) or holds an idle
-/// connection is dropped after it.
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// end of the previous response) by default: a client that trickles them (slowloris) or holds
+/// an idle connection is dropped after it.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one `bosun serve --http` holds at most, so that no client can exhaust it for the others.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections open at once (each is a descriptor; kept well under the usual 1,024). One
+    /// past it is answered `503` and closed without being read.
+    pub connections: usize,
+    /// MCP sessions open at once (revisions before 2026-07-28); an idle one expires after five
+    /// minutes. A handshake past it is refused with the way out.
+    pub sessions: usize,
+    /// Bytes in one request body; more is answered `413`.
+    pub body_bytes: usize,
+    /// How long a client has to send a request's headers.
+    pub header_timeout: Duration,
+    /// How long a client has, once its headers are in, to send the whole body; a body
+    /// trickled past it is answered `408` and the connection closed.
+    pub body_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            connections: 512,
+            sessions: 256,
+            body_bytes: 4 * 1024 * 1024,
+            header_timeout: HEADER_TIMEOUT,
+            body_timeout: Duration::from_secs(30),
+        }
+    }
+}
 
 /// How `bosun serve --http` listens.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +89,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// `Host` values served besides the listening address (a load balancer's name).
     pub allowed_hosts: Vec<String>,
+    /// What the server holds at most.
+    pub limits: Limits,
     /// Stops the server.
     pub cancel: CancellationToken,
 }
@@ -65,6 +107,15 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
     response
 }
 
+/// `response`, after which the connection is closed (its request was not read whole).
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
 /// Compares without stopping at the first difference, so timing says nothing about the token.
 fn same_secret(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -73,16 +124,126 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn authorized(request: &Request<hyper::body::Incoming>, token: Option<&str>) -> bool {
-    let Some(token) = token else {
+/// The digest a bearer token is compared by: of one length whatever the token's.
+fn token_digest(token: &str) -> [u8; 32] {
+    sha2::Sha256::digest(token.trim().as_bytes()).into()
+}
+
+/// Whether `headers` carry the token whose digest is `expected` (RFC 6750: `Bearer`, in any
+/// case, then the token).
+fn authorized(headers: &hyper::HeaderMap, expected: Option<&[u8; 32]>) -> bool {
+    let Some(expected) = expected else {
         return true;
     };
-    request
-        .headers()
+    headers
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| same_secret(given.trim().as_bytes(), token.as_bytes()))
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .is_some_and(|(_, given)| same_secret(&token_digest(given), expected))
+}
+
+/// The request's body, read whole within `limits`, or the answer refusing it.
+async fn read_body(body: hyper::body::Incoming, limits: &Limits) -> Result<Bytes, Response<Body>> {
+    let reading = Limited::new(body, limits.body_bytes).collect();
+    match tokio::time::timeout(limits.body_timeout, reading).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(closing(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "the request body is larger than this Bosun server takes ({} bytes)",
+                limits.body_bytes
+            ),
+        ))),
+        Ok(Err(e)) => Err(closing(plain(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body could not be read: {e}"),
+        ))),
+        Err(_) => Err(closing(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} s of its headers: send it whole, at once",
+                limits.body_timeout.as_secs()
+            ),
+        ))),
+    }
+}
+
+/// What every connection's requests go through before the SDK's service.
+struct Guard {
+    service: StreamableHttpService<ToolServer, Sessions>,
+    sessions: Arc<Sessions>,
+    /// The digest of the bearer token, when there is one.
+    token: Option<[u8; 32]>,
+    limits: Limits,
+}
+
+impl Guard {
+    async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        if !authorized(request.headers(), self.token.as_ref()) {
+            let mut response = plain(
+                StatusCode::UNAUTHORIZED,
+                "this Bosun server needs `Authorization: Bearer <token>`",
+            );
+            response.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+        if request.uri().path() != PATH {
+            return plain(StatusCode::NOT_FOUND, "Bosun serves MCP at /mcp");
+        }
+        let caller = http_caller(request.headers());
+        let session = request
+            .headers()
+            .get(HEADER_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(id) = &session
+            && !self.sessions.may_use(id, &caller)
+        {
+            // The very answer rmcp gives for an unknown session: nothing says it exists.
+            return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+        }
+        let (parts, body) = request.into_parts();
+        let body = match read_body(body, &self.limits).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        let response = self
+            .service
+            .handle(Request::from_parts(parts, Full::new(body)))
+            .await;
+        if session.is_none()
+            && let Some(id) = response
+                .headers()
+                .get(HEADER_SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+        {
+            self.sessions.bind(id, caller);
+        }
+        response
+    }
+}
+
+/// Answers a connection past [`Limits::connections`] `503` and closes it, without reading it
+/// or waiting on it: the accept loop stays free and no descriptor is held.
+fn refuse_connection(stream: TcpStream, most: usize) {
+    use std::io::Write;
+    let text = format!(
+        "this Bosun server already has its most connections open ({most}): retry when one closes\n"
+    );
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{text}",
+        text.len()
+    );
+    // A fresh socket's send buffer takes these few bytes whole; a client that cannot take them
+    // gets the close alone.
+    if let Ok(mut stream) = stream.into_std() {
+        let _ = stream.write_all(response.as_bytes());
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
 }
 
 /// Serves `served` on `listener` until `options.cancel` fires.
@@ -118,17 +279,24 @@ pub async fn serve_http(
         .flat_map(|h| [format!("http://{h}:*"), format!("https://{h}:*")])
         .collect();
     allowed_origins.extend(options.allowed_origins.iter().cloned());
+    let limits = options.limits.clone();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(allowed_origins);
+        .with_allowed_origins(allowed_origins)
+        .with_max_request_body_bytes(limits.body_bytes);
     config.cancellation_token = options.cancel.child_token();
     let factory = {
         let served = served.clone();
         move || -> Result<ToolServer, std::io::Error> { Ok(served.session()) }
     };
-    let service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let token: Option<Arc<str>> = options.token.as_deref().map(Arc::from);
+    let sessions = Arc::new(Sessions::new(limits.sessions));
+    let guard = Arc::new(Guard {
+        service: StreamableHttpService::new(factory, sessions.clone(), config),
+        sessions,
+        token: options.token.as_deref().map(token_digest),
+        limits: limits.clone(),
+    });
+    let open = Arc::new(tokio::sync::Semaphore::new(limits.connections));
     loop {
         let accepted = tokio::select! {
             () = options.cancel.cancelled() => return Ok(()),
@@ -139,47 +307,35 @@ pub async fn serve_http(
             // A client that went away during accept, or a passing resource limit (no descriptor
             // left): keep serving, without spinning on an error that repeats at once.
             Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            refuse_connection(stream, limits.connections);
+            continue;
         };
         // Small JSON-RPC messages: without this, Nagle's algorithm and delayed ACKs add ~40 ms
         // to a response written in two pieces.
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        let token = token.clone();
+        let guard = guard.clone();
         let cancel = options.cancel.clone();
+        let header_timeout = limits.header_timeout;
         tokio::spawn(async move {
             let handler =
                 hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let service = service.clone();
-                    let token = token.clone();
-                    async move {
-                        if !authorized(&request, token.as_deref()) {
-                            let mut response = plain(
-                                StatusCode::UNAUTHORIZED,
-                                "this Bosun server needs `Authorization: Bearer <token>`",
-                            );
-                            response.headers_mut().insert(
-                                hyper::header::WWW_AUTHENTICATE,
-                                hyper::header::HeaderValue::from_static("Bearer"),
-                            );
-                            return Ok::<_, Infallible>(response);
-                        }
-                        if request.uri().path() != PATH {
-                            return Ok(plain(StatusCode::NOT_FOUND, "Bosun serves MCP at /mcp"));
-                        }
-                        Ok(service.handle(request).await)
-                    }
+                    let guard = guard.clone();
+                    async move { Ok::<_, Infallible>(guard.handle(request).await) }
                 });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 _ = connection => {}
                 () = cancel.cancelled() => {}
             }
+            drop(permit);
         });
     }
 }

@@ -362,15 +362,16 @@ impl SharedResults {
         if key.len() < 32 {
             return Err("[serve] idempotency_dir needs the shared key of [serve] state_key_env (at least 32 bytes) on every instance: results are named and authenticated with it".to_owned());
         }
-        let mut random = [0u8; 8];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
-            .map_err(|e| format!("reading /dev/urandom: {e}"))?;
-        let prefix = bosun_core::text::hex(&random);
+        let prefix = crate::random::hex(8).map_err(|e| format!("reading /dev/urandom: {e}"))?;
         std::fs::create_dir_all(dir)
             .and_then(|()| {
                 let probe = dir.join(format!("probe-{prefix}"));
-                std::fs::write(&probe, b"")?;
+                // Created, never opened over something there: a link planted at the
+                // probe's name is not written through.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)?;
                 std::fs::remove_file(probe)
             })
             .map_err(|e| {
@@ -414,13 +415,10 @@ impl SharedResults {
     /// A file this process writes and then links or renames into place.
     fn temporary(&self, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
         use std::os::unix::fs::OpenOptionsExt;
-        let mut random = [0u8; 6];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))?;
         let path = self.dir.join(format!(
             "{name}.tmp-{}-{}",
             self.prefix,
-            bosun_core::text::hex(&random)
+            crate::random::hex(6)?
         ));
         let mut file = std::fs::OpenOptions::new()
             .write(true)

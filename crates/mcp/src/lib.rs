@@ -22,6 +22,7 @@ pub mod idempotency;
 mod loopback;
 pub mod oauth;
 pub mod pins;
+mod random;
 pub mod server;
 pub mod sse_client;
 pub mod state;

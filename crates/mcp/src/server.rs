@@ -30,6 +30,7 @@
 //!   trace), whatever revision its `_meta` names.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -47,7 +48,7 @@ use rmcp::model::{
     ProtocolVersion, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 use sha2::Digest;
@@ -118,8 +119,12 @@ pub struct Served {
     /// The one session of every 2026-07-28 request (that revision has none of its own).
     stateless: Slot,
     stateless_run_id: String,
-    /// The open `subscriptions/listen` streams (2026-07-28 clients), told when tools change.
-    listeners: Mutex<Vec<SubscriptionSink>>,
+    /// The open `subscriptions/listen` streams (2026-07-28 clients), each woken when tools
+    /// change, by a number of the server's own (a request id is the client's, and two clients
+    /// may both use `1`).
+    listeners: Mutex<HashMap<u64, Arc<tokio::sync::Notify>>>,
+    /// Numbers the listeners.
+    listened: AtomicU64,
     /// Seals the request state of 2026-07-28 calls that ask.
     seal: Arc<StateSeal>,
     /// The results of calls made with an idempotency key.
@@ -195,7 +200,8 @@ impl Served {
             command: command.into(),
             stateless: Mutex::new(None),
             stateless_run_id: trace::new_run_id(),
-            listeners: Mutex::new(Vec::new()),
+            listeners: Mutex::new(HashMap::new()),
+            listened: AtomicU64::new(0),
             seal: Arc::new(seal),
             keyed,
         }))
@@ -379,22 +385,34 @@ impl Drop for ToolServer {
 }
 
 impl Served {
-    /// Tells every open `subscriptions/listen` stream that the tool set changed, forgetting
-    /// the streams that ended.
-    async fn tools_changed(&self) {
-        let sinks: Vec<SubscriptionSink> =
-            self.listeners.lock().map(|l| l.clone()).unwrap_or_default();
-        let mut ended = Vec::new();
-        for sink in &sinks {
-            if sink.notify_tool_list_changed().await.is_err() {
-                ended.push(sink.id().clone());
-            }
+    fn listeners(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<tokio::sync::Notify>>> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wakes every open `subscriptions/listen` stream to say the tool set changed. Never
+    /// waits: a stream whose client does not read holds one pending wake-up, however many
+    /// changes come, and delays no one else's call.
+    fn tools_changed(&self) {
+        for wake in self.listeners().values() {
+            wake.notify_one();
         }
-        if !ended.is_empty()
-            && let Ok(mut listeners) = self.listeners.lock()
-        {
-            listeners.retain(|sink| !ended.contains(sink.id()));
-        }
+    }
+}
+
+/// Most `subscriptions/listen` streams open at once; each holds a connection.
+pub const MAX_LISTENERS: usize = 256;
+
+/// A listener's place in [`Served::listeners`], given up when its stream ends however it ends.
+struct Listening<'a> {
+    served: &'a Served,
+    number: u64,
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        self.served.listeners().remove(&self.number);
     }
 }
 
@@ -408,11 +426,39 @@ impl ServerHandler for ToolServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        if let Ok(mut listeners) = self.served.listeners.lock() {
-            listeners.push(context.sink().clone());
+        let served = &self.served;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let number = served.listened.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut listeners = served.listeners();
+            if listeners.len() >= MAX_LISTENERS {
+                return Err(McpError::internal_error(
+                    format!(
+                        "this Bosun server already has its most subscriptions/listen streams open ({MAX_LISTENERS}): close one, or list the tools again instead"
+                    ),
+                    None,
+                ));
+            }
+            listeners.insert(number, wake.clone());
         }
-        context.cancelled().await;
-        Ok(())
+        let _listening = Listening { served, number };
+        let sink = context.sink().clone();
+        // One notification at a time: changes made while one is on its way are told by the
+        // next (`Notify` keeps one wake-up), so a client that never reads holds no more.
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = wake.notified() => {}
+            }
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                sent = sink.notify_tool_list_changed() => {
+                    if sent.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -594,14 +640,20 @@ fn idempotency_key(
 /// (loopback only) every client is the same caller; over stdio the one client is.
 fn caller(context: &RequestContext<RoleServer>) -> String {
     match context.extensions.get::<http::request::Parts>() {
-        Some(parts) => match parts.headers.get(http::header::AUTHORIZATION) {
-            Some(value) => {
-                let digest = sha2::Sha256::digest(value.as_bytes());
-                format!("bearer:{}", bosun_core::text::hex(&digest[..16]))
-            }
-            None => "http:anonymous".to_owned(),
-        },
+        Some(parts) => http_caller(&parts.headers),
         None => "stdio".to_owned(),
+    }
+}
+
+/// The caller of an HTTP request, as [`caller`] names it: the one definition the HTTP guard
+/// also binds sessions with ([`crate::http`]). A digest, so the token is never kept or shown.
+pub(crate) fn http_caller(headers: &http::HeaderMap) -> String {
+    match headers.get(http::header::AUTHORIZATION) {
+        Some(value) => {
+            let digest = sha2::Sha256::digest(value.as_bytes());
+            format!("bearer:{}", bosun_core::text::hex(&digest[..16]))
+        }
+        None => "http:anonymous".to_owned(),
     }
 }
 
@@ -696,7 +748,7 @@ impl ToolServer {
             // A client that cannot take the notification still sees the new set when it lists.
             // Handshake revisions get it unasked; 2026-07-28 clients on the streams they opened.
             let _ = context.peer.notify_tool_list_changed().await;
-            self.served.tools_changed().await;
+            self.served.tools_changed();
         }
         // A name that is no tool is a protocol error in the specification ("Unknown tool",
         // -32602), not a tool's failed result; the chokepoint has judged and traced it first.

@@ -19,7 +19,6 @@
 //! instance. This module never decides anything itself: it seals and opens.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -144,11 +143,8 @@ impl std::fmt::Debug for StateSeal {
 
 /// Reads `n` bytes from the kernel's random source.
 fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
-    let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("reading /dev/urandom for a request-state key: {e}"))?;
-    Ok(bytes)
+    crate::random::bytes(n)
+        .map_err(|e| format!("reading /dev/urandom for a request-state key: {e}"))
 }
 
 impl StateSeal {
@@ -183,7 +179,12 @@ impl StateSeal {
         std::fs::create_dir_all(dir)
             .and_then(|()| {
                 let probe = dir.join(format!("probe-{}", self.prefix));
-                std::fs::write(&probe, b"")?;
+                // Created, never opened over something there: a link planted at the
+                // probe's name is not written through.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)?;
                 std::fs::remove_file(probe)
             })
             .map_err(|e| {

@@ -343,25 +343,12 @@ impl Layout {
         self.write_atomically(&self.root.join("index.json"), &index.to_vec())
     }
 
-    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
+    /// Writes `bytes` to a temporary file beside `path` (created exclusively under an
+    /// unpredictable name, so a link planted at a temporary's name is never written through),
+    /// syncs it and renames it over `path` ([`bosun_fsio::write_atomic_with_mode`]). A layout's
+    /// files are readable by others, as any layout's.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
-        use std::io::Write as _;
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let temp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
-        let result = (|| {
-            let mut file = std::fs::File::create(&temp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&temp, path)
-        })();
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&temp);
-            return Err(OciError::io(path, e));
-        }
-        Ok(())
+        bosun_fsio::write_atomic_with_mode(path, bytes, 0o644).map_err(|e| OciError::io(path, e))
     }
 }
 
@@ -491,6 +478,27 @@ mod tests {
         std::os::unix::fs::symlink(&secret, &marker).unwrap();
         let error = Layout::open(dir.path()).unwrap_err();
         assert!(matches!(error, OciError::Layout { .. }), "{error}");
+    }
+
+    /// A layout may be a folder someone else can write to: a link planted at the name a
+    /// writer's temporary file would have (once `.index.json.<pid>.tmp`) is never written
+    /// through, and the index stays a regular file of the layout's own.
+    #[test]
+    fn a_link_planted_at_a_temporary_name_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("theirs");
+        std::fs::write(&target, b"theirs").unwrap();
+        let planted = dir
+            .path()
+            .join(format!(".index.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        let descriptor = layout.write_artifact(&artifact(), Some("x")).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+        let index = dir.path().join("index.json");
+        assert!(index.symlink_metadata().unwrap().is_file());
+        assert!(layout.read_artifact(&descriptor.digest).is_ok());
     }
 
     #[test]

@@ -22,7 +22,6 @@
 //! (`.<name>.lock`, taken while a state file is read, changed and written) are none of the
 //! temporary names and are never swept.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -62,44 +61,34 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Replaces `path` with `contents` so that a reader sees the old file or the new one, never a
-/// mix, and a crash or error leaves the old file: a temporary file (mode 0600, locked while it
-/// exists under its temporary name) in the same directory is written and synced, renamed over
-/// `path`, and the directory is synced. The directory is created (mode 0700) if missing.
+/// mix, and a crash or error leaves the old file ([`bosun_fsio::write_atomic`]: a temporary
+/// file created exclusively under an unpredictable name, mode 0600, locked while it exists,
+/// synced, renamed over `path`, the directory synced). The directory is created (mode 0700) if
+/// missing.
 ///
 /// # Errors
 /// Any I/O failure; the old file is then untouched.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
+    create_private_dir(dir_of(path))?;
+    bosun_fsio::write_atomic(path, contents)
+}
+
+/// Creates `path` holding `contents` only if nothing is at that name, atomically
+/// ([`bosun_fsio::write_new`]): an existing file or link is never replaced, even one another
+/// process created a moment before. The directory is created (mode 0700) if missing.
+///
+/// # Errors
+/// [`std::io::ErrorKind::AlreadyExists`] when something is at `path`; any other I/O failure.
+pub fn write_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    create_private_dir(dir_of(path))?;
+    bosun_fsio::write_new(path, contents)
+}
+
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
-    };
-    create_private_dir(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // tempfile creates the file with mode 0600 and removes it if anything below fails.
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    // The lock tells the sweep of another Bosun that this file is in flight. A file system
-    // without locks only leaves the age to tell, which no real write comes near.
-    let _ = temp.as_file().try_lock();
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> std::io::Result<()> {
-    Ok(())
+    }
 }
 
 /// Whether `name` is a temporary name one of Bosun's writers gives: [`write_atomic`]'s

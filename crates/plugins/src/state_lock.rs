@@ -5,7 +5,8 @@
 //! ([`crate::atomic::write_atomic`]). Two processes doing that at once would each write their own
 //! copy, and the later rename would drop the other's record. So a change takes an exclusive
 //! advisory lock ([`std::fs::File::try_lock`], `flock`) on a sidecar file beside the state file,
-//! `.<name>.lock` (mode 0600, never followed if a link), reads the file as it is on disk now,
+//! `.<name>.lock` (mode 0600, never followed if a link; it holds at most the id of the process
+//! that last wrote under it, see [`StateLock::sign`]), reads the file as it is on disk now,
 //! applies its change and writes, all under the lock ([`update`]). The lock is held only for
 //! that read-change-write, never across a question to the person or a network fetch; the
 //! stores that load early and save later ([`crate::TrustStore`], [`crate::lock::InstallLock`])
@@ -13,7 +14,7 @@
 //!
 //! Waiting for the lock is bounded ([`WAIT`]): a lock held longer is reported with the file's
 //! name and what to do, never waited on forever. The kernel drops the lock when its holder
-//! exits, even by `SIGKILL`; the sidecar file itself stays (it is empty and costs nothing),
+//! exits, even by `SIGKILL`; the sidecar file itself stays (it is empty or holds a process id, and costs nothing),
 //! and its name is none of the temporary names the start-up sweep removes.
 
 use std::fs::File;
@@ -34,7 +35,31 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct StateLock {
     /// The open lock file: closing it releases the lock.
-    _file: File,
+    file: File,
+}
+
+impl StateLock {
+    /// The process id the last holder that wrote under this lock left in the lock file
+    /// ([`StateLock::sign`]), so a conflict found under the lock can name who made it.
+    pub fn last_holder(&self) -> Option<u32> {
+        use std::io::{Seek as _, SeekFrom};
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0)).ok()?;
+        let mut text = String::new();
+        file.take(16).read_to_string(&mut text).ok()?;
+        text.trim().parse().ok()
+    }
+
+    /// Leaves this process's id in the lock file, for [`StateLock::last_holder`] of the next.
+    /// Best effort: a lock file that cannot be written only names no one.
+    pub fn sign(&self) {
+        use std::io::{Seek as _, SeekFrom, Write as _};
+        let mut file = &self.file;
+        let _ = file
+            .set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| write!(file, "{}", std::process::id()));
+    }
 }
 
 /// The sidecar lock file of `path`: `.<name>.lock` in the same directory.
@@ -80,7 +105,7 @@ pub fn lock_within(path: &Path, wait: Duration) -> std::io::Result<StateLock> {
     let mut pause = Duration::from_millis(5);
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(StateLock { _file: file }),
+            Ok(()) => return Ok(StateLock { file }),
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(std::io::Error::new(

@@ -123,22 +123,26 @@ impl PrivateKey {
     }
 
     /// Writes the key file (`{"keytype":"ed25519","private":"<hex>","keyid":"<hex>"}`, mode
-    /// 0600); refuses to overwrite one.
+    /// 0600); refuses to overwrite one. The refusal is the create itself
+    /// ([`bosun_plugins::atomic::write_new`]), not a look before it: a key another process saved
+    /// at the same name a moment before, or a link planted there, is never replaced.
     pub fn save(&self, path: &Path) -> Result<(), RegistryError> {
-        if path.symlink_metadata().is_ok() {
-            return Err(RegistryError::Key {
-                path: path.to_owned(),
-                message: "exists: a key is never overwritten; choose another file".to_owned(),
-            });
-        }
         let text = serde_json::to_string_pretty(&json!({
             "keytype": "ed25519",
             "private": hex::encode(self.key.to_bytes()),
             "keyid": self.public().keyid(),
         }))
         .unwrap_or_default();
-        bosun_plugins::atomic::write_atomic(path, format!("{text}\n").as_bytes())
-            .map_err(RegistryError::io(format!("writing {}", path.display())))
+        bosun_plugins::atomic::write_new(path, format!("{text}\n").as_bytes()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                RegistryError::Key {
+                    path: path.to_owned(),
+                    message: "exists: a key is never overwritten; choose another file".to_owned(),
+                }
+            } else {
+                RegistryError::io(format!("writing {}", path.display()))(e)
+            }
+        })
     }
 
     /// Reads a key file written by [`PrivateKey::save`].
@@ -173,4 +177,66 @@ pub fn display_fingerprint(keyid: &str) -> String {
         .map(|c| String::from_utf8_lossy(c).into_owned())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Barrier};
+
+    use super::*;
+
+    /// Publishers racing to save their new key at the same name: exactly one key is saved, the
+    /// others are told the file exists, and the saved key is the one that reported success. A
+    /// look before the write let several through, each replacing the key before it.
+    #[test]
+    fn a_key_saved_meanwhile_at_the_same_name_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Arc::new(dir.path().join("root.key"));
+        let writers: u8 = 8;
+        let start = Arc::new(Barrier::new(usize::from(writers)));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let path = Arc::clone(&path);
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    let key = PrivateKey::from_seed([i; 32]);
+                    start.wait();
+                    key.save(&path).map(|()| key.public().keyid())
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let saved: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(saved.len(), 1, "{results:?}");
+        for result in &results {
+            if let Err(e) = result {
+                assert!(e.to_string().contains("never overwritten"), "{e}");
+            }
+        }
+        assert_eq!(&PrivateKey::load(&path).unwrap().public().keyid(), saved[0]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_is_not_saved_through_a_link_and_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("theirs");
+        let linked = dir.path().join("linked.key");
+        std::os::unix::fs::symlink(&outside, &linked).unwrap();
+        let key = PrivateKey::from_seed([7; 32]);
+        let error = key.save(&linked).unwrap_err();
+        assert!(error.to_string().contains("never overwritten"), "{error}");
+        assert!(!outside.exists(), "written through the link");
+
+        let path = dir.path().join("keys/root.key");
+        key.save(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(dir.path().join("keys"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+    }
 }

@@ -49,6 +49,35 @@ fn load_state(path: &Path) -> Result<Option<SourceState>, RegistryError> {
     }
 }
 
+/// Writes `state` to `path` under the file's lock, only over the state this refresh started
+/// from (`loaded`). Another process that stored a state meanwhile verified it too, and may have
+/// seen newer versions: writing this one over it could take the versions kept back, and a
+/// frozen or rolled-back mirror would then pass the next check. So that state stands, and this
+/// refresh's is only not kept (the next refresh starts from the newer one). Whether it was
+/// written.
+fn keep_state(
+    path: &Path,
+    loaded: Option<&SourceState>,
+    state: &SourceState,
+) -> Result<bool, RegistryError> {
+    let text =
+        serde_json::to_vec_pretty(state).map_err(|e| RegistryError::malformed("state", e))?;
+    let mut written = false;
+    bosun_plugins::state_lock::update(path, |current| {
+        let now = current.and_then(|bytes| serde_json::from_slice::<SourceState>(bytes).ok());
+        let unchanged = current.is_none() == loaded.is_none() && now.as_ref() == loaded;
+        written = unchanged;
+        Ok::<_, std::convert::Infallible>(unchanged.then(|| text.clone()))
+    })
+    .map_err(|e| match e {
+        bosun_plugins::state_lock::UpdateError::Io(e) => {
+            RegistryError::io(format!("writing {}", path.display()))(e)
+        }
+        bosun_plugins::state_lock::UpdateError::Change(never) => match never {},
+    })?;
+    Ok(written)
+}
+
 /// A signed source.
 #[derive(Debug, Clone)]
 pub struct SignedSource {
@@ -90,7 +119,8 @@ impl SignedSource {
                 fingerprints,
             });
         }
-        let stored = load_state(&self.state)?.filter(|s| s.pinned == self.pinned);
+        let on_disk = load_state(&self.state)?;
+        let stored = on_disk.clone().filter(|s| s.pinned == self.pinned);
         let mut set = match &stored {
             Some(state) => TrustedSet::restore(&state.metadata)?,
             None => {
@@ -107,11 +137,7 @@ impl SignedSource {
         if stored.as_ref() == Some(&state) {
             return Ok(set);
         }
-        let text =
-            serde_json::to_vec_pretty(&state).map_err(|e| RegistryError::malformed("state", e))?;
-        bosun_plugins::atomic::write_atomic(&self.state, &text).map_err(RegistryError::io(
-            format!("writing {}", self.state.display()),
-        ))?;
+        keep_state(&self.state, on_disk.as_ref(), &state)?;
         Ok(set)
     }
 }
@@ -179,5 +205,41 @@ impl Source for SignedSource {
         progress: &dyn Progress,
     ) -> Result<Vec<u8>, RegistryError> {
         fetch_target(&self.origin, target, MAX_ARTIFACT_BYTES, progress).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(pinned: &str) -> SourceState {
+        SourceState {
+            pinned: vec![pinned.to_owned()],
+            metadata: StoredMetadata::default(),
+        }
+    }
+
+    /// Another process stored a state while this refresh ran: that state stands, whatever this
+    /// refresh verified, so versions it kept are never taken back; a state unchanged since
+    /// the refresh started is replaced.
+    #[test]
+    fn a_state_stored_meanwhile_by_another_refresh_is_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sources/main.json");
+        assert!(keep_state(&path, None, &state("first")).unwrap());
+        let loaded = load_state(&path).unwrap();
+        assert_eq!(loaded, Some(state("first")));
+
+        let newer = serde_json::to_vec_pretty(&state("newer")).unwrap();
+        std::fs::write(&path, &newer).unwrap();
+        assert!(!keep_state(&path, loaded.as_ref(), &state("older")).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), newer);
+        // Nor when this refresh started with none and another stored one.
+        assert!(!keep_state(&path, None, &state("older")).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), newer);
+
+        let loaded = load_state(&path).unwrap();
+        assert!(keep_state(&path, loaded.as_ref(), &state("next")).unwrap());
+        assert_eq!(load_state(&path).unwrap(), Some(state("next")));
     }
 }

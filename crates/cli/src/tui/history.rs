@@ -40,11 +40,9 @@ pub(super) fn append(env: &Env, input: &str) {
     let Ok(line) = serde_json::to_string(input) else {
         return;
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    if let Ok(mut f) = options.open(&path) {
+    // Not through a link planted in the file's place: what the person typed goes to this file
+    // only.
+    if let Ok(mut f) = bosun_fsio::open_append(&path, 0o600) {
         let _ = writeln!(f, "{line}");
     }
     // Keep it bounded: rewrite with the newest inputs once it has grown well past the bound.

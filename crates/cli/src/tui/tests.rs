@@ -978,6 +978,31 @@ fn history_is_kept_per_workspace_across_sessions() {
     assert_eq!(app.input.text(), "remember this task");
 }
 
+/// A link planted in the history file's place is not appended through: what the person types
+/// never lands in another file.
+#[test]
+fn history_is_not_appended_through_a_planted_link() {
+    let mut h = harness(vec![Step::text("ok"), Step::text("ok")]);
+    h.submit("first task");
+    h.pump_until_idle();
+    let files: Vec<_> = std::fs::read_dir(h.home().join("history"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let [file] = files.as_slice() else {
+        panic!("one history file expected: {files:?}");
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("theirs");
+    std::fs::write(&target, "theirs\n").unwrap();
+    std::fs::remove_file(file).unwrap();
+    std::os::unix::fs::symlink(&target, file).unwrap();
+    h.submit("second task");
+    h.pump_until_idle();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs\n");
+}
+
 /// An approval for a command 700 characters long, on a screen of `width`×`height`.
 fn long_approval(width: u16, height: u16) -> Harness {
     let long = "x".repeat(690);

@@ -502,7 +502,7 @@ fn scan_findings_and_plugin_info_render_for_a_person() {
 }
 
 #[test]
-fn an_enable_that_fails_leaves_the_config_as_it_was() {
+fn an_enable_that_fails_takes_its_entry_back() {
     let env = Env::new();
     // No config at all before: none after.
     let out = env.bosun(&[
@@ -514,7 +514,7 @@ fn an_enable_that_fails_leaves_the_config_as_it_was() {
         "--yes",
     ]);
     assert_ne!(code(&out), 0);
-    assert!(stderr(&out).contains("as it was"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("was taken back"), "{}", stderr(&out));
     assert!(!env.home().join("config.toml").exists());
     // A config with comments: byte for byte the same after a failed enable.
     let text = "# my settings\nmode = \"workspace-write\"\n";

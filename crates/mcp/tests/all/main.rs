@@ -6,6 +6,7 @@
 // test (clippy.toml allows it only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod hostile_http;
 mod oauth;
 mod pins;
 mod served;

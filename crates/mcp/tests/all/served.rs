@@ -30,6 +30,7 @@ async fn serve(host: Host, token: Option<&str>) -> (String, CancellationToken) {
         token: token.map(str::to_owned),
         allowed_origins: Vec::new(),
         allowed_hosts: Vec::new(),
+        limits: bosun_mcp::http::Limits::default(),
         cancel: cancel.clone(),
     };
     let served = Served::new(Arc::new(host), "serve --http").unwrap();

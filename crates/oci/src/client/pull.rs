@@ -261,8 +261,9 @@ impl Client {
             .map_err(|m| OciError::mismatch(&what, m))
     }
 
-    /// Downloads the blob into `path`: written to a `.partial` file beside it, synced, and
-    /// renamed over `path` only when the digest matched; removed on any failure.
+    /// Downloads the blob into `path`: written to a temporary file beside it
+    /// ([`bosun_fsio::temporary_beside`]), synced, and renamed over `path` only when the digest
+    /// matched; removed on any failure.
     pub async fn pull_blob_to_file(
         &self,
         repository: &Repository,
@@ -270,28 +271,31 @@ impl Client {
         path: &Path,
         progress: impl FnMut(BlobStream),
     ) -> Result<(), OciError> {
-        let mut partial = path.as_os_str().to_owned();
-        partial.push(".partial");
-        let partial = std::path::PathBuf::from(partial);
+        // The partial download is a temporary created exclusively under an unpredictable
+        // name beside `path`: a link planted at a name known in advance is never written
+        // through. Dropped on any failure, it is removed.
+        let partial =
+            bosun_fsio::temporary_beside(path, 0o644).map_err(|e| OciError::io(path, e))?;
         let result = async {
-            let mut file = tokio::fs::File::create(&partial)
-                .await
-                .map_err(|e| OciError::io(&partial, e))?;
+            let handle = partial
+                .as_file()
+                .try_clone()
+                .map_err(|e| OciError::io(partial.path(), e))?;
+            let mut file = tokio::fs::File::from_std(handle);
             self.pull_blob_to(repository, descriptor, &mut file, progress)
                 .await?;
             file.sync_all()
                 .await
-                .map_err(|e| OciError::io(&partial, e))?;
-            drop(file);
-            tokio::fs::rename(&partial, path)
-                .await
-                .map_err(|e| OciError::io(path, e))
+                .map_err(|e| OciError::io(partial.path(), e))?;
+            Ok(())
         }
         .await;
-        if result.is_err() {
-            let _ = tokio::fs::remove_file(&partial).await;
-        }
-        result
+        result.and_then(|()| {
+            partial
+                .persist(path)
+                .map(drop)
+                .map_err(|e| OciError::io(path, e.error))
+        })
     }
 
     /// The artifact whose manifest has `digest`: the manifest, its config and every layer,

@@ -262,6 +262,37 @@ async fn a_blob_tampered_with_in_registry_storage_is_refused() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
+/// The partial download's name cannot be known in advance: a link planted at the name it once
+/// had (`<file>.partial`) is not written through, and the blob lands as a regular file.
+#[tokio::test]
+async fn a_download_is_not_written_through_a_link_planted_beside_it() {
+    let registry = LocalRegistry::start();
+    let client = registry.client();
+    let repository = repo("bosun/planted");
+    let artifact = wasm_artifact(component("planted", 0), "p.wasm", fixed_annotations()).unwrap();
+    client
+        .push_artifact(&repository, &artifact, None)
+        .await
+        .unwrap();
+    let layer = &artifact.layers()[0].descriptor;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("theirs");
+    std::fs::write(&target, b"theirs").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("p.wasm");
+    std::os::unix::fs::symlink(&target, out.path().join("p.wasm.partial")).unwrap();
+    client
+        .pull_blob_to_file(&repository, layer, &path, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+    assert!(path.symlink_metadata().unwrap().is_file());
+    assert_eq!(
+        bosun_oci::Digest::of(&std::fs::read(&path).unwrap()),
+        layer.digest
+    );
+}
+
 #[tokio::test]
 async fn tags_are_listed_and_a_missing_manifest_is_not_found() {
     let registry = LocalRegistry::start();

@@ -364,15 +364,25 @@ fn copy_plugin_dir(from: &Path, to: &Path) -> Result<(), InstallError> {
                     },
                 })?;
                 total += bytes.len() as u64;
-                std::fs::write(&to_path, &bytes)
-                    .map_err(io(|| format!("copying {}", from_path.display())))?;
-                // The permission bits of the file read (its scripts stay executable).
-                std::fs::set_permissions(&to_path, meta.permissions())
+                // Created, never opened over something there (a link is not followed), with
+                // the permission bits of the file read (its scripts stay executable).
+                bosun_fsio::create_file(&to_path, &bytes, file_mode(&meta))
                     .map_err(io(|| format!("copying {}", from_path.display())))?;
             }
         }
     }
     Ok(())
+}
+
+/// The permission bits of a file read, for its copy.
+#[cfg(unix)]
+fn file_mode(meta: &std::fs::Metadata) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777
+}
+
+#[cfg(not(unix))]
+fn file_mode(_meta: &std::fs::Metadata) -> u32 {
+    0o644
 }
 
 #[cfg(test)]

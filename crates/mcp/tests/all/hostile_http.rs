@@ -1,0 +1,558 @@
+//! `bosun serve --http` as a hostile client on the network sees it, over raw loopback sockets:
+//! what it sends that is not MCP, what it holds open, and what it tries with another client's
+//! session. Each test says what it attacks; every refusal is followed by a client that is
+//! still served.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_mcp::http::Limits;
+use bosun_mcp::{HttpOptions, Served, serve_http};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::Dirs;
+
+/// How long a test waits for an answer before calling the server stuck: a bound on a failure,
+/// never a measure of speed.
+const STUCK: Duration = Duration::from_secs(60);
+
+/// A served host on a loopback port.
+struct Server {
+    address: String,
+    cancel: CancellationToken,
+    dirs: Dirs,
+}
+
+impl Server {
+    async fn start(limits: Limits, token: Option<&str>) -> Self {
+        let dirs = Dirs::new();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let cancel = CancellationToken::new();
+        let options = HttpOptions {
+            token: token.map(str::to_owned),
+            limits,
+            cancel: cancel.clone(),
+            ..HttpOptions::default()
+        };
+        let served = Served::new(Arc::new(dirs.host()), "serve --http").unwrap();
+        tokio::spawn(serve_http(served, listener, options));
+        Self {
+            address,
+            cancel,
+            dirs,
+        }
+    }
+
+    /// Sends `raw` on a new connection and reads until the server closes it.
+    async fn exchange(&self, raw: &[u8]) -> Answer {
+        let mut stream = TcpStream::connect(&self.address).await.unwrap();
+        // A server that refuses early may close before the whole request is written.
+        let _ = stream.write_all(raw).await;
+        read_all(&mut stream).await
+    }
+
+    /// A POST of `body` to `/mcp` with an MCP client's headers, `extra` added.
+    async fn post(&self, body: &str, extra: &[(&str, &str)]) -> Answer {
+        self.exchange(&request("POST", &self.address, body, extra))
+            .await
+    }
+
+    /// Opens a session of the 2025-06-18 revision as `auth` (an `Authorization` value) and
+    /// finishes its handshake; the session's id.
+    async fn open_session(&self, auth: &str) -> String {
+        let answer = self.post(INITIALIZE, &[("Authorization", auth)]).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let id = answer
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_owned();
+        let initialized = self
+            .post(
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                &[("Authorization", auth), ("Mcp-Session-Id", id.as_str())],
+            )
+            .await;
+        assert_eq!(initialized.status, 202, "{}", initialized.text);
+        id
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile","version":"0"}}}"#;
+const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+/// A whole HTTP/1.1 request that asks the server to close the connection after answering.
+fn request(method: &str, address: &str, body: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut raw = head.into_bytes();
+    raw.extend_from_slice(body.as_bytes());
+    raw
+}
+
+/// What came back on a connection.
+#[derive(Debug)]
+struct Answer {
+    /// The status code; 0 when the connection closed without one.
+    status: u16,
+    text: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        let head = self.text.split("\r\n\r\n").next()?;
+        head.lines().skip(1).find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then_some(value.trim())
+        })
+    }
+}
+
+/// Reads until the server closes the connection (or resets it).
+async fn read_all(stream: &mut TcpStream) -> Answer {
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let reading = async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(STUCK, reading)
+        .await
+        .expect("the server neither answered nor closed the connection");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    Answer { status, text }
+}
+
+#[tokio::test]
+async fn a_session_id_is_256_random_bits_and_no_other_caller_can_use_it() {
+    let server = Server::start(Limits::default(), None).await;
+    let alice = server.open_session("Bearer alice-0123456789abcdef").await;
+    let again = server.open_session("Bearer alice-0123456789abcdef").await;
+    for id in [&alice, &again] {
+        assert_eq!(id.len(), 64, "{id}");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    }
+    assert_ne!(alice, again);
+    // Another caller (another Authorization, or none) holding alice's id: its requests, its
+    // stream's resumption and its ending are answered as for an unknown session.
+    for mallory in [
+        vec![("Authorization", "Bearer mallory-0123456789abcd")],
+        vec![],
+    ] {
+        let mut headers = mallory.clone();
+        headers.push(("Mcp-Session-Id", alice.as_str()));
+        let listed = server.post(TOOLS_LIST, &headers).await;
+        assert_eq!(listed.status, 404, "{}", listed.text);
+        assert!(!listed.text.contains("read_file"), "{}", listed.text);
+        let mut resume = headers.clone();
+        resume.push(("Last-Event-ID", "0"));
+        let resumed = server
+            .exchange(&request("GET", &server.address, "", &resume))
+            .await;
+        assert_eq!(resumed.status, 404, "{}", resumed.text);
+        let ended = server
+            .exchange(&request("DELETE", &server.address, "", &headers))
+            .await;
+        assert_eq!(ended.status, 404, "{}", ended.text);
+    }
+    // Alice's session is whole: she lists the tools in it.
+    let listed = server
+        .post(
+            TOOLS_LIST,
+            &[
+                ("Authorization", "Bearer alice-0123456789abcdef"),
+                ("Mcp-Session-Id", alice.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert!(listed.text.contains("read_file"), "{}", listed.text);
+}
+
+#[tokio::test]
+async fn sessions_past_the_bound_are_refused_until_one_ends() {
+    let server = Server::start(
+        Limits {
+            sessions: 2,
+            ..Limits::default()
+        },
+        None,
+    )
+    .await;
+    let first = server.open_session("Bearer a-0123456789abcdef").await;
+    server.open_session("Bearer b-0123456789abcdef").await;
+    let refused = server.post(INITIALIZE, &[]).await;
+    assert_ne!(refused.status, 200, "{}", refused.text);
+    assert!(
+        refused.text.contains("most open sessions (2)") && refused.text.contains("DELETE /mcp"),
+        "{}",
+        refused.text
+    );
+    // Ending one makes room; only its owner can end it.
+    let ended = server
+        .exchange(&request(
+            "DELETE",
+            &server.address,
+            "",
+            &[
+                ("Authorization", "Bearer a-0123456789abcdef"),
+                ("Mcp-Session-Id", first.as_str()),
+            ],
+        ))
+        .await;
+    assert_eq!(ended.status, 202, "{}", ended.text);
+    server.open_session("Bearer c-0123456789abcdef").await;
+}
+
+#[tokio::test]
+async fn a_body_trickled_past_its_deadline_is_refused_and_others_are_served() {
+    let server = Server::start(
+        Limits {
+            body_timeout: Duration::from_secs(2),
+            ..Limits::default()
+        },
+        None,
+    )
+    .await;
+    // Headers whole, then a body announced at 200 bytes of which 10 come, and no more.
+    let mut trickling = TcpStream::connect(&server.address).await.unwrap();
+    let raw = request("POST", &server.address, &"x".repeat(200), &[]);
+    trickling.write_all(&raw[..raw.len() - 190]).await.unwrap();
+    // Meanwhile another client is served.
+    server.open_session("Bearer other-0123456789abcdef").await;
+    let answer = read_all(&mut trickling).await;
+    assert_eq!(answer.status, 408, "{}", answer.text);
+    assert!(
+        answer.text.contains("did not arrive within 2 s"),
+        "{}",
+        answer.text
+    );
+}
+
+#[tokio::test]
+async fn connections_past_the_bound_are_answered_503_at_once() {
+    let server = Server::start(
+        Limits {
+            connections: 2,
+            // The two held connections must outlast the test, whatever the machine's load.
+            header_timeout: Duration::from_secs(600),
+            ..Limits::default()
+        },
+        None,
+    )
+    .await;
+    let _held = [
+        TcpStream::connect(&server.address).await.unwrap(),
+        TcpStream::connect(&server.address).await.unwrap(),
+    ];
+    let mut third = TcpStream::connect(&server.address).await.unwrap();
+    let answer = read_all(&mut third).await;
+    assert_eq!(answer.status, 503, "{}", answer.text);
+    assert!(
+        answer.text.contains("most connections open (2)"),
+        "{}",
+        answer.text
+    );
+}
+
+#[tokio::test]
+async fn what_is_not_mcp_is_refused_clearly_and_the_server_keeps_serving() {
+    let server = Server::start(
+        Limits {
+            body_bytes: 64 * 1024,
+            ..Limits::default()
+        },
+        None,
+    )
+    .await;
+    let address = server.address.clone();
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":{}"x"{}}}}}}}"#,
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    let batch = format!("[{INITIALIZE},{INITIALIZE}]");
+    let many_headers: Vec<(String, String)> = (0..200)
+        .map(|i| (format!("X-H{i}"), "v".to_owned()))
+        .collect();
+    let many_headers: Vec<(&str, &str)> = many_headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let long_header = "v".repeat(1024 * 1024);
+    let cases: Vec<(&str, Vec<u8>, Vec<u16>)> = vec![
+        // The answer is written before the unread rest of the body; closing on that rest may
+        // reset the connection before the client reads it (RFC 9112 9.6), hence the 0.
+        (
+            "a body past the bound",
+            request("POST", &address, &"x".repeat(65 * 1024), &[]),
+            vec![413, 0],
+        ),
+        (
+            "JSON nested 20,000 deep",
+            request("POST", &address, &deep, &[]),
+            vec![400, 415],
+        ),
+        (
+            "a JSON-RPC batch",
+            request("POST", &address, &batch, &[]),
+            vec![400, 415],
+        ),
+        (
+            "JSON cut short",
+            request("POST", &address, r#"{"jsonrpc":"#, &[]),
+            vec![400, 415],
+        ),
+        (
+            "not JSON",
+            request("POST", &address, "\u{0}\u{1}garbage", &[]),
+            vec![400, 415],
+        ),
+        (
+            "a body that is not JSON by its type",
+            String::from_utf8(request("POST", &address, INITIALIZE, &[]))
+                .unwrap()
+                .replace("Content-Type: application/json", "Content-Type: text/plain")
+                .into_bytes(),
+            vec![415],
+        ),
+        (
+            "an Accept without event streams",
+            String::from_utf8(request("POST", &address, INITIALIZE, &[]))
+                .unwrap()
+                .replace(
+                    "Accept: application/json, text/event-stream",
+                    "Accept: application/json",
+                )
+                .into_bytes(),
+            vec![406],
+        ),
+        (
+            "a method MCP has not",
+            request("PUT", &address, INITIALIZE, &[]),
+            vec![405],
+        ),
+        (
+            "200 headers",
+            request("POST", &address, INITIALIZE, &many_headers),
+            vec![431, 0],
+        ),
+        (
+            "a header of a mebibyte",
+            request(
+                "POST",
+                &address,
+                INITIALIZE,
+                &[("X-Long", long_header.as_str())],
+            ),
+            vec![431, 0],
+        ),
+        (
+            "another Host (DNS rebinding)",
+            String::from_utf8(request("POST", &address, INITIALIZE, &[]))
+                .unwrap()
+                .replace(&format!("Host: {address}"), "Host: evil.example")
+                .into_bytes(),
+            vec![403],
+        ),
+        (
+            "a web page of another origin",
+            request(
+                "POST",
+                &address,
+                INITIALIZE,
+                &[("Origin", "https://evil.example")],
+            ),
+            vec![403],
+        ),
+        (
+            "a request that is not HTTP",
+            b"\x16\x03\x01\x02\x00garbage\r\n\r\n".to_vec(),
+            vec![400, 0],
+        ),
+    ];
+    for (what, raw, expected) in cases {
+        let answer = server.exchange(&raw).await;
+        assert!(
+            expected.contains(&answer.status),
+            "{what}: {}",
+            answer.text.chars().take(400).collect::<String>()
+        );
+        // The refusal says why in words (bar a connection closed before any).
+        if ![0, 400, 431].contains(&answer.status) {
+            let body = answer.text.split("\r\n\r\n").nth(1).unwrap_or_default();
+            assert!(!body.trim().is_empty(), "{what}: {}", answer.text);
+        }
+        server.open_session("Bearer after-0123456789abcdef").await;
+    }
+}
+
+#[tokio::test]
+async fn a_token_is_checked_by_its_digest_in_any_case_of_scheme_and_never_kept() {
+    let token = "0123456789abcdef0123456789abcdef";
+    let server = Server::start(Limits::default(), Some(token)).await;
+    let refused: [&[u8]; 7] = [
+        b"Bearer wrong",
+        b"Bearer 0123456789abcdef0123456789abcde",
+        b"Bearer 0123456789abcdef0123456789abcdef0",
+        b"Basic MDEyMzQ1Njc4OWFiY2RlZg==",
+        b"Bearer",
+        b"0123456789abcdef0123456789abcdef",
+        b"Bearer \xff\xfe",
+    ];
+    for auth in refused {
+        let plain = request("POST", &server.address, INITIALIZE, &[]);
+        // Before the blank line that ends the headers.
+        let end = plain.len() - INITIALIZE.len() - 2;
+        let mut raw = plain[..end].to_vec();
+        raw.extend_from_slice(b"Authorization: ");
+        raw.extend_from_slice(auth);
+        raw.extend_from_slice(b"\r\n");
+        raw.extend_from_slice(&plain[end..]);
+        let answer = server.exchange(&raw).await;
+        assert_eq!(
+            answer.status,
+            401,
+            "{}: {}",
+            String::from_utf8_lossy(auth),
+            answer.text
+        );
+        assert!(!answer.text.contains(token), "{}", answer.text);
+    }
+    // RFC 6750's scheme is case-insensitive.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        server.open_session(&format!("{scheme} {token}")).await;
+    }
+    // A call made with it: the token is in no file the server wrote.
+    let auth = format!("Bearer {token}");
+    let id = server.open_session(&auth).await;
+    let called = server
+        .post(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"}}}"#,
+            &[("Authorization", auth.as_str()), ("Mcp-Session-Id", id.as_str())],
+        )
+        .await;
+    assert!(
+        called.text.contains("hello from the served workspace"),
+        "{}",
+        called.text
+    );
+    let ended = server
+        .exchange(&request(
+            "DELETE",
+            &server.address,
+            "",
+            &[
+                ("Authorization", auth.as_str()),
+                ("Mcp-Session-Id", id.as_str()),
+            ],
+        ))
+        .await;
+    assert_eq!(ended.status, 202, "{}", ended.text);
+    let mut written = 0;
+    for root in [&server.dirs.home, &server.dirs.ws] {
+        for entry in walk(root) {
+            written += 1;
+            let bytes = std::fs::read(&entry).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(token),
+                "{}",
+                entry.display()
+            );
+        }
+    }
+    assert!(written > 1, "the call left no trace to search");
+}
+
+/// Every file under `root`.
+fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Opens a `subscriptions/listen` stream (2026-07-28) with request id 1, as every client may,
+/// and reads until it is acknowledged; the stream, left open, and what it said.
+async fn listen(address: &str) -> (TcpStream, String) {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}"#;
+    let raw = request(
+        "POST",
+        address,
+        body,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+    );
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream.write_all(&raw).await.unwrap();
+    let mut said = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let reading = async {
+        while !String::from_utf8_lossy(&said).contains("subscriptions/acknowledged") {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => said.extend_from_slice(&buffer[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(STUCK, reading)
+        .await
+        .expect("the listen stream was never acknowledged");
+    let said = String::from_utf8_lossy(&said).into_owned();
+    assert!(said.contains("subscriptions/acknowledged"), "{said}");
+    (stream, said)
+}
+
+#[tokio::test]
+async fn listen_streams_past_the_bound_are_refused() {
+    let server = Server::start(Limits::default(), None).await;
+    let mut open = Vec::new();
+    for _ in 0..bosun_mcp::server::MAX_LISTENERS {
+        let (stream, said) = listen(&server.address).await;
+        assert!(!said.contains("most subscriptions/listen"), "{said}");
+        open.push(stream);
+    }
+    let (mut refused, said) = listen(&server.address).await;
+    let rest = read_all(&mut refused).await;
+    let text = format!("{said}{}", rest.text);
+    assert!(
+        text.contains("most subscriptions/listen streams open (256)"),
+        "{text}"
+    );
+}
