@@ -720,9 +720,11 @@ fn mode_cycle_mentions_commands_undo_and_esc_in_a_real_pseudo_terminal() {
     // The command was stopped: it never got to its last line.
     assert!(!shown.contains("never-42"), "{shown}");
     // One session, stored with the interrupted run.
+    // (Beside it, the session's writers' lock: a dotfile.)
     let sessions: Vec<String> = std::fs::read_dir(env.home().join("sessions"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
         .collect();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     // What the screen showed, as a person saw it (the session's id masked).

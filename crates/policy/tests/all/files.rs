@@ -161,7 +161,7 @@ fn unknown_keys_are_errors_naming_the_key_line_and_column() {
         (
             "[policy]\nrule = []\n",
             2,
-            "unknown field `rule`, expected one of `rules`, `examples`, `reviewer`, `review_asks`",
+            "unknown field `rule`, expected one of `rules`, `examples`, `reviewer`, `review_asks`, `reviewer_classification`",
         ),
         ("[polcy]\n", 1, "unknown field `polcy`, expected `policy`"),
     ];
