@@ -34,6 +34,20 @@ fn launcher(home: &Path) -> Launcher {
     Launcher::new(SandboxConfig::default()).private(home)
 }
 
+/// The fixtures' directory marketplace, opened as `home`'s.
+async fn fixture_marketplace(
+    launcher: &Launcher,
+    home: &Path,
+) -> bosun_claude::install::OpenedMarketplace {
+    open_marketplace(
+        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
+        launcher,
+        home,
+    )
+    .await
+    .unwrap()
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -188,13 +202,7 @@ async fn a_plugin_whose_files_change_after_trust_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let launcher = launcher(&home);
-    let opened = open_marketplace(
-        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
+    let opened = fixture_marketplace(&launcher, &home).await;
     let record = stage(
         &opened,
         "fixtures",
@@ -410,13 +418,7 @@ async fn a_git_source_is_fetched_in_the_sandbox_at_its_pinned_commit_and_unpinne
     assert_eq!(staged.commit.as_deref(), Some(sha.as_str()));
     assert!(staged.review().contains(&format!("commit: {sha}")));
     // The same files from git and from the folder are the same content.
-    let local = open_marketplace(
-        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
+    let local = fixture_marketplace(&launcher, &home).await;
     let from_dir = stage(
         &local,
         "fixtures",
@@ -637,13 +639,7 @@ async fn a_git_marketplace_and_a_git_subdir_source_fetch_the_plugin_folder() {
         std::fs::write(work.join("README.md"), "not part of the plugin").unwrap();
     });
     let url = format!("git://127.0.0.1:{port}/mono.git");
-    let local = open_marketplace(
-        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
+    let local = fixture_marketplace(&launcher, &home).await;
     let from_dir = stage(
         &local,
         "fixtures",
@@ -949,13 +945,7 @@ async fn a_link_put_into_an_installed_plugin_is_refused_when_read_and_at_load() 
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let launcher = launcher(&home);
-    let opened = open_marketplace(
-        &MarketplaceLocation::Dir(fixtures().join("marketplace")),
-        &launcher,
-        &home,
-    )
-    .await
-    .unwrap();
+    let opened = fixture_marketplace(&launcher, &home).await;
     stage(
         &opened,
         "fixtures",
