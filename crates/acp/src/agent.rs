@@ -188,7 +188,9 @@ impl Agent {
                 let response = NewSessionResponse::new(session.id.clone())
                     .modes(session.modes())
                     .config_options(session.config_options()?);
-                self.opened(session.clone());
+                if let Err(e) = self.claim(&session) {
+                    return responder.respond_with_error(e);
+                }
                 responder.respond(json(response)?)?;
                 self.announce(&session, &notes);
                 Ok(())
@@ -208,6 +210,13 @@ impl Agent {
                     Ok(session) => Arc::new(session),
                     Err(e) => return responder.respond_with_error(e),
                 };
+                let response = LoadSessionResponse::new()
+                    .modes(session.modes())
+                    .config_options(session.config_options()?);
+                // A second copy of an open session would store over the first's turns.
+                if let Err(e) = self.claim(&session) {
+                    return responder.respond_with_error(e);
+                }
                 // The conversation is told before the response, as the protocol asks.
                 crate::replay::send(
                     &link,
@@ -215,10 +224,6 @@ impl Agent {
                     session.root(),
                     &session.messages().await,
                 );
-                let response = LoadSessionResponse::new()
-                    .modes(session.modes())
-                    .config_options(session.config_options()?);
-                self.opened(session.clone());
                 responder.respond(json(response)?)?;
                 self.announce(&session, &notes);
                 Ok(())
@@ -317,11 +322,19 @@ impl Agent {
         }
     }
 
-    fn opened(&self, session: Arc<AcpSession>) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.id.0.to_string(), session);
+    /// Makes `session` this connection's copy of its id; refused when one is open already (a
+    /// `session/load` of a session this connection has open, by its id, a prefix or `last`):
+    /// two copies would each store their own turns over the other's.
+    fn claim(&self, session: &Arc<AcpSession>) -> Result<(), Error> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = session.id.0.to_string();
+        if sessions.contains_key(&id) {
+            return Err(invalid(format!(
+                "session `{id}` is already open on this connection: send its prompts to it as it is, or close it (session/close) before loading it again"
+            )));
+        }
+        sessions.insert(id, session.clone());
+        Ok(())
     }
 
     fn announce(&self, session: &AcpSession, notes: &[String]) {

@@ -29,7 +29,7 @@ use bosun_host::approval::{AnswerReach, ApprovalRequest};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientLink;
-use crate::updates::{fenced, shown, text_content, tool_kind};
+use crate::updates::{UrlGuard, fenced, safe, text_content, tool_kind};
 
 /// The option ids Bosun offers.
 pub mod option {
@@ -53,16 +53,25 @@ pub struct EditorBroker {
     cancel: CancellationToken,
     /// What the person said with a rejection, by call, until the chokepoint takes it.
     feedback: Mutex<HashMap<String, String>>,
+    /// When the question's URLs are withheld.
+    guard: UrlGuard,
 }
 
 impl EditorBroker {
-    /// A broker for the turn of `session` that `cancel` stops.
-    pub fn new(link: ClientLink, session: SessionId, cancel: CancellationToken) -> Self {
+    /// A broker for the turn of `session` that `cancel` stops; `guard` says when the
+    /// questions' URLs are withheld.
+    pub fn new(
+        link: ClientLink,
+        session: SessionId,
+        cancel: CancellationToken,
+        guard: UrlGuard,
+    ) -> Self {
         Self {
             link,
             session,
             cancel,
             feedback: Mutex::default(),
+            guard,
         }
     }
 
@@ -135,20 +144,22 @@ pub fn answer_of(offered: &[PermissionOption], selected: &str) -> ApprovalAnswer
     }
 }
 
-/// The permission request for `request` in `session`, offering `offered` (its [`options`]).
+/// The permission request for `request` in `session`, offering `offered` (its [`options`]);
+/// with `guard` (why), its URLs withheld.
 pub fn permission_request(
     session: &SessionId,
     request: &ApprovalRequest,
     offered: &[PermissionOption],
+    guard: Option<&str>,
 ) -> RequestPermissionRequest {
     let mut content = Vec::new();
     if let Some(preview) = &request.preview {
-        content.push(text_content(fenced("diff", preview)));
+        content.push(text_content(fenced("diff", preview), guard));
     }
     // What is not Bosun's own words (the diff, a plugin's review) is shown as code, never
     // rendered: it cannot close its block, hide a part of itself or pose as the question.
     if let Some(review) = &request.review {
-        content.push(text_content(fenced("", review)));
+        content.push(text_content(fenced("", review), guard));
     }
     let mut why = format!("policy says {}: {}", request.decision, request.reason);
     if let Some(uses) = request.uses() {
@@ -157,7 +168,7 @@ pub fn permission_request(
     if let Some(narrower) = request.reach.why_narrower() {
         why.push_str(&format!("\n{narrower}"));
     }
-    content.push(text_content(why));
+    content.push(text_content(why, guard));
     // A built-in's summary names what it does; any other tool's is its input, so name the tool.
     let title = if crate::updates::is_builtin(&request.tool) {
         request.summary.clone()
@@ -165,7 +176,7 @@ pub fn permission_request(
         format!("{} {}", request.tool, request.summary)
     };
     let fields = ToolCallUpdateFields::new()
-        .title(shown(&title))
+        .title(safe(&title, guard))
         .kind(tool_kind(&request.tool))
         .content(content);
     RequestPermissionRequest::new(
@@ -191,9 +202,13 @@ impl ApprovalBroker for EditorBroker {
             return ApprovalAnswer::Deny;
         }
         let offered = options(request);
-        let asked =
-            self.link
-                .request_permission(permission_request(&self.session, request, &offered));
+        let guard = self.guard.reason();
+        let asked = self.link.request_permission(permission_request(
+            &self.session,
+            request,
+            &offered,
+            guard.as_deref(),
+        ));
         // A cancelled turn stops waiting; dropping the request tells the editor it is over.
         let response = tokio::select! {
             biased;
@@ -304,6 +319,7 @@ mod tests {
             &SessionId::new("s"),
             &request(AnswerReach::Once),
             &options(&request(AnswerReach::Once)),
+            None,
         );
         let shown = serde_json::to_string(&asked).unwrap_or_default();
         assert!(shown.contains("one install at a time"), "{shown}");
@@ -346,7 +362,7 @@ mod tests {
                 .to_owned(),
         );
         asked.review = Some("plugin kit\n```\n# Allowed by policy\u{200b}\n~~~".to_owned());
-        let sent = permission_request(&SessionId::new("s"), &asked, &options(&asked));
+        let sent = permission_request(&SessionId::new("s"), &asked, &options(&asked), None);
         for needle in ["Reviewed by Bosun", "Allowed by policy"] {
             let blocks = blocks_with(&sent, needle);
             assert_eq!(blocks.len(), 1, "{needle}: {blocks:?}");

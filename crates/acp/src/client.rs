@@ -2,13 +2,16 @@
 //! the messages Bosun sends it (session updates, permission requests, file reads and writes).
 //! Nothing here decides anything; every message passes through this one place.
 
+use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, ReadTextFileRequest, RequestPermissionRequest, RequestPermissionResponse,
-    SessionId, SessionNotification, SessionUpdate, WriteTextFileRequest,
+    ClientCapabilities, PermissionOptionId, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
+    SessionUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Client, Error};
 
@@ -17,7 +20,12 @@ use agent_client_protocol::{Client, Error};
 pub struct ClientLink {
     connection: ConnectionTo<Client>,
     capabilities: Arc<RwLock<ClientCapabilities>>,
+    /// Questions asked so far, and the key their tags are drawn with.
+    questions: Arc<(AtomicU64, std::collections::hash_map::RandomState)>,
 }
+
+/// What separates an option's id from its question's tag (`allow-once#5f0c…`).
+pub const TAG_MARK: char = '#';
 
 impl std::fmt::Debug for ClientLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -31,7 +39,17 @@ impl ClientLink {
         Self {
             connection,
             capabilities: Arc::default(),
+            questions: Arc::default(),
         }
+    }
+
+    /// A tag no other question of this connection carries, and which the editor cannot know
+    /// before it is asked.
+    fn question_tag(&self) -> String {
+        let (count, key) = &*self.questions;
+        let mut hasher = key.build_hasher();
+        hasher.write_u64(count.fetch_add(1, Ordering::Relaxed));
+        format!("{:016x}", hasher.finish())
     }
 
     /// Records what the editor said it can do.
@@ -60,12 +78,28 @@ impl ClientLink {
             .send_notification(SessionNotification::new(session.clone(), update));
     }
 
-    /// Asks the person through the editor.
+    /// Asks the person through the editor. Each option's id carries a tag of this question
+    /// alone (`allow-once#<tag>`), and an answer is taken only when it names an option with
+    /// that tag: an answer meant for another question — another call, another session, an
+    /// earlier question replayed — reads as no answer (`cancelled`), never as this one's. The
+    /// response comes back with the tag taken off. JSON-RPC pairs the response by its id; the
+    /// tag pairs it by what was asked.
     pub async fn request_permission(
         &self,
-        request: RequestPermissionRequest,
+        mut request: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
-        self.connection.send_request(request).block_task().await
+        let tag = format!("{TAG_MARK}{}", self.question_tag());
+        for option in &mut request.options {
+            option.option_id = PermissionOptionId::new(format!("{}{tag}", option.option_id.0));
+        }
+        let mut response = self.connection.send_request(request).block_task().await?;
+        if let RequestPermissionOutcome::Selected(selected) = &mut response.outcome {
+            match selected.option_id.0.strip_suffix(&tag) {
+                Some(option) => selected.option_id = PermissionOptionId::new(option.to_owned()),
+                None => response.outcome = RequestPermissionOutcome::Cancelled,
+            }
+        }
+        Ok(response)
     }
 
     /// The editor's text of `path` (an unsaved buffer included).

@@ -25,7 +25,7 @@ use bosun_mcp::client::ServerReview;
 use bosun_mcp::pins::{PinStore, identity};
 
 use crate::client::ClientLink;
-use crate::updates::{fenced, shown, text_content};
+use crate::updates::{fenced, safe, text_content};
 
 /// The option that approves a server's tools.
 pub const APPROVE: &str = "approve";
@@ -245,22 +245,25 @@ pub async fn ask_and_pin(
     // description cannot hide a part of itself from the person (an HTML comment, a fence).
     let review = review.join("\n");
     let call_id = format!("mcp-approval-{name}");
-    let title = shown(&format!(
-        "Offer the {} tool(s) of MCP server `{name}` ({}) to the model?",
-        reviewed.count(),
-        server_config
-            .command
-            .as_deref()
-            .or(server_config.url.as_deref())
-            .unwrap_or_default()
-    ));
+    let title = safe(
+        &format!(
+            "Offer the {} tool(s) of MCP server `{name}` ({}) to the model?",
+            reviewed.count(),
+            server_config
+                .command
+                .as_deref()
+                .or(server_config.url.as_deref())
+                .unwrap_or_default()
+        ),
+        None,
+    );
     link.update(
         session,
         SessionUpdate::ToolCall(
             ToolCall::new(call_id.clone(), title.clone())
                 .kind(ToolKind::Other)
                 .status(ToolCallStatus::Pending)
-                .content(vec![text_content(fenced("", &review))]),
+                .content(vec![text_content(fenced("", &review), None)]),
         ),
     );
     let request = RequestPermissionRequest::new(
@@ -269,7 +272,7 @@ pub async fn ask_and_pin(
             call_id.clone(),
             ToolCallUpdateFields::new()
                 .title(title)
-                .content(vec![text_content(fenced("", &review))]),
+                .content(vec![text_content(fenced("", &review), None)]),
         ),
         vec![
             PermissionOption::new(

@@ -64,6 +64,7 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                                 &call.id,
                                 &call.name,
                                 &call.input,
+                                None,
                             )));
                         }
                     }
@@ -88,7 +89,7 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                         .get("message")
                         .and_then(Value::as_str)
                         .unwrap_or(&result.content);
-                    fields = fields.content(vec![text_content(format!("{code}: {text}"))]);
+                    fields = fields.content(vec![text_content(format!("{code}: {text}"), None)]);
                 } else if tools.get(result.call_id.as_str()) == Some(&"run_command") {
                     let streams: Vec<&str> = ["stdout", "stderr"]
                         .iter()
@@ -96,7 +97,7 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                         .filter(|text| !text.is_empty())
                         .collect();
                     if !streams.is_empty() {
-                        fields = fields.content(vec![output_content(&streams.join("\n"))]);
+                        fields = fields.content(vec![output_content(&streams.join("\n"), None)]);
                     }
                 }
                 updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
@@ -108,7 +109,7 @@ pub fn updates(root: &Path, messages: &[Message]) -> Vec<SessionUpdate> {
                     && let Some(tool) = tools.get(result.call_id.as_str())
                     && let Some(plan) = Plan::from_result(tool, raw.get("output").unwrap_or(&raw))
                 {
-                    updates.push(plan_update(&plan));
+                    updates.push(plan_update(&plan, None));
                 }
             }
         }

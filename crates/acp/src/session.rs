@@ -30,7 +30,7 @@ use crate::broker::EditorBroker;
 use crate::client::{ClientLink, error};
 use crate::files::EditorFiles;
 use crate::modes::{mode_state, model_option};
-use crate::updates::{Updates, message_chunk, thought_chunk};
+use crate::updates::{Updates, UrlGuard, message_chunk, thought_chunk};
 
 /// One session of the editor.
 pub struct AcpSession {
@@ -458,17 +458,22 @@ impl AcpSession {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         conversation.stored.model = model;
+        // The session's labels live across its turns: URLs are withheld by them.
+        let guard = UrlGuard::of(conversation.grants.clone());
+        let updates = Arc::new(Updates::new(
+            self.link.clone(),
+            self.id.clone(),
+            self.workspace.root().to_owned(),
+            guard.clone(),
+        ));
         let builder = TurnBuilder::new(self.workspace.clone(), config)
             .broker(Arc::new(EditorBroker::new(
                 self.link.clone(),
                 self.id.clone(),
                 cancel.clone(),
+                guard.clone(),
             )))
-            .observe(Arc::new(Updates::new(
-                self.link.clone(),
-                self.id.clone(),
-                self.workspace.root().to_owned(),
-            )))
+            .observe(updates.clone())
             .command("acp")
             .images(prompt.images.clone());
         // Assembling a host reads plugins and may compile; keep it off the async workers.
@@ -492,6 +497,7 @@ impl AcpSession {
                 .update(&self.id, thought_chunk(format!("warning: {warning}\n")));
         }
         let done = turn.run(&mut conversation, task, cancel).await;
+        updates.finish();
         for warning in &done.warnings {
             self.link
                 .update(&self.id, thought_chunk(format!("warning: {warning}\n")));

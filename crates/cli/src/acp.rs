@@ -15,6 +15,10 @@ pub fn acp() -> Result<u8> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(bosun_acp::serve_stdio(home))?;
+    let served = runtime.block_on(bosun_acp::serve_stdio(home));
+    // A write to an editor that stopped reading (or a read of its open stdin) blocks a thread
+    // for good; the sessions are saved by now, so the process does not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served?;
     Ok(exit::OK)
 }

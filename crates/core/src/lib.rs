@@ -24,6 +24,7 @@ mod decision;
 mod event;
 pub mod hidden;
 mod limits;
+pub mod markdown;
 pub mod redact;
 mod result;
 pub mod text;

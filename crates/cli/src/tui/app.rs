@@ -239,13 +239,7 @@ impl App {
     /// the instruction. `None` otherwise.
     pub(super) fn url_guard(&self) -> Option<String> {
         let (level, untrusted) = &self.labels;
-        match untrusted {
-            Some(source) if *level > bosun_core::Classification::Public => Some(format!(
-                "this session holds {level} data and has read untrusted input ({source}); a URL \
-                 in the answer could carry that data out"
-            )),
-            _ => None,
-        }
+        bosun_core::markdown::url_guard(*level, untrusted.as_deref())
     }
 
     /// The UI for `open`, starting its turns on a runtime of its own; they report on `events`.

@@ -17,8 +17,10 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 /// thousand bars long.
 const MAX_DEPTH: usize = 8;
 
-/// What replaces a URL while the session holds secrets and untrusted input.
-pub(super) const WITHHELD: &str = "‹URL withheld›";
+/// What replaces a URL while the session holds secrets and untrusted input; URLs are found
+/// and withheld by the same code that guards the editor's panel.
+pub(super) use bosun_core::markdown::WITHHELD;
+use bosun_core::markdown::withhold_urls;
 
 /// A line of code cut (not word-wrapped: its spaces are its meaning) to `width` columns, each
 /// piece keeping its colour and every line starting with `prefix`.
@@ -484,32 +486,6 @@ pub(super) fn guarded(text: &str, guard: Option<&str>) -> String {
     match withhold_urls(text) {
         (text, true) => format!("{text}\n({WITHHELD}: {reason})"),
         (text, false) => text,
-    }
-}
-
-/// `text` with every `http://` or `https://` URL (to the next space) replaced by
-/// [`WITHHELD`], and whether any was.
-fn withhold_urls(text: &str) -> (String, bool) {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    let mut any = false;
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let at = [lower.find("http://"), lower.find("https://")]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(at) = at else {
-            out.push_str(rest);
-            return (out, any);
-        };
-        out.push_str(&rest[..at]);
-        out.push_str(WITHHELD);
-        any = true;
-        let end = rest[at..]
-            .find(char::is_whitespace)
-            .map_or(rest.len(), |e| at + e);
-        rest = &rest[end..];
     }
 }
 

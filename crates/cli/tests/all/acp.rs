@@ -115,6 +115,16 @@ pub(crate) fn text_of(updates: &[&Value]) -> String {
         .collect()
 }
 
+/// An offered option's id without its question's tag (`allow-once#5f0c…` → `allow-once`).
+pub(crate) fn option_of(id: &Value) -> &str {
+    let id = id.as_str().unwrap();
+    let (option, tag) = id
+        .split_once('#')
+        .unwrap_or_else(|| panic!("{id} has no tag"));
+    assert_eq!(tag.len(), 16, "{id}");
+    option
+}
+
 fn stored_session(home: &Path, id: &str) -> Value {
     let text = std::fs::read_to_string(home.join("sessions").join(format!("{id}.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -260,7 +270,7 @@ fn an_editor_reads_patches_runs_is_asked_rejects_cancels_and_loads_the_session_b
         .as_array()
         .unwrap()
         .iter()
-        .map(|o| o["optionId"].as_str().unwrap())
+        .map(|o| option_of(&o["optionId"]))
         .collect();
     assert_eq!(
         options,
@@ -986,7 +996,7 @@ fn each_approval_answer_of_the_editor_becomes_bosuns() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["optionId"] == "allow-always")
+        .find(|o| option_of(&o["optionId"]) == "allow-always")
         .and_then(|o| o["name"].as_str())
         .expect("always is offered for a whole call")
         .to_owned();
@@ -1293,7 +1303,7 @@ fn an_editor_answering_always_to_an_install_gets_no_rule_and_no_unasked_install(
             .as_array()
             .unwrap()
             .iter()
-            .map(|o| o["optionId"].as_str().unwrap())
+            .map(|o| option_of(&o["optionId"]))
             .collect();
         assert_eq!(offered, ["allow-once", "reject", "reject-explain"]);
         let shown = question["toolCall"]["content"].to_string();

@@ -3,7 +3,8 @@
 // starts the agent, plays one scenario of a plan and prints, as one JSON object on stdout,
 // everything the agent sent: responses, session updates, permission requests, file reads and
 // writes. It answers permission requests from the plan's `answers`, in order (an option id,
-// `option|reason` to send a reason in `_meta`, `cancelled`, or `cancel-turn`: cancel the turn
+// `option|reason` to send a reason in `_meta`, `previous:option` to answer with that option of
+// the question before, `cancelled`, or `cancel-turn`: cancel the turn
 // and record in `withdrawn` whether the agent withdrew the open question), and keeps
 // "unsaved buffers" (the plan's `buffers`): reads see them, writes land in them, not on disk.
 //
@@ -46,6 +47,7 @@ agentProcess.stderr.on("data", (chunk) => {
 const report = { responses: [], updates: [], permissions: [], reads: [], writes: [], errors: [], withdrawn: [] };
 const buffers = new Map(Object.entries(plan.buffers ?? {}));
 const answers = [...(plan.answers ?? [])];
+let previousOptions = [];
 let sessionId = null;
 let cancelOn = null;
 let cancelled = false;
@@ -67,6 +69,8 @@ const editor = acp
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params, agent, signal }) => {
     report.permissions.push(params);
+    const before = previousOptions;
+    previousOptions = params.options;
     const answer = answers.shift();
     if (answer === "cancel-turn") {
       // Cancel the turn while the question is open, and wait for the agent to withdraw it.
@@ -85,7 +89,15 @@ const editor = acp
     if (answer === undefined || answer === "cancelled") {
       return { outcome: { outcome: "cancelled" } };
     }
-    const [optionId, reason] = answer.split("|");
+    const [named, reason] = answer.split("|");
+    // Bosun tags each question's option ids (`allow-once#<tag>`): answer with the offered id
+    // that the plan names (an id not offered is sent as written, to be refused); with
+    // `previous:`, with that option's id from the question before (an answer replayed).
+    const stale = named.startsWith("previous:");
+    const chosen = stale ? named.slice("previous:".length) : named;
+    const options = stale ? before : params.options;
+    const offered = options.find((o) => o.optionId.split("#")[0] === chosen);
+    const optionId = offered ? offered.optionId : chosen;
     const response = { outcome: { outcome: "selected", optionId } };
     if (reason) response._meta = { reason };
     return response;
