@@ -16,8 +16,10 @@
 //! buffers (through `bosun_host::file_access`, still confined and judged). No unstable protocol
 //! feature is used.
 //!
-//! This crate never prints: the connection is stdout. Its boundary: it translates between the
-//! protocol and Bosun's turn (`bosun_agent::turn::TurnBuilder`) and decides nothing itself.
+//! This crate never prints to stdout, the connection; stderr (the editor's agent log) gets one
+//! line only, when an editor that stopped reading is cut off. Its boundary: it translates
+//! between the protocol and Bosun's turn (`bosun_agent::turn::TurnBuilder`) and decides nothing
+//! itself.
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), bosun_acp::AcpError> {
@@ -60,7 +62,8 @@ pub enum AcpError {
 }
 
 /// Serves one editor over `transport` until it closes the connection, then cancels every
-/// running turn and waits until each is saved.
+/// running turn and waits until each is saved. What waits for the editor is bounded by the
+/// transport: [`serve_stdio`]'s cuts off an editor that stops reading.
 ///
 /// # Errors
 /// The connection failed.
@@ -93,7 +96,8 @@ pub async fn serve(
     served.map_err(|e| AcpError::Connection(e.to_string()))
 }
 
-/// Serves the editor that started this process, over its stdin and stdout.
+/// Serves the editor that started this process, over its stdin and stdout. An editor that
+/// leaves more than 16 MiB unread is cut off (the turns are saved).
 ///
 /// # Errors
 /// The connection failed.

@@ -176,7 +176,7 @@ impl Rewrite<'_> {
                 word_start = false;
                 continue;
             }
-            if matches!(c, '[' | ']' | '<') && backslashes % 2 == 0 {
+            if matches!(c, '[' | ']' | '<') && backslashes.is_multiple_of(2) {
                 self.out.push('\\');
             }
             self.out.push(c);
@@ -204,6 +204,16 @@ impl Rewrite<'_> {
     fn replace_to(&mut self, end: usize, literal: &str) {
         self.out.push_str(&escape_all(literal));
         self.pos = end;
+    }
+
+    /// Puts the literal text of `done` (an image, a guarded link) in place of what is left of
+    /// it to send.
+    fn replace_construct(&mut self, done: &Replaced) {
+        if done.range.end > self.pos {
+            self.copy_to(done.range.start.max(self.pos));
+            let literal = self.replacement(done);
+            self.replace_to(done.range.end, &literal);
+        }
     }
 
     /// The literal text an image or a guarded link is shown as.
@@ -260,12 +270,7 @@ fn rewrite(doc: &str, base: usize, guard: bool) -> (String, bool) {
                     if matches!(event, Event::End(TagEnd::Image)) == open.image =>
                 {
                     if let Some(done) = replacing.take() {
-                        if done.range.end > r.pos {
-                            let start = done.range.start.max(r.pos);
-                            r.copy_to(start);
-                            let literal = r.replacement(&done);
-                            r.replace_to(done.range.end, &literal);
-                        }
+                        r.replace_construct(&done);
                     }
                     continue;
                 }
@@ -325,13 +330,8 @@ fn rewrite(doc: &str, base: usize, guard: bool) -> (String, bool) {
             _ => {}
         }
     }
-    if let Some(open) = replacing.take()
-        && open.range.end > r.pos
-    {
-        let start = open.range.start.max(r.pos);
-        r.copy_to(start);
-        let literal = r.replacement(&open);
-        r.replace_to(open.range.end, &literal);
+    if let Some(open) = replacing.take() {
+        r.replace_construct(&open);
     }
     r.copy_to(doc.len());
     (r.out, r.withheld)
