@@ -865,8 +865,9 @@ fn memory_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_memory_server.py")
 }
 
-/// One `bosun serve --http` process, three client sessions, one `[mcp.memory]` server (the
-/// Python SDK) that keeps what it is sent in memory. Session A, holding RESTRICTED data, sends
+/// One `bosun serve --http` process, three client sessions (each its own `initialize`), one
+/// `[mcp.memory]` server (the Python SDK, trusted: its answers are not untrusted input, so only
+/// its label can raise a session) that keeps what it is sent in memory. Session A, holding RESTRICTED data, sends
 /// the key to the server (labelled RESTRICTED: no write-down). Session B, PUBLIC, writes to
 /// `public/` freely, then asks the server what it kept: the answer carries the running server's
 /// label, so B's write of the key to `public/` is refused. B then ends the server; session C
@@ -899,6 +900,7 @@ decision = "allow"
 command = {:?}
 args = [{:?}]
 classification = "RESTRICTED"
+trusted = true
 {}"#,
         python().display().to_string(),
         memory_script().display().to_string(),
@@ -913,7 +915,7 @@ classification = "RESTRICTED"
     let served = super::serve::HttpServer::start(&env, &[], &[]);
     let session = |calls: Value| {
         super::serve::peer(&serde_json::json!({
-            "url": served.url, "mode": "auto", "calls": calls,
+            "url": served.url, "mode": "legacy", "calls": calls,
         }))
     };
     let texts = |out: &Value| -> Vec<String> {
