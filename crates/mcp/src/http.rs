@@ -173,6 +173,37 @@ struct Connection {
     owner: std::sync::Mutex<Option<(Arc<str>, tokio::sync::OwnedSemaphorePermit)>>,
 }
 
+impl Connection {
+    /// Counts this connection in `known`'s share, unless it already is; the refusal (`503`,
+    /// the connection closed) when the share is full.
+    fn hold(&self, known: &clients::Known) -> Option<Response<Body>> {
+        let mut owner = self
+            .owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if owner.as_ref().is_some_and(|(id, _)| *id == known.id) {
+            return None;
+        }
+        *owner = None;
+        match known.connections.clone().try_acquire_owned() {
+            Ok(permit) => {
+                *owner = Some((known.id.clone(), permit));
+                None
+            }
+            Err(_) => Some(retry_after(
+                closing(plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "client `{}` already has its most connections open on this Bosun server ({}): reuse one (keep-alive), or retry when one closes",
+                        known.name, known.most_connections
+                    ),
+                )),
+                1,
+            )),
+        }
+    }
+}
+
 /// What every connection's requests go through before the SDK's service.
 struct Guard {
     service: StreamableHttpService<ToolServer, Sessions>,
@@ -199,7 +230,7 @@ impl Guard {
             return response;
         };
         if let Identified::Known(known) = &identified
-            && let Err(refused) = self.hold_connection(connection, known)
+            && let Some(refused) = connection.hold(known)
         {
             return refused;
         }
@@ -245,39 +276,6 @@ impl Guard {
                 SESSION_RETRY_SECS,
             ),
             None => response,
-        }
-    }
-
-    /// Counts `connection` in `known`'s share, unless it already is; `503` and the connection
-    /// closed when the share is full.
-    fn hold_connection(
-        &self,
-        connection: &Connection,
-        known: &clients::Known,
-    ) -> Result<(), Response<Body>> {
-        let mut owner = connection
-            .owner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if owner.as_ref().is_some_and(|(id, _)| *id == known.id) {
-            return Ok(());
-        }
-        *owner = None;
-        match known.connections.clone().try_acquire_owned() {
-            Ok(permit) => {
-                *owner = Some((known.id.clone(), permit));
-                Ok(())
-            }
-            Err(_) => Err(retry_after(
-                closing(plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "client `{}` already has its most connections open on this Bosun server ({}): reuse one (keep-alive), or retry when one closes",
-                        known.name, known.most_connections
-                    ),
-                )),
-                1,
-            )),
         }
     }
 }

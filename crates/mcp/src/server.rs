@@ -23,8 +23,9 @@
 //!   and the call ([`crate::state`]), so its retry may reach any instance holding the key
 //!   (`[serve] state_key_env`); a forged, expired or replayed state is refused with an
 //!   invalid-params error. A call with an idempotency key (`Idempotency-Key` header or `_meta`
-//!   `io.bosun/idempotencyKey`) runs once per key: on an instance, or across every instance
-//!   sharing `[serve] idempotency_dir` ([`crate::idempotency`]).
+//!   `io.bosun/idempotencyKey`) runs once per key in its session (under 2026-07-28, which has
+//!   none, per caller): on an instance, or across every instance sharing `[serve]
+//!   idempotency_dir` ([`crate::idempotency`]).
 //! - A connection's revision is the connection's, never a request's claim: every request of a
 //!   session opened with `initialize` runs in that session (its labels, its approvals, its
 //!   trace), whatever revision its `_meta` names.
