@@ -77,7 +77,8 @@ fn resume_and_write_down(between: impl FnOnce(&Env)) -> (Env, Vec<Value>, String
     between(&env);
     let out = env.bosun(&["run", "--resume", "last", "Put the key in public/leak.txt"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    (env, last_trace(&env), stderr(&out))
+    let trace = last_trace(&env);
+    (env, trace, stderr(&out))
 }
 
 fn run_started_level(trace: &[Value]) -> Value {
