@@ -229,6 +229,13 @@ pub struct ProjectConfig {
     /// where it goes.
     #[serde(default)]
     telemetry: Option<toml::Value>,
+    /// Read only to be refused with the fix: a project may never choose a model, where it is
+    /// or what it may be sent (`[models.<name>] classification`).
+    #[serde(default)]
+    models: Option<toml::Value>,
+    /// See `models`.
+    #[serde(default)]
+    default_model: Option<toml::Value>,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -533,6 +540,17 @@ impl LoadedConfig {
                         key: "telemetry".to_owned(),
                         message: "a project cannot turn telemetry on or choose where it goes: \
                                   remove [telemetry] here, and set it in your own config \
+                                  ($BOSUN_HOME/config.toml)"
+                            .to_owned(),
+                    });
+                }
+                if project.models.is_some() || project.default_model.is_some() {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "models".to_owned(),
+                        message: "a project cannot choose models, where they are or what they may \
+                                  be sent (a model's classification): remove [models] and \
+                                  default_model here, and set them in your own config \
                                   ($BOSUN_HOME/config.toml)"
                             .to_owned(),
                     });
