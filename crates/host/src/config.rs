@@ -138,6 +138,25 @@ pub struct ServeConfig {
     /// `lb.example.com` or `127.0.0.1:8080`.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// `[serve.clients.NAME]`: the clients `bosun serve --http` serves, each with its own
+    /// token and its own share of what the server holds (docs/mcp.md).
+    #[serde(default)]
+    pub clients: std::collections::BTreeMap<String, ServeClient>,
+}
+
+/// `[serve.clients.NAME]`: one client of `bosun serve --http`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeClient {
+    /// The SHA-256 of its bearer token, in hex (`printf %s "$TOKEN" | sha256sum`): the token
+    /// itself is written nowhere Bosun reads.
+    pub token_sha256: String,
+    /// Connections it may hold open at once (default: an even share of the server's 512).
+    #[serde(default)]
+    pub connections: Option<usize>,
+    /// Sessions it may hold open at once (default: an even share of the server's 256).
+    #[serde(default)]
+    pub sessions: Option<usize>,
 }
 
 /// The user's configuration file.
@@ -412,6 +431,16 @@ impl LoadedConfig {
                     message: "use a value between 1 and 86400 seconds, longer than any call runs"
                         .to_owned(),
                 });
+            }
+            for (name, client) in &user.serve.clients {
+                let digest = &client.token_sha256;
+                if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: format!("serve.clients.{name}.token_sha256"),
+                        message: "give the SHA-256 of the client's token as 64 hex digits: `printf %s \"$TOKEN\" | sha256sum`, the token made with `openssl rand -hex 32`".to_owned(),
+                    });
+                }
             }
             if user.serve.idempotency_dir.is_some() && user.serve.state_key_env.is_none() {
                 return Err(ConfigError::Invalid {
