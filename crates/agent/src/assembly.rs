@@ -149,26 +149,17 @@ pub fn reviewer(config: &LoadedConfig) -> Result<Option<Arc<dyn Reviewer>>, Turn
     ))))
 }
 
-/// The most sensitive data the reviewer `name` may be sent: `[policy] reviewer_classification`;
-/// else every level when it talks to the API root of the default model (which is sent all a
-/// session holds already), else `PUBLIC`, like every sink nobody labelled.
-/// The machine's managed `[policy] reviewer_classification`, when set, caps either.
+/// The most sensitive data the reviewer `name` may be sent: `[policy] reviewer_classification`,
+/// else its model's level, by the rule of every model entry
+/// ([`bosun_models::ModelsConfig::level_of`]: its `classification`, else every level on the
+/// default model's API root, else `PUBLIC`). The machine's managed `[policy]
+/// reviewer_classification`, when set, caps either.
 fn reviewer_level(config: &LoadedConfig, name: &str) -> bosun_core::Classification {
-    use bosun_core::Classification;
-    let models = config.user.models_config();
-    let root = |entry: &str| models.models.get(entry).map(|m| m.base_url().to_owned());
     let level = config
         .user
         .policy
         .reviewer_classification
-        .unwrap_or_else(
-            || match (root(name), models.default_model.as_deref().and_then(root)) {
-                (Some(reviewer), Some(default)) if reviewer == default => {
-                    Classification::Restricted
-                }
-                _ => Classification::Public,
-            },
-        );
+        .unwrap_or_else(|| config.user.models_config().level_of(name));
     match config.managed.as_ref().and_then(|m| m.reviewer_cap()) {
         Some(cap) => level.min(cap),
         None => level,

@@ -68,6 +68,10 @@ pub enum CompactError {
     /// Cancelled.
     #[error("compaction was cancelled; the conversation is kept as it was")]
     Cancelled,
+    /// The session holds data above what the conversation's model may be sent: nothing was
+    /// sent to be summarised.
+    #[error("the conversation was not compacted and is kept as it was: {0}")]
+    Withheld(ModelError),
     /// The conversation's model entry cannot be opened.
     #[error(transparent)]
     Open(Box<crate::assembly::TurnError>),

@@ -41,7 +41,7 @@ pub use crate::context::{
 use crate::instructions::{PromptKind, SystemPrompt, SystemPromptBuilder, instruction_files};
 use bosun_host::chokepoint::Chokepoint;
 use bosun_host::plugin_hooks::{PromptVerdict, RunHooks, StopVerdict};
-use bosun_host::session::{RunBudget, Session};
+use bosun_host::session::{ModelSink, RunBudget, Session};
 use bosun_host::trace::Trace;
 
 /// Default most model steps in one run.
@@ -144,9 +144,19 @@ pub struct AgentBuilder {
     hooks: Option<Arc<RunHooks>>,
     subagent: bool,
     session_start: Option<String>,
+    sink: Option<ModelSink>,
 }
 
 impl AgentBuilder {
+    /// The model's `[models.<name>]` entry and the most it may be sent
+    /// ([`bosun_models::ModelsConfig::level_of`]): the run sets it on its session, so the
+    /// chokepoint withholds from it a result above that level, and sends it no request while
+    /// the session holds more. Without it nothing is judged (a model nobody configured).
+    pub fn sink(mut self, sink: Option<ModelSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
     /// The Claude Code plugins' run-moment hooks this agent fires (`UserPromptSubmit`,
     /// `PostToolUse`, `Stop`, `PreCompact`; `SubagentStop` for a subagent's).
     pub fn plugin_hooks(mut self, hooks: Option<Arc<RunHooks>>) -> Self {
@@ -220,6 +230,7 @@ impl AgentBuilder {
             hooks: self.hooks,
             subagent: self.subagent,
             session_start: self.session_start,
+            sink: self.sink,
         }
     }
 }
@@ -238,6 +249,7 @@ pub struct Agent {
     hooks: Option<Arc<RunHooks>>,
     subagent: bool,
     session_start: Option<String>,
+    sink: Option<ModelSink>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -319,6 +331,7 @@ impl Agent {
             hooks: None,
             subagent: false,
             session_start: None,
+            sink: None,
         }
     }
 
@@ -388,6 +401,9 @@ impl Agent {
         trace: &Trace,
         cancel: &CancellationToken,
     ) -> RunReport {
+        if let Some(sink) = &self.sink {
+            session.set_model(&sink.name, sink.allowed);
+        }
         trace.record(bosun_host::run_trace::run_started(
             &self.chokepoint,
             &self.command,
@@ -491,6 +507,15 @@ impl Agent {
             }
             report.steps += 1;
             let step = report.steps;
+            // The conversation holds what the session holds: above what the model may be sent,
+            // nothing is sent (no request, no compaction).
+            if let Some(error) = self.above_level(session, "request", None, trace) {
+                trace.record(Event::ModelFailed {
+                    step,
+                    error: error.to_string(),
+                });
+                return RunEnd::ModelFailed(error);
+            }
             // The tool set can grow during a run (a plugin the model installed): offer what
             // exists now.
             let tools = self.current_tools();
@@ -789,6 +814,28 @@ impl Agent {
         }
     }
 
+    /// Why the model may not be sent what `session` holds, recorded as `model.withheld`
+    /// (`what` was withheld); `None` when it may, or when no level was set.
+    pub(crate) fn above_level(
+        &self,
+        session: &Session,
+        what: &str,
+        call_id: Option<&str>,
+        trace: &Trace,
+    ) -> Option<ModelError> {
+        self.sink.as_ref()?;
+        let model = session.model()?;
+        let error = above_level(session, &model)?;
+        trace.record(Event::ModelWithheld {
+            call_id: call_id.map(str::to_owned),
+            model: model.name,
+            what: what.to_owned(),
+            level: session.taint(),
+            allowed: model.allowed,
+        });
+        Some(error)
+    }
+
     fn exhausted(&self, trace: &Trace, budget: Budget, limit: u32) -> RunEnd {
         trace.record(Event::BudgetExhausted { budget, limit });
         RunEnd::LimitReached { budget, limit }
@@ -874,6 +921,21 @@ impl Agent {
         }
         StepEnd::Answer(answer)
     }
+}
+
+/// Why `model` may not be sent what `session` holds (its level is above what the model may be
+/// sent), naming both levels, what raised the session and the fix; `None` when it may.
+pub(crate) fn above_level(session: &Session, model: &ModelSink) -> Option<ModelError> {
+    let held = session.taint();
+    (held > model.allowed).then(|| ModelError::AboveLevel {
+        model: model.name.clone(),
+        held,
+        allowed: model.allowed,
+        from: session
+            .taint_source()
+            .map(|s| format!(" (from {s})"))
+            .unwrap_or_default(),
+    })
 }
 
 /// `text` cut to [`bosun_core::MAX_REASONING_CHARS`] characters.

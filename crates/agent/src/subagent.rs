@@ -32,7 +32,7 @@ use bosun_core::hidden::find_hidden;
 use bosun_core::{ErrorCode, Risk, ToolError, ToolName, ToolOutput, ToolSpec, escape_hidden};
 use bosun_host::TraceBuilder;
 use bosun_host::approval::{ApprovalBroker, ApprovalRequest};
-use bosun_host::session::Session;
+use bosun_host::session::{ModelSink, Session};
 use bosun_host::{ChildChokepoint, Host, Tool, ToolContext};
 use bosun_models::Provider;
 use serde_json::{Value, json};
@@ -312,6 +312,9 @@ pub struct ChildModel {
     pub model: String,
     /// Its size limits.
     pub context: ContextBudget,
+    /// Its `[models.<name>]` entry and the most it may be sent: a session holding more sends
+    /// it no task. `None`: not judged (a model nobody configured).
+    pub sink: Option<ModelSink>,
 }
 
 impl std::fmt::Debug for ChildModel {
@@ -404,6 +407,19 @@ impl SubagentTool {
     }
 
     async fn run_child(&self, task: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // The child starts holding what this session holds, and its model is sent the task:
+        // a model below the session's level is sent nothing.
+        if let Some(sink) = &self.model.sink
+            && let Some(error) = crate::run::above_level(&ctx.session, sink)
+        {
+            return Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "subagent {} was not started and its task was not sent: {error}",
+                    self.subagent.name
+                ),
+            ));
+        }
         let Some(pool) = ctx.session.run_budget() else {
             return Err(ToolError::new(
                 ErrorCode::LimitReached,
@@ -457,6 +473,7 @@ impl SubagentTool {
             .fold(trace, |trace, observer| trace.observe(observer.clone()))
             .open_or_in_memory();
         let agent = Agent::builder(self.model.provider.clone(), &self.model.model, chokepoint)
+            .sink(self.model.sink.clone())
             .system_prompt(self.prompt.clone())
             .budgets(budgets)
             .shared_budget(pool)
@@ -469,6 +486,26 @@ impl SubagentTool {
             .run(Vec::new(), task, &session, &trace, &ctx.cancel)
             .await;
         let persisted = persisted && trace.finish().is_ok();
+        // The child's words are as sensitive as what it saw: above what this session's model may
+        // be sent, they are withheld from it and this session does not take them in.
+        let found = session.taint();
+        if let Some(model) = ctx.session.model()
+            && found > model.allowed
+        {
+            return Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "the findings of subagent {} were withheld: it read {found} data{} and the model {name} may be sent {} at most, so this session did not take them in; go on without them, or ask the person to set `classification = \"{found}\"` in [models.{name}] of their own config if this model may hold such data",
+                    self.subagent.name,
+                    session
+                        .taint_source()
+                        .map(|s| format!(" (from {s})"))
+                        .unwrap_or_default(),
+                    model.allowed,
+                    name = model.name,
+                ),
+            ));
+        }
         // What the child saw, the parent has now seen.
         ctx.session.absorb(&session);
         let (status, message) = match &report.end {

@@ -17,6 +17,7 @@ use bosun_host::config::LoadedConfig;
 use bosun_host::permission::PermissionMode;
 use bosun_host::plugin_commands::PluginCommands;
 use bosun_host::plugin_hooks::RunHooks;
+use bosun_host::session::ModelSink;
 use bosun_host::skills::{LoadSkill, Skills};
 use bosun_host::trace::{Observer, Trace};
 use bosun_host::workspace_trust::WorkspaceTrust;
@@ -247,6 +248,7 @@ impl TurnBuilder {
             configured.model.clone(),
             Arc::new(chokepoint),
         )
+        .sink(Some(sink_of(&configured)))
         .system_prompt(prompt)
         .budgets(budgets)
         .context(context_of(&configured))
@@ -299,6 +301,15 @@ pub async fn compact_conversation(
             return Err(CompactError::Blocked { plugin, reason });
         }
     }
+    // The conversation holds what its session holds: a model below that is sent none of it.
+    let session = &conversation.grants;
+    let mut sink = sink_of(&configured);
+    if let Some(lifted) = session.model().filter(|m| m.name == sink.name) {
+        sink.allowed = sink.allowed.max(lifted.allowed);
+    }
+    if let Some(error) = crate::run::above_level(session, &sink) {
+        return Err(CompactError::Withheld(error));
+    }
     let messages = &conversation.stored.messages;
     let (compacted, done) = compact(
         configured.provider.as_ref(),
@@ -328,6 +339,15 @@ fn child_model(configured: &ConfiguredModel) -> ChildModel {
         provider: configured.provider.clone(),
         model: configured.model.clone(),
         context: context_of(configured),
+        sink: Some(sink_of(configured)),
+    }
+}
+
+/// A configured model as a sink: its entry and its level.
+fn sink_of(configured: &ConfiguredModel) -> ModelSink {
+    ModelSink {
+        name: configured.name.clone(),
+        allowed: configured.level,
     }
 }
 

@@ -210,13 +210,14 @@ enum Command {
         /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8765), path /mcp.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// Allow a non-loopback --http address (needs --token-env).
-        #[arg(long, requires = "token_env")]
+        /// Allow a non-loopback --http address (needs --token-env or [serve.clients]).
+        #[arg(long, requires = "http")]
         allow_remote: bool,
         /// The environment variable holding the bearer token every HTTP request must carry.
         #[arg(long, value_name = "VAR", requires = "http")]
         token_env: Option<String>,
-        /// A browser origin allowed besides loopback ones, e.g. https://app.example.com:443.
+        /// A browser origin allowed to call, e.g. https://app.example.com:443 (any other
+        /// page's request is refused, loopback ones too).
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allowed_origins: Vec<String>,
     },

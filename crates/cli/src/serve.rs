@@ -38,12 +38,37 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         }
         None => None,
     };
+    let serve = &env.config.user.serve;
+    let mut clients = Vec::new();
+    for (name, client) in &serve.clients {
+        let Some(client) = bosun_mcp::http::Client::with_digest_hex(
+            name,
+            &client.token_sha256,
+            client.connections,
+            client.sessions,
+        ) else {
+            bail!(
+                "[serve.clients.{name}] token_sha256: give the SHA-256 of the client's token as 64 hex digits (`printf %s \"$TOKEN\" | sha256sum`)"
+            );
+        };
+        clients.push(client);
+    }
+    if token.is_some() && !clients.is_empty() {
+        bail!(
+            "--token-env and [serve.clients] both name who may call: use the clients alone, and give the token's holder a client of its own"
+        );
+    }
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && !args.allow_remote
     {
         bail!(
-            "{addr} is not a loopback address: other machines could call your tools. Add --allow-remote and --token-env VAR to serve it with a bearer token, or use 127.0.0.1"
+            "{addr} is not a loopback address: other machines could call your tools. Add --allow-remote, with --token-env VAR or a client each in [serve.clients], to serve it with bearer tokens, or use 127.0.0.1"
+        );
+    }
+    if args.allow_remote && token.is_none() && clients.is_empty() {
+        bail!(
+            "--allow-remote needs bearer tokens: --token-env VAR, or a client each in [serve.clients] (docs/mcp.md)"
         );
     }
     let host = Arc::new(env.host()?);
@@ -51,7 +76,6 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
         Some(addr) => format!("serve --http {addr}"),
         None => "serve --stdio".to_owned(),
     };
-    let serve = &env.config.user.serve;
     let state_key = match &serve.state_key_env {
         Some(var) => Some(
             std::env::var(var)
@@ -109,6 +133,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
                         listener,
                         HttpOptions {
                             token,
+                            clients,
                             allowed_origins: args.allowed_origins,
                             allowed_hosts,
                             limits: bosun_mcp::http::Limits::default(),

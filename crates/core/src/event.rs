@@ -445,6 +445,24 @@ pub enum Event {
         /// Its level now.
         to: Classification,
     },
+    /// Something the session holds was not sent to a model whose level is below it: a tool's
+    /// result (withheld from the model; the session did not rise), a model request (the run
+    /// ended), a subagent's task or findings, or a conversation to compact.
+    #[serde(rename = "model.withheld")]
+    ModelWithheld {
+        /// Call id of the result or of the subagent's call, when a call was withheld.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The `[models.<name>]` entry that was not sent it.
+        model: String,
+        /// What was withheld: `result`, `request`, `subagent task`, `subagent findings` or
+        /// `compaction`.
+        what: String,
+        /// The level of what was withheld.
+        level: Classification,
+        /// The most the model may be sent.
+        allowed: Classification,
+    },
     /// A result brought untrusted input into the session (the network, an MCP server not marked
     /// trusted, a file labelled untrusted): from now on what acts in the world needs a person.
     #[serde(rename = "integrity.untrusted")]
@@ -552,6 +570,7 @@ impl Event {
             Self::ToolStarted { .. } => "tool.started",
             Self::ToolCompleted { .. } => "tool.completed",
             Self::TaintRaised { .. } => "taint.raised",
+            Self::ModelWithheld { .. } => "model.withheld",
             Self::UntrustedInput { .. } => "integrity.untrusted",
             Self::HookApplied { .. } => "hook.applied",
             Self::PluginHookRan { .. } => "hook.ran",

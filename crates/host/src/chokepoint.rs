@@ -216,6 +216,24 @@ impl Chokepoint {
         {
             return Err((error, Some(explanation)));
         }
+        // A person who let the call bring more to the session's model than it may be sent
+        // lets the model be sent that much from now on in this session.
+        let model_asked = explanation.checks.iter().any(|c| {
+            c.source
+                .as_deref()
+                .is_some_and(|s| s.starts_with("[models."))
+        });
+        if model_asked && let Some(model) = session.model() {
+            let lifted = self
+                .flow
+                .model_write_down(Some(self.workspace.root()), &capabilities, &model)
+                .into_iter()
+                .map(|(_, level)| level)
+                .max();
+            if let Some(level) = lifted {
+                session.allow_model(level);
+            }
+        }
         // The one capability granter: the tool gets exactly what was just judged.
         ctx.granted = capabilities;
         if cancel.is_cancelled() {
@@ -268,7 +286,9 @@ impl Chokepoint {
         let effect = self.post_hooks(call, &mut output.value, trace);
         // 8. Raise the session's taint to the result's level; mark the session when the
         //    result is untrusted input.
-        let read_untrusted = self.raise_taint(
+        //    A result above what the session's model may be sent is withheld from it, and the
+        //    session does not rise.
+        let read_untrusted = match self.raise_taint(
             call,
             tool.as_ref(),
             &ctx,
@@ -276,7 +296,10 @@ impl Chokepoint {
             &effect,
             session,
             trace,
-        );
+        ) {
+            Ok(read_untrusted) => read_untrusted,
+            Err(withheld) => return Err((withheld, Some(explanation))),
+        };
         self.mark_untrusted(
             call,
             tool.as_ref(),
@@ -368,6 +391,16 @@ impl Chokepoint {
         };
         for check in self.flow.judge(&reach, session) {
             crate::flow::tighten(&mut explanation, check);
+        }
+        // The model the result goes to is a sink too: a path the call names to read whose
+        // label is above it.
+        if let Some(model) = session.model() {
+            for (check, _) in
+                self.flow
+                    .model_write_down(Some(self.workspace.root()), capabilities, &model)
+            {
+                crate::flow::tighten(&mut explanation, check);
+            }
         }
         trace.record_call(CallEvent::Decided {
             call_id: &call.id,

@@ -138,6 +138,25 @@ pub struct ServeConfig {
     /// `lb.example.com` or `127.0.0.1:8080`.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// `[serve.clients.NAME]`: the clients `bosun serve --http` serves, each with its own
+    /// token and its own share of what the server holds (docs/mcp.md).
+    #[serde(default)]
+    pub clients: std::collections::BTreeMap<String, ServeClient>,
+}
+
+/// `[serve.clients.NAME]`: one client of `bosun serve --http`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeClient {
+    /// The SHA-256 of its bearer token, in hex (`printf %s "$TOKEN" | sha256sum`): the token
+    /// itself is written nowhere Bosun reads.
+    pub token_sha256: String,
+    /// Connections it may hold open at once (default: an even share of the server's 512).
+    #[serde(default)]
+    pub connections: Option<usize>,
+    /// Sessions it may hold open at once (default: an even share of the server's 256).
+    #[serde(default)]
+    pub sessions: Option<usize>,
 }
 
 /// The user's configuration file.
@@ -229,6 +248,13 @@ pub struct ProjectConfig {
     /// where it goes.
     #[serde(default)]
     telemetry: Option<toml::Value>,
+    /// Read only to be refused with the fix: a project may never choose a model, where it is
+    /// or what it may be sent (`[models.<name>] classification`).
+    #[serde(default)]
+    models: Option<toml::Value>,
+    /// See `models`.
+    #[serde(default)]
+    default_model: Option<toml::Value>,
 }
 
 /// One file as read: its path and text (kept to turn spans into line numbers).
@@ -406,6 +432,16 @@ impl LoadedConfig {
                         .to_owned(),
                 });
             }
+            for (name, client) in &user.serve.clients {
+                let digest = &client.token_sha256;
+                if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: format!("serve.clients.{name}.token_sha256"),
+                        message: "give the SHA-256 of the client's token as 64 hex digits: `printf %s \"$TOKEN\" | sha256sum`, the token made with `openssl rand -hex 32`".to_owned(),
+                    });
+                }
+            }
             if user.serve.idempotency_dir.is_some() && user.serve.state_key_env.is_none() {
                 return Err(ConfigError::Invalid {
                     path: file.path.clone(),
@@ -536,6 +572,17 @@ impl LoadedConfig {
                         key: "telemetry".to_owned(),
                         message: "a project cannot turn telemetry on or choose where it goes: \
                                   remove [telemetry] here, and set it in your own config \
+                                  ($BOSUN_HOME/config.toml)"
+                            .to_owned(),
+                    });
+                }
+                if project.models.is_some() || project.default_model.is_some() {
+                    return Err(ConfigError::Invalid {
+                        path: file.path.clone(),
+                        key: "models".to_owned(),
+                        message: "a project cannot choose models, where they are or what they may \
+                                  be sent (a model's classification): remove [models] and \
+                                  default_model here, and set them in your own config \
                                   ($BOSUN_HOME/config.toml)"
                             .to_owned(),
                     });

@@ -679,6 +679,7 @@ mod tests {
             max_output_tokens: None,
             read_timeout_secs: None,
             images: None,
+            classification: None,
         };
         edit.add_model("ollama", &entry, true).unwrap();
         assert!(edit.trust_workspace(Path::new("/work/p")).unwrap());

@@ -28,7 +28,7 @@ use bosun_core::{
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
-use crate::session::Session;
+use crate::session::{ModelSink, Session};
 
 /// `[classification]`.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -629,6 +629,40 @@ impl Flow {
             }
         }
         checks
+    }
+
+    /// Write-down to the session's model: each path the call names to read whose label —
+    /// known before it runs — is above what `model` may be sent. Its result would go to the
+    /// model, so the call asks like any sink below the data (or is denied with
+    /// `write_down = "deny"`). Returns each check with the level it reads.
+    pub fn model_write_down(
+        &self,
+        root: Option<&Path>,
+        capabilities: &[CapabilityRequest],
+        model: &ModelSink,
+    ) -> Vec<(MatchedRule, Classification)> {
+        capabilities
+            .iter()
+            .filter(|r| r.capability == Capability::FsRead)
+            .filter_map(|request| {
+                let level = self
+                    .read_levels(root, std::slice::from_ref(request), &[])
+                    .level?;
+                (level > model.allowed).then(|| {
+                    let rule = MatchedRule {
+                        subject: subject_of(request),
+                        layer: Layer::Flow,
+                        rule: format!(
+                            "write-down: this reads {level} data, and its result goes to the model {}, which may be sent {} at most",
+                            model.name, model.allowed
+                        ),
+                        source: Some(format!("[models.{}] classification", model.name)),
+                        decision: self.write_down,
+                    };
+                    (rule, level)
+                })
+            })
+            .collect()
     }
 
     /// What a finished call brought into the session: the level of the data it read (the

@@ -95,6 +95,7 @@ pub fn entry(
         max_output_tokens: None,
         read_timeout_secs: None,
         images: None,
+        classification: None,
     }
 }
 

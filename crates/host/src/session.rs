@@ -46,6 +46,19 @@ pub struct Session {
     /// The `bin/` folders of Claude Code plugins a person granted: on `run_command`'s PATH
     /// (before the rest) and readable in its sandbox, nothing else of the plugin.
     plugin_bin: Mutex<Arc<[std::path::PathBuf]>>,
+    /// The model the session's conversation is sent to, a sink with a level: what a call
+    /// brings above it is withheld from the model.
+    model: Mutex<Option<ModelSink>>,
+}
+
+/// The model a session's conversation is sent to ([`Session::set_model`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSink {
+    /// Its `[models.<name>]` entry.
+    pub name: String,
+    /// The most sensitive data it may be sent: its level, or more where a person let a call
+    /// bring more to it in this session.
+    pub allowed: Classification,
 }
 
 /// The longest text kept of what the person asked or the model last said, in characters.
@@ -268,6 +281,44 @@ impl Session {
     pub fn with_promises<R>(&self, f: impl FnOnce(&[Promise]) -> R) -> R {
         let promises = self.promises.read().unwrap_or_else(|e| e.into_inner());
         f(&promises)
+    }
+
+    /// The model this session's conversation goes to, which may be sent `level` at most: the
+    /// chokepoint withholds from it a result above that and asks before a call reads more. The
+    /// same model again keeps what a person allowed it in this session; another starts at its
+    /// own level.
+    pub fn set_model(&self, name: &str, level: Classification) {
+        let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+        let allowed = match &*model {
+            Some(sink) if sink.name == name => sink.allowed.max(level),
+            _ => level,
+        };
+        *model = Some(ModelSink {
+            name: name.to_owned(),
+            allowed,
+        });
+    }
+
+    /// The model this session's conversation goes to, if a model reads it (none for a call
+    /// from the CLI or an MCP client).
+    pub fn model(&self) -> Option<ModelSink> {
+        self.model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A person let a call bring `level` data to the session's model: it may be sent that much
+    /// from now on in this session.
+    pub fn allow_model(&self, level: Classification) {
+        if let Some(sink) = self
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            sink.allowed = sink.allowed.max(level);
+        }
     }
 
     /// Starts a child's session from this one: the same promises, taint and integrity mark,

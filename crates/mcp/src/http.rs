@@ -1,16 +1,20 @@
 //! `bosun serve --http`: Streamable HTTP on one address, `/mcp`.
 //!
 //! Loopback by default. The guard in front of the SDK's service:
-//! - a non-loopback address is only served with a bearer token (the caller refuses to start
-//!   without one), and every request must carry `Authorization: Bearer <token>` (the scheme in
-//!   any case; digests compared in constant time, so timing says nothing of the token or its
-//!   length);
-//! - `Host` must name the listening address (or `localhost` on loopback) and a browser's
-//!   `Origin`, when sent, must be a loopback origin or one the user allowed: a web page cannot
-//!   reach the server through DNS rebinding;
-//! - what one client can hold is bounded ([`Limits`]): open connections (one past the bound is
+//! - a non-loopback address is only served with bearer tokens (the caller refuses to start
+//!   without one): one token, or named [`Client`]s each with its own. Every request must carry
+//!   `Authorization: Bearer <token>` of one of them (the scheme in any case; digests compared
+//!   in constant time, so timing says nothing of a token or its length), or is answered 401
+//!   and its connection closed;
+//! - `Host` must name the listening address (or `localhost` on loopback), and a request
+//!   carrying an `Origin` (a web page's) is refused unless the operator allowed that origin:
+//!   no page — not even one of another local web server — reaches the server, through DNS
+//!   rebinding or otherwise, and no preflight is ever answered with CORS headers;
+//! - what the server holds is bounded ([`Limits`]): open connections (one past the bound is
 //!   answered 503 and closed at once), the time to send a request's headers and then its body
-//!   (slowloris), the body's size, and open sessions;
+//!   (slowloris), the body's size, and open sessions (a handshake past the bound is answered
+//!   503 with `Retry-After`); each named client holds at most its share of the connections,
+//!   sessions and `subscriptions/listen` streams, so no client can take them all;
 //! - a session (revisions before 2026-07-28) has a 256-bit random id and belongs to the caller
 //!   that opened it: a request naming another caller's session is answered as for an unknown
 //!   one (404), so its id neither resumes its stream (`Last-Event-ID`) nor ends it.
@@ -22,6 +26,7 @@
 //! `Host`. Sessions of the older revisions live in one instance's memory and need sticky
 //! routing (docs/mcp.md).
 
+mod clients;
 mod sessions;
 
 use std::convert::Infallible;
@@ -35,12 +40,13 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::Digest;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{ServeError, Served, ToolServer, http_caller};
-use sessions::Sessions;
+use crate::server::{ServeError, Served, ToolServer};
+pub use clients::{Client, token_digest};
+use clients::{Clients, Identified};
+use sessions::{ADMISSION, Admission, Sessions};
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
@@ -83,9 +89,14 @@ impl Default for Limits {
 /// How `bosun serve --http` listens.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
-    /// The bearer token every request must carry; required for a non-loopback address.
+    /// The one bearer token every request must carry: one client, named `token`, whoever
+    /// holds it. Either this or `clients` is required for a non-loopback address.
     pub token: Option<String>,
-    /// Browser origins allowed besides loopback ones, e.g. `https://app.example.com:443`.
+    /// The clients the server serves, each known by its own token and holding its own share.
+    pub clients: Vec<Client>,
+    /// Browser origins allowed, e.g. `https://app.example.com:443`; a request from any other
+    /// (a web page's, loopback ones included) is refused. Clients that are not browsers send
+    /// no `Origin`.
     pub allowed_origins: Vec<String>,
     /// `Host` values served besides the listening address (a load balancer's name).
     pub allowed_hosts: Vec<String>,
@@ -116,33 +127,6 @@ fn closing(mut response: Response<Body>) -> Response<Body> {
     response
 }
 
-/// Compares without stopping at the first difference, so timing says nothing about the token.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The digest a bearer token is compared by: of one length whatever the token's.
-fn token_digest(token: &str) -> [u8; 32] {
-    sha2::Sha256::digest(token.trim().as_bytes()).into()
-}
-
-/// Whether `headers` carry the token whose digest is `expected` (RFC 6750: `Bearer`, in any
-/// case, then the token).
-fn authorized(headers: &hyper::HeaderMap, expected: Option<&[u8; 32]>) -> bool {
-    let Some(expected) = expected else {
-        return true;
-    };
-    headers
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim_start().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .is_some_and(|(_, given)| same_secret(&token_digest(given), expected))
-}
-
 /// The request's body, read whole within `limits`, or the answer refusing it.
 async fn read_body(body: hyper::body::Incoming, limits: &Limits) -> Result<Bytes, Response<Body>> {
     let reading = Limited::new(body, limits.body_bytes).collect();
@@ -169,61 +153,130 @@ async fn read_body(body: hyper::body::Incoming, limits: &Limits) -> Result<Bytes
     }
 }
 
+/// `response`, saying when to try again.
+fn retry_after(mut response: Response<Body>, seconds: u32) -> Response<Body> {
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from(seconds),
+    );
+    response
+}
+
+/// How long a client refused a session is told to wait: idle sessions expire after five
+/// minutes, ended ones free their place at once.
+const SESSION_RETRY_SECS: u32 = 30;
+
+/// What one connection holds: the connection share of the named client whose request it
+/// carried last. A connection a proxy shares between clients moves from one share to the next.
+#[derive(Default)]
+struct Connection {
+    owner: std::sync::Mutex<Option<(Arc<str>, tokio::sync::OwnedSemaphorePermit)>>,
+}
+
+impl Connection {
+    /// Counts this connection in `known`'s share, unless it already is; the refusal (`503`,
+    /// the connection closed) when the share is full.
+    fn hold(&self, known: &clients::Known) -> Option<Response<Body>> {
+        let mut owner = self
+            .owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if owner.as_ref().is_some_and(|(id, _)| *id == known.id) {
+            return None;
+        }
+        *owner = None;
+        match known.connections.clone().try_acquire_owned() {
+            Ok(permit) => {
+                *owner = Some((known.id.clone(), permit));
+                None
+            }
+            Err(_) => Some(retry_after(
+                closing(plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "client `{}` already has its most connections open on this Bosun server ({}): reuse one (keep-alive), or retry when one closes",
+                        known.name, known.most_connections
+                    ),
+                )),
+                1,
+            )),
+        }
+    }
+}
+
 /// What every connection's requests go through before the SDK's service.
 struct Guard {
     service: StreamableHttpService<ToolServer, Sessions>,
     sessions: Arc<Sessions>,
-    /// The digest of the bearer token, when there is one.
-    token: Option<[u8; 32]>,
+    clients: Clients,
     limits: Limits,
 }
 
 impl Guard {
-    async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
-        if !authorized(request.headers(), self.token.as_ref()) {
-            let mut response = plain(
+    async fn handle(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        connection: &Connection,
+    ) -> Response<Body> {
+        let Some(identified) = self.clients.identify(request.headers()) else {
+            let mut response = closing(plain(
                 StatusCode::UNAUTHORIZED,
-                "this Bosun server needs `Authorization: Bearer <token>`",
-            );
+                "this Bosun server needs `Authorization: Bearer <token>` with a token it was given",
+            ));
             response.headers_mut().insert(
                 hyper::header::WWW_AUTHENTICATE,
                 hyper::header::HeaderValue::from_static("Bearer"),
             );
             return response;
+        };
+        if let Identified::Known(known) = &identified
+            && let Some(refused) = connection.hold(known)
+        {
+            return refused;
         }
         if request.uri().path() != PATH {
             return plain(StatusCode::NOT_FOUND, "Bosun serves MCP at /mcp");
         }
-        let caller = http_caller(request.headers());
-        let session = request
+        let caller = identified.caller();
+        if let Some(id) = request
             .headers()
             .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if let Some(id) = &session
-            && !self.sessions.may_use(id, &caller)
+            && !self.sessions.may_use(id, &caller.id)
         {
             // The very answer rmcp gives for an unknown session: nothing says it exists.
             return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
         }
-        let (parts, body) = request.into_parts();
+        let (share, named) = self.clients.session_share(&identified);
+        let admission = Admission {
+            caller: Arc::from(caller.id.as_str()),
+            named,
+            share,
+            refused: Arc::default(),
+        };
+        let (mut parts, body) = request.into_parts();
         let body = match read_body(body, &self.limits).await {
             Ok(body) => body,
             Err(refused) => return refused,
         };
-        let response = self
-            .service
-            .handle(Request::from_parts(parts, Full::new(body)))
+        parts.extensions.insert(caller);
+        let refused = admission.refused.clone();
+        let response = ADMISSION
+            .scope(
+                admission,
+                self.service
+                    .handle(Request::from_parts(parts, Full::new(body))),
+            )
             .await;
-        if session.is_none()
-            && let Some(id) = response
-                .headers()
-                .get(HEADER_SESSION_ID)
-                .and_then(|v| v.to_str().ok())
-        {
-            self.sessions.bind(id, caller);
+        match refused.get() {
+            // The SDK answers a session it could not open `500`; this is no fault of the
+            // server's but a bound, which the client may wait out.
+            Some(why) => retry_after(
+                plain(StatusCode::SERVICE_UNAVAILABLE, why),
+                SESSION_RETRY_SECS,
+            ),
+            None => response,
         }
-        response
     }
 }
 
@@ -246,6 +299,32 @@ fn refuse_connection(stream: TcpStream, most: usize) {
     }
 }
 
+/// Refuses an `--allow-origin` entry that would match nothing (the SDK skips those silently)
+/// or every port of a host without saying so.
+fn check_origin(origin: &str) -> Result<(), ServeError> {
+    let refuse = |why: &str| {
+        Err(ServeError::Http(format!(
+            "--allow-origin {}: {why}; write it as a browser sends it, scheme, host and port, e.g. https://app.example.com:443",
+            bosun_core::escape_hidden(origin)
+        )))
+    };
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return refuse("it has no scheme");
+    };
+    if !["http", "https"].contains(&scheme) {
+        return refuse("only http and https pages send requests");
+    }
+    let port = authority
+        .rsplit_once(':')
+        .map(|(_, port)| port)
+        .filter(|port| !port.contains(']'));
+    match port {
+        Some(port) if port == "*" || port.parse::<u16>().is_ok() => Ok(()),
+        Some(_) => refuse("its port is not a number"),
+        None => refuse("it names no port"),
+    }
+}
+
 /// Serves `served` on `listener` until `options.cancel` fires.
 ///
 /// # Errors
@@ -260,9 +339,19 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| ServeError::Http(format!("reading the listening address: {e}")))?;
     let loopback = local.ip().is_loopback();
-    if !loopback && options.token.is_none() {
+    let clients = match (&options.token, options.clients.as_slice()) {
+        (Some(_), [_, ..]) => {
+            return Err(ServeError::Http(
+                "serve either one token or named clients, not both: give the token's holder a client of its own".to_owned(),
+            ));
+        }
+        (Some(token), []) => vec![Client::with_token("token", token)],
+        (None, clients) => clients.to_vec(),
+    };
+    let clients = Clients::new(&clients, &options.limits)?;
+    if !loopback && !clients.named() {
         return Err(ServeError::Http(format!(
-            "{local} is reachable from other machines: serve it only with a bearer token (set one with --token-env VAR), or listen on 127.0.0.1"
+            "{local} is reachable from other machines: serve it only with bearer tokens (one with --token-env VAR, or a client each in [serve.clients]), or listen on 127.0.0.1"
         )));
     }
     let mut allowed_hosts = vec![local.ip().to_string(), local.to_string()];
@@ -274,15 +363,17 @@ pub async fn serve_http(
         );
     }
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
-    let mut allowed_origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
-        .iter()
-        .flat_map(|h| [format!("http://{h}:*"), format!("https://{h}:*")])
-        .collect();
-    allowed_origins.extend(options.allowed_origins.iter().cloned());
+    for origin in &options.allowed_origins {
+        check_origin(origin)?;
+    }
     let limits = options.limits.clone();
+    // Enforced even when the list is empty: then every request carrying an `Origin` is
+    // refused. A loopback origin is no proof of the person's intent — any local web server's
+    // page has one.
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(allowed_origins)
+        .with_allowed_origins(options.allowed_origins.iter().cloned())
+        .enforce_origin_validation()
         .with_max_request_body_bytes(limits.body_bytes);
     config.cancellation_token = options.cancel.child_token();
     let factory = {
@@ -293,7 +384,7 @@ pub async fn serve_http(
     let guard = Arc::new(Guard {
         service: StreamableHttpService::new(factory, sessions.clone(), config),
         sessions,
-        token: options.token.as_deref().map(token_digest),
+        clients,
         limits: limits.clone(),
     });
     let open = Arc::new(tokio::sync::Semaphore::new(limits.connections));
@@ -322,10 +413,12 @@ pub async fn serve_http(
         let cancel = options.cancel.clone();
         let header_timeout = limits.header_timeout;
         tokio::spawn(async move {
+            let connection = Arc::new(Connection::default());
             let handler =
                 hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let guard = guard.clone();
-                    async move { Ok::<_, Infallible>(guard.handle(request).await) }
+                    let connection = connection.clone();
+                    async move { Ok::<_, Infallible>(guard.handle(request, &connection).await) }
                 });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())

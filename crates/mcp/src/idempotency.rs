@@ -3,7 +3,8 @@
 //! running the call — a command, a write — a second time.
 //!
 //! The key comes from the `Idempotency-Key` HTTP header or `_meta` `io.bosun/idempotencyKey`,
-//! and is the caller's: the same key from another caller is another entry. A key reused for a
+//! and is its scope's — the server names a session, or a caller where there are no sessions:
+//! the same key in another scope is another entry. A key reused for a
 //! different call (another tool or other arguments) is refused. While the first attempt runs,
 //! a retry waits for it. Only finished calls are kept — one that ended asking for input, or was
 //! cancelled, is not, so its retry runs. Results are kept for [`DEFAULT_KEY_TTL`].

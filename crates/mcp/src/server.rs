@@ -23,8 +23,9 @@
 //!   and the call ([`crate::state`]), so its retry may reach any instance holding the key
 //!   (`[serve] state_key_env`); a forged, expired or replayed state is refused with an
 //!   invalid-params error. A call with an idempotency key (`Idempotency-Key` header or `_meta`
-//!   `io.bosun/idempotencyKey`) runs once per key: on an instance, or across every instance
-//!   sharing `[serve] idempotency_dir` ([`crate::idempotency`]).
+//!   `io.bosun/idempotencyKey`) runs once per key in its session (under 2026-07-28, which has
+//!   none, per caller): on an instance, or across every instance sharing `[serve]
+//!   idempotency_dir` ([`crate::idempotency`]).
 //! - A connection's revision is the connection's, never a request's claim: every request of a
 //!   session opened with `initialize` runs in that session (its labels, its approvals, its
 //!   trace), whatever revision its `_meta` names.
@@ -116,13 +117,13 @@ pub struct Served {
     redactor: Arc<Redactor>,
     /// What `run.started` says started each session, e.g. `serve --stdio`.
     command: String,
-    /// The one session of every 2026-07-28 request (that revision has none of its own).
-    stateless: Slot,
-    stateless_run_id: String,
+    /// The one session of every 2026-07-28 request (that revision has none of its own) of
+    /// each client the server knows by name ([`Caller::client`]), and of all the others (`None`).
+    stateless: Mutex<HashMap<Option<String>, Arc<Stateless>>>,
     /// The open `subscriptions/listen` streams (2026-07-28 clients), each woken when tools
     /// change, by a number of the server's own (a request id is the client's, and two clients
     /// may both use `1`).
-    listeners: Mutex<HashMap<u64, Arc<tokio::sync::Notify>>>,
+    listeners: Mutex<HashMap<u64, Listener>>,
     /// Numbers the listeners.
     listened: AtomicU64,
     /// Seals the request state of 2026-07-28 calls that ask.
@@ -198,8 +199,7 @@ impl Served {
             runs_dir,
             redactor,
             command: command.into(),
-            stateless: Mutex::new(None),
-            stateless_run_id: trace::new_run_id(),
+            stateless: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
             listened: AtomicU64::new(0),
             seal: Arc::new(seal),
@@ -277,9 +277,9 @@ fn slot_or_make(
     made
 }
 
-fn finish(slot: &mut Slot) {
-    let state = slot
-        .get_mut()
+fn finish(slot: &Slot) {
+    let mut state = slot
+        .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(Ok(live)) = state.take() {
         live.trace.record(Event::RunFinished {
@@ -292,16 +292,21 @@ fn finish(slot: &mut Slot) {
 
 impl Served {
     /// A chokepoint asking `broker`, a session and a trace `run_id` that has recorded
-    /// `run.started`.
+    /// `run.started`, naming `client` when the server knows it by name.
     fn make_live(
         &self,
         run_id: &str,
         broker: Arc<dyn ApprovalBroker>,
+        client: Option<&str>,
     ) -> Result<Arc<Live>, String> {
         let chokepoint = self
             .host
             .chokepoint(broker)
             .map_err(|e| format!("bosun cannot serve this call: {e}"))?;
+        let command = match client {
+            Some(name) => format!("{} (client {name})", self.command),
+            None => self.command.clone(),
+        };
         let mut trace = TraceBuilder::new(run_id, self.redactor.clone())
             .runs_dir(self.runs_dir.clone())
             .telemetry(self.host.config(), None);
@@ -310,7 +315,7 @@ impl Served {
             trace = trace.observe(observer);
         }
         let trace = trace
-            .start(&chokepoint, &self.command, session.taint())
+            .start(&chokepoint, &command, session.taint())
             .map_err(|e| e.to_string())?;
         Ok(Arc::new(Live {
             chokepoint: Arc::new(chokepoint),
@@ -321,9 +326,40 @@ impl Served {
     }
 }
 
+/// The stateless session of one client: a trace of its own, made at its first call.
+struct Stateless {
+    run_id: String,
+    slot: Slot,
+}
+
+impl Served {
+    /// The stateless session of `client` (every unnamed caller shares `None`'s). Named clients
+    /// are the operator's few, so the table stays as small as its list.
+    fn stateless_of(&self, client: Option<String>) -> Arc<Stateless> {
+        self.stateless
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(client)
+            .or_insert_with(|| {
+                Arc::new(Stateless {
+                    run_id: trace::new_run_id(),
+                    slot: Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
-        finish(&mut self.stateless);
+        let stateless = std::mem::take(
+            self.stateless
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for one in stateless.values() {
+            finish(&one.slot);
+        }
     }
 }
 
@@ -339,16 +375,19 @@ impl ToolServer {
         modern: bool,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<Live>, String> {
+        let client = caller(context).client;
         if modern {
-            let served = &self.served;
-            return slot_or_make(&served.stateless, || {
-                served.make_live(&served.stateless_run_id, Arc::new(RoundTrip))
+            let stateless = self.served.stateless_of(client.clone());
+            return slot_or_make(&stateless.slot, || {
+                self.served
+                    .make_live(&stateless.run_id, Arc::new(RoundTrip), client.as_deref())
             });
         }
         slot_or_make(&self.state, || {
             self.served.make_live(
                 &self.run_id,
                 Arc::new(ElicitingBroker::new(context.peer.clone())),
+                client.as_deref(),
             )
         })
     }
@@ -380,12 +419,12 @@ impl ToolServer {
 
 impl Drop for ToolServer {
     fn drop(&mut self) {
-        finish(&mut self.state);
+        finish(&self.state);
     }
 }
 
 impl Served {
-    fn listeners(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<tokio::sync::Notify>>> {
+    fn listeners(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Listener>> {
         self.listeners
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -395,14 +434,20 @@ impl Served {
     /// waits: a stream whose client does not read holds one pending wake-up, however many
     /// changes come, and delays no one else's call.
     fn tools_changed(&self) {
-        for wake in self.listeners().values() {
-            wake.notify_one();
+        for listener in self.listeners().values() {
+            listener.wake.notify_one();
         }
     }
 }
 
 /// Most `subscriptions/listen` streams open at once; each holds a connection.
 pub const MAX_LISTENERS: usize = 256;
+
+/// An open `subscriptions/listen` stream: whose it is, and what wakes it.
+struct Listener {
+    caller: String,
+    wake: Arc<tokio::sync::Notify>,
+}
 
 /// A listener's place in [`Served::listeners`], given up when its stream ends however it ends.
 struct Listening<'a> {
@@ -429,7 +474,10 @@ impl ServerHandler for ToolServer {
         let served = &self.served;
         let wake = Arc::new(tokio::sync::Notify::new());
         let number = served.listened.fetch_add(1, Ordering::Relaxed);
+        let caller = caller(context.request_context());
         {
+            // Counted and inserted under one lock; each caller within its share, so one
+            // client's streams leave the others theirs.
             let mut listeners = served.listeners();
             if listeners.len() >= MAX_LISTENERS {
                 return Err(McpError::internal_error(
@@ -439,7 +487,26 @@ impl ServerHandler for ToolServer {
                     None,
                 ));
             }
-            listeners.insert(number, wake.clone());
+            let own = listeners
+                .values()
+                .filter(|listener| listener.caller == caller.id)
+                .count();
+            if own >= caller.listeners {
+                return Err(McpError::internal_error(
+                    format!(
+                        "this client already has its most subscriptions/listen streams open ({}): close one, or list the tools again instead",
+                        caller.listeners
+                    ),
+                    None,
+                ));
+            }
+            listeners.insert(
+                number,
+                Listener {
+                    caller: caller.id,
+                    wake: wake.clone(),
+                },
+            );
         }
         let _listening = Listening { served, number };
         let sink = context.sink().clone();
@@ -569,12 +636,21 @@ impl ServerHandler for ToolServer {
         let Some(key) = idempotency_key(&request, &context) else {
             return self.call_once(request, arguments, &context).await;
         };
-        let caller = caller(&context);
+        // A session's keys are its own: another session of the same caller — with its own
+        // approvals and labels — runs its own call rather than being handed this one's result.
+        // Under 2026-07-28 there are no sessions, and a retry after a reconnect must find the
+        // first attempt's result: the caller is the scope.
+        let caller = caller(&context).id;
+        let scope = if self.is_modern(&context) {
+            caller
+        } else {
+            format!("{caller} session:{}", self.run_id)
+        };
         let call = call_digest(&request.name, &arguments);
         let outcome = self
             .served
             .keyed
-            .run(&caller, &key, &call, || async {
+            .run(&scope, &key, &call, || async {
                 match self.call_once(request, arguments, &context).await {
                     // A finished call answers retries; a question, a cancelled call or a
                     // refused request does not, so a retry runs.
@@ -635,18 +711,42 @@ fn idempotency_key(
     })
 }
 
-/// Who is calling, as far as this server can tell: the bearer token presented (a digest of
-/// it), so request states and idempotency keys are one caller's. Over HTTP without a token
-/// (loopback only) every client is the same caller; over stdio the one client is.
-fn caller(context: &RequestContext<RoleServer>) -> String {
+/// Who sent a request, as the HTTP guard ([`crate::http`]) established it and put in the
+/// request's extensions: what sessions, request states, idempotency keys and
+/// `subscriptions/listen` streams are scoped and counted by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// `client:NAME` for a client the server knows by its token; otherwise the digest of the
+    /// `Authorization` sent (`bearer:…`), or `http:anonymous`, or `stdio`.
+    pub(crate) id: String,
+    /// The name of a client the server knows by its token: traces name it.
+    pub(crate) client: Option<String>,
+    /// Most `subscriptions/listen` streams this caller may hold open at once.
+    pub(crate) listeners: usize,
+}
+
+/// Who is calling: the caller the HTTP guard named, or the one stdio client.
+fn caller(context: &RequestContext<RoleServer>) -> Caller {
     match context.extensions.get::<http::request::Parts>() {
-        Some(parts) => http_caller(&parts.headers),
-        None => "stdio".to_owned(),
+        Some(parts) => parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_else(|| Caller {
+                id: http_caller(&parts.headers),
+                client: None,
+                listeners: MAX_LISTENERS,
+            }),
+        None => Caller {
+            id: "stdio".to_owned(),
+            client: None,
+            listeners: MAX_LISTENERS,
+        },
     }
 }
 
-/// The caller of an HTTP request, as [`caller`] names it: the one definition the HTTP guard
-/// also binds sessions with ([`crate::http`]). A digest, so the token is never kept or shown.
+/// The caller of an HTTP request of a server that knows no clients by name: the digest of its
+/// `Authorization`, so the token is never kept or shown.
 pub(crate) fn http_caller(headers: &http::HeaderMap) -> String {
     match headers.get(http::header::AUTHORIZATION) {
         Some(value) => {
@@ -684,7 +784,7 @@ impl ToolServer {
             let round = Round::new(
                     can_elicit,
                     &self.served.seal,
-                    &caller(context),
+                    &caller(context).id,
                     &call.name,
                     &call.input,
                     request.request_state.as_deref(),

@@ -22,7 +22,17 @@
 //! base_url = "http://127.0.0.1:11434/v1"
 //! model = "qwen2.5vl:7b"
 //! images = true                     # reads images; known for the official providers' models
+//!
+//! [models.cheap]
+//! provider = "openai-chat"
+//! base_url = "https://llm.example.com/v1"
+//! model = "small"
+//! classification = "INTERNAL"       # the most sensitive data this model may be sent
 //! ```
+//!
+//! A model is a sink with a level ([`ModelsConfig::level_of`]): a session holding data above it
+//! sends it nothing. Left out, `default_model` and every entry talking to its API root may be
+//! sent every level (the person chose that provider as the data's home), any other `PUBLIC`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -129,6 +139,11 @@ pub struct ModelConfig {
     /// entry that takes none is refused before it is sent, naming this key.
     #[serde(default)]
     pub images: Option<bool>,
+    /// The most sensitive data the model may be sent: a session holding more sends it no
+    /// request, no subagent's task and no conversation to compact. Absent: see
+    /// [`ModelsConfig::level_of`]. User config only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<bosun_core::Classification>,
 }
 
 impl ModelConfig {
@@ -264,6 +279,8 @@ pub struct ConfiguredModel {
     pub max_output_tokens: Option<u32>,
     /// Whether the model reads images ([`ModelConfig::takes_images`]).
     pub images: bool,
+    /// The most sensitive data it may be sent ([`ModelsConfig::level_of`]).
+    pub level: bosun_core::Classification,
 }
 
 impl ConfiguredModel {
@@ -393,7 +410,31 @@ impl ModelsConfig {
             context_window: entry.context_window,
             max_output_tokens: entry.max_output_tokens,
             images: entry.takes_images(),
+            level: self.level_of(name),
         })
+    }
+
+    /// The most sensitive data the entry `name` may be sent: its `classification`; else every
+    /// level when it talks to the API root of `default_model` (the provider the person chose as
+    /// the data's home, which is sent all a session holds already), else `PUBLIC`, like every
+    /// sink nobody labelled. An unknown name is `PUBLIC`.
+    pub fn level_of(&self, name: &str) -> bosun_core::Classification {
+        use bosun_core::Classification;
+        let Some(entry) = self.models.get(name) else {
+            return Classification::Public;
+        };
+        if let Some(level) = entry.classification {
+            return level;
+        }
+        let root = |entry: &ModelConfig| entry.base_url().trim_end_matches('/').to_owned();
+        match self
+            .default_model
+            .as_deref()
+            .and_then(|d| self.models.get(d))
+        {
+            Some(default) if root(default) == root(entry) => Classification::Restricted,
+            _ => Classification::Public,
+        }
     }
 
     /// Opens `default_model`.
@@ -512,6 +553,54 @@ api_key_env = "OPENAI_API_KEY"
 
     fn env(name: &str) -> Option<String> {
         (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-secret".to_owned())
+    }
+
+    /// A model is a sink: its `classification`, else every level on the default model's API
+    /// root (a trailing slash is the same root), else `PUBLIC`; a label is parsed strictly.
+    #[test]
+    fn a_models_level_is_its_label_else_every_level_on_the_default_root_else_public() {
+        use bosun_core::Classification;
+        let entry = |name: &str, url: &str, level: &str| {
+            format!(
+                "[models.{name}]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"{url}\"\n{level}"
+            )
+        };
+        let config = ModelsConfig::from_toml(&format!(
+            "default_model = \"main\"\n{}{}{}{}",
+            entry("main", "http://127.0.0.1:8000/v1", ""),
+            entry("same", "http://127.0.0.1:8000/v1/", ""),
+            entry("other", "http://127.0.0.1:9000/v1", ""),
+            entry(
+                "labelled",
+                "http://127.0.0.1:9000/v1",
+                "classification = \"INTERNAL\"\n"
+            ),
+        ))
+        .unwrap();
+        let levels: Vec<Classification> = ["main", "same", "other", "labelled", "unknown"]
+            .iter()
+            .map(|name| config.level_of(name))
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                Classification::Restricted,
+                Classification::Restricted,
+                Classification::Public,
+                Classification::Internal,
+                Classification::Public,
+            ]
+        );
+        assert_eq!(
+            config.open("labelled", |_| None).unwrap().level,
+            Classification::Internal
+        );
+        let strict = ModelsConfig::from_toml(&entry(
+            "x",
+            "http://127.0.0.1:9000/v1",
+            "classification = \"internal\"\n",
+        ));
+        assert!(matches!(strict, Err(ConfigError::Parse(_))), "{strict:?}");
     }
 
     #[test]
@@ -696,6 +785,7 @@ api_key_env = "OPENAI_API_KEY"
             max_output_tokens: None,
             read_timeout_secs: None,
             images: None,
+            classification: None,
         };
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" => Some("sk-ant-standard".to_owned()),

@@ -149,6 +149,20 @@ pub enum ModelError {
         /// The `[models.<name>]` entry.
         model: String,
     },
+    /// The session holds data above what the model entry may be sent; nothing was sent.
+    #[error(
+        "the session holds {held} data{from} and [models.{model}] may be sent {allowed} at most, so the request was not sent: set `classification = \"{held}\"` in [models.{model}] of your own config if this model may hold such data, or carry on in a new session"
+    )]
+    AboveLevel {
+        /// The `[models.<name>]` entry.
+        model: String,
+        /// The session's level.
+        held: bosun_core::Classification,
+        /// The entry's level.
+        allowed: bosun_core::Classification,
+        /// ` (from …)`: what raised the session, or empty.
+        from: String,
+    },
     /// The cancellation token fired.
     #[error("the model request was cancelled")]
     Cancelled,
@@ -186,6 +200,7 @@ impl ModelError {
             | Self::ToolArguments { .. }
             | Self::Request { .. }
             | Self::ImagesNotTaken { .. }
+            | Self::AboveLevel { .. }
             | Self::Cancelled => false,
         }
     }

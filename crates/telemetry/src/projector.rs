@@ -794,6 +794,19 @@ impl Projector {
                 call.open.set("bosun.taint", s(level));
                 Some(call.open.context())
             }
+            // Names and levels only: what was withheld is never part of the event.
+            Event::ModelWithheld {
+                call_id,
+                what,
+                level,
+                ..
+            } => {
+                let withheld = s(format!("{what}: {level}"));
+                run.root.set("bosun.model.withheld", withheld.clone());
+                let call = run.tools.get_mut(call_id.as_deref()?)?;
+                call.open.set("bosun.model.withheld", withheld);
+                Some(call.open.context())
+            }
             Event::UntrustedInput {
                 call_id, source, ..
             } => {

@@ -50,6 +50,7 @@ async fn cancelling_the_parent_stops_its_child() {
         provider: provider.clone(),
         model: "scripted".into(),
         context: Default::default(),
+        sink: None,
     };
     let (prompt, _) = system_prompt(&home, &ws, true, &[]);
     let warnings = attach(&host, &model, &prompt, &|_| {

@@ -816,6 +816,7 @@ mod js;
 mod managed_plugins;
 mod mcp_client;
 mod mcp_trust;
+mod model_levels;
 /// The OCI crate's real-registry helper, shared rather than copied.
 #[path = "../../../oci/tests/all/peers.rs"]
 #[allow(dead_code)]

@@ -528,25 +528,31 @@ fn http_refuses_other_origins_and_hosts_and_wants_its_token() {
     let token = "0123456789abcdef0123456789abcdef";
     let server = HttpServer::start(
         &env,
-        &["--token-env", "SERVE_TOKEN"],
+        &[
+            "--token-env",
+            "SERVE_TOKEN",
+            "--allow-origin",
+            "https://app.example.com:443",
+        ],
         &[("SERVE_TOKEN", token)],
     );
     let bearer = format!("Bearer {token}");
     assert_eq!(server.post(&[("Authorization", &bearer)]), 200);
     assert_eq!(server.post(&[]), 401);
     assert_eq!(server.post(&[("Authorization", "Bearer wrong")]), 401);
-    // A web page on another origin (DNS rebinding) is refused even with the token.
+    // A web page (DNS rebinding, or any local web server's) is refused even with the token,
+    // unless its origin was allowed.
+    for origin in ["https://evil.example", "http://localhost:3000"] {
+        assert_eq!(
+            server.post(&[("Authorization", &bearer), ("Origin", origin)]),
+            403,
+            "{origin}"
+        );
+    }
     assert_eq!(
         server.post(&[
             ("Authorization", &bearer),
-            ("Origin", "https://evil.example")
-        ]),
-        403
-    );
-    assert_eq!(
-        server.post(&[
-            ("Authorization", &bearer),
-            ("Origin", "http://localhost:3000")
+            ("Origin", "https://app.example.com")
         ]),
         200
     );

@@ -2,7 +2,7 @@
 //! result, and the session takes on what the result carries (its level, untrusted input, the
 //! label of the plugin instance it came from). The session's taint only ever rises here.
 
-use bosun_core::{Capability, Classification, Event, Risk};
+use bosun_core::{Capability, Classification, ErrorCode, Event, Risk, ToolError};
 use serde_json::Value;
 
 use super::{Chokepoint, ToolCall};
@@ -41,7 +41,9 @@ impl Chokepoint {
     /// inode with. It never falls. A program could read the whole workspace: what it returns
     /// carries the highest label of the workspace's labelled files.
     ///
-    /// Returns where the untrusted input the call read came from, if it read any.
+    /// Returns where the untrusted input the call read came from, if it read any; or, when the
+    /// result is above what the session's model may be sent, the error the model reads in its
+    /// place (the session does not rise, and `model.withheld` is recorded).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn raise_taint(
         &self,
@@ -52,7 +54,7 @@ impl Chokepoint {
         effect: &PostEffect,
         session: &Session,
         trace: &Trace,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, ToolError> {
         let root = self.workspace.root();
         let crate::flow::Read {
             level: read_level,
@@ -77,6 +79,31 @@ impl Chokepoint {
         {
             level = level.max(at);
             readable = Some(path);
+        }
+        if let Some(model) = session.model()
+            && level > model.allowed
+        {
+            trace.record(Event::ModelWithheld {
+                call_id: Some(call.id.clone()),
+                model: model.name.clone(),
+                what: "result".to_owned(),
+                level,
+                allowed: model.allowed,
+            });
+            let read = match (&readable, &read_file) {
+                (Some(path), _) => format!(" (a program that could read {path})"),
+                (None, Some(path)) => format!(" (it read {path})"),
+                (None, None) => String::new(),
+            };
+            return Err(ToolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "the result of {} was withheld: it holds {level} data{read} and the model {name} may be sent {} at most, so the session did not take it in; go on without it, or ask the person to set `classification = \"{level}\"` in [models.{name}] of their own config if this model may hold such data",
+                    call.name,
+                    model.allowed,
+                    name = model.name,
+                ),
+            ));
         }
         // A rise the call made while it ran has reached the session already (a subagent's
         // session absorbed by the call that started it, a plugin's escalation): it is this
@@ -109,7 +136,7 @@ impl Chokepoint {
                 to: after,
             });
         }
-        read_untrusted
+        Ok(read_untrusted)
     }
 
     /// Step 8b: marks the session when the result is untrusted input — anything from the

@@ -304,6 +304,20 @@ impl Timeline {
                 out,
                 "  [{at:>5} ms] {call_id} raised the session's taint {from} → {to}"
             ),
+            Event::ModelWithheld {
+                call_id,
+                model,
+                what,
+                level,
+                allowed,
+            } => writeln!(
+                out,
+                "  [{at:>5} ms] {}{what} withheld from the model {model}: it holds {level} data and [models.{model}] may be sent {allowed} at most",
+                call_id
+                    .as_deref()
+                    .map(|id| format!("{id} "))
+                    .unwrap_or_default()
+            ),
             Event::HookApplied {
                 call_id,
                 hooks,

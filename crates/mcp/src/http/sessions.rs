@@ -1,14 +1,16 @@
 //! The MCP sessions of `bosun serve --http` (revisions before 2026-07-28): rmcp's in-memory
 //! sessions, with ids of 256 bits from the kernel's CSPRNG, at most [`Limits::sessions`]
-//! open at once, and each bound to the caller that opened it.
+//! open at once, at most its share of them each caller's, and each bound to the caller that
+//! opened it.
 //!
-//! This module only keeps the table; the HTTP guard ([`super`]) refuses a request whose caller
-//! is not its session's owner. It never reads a request.
+//! This module only keeps the table; the HTTP guard ([`super`]) names the caller of a
+//! handshake ([`ADMISSION`]) and refuses a request whose caller is not its session's owner. It
+//! never reads a request.
 //!
 //! [`Limits::sessions`]: super::Limits::sessions
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -23,14 +25,42 @@ use rmcp::transport::streamable_http_server::session::{
 /// Random bytes in a session id: far past guessing, whatever the number of sessions.
 pub(super) const SESSION_ID_BYTES: usize = 32;
 
+tokio::task_local! {
+    /// Who is opening a session: set by the guard around the SDK's handling of one request,
+    /// read when the SDK asks for a session. A session asked for without one is refused.
+    pub(super) static ADMISSION: Admission;
+}
+
+/// The caller of a handshake, its share of the sessions, and where a refusal is told back to
+/// the guard (the SDK answers a failed session `500`; the guard answers `503`).
+#[derive(Debug, Clone)]
+pub(super) struct Admission {
+    /// The caller's id ([`crate::server::Caller::id`]).
+    pub(super) caller: Arc<str>,
+    /// How the refusal names the caller: `client NAME`, or `this client`.
+    pub(super) named: String,
+    /// Most sessions the caller may hold at once.
+    pub(super) share: usize,
+    /// Why its session was refused, once it was.
+    pub(super) refused: Arc<OnceLock<String>>,
+}
+
 /// Why a session could not be opened or used; the text is what the client reads.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum SessionsError {
     /// As many sessions are open as the server allows.
     #[error(
-        "this Bosun server already holds its most open sessions ({0}): end one (DELETE /mcp with its Mcp-Session-Id), wait for an idle one to expire, or use the stateless 2026-07-28 revision, which opens none"
+        "this Bosun server already holds its most open sessions ({0}): end one (DELETE /mcp with its Mcp-Session-Id), wait for an idle one to expire (5 minutes), or use the stateless 2026-07-28 revision, which opens none"
     )]
     Full(usize),
+    /// The caller holds as many sessions as its share.
+    #[error(
+        "{named} already holds its most open sessions on this Bosun server ({most}): end one (DELETE /mcp with its Mcp-Session-Id), wait for an idle one to expire (5 minutes), or use the stateless 2026-07-28 revision, which opens none"
+    )]
+    CallerFull { named: String, most: usize },
+    /// The SDK asked for a session outside a request the guard admitted.
+    #[error("a session was asked for outside a request this server admitted")]
+    Unadmitted,
     /// No random id could be made.
     #[error("no session id could be made: reading /dev/urandom: {0}")]
     Random(std::io::Error),
@@ -44,9 +74,8 @@ pub(super) enum SessionsError {
 pub(super) struct Sessions {
     local: LocalSessionManager,
     max: usize,
-    /// Each open session's caller ([`crate::server::http_caller`]), recorded when its
-    /// `initialize` is answered.
-    owners: Mutex<HashMap<SessionId, String>>,
+    /// Each open session's caller ([`crate::server::Caller::id`]), recorded as it is created.
+    owners: Mutex<HashMap<SessionId, Arc<str>>>,
 }
 
 impl Sessions {
@@ -59,15 +88,10 @@ impl Sessions {
         }
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, String>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<str>>> {
         self.owners
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records `caller` as the owner of the session `id` just opened for it.
-    pub(super) fn bind(&self, id: &str, caller: String) {
-        self.owners().insert(SessionId::from(id), caller);
     }
 
     /// Whether `caller` may use the session `id`: a session it opened, or one this server does
@@ -75,7 +99,7 @@ impl Sessions {
     pub(super) fn may_use(&self, id: &str, caller: &str) -> bool {
         self.owners()
             .get(&SessionId::from(id))
-            .is_none_or(|owner| owner == caller)
+            .is_none_or(|owner| **owner == *caller)
     }
 }
 
@@ -84,17 +108,37 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let admission = ADMISSION
+            .try_with(Admission::clone)
+            .map_err(|_| SessionsError::Unadmitted)?;
         let id =
             SessionId::from(crate::random::hex(SESSION_ID_BYTES).map_err(SessionsError::Random)?);
         let (handle, worker) = create_local_session(id.clone(), self.local.session_config.clone());
         {
-            // Counted and inserted under one lock: two handshakes at once cannot both pass
-            // the bound.
+            // Counted, owned and inserted under one lock: two handshakes at once cannot both
+            // pass a bound, and no session is ever without its owner.
             let mut sessions = self.local.sessions.write().await;
-            if sessions.len() >= self.max {
-                return Err(SessionsError::Full(self.max));
+            let mut owners = self.owners();
+            let held = owners
+                .values()
+                .filter(|owner| **owner == admission.caller)
+                .count();
+            let refused = if sessions.len() >= self.max {
+                Some(SessionsError::Full(self.max))
+            } else if held >= admission.share {
+                Some(SessionsError::CallerFull {
+                    named: admission.named.clone(),
+                    most: admission.share,
+                })
+            } else {
+                None
+            };
+            if let Some(refused) = refused {
+                let _ = admission.refused.set(refused.to_string());
+                return Err(refused);
             }
             sessions.insert(id.clone(), handle);
+            owners.insert(id.clone(), admission.caller);
         }
         Ok((id, WorkerTransport::spawn(worker)))
     }

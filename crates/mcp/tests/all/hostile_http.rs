@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_mcp::http::Limits;
+use bosun_mcp::http::{Client, Limits};
 use bosun_mcp::{HttpOptions, Served, serve_http};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -27,15 +27,23 @@ struct Server {
 
 impl Server {
     async fn start(limits: Limits, token: Option<&str>) -> Self {
+        Self::start_with(HttpOptions {
+            token: token.map(str::to_owned),
+            limits,
+            ..HttpOptions::default()
+        })
+        .await
+    }
+
+    /// Serves with `options`, whose `cancel` is replaced by the server's own.
+    async fn start_with(options: HttpOptions) -> Self {
         let dirs = Dirs::new();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let cancel = CancellationToken::new();
         let options = HttpOptions {
-            token: token.map(str::to_owned),
-            limits,
             cancel: cancel.clone(),
-            ..HttpOptions::default()
+            ..options
         };
         let served = Served::new(Arc::new(dirs.host()), "serve --http").unwrap();
         tokio::spawn(serve_http(served, listener, options));
@@ -88,6 +96,7 @@ impl Drop for Server {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile","version":"0"}}}"#;
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+const READ_HELLO: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"}}}"#;
 
 /// A whole HTTP/1.1 request that asks the server to close the connection after answering.
 fn request(method: &str, address: &str, body: &str, extra: &[(&str, &str)]) -> Vec<u8> {
@@ -195,7 +204,7 @@ async fn a_session_id_is_256_random_bits_and_no_other_caller_can_use_it() {
 }
 
 #[tokio::test]
-async fn sessions_past_the_bound_are_refused_until_one_ends() {
+async fn a_handshake_past_the_session_bound_is_answered_503_with_retry_after_until_one_ends() {
     let server = Server::start(
         Limits {
             sessions: 2,
@@ -206,8 +215,15 @@ async fn sessions_past_the_bound_are_refused_until_one_ends() {
     .await;
     let first = server.open_session("Bearer a-0123456789abcdef").await;
     server.open_session("Bearer b-0123456789abcdef").await;
+    // A bound, not a fault: 503 with when to come back and what to do meanwhile.
     let refused = server.post(INITIALIZE, &[]).await;
-    assert_ne!(refused.status, 200, "{}", refused.text);
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert_eq!(
+        refused.header("retry-after"),
+        Some("30"),
+        "{}",
+        refused.text
+    );
     assert!(
         refused.text.contains("most open sessions (2)") && refused.text.contains("DELETE /mcp"),
         "{}",
@@ -509,16 +525,20 @@ fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Opens a `subscriptions/listen` stream (2026-07-28) with request id 1, as every client may,
 /// and reads until it is acknowledged; the stream, left open, and what it said.
 async fn listen(address: &str) -> (TcpStream, String) {
+    listen_as(address, None).await
+}
+
+/// [`listen`], as the client whose `Authorization` is `auth`.
+async fn listen_as(address: &str, auth: Option<&str>) -> (TcpStream, String) {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}"#;
-    let raw = request(
-        "POST",
-        address,
-        body,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "subscriptions/listen"),
-        ],
-    );
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    if let Some(auth) = auth {
+        headers.push(("Authorization", auth));
+    }
+    let raw = request("POST", address, body, &headers);
     let mut stream = TcpStream::connect(address).await.unwrap();
     stream.write_all(&raw).await.unwrap();
     let mut said = Vec::new();
@@ -554,5 +574,277 @@ async fn listen_streams_past_the_bound_are_refused() {
     assert!(
         text.contains("most subscriptions/listen streams open (256)"),
         "{text}"
+    );
+}
+
+const ALICE: &str = "Bearer alice-token-0123456789abcdef";
+const BOB: &str = "Bearer bob-token-0123456789abcdef01";
+
+/// A server whose clients are alice and bob, each known by its own token; alice's entry
+/// changed by `alice`.
+async fn two_clients(limits: Limits, alice: impl FnOnce(Client) -> Client) -> Server {
+    let token = |auth: &str| auth.trim_start_matches("Bearer ").to_owned();
+    Server::start_with(HttpOptions {
+        clients: vec![
+            alice(Client::with_token("alice", &token(ALICE))),
+            Client::with_token("bob", &token(BOB)),
+        ],
+        limits,
+        ..HttpOptions::default()
+    })
+    .await
+}
+
+/// A connection on which `auth`'s client was answered once, held open (keep-alive).
+async fn hold_connection(address: &str, auth: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let raw =
+        format!("GET /elsewhere HTTP/1.1\r\nHost: {address}\r\nAuthorization: {auth}\r\n\r\n");
+    stream.write_all(raw.as_bytes()).await.unwrap();
+    let mut said = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let reading = async {
+        while !String::from_utf8_lossy(&said).contains("Bosun serves MCP at /mcp") {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => said.extend_from_slice(&buffer[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(STUCK, reading)
+        .await
+        .expect("the held connection was never answered");
+    let said = String::from_utf8_lossy(&said).into_owned();
+    assert!(said.starts_with("HTTP/1.1 404"), "{said}");
+    stream
+}
+
+#[tokio::test]
+async fn a_client_holds_only_its_share_of_sessions_and_only_its_own_and_is_traced_by_name() {
+    let server = two_clients(
+        Limits {
+            sessions: 4,
+            ..Limits::default()
+        },
+        |alice| Client {
+            sessions: Some(2),
+            ..alice
+        },
+    )
+    .await;
+    let mine = server.open_session(ALICE).await;
+    server.open_session(ALICE).await;
+    // Alice's third handshake passes the server's bound (4) but not her share (2).
+    let refused = server.post(INITIALIZE, &[("Authorization", ALICE)]).await;
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert!(refused.header("retry-after").is_some(), "{}", refused.text);
+    assert!(
+        refused.text.contains(
+            "client `alice` already holds its most open sessions on this Bosun server (2)"
+        ) && refused.text.contains("DELETE /mcp"),
+        "{}",
+        refused.text
+    );
+    // Bob's share is whole: his even half of the server's four.
+    let his = server.open_session(BOB).await;
+    server.open_session(BOB).await;
+    // Neither reaches the other's session, nor does a request without a token.
+    for (auth, id) in [(BOB, &mine), (ALICE, &his)] {
+        let listed = server
+            .post(
+                TOOLS_LIST,
+                &[("Authorization", auth), ("Mcp-Session-Id", id.as_str())],
+            )
+            .await;
+        assert_eq!(listed.status, 404, "{}", listed.text);
+    }
+    let anonymous = server
+        .post(TOOLS_LIST, &[("Mcp-Session-Id", mine.as_str())])
+        .await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    // Alice's call in her session: its trace names her.
+    let called = server
+        .post(
+            READ_HELLO,
+            &[("Authorization", ALICE), ("Mcp-Session-Id", mine.as_str())],
+        )
+        .await;
+    assert!(
+        called.text.contains("hello from the served workspace"),
+        "{}",
+        called.text
+    );
+    let traced = walk(&server.dirs.home).into_iter().any(|file| {
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .contains("serve --http (client alice)")
+    });
+    assert!(traced, "no trace names client alice");
+}
+
+#[tokio::test]
+async fn a_client_holds_only_its_share_of_connections() {
+    let server = two_clients(
+        Limits {
+            connections: 8,
+            // The held connections must outlast the test, whatever the machine's load.
+            header_timeout: Duration::from_secs(600),
+            ..Limits::default()
+        },
+        |alice| Client {
+            connections: Some(2),
+            ..alice
+        },
+    )
+    .await;
+    let _held = [
+        hold_connection(&server.address, ALICE).await,
+        hold_connection(&server.address, ALICE).await,
+    ];
+    let refused = server.post(TOOLS_LIST, &[("Authorization", ALICE)]).await;
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert!(refused.header("retry-after").is_some(), "{}", refused.text);
+    assert!(
+        refused.text.contains(
+            "client `alice` already has its most connections open on this Bosun server (2)"
+        ),
+        "{}",
+        refused.text
+    );
+    // Bob, with connections of his own, is served.
+    server.open_session(BOB).await;
+}
+
+#[tokio::test]
+async fn a_client_holds_only_its_share_of_listen_streams() {
+    let server = two_clients(Limits::default(), |alice| alice).await;
+    let share = bosun_mcp::server::MAX_LISTENERS / 2;
+    let mut open = Vec::new();
+    for _ in 0..share {
+        let (stream, said) = listen_as(&server.address, Some(ALICE)).await;
+        assert!(!said.contains("most subscriptions/listen"), "{said}");
+        open.push(stream);
+    }
+    let (mut refused, said) = listen_as(&server.address, Some(ALICE)).await;
+    let rest = read_all(&mut refused).await;
+    let text = format!("{said}{}", rest.text);
+    assert!(
+        text.contains(&format!(
+            "this client already has its most subscriptions/listen streams open ({share})"
+        )),
+        "{text}"
+    );
+    let (_his, said) = listen_as(&server.address, Some(BOB)).await;
+    assert!(!said.contains("most subscriptions/listen"), "{said}");
+}
+
+#[tokio::test]
+async fn only_origins_the_operator_allowed_are_served_loopback_pages_included() {
+    let server = Server::start_with(HttpOptions {
+        allowed_origins: vec!["https://app.example.com:443".to_owned()],
+        ..HttpOptions::default()
+    })
+    .await;
+    // A page of any other local web server is a page like any other.
+    for origin in [
+        "http://localhost:3000",
+        "http://127.0.0.1:8080",
+        "https://localhost",
+        "http://[::1]:5173",
+        "null",
+        "https://app.example.com:8443",
+        "http://app.example.com",
+        "https://evil.example",
+    ] {
+        let answer = server.post(INITIALIZE, &[("Origin", origin)]).await;
+        assert_eq!(answer.status, 403, "{origin}: {}", answer.text);
+    }
+    // A client that is no browser sends no Origin; the allowed page is served.
+    for headers in [vec![], vec![("Origin", "https://app.example.com")]] {
+        let answer = server.post(INITIALIZE, &headers).await;
+        assert_eq!(answer.status, 200, "{headers:?}: {}", answer.text);
+    }
+    // No preflight is answered with what would let a page send `Authorization` (or anything).
+    let tokened = Server::start_with(HttpOptions {
+        token: Some("0123456789abcdef0123456789abcdef".to_owned()),
+        allowed_origins: vec!["https://app.example.com:443".to_owned()],
+        ..HttpOptions::default()
+    })
+    .await;
+    for server in [&server, &tokened] {
+        for origin in ["https://app.example.com", "http://localhost:3000"] {
+            let answer = server
+                .exchange(&request(
+                    "OPTIONS",
+                    &server.address,
+                    "",
+                    &[
+                        ("Origin", origin),
+                        ("Access-Control-Request-Method", "POST"),
+                        (
+                            "Access-Control-Request-Headers",
+                            "authorization, content-type, mcp-session-id",
+                        ),
+                    ],
+                ))
+                .await;
+            assert!(
+                [401, 403, 405].contains(&answer.status),
+                "{origin}: {}",
+                answer.text
+            );
+            assert!(
+                !answer.text.to_ascii_lowercase().contains("access-control-"),
+                "{origin}: {}",
+                answer.text
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_only_within_its_own_session() {
+    let server = Server::start(Limits::default(), None).await;
+    // One caller (one Authorization), two sessions: each with its own approvals and labels.
+    let auth = "Bearer same-caller-0123456789ab";
+    let first = server.open_session(auth).await;
+    let second = server.open_session(auth).await;
+    let call = |id: &str| {
+        let id = id.to_owned();
+        let server = &server;
+        async move {
+            server
+                .post(
+                    READ_HELLO,
+                    &[
+                        ("Authorization", auth),
+                        ("Mcp-Session-Id", id.as_str()),
+                        ("Idempotency-Key", "key-1"),
+                    ],
+                )
+                .await
+        }
+    };
+    let ran = call(&first).await;
+    assert!(
+        ran.text.contains("hello from the served workspace"),
+        "{}",
+        ran.text
+    );
+    std::fs::write(server.dirs.ws.join("hello.txt"), "written since\n").unwrap();
+    // Its own retry is answered with its first result, without running again.
+    let retried = call(&first).await;
+    assert!(
+        retried.text.contains("hello from the served workspace"),
+        "{}",
+        retried.text
+    );
+    // The other session's call with the same key runs, and reads what is there now.
+    let other = call(&second).await;
+    assert!(other.text.contains("written since"), "{}", other.text);
+    assert!(
+        !other.text.contains("hello from the served workspace"),
+        "{}",
+        other.text
     );
 }

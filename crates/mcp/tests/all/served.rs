@@ -28,6 +28,7 @@ async fn serve(host: Host, token: Option<&str>) -> (String, CancellationToken) {
     let cancel = CancellationToken::new();
     let options = HttpOptions {
         token: token.map(str::to_owned),
+        clients: Vec::new(),
         allowed_origins: Vec::new(),
         allowed_hosts: Vec::new(),
         limits: bosun_mcp::http::Limits::default(),
