@@ -174,13 +174,7 @@ pub fn shown(text: &str) -> String {
 /// cannot close it and have the rest rendered as Markdown; hidden characters are [`shown`].
 pub fn fenced(info: &str, text: &str) -> String {
     let text = shown(text);
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest.max(2) + 1);
+    let fence = bosun_core::text::fence_for(&text);
     format!("{fence}{info}\n{text}\n{fence}")
 }
 

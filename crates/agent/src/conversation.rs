@@ -99,6 +99,9 @@ impl Conversation {
             None => store.create(&name, root),
         };
         let grants = Arc::new(Session::new(stored.id.clone()));
+        // What the history holds, before anything runs: a resumed session's first call is
+        // judged at its labels, and its run's `run.started` records them.
+        stored.restore_labels(&grants);
         Ok(Self {
             store,
             stored,
@@ -152,7 +155,7 @@ impl Conversation {
         }
         redact_messages(&mut self.stored.messages, redactor);
         self.stored.run_ids.push(run_id.to_owned());
-        match self.store.save(&mut self.stored) {
+        match self.save() {
             Ok(_) => Kept {
                 saved: true,
                 ..Kept::default()
@@ -174,6 +177,17 @@ impl Conversation {
     /// Storing the session failed; the note is kept in memory for the next turn all the same.
     pub fn note(&mut self, note: impl Into<String>) -> Result<(), SessionError> {
         self.stored.notes.push(note.into());
+        self.save()
+    }
+
+    /// Stores the session with its labels — those of the in-memory session, never below what
+    /// the file held — in the same atomic write as the history they describe. Every save of a
+    /// conversation goes through here.
+    ///
+    /// # Errors
+    /// As [`SessionStore::save`].
+    pub fn save(&mut self) -> Result<(), SessionError> {
+        self.stored.keep_labels(&self.grants);
         self.store.save(&mut self.stored).map(|_| ())
     }
 
@@ -247,7 +261,7 @@ impl Conversation {
         let conversation = match cut {
             Some(cut) => {
                 self.stored.messages.truncate(cut);
-                self.store.save(&mut self.stored)?;
+                self.save()?;
                 true
             }
             None => false,

@@ -619,9 +619,14 @@ impl Agent {
                 {
                     // Bounded by `MAX_STOP_CONTINUES` and by the run's budgets.
                     stop_continues += 1;
-                    report.messages.push(Message::user(format!(
-                        "[the {event} hook of the plugin `{plugin}` asks you to go on before you finish]\n{reason}"
-                    )));
+                    report.messages.push(Message::user(
+                        bosun_host::plugin_hooks::framed(
+                            &format!(
+                                "the {event} hook of the plugin `{plugin}` asks you to go on before you finish"
+                            ),
+                            &reason,
+                        ),
+                    ));
                     continue;
                 }
                 return RunEnd::Completed;

@@ -3,9 +3,16 @@
 //!
 //! A file holds the conversation (the models crate's [`Message`]s, exactly as the model last saw
 //! them, elisions included), the model entry's name, the workspace root, creation and update
-//! times and the ids of the runs that added to it. It never holds approvals or grants: a person's
-//! "allow for this session" lives in the in-memory [`crate::Session`] only, and a file that
-//! carries any field not listed here is refused, so a session file cannot smuggle authority in.
+//! times, the ids of the runs that added to it, and the session's labels ([`HeldLabels`]: the
+//! highest level of data its history holds and what raised it, the first untrusted input it
+//! read), written in the same atomic save as the history they describe. It never holds
+//! approvals or grants: a person's "allow for this session" lives in the in-memory
+//! [`bosun_host::Session`] only, and a file that carries any field not listed here is refused,
+//! so a session file cannot smuggle authority in.
+//!
+//! Labels only tighten, so a file can lower nothing by leaving them out: a stored session
+//! without labels (written by an older Bosun) or with labels that do not parse is carried on
+//! as holding `RESTRICTED` data and untrusted input, naming why ([`StoredSession::resumed_labels`]).
 //!
 //! Images the person attached are kept once, by their SHA-256, in `sessions/<id>/images/`; a
 //! message holds only the reference (media type, digest, size), so the session file stays small
@@ -15,18 +22,22 @@
 //! the model is told an image was there). Images count against their own bound,
 //! [`MAX_SESSION_IMAGE_BYTES`], the oldest whole turns being dropped to fit.
 //!
-//! Files are written atomically (a temporary file in the same directory, fsync, rename, fsync of
+//! Files are read without following a link at their name or waiting on a FIFO
+//! ([`bosun_fsio::open_regular`]). Files are written atomically (a temporary file in the same directory, fsync, rename, fsync of
 //! the directory) with mode 0600 in a 0700 directory, under the file's lock
 //! ([`bosun_host::state_lock`]); a save that finds on disk a version other than the one its copy
 //! was read from — another process carried on the same session meanwhile — refuses, naming
-//! that process, rather than drop its turns. Files are bounded: at most
+//! that process, and stores this copy as a new session named in the error rather than drop
+//! either's turns; a save that finds the file removed (`bosun sessions rm`) since this copy was
+//! stored does not bring it back. Removing a session removes its lock file too. Files are bounded: at most
 //! [`MAX_MESSAGES`] messages and [`MAX_SESSION_BYTES`] bytes, the oldest whole turns being
 //! dropped to fit; a larger file is refused on load.
 
-use std::fs::{self, File};
-use std::io::Read;
+use std::fs;
 use std::path::{Path, PathBuf};
 
+use bosun_core::Classification;
+use bosun_host::Session;
 use bosun_models::Message;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -68,18 +79,38 @@ pub enum SessionError {
         "`{0}` is not a session id: ids are lowercase hex and dashes (see `bosun sessions list`)"
     )]
     InvalidId(String),
-    /// Another process stored the session since this copy was read: storing this copy would
-    /// drop the turns it added, so this copy is not stored.
+    /// Another process stored the session since this copy was read: storing this copy over it
+    /// would drop the turns that process added, so this copy is stored as a new session
+    /// (`kept_as`), with its labels, when it can be.
     #[error(
-        "session {id} was stored by another Bosun process{} since this one read it: this process's copy was not stored over it, so the other's turns are kept and this one's are not stored; `bosun run --resume {id}` continues from what is stored",
-        by.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+        "session {id} was stored by another Bosun process{} since this one read it: this process's copy was not stored over it, so the other's turns are kept; {}",
+        by.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+        match kept_as {
+            Some(new) => format!("this one's turns are stored as a new session {new}: `bosun run --resume {new}` continues them, `bosun run --resume {id}` the other's"),
+            None => format!("this one's turns could not be stored; `bosun run --resume {id}` continues from what is stored"),
+        }
     )]
     StoredMeanwhile {
         /// The session.
         id: String,
         /// The process that stored it last, when it said so.
         by: Option<u32>,
+        /// The new session this copy was stored as, when it could be.
+        kept_as: Option<String>,
     },
+    /// The session was removed (`bosun sessions rm`, `prune`) since this copy was stored: it
+    /// is not stored again.
+    #[error(
+        "session {id} was removed since this process read it (`bosun sessions rm` or `prune`), so it is not stored again; `bosun run` starts a new one"
+    )]
+    Removed {
+        /// The session.
+        id: String,
+    },
+    /// Something other than a regular file is at a session's name (a link, a FIFO), or an
+    /// image that is not one.
+    #[error("{0}; Bosun never puts one there: move it away")]
+    NotRegular(bosun_fsio::OpenError),
     /// The file is over the bound.
     #[error(
         "session file {path} is {bytes} bytes, over the {} MiB bound; Bosun never writes one that large, so it is damaged or was not written by Bosun: move it away",
@@ -170,11 +201,104 @@ pub struct StoredSession {
     /// undo, a command's output): sent before the next request and then part of `messages`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The session's labels: what its history holds. Set from the in-memory session by
+    /// [`StoredSession::keep_labels`] before each save, put back by
+    /// [`StoredSession::restore_labels`] before a resumed session's first step.
+    #[serde(default, skip_serializing_if = "StoredLabels::is_missing")]
+    pub labels: StoredLabels,
     /// The `updated_at` of the stored version this copy was read from or last written as
     /// (`None`: never stored). A save finding another version on disk refuses
     /// ([`SessionError::StoredMeanwhile`]) instead of dropping that version's turns.
     #[serde(skip)]
     stored_as: Option<DateTime<Utc>>,
+}
+
+/// A session's labels as its file keeps them: the highest level of data its history holds
+/// and what raised it, and the first untrusted input it read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldLabels {
+    /// The highest level of data the session has seen.
+    pub level: Classification,
+    /// What raised it to that level, as explanations name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised_by: Option<String>,
+    /// The first untrusted input it read, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
+}
+
+impl HeldLabels {
+    /// The labels of `session` now.
+    pub fn of(session: &Session) -> HeldLabels {
+        let level = session.taint();
+        HeldLabels {
+            level,
+            raised_by: session
+                .taint_source()
+                .filter(|_| level > Classification::Public),
+            untrusted: session.untrusted_source(),
+        }
+    }
+
+    /// Takes in `other`: the higher level with what raised it, and the first untrusted input.
+    fn raise(&mut self, other: HeldLabels) {
+        if other.level > self.level {
+            self.level = other.level;
+            self.raised_by = other.raised_by;
+        }
+        if self.untrusted.is_none() {
+            self.untrusted = other.untrusted;
+        }
+    }
+}
+
+/// What a session file says of its labels.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum StoredLabels {
+    /// The labels, stored with the history.
+    Held(HeldLabels),
+    /// None: the file was written by a Bosun that did not store them.
+    #[default]
+    Missing,
+    /// Something that does not parse as labels: kept as it is (so a save by a part that does
+    /// not set labels writes it back, and the file still resumes failing closed), with why.
+    Damaged {
+        /// What the file holds.
+        value: serde_json::Value,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+impl StoredLabels {
+    fn is_missing(&self) -> bool {
+        matches!(self, StoredLabels::Missing)
+    }
+}
+
+impl Serialize for StoredLabels {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StoredLabels::Held(labels) => labels.serialize(serializer),
+            StoredLabels::Damaged { value, .. } => value.serialize(serializer),
+            StoredLabels::Missing => serializer.serialize_none(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StoredLabels {
+    /// Labels that do not parse do not fail the load: the session resumes failing closed.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(match HeldLabels::deserialize(&value) {
+            Ok(labels) => StoredLabels::Held(labels),
+            Err(e) => StoredLabels::Damaged {
+                value,
+                message: e.to_string(),
+            },
+        })
+    }
 }
 
 /// A line of `bosun sessions list`.
@@ -213,6 +337,56 @@ struct Header {
 }
 
 impl StoredSession {
+    /// The labels to carry the session on with: those stored with its history, or — when the
+    /// file holds none (an older Bosun wrote it) or they do not parse — `RESTRICTED` and
+    /// untrusted, naming why. Failing closed at the top level rather than at the highest level
+    /// the configuration names: what raised an older session may be a label since changed, a
+    /// plugin's or an MCP server's level, or a Claude Code plugin's data folder.
+    pub fn resumed_labels(&self) -> HeldLabels {
+        let why = match &self.labels {
+            StoredLabels::Held(labels) => return labels.clone(),
+            StoredLabels::Missing => format!(
+                "session {} as stored without its labels (by an older Bosun): its history may hold anything earlier turns read",
+                self.id
+            ),
+            StoredLabels::Damaged { message, .. } => format!(
+                "session {} as stored with labels that do not parse ({message}): its history may hold anything earlier turns read",
+                self.id
+            ),
+        };
+        HeldLabels {
+            level: Classification::Restricted,
+            raised_by: Some(why.clone()),
+            untrusted: Some(why),
+        }
+    }
+
+    /// Puts the labels of the stored history ([`StoredSession::resumed_labels`]) on `session`,
+    /// which carries the conversation on: before its first step, so its first call is judged
+    /// at them and its run's `run.started` records the level. Labels only rise.
+    pub fn restore_labels(&self, session: &Session) {
+        let labels = self.resumed_labels();
+        let before = session.taint();
+        if session.raise_taint(labels.level) > before {
+            session.set_taint_source(
+                labels
+                    .raised_by
+                    .unwrap_or_else(|| format!("earlier turns of session {}", self.id)),
+            );
+        }
+        if let Some(source) = labels.untrusted {
+            session.mark_untrusted(source);
+        }
+    }
+
+    /// Sets the labels to store from `session` (which carried the conversation on), never
+    /// below those the file held: written with the history by the next save.
+    pub fn keep_labels(&mut self, session: &Session) {
+        let mut labels = self.resumed_labels();
+        labels.raise(HeldLabels::of(session));
+        self.labels = StoredLabels::Held(labels);
+    }
+
     /// Refuses to resume the session in another workspace: its paths and its history belong to
     /// the one it was started in.
     pub fn check_workspace(&self, root: &Path) -> Result<(), SessionError> {
@@ -345,6 +519,7 @@ impl SessionStore {
             dropped_messages: 0,
             messages: Vec::new(),
             notes: Vec::new(),
+            labels: StoredLabels::Held(HeldLabels::default()),
             stored_as: None,
         }
     }
@@ -408,13 +583,21 @@ impl SessionStore {
         // processes carrying on the same session (`--resume` twice, the terminal UI and a run)
         // each hold their own copy, and the later write would drop the earlier one's turns.
         let held = bosun_host::state_lock::lock(&path).map_err(io("lock", &path))?;
-        if let Ok(stored) = self.read_header(&session.id)
-            && Some(stored.updated_at) != session.stored_as
-        {
-            return Err(SessionError::StoredMeanwhile {
-                id: session.id.clone(),
-                by: held.last_holder(),
-            });
+        match self.read_header(&session.id) {
+            Ok(stored) if Some(stored.updated_at) != session.stored_as => {
+                let by = held.last_holder();
+                drop(held);
+                return Err(self.keep_as_new(session, by));
+            }
+            // Stored once, gone now: a person removed it, and it stays removed.
+            Err(SessionError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && session.stored_as.is_some() =>
+            {
+                return Err(SessionError::Removed {
+                    id: session.id.clone(),
+                });
+            }
+            _ => {}
         }
         // The images first, so a session file never names an image not yet on disk.
         self.write_images(session)?;
@@ -432,6 +615,24 @@ impl SessionStore {
         session.stored_as = Some(session.updated_at);
         self.sweep_images(session);
         Ok(path)
+    }
+
+    /// Stores `session`, which another process stored over since this copy was read, as a new
+    /// session (its images and labels with it), so neither process's turns are lost; the
+    /// error names both. When that fails too, `session` is left as it was.
+    fn keep_as_new(&self, session: &mut StoredSession, by: Option<u32>) -> SessionError {
+        let id = session.id.clone();
+        let stored_as = session.stored_as.take();
+        session.id = new_run_id();
+        let kept_as = match self.save(session) {
+            Ok(_) => Some(session.id.clone()),
+            Err(_) => {
+                session.id.clone_from(&id);
+                session.stored_as = stored_as;
+                None
+            }
+        };
+        SessionError::StoredMeanwhile { id, by, kept_as }
     }
 
     /// `sessions/<id>/images/`.
@@ -505,14 +706,12 @@ impl SessionStore {
                 continue;
             };
             for image in images.iter_mut() {
-                let Ok(file) = File::open(dir.join(&image.sha256)) else {
+                let Ok(bytes) = bosun_fsio::read_regular(
+                    &dir.join(&image.sha256),
+                    bosun_models::MAX_IMAGE_BYTES as u64,
+                ) else {
                     continue;
                 };
-                let mut bytes = Vec::new();
-                let limit = bosun_models::MAX_IMAGE_BYTES as u64 + 1;
-                if file.take(limit).read_to_end(&mut bytes).is_err() {
-                    continue;
-                }
                 if let Ok(held) = image.clone().with_bytes(bytes) {
                     *image = held;
                 }
@@ -625,14 +824,27 @@ impl SessionStore {
     /// name that is not a stored session is refused, so nothing else in the directory can go.
     pub fn remove(&self, which: &str) -> Result<StoredSession, SessionError> {
         let session = self.load(which)?;
-        let path = self.path_of(&session.id);
-        fs::remove_file(&path).map_err(|source| SessionError::Io {
-            action: "remove",
-            path,
-            source,
-        })?;
-        self.remove_checkpoints(&session.id);
-        Ok(session)
+        match self.remove_file(&session.id) {
+            Ok(()) => Ok(session),
+            Err(source) => Err(SessionError::Io {
+                action: "remove",
+                path: self.path_of(&session.id),
+                source,
+            }),
+        }
+    }
+
+    /// Removes the file of session `id` under its lock (so no save is half way), then its
+    /// images, checkpoints and lock file. A process that has the session open does not store
+    /// it again ([`SessionError::Removed`]), so the lock file has no later user to serve.
+    fn remove_file(&self, id: &str) -> std::io::Result<()> {
+        let path = self.path_of(id);
+        let held = bosun_host::state_lock::lock(&path)?;
+        fs::remove_file(&path)?;
+        let _ = fs::remove_file(bosun_host::state_lock::lock_file_for(&path));
+        drop(held);
+        self.remove_checkpoints(id);
+        Ok(())
     }
 
     /// Removes the sessions of `among` (summaries from [`SessionStore::list`], most recent
@@ -651,17 +863,13 @@ impl SessionStore {
             if !(old || beyond) || !is_id(&session.id) {
                 continue;
             }
-            let path = self.path_of(&session.id);
-            match fs::remove_file(&path) {
-                Ok(()) => {
-                    self.remove_checkpoints(&session.id);
-                    removed.push(session.clone());
-                }
+            match self.remove_file(&session.id) {
+                Ok(()) => removed.push(session.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
                     return Err(SessionError::Io {
                         action: "remove",
-                        path,
+                        path: self.path_of(&session.id),
                         source,
                     });
                 }
@@ -720,38 +928,36 @@ impl SessionStore {
         Ok(header)
     }
 
+    /// The bytes of the session file at `path`: never through a link at its name, never
+    /// waiting on a FIFO (`bosun_fsio`), at most [`MAX_SESSION_BYTES`].
     fn read_bounded(&self, path: &Path) -> Result<Vec<u8>, SessionError> {
-        let io = |source| SessionError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
+        let opened = |e: bosun_fsio::OpenError| match e {
+            bosun_fsio::OpenError::Io { source, .. } => SessionError::Io {
+                action: "read",
+                path: path.to_owned(),
+                source,
+            },
+            bosun_fsio::OpenError::TooLarge { .. } => SessionError::TooLarge {
+                path: path.to_owned(),
+                bytes: MAX_SESSION_BYTES + 1,
+            },
+            other => SessionError::NotRegular(other),
         };
-        let file = File::open(path).map_err(io)?;
-        let bytes = file.metadata().map_err(io)?.len();
-        if bytes > MAX_SESSION_BYTES {
+        let (file, metadata) = bosun_fsio::open_regular(path).map_err(opened)?;
+        if metadata.len() > MAX_SESSION_BYTES {
             return Err(SessionError::TooLarge {
                 path: path.to_owned(),
-                bytes,
+                bytes: metadata.len(),
             });
         }
-        // Read at most one byte past the bound, in case the file grew since the check.
-        let mut text = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
-        file.take(MAX_SESSION_BYTES + 1)
-            .read_to_end(&mut text)
-            .map_err(io)?;
-        if text.len() as u64 > MAX_SESSION_BYTES {
-            return Err(SessionError::TooLarge {
-                path: path.to_owned(),
-                bytes: text.len() as u64,
-            });
-        }
-        Ok(text)
+        bosun_fsio::read_bounded(file, &metadata, path, MAX_SESSION_BYTES).map_err(opened)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn turns_are_dropped_whole() {
@@ -800,6 +1006,24 @@ mod tests {
         );
         let stored = store.load(&session.id).unwrap();
         assert_eq!(stored.messages.last(), Some(&Message::user("from there")));
+        // This copy's turns are not lost: they are a new session, named in the error.
+        let SessionError::StoredMeanwhile {
+            kept_as: Some(kept_as),
+            ..
+        } = &error
+        else {
+            panic!("{error:?}")
+        };
+        assert_ne!(kept_as, &session.id);
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("bosun run --resume {kept_as}")),
+            "{error}"
+        );
+        let kept = store.load(kept_as).unwrap();
+        assert_eq!(kept.messages.last(), Some(&Message::user("from here")));
+        assert_eq!(kept.messages.len(), 3);
 
         // The copy that stored keeps storing; a copy read again stores on top of it.
         there.messages.push(Message::assistant(vec![]));
@@ -808,6 +1032,160 @@ mod tests {
         again.messages.push(Message::user("from here"));
         store.save(&mut again).unwrap();
         assert_eq!(store.load(&session.id).unwrap().messages.len(), 5);
+    }
+
+    /// A session holding `RESTRICTED` data and untrusted input, as the chokepoint leaves it.
+    fn secret_session() -> Session {
+        let session = Session::new("s");
+        session.raise_taint(Classification::Restricted);
+        session.set_taint_source("read_file (c1), which read secrets/key.pem".to_owned());
+        session.mark_untrusted("run_command (c2), granted net.http".to_owned());
+        session
+    }
+
+    /// The labels are written with the history and put back on the session that carries it
+    /// on, with what raised them; a later save by a session that holds less keeps them.
+    #[test]
+    fn labels_are_stored_with_the_history_and_put_back_on_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut stored = store.create("m", Path::new("/ws"));
+        stored.messages = vec![Message::user("read the key"), Message::assistant(vec![])];
+        stored.keep_labels(&secret_session());
+        store.save(&mut stored).unwrap();
+
+        let mut loaded = store.load(&stored.id).unwrap();
+        let resumed = Session::new(loaded.id.clone());
+        loaded.restore_labels(&resumed);
+        assert_eq!(resumed.taint(), Classification::Restricted);
+        assert_eq!(
+            resumed.taint_source().as_deref(),
+            Some("read_file (c1), which read secrets/key.pem")
+        );
+        assert_eq!(
+            resumed.untrusted_source().as_deref(),
+            Some("run_command (c2), granted net.http")
+        );
+
+        // Stored again from a session that holds nothing: never lowered.
+        loaded.keep_labels(&Session::new("fresh"));
+        store.save(&mut loaded).unwrap();
+        assert_eq!(
+            store.load(&stored.id).unwrap().labels,
+            StoredLabels::Held(HeldLabels::of(&secret_session()))
+        );
+    }
+
+    /// A file without labels (an older Bosun's) or with labels that do not parse loads, and
+    /// is carried on as holding `RESTRICTED` data and untrusted input, saying why — never at
+    /// `PUBLIC`; stored again, it keeps that level.
+    #[test]
+    fn a_session_without_labels_or_with_damaged_ones_is_carried_on_at_the_top_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        for (labels, why) in [
+            (None, "stored without its labels"),
+            (
+                Some(json!({"level": "TOP_SECRET"})),
+                "labels that do not parse",
+            ),
+            (Some(json!(null)), "labels that do not parse"),
+            (
+                Some(json!({"level": "PUBLIC", "granted": "everything"})),
+                "labels that do not parse",
+            ),
+        ] {
+            let mut stored = store.create("m", Path::new("/ws"));
+            stored.messages = vec![Message::user("read the key")];
+            let path = store.save(&mut stored).unwrap();
+            let mut file: serde_json::Value =
+                serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            match labels {
+                None => file.as_object_mut().unwrap().remove("labels"),
+                Some(labels) => file
+                    .as_object_mut()
+                    .unwrap()
+                    .insert("labels".into(), labels),
+            };
+            fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+
+            let mut loaded = store.load(&stored.id).unwrap();
+            let resumed = Session::new(loaded.id.clone());
+            loaded.restore_labels(&resumed);
+            assert_eq!(resumed.taint(), Classification::Restricted, "{why}");
+            assert!(resumed.taint_source().unwrap().contains(why), "{why}");
+            assert!(resumed.untrusted_source().unwrap().contains(why), "{why}");
+
+            loaded.keep_labels(&resumed);
+            store.save(&mut loaded).unwrap();
+            let again = store.load(&stored.id).unwrap().resumed_labels();
+            assert_eq!(again.level, Classification::Restricted, "{why}");
+            assert!(again.raised_by.unwrap().contains(why), "{why}");
+        }
+    }
+
+    /// `bosun sessions rm` of a session another process has open: that process's next save
+    /// does not bring it back, and the session's lock file goes with it.
+    #[test]
+    fn a_removed_session_stays_removed_and_leaves_no_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut open = store.create("m", Path::new("/ws"));
+        open.messages = vec![Message::user("one")];
+        let path = store.save(&mut open).unwrap();
+        let lock = bosun_host::state_lock::lock_file_for(&path);
+        assert!(lock.exists());
+
+        store.remove(&open.id).unwrap();
+        assert!(!path.exists());
+        assert!(!lock.exists(), "the lock file stays after the session went");
+        open.messages.push(Message::user("two"));
+        let error = store.save(&mut open).unwrap_err();
+        assert!(matches!(error, SessionError::Removed { .. }), "{error:?}");
+        assert!(!path.exists(), "a removed session was written back");
+
+        // Pruned alike.
+        let mut other = store.create("m", Path::new("/ws"));
+        other.messages = vec![Message::user("one")];
+        let path = store.save(&mut other).unwrap();
+        let (listed, _) = store.list().unwrap();
+        assert_eq!(store.prune(&listed, None, Some(0)).unwrap().len(), 1);
+        assert!(!bosun_host::state_lock::lock_file_for(&path).exists());
+        assert!(matches!(
+            store.save(&mut other).unwrap_err(),
+            SessionError::Removed { .. }
+        ));
+    }
+
+    /// A link or a FIFO at a session's name is not read through (nor waited on): loading it
+    /// is an error naming what is there.
+    #[test]
+    fn a_session_is_not_loaded_through_a_link_or_from_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("sessions"));
+        let mut elsewhere =
+            SessionStore::new(dir.path().join("elsewhere")).create("m", Path::new("/ws"));
+        elsewhere.messages = vec![Message::user("planted")];
+        let planted = SessionStore::new(dir.path().join("elsewhere"))
+            .save(&mut elsewhere)
+            .unwrap();
+        fs::create_dir_all(store.dir()).unwrap();
+        bosun_fsio::testing::plant_link(&store.path_of(&elsewhere.id), &planted);
+        let error = store.load(&elsewhere.id).unwrap_err();
+        assert!(matches!(error, SessionError::NotRegular(_)), "{error:?}");
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+
+        let id = "0190aaaa-0000-7000-8000-000000000000";
+        let fifo = store.path_of(id);
+        bosun_fsio::testing::plant_fifo(&fifo);
+        let sessions = store.dir().to_owned();
+        let loaded = bosun_fsio::testing::returns_within_guard(&fifo, move || {
+            SessionStore::new(sessions).load(id).map(|_| ())
+        });
+        assert!(
+            matches!(loaded, Err(SessionError::NotRegular(_))),
+            "{loaded:?}"
+        );
     }
 
     /// The smallest valid PNG: one transparent pixel.

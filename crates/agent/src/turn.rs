@@ -321,7 +321,8 @@ pub async fn compact_conversation(
     )
     .await?;
     let before = std::mem::replace(&mut conversation.stored.messages, compacted);
-    if let Err(e) = conversation.store.save(&mut conversation.stored) {
+    // The summary holds what the turns it replaces held: the session keeps their labels.
+    if let Err(e) = conversation.save() {
         conversation.stored.messages = before;
         return Err(CompactError::Store(e));
     }

@@ -152,6 +152,92 @@ pub struct HookPlace<'a> {
     pub data: &'a std::path::Path,
     /// The workspace (`CLAUDE_PROJECT_DIR`, its working directory): readable.
     pub workspace: &'a std::path::Path,
+    /// The plugin's `userConfig` answers (secrets included), by key: `${user_config.KEY}`.
+    pub options: &'a BTreeMap<String, String>,
+}
+
+/// Where a plugin's hooks may put what they are handed besides their words and their data
+/// folder (both of which carry the folder's label): the host decides it from what the OS
+/// sandbox holds them to and the person's config, as a sink's level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookSink {
+    /// The sandbox keeps them to their data folder, with no network: nowhere else.
+    Confined,
+    /// They may put it where readers of `level` see it (the network, `[sandbox] write`), for
+    /// the reason `why`.
+    Open {
+        /// The level of those places.
+        level: bosun_core::Classification,
+        /// What lets them reach those places, and where the level comes from.
+        why: String,
+    },
+}
+
+impl Default for HookSink {
+    /// Unjudged: `PUBLIC`, so nothing above it is handed over (fail closed).
+    fn default() -> HookSink {
+        HookSink::Open {
+            level: bosun_core::Classification::Public,
+            why: "Bosun has not judged where the plugin's hooks may write".to_owned(),
+        }
+    }
+}
+
+impl HookSink {
+    /// Why a hook may not be handed data of a session holding `level`, if it may not: handing
+    /// it over would be a write-down.
+    pub fn refuses(&self, level: bosun_core::Classification) -> Option<String> {
+        match self {
+            HookSink::Open { level: to, why } if level > *to => Some(format!(
+                "the session holds {level} data and this hook may put what it is handed where {to} readers see it ({why})"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The prefix of the variable that holds the answer `KEY` for a hook's shell:
+/// `${user_config.KEY}` in its command line reads `${CLAUDE_PLUGIN_OPTION_KEY}`.
+pub const OPTION_PREFIX: &str = "CLAUDE_PLUGIN_OPTION_";
+
+/// `command_line` with each `${user_config.KEY}` made the shell variable holding the answer
+/// (`${CLAUDE_PLUGIN_OPTION_KEY}`), and the variables to set: the answers it names. The shell
+/// reads each answer from its environment as a value, so an answer holding `$(…)`, `;`, a
+/// quote or `${…}` is never code. A key that no shell variable name can hold is an error.
+pub fn option_variables(
+    command_line: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<(String, Vec<(String, String)>), String> {
+    const OPENING: &str = "${user_config.";
+    let mut line = String::with_capacity(command_line.len());
+    let mut variables = Vec::new();
+    let mut rest = command_line;
+    while let Some(at) = rest.find(OPENING) {
+        line.push_str(&rest[..at]);
+        let after = &rest[at + OPENING.len()..];
+        let Some(end) = after.find('}') else {
+            line.push_str(&rest[at..]);
+            rest = "";
+            break;
+        };
+        let key = &after[..end];
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "`${{user_config.{}}}` names a key no shell variable can hold (use A-Z, a-z, 0-9 and _)",
+                bosun_core::escape_hidden(key)
+            ));
+        }
+        let name = format!("{OPTION_PREFIX}{key}");
+        line.push_str(&format!("${{{name}}}"));
+        if let Some(value) = options.get(key)
+            && !variables.iter().any(|(n, _)| *n == name)
+        {
+            variables.push((name, value.clone()));
+        }
+        rest = &after[end + 1..];
+    }
+    line.push_str(rest);
+    Ok((line, variables))
 }
 
 /// Most bytes of a hook's stdout or stderr kept.
@@ -210,6 +296,11 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
     // `${CLAUDE_PLUGIN_ROOT}` and its kin are left to the shell, which reads them from the
     // environment set below as values, never as code: a path holding `$(…)`, `;` or a quote
     // stays a path. (Pasting it into the line would have the shell parse it.)
+    // `${user_config.KEY}` likewise: the answer is a variable of the hook's environment.
+    let (command_line, options) = match option_variables(command_line, place.options) {
+        Ok(expanded) => expanded,
+        Err(why) => return Reply::of(HookOutcome::Failed(why)),
+    };
     if let Err(e) = std::fs::create_dir_all(place.data) {
         return Reply::of(HookOutcome::Failed(format!(
             "could not create {}: {e}",
@@ -219,7 +310,7 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
     let mut command = tokio::process::Command::new("/bin/sh");
     command
         .arg("-c")
-        .arg(command_line)
+        .arg(&command_line)
         .current_dir(place.workspace)
         .env_clear()
         .env(
@@ -230,6 +321,7 @@ pub async fn run_reply(place: HookPlace<'_>, handler: &Handler, input: &Value) -
         .env("CLAUDE_PLUGIN_ROOT", place.root)
         .env("CLAUDE_PLUGIN_DATA", place.data)
         .env("CLAUDE_PROJECT_DIR", place.workspace)
+        .envs(options)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -398,6 +490,7 @@ mod tests {
             root: &dir.join("plugin"),
             data: &dir.join("data"),
             workspace: &dir.join("ws"),
+            options: &BTreeMap::new(),
         };
         let handler = Handler {
             kind: "command".to_owned(),
@@ -459,6 +552,7 @@ mod tests {
             root: &root,
             data: &dir.path().join("data"),
             workspace: &dir.path().join("ws"),
+            options: &BTreeMap::new(),
         };
         let handler = Handler {
             kind: "command".to_owned(),
@@ -472,6 +566,55 @@ mod tests {
             outcome,
             HookOutcome::Context(root.display().to_string()),
             "the shell ran part of the path"
+        );
+    }
+
+    /// `${user_config.KEY}` in a hook's command line is the answer, read by the shell from its
+    /// environment as a value: an answer holding `$(…)`, `;`, a backtick, quotes or `${…}` runs
+    /// nothing; a key no variable can hold runs no hook; a key with no answer is empty.
+    #[tokio::test]
+    async fn a_user_config_answer_in_a_hooks_command_is_a_value_never_shell_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let launcher = bosun_launch::Launcher::new(bosun_launch::SandboxConfig::default())
+            .private(dir.path().join("home"));
+        for folder in ["plugin", "data", "ws"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        let hostile = "eu$(echo INJECTED);echo INJECTED;`echo INJECTED`'\"${HOME}";
+        let options: BTreeMap<String, String> = [
+            ("region".to_owned(), hostile.to_owned()),
+            ("token".to_owned(), "s3cret".to_owned()),
+        ]
+        .into_iter()
+        .collect();
+        let place = HookPlace {
+            launcher: &launcher,
+            root: &dir.path().join("plugin"),
+            data: &dir.path().join("data"),
+            workspace: &dir.path().join("ws"),
+            options: &options,
+        };
+        let run = |command: &str| {
+            let handler = Handler {
+                kind: "command".to_owned(),
+                command: Some(command.to_owned()),
+                timeout: Some(30.0),
+                condition: None,
+                background: false,
+            };
+            async move { run_handler(place, &handler, &serde_json::json!({})).await }
+        };
+        assert_eq!(
+            run("printf '%s|%s|%s' \"${user_config.region}\" \"${user_config.token}\" \"${user_config.unset}\"").await,
+            HookOutcome::Context(format!("{hostile}|s3cret|")),
+            "the shell ran part of an answer, or an answer is missing"
+        );
+        assert!(
+            matches!(
+                run("echo ${user_config.a-b}").await,
+                HookOutcome::Failed(why) if why.contains("no shell variable can hold")
+            ),
+            "a key no variable can hold ran the hook"
         );
     }
 

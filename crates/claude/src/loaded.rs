@@ -21,6 +21,12 @@ pub struct LoadedPlugin {
     pub label: PathBuf,
     /// What it holds.
     pub layout: PluginLayout,
+    /// Its `userConfig` answers (secrets included), for its hooks' `${user_config.KEY}`: the
+    /// host fills them in from the person's config and the plugin's secrets (none here).
+    pub options: std::collections::BTreeMap<String, String>,
+    /// Where its hooks may put what they are handed: the host judges it from the OS sandbox
+    /// and the person's config (here, unjudged: `PUBLIC`).
+    pub hook_sink: crate::hooks::HookSink,
 }
 
 impl LoadedPlugin {
@@ -141,5 +147,7 @@ pub fn load_one(home: &Path, record: &InstalledPlugin) -> Result<LoadedPlugin, C
         data,
         label: crate::data_label::label_path(&claude_home(home), &record.id),
         layout,
+        options: std::collections::BTreeMap::new(),
+        hook_sink: crate::hooks::HookSink::default(),
     })
 }

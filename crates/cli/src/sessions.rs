@@ -37,6 +37,19 @@ pub fn show(which: &str, json: bool) -> Result<u8> {
         session.updated_at.format("%Y-%m-%d %H:%M")
     );
     outln!("runs:      {}", session.run_ids.join(", "));
+    // What carrying it on starts from: the stored labels, or the top level when it has none.
+    let labels = session.resumed_labels();
+    outln!(
+        "labels:    {}{}",
+        labels.level,
+        labels
+            .raised_by
+            .map(|by| format!(" (from {})", sanitize_for_terminal(&by)))
+            .unwrap_or_default()
+    );
+    if let Some(source) = labels.untrusted {
+        outln!("untrusted: {}", sanitize_for_terminal(&source));
+    }
     if session.dropped_messages > 0 {
         outln!(
             "({} older messages were dropped to keep the session bounded)",

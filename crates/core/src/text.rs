@@ -27,6 +27,24 @@ pub fn hex(bytes: &[u8]) -> String {
     hex::encode(bytes)
 }
 
+/// A Markdown code fence for `text`: backticks, one more than the longest run of them inside
+/// (at least three), so no line of `text` can close it. What Bosun frames this way — a command's
+/// output, a plugin's words — cannot end its block and pass for what follows it.
+///
+/// ```
+/// assert_eq!(bosun_core::text::fence_for("a ```` b"), "`````");
+/// assert_eq!(bosun_core::text::fence_for("plain"), "```");
+/// ```
+pub fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,9 @@
 //! `[claude.plugins."<name>@<marketplace>"]` in the user's config: what a person chose for an
 //! installed Claude Code plugin: its `userConfig` answers that are not secrets, and the network
 //! its MCP servers may reach (`[claude.plugins."<id>".mcp.<server>] network`; none unless
-//! granted), and whether its `bin/` goes on `run_command`'s PATH (`bin = true`; a grant the
-//! person reviewed at install, see [`ClaudeConfig::bin`]). Only the user's file holds it (a
+//! granted), whether its `bin/` goes on `run_command`'s PATH (`bin = true`; a grant the
+//! person reviewed at install, see [`ClaudeConfig::bin`]), and the level of the places its
+//! processes may write (`classification`, a sink's level). Only the user's file holds it (a
 //! project's config cannot), and a plugin's secrets never do: they are kept under
 //! `$BOSUN_HOME/claude/secrets/`, which no tool reads.
 
@@ -34,6 +35,11 @@ pub struct ClaudePluginConfig {
     /// when it is removed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bin: bool,
+    /// The level of the places its processes may put what they are handed, as a sink (as
+    /// `[mcp.<name>] classification`): its MCP servers', and its hooks' when the OS sandbox
+    /// does not keep them to their data folder. Unset: `PUBLIC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<bosun_core::Classification>,
 }
 
 /// `[claude.plugins."<id>".mcp.<server>]`.
@@ -67,6 +73,12 @@ impl ClaudeConfig {
     /// Whether a person grants the plugin `id` its `bin/` (`[claude.plugins."<id>"] bin`).
     pub fn bin(&self, id: &str) -> bool {
         self.plugins.get(id).is_some_and(|p| p.bin)
+    }
+
+    /// The level a person gave the plugin `id`'s processes as a sink
+    /// (`[claude.plugins."<id>"] classification`), if any.
+    pub fn classification(&self, id: &str) -> Option<bosun_core::Classification> {
+        self.plugins.get(id).and_then(|p| p.classification)
     }
 
     /// The network a person granted the server `server` of the plugin `id`.

@@ -1,6 +1,6 @@
 //! Labels that travel: what a session has seen ([`SessionLabels`]) and what a producer of
 //! words a session reads may hold ([`InstanceLabel`]: a plugin's kept instance, a Claude Code
-//! plugin's data folder). A session takes a producer's label on through [`Reader`]. This module
+//! plugin's data folder, a running MCP server). A session takes a producer's label on through [`Reader`]. This module
 //! is a leaf: it knows no session, trace or plugin, so every part that moves labels can use it.
 
 use std::sync::Arc;
@@ -38,6 +38,9 @@ pub enum Producer {
     Instance(String),
     /// The data folder of a Claude Code plugin (its id), which outlives sessions and processes.
     DataFolder(String),
+    /// The running process of an MCP server (its name), or its connection to a remote one,
+    /// which serves every session of the process.
+    McpServer(String),
 }
 
 impl std::fmt::Display for Producer {
@@ -47,6 +50,7 @@ impl std::fmt::Display for Producer {
             Producer::DataFolder(plugin) => {
                 write!(f, "data folder of the Claude Code plugin `{plugin}`")
             }
+            Producer::McpServer(server) => write!(f, "running MCP server `{server}`"),
         }
     }
 }

@@ -223,6 +223,36 @@ impl Launcher {
         })
     }
 
+    /// Why a child confined to one folder it writes, with [`Network::Off`], could still put what
+    /// it is handed where others read it — the sandbox is off, this machine does not fully
+    /// enforce its filesystem or network layer, or `[sandbox] write` grants every child more
+    /// places — or `None` when it cannot: its one folder and its output are then all it leaves.
+    pub fn outlet(&self) -> Option<String> {
+        let status = self.status();
+        if !status.enabled {
+            return Some("the OS sandbox is off ([sandbox] enabled = false)".to_owned());
+        }
+        for layer in [Layer::Filesystem, Layer::Network] {
+            let enforced = status
+                .layers
+                .iter()
+                .any(|(l, state)| *l == layer && state.is_enforced());
+            if !enforced {
+                return Some(format!(
+                    "this machine does not fully enforce the sandbox's {} layer (bosun sandbox status)",
+                    layer.name()
+                ));
+            }
+        }
+        if !self.config.write.is_empty() {
+            return Some(format!(
+                "[sandbox] write lets every child write {}",
+                self.config.write.join(", ")
+            ));
+        }
+        None
+    }
+
     /// Makes `command` start its child confined by `confinement`: sets the pre-exec steps and
     /// a private `TMPDIR`. Keep the returned [`Jail`] until the child has ended; dropping it
     /// kills what is left of the child's tree and removes its `TMPDIR` and cgroup.

@@ -13,6 +13,10 @@
 //! - **Lifecycle.** A server starts at the first call of one of its tools, is reused, and stops
 //!   with Bosun. A server that dies is started again once; after that its tools fail with the
 //!   tail of what it wrote on stderr. Every request has a deadline (`timeout_ms`, default 60 s).
+//! - **Labels.** One running server serves every session of the process (`bosun serve`'s
+//!   clients, sibling subagents), and may keep what one session sent it: it carries the labels
+//!   of every session whose call reached it, and every answer carries them to the session that
+//!   reads it. A server started again starts without.
 //! - **Results.** `isError` is a tool error; content blocks are kept as typed JSON;
 //!   `structuredContent` is checked against the tool's approved `outputSchema`. The chokepoint
 //!   bounds the output after that.
@@ -157,10 +161,17 @@ struct Up {
     client: RunningService<RoleClient, Handler>,
     /// The current hash of each tool it lists.
     hashes: HashMap<String, String>,
+    /// The labels of every session whose data reached this process (or this connection to a
+    /// remote server): what its answers may carry. Only rises; a server started again starts
+    /// with none.
+    label: ServerLabel,
     /// The sandbox of a command server's process, which keeps the process: dropped last, it
     /// kills what is left of the process tree and removes its TMPDIR.
     jail: Box<Jail>,
 }
+
+/// The label of one running server ([`Up::label`]), shared with the calls that use it.
+type ServerLabel = Arc<StdMutex<bosun_host::SessionLabels>>;
 
 enum Conn {
     Down,
@@ -450,6 +461,7 @@ impl Server {
         Ok(Up {
             client,
             hashes,
+            label: ServerLabel::default(),
             jail: Box::new(jail),
         })
     }
@@ -517,11 +529,12 @@ impl Server {
             .collect())
     }
 
-    /// The peer to call, starting the server when it is down, and the tool's current hash.
+    /// The peer to call, starting the server when it is down, the tool's current hash, and the
+    /// label of the running server.
     async fn peer_for(
         &self,
         tool: &str,
-    ) -> Result<(rmcp::service::Peer<RoleClient>, Option<String>), ToolError> {
+    ) -> Result<(rmcp::service::Peer<RoleClient>, Option<String>, ServerLabel), ToolError> {
         let mut state = self.state.lock().await;
         if let Conn::Up(up) = &state.conn
             && up.client.is_closed()
@@ -561,7 +574,11 @@ impl Server {
             );
         }
         match &state.conn {
-            Conn::Up(up) => Ok((up.client.peer().clone(), up.hashes.get(tool).cloned())),
+            Conn::Up(up) => Ok((
+                up.client.peer().clone(),
+                up.hashes.get(tool).cloned(),
+                up.label.clone(),
+            )),
             Conn::Failed(message) => Err(server_error(&self.name, message)),
             Conn::Down => Err(server_error(&self.name, "it is not running")),
         }

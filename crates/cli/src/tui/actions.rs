@@ -225,7 +225,8 @@ impl App {
         self.stored = !open.stored.run_ids.is_empty();
         self.last_run = open.stored.run_ids.last().cloned();
         self.tokens = (0, 0);
-        self.labels = (bosun_core::Classification::Public, None);
+        // The resumed history's labels: the URL guard and the status line hold from its start.
+        self.labels = super::app::held_labels(&open);
         self.scroll = 0;
         let text = format!(
             "resumed session {} ({} messages)",

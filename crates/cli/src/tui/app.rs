@@ -230,6 +230,11 @@ pub(crate) struct App {
     pub(super) searching: usize,
 }
 
+/// The labels a conversation opens with (a resumed one's stored labels), as the UI keeps them.
+pub(super) fn held_labels(open: &Conversation) -> (bosun_core::Classification, Option<String>) {
+    (open.grants.taint(), open.grants.untrusted_source())
+}
+
 /// How soon a second Ctrl-C at an idle prompt must follow the first to leave.
 pub(crate) const LEAVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -275,7 +280,7 @@ impl App {
             running: None,
             steps: 0,
             children: std::collections::BTreeMap::new(),
-            labels: (bosun_core::Classification::Public, None),
+            labels: held_labels(&open),
             tool_calls: 0,
             approvals: VecDeque::new(),
             confirm: None,

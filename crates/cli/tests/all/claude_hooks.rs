@@ -214,7 +214,7 @@ fn a_post_tool_use_hooks_words_reach_the_model_and_it_never_runs_on_a_denied_cal
     assert_eq!(results.len(), 2, "{second}");
     let read = results[0]["content"].as_str().unwrap();
     assert!(
-        read.contains("objects to this result: that file is generated")
+        read.contains("objects to this result]\n```\nthat file is generated\n```")
             && read.contains("see docs/gen.md"),
         "{read}"
     );
@@ -708,4 +708,61 @@ fn in_the_terminal_notification_runs_at_the_approval_and_session_end_when_the_pe
     assert_eq!(lines[0]["notification_type"], "permission_prompt");
     assert_eq!(lines[1]["reason"], "prompt_input_exit");
     assert_eq!(lines[0]["session_id"], lines[1]["session_id"]);
+}
+
+/// `${user_config.KEY}` in a hook's command line is the person's answer — a secret included —
+/// read by the hook's shell from its environment as a value: an answer holding shell syntax runs
+/// nothing, and a secret the hook prints is redacted from the trace.
+#[test]
+fn a_hooks_user_config_answers_are_values_and_a_secret_stays_out_of_the_trace() {
+    let env = Env::new();
+    let market = env.dir.path().join("market");
+    hooked_marketplace(
+        &market,
+        "configured",
+        on(
+            "SessionStart",
+            r#"printf 'region=%s token=%s' "${user_config.region}" "${user_config.token}""#,
+        ),
+    );
+    let plugin = market.join("plugins/configured");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        json!({"name": "configured", "userConfig": {
+            "region": {"type": "string", "title": "Region", "description": "Where"},
+            "token": {"type": "string", "title": "Token", "description": "The key",
+                "sensitive": true, "required": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (_runtime, server) = serve([Step::text("ok")]);
+    env.user_config(&format!(
+        "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n",
+        model_config(&server, ""),
+        market.display()
+    ));
+    let region = "eu;touch pwned;$(touch pwned2)";
+    let out = env.bosun(&[
+        "plugins",
+        "install",
+        "configured@local",
+        "--yes",
+        "--config",
+        &format!("region={region}"),
+        "--config",
+        "token=SECRET-9931",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env.bosun(&["run", "hello"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let told = said(&server.requests()[0]);
+    assert!(
+        told.contains(&format!("region={region} token=SECRET-9931")),
+        "the hook did not say the answers: {told}"
+    );
+    assert!(!env.ws().join("pwned").exists() && !env.ws().join("pwned2").exists());
+    let trace = std::fs::read_to_string(env.runs().pop().unwrap()).unwrap();
+    assert!(trace.contains("region=eu;touch pwned"), "{trace}");
+    assert!(!trace.contains("SECRET-9931"), "the secret is in the trace");
 }

@@ -314,3 +314,85 @@ fn a_plugin_servers_answer_carries_its_data_folders_label() {
     );
     refused_after_the_rise(&env, &env.ws());
 }
+
+/// With `[sandbox] write` granting every child a folder outside the workspace (unlabelled:
+/// anyone reads it), a plugin's hooks are a `PUBLIC` sink: a `PostToolUse` hook of a session
+/// holding RESTRICTED data is handed markers in place of the call's input and result, and a
+/// `PreToolUse` hook is not run — the call it might have denied asks, and with nobody to ask it
+/// is refused. At PUBLIC the same hooks get everything. Labelled `RESTRICTED` in
+/// `[claude.plugins."keeper@local"]`, they are handed the key and the call runs.
+#[test]
+fn a_hook_that_can_write_where_anyone_reads_is_handed_nothing_above_its_level() {
+    for labelled in [false, true] {
+        let env = Env::new();
+        let share = env.dir.path().join("share");
+        std::fs::create_dir_all(&share).unwrap();
+        let seen = share.join("seen.jsonl");
+        let keep = format!(r#"cat >> '{0}'; echo >> '{0}'"#, seen.display());
+        keeper(
+            &env,
+            Value::Object(
+                [on("PreToolUse", &keep), on("PostToolUse", &keep)]
+                    .into_iter()
+                    .collect(),
+            ),
+            false,
+        );
+        let (_runtime, server) = serve(before_a().into_iter().chain([
+            Step::call("read_file", json!({"path": "notes/key.txt"})),
+            Step::call("read_file", json!({"path": "public/before.md"})),
+            Step::text("read"),
+        ]));
+        let label = if labelled {
+            "[claude.plugins.\"keeper@local\"]\nclassification = \"RESTRICTED\"\n"
+        } else {
+            ""
+        };
+        env.user_config(&format!(
+            "{}\n[registries.local]\nkind = \"claude-marketplace\"\npath = \"{}\"\n\n[sandbox]\nwrite = [\"{}\"]\n{label}",
+            model_config(&server, FLOW),
+            env.dir.path().join("market").display(),
+            share.display()
+        ));
+        let out = env.bosun(&["plugins", "install", "keeper@local", "--yes"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        run(&env, "write a note");
+        run(&env, "read the key, then the note");
+        let seen = std::fs::read_to_string(&seen).unwrap();
+        // At PUBLIC both hooks were handed the write's content.
+        assert!(seen.contains("public/before.md"), "{seen}");
+        let events = events(&env);
+        let second = events
+            .iter()
+            .filter(|e| e["tool"] == "read_file" && e["call_id"].is_string())
+            .filter(|e| e["type"] == "tool.completed" || e["type"] == "tool.failed")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{events:#?}"))
+            .clone();
+        if labelled {
+            assert!(seen.contains("PRIVATE-KEY-4711"), "{seen}");
+            assert_eq!(second["type"], "tool.completed", "{second}");
+            continue;
+        }
+        assert!(
+            !seen.contains("PRIVATE-KEY-4711"),
+            "a hook that writes where anyone reads was handed the key: {seen}"
+        );
+        assert!(seen.contains("withheld by Bosun"), "{seen}");
+        assert!(
+            events
+                .iter()
+                .any(|e| e["type"] == "hook.ran" && e["outcome"] == "withheld"),
+            "{events:#?}"
+        );
+        assert_eq!(second["type"], "tool.failed", "{second}");
+        assert!(second.to_string().contains("needs_approval"), "{second}");
+        let decided = events
+            .iter()
+            .filter(|e| e["type"] == "tool.decided" && e["tool"] == "read_file")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{events:#?}"))
+            .to_string();
+        assert!(decided.contains("PreToolUse hook was not run"), "{decided}");
+    }
+}

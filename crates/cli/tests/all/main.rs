@@ -826,6 +826,7 @@ mod processes;
 mod registry;
 mod registry_layout;
 mod registry_oci;
+mod resume;
 mod review;
 mod run;
 mod serve;

@@ -860,3 +860,99 @@ fn a_sandbox_write_to_a_protected_path_is_a_config_error() {
         );
     }
 }
+
+fn memory_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_memory_server.py")
+}
+
+/// One `bosun serve --http` process, three client sessions (each its own `initialize`), one
+/// `[mcp.memory]` server (the Python SDK, trusted: its answers are not untrusted input, so only
+/// its label can raise a session) that keeps what it is sent in memory. Session A, holding RESTRICTED data, sends
+/// the key to the server (labelled RESTRICTED: no write-down). Session B, PUBLIC, writes to
+/// `public/` freely, then asks the server what it kept: the answer carries the running server's
+/// label, so B's write of the key to `public/` is refused. B then ends the server; session C
+/// asks a server started afresh, which kept nothing and carries no label: C writes freely.
+#[test]
+fn a_running_servers_answers_carry_the_labels_of_every_session_that_reached_it() {
+    let env = Env::new();
+    env.user_config(&format!(
+        r#"
+[classification]
+write_down = "deny"
+
+[[classification.paths]]
+glob = "public/**"
+level = "PUBLIC"
+
+[[hooks.post_tool_response]]
+tool = "read_file"
+level = "RESTRICTED"
+
+[[policy.rules]]
+action = "builtin.tool.create_file"
+decision = "allow"
+
+[[policy.rules]]
+action = "mcp.memory.tool.*"
+decision = "allow"
+
+[mcp.memory]
+command = {:?}
+args = [{:?}]
+classification = "RESTRICTED"
+trusted = true
+{}"#,
+        python().display().to_string(),
+        memory_script().display().to_string(),
+        peer_sandbox("memory")
+    ));
+    for dir in ["notes", "public"] {
+        std::fs::create_dir_all(env.ws().join(dir)).unwrap();
+    }
+    std::fs::write(env.ws().join("notes/key.txt"), "PRIVATE-KEY-4711").unwrap();
+    let out = env.bosun(&["mcp", "trust", "memory", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let served = super::serve::HttpServer::start(&env, &[], &[]);
+    let session = |calls: Value| {
+        super::serve::peer(&serde_json::json!({
+            "url": served.url, "mode": "legacy", "calls": calls,
+        }))
+    };
+    let texts = |out: &Value| -> Vec<String> {
+        out["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(super::serve::text_of)
+            .collect()
+    };
+
+    let a = session(serde_json::json!([
+        {"name": "read_file", "arguments": {"path": "notes/key.txt"}},
+        {"name": "mcp__memory__keep", "arguments": {"text": "PRIVATE-KEY-4711"}},
+    ]));
+    assert!(texts(&a)[1].contains("kept"), "{a}");
+
+    let b = session(serde_json::json!([
+        {"name": "create_file", "arguments": {"path": "public/before.md", "content": "x"}},
+        {"name": "mcp__memory__recall", "arguments": {}},
+        {"name": "create_file", "arguments": {"path": "public/leak.md", "content": "PRIVATE-KEY-4711"}},
+        {"name": "mcp__memory__leave", "arguments": {}},
+    ]));
+    let said = texts(&b);
+    assert!(env.ws().join("public/before.md").exists(), "{b}");
+    assert!(said[1].contains("PRIVATE-KEY-4711"), "{b}");
+    assert!(super::serve::is_error(&b["calls"][2]), "{b}");
+    assert!(said[2].contains("write-down"), "{b}");
+    assert!(
+        !env.ws().join("public/leak.md").exists(),
+        "B wrote out what the server kept from A"
+    );
+
+    let c = session(serde_json::json!([
+        {"name": "mcp__memory__recall", "arguments": {}},
+        {"name": "create_file", "arguments": {"path": "public/after.md", "content": "y"}},
+    ]));
+    assert!(texts(&c)[0].contains("nothing kept"), "{c}");
+    assert!(env.ws().join("public/after.md").exists(), "{c}");
+}

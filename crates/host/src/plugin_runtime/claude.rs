@@ -101,6 +101,14 @@ impl Runtime for ClaudeRuntime {
         if let Some(gate) = at.managed {
             withhold_managed(&mut loaded, gate);
         }
+        for plugin in &mut loaded.plugins {
+            // A plugin whose secrets cannot be read has its servers left out below, saying
+            // why; its hooks get no answers.
+            plugin.options = answers(plugin, at.home, at.claude)
+                .map(|answers| answers.values)
+                .unwrap_or_default();
+            plugin.hook_sink = hook_sink(at.launcher, at.claude, &plugin.record.id);
+        }
         let mut warnings = loaded.refused;
         for plugin in &loaded.plugins {
             for hook in &plugin.layout.hooks_not_run {
@@ -128,6 +136,36 @@ impl Runtime for ClaudeRuntime {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// Where the hooks of the plugin `id` may put what they are handed, as a sink. The OS sandbox
+/// holds a hook to its data folder with no network; where it does so on this machine, the
+/// folder (labelled) and the hook's words (carrying that label) are all it leaves. Where it
+/// cannot — the sandbox off or not fully enforced here, `[sandbox] write` — the hook is a sink
+/// at `[claude.plugins."<id>"] classification`, `PUBLIC` unless the person set one, as an MCP
+/// server is.
+pub fn hook_sink(
+    launcher: &bosun_launch::Launcher,
+    claude: &ClaudeConfig,
+    id: &str,
+) -> bosun_claude::hooks::HookSink {
+    let Some(outlet) = launcher.outlet() else {
+        return bosun_claude::hooks::HookSink::Confined;
+    };
+    let (level, source) = match claude.classification(id) {
+        Some(level) => (
+            level,
+            format!("[claude.plugins.\"{id}\"] classification = \"{level}\""),
+        ),
+        None => (
+            bosun_core::Classification::Public,
+            format!("no [claude.plugins.\"{id}\"] classification labels them"),
+        ),
+    };
+    bosun_claude::hooks::HookSink::Open {
+        level,
+        why: format!("{outlet}; {source}"),
     }
 }
 
@@ -217,6 +255,7 @@ impl PolicyHook for PreToolUse {
             root: &self.plugin.root,
             data: &self.plugin.data,
             workspace: &self.workspace,
+            options: &self.plugin.options,
         };
         let mut strictest: Option<HookVerdict> = None;
         let handlers: Vec<_> = self
@@ -235,19 +274,33 @@ impl PolicyHook for PreToolUse {
         if handlers.is_empty() {
             return Ok(None);
         }
+        let id = &self.plugin.record.id;
+        // The hook would be handed the call's input, which may hold anything the session
+        // holds: above the hook's sink that is a write-down, so it is not run — and since it
+        // might have denied the call, a person decides instead (refused with nobody to ask).
+        if let Some(why) = self.plugin.hook_sink.refuses(labels.level) {
+            return Ok(Some(HookVerdict {
+                plugin: id.clone(),
+                decision: Decision::Ask,
+                reason: format!(
+                    "its PreToolUse hook was not run, so it could not judge this call: {why}"
+                ),
+            }));
+        }
         // The hook gets the call's input and may keep it in its data folder, which outlives
         // the session: the folder's label takes in the session's before the hook runs, and its
         // reason (read by the session and the person) carries the label as it is after.
-        let id = &self.plugin.record.id;
         crate::data_folder::meet(&self.plugin.label, id, Some(labels));
         for handler in handlers {
             let outcome = tokio::select! {
                 outcome = run_handler(place, handler, &input) => outcome,
                 () = cancel.cancelled() => return Ok(None),
             };
+            // The hook's words are quoted, so nothing in them can end the quote and pass
+            // for Bosun's explanation or another plugin's.
             let verdict = match outcome {
-                HookOutcome::Block(reason) => Some((Decision::Deny, reason)),
-                HookOutcome::Ask(reason) => Some((Decision::Ask, reason)),
+                HookOutcome::Block(reason) => Some((Decision::Deny, quoted(&reason))),
+                HookOutcome::Ask(reason) => Some((Decision::Ask, quoted(&reason))),
                 // As in Claude Code, a hook that fails without exit 2 does not block; policy
                 // still decides.
                 HookOutcome::Failed(_) | HookOutcome::Continue | HookOutcome::Context(_) => None,
@@ -272,6 +325,15 @@ impl PolicyHook for PreToolUse {
         }
         Ok(strictest)
     }
+}
+
+/// A hook's reason as it reaches a decision: `its hook says "…"`, a JSON string (quotes,
+/// backslashes and line ends escaped).
+fn quoted(reason: &str) -> String {
+    format!(
+        "its PreToolUse hook says {}",
+        serde_json::Value::String(reason.to_owned())
+    )
 }
 
 /// `plugin`'s `userConfig` answers: the user config's (`[claude.plugins."<id>".config]`), its
@@ -337,6 +399,7 @@ pub fn mcp_servers(
                 server,
                 &answers,
                 claude.network(&plugin.record.id, server_name),
+                claude.classification(&plugin.record.id),
             ) {
                 Ok(config) => servers.push((name, config)),
                 Err(why) => warnings.push(format!(
@@ -354,6 +417,7 @@ fn provided(
     server: &bosun_claude::mcp::McpServer,
     answers: &bosun_claude::user_config::Answers,
     network: &[String],
+    classification: Option<bosun_core::Classification>,
 ) -> Result<McpServerConfig, String> {
     for host in network {
         if let Err(e) = bosun_core::Authority::parse(host) {
@@ -458,7 +522,7 @@ fn provided(
             network: network.to_vec(),
             ..McpSandbox::default()
         },
-        classification: None,
+        classification,
         provided: Some(ProvidedServer {
             plugin: plugin.record.id.clone(),
             root: root.clone(),

@@ -92,6 +92,37 @@ impl McpTool {
     }
 }
 
+/// Raises the label of a running server to take in `from`.
+fn raise(label: &super::ServerLabel, from: &bosun_host::SessionLabels) {
+    label
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .raise(from);
+}
+
+/// Once a call to a running server is over, however it ended, records in its context that what
+/// it got came from that server, labelled as the server is then: the chokepoint raises the
+/// session to it.
+struct Told<'a> {
+    label: &'a super::ServerLabel,
+    server: &'a str,
+    ctx: &'a ToolContext,
+}
+
+impl Drop for Told<'_> {
+    fn drop(&mut self) {
+        let label = self
+            .label
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        self.ctx.instance_label.record_from(
+            bosun_host::tool::Producer::McpServer(self.server.to_owned()),
+            &label,
+        );
+    }
+}
+
 fn url_authority(url: &str) -> Option<Authority> {
     let url = url::Url::parse(url).ok()?;
     Some(Authority::new(url.host_str()?, url.port()))
@@ -155,7 +186,7 @@ impl McpTool {
     /// The call itself, once the tool is known to be the one pinned.
     async fn call_server(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let server = &self.server.name;
-        let (peer, current) = self.server.peer_for(&self.tool).await?;
+        let (peer, current, label) = self.server.peer_for(&self.tool).await?;
         match current {
             None => {
                 return Err(server_error(
@@ -177,6 +208,15 @@ impl McpTool {
             }
             Some(_) => {}
         }
+        // The running server may keep what this session sends it and tell any session it
+        // serves: its label takes in this session's before it gets the input, and whatever it
+        // answers (a result or an error) carries its label as it is after.
+        raise(&label, &bosun_host::SessionLabels::of(&ctx.session));
+        let _told = Told {
+            label: &label,
+            server,
+            ctx,
+        };
         let arguments = match input {
             Value::Object(map) => map,
             _ => Map::new(),
