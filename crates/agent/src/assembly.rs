@@ -152,13 +152,18 @@ pub fn reviewer(config: &LoadedConfig) -> Result<Option<Arc<dyn Reviewer>>, Turn
 /// The most sensitive data the reviewer `name` may be sent: `[policy] reviewer_classification`,
 /// else its model's level, by the rule of every model entry
 /// ([`bosun_models::ModelsConfig::level_of`]: its `classification`, else every level on the
-/// default model's API root, else `PUBLIC`).
+/// default model's API root, else `PUBLIC`). The machine's managed `[policy]
+/// reviewer_classification`, when set, caps either.
 fn reviewer_level(config: &LoadedConfig, name: &str) -> bosun_core::Classification {
-    config
+    let level = config
         .user
         .policy
         .reviewer_classification
-        .unwrap_or_else(|| config.user.models_config().level_of(name))
+        .unwrap_or_else(|| config.user.models_config().level_of(name));
+    match config.managed.as_ref().and_then(|m| m.reviewer_cap()) {
+        Some(cap) => level.min(cap),
+        None => level,
+    }
 }
 
 /// `error` and its causes on one line, `outer: inner: …`.

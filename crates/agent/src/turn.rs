@@ -140,7 +140,7 @@ impl TurnBuilder {
             let commands =
                 PluginCommands::of(host.claude_plugins()).withholding(host.claude_withheld());
             command_notes.extend(commands.warnings().iter().cloned());
-            commands.expand(task, &self.workspace)?
+            commands.expand(task, &self.workspace, host.policy())?
         } else {
             None
         };

@@ -146,6 +146,19 @@ impl Explanation {
         told
     }
 
+    /// The same explanation with each rule's source (`file:line`) passed through `shown`: what
+    /// a model is told names a config file without the person's home directory or user name.
+    #[must_use]
+    pub fn with_sources(&self, shown: impl Fn(&str) -> String) -> Explanation {
+        let mut told = self.clone();
+        for check in &mut told.checks {
+            if let Some(source) = &check.source {
+                check.source = Some(shown(source));
+            }
+        }
+        told
+    }
+
     /// One line for a person: `deny: fs.write:../x by user config rule action = ... (file:3)`.
     pub fn summary(&self) -> String {
         match self.deciding_rule() {

@@ -38,6 +38,7 @@
 //! # }
 //! ```
 
+pub mod lock;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod write;

@@ -263,9 +263,23 @@ impl Chokepoint {
         // as much as in a result: the session takes on the labels of every session whose data
         // reached the instance, whatever came of the call.
         self.carry_instance_label(call, &ctx, session, trace);
+        // A rise the call made while it ran (a plugin's escalation) is in the session already;
+        // a result carries it to step 8, a failure records it here, so the trace (and the
+        // export read from it) knows the session's level either way.
+        let rise = session.take_rise_in_call(&call.id);
         let mut output = match outcome {
             Ok(output) => output,
-            Err(error) => return Err((error, Some(explanation))),
+            Err(error) => {
+                if let Some((from, to)) = rise {
+                    trace.record(Event::TaintRaised {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        from,
+                        to,
+                    });
+                }
+                return Err((error, Some(explanation)));
+            }
         };
         // 7. Post-response hooks act on the result before anyone sees it: redact, raise its
         //    level, mark it untrusted.

@@ -541,6 +541,9 @@ impl LoadedConfig {
             managed
                 .apply_telemetry(&mut user.telemetry, &written)
                 .map_err(refused)?;
+            managed
+                .check_reviewer_level(&user.policy)
+                .map_err(refused)?;
         }
         let workspace_trust =
             crate::workspace_trust::lookup(home, workspace.root()).map_err(|e| {

@@ -114,6 +114,10 @@ pub struct ManagedTelemetry {
     /// `deployment.environment.name` every instance reports.
     #[serde(default)]
     pub environment: Option<Spanned<String>>,
+    /// The highest level a collector may be sent: a cap on the user's `[telemetry]
+    /// classification`, which may only be set lower.
+    #[serde(default)]
+    pub classification: Option<Spanned<bosun_core::Classification>>,
 }
 
 /// `[telemetry.content]` of the managed file: `false` forbids that kind of content.
@@ -585,6 +589,21 @@ impl Managed {
                 ));
             }
         }
+        if let Some(cap) = &managed.classification
+            && let Some(level) = user.classification
+            && level > *cap.get_ref()
+        {
+            return Err(self.refusal(
+                "telemetry.classification",
+                cap.span(),
+                &format!("[telemetry] classification = \"{}\"", cap.get_ref()),
+                format!(
+                    "a collector may be sent {} data at most on this machine: set `classification` in [telemetry] to {} or lower, or remove it",
+                    cap.get_ref(),
+                    cap.get_ref()
+                ),
+            ));
+        }
         for (name, rule, value) in [
             (
                 "service-name",
@@ -608,6 +627,49 @@ impl Managed {
             *value = Some(rule.get_ref().clone());
         }
         Ok(())
+    }
+
+    /// The highest level a reviewer may be sent on this machine (the managed `[policy]
+    /// reviewer_classification`), a cap on whatever level the user's config gives it.
+    pub fn reviewer_cap(&self) -> Option<bosun_core::Classification> {
+        self.config.policy.reviewer_classification
+    }
+
+    /// Refuses a user `[policy] reviewer_classification` above the managed one: the managed
+    /// level may only be lowered.
+    ///
+    /// # Errors
+    /// The user's level is above the managed cap.
+    pub fn check_reviewer_level(&self, user: &PolicyFile) -> Result<(), Refusal> {
+        let (Some(cap), Some(level)) = (self.reviewer_cap(), user.reviewer_classification) else {
+            return Ok(());
+        };
+        if level <= cap {
+            return Ok(());
+        }
+        Err(self.refusal(
+            "policy.reviewer_classification",
+            self.key_span(&["policy", "reviewer_classification"]),
+            &format!("[policy] reviewer_classification = \"{cap}\""),
+            format!(
+                "a reviewer may be sent {cap} data at most on this machine: set `reviewer_classification` in [policy] to {cap} or lower, or remove it"
+            ),
+        ))
+    }
+
+    /// Where the key at `path` is written in the managed file (the start, when not found).
+    fn key_span(&self, path: &[&str]) -> std::ops::Range<usize> {
+        let found = || {
+            let document = toml_edit::Document::parse(self.text.as_str()).ok()?;
+            let (last, tables) = path.split_last()?;
+            let mut table: &dyn toml_edit::TableLike = document.as_table();
+            for name in tables {
+                table = table.get(name)?.as_table_like()?;
+            }
+            let (key, item) = table.get_key_value(last)?;
+            key.span().or_else(|| item.span())
+        };
+        found().unwrap_or(0..0)
     }
 
     /// Refuses a user plugin outside the allowed directories, or blocked by name. `home` is

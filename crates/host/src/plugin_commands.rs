@@ -9,7 +9,8 @@
 //! author's, not the person's:
 //! - `@path` names the file for the model, which reads it through the chokepoint like every
 //!   read (policy, labels and taint apply), the way the terminal's `@path` works; a path outside
-//!   the workspace refuses the command.
+//!   the workspace refuses the command, and one policy denies reading stays text whatever is
+//!   there (listing it only when it exists would tell the model what a denied place holds).
 //! - A `` !`cmd` `` line (run by Claude Code before the prompt is sent) refuses the command: a
 //!   program the plugin names would run before the person sees what the model is asked. The
 //!   model can run it through the chokepoint if the task needs it.
@@ -20,7 +21,8 @@
 use std::sync::Arc;
 
 use bosun_claude::LoadedPlugin;
-use bosun_core::ErrorCode;
+use bosun_core::{Capability, CapabilityRequest, Decision, ErrorCode};
+use bosun_policy::{Policy, Subject};
 
 use crate::Workspace;
 use crate::allowed_tools::AllowedTools;
@@ -280,6 +282,7 @@ impl PluginCommands {
         &self,
         line: &str,
         workspace: &Workspace,
+        policy: &Policy,
     ) -> Result<Option<Expanded>, CommandError> {
         let Some((command, args)) = self.find(line)? else {
             return Ok(None);
@@ -307,7 +310,7 @@ impl PluginCommands {
                 command: shown.clone(),
                 why,
             })?;
-        fresh.expand(&args, workspace).map(Some)
+        fresh.expand(&args, workspace, policy).map(Some)
     }
 }
 
@@ -358,7 +361,12 @@ impl PluginCommand {
     ///
     /// # Errors
     /// A [`CommandError`] saying why the command cannot run.
-    pub fn expand(&self, args: &str, workspace: &Workspace) -> Result<Expanded, CommandError> {
+    pub fn expand(
+        &self,
+        args: &str,
+        workspace: &Workspace,
+        policy: &Policy,
+    ) -> Result<Expanded, CommandError> {
         let shown = format!("/{}", self.name);
         if let Some(line) = shell_line(&self.body) {
             return Err(CommandError::Shell {
@@ -369,6 +377,12 @@ impl PluginCommand {
         let mut prompt = substitute(&self.body, args);
         let mut files = Vec::new();
         for path in mentions(&prompt) {
+            // Judged by its name first, as a read of it would be: where policy denies reading,
+            // a mention stays text whatever is there (a file, nothing, a link leading out), so
+            // the prompt never tells the model what exists in a denied place.
+            if read_denied(workspace, policy, &path) {
+                continue;
+            }
             match workspace.resolve(&path) {
                 Ok(real) if real.is_file() => {
                     let relative = workspace.relative(&real);
@@ -416,6 +430,22 @@ impl PluginCommand {
             notes,
         })
     }
+}
+
+/// Whether policy denies reading `path` (as a `read_file` of it would be judged): a path whose
+/// text alone leaves the workspace is not, and refuses the command instead.
+fn read_denied(workspace: &Workspace, policy: &Policy, path: &str) -> bool {
+    let Ok(scope) = workspace.judged_scope(path) else {
+        return false;
+    };
+    let request = CapabilityRequest {
+        capability: Capability::FsRead,
+        scope,
+    };
+    policy
+        .decide_one(&Subject::capability(&request), &[])
+        .decision
+        == Decision::Deny
 }
 
 /// The first `` !`cmd` `` of `body`, if it has one.
@@ -516,6 +546,80 @@ mod tests {
         assert_eq!(substitute("Cost $5 is $0", ""), "Cost  is $0");
         assert_eq!(substitute("Review.", "src"), "Review.\n\nARGUMENTS: src");
         assert_eq!(split_args(" a  'b c' \"\" d"), ["a", "b c", "", "d"]);
+    }
+
+    /// Where policy denies reading, a mention says nothing of what is there: a file, nothing,
+    /// a directory and links — one leading out of the workspace, absolute or climbing — all
+    /// stay text and the command runs (before, an existing file was listed for the model, and
+    /// a link leading out refused the command, each an oracle for what a denied folder holds).
+    #[test]
+    fn a_mention_where_reading_is_denied_says_nothing_of_what_is_there() {
+        use bosun_policy::{Mode, PolicyFile, Source};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let secrets = root.join("secrets");
+        std::fs::create_dir_all(secrets.join("dir")).unwrap();
+        std::fs::write(secrets.join("key.txt"), "k").unwrap();
+        std::fs::write(root.join("notes.txt"), "n").unwrap();
+        std::os::unix::fs::symlink("/etc", secrets.join("out")).unwrap();
+        let climb = "../".repeat(secrets.components().count() - 1);
+        std::os::unix::fs::symlink(format!("{climb}etc/hostname"), secrets.join("up")).unwrap();
+        std::os::unix::fs::symlink("secrets", root.join("innocent")).unwrap();
+        let workspace = Workspace::new(&root, &root).unwrap();
+        let text =
+            "[[policy.rules]]\naction = \"fs.read\"\npath = \"secrets/**\"\ndecision = \"deny\"\n";
+        let policy = Policy::builder(Mode::WorkspaceWrite)
+            .user(
+                PolicyFile::parse(text).unwrap(),
+                Source::with_text("u.toml", text),
+            )
+            .unwrap()
+            .build();
+        let command = PluginCommand {
+            name: "p:look".to_owned(),
+            short: "look".to_owned(),
+            plugin: "p@m".to_owned(),
+            description: String::new(),
+            argument_hint: None,
+            allowed_tools: None,
+            model: None,
+            body: "Look at @$1 and @notes.txt.".to_owned(),
+        };
+        let prompt = |name: &str| {
+            command
+                .expand(name, &workspace, &policy)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .prompt
+                .replace(name, "<path>")
+        };
+        let first = prompt("secrets/key.txt");
+        for name in [
+            "secrets/missing",
+            "secrets/dir",
+            "secrets/out",
+            "secrets/out/hostname",
+            "secrets/up",
+            "innocent/key.txt",
+            "innocent/up",
+        ] {
+            assert_eq!(
+                prompt(name),
+                first,
+                "{name} told apart from secrets/key.txt"
+            );
+        }
+        assert!(first.ends_with("\n- notes.txt"), "{first}");
+        // An allowed file is still listed, and a path written outside still refuses.
+        let allowed = command.expand("notes.txt", &workspace, &policy).unwrap();
+        assert!(
+            allowed.prompt.ends_with("\n- notes.txt"),
+            "{}",
+            allowed.prompt
+        );
+        assert!(matches!(
+            command.expand("../x", &workspace, &policy),
+            Err(CommandError::Outside { .. })
+        ));
     }
 
     #[test]

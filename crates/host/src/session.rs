@@ -4,7 +4,7 @@
 //! promise can only be added, never withdrawn. It also carries the session's taint: the highest
 //! classification of data that entered it, which only ever rises.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -21,6 +21,9 @@ pub struct Session {
     grants: Mutex<BTreeSet<String>>,
     promises: RwLock<Vec<Promise>>,
     taint: Mutex<Classification>,
+    /// Rises a call made while it ran (a plugin's escalation), by call id: from where the
+    /// first began to where the last ended, until the chokepoint takes them when the call ends.
+    rises_in_call: Mutex<BTreeMap<String, (Classification, Classification)>>,
     /// The budget of the run going on in this session, which its subagents share.
     run_budget: Mutex<Option<Arc<RunBudget>>>,
     /// What first raised the taint to its current level.
@@ -211,6 +214,32 @@ impl Session {
             *taint = level;
         }
         *taint
+    }
+
+    /// Raises the taint to `level` on behalf of the running call `call_id` (a plugin escalating
+    /// mid-call), remembering the rise for the chokepoint to record when the call ends —
+    /// whether it succeeds or fails ([`Session::take_rise_in_call`]).
+    pub fn raise_taint_in_call(&self, call_id: &str, level: Classification) -> Classification {
+        let mut taint = self.taint.lock().unwrap_or_else(PoisonError::into_inner);
+        if level > *taint {
+            let before = *taint;
+            *taint = level;
+            let mut rises = self
+                .rises_in_call
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            rises.entry(call_id.to_owned()).or_insert((before, level)).1 = level;
+        }
+        *taint
+    }
+
+    /// The rise call `call_id` made while it ran, from where it began to where it ended, if it
+    /// made one; forgotten once taken.
+    pub fn take_rise_in_call(&self, call_id: &str) -> Option<(Classification, Classification)> {
+        self.rises_in_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id)
     }
 
     /// Records that a person allowed `action` for the rest of the session (the chokepoint passes

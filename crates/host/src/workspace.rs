@@ -133,10 +133,10 @@ impl Workspace {
     ///
     /// Relative paths start from [`Workspace::cwd`]; absolute paths are accepted only inside the
     /// root. `..` and symbolic links are resolved, and the result must stay inside the root. A
-    /// link leading out is refused from its own text, as [`judged`](Self::judged) does, before
+    /// link leading out is refused from its own text, as [`inside`](Self::inside) does, before
     /// anything outside is looked at: `outside_workspace` whether its target exists or not.
     pub fn resolve(&self, input_path: &str) -> Result<PathBuf, ToolError> {
-        let judged = self.judged(input_path)?;
+        let judged = self.inside(input_path)?;
         let canonical = judged
             .canonicalize()
             .map_err(|err| io_error(&err, input_path))?;
@@ -152,23 +152,43 @@ impl Workspace {
     /// is there: its links followed as the kernel would, the rest as written once nothing
     /// exists. Policy judges before a tool touches anything, so what a denied call hears must
     /// not depend on what exists where it is denied: `not_found`, `already_exists`, "not a
-    /// directory" or "a symbolic link" would say whether a file exists in a denied `secrets/`,
-    /// or what it is. Nothing outside the root is ever looked at: a link whose text leads out
-    /// is `outside_workspace` by that text alone, so whether its target exists, is a directory,
-    /// a FIFO or unreadable is never told (the sandbox may hide it from every program the model
-    /// runs). Only what the text shows (an empty path, `..` past the root, Bosun's own home
-    /// named, a link leading out) is an error here; the tool resolves the path strictly once
-    /// the call is allowed.
+    /// directory", "a symbolic link" or "outside the workspace" would say whether a file
+    /// exists in a denied `secrets/`, or what it is. Nothing outside the root is ever looked
+    /// at: a link whose text leads out is judged where it lies (the link's own path, and the
+    /// names after it as written), so a denied `secrets/key`, a link there to `/etc/passwd`
+    /// and nothing at all are denied alike; a call policy lets through is refused
+    /// `outside_workspace` by the link's text alone once allowed ([`inside`](Self::inside),
+    /// which every tool resolves through), whether its target exists, is a directory, a FIFO
+    /// or unreadable. Only what the text shows (an empty path, `..` past the root, Bosun's own
+    /// home named) is an error here.
     ///
     /// # Errors
-    /// The path is empty, holds a NUL byte, leaves the root (as written or through a link) or
-    /// names Bosun's home.
+    /// The path is empty, holds a NUL byte, leaves the root as written or names Bosun's home.
     pub fn judged(&self, input_path: &str) -> Result<PathBuf, ToolError> {
         let lexical = self.lexical(input_path)?;
         self.refuse_withheld(input_path, &lexical)?;
-        let resolved = self
-            .follow_inside(&lexical)
-            .ok_or_else(|| self.outside(input_path))?;
+        let resolved = match self.follow_inside(&lexical) {
+            Followed::Inside(path) | Followed::Out { at: path } => path,
+        };
+        self.refuse_withheld(input_path, &resolved)?;
+        Ok(resolved)
+    }
+
+    /// The path `input_path` leads to with its links followed inside the root, refusing one
+    /// whose links lead out: what a tool (or a plugin's preopen) uses once its call is
+    /// allowed. Like [`judged`](Self::judged), nothing outside the root is looked at: a link
+    /// leading out is `outside_workspace` by its text alone, in words naming only the path as
+    /// written and the workspace.
+    ///
+    /// # Errors
+    /// As [`judged`](Self::judged), and `outside_workspace` for a path through a link whose
+    /// text leads out.
+    pub fn inside(&self, input_path: &str) -> Result<PathBuf, ToolError> {
+        let lexical = self.lexical(input_path)?;
+        self.refuse_withheld(input_path, &lexical)?;
+        let Followed::Inside(resolved) = self.follow_inside(&lexical) else {
+            return Err(self.outside(input_path));
+        };
         self.refuse_withheld(input_path, &resolved)?;
         Ok(resolved)
     }
@@ -189,24 +209,33 @@ impl Workspace {
     }
 
     /// `lexical` (normal, inside the root) with its symbolic links followed one name at a time
-    /// from the root, looking only at names inside it: a link's target is read as text and
-    /// `None` is the answer as soon as that text (absolute, or `..` past the root) leads out.
-    /// Once a name does not exist (or cannot be looked at) the rest is taken as written. Past
-    /// [`MAX_LINKS`] links, as the kernel's limit, the path is taken as written from there.
-    fn follow_inside(&self, lexical: &Path) -> Option<PathBuf> {
-        let relative = lexical.strip_prefix(&self.root).ok()?;
+    /// from the root, looking only at names inside it: a link's target is read as text and the
+    /// walk stops as soon as that text (absolute, or `..` past the root) leads out, answering
+    /// where that link lies. Once a name does not exist (or cannot be looked at) the rest is
+    /// taken as written. Past [`MAX_LINKS`] links, as the kernel's limit, the path is taken as
+    /// written from there.
+    fn follow_inside(&self, lexical: &Path) -> Followed {
+        let Ok(relative) = lexical.strip_prefix(&self.root) else {
+            return Followed::Out {
+                at: self.root.clone(),
+            };
+        };
         let mut pending: VecDeque<PathBuf> = relative
             .components()
             .map(|c| PathBuf::from(c.as_os_str()))
             .collect();
         let mut resolved = self.root.clone();
         let mut links = 0usize;
+        // Where the last link followed lies, with the names after it as written: what a path
+        // leading out through it is judged at.
+        let mut last_link = self.root.clone();
         while let Some(name) = pending.pop_front() {
             match Path::new(&name).components().next() {
                 Some(Component::CurDir) | None => continue,
                 Some(Component::ParentDir) => {
                     if resolved == self.root {
-                        return None;
+                        // Only a link's text can climb past the root: `lexical` is normal.
+                        return Followed::Out { at: last_link };
                     }
                     resolved.pop();
                     continue;
@@ -216,7 +245,7 @@ impl Workspace {
             let next = resolved.join(&name);
             let is_link = match next.symlink_metadata() {
                 Ok(meta) => meta.file_type().is_symlink(),
-                Err(_) => return self.as_written(next, pending),
+                Err(_) => return self.written_from(next, pending, last_link),
             };
             if !is_link {
                 resolved = next;
@@ -225,11 +254,16 @@ impl Workspace {
             links += 1;
             let target = match std::fs::read_link(&next) {
                 Ok(target) if links <= MAX_LINKS => target,
-                _ => return self.as_written(next, pending),
+                _ => return self.written_from(next, pending, last_link),
             };
+            last_link = self
+                .as_written(next.clone(), pending.clone())
+                .unwrap_or_else(|| next.clone());
             let target = if target.is_absolute() {
                 // Components, not a lexical clean-up: `..` after a link is the link's parent's.
-                let rest = target.strip_prefix(&self.root).ok()?;
+                let Ok(rest) = target.strip_prefix(&self.root) else {
+                    return Followed::Out { at: last_link };
+                };
                 resolved = self.root.clone();
                 rest.to_path_buf()
             } else {
@@ -239,7 +273,16 @@ impl Workspace {
                 pending.push_front(PathBuf::from(part.as_os_str()));
             }
         }
-        Some(resolved)
+        Followed::Inside(resolved)
+    }
+
+    /// The walk's end once `from` does not exist: the rest as written, or out through the last
+    /// link followed (`at`) when what is written climbs past the root.
+    fn written_from(&self, from: PathBuf, pending: VecDeque<PathBuf>, at: PathBuf) -> Followed {
+        match self.as_written(from, pending) {
+            Some(path) => Followed::Inside(path),
+            None => Followed::Out { at },
+        }
     }
 
     /// `from` and the names after it as written, if that stays inside the root.
@@ -295,6 +338,24 @@ impl Workspace {
         Ok(lexical)
     }
 
+    /// `text` (a config file's `path:line`, say) as a model may be told it: a path inside the
+    /// workspace relative to the root, one under the person's home directory as `~/…`, so that
+    /// neither the home's place nor the user's name is told; anything else as it is (the
+    /// machine's `/etc/bosun/requirements.toml`).
+    pub fn told(&self, text: &str) -> String {
+        let under = |place: &Path| {
+            let place = place.to_str().filter(|p| !p.is_empty() && *p != "/")?;
+            text.strip_prefix(place)?.strip_prefix('/')
+        };
+        if let Some(rest) = under(&self.root) {
+            return rest.to_owned();
+        }
+        match std::env::var_os("HOME").and_then(|home| under(Path::new(&home)).map(str::to_owned)) {
+            Some(rest) => format!("~/{rest}"),
+            None => text.to_owned(),
+        }
+    }
+
     /// `abs` relative to the root, `/`-separated; `.` for the root itself. A path outside the
     /// root (which resolved paths never are) is returned whole.
     pub fn relative(&self, abs: &Path) -> String {
@@ -344,7 +405,7 @@ impl Workspace {
 
     fn symlink_refused(&self, input_path: &str, link: &Path) -> ToolError {
         // Where the link leads is read from its text: nothing outside the root is looked at.
-        let inside = self.follow_inside(link).is_some();
+        let inside = matches!(self.follow_inside(link), Followed::Inside(_));
         if inside {
             ToolError::new(
                 ErrorCode::InvalidInput,
@@ -365,6 +426,15 @@ impl Workspace {
             )
         }
     }
+}
+
+/// Where [`Workspace::follow_inside`] ends.
+enum Followed {
+    /// The path, its links followed, inside the root.
+    Inside(PathBuf),
+    /// A link's text leads out: `at` is where that link lies inside the root, with the names
+    /// after it as written.
+    Out { at: PathBuf },
 }
 
 /// Maps an I/O error on `path` to a tool error: `not_found` for a missing path, `io_error`
@@ -479,6 +549,33 @@ mod tests {
         assert_eq!(found.len(), expected.len() + 1, "{found:?}");
         // A walk that cannot finish protects the whole workspace.
         assert_eq!(protected_paths_within(root, 10), vec![root.to_path_buf()]);
+    }
+
+    #[test]
+    fn a_file_is_told_relative_to_the_workspace_or_the_home() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let workspace = Workspace::new(dir.path(), dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let root = workspace.root().display().to_string();
+        assert_eq!(
+            workspace.told(&format!("{root}/.bosun/config.toml:4")),
+            ".bosun/config.toml:4"
+        );
+        assert_eq!(
+            workspace.told("/etc/bosun/requirements.toml:2"),
+            "/etc/bosun/requirements.toml:2"
+        );
+        // A name merely starting like the root is not inside it.
+        assert_eq!(
+            workspace.told(&format!("{root}x/a:1")),
+            format!("{root}x/a:1")
+        );
+        if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
+            let home = Path::new(&home).display().to_string();
+            assert_eq!(
+                workspace.told(&format!("{home}/.bosun/config.toml:3")),
+                "~/.bosun/config.toml:3"
+            );
+        }
     }
 
     #[test]

@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    OAuthHttpClient, OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRedirectPolicy,
-    OAuthHttpRequest, StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    CredentialRefreshGuard, CredentialStore, OAuthHttpClient, OAuthHttpClientError,
+    OAuthHttpClientFuture, OAuthHttpRedirectPolicy, OAuthHttpRequest, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{AuthClient, StreamableHttpClientTransport};
@@ -83,6 +83,15 @@ struct Kept {
     credentials: StoredCredentials,
 }
 
+/// The largest credentials file read: tokens and a client registration are a few KiB.
+const MAX_CREDENTIALS_BYTES: u64 = 1024 * 1024;
+
+/// The bytes of a credentials file, read as Bosun reads its own state: never through a link
+/// planted at its name (which would hand one server another's tokens), never waiting on a FIFO.
+fn read_kept(path: &Path) -> std::io::Result<Vec<u8>> {
+    bosun_fsio::read_regular(path, MAX_CREDENTIALS_BYTES).map_err(bosun_fsio::OpenError::into_io)
+}
+
 /// rmcp's credential store over one file, for one URL: what is kept for another URL is not
 /// loaded.
 #[derive(Clone)]
@@ -94,7 +103,7 @@ struct FileStore {
 #[async_trait]
 impl CredentialStore for FileStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match read_kept(&self.path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(AuthError::CredentialStoreError(e.to_string())),
@@ -122,6 +131,22 @@ impl CredentialStore for FileStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(AuthError::CredentialStoreError(e.to_string())),
         }
+    }
+
+    /// The credential file's sidecar lock, held by rmcp from its re-read of the file through
+    /// the token request to the save: two Bosun processes refreshing the same server's tokens
+    /// take turns, and the later one refreshes with the refresh token the earlier one stored.
+    /// Without it both would send the same refresh token; a server that rotates them answers
+    /// the second `invalid_grant` (signed out), or the second's save drops the first's token.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.clone();
+        let lock = tokio::task::spawn_blocking(move || bosun_host::state_lock::lock(&path))
+            .await
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+            .map_err(|e| {
+                AuthError::CredentialStoreError(format!("{}: {e}", self.path.display()))
+            })?;
+        Ok(Some(CredentialRefreshGuard::new(lock)))
     }
 }
 
@@ -476,7 +501,7 @@ async fn respond(
 
 /// Whether tokens are kept for server `name` at `url`.
 pub fn signed_in(home: &Path, name: &str, url: &str) -> bool {
-    std::fs::read(credentials_path(home, name))
+    read_kept(&credentials_path(home, name))
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Kept>(&bytes).ok())
         .is_some_and(|kept| kept.url == url)
@@ -653,6 +678,14 @@ mod tests {
     /// finds (`/meta/prm`) and the scope `files:read files:write`; its metadata says it names
     /// itself in every sign-in redirect (RFC 9207), and the redirect's `iss` is as `iss` says.
     async fn authority(iss: Iss) -> crate::loopback::Loopback {
+        authority_guarding(iss, None).await
+    }
+
+    /// [`authority`], whose token endpoint, when `guarded` names a credentials file, answers a
+    /// refresh only while another holder has that file's lock (the refreshing process, if it
+    /// took it) and `invalid_grant` otherwise, as a server that rotates refresh tokens answers
+    /// the loser of two unguarded refreshes.
+    async fn authority_guarding(iss: Iss, guarded: Option<PathBuf>) -> crate::loopback::Loopback {
         use crate::loopback::Answer;
         crate::loopback::Loopback::start(move |seen, port| {
             let base = format!("http://127.0.0.1:{port}");
@@ -714,6 +747,23 @@ mod tests {
                     }
                     Answer::new(302).header("location", back.as_str())
                 }
+                ("POST", "/token") if seen.body.contains("grant_type=refresh_token") => {
+                    let unguarded = guarded.as_deref().is_some_and(|path| {
+                        bosun_host::state_lock::lock_within(path, std::time::Duration::ZERO)
+                            .is_ok()
+                    });
+                    if unguarded {
+                        let mut answer = Answer::json(serde_json::json!({"error": "invalid_grant"}));
+                        answer.status = 400;
+                        return answer;
+                    }
+                    Answer::json(serde_json::json!({
+                        "access_token": "the-refreshed-access-token",
+                        "token_type": "Bearer",
+                        "expires_in": 3600,
+                        "refresh_token": "the-rotated-refresh-token",
+                    }))
+                }
                 ("POST", "/token") => Answer::json(serde_json::json!({
                     "access_token": "the-access-token",
                     "token_type": "Bearer",
@@ -740,9 +790,14 @@ mod tests {
     async fn sign_in(iss: Iss) -> SignIn {
         let server = authority(iss).await;
         let home = tempfile::tempdir().unwrap();
+        sign_in_to(&server, home.path()).await
+    }
+
+    /// Signs in to `server` as `web`, keeping the tokens in `home`.
+    async fn sign_in_to(server: &crate::loopback::Loopback, home: &Path) -> SignIn {
         let url = format!("{}/mcp", server.base());
         let mut browsing = None;
-        let outcome = login(home.path(), "web", &url, |address| {
+        let outcome = login(home, "web", &url, |address| {
             let address = address.to_owned();
             // The browser: follows the authorization server's redirect back to Bosun.
             let browser = reqwest::Client::builder()
@@ -759,9 +814,64 @@ mod tests {
         SignIn {
             outcome,
             seen: server.seen(),
-            kept: signed_in(home.path(), "web", &url),
+            kept: signed_in(home, "web", &url),
             page,
         }
+    }
+
+    /// Enforcement: rmcp refreshes under the credential file's lock (`acquire_refresh_guard`),
+    /// from its re-read of the file to its save, so a second Bosun refreshing the same
+    /// server's tokens waits and then refreshes with the token the first stored. The token
+    /// endpoint here answers a refresh only while the lock is held.
+    #[tokio::test]
+    async fn a_refresh_holds_the_credential_files_lock_from_its_read_to_its_save() {
+        let home = tempfile::tempdir().unwrap();
+        let path = credentials_path(home.path(), "web");
+        let server = authority_guarding(Iss::Right, Some(path.clone())).await;
+        let url = format!("{}/mcp", server.base());
+        let signed = sign_in_to(&server, home.path()).await;
+        assert_eq!(signed.outcome, Ok(()));
+        // The access token ran out long ago.
+        let mut kept: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        kept["credentials"]["token_received_at"] = 1.into();
+        std::fs::write(&path, serde_json::to_vec(&kept).unwrap()).unwrap();
+        let store = FileStore {
+            path: path.clone(),
+            url: url.clone(),
+        };
+        let mut manager = manager(&url, store).await.unwrap();
+        assert!(manager.initialize_from_store().await.unwrap());
+        let token = manager.get_access_token().await;
+        assert_eq!(
+            token.map_err(|e| e.to_string()).as_deref(),
+            Ok("the-refreshed-access-token")
+        );
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert!(kept.contains("the-rotated-refresh-token"), "{kept}");
+    }
+
+    /// Tokens are read only from the regular file at their name: a link planted there (to
+    /// another server's tokens) is not followed.
+    #[tokio::test]
+    async fn kept_tokens_are_not_read_through_a_link() {
+        let home = tempfile::tempdir().unwrap();
+        let path = credentials_path(home.path(), "web");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let theirs = home.path().join("theirs.json");
+        std::fs::write(
+            &theirs,
+            serde_json::json!({"url": "https://a.example/mcp", "credentials": {"client_id": "c", "token_response": null}}).to_string(),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&theirs, &path).unwrap();
+        assert!(!signed_in(home.path(), "web", "https://a.example/mcp"));
+        let store = FileStore {
+            path,
+            url: "https://a.example/mcp".to_owned(),
+        };
+        let error = store.load().await.err().unwrap().to_string();
+        assert!(error.contains("symbolic link"), "{error}");
     }
 
     fn asked(seen: &[crate::loopback::Seen], method: &str, path: &str) -> bool {

@@ -44,8 +44,13 @@ impl Layout {
         if !marker.exists() {
             layout.write_atomically(&marker, LAYOUT_VERSION.as_bytes())?;
         }
-        if !root.join("index.json").exists() {
-            layout.write_index(&Index::default())?;
+        {
+            // Under the index's lock: another process's push a moment before is not replaced
+            // by an empty index.
+            let _lock = layout.lock_index()?;
+            if !root.join("index.json").exists() {
+                layout.write_index(&Index::default())?;
+            }
         }
         Self::open(root)
     }
@@ -203,6 +208,9 @@ impl Layout {
         self.write_blob(&artifact.manifest.bytes)?;
         let mut descriptor = artifact.manifest.descriptor();
         descriptor.annotations = None;
+        // Read, changed and written under the index's lock: two pushes into one layout (two
+        // `bosun registry publish`, a publish beside a mirror) each keep the other's entry.
+        let _lock = self.lock_index()?;
         let mut index = self.index()?;
         match name {
             Some(name) => {
@@ -339,6 +347,13 @@ impl Layout {
         Ok(found)
     }
 
+    /// The sidecar lock of `index.json` (`.index.json.lock`, as Bosun locks its own state
+    /// files), held by whoever reads, changes and writes the index.
+    fn lock_index(&self) -> Result<bosun_fsio::lock::StateLock, OciError> {
+        let path = self.root.join("index.json");
+        bosun_fsio::lock::lock(&path).map_err(|e| OciError::io(&path, e))
+    }
+
     fn write_index(&self, index: &Index) -> Result<(), OciError> {
         self.write_atomically(&self.root.join("index.json"), &index.to_vec())
     }
@@ -409,6 +424,56 @@ mod tests {
         let other = Artifact::builder("application/vnd.example").build();
         layout.write_artifact(&other, Some("1.0.0")).unwrap();
         assert_eq!(layout.index().unwrap().manifests.len(), 1);
+    }
+
+    /// Pushes into one layout from many threads at once (as from many processes: each opens
+    /// the layout itself) keep every entry: the index is read, changed and written under its
+    /// lock (before, each push wrote back the index it had read, dropping the others').
+    #[test]
+    fn concurrent_pushes_into_one_layout_keep_every_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        Layout::create(dir.path()).unwrap();
+        let writers = 8;
+        let rounds = 10;
+        let ready = std::sync::Arc::new(std::sync::Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|i| {
+                let root = dir.path().to_owned();
+                let ready = std::sync::Arc::clone(&ready);
+                std::thread::spawn(move || {
+                    let layout = Layout::open(&root).unwrap();
+                    ready.wait();
+                    for round in 0..rounds {
+                        let name = format!("w{i}-{round}");
+                        let artifact = Artifact::builder("application/vnd.example")
+                            .layer(
+                                "application/octet-stream",
+                                name.clone().into_bytes(),
+                                Annotations::new(),
+                            )
+                            .build();
+                        layout.write_artifact(&artifact, Some(&name)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let layout = Layout::open(dir.path()).unwrap();
+        let mut names: Vec<String> = layout
+            .index()
+            .unwrap()
+            .manifests
+            .iter()
+            .filter_map(|d| d.annotation(ANNOTATION_REF_NAME).map(str::to_owned))
+            .collect();
+        names.sort();
+        let mut expected: Vec<String> = (0..writers)
+            .flat_map(|i| (0..rounds).map(move |round| format!("w{i}-{round}")))
+            .collect();
+        expected.sort();
+        assert_eq!(names, expected);
     }
 
     /// Runs `read` on a thread and waits for it; a read still blocked after a minute fails

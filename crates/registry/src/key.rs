@@ -151,10 +151,14 @@ impl PrivateKey {
             path: path.to_owned(),
             message: message.to_owned(),
         };
-        let text = std::fs::read_to_string(path).map_err(RegistryError::io(format!(
-            "reading the key {}",
-            path.display()
-        )))?;
+        // Not through a link planted at the name, never waiting on a FIFO: a key is a small
+        // regular file `save` wrote.
+        let text = bosun_fsio::read_text(path, MAX_KEY_FILE_BYTES)
+            .map_err(|e| e.into_io())
+            .map_err(RegistryError::io(format!(
+                "reading the key {}",
+                path.display()
+            )))?;
         let value: Value =
             serde_json::from_str(&text).map_err(|_| bad("is not a Bosun key file (JSON)"))?;
         if value["keytype"] != "ed25519" {
@@ -168,6 +172,9 @@ impl PrivateKey {
         Ok(Self::from_seed(seed))
     }
 }
+
+/// The largest key file read: one written by [`PrivateKey::save`] is a few hundred bytes.
+const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// A fingerprint as a person reads it: the key id in groups of four.
 pub fn display_fingerprint(keyid: &str) -> String {
@@ -238,5 +245,27 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(dir_mode & 0o777, 0o700);
+    }
+
+    /// A key is read only from the regular file at its name: a link planted there (to another
+    /// key, which would then sign in this key's place) and a FIFO (which would hang the load)
+    /// are refused, the FIFO without waiting for a writer.
+    #[test]
+    fn a_key_is_not_loaded_through_a_link_or_from_a_fifo() {
+        use bosun_fsio::testing::{plant_fifo, plant_link, returns_within_guard};
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("theirs.key");
+        PrivateKey::from_seed([9; 32]).save(&theirs).unwrap();
+        let linked = dir.path().join("linked.key");
+        plant_link(&linked, &theirs);
+        let error = PrivateKey::load(&linked).err().unwrap().to_string();
+        assert!(error.contains("symbolic link"), "{error}");
+        let fifo = dir.path().join("fifo.key");
+        plant_fifo(&fifo);
+        let error = returns_within_guard(&fifo.clone(), move || {
+            PrivateKey::load(&fifo).err().unwrap().to_string()
+        });
+        assert!(error.contains("FIFO"), "{error}");
+        assert!(PrivateKey::load(&theirs).is_ok());
     }
 }

@@ -97,6 +97,26 @@ fn a_native_plugins_denied_path_answers_denied_whatever_is_there() {
     std::fs::create_dir_all(ws.join("secrets/sub")).unwrap();
     std::fs::write(ws.join("secrets/key.txt"), "k").unwrap();
     std::os::unix::fs::symlink("secrets", ws.join("innocent")).unwrap();
+    // Links whose text leads out of the workspace, to a folder holding a file: one in the
+    // denied folder (denied like any other name there), one beside it (refused once allowed,
+    // before a preopen could be made through it).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("elsewhere.txt"), "e").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("secrets/out")).unwrap();
+    let climb = "../".repeat(
+        ws.join("secrets")
+            .canonicalize()
+            .unwrap()
+            .components()
+            .count()
+            - 1,
+    );
+    std::os::unix::fs::symlink(
+        format!("{climb}{}", outside.path().display()),
+        ws.join("secrets/up"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("outdir")).unwrap();
     let config = env.home().join("config.toml");
     let base = std::fs::read_to_string(&config).unwrap();
     std::fs::write(
@@ -115,11 +135,19 @@ fn a_native_plugins_denied_path_answers_denied_whatever_is_there() {
         "secrets/none/deeper",
         "innocent",
         "innocent/missing",
+        "secrets/out",
+        "secrets/up",
+        "innocent/out",
+        "secrets/out/elsewhere.txt",
     ] {
         let (rc, out) = call(&env, "fs_stats", &format!(r#"{{"path": "{path}"}}"#));
         assert_eq!(rc, 3, "{path}: {out}");
         assert_eq!(out["error"]["code"], "denied", "{path}: {out}");
     }
+    // Allowed by policy, a link leading out reaches nothing outside.
+    let (rc, out) = call(&env, "fs_stats", r#"{"path": "outdir"}"#);
+    assert_ne!(rc, 0, "{out}");
+    assert_eq!(out["error"]["code"], "outside_workspace", "{out}");
     // Outside the denied place the plugin still answers.
     let (rc, out) = call(&env, "fs_stats", r#"{"path": "src"}"#);
     assert_eq!(rc, 0, "{out}");

@@ -61,6 +61,14 @@ impl<'a> Asking<'a> {
 }
 
 impl Chokepoint {
+    /// `explanation` as the model is told it: the paths as the call wrote them, and each
+    /// rule's file named relative to the workspace or `~` (the person asked sees it whole).
+    fn told(&self, explanation: &Explanation, capabilities: &[CapabilityRequest]) -> Explanation {
+        explanation
+            .as_written(capabilities)
+            .with_sources(|source| self.workspace.told(source))
+    }
+
     /// Step 5: lets an allowed call through; a denied one, or one the reviewer or a person
     /// refuses, is the error.
     pub(super) async fn gate(
@@ -78,7 +86,7 @@ impl Chokepoint {
                 ErrorCode::Denied,
                 format!(
                     "policy denies this call: {}",
-                    explanation.as_written(capabilities).summary()
+                    self.told(explanation, capabilities).summary()
                 ),
             )),
             // `review` goes to the reviewer; so does `ask` when nobody could answer it and the
@@ -162,7 +170,10 @@ impl Chokepoint {
             action: action.to_owned(),
             summary: summary.to_owned(),
             capabilities: capabilities.to_vec(),
-            reason: explanation.summary(),
+            // A model: the rules' files are named as it may be told them.
+            reason: explanation
+                .with_sources(|source| self.workspace.told(source))
+                .summary(),
             taint: session.taint(),
             untrusted: session.untrusted_source(),
             context: {
@@ -262,7 +273,7 @@ impl Chokepoint {
                     "policy denies {} for {}: {}",
                     summary,
                     call.name,
-                    explanation.as_written(&capabilities).summary()
+                    self.told(&explanation, &capabilities).summary()
                 ),
             )),
             Decision::Ask | Decision::Review => {
@@ -419,7 +430,7 @@ impl Chokepoint {
             )),
             ApprovalAnswer::Unavailable => {
                 // Told to the model: the paths as it wrote them.
-                let told = explanation.as_written(capabilities);
+                let told = self.told(explanation, capabilities);
                 let subject = told
                     .deciding_rule()
                     .map_or(action, |rule| rule.subject.as_str());

@@ -337,6 +337,20 @@ impl Tool for PluginTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // A path judged where a link leading out of the workspace lies (policy judged the name
+        // first, so a denied one said nothing more) is refused now, before a preopen could be
+        // made through that link.
+        for pointer in self
+            .capabilities
+            .iter()
+            .filter_map(|decl| decl.path_from_input.as_deref())
+        {
+            let text = input
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or(".");
+            ctx.workspace.inside(text)?;
+        }
         let net = granter::network(&ctx.granted, &self.policy);
         self.runtime.call(&self.tool, &input, net, ctx).await
     }

@@ -30,9 +30,13 @@ enum Target {
     Fifo,
     /// A file nobody may read (mode 000).
     Unreadable,
+    /// A link whose text, absolute, leads out of the workspace.
+    LinkOut,
+    /// A link whose relative text climbs out of the workspace.
+    LinkClimbingOut,
 }
 
-const TARGETS: [Target; 7] = [
+const TARGETS: [Target; 9] = [
     Target::Absent,
     Target::File,
     Target::Directory,
@@ -40,6 +44,8 @@ const TARGETS: [Target; 7] = [
     Target::LinkToAbsent,
     Target::Fifo,
     Target::Unreadable,
+    Target::LinkOut,
+    Target::LinkClimbingOut,
 ];
 
 impl Target {
@@ -52,6 +58,8 @@ impl Target {
             Target::LinkToAbsent => "dangling",
             Target::Fifo => "fifo",
             Target::Unreadable => "unreadable",
+            Target::LinkOut => "out",
+            Target::LinkClimbingOut => "up",
         }
     }
 
@@ -72,6 +80,11 @@ impl Target {
             Target::Unreadable => {
                 std::fs::write(&at, "key=3\n").unwrap();
                 std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o000)).unwrap();
+            }
+            Target::LinkOut => plant_link(&at, Path::new("/etc")),
+            Target::LinkClimbingOut => {
+                let depth = dir.canonicalize().unwrap().components().count() - 1;
+                plant_link(&at, Path::new(&format!("{}etc", "../".repeat(depth))));
             }
         }
     }
@@ -239,7 +252,9 @@ async fn outside_the_workspace_every_target_answers_alike() {
 /// Where policy denies, every target answers `denied` in the same words, and a denial names
 /// the path as the model wrote it: a link `innocent` to the denied `secrets` is denied as
 /// `innocent/…`, never as where it leads (before, the denial named `secrets/…`, so a denied
-/// call told the model where each of its links led).
+/// call told the model where each of its links led). A link there whose text leads out of the
+/// workspace is denied too (before, it answered `outside_workspace`, telling the model the name
+/// was such a link).
 #[tokio::test]
 async fn a_denial_names_the_path_as_written_and_never_where_a_link_leads() {
     let h = full_access(
@@ -306,4 +321,62 @@ decision = "deny"
     }
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "key=5\n");
     assert!(!secrets.join("absent").exists());
+}
+
+/// A rule's file is named to the model without the person's home directory or user name: the
+/// user's config `/home/<user>/.bosun/config.toml` is `~/.bosun/config.toml` in a denial and in
+/// a `needs_approval` (before, the whole path reached the model, and through it every provider
+/// the conversation is sent to).
+#[tokio::test]
+async fn a_rules_file_is_named_to_the_model_without_the_persons_home() {
+    let home = std::env::var("HOME").unwrap();
+    let config = format!("{home}/.bosun/config.toml");
+    let text = r#"[policy]
+[[policy.rules]]
+action = "fs.read"
+path = "secrets/**"
+decision = "deny"
+
+[[policy.rules]]
+action = "fs.write"
+path = "drafts/**"
+decision = "ask"
+"#;
+    let policy = Arc::new(
+        bosun_policy::Policy::builder(Mode::WorkspaceWrite)
+            .user(
+                bosun_policy::PolicyFile::parse(text).unwrap(),
+                bosun_policy::Source::with_text(config.as_str(), text),
+            )
+            .unwrap()
+            .build(),
+    );
+    let h = Harness::new(
+        policy,
+        builtin::tools(),
+        Arc::new(bosun_host::NonInteractive),
+        Limits::default(),
+    );
+    for (tool, input, expected) in [
+        (
+            "read_file",
+            json!({"path": "secrets/key"}),
+            ErrorCode::Denied,
+        ),
+        (
+            "create_file",
+            json!({"path": "drafts/a.txt", "content": "x"}),
+            ErrorCode::NeedsApproval,
+        ),
+    ] {
+        let result = h.call(tool, input).await;
+        let error = result.error().unwrap();
+        assert_eq!(error.code, expected, "{tool}: {error:?}");
+        assert!(
+            error.message.contains("(~/.bosun/config.toml:"),
+            "{tool}: {}",
+            error.message
+        );
+        assert!(!error.message.contains(&home), "{tool}: {}", error.message);
+    }
 }

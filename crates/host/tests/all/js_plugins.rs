@@ -576,3 +576,60 @@ async fn a_first_start_with_more_plugins_than_instance_slots_lists_them_all() {
     }
     assert!(plugins.runtimes[0].is_active().await);
 }
+
+/// A Triggerfish tool that escalates the session's taint and then fails still has its rise
+/// recorded (`taint.raised`): the session holds the higher level either way, and the trace's
+/// readers (`inspect --export`, the telemetry export's markers) must know it. Before, only a
+/// result carried the rise to the trace.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_call_after_an_escalation_records_the_rise() {
+    let escalating = r#"
+export const manifest = { name: "classifier", version: "1.0.0", description: "Raises taint",
+  classification: "PUBLIC", trust: "sandboxed", declaredEndpoints: [] };
+export const toolDefinitions = [{ name: "raise_then_fail", description: "Raises, then fails.",
+  parameters: {} }];
+export function createExecutor(context) {
+  return async (name, _input) => {
+    if (name !== "raise_then_fail") return null;
+    context.escalateTaint("CONFIDENTIAL");
+    throw new Error("failed after escalating");
+  };
+}
+"#;
+    let spec = JsPluginSpec {
+        format: bosun_js::Format::Triggerfish,
+        entry: "mod.ts".into(),
+        files: vec![("mod.ts".into(), escalating.into())],
+        ..crate::support::forge_spec("classifier", Vec::new(), &[])
+    };
+    let (host, warnings) = host(
+        vec![spec],
+        "[[policy.rules]]\naction = \"plugin.classifier.tool.raise_then_fail\"\ndecision = \"allow\"\n",
+    )
+    .await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let result = host
+        .call("plugin_classifier_raise_then_fail", json!({}))
+        .await;
+    assert!(result.error().is_some(), "{result:?}");
+    assert_eq!(
+        host.session.taint(),
+        bosun_core::Classification::Confidential
+    );
+    host.trace.finish().unwrap();
+    let rises: Vec<_> = bosun_host::trace::read_run(&host._dir.path().join(".runs/run-1.jsonl"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|line| match line.event {
+            bosun_core::Event::TaintRaised { from, to, .. } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rises,
+        [(
+            bosun_core::Classification::Public,
+            bosun_core::Classification::Confidential
+        )]
+    );
+}

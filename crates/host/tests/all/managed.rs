@@ -328,15 +328,20 @@ async fn a_managed_deny_holds_at_the_chokepoint_over_what_the_user_allowed() {
     assert_eq!(always.0.load(Ordering::SeqCst), asked);
 }
 
-/// A managed file that forces traces to the machine's collector, forbids logs, caps content and
-/// names the service; each on its own line.
+/// A managed file that forces traces to the machine's collector, forbids logs, caps content,
+/// names the service and caps the levels a collector and a reviewer may be sent; each on its
+/// own line.
 const MANAGED_TELEMETRY: &str = r#"[telemetry]
 traces = { otlp-http = { endpoint = "https://otel.corp.example/v1/traces", protocol = "binary" } }
 logs = "none"
 service-name = "corp-agents"
+classification = "INTERNAL"
 
 [telemetry.content]
 tool-inputs = false
+
+[policy]
+reviewer_classification = "CONFIDENTIAL"
 "#;
 
 fn telemetry_dirs() -> Dirs {
@@ -392,6 +397,18 @@ fn a_user_config_cannot_turn_off_redirect_or_widen_managed_telemetry() {
             "service-name",
             "telemetry.service-name",
         ),
+        // A collector, or a reviewer, trusted with more than the machine allows (before, the
+        // managed levels were read and never applied).
+        (
+            "[telemetry]\nclassification = \"CONFIDENTIAL\"\n",
+            "classification = \"INTERNAL\"",
+            "telemetry.classification",
+        ),
+        (
+            "[policy]\nreviewer_classification = \"RESTRICTED\"\n",
+            "reviewer_classification",
+            "policy.reviewer_classification",
+        ),
     ];
     for (user, needle, key) in cases {
         let dirs = telemetry_dirs();
@@ -418,6 +435,11 @@ fn managed_telemetry_applies_where_the_user_wrote_nothing_and_the_environment_ca
     // A user config that writes the same exporter, and allowed content, loads.
     dirs.user(
         "[telemetry]\ntraces = { otlp-http = { endpoint = \"https://otel.corp.example/v1/traces\", protocol = \"binary\" } }\n\n[telemetry.content]\ntool-outputs = true\n",
+    );
+    assert!(dirs.load(true).is_ok(), "{:?}", dirs.load(true).err());
+    // Levels at or below the managed caps load.
+    dirs.user(
+        "[telemetry]\nclassification = \"INTERNAL\"\n\n[policy]\nreviewer_classification = \"PUBLIC\"\n",
     );
     assert!(dirs.load(true).is_ok(), "{:?}", dirs.load(true).err());
     dirs.user("mode = \"read-only\"\n");

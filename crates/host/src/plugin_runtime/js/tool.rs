@@ -28,8 +28,10 @@ use crate::tool::{InstanceLabel, Tool, ToolContext};
 /// The session a JavaScript call runs in, as the engine's `runtime` imports see it, and the
 /// highest level the call escalated to: its result carries it, so the chokepoint records the
 /// rise (`taint.raised`) and the trace's readers (the export) know the session's level.
+/// A rise is the call's (`Session::raise_taint_in_call`), so it reaches the trace even when
+/// the call then fails.
 #[derive(Debug)]
-struct SessionTaint(Arc<Session>, std::sync::Mutex<Classification>);
+struct SessionTaint(Arc<Session>, std::sync::Mutex<Classification>, String);
 
 impl JsSession for SessionTaint {
     fn taint(&self) -> Classification {
@@ -37,7 +39,7 @@ impl JsSession for SessionTaint {
     }
 
     fn escalate(&self, level: Classification) {
-        self.0.raise_taint(level);
+        self.0.raise_taint_in_call(&self.2, level);
         let mut escalated = self
             .1
             .lock()
@@ -271,7 +273,11 @@ impl Tool for JsTool {
                     traceparent: crate::telemetry::traceparent(ctx),
                 }) as Arc<dyn JsProcesses>
             });
-        let session = Arc::new(SessionTaint(ctx.session.clone(), Default::default()));
+        let session = Arc::new(SessionTaint(
+            ctx.session.clone(),
+            Default::default(),
+            ctx.call_id.clone(),
+        ));
         let opts = CallOptions {
             cancel: ctx.cancel.clone(),
             net,
