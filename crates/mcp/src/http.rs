@@ -7,8 +7,8 @@
 //!   in constant time, so timing says nothing of a token or its length), or is answered 401
 //!   and its connection closed;
 //! - `Host` must name the listening address (or `localhost` on loopback), and a request
-//!   carrying an `Origin` (a web page's) is refused unless the operator allowed that origin:
-//!   no page — not even one of another local web server — reaches the server, through DNS
+//!   carrying an `Origin` (a web page's) is refused unless it is the server's own or one the
+//!   operator allowed: no page — not even one of another local web server — reaches the server, through DNS
 //!   rebinding or otherwise, and no preflight is ever answered with CORS headers;
 //! - what the server holds is bounded ([`Limits`]): open connections (one past the bound is
 //!   answered 503 and closed at once), the time to send a request's headers and then its body
@@ -366,13 +366,26 @@ pub async fn serve_http(
     for origin in &options.allowed_origins {
         check_origin(origin)?;
     }
+    // The server's own origin — a page at this very address and port — is served: Bosun
+    // serves no pages, so only a client speaking for this server sends it (the MCP
+    // conformance suite's DNS-rebinding check expects it accepted). A page of any other local
+    // server has another port, so another origin, and stays refused.
+    let mut allowed_origins = options.allowed_origins.clone();
+    allowed_origins.push(format!("http://{local}"));
+    if loopback {
+        allowed_origins.extend(
+            ["localhost", "127.0.0.1", "[::1]"]
+                .iter()
+                .map(|h| format!("http://{h}:{}", local.port())),
+        );
+    }
     let limits = options.limits.clone();
-    // Enforced even when the list is empty: then every request carrying an `Origin` is
-    // refused. A loopback origin is no proof of the person's intent — any local web server's
-    // page has one.
+    // Enforced for every request carrying an `Origin`: only the server's own and those the
+    // operator listed are served. A loopback origin is no proof of the person's intent — any
+    // local web server's page has one.
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(options.allowed_origins.iter().cloned())
+        .with_allowed_origins(allowed_origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(limits.body_bytes);
     config.cancellation_token = options.cancel.child_token();

@@ -759,8 +759,21 @@ async fn only_origins_the_operator_allowed_are_served_loopback_pages_included() 
         let answer = server.post(INITIALIZE, &[("Origin", origin)]).await;
         assert_eq!(answer.status, 403, "{origin}: {}", answer.text);
     }
-    // A client that is no browser sends no Origin; the allowed page is served.
-    for headers in [vec![], vec![("Origin", "https://app.example.com")]] {
+    // A client that is no browser sends no Origin; the allowed page is served, and so is the
+    // server's own origin (no page of another server has it: another port is another origin).
+    let port = server
+        .address
+        .rsplit_once(':')
+        .map(|(_, port)| port)
+        .unwrap_or_default();
+    let own = format!("http://{}", server.address);
+    let own_by_name = format!("http://localhost:{port}");
+    for headers in [
+        vec![],
+        vec![("Origin", "https://app.example.com")],
+        vec![("Origin", own.as_str())],
+        vec![("Origin", own_by_name.as_str())],
+    ] {
         let answer = server.post(INITIALIZE, &headers).await;
         assert_eq!(answer.status, 200, "{headers:?}: {}", answer.text);
     }
