@@ -217,7 +217,8 @@ enum Command {
         #[arg(long, value_name = "VAR", requires = "http")]
         token_env: Option<String>,
         /// A browser origin allowed to call, e.g. https://app.example.com:443 (any other
-        /// page's request is refused, loopback ones too).
+        /// page's request is refused, loopback ones on other ports too; the server's own
+        /// origin is served).
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allowed_origins: Vec<String>,
     },
