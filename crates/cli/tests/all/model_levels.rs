@@ -245,7 +245,8 @@ fn compact_right_after_switching_model_uses_the_model_switched_to() {
     let (main, cheap, said) = play(None);
     assert_eq!((main, cheap), (2, 0), "{said}");
     assert!(
-        said.contains("Not compacted") && said.contains("[models.cheap] may be sent PUBLIC at most"),
+        said.contains("Not compacted")
+            && said.contains("[models.cheap] may be sent PUBLIC at most"),
         "{said}"
     );
     let (main, cheap, said) = play(Some("RESTRICTED"));
