@@ -512,6 +512,9 @@ fn plugin_instances_is_the_users_to_set_within_its_range() {
 /// A managed file capping every sink a user declares at `INTERNAL`.
 const MANAGED_SINKS: &str = "# the machine's cap\n[classification]\nsinks = \"INTERNAL\"\n";
 
+/// Writes a user config declaring one sink at a level.
+type Declare<'a> = &'a dyn Fn(&str) -> String;
+
 #[test]
 fn a_user_config_cannot_declare_a_sink_able_to_receive_more_than_the_managed_cap() {
     let model = |level: &str| {
@@ -527,7 +530,7 @@ fn a_user_config_cannot_declare_a_sink_able_to_receive_more_than_the_managed_cap
     let host = |level: &str| {
         format!("[[classification.hosts]]\nhost = \"paste.example\"\nlevel = \"{level}\"\n")
     };
-    let cases: [(&dyn Fn(&str) -> String, &str); 4] = [
+    let cases: [(Declare<'_>, &str); 4] = [
         (&model, "models.cloud.classification"),
         (&server, "mcp.docs.classification"),
         (&claude, "claude.plugins.\"lint@tools\".classification"),
