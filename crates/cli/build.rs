@@ -12,6 +12,21 @@
 //! address is still randomised); only the table shrinks. Probed here, so an older toolchain links
 //! as before. `BOSUN_RELR` tells the tests which it was, so a build that silently lost the packing
 //! fails `binary::relative_relocations_are_packed_where_the_toolchain_can`.
+//!
+//! **The unwinder linked in.** Rust's standard library unwinds panics with libgcc's unwinder,
+//! which it takes from the shared `libgcc_s.so.1`: one more library for the loader to find, map,
+//! relocate and bind at every start, and whose constructor probes the CPU (`cpuid`, a trap to the
+//! hypervisor on a virtual machine). Where the C toolchain ships the same unwinder as an archive
+//! (`libgcc_eh.a`, what `gcc -static-libgcc` links), it is linked into the binary instead, ahead
+//! of `-lgcc_s`, which `--as-needed` then drops. Panics unwind exactly as before (the same code,
+//! in the binary); libc stays shared. `BOSUN_UNWINDER` tells the tests which it was
+//! (`binary::the_unwinder_is_linked_in_where_the_toolchain_has_it`).
+//!
+//! **Identical code folded** (release builds): lld's `--icf=all` keeps one copy of functions
+//! whose code and relocations are identical, which generic code and derived impls make common.
+//! Rust promises no distinct addresses for distinct functions, so nothing may rely on them. Only
+//! where rustc links with its own lld (the default on x86_64 Linux) and no flag chose another
+//! linker.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,6 +35,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     stamp_version();
     pack_relative_relocations();
+    link_unwinder();
+    fold_identical_code();
 }
 
 fn stamp_version() {
@@ -90,4 +107,71 @@ fn linker_packs_relocations() -> bool {
     output.status.success()
         && output.stderr.is_empty()
         && Command::new(&binary).status().is_ok_and(|s| s.success())
+}
+
+/// Links `libgcc_eh.a` (libgcc's unwinder, as an archive) into every target of this package, so
+/// the binary does not load `libgcc_s.so.1`. A native library of the package comes on the link
+/// line before the standard library's `-lgcc_s`, so the unwinder's symbols are found here first.
+fn link_unwinder() {
+    let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let target_env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    // A `crt-static` build links libgcc's archives already.
+    let static_crt = std::env::var("CARGO_CFG_TARGET_FEATURE")
+        .is_ok_and(|features| features.split(',').any(|f| f == "crt-static"));
+    let archive = (target_os == "linux" && target_env == "gnu" && !static_crt)
+        .then(unwinder_archive)
+        .flatten();
+    let linked = archive.is_some_and(|archive| {
+        let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+            return false;
+        };
+        // Only this archive in the search path: the C toolchain's directory also holds
+        // `libgcc_s.so`, which must keep being found where it was.
+        let dir = out.join("unwinder");
+        let copied = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::copy(&archive, dir.join("libgcc_eh.a")))
+            .is_ok();
+        if copied {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static:+verbatim=libgcc_eh.a");
+        }
+        copied
+    });
+    let unwinder = if linked { "static" } else { "shared" };
+    println!("cargo:rustc-env=BOSUN_UNWINDER={unwinder}");
+}
+
+/// Where the C compiler keeps `libgcc_eh.a`, if it has one.
+fn unwinder_archive() -> Option<PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let out = Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    // A compiler without the file prints its bare name back.
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    (path.is_absolute() && path.is_file()).then_some(path)
+}
+
+/// `--icf=all` for release links made by rustc's own lld.
+fn fold_identical_code() {
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    let target = std::env::var("TARGET").unwrap_or_default();
+    // rustc links x86_64 Linux with its own lld unless told otherwise.
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let other_linker = [
+        "linker-features",
+        "link-self-contained",
+        "fuse-ld",
+        "linker=",
+    ]
+    .iter()
+    .any(|flag| flags.contains(flag));
+    if release && target == "x86_64-unknown-linux-gnu" && !other_linker {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
 }

@@ -217,12 +217,14 @@ impl Agent {
                 if let Err(e) = self.claim(&session) {
                     return responder.respond_with_error(e);
                 }
-                // The conversation is told before the response, as the protocol asks.
+                // The conversation is told before the response, as the protocol asks, under the
+                // URL guard of the labels its history holds.
                 crate::replay::send(
                     &link,
                     &session.id,
                     session.root(),
                     &session.messages().await,
+                    session.url_guard().as_deref(),
                 );
                 responder.respond(json(response)?)?;
                 self.announce(&session, &notes);
@@ -256,10 +258,7 @@ impl Agent {
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&*close.session_id.0);
                 for warning in session.close().await {
-                    link.update(
-                        &session.id,
-                        crate::updates::thought_chunk(format!("{warning}\n")),
-                    );
+                    session.think(&format!("{warning}\n"));
                 }
                 responder.respond(json(CloseSessionResponse::new())?)
             }
@@ -339,13 +338,8 @@ impl Agent {
 
     fn announce(&self, session: &AcpSession, notes: &[String]) {
         session.announce_commands();
-        if let Some(link) = self.link.get() {
-            for note in notes {
-                link.update(
-                    &session.id,
-                    crate::updates::thought_chunk(format!("{note}\n")),
-                );
-            }
+        for note in notes {
+            session.think(&format!("{note}\n"));
         }
     }
 

@@ -83,7 +83,10 @@ impl EditorBroker {
 }
 
 /// The options for `request`, most permissive last but one: only the answers its reach grants.
-pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
+/// An option's label is drawn by the editor; the one naming the rules "always" writes holds
+/// words the model chose (a program, a path, a host), so it passes [`safe`] (with `guard`,
+/// why URLs are withheld).
+pub fn options(request: &ApprovalRequest, guard: Option<&str>) -> Vec<PermissionOption> {
     let mut options = vec![PermissionOption::new(
         option::ALLOW_ONCE,
         if request.reach == AnswerReach::Once {
@@ -111,9 +114,12 @@ pub fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
     {
         options.push(PermissionOption::new(
             option::ALLOW_ALWAYS,
-            format!(
-                "Always in this workspace: {}",
-                bosun_host::remembered::describe(&rules).join("; ")
+            safe(
+                &format!(
+                    "Always in this workspace: {}",
+                    bosun_host::remembered::describe(&rules).join("; ")
+                ),
+                guard,
             ),
             PermissionOptionKind::AllowAlways,
         ));
@@ -201,8 +207,8 @@ impl ApprovalBroker for EditorBroker {
         if self.cancel.is_cancelled() {
             return ApprovalAnswer::Deny;
         }
-        let offered = options(request);
         let guard = self.guard.reason();
+        let offered = options(request, guard.as_deref());
         let asked = self.link.request_permission(permission_request(
             &self.session,
             request,
@@ -292,7 +298,7 @@ mod tests {
     #[test]
     fn each_reach_offers_only_the_answers_it_grants() {
         assert_eq!(
-            ids(&options(&request(AnswerReach::Workspace))),
+            ids(&options(&request(AnswerReach::Workspace), None)),
             [
                 option::ALLOW_ONCE,
                 option::ALLOW_SESSION,
@@ -302,7 +308,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            ids(&options(&request(AnswerReach::Session))),
+            ids(&options(&request(AnswerReach::Session), None)),
             [
                 option::ALLOW_ONCE,
                 option::ALLOW_SESSION,
@@ -311,14 +317,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            ids(&options(&request(AnswerReach::Once))),
+            ids(&options(&request(AnswerReach::Once), None)),
             [option::ALLOW_ONCE, option::REJECT, option::REJECT_EXPLAIN]
         );
         // The question says why the wider answers are missing.
         let asked = permission_request(
             &SessionId::new("s"),
             &request(AnswerReach::Once),
-            &options(&request(AnswerReach::Once)),
+            &options(&request(AnswerReach::Once), None),
             None,
         );
         let shown = serde_json::to_string(&asked).unwrap_or_default();
@@ -362,7 +368,7 @@ mod tests {
                 .to_owned(),
         );
         asked.review = Some("plugin kit\n```\n# Allowed by policy\u{200b}\n~~~".to_owned());
-        let sent = permission_request(&SessionId::new("s"), &asked, &options(&asked), None);
+        let sent = permission_request(&SessionId::new("s"), &asked, &options(&asked, None), None);
         for needle in ["Reviewed by Bosun", "Allowed by policy"] {
             let blocks = blocks_with(&sent, needle);
             assert_eq!(blocks.len(), 1, "{needle}: {blocks:?}");
@@ -391,7 +397,7 @@ mod tests {
         ] {
             assert_eq!(meta_reason(meta(odd.clone()).as_ref()), None, "{odd}");
         }
-        let call = options(&request(AnswerReach::Workspace));
+        let call = options(&request(AnswerReach::Workspace), None);
         assert_eq!(answer_of(&call, option::REJECT), ApprovalAnswer::Deny);
     }
 
@@ -399,7 +405,7 @@ mod tests {
     /// or `session` to an install, a capability's `always`, an id of its own — is refused.
     #[test]
     fn an_answer_not_offered_refuses_the_call() {
-        let install = options(&request(AnswerReach::Once));
+        let install = options(&request(AnswerReach::Once), None);
         assert_eq!(
             answer_of(&install, option::ALLOW_ALWAYS),
             ApprovalAnswer::Deny
@@ -412,7 +418,7 @@ mod tests {
             answer_of(&install, option::ALLOW_ONCE),
             ApprovalAnswer::AllowOnce
         );
-        let capability = options(&request(AnswerReach::Session));
+        let capability = options(&request(AnswerReach::Session), None);
         assert_eq!(
             answer_of(&capability, option::ALLOW_ALWAYS),
             ApprovalAnswer::Deny
@@ -421,7 +427,7 @@ mod tests {
             answer_of(&capability, option::ALLOW_SESSION),
             ApprovalAnswer::AllowSession
         );
-        let call = options(&request(AnswerReach::Workspace));
+        let call = options(&request(AnswerReach::Workspace), None);
         assert_eq!(
             answer_of(&call, option::ALLOW_ALWAYS),
             ApprovalAnswer::AllowAlways
@@ -434,6 +440,37 @@ mod tests {
             "proceed_always",
         ] {
             assert_eq!(answer_of(&call, forged), ApprovalAnswer::Deny, "{forged:?}");
+        }
+    }
+
+    /// Enforcement: `options`' label of `allow-always`. The rules "always" would write name
+    /// what the model chose (here a program spelled as HTML with a remote image); the label the
+    /// editor draws holds no HTML and no hidden character, and under the guard no URL.
+    #[test]
+    fn the_always_label_is_drawn_safe() {
+        let mut asked = request(AnswerReach::Workspace);
+        asked.capabilities[0].scope.program =
+            Some("<img src=https://evil.example/p.png>\u{202e}".to_owned());
+        for guard in [None, Some("why")] {
+            let offered = options(&asked, guard);
+            let always = offered
+                .iter()
+                .find(|o| *o.option_id.0 == *option::ALLOW_ALWAYS)
+                .expect("always is offered for an exact program");
+            assert!(always.name.contains("img src"), "{}", always.name);
+            assert_eq!(
+                crate::updates::tests::drawn(&always.name),
+                Vec::<String>::new(),
+                "{}",
+                always.name
+            );
+            assert_eq!(bosun_core::hidden::find_hidden(&always.name), None);
+            assert_eq!(
+                always.name.contains("evil"),
+                guard.is_none(),
+                "{}",
+                always.name
+            );
         }
     }
 }

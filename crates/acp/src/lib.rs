@@ -16,8 +16,9 @@
 //! buffers (through `bosun_host::file_access`, still confined and judged). No unstable protocol
 //! feature is used.
 //!
-//! This crate never prints to stdout, the connection; stderr (the editor's agent log) gets one
-//! line only, when an editor that stopped reading is cut off. Its boundary: it translates
+//! This crate never prints to stdout, the connection; stderr (the editor's agent log) gets a
+//! line only when an editor that stopped reading is cut off, and when an answer comes to no
+//! request that waits for one (the first few, then a count). Its boundary: it translates
 //! between the protocol and Bosun's turn (`bosun_agent::turn::TurnBuilder`) and decides nothing
 //! itself.
 //!
@@ -32,7 +33,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{ClientNotification, ClientRequest};
-use agent_client_protocol::{Agent as AgentRole, ByteStreams, ConnectTo};
+use agent_client_protocol::{Agent as AgentRole, ByteStreams};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 mod agent;
@@ -61,16 +63,24 @@ pub enum AcpError {
     Connection(String),
 }
 
-/// Serves one editor over `transport` until it closes the connection, then cancels every
-/// running turn and waits until each is saved. What waits for the editor is bounded by the
-/// transport: [`serve_stdio`]'s cuts off an editor that stops reading.
+/// Serves one editor that reads `output` and writes `input` (newline-delimited JSON-RPC, the
+/// ACP stdio transport) until it closes the connection, then cancels every running turn and
+/// waits until each is saved. Every transport passes the same wire as [`serve_stdio`]'s
+/// (`wire`): a line too long or malformed is answered, an answer is taken only for a request
+/// still open, and an editor that leaves more than 16 MiB unread is cut off (the turns are
+/// saved). What is still queued for the editor is written before this returns, for at most
+/// five seconds (an editor that stopped reading does not hold it).
 ///
 /// # Errors
 /// The connection failed.
 pub async fn serve(
-    transport: impl ConnectTo<AgentRole> + 'static,
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
     home: PathBuf,
 ) -> Result<(), AcpError> {
+    // Lines the protocol crate would drop without an answer are answered first (`wire`).
+    let (to_editor, from_editor, written) = wire::filtered(input, output);
+    let transport = ByteStreams::new(to_editor.compat_write(), from_editor.compat());
     let agent = Arc::new(agent::Agent::new(home));
     let requests = agent.clone();
     let notifications = agent.clone();
@@ -93,21 +103,16 @@ pub async fn serve(
         .connect_to(transport)
         .await;
     agent.finish().await;
+    // What is still queued for the editor reaches it before serving ends (bounded: an editor
+    // that stopped reading does not hold the end).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), written).await;
     served.map_err(|e| AcpError::Connection(e.to_string()))
 }
 
-/// Serves the editor that started this process, over its stdin and stdout. An editor that
-/// leaves more than 16 MiB unread is cut off (the turns are saved).
+/// Serves the editor that started this process, over its stdin and stdout ([`serve`]).
 ///
 /// # Errors
 /// The connection failed.
 pub async fn serve_stdio(home: PathBuf) -> Result<(), AcpError> {
-    // Lines the protocol crate would drop without an answer are answered first (`wire`).
-    let (output, input, written) = wire::filtered(tokio::io::stdin(), tokio::io::stdout());
-    let transport = ByteStreams::new(output.compat_write(), input.compat());
-    let served = serve(transport, home).await;
-    // What is still queued for the editor reaches it before the process ends (bounded: an
-    // editor that stopped reading does not hold the exit).
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), written).await;
-    served
+    serve(tokio::io::stdin(), tokio::io::stdout(), home).await
 }

@@ -205,7 +205,8 @@ pub fn approved(home: &Path, name: &str, config: &McpServerConfig) -> bool {
 
 /// Starts the server, lists its tools (the step `bosun mcp trust` takes,
 /// [`ServerReview::list`]), asks the person in the editor to approve them exactly as listed and
-/// pins them when they do. Returns what to tell the person.
+/// pins them when they do. Returns what to tell the person. With `guard` (why, the session's
+/// labels), the question's URLs are withheld, as everywhere the editor draws.
 pub async fn ask_and_pin(
     link: &ClientLink,
     session: &SessionId,
@@ -213,6 +214,7 @@ pub async fn ask_and_pin(
     root: &Path,
     name: &str,
     server_config: &McpServerConfig,
+    guard: Option<&str>,
 ) -> Result<String, String> {
     let launcher = Arc::new(
         bosun_launch::Launcher::new(config.user.sandbox.clone())
@@ -255,7 +257,7 @@ pub async fn ask_and_pin(
                 .or(server_config.url.as_deref())
                 .unwrap_or_default()
         ),
-        None,
+        guard,
     );
     link.update(
         session,
@@ -263,7 +265,7 @@ pub async fn ask_and_pin(
             ToolCall::new(call_id.clone(), title.clone())
                 .kind(ToolKind::Other)
                 .status(ToolCallStatus::Pending)
-                .content(vec![text_content(fenced("", &review), None)]),
+                .content(vec![text_content(fenced("", &review), guard)]),
         ),
     );
     let request = RequestPermissionRequest::new(
@@ -272,7 +274,7 @@ pub async fn ask_and_pin(
             call_id.clone(),
             ToolCallUpdateFields::new()
                 .title(title)
-                .content(vec![text_content(fenced("", &review), None)]),
+                .content(vec![text_content(fenced("", &review), guard)]),
         ),
         vec![
             PermissionOption::new(

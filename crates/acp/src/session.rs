@@ -51,6 +51,9 @@ pub struct AcpSession {
     /// Whether the editor cancelled the running turn (else a turn that stopped itself, to hear
     /// why a call was rejected, ended its turn normally).
     cancelled_by_editor: AtomicBool,
+    /// When URLs are withheld from what the editor is sent: the session's labels (restored
+    /// from the stored session on `session/load`), read at each send.
+    guard: UrlGuard,
 }
 
 /// Why a session could not be opened or continued, as a JSON-RPC error the editor shows.
@@ -128,7 +131,9 @@ fn refused_mode(config: &LoadedConfig, root: &Path, mode: Mode) -> Result<(), St
 }
 
 /// Bosun's slash commands, as the editor offers them, then the commands of the Claude Code
-/// plugins installed under `home` (a prompt naming one is expanded by the turn).
+/// plugins installed under `home` (a prompt naming one is expanded by the turn). A plugin's
+/// description and argument hint are its own words, drawn by the editor: they pass
+/// [`crate::updates::safe`].
 pub fn commands(home: &Path) -> Vec<AvailableCommand> {
     let mut commands = builtin_commands();
     let plugins = bosun_host::plugin_commands::PluginCommands::load(home);
@@ -136,11 +141,14 @@ pub fn commands(home: &Path) -> Vec<AvailableCommand> {
         let name = plugins.shown_name(command);
         let mut offered = AvailableCommand::new(
             name.trim_start_matches('/'),
-            format!("{} (plugin {})", command.description, command.plugin),
+            crate::updates::safe(
+                &format!("{} (plugin {})", command.description, command.plugin),
+                None,
+            ),
         );
         if let Some(hint) = &command.argument_hint {
             offered = offered.input(AvailableCommandInput::Unstructured(
-                UnstructuredCommandInput::new(hint.clone()),
+                UnstructuredCommandInput::new(crate::updates::safe(hint, None)),
             ));
         }
         commands.push(offered);
@@ -252,6 +260,7 @@ impl AcpSession {
                 _ => turn_error(&e),
             })?;
         let id = SessionId::new(conversation.stored.id.clone());
+        let guard = UrlGuard::of(conversation.grants.clone());
         if link.offers_files() {
             conversation
                 .grants
@@ -276,7 +285,21 @@ impl AcpSession {
             mcp: Mutex::new(mcp),
             running: Mutex::default(),
             cancelled_by_editor: AtomicBool::new(false),
+            guard,
         })
+    }
+
+    /// Why URLs are withheld from what the editor is sent now (the session's labels), or
+    /// `None`.
+    pub fn url_guard(&self) -> Option<String> {
+        self.guard.reason()
+    }
+
+    /// Tells the editor `text` as a thought (Bosun's notes, which may quote a plugin, a server
+    /// or an error): drawn safe, under the session's URL guard.
+    pub fn think(&self, text: &str) {
+        self.link
+            .update(&self.id, thought_chunk(text, self.url_guard().as_deref()));
     }
 
     /// The workspace root.
@@ -395,14 +418,14 @@ impl AcpSession {
                 self.workspace.root(),
                 &name,
                 &server,
+                self.url_guard().as_deref(),
             )
             .await;
             let (approved, note) = match said {
                 Ok(note) => (true, note),
                 Err(note) => (false, note),
             };
-            self.link
-                .update(&self.id, thought_chunk(format!("{note}\n")));
+            self.think(&format!("{note}\n"));
             let mut mcp = self.mcp.lock().unwrap_or_else(PoisonError::into_inner);
             for entry in mcp.iter_mut().filter(|(n, _, _)| *n == name) {
                 // Declined servers are not asked again in this session.
@@ -459,7 +482,7 @@ impl AcpSession {
             .clone();
         conversation.stored.model = model;
         // The session's labels live across its turns: URLs are withheld by them.
-        let guard = UrlGuard::of(conversation.grants.clone());
+        let guard = self.guard.clone();
         let updates = Arc::new(Updates::new(
             self.link.clone(),
             self.id.clone(),
@@ -493,14 +516,12 @@ impl AcpSession {
         *conversation = owned;
         let turn = built.map_err(|e| turn_error(&e))?;
         for warning in &turn.warnings {
-            self.link
-                .update(&self.id, thought_chunk(format!("warning: {warning}\n")));
+            self.think(&format!("warning: {warning}\n"));
         }
         let done = turn.run(&mut conversation, task, cancel).await;
         updates.finish();
         for warning in &done.warnings {
-            self.link
-                .update(&self.id, thought_chunk(format!("warning: {warning}\n")));
+            self.think(&format!("warning: {warning}\n"));
         }
         match &done.report.end {
             RunEnd::Completed => Ok(StopReason::EndTurn),
@@ -512,12 +533,9 @@ impl AcpSession {
             // A plugin's hook refused the prompt or stopped the run; its reason went out as a
             // warning above the stop.
             RunEnd::Stopped { plugin, reason } => {
-                self.link.update(
-                    &self.id,
-                    thought_chunk(format!(
-                        "a hook of the plugin `{plugin}` stopped the run: {reason}\n"
-                    )),
-                );
+                self.think(&format!(
+                    "a hook of the plugin `{plugin}` stopped the run: {reason}\n"
+                ));
                 Ok(StopReason::Refusal)
             }
             RunEnd::ModelFailed(e) => Err(error(
@@ -543,12 +561,23 @@ impl AcpSession {
         let (name, argument) = command
             .split_once(char::is_whitespace)
             .map_or((command, ""), |(n, a)| (n, a.trim()));
-        let say = |text: String| self.link.update(&self.id, message_chunk(text));
+        let say = |text: String| {
+            let guard = self.url_guard();
+            self.link
+                .update(&self.id, message_chunk(text, guard.as_deref()));
+        };
         match name {
             "compact" => {
                 let config = self.turn_config()?;
                 let mut conversation = self.conversation.lock().await;
-                match compact_conversation(&config, &mut conversation, cancel).await {
+                // The model the editor chose last summarises, at its own level: not the one
+                // the last turn used.
+                let model = self
+                    .model
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                match compact_conversation(&config, &mut conversation, &model, cancel).await {
                     Ok(done) => say(format!(
                         "Compacted: {} earlier messages summarised, {} kept.",
                         done.summarised, done.kept

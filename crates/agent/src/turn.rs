@@ -282,15 +282,18 @@ impl TurnBuilder {
     }
 }
 
-/// `/compact`: the conversation's earlier turns summarised by its model (no tools offered), the
-/// recent turns kept, and the session stored so. The conversation is unchanged when it fails.
+/// `/compact`: the conversation's earlier turns summarised by `model` — the `[models.<name>]`
+/// entry the session uses now, which a person may have switched since the last turn (so never
+/// read from the stored conversation, which names the last turn's) — judged at that model's
+/// level; no tools offered, the recent turns kept, and the session stored so, naming `model`.
+/// The conversation is unchanged when it fails.
 pub async fn compact_conversation(
     config: &LoadedConfig,
     conversation: &mut Conversation,
+    model: &str,
     cancel: &CancellationToken,
 ) -> Result<Compacted, CompactError> {
-    let configured = open_model(config, &conversation.stored.model)
-        .map_err(|e| CompactError::Open(Box::new(e)))?;
+    let configured = open_model(config, model).map_err(|e| CompactError::Open(Box::new(e)))?;
     if let Some(hooks) = conversation
         .grants
         .run_hooks()
@@ -321,9 +324,11 @@ pub async fn compact_conversation(
     )
     .await?;
     let before = std::mem::replace(&mut conversation.stored.messages, compacted);
+    let model_before = std::mem::replace(&mut conversation.stored.model, model.to_owned());
     // The summary holds what the turns it replaces held: the session keeps their labels.
     if let Err(e) = conversation.save() {
         conversation.stored.messages = before;
+        conversation.stored.model = model_before;
         return Err(CompactError::Store(e));
     }
     Ok(done)

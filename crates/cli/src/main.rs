@@ -1058,6 +1058,25 @@ mod tests {
     use super::*;
     use clap::CommandFactory as _;
 
+    /// The build script links libgcc's unwinder into this package's targets (`build.rs`): a
+    /// panic still unwinds, running the drops on its way, and is caught.
+    #[test]
+    fn a_panic_unwinds_through_the_linked_unwinder() {
+        struct Dropped<'a>(&'a std::cell::Cell<bool>);
+        impl Drop for Dropped<'_> {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let dropped = std::cell::Cell::new(false);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _guard = Dropped(&dropped);
+            std::hint::black_box(None::<u8>).expect("the panic this test unwinds")
+        }));
+        assert!(caught.is_err());
+        assert!(dropped.get(), "the unwinder skipped a drop");
+    }
+
     #[test]
     fn the_early_version_line_is_what_clap_prints() {
         assert_eq!(Cli::command().render_version(), VERSION_LINE);

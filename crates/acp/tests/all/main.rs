@@ -64,10 +64,7 @@ fn agent(
 ) {
     let (client, agent) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent);
-    let served = tokio::spawn(bosun_acp::serve(
-        ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
-        home.to_owned(),
-    ));
+    let served = tokio::spawn(bosun_acp::serve(agent_read, agent_write, home.to_owned()));
     let (client_read, client_write) = tokio::io::split(client);
     (
         ByteStreams::new(client_write.compat_write(), client_read.compat()),
@@ -376,10 +373,7 @@ async fn garbage_gets_clear_errors_and_the_connection_lives_on() {
     let f = fixture(&server);
     let (client, agent) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent);
-    let served = tokio::spawn(bosun_acp::serve(
-        ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
-        f.home.clone(),
-    ));
+    let served = tokio::spawn(bosun_acp::serve(agent_read, agent_write, f.home.clone()));
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
     let mut send = async |line: &str| {
@@ -512,4 +506,73 @@ fn a_resource_link_is_named_never_read_outside_the_chokepoint() {
         format!("look at these\n\n@{uri}\n\n@file:///etc/shadow")
     );
     assert!(!prompt.text.contains("the-secret-bytes"));
+}
+
+/// Enforcement: `bosun_acp::serve` puts every transport behind the same wire as stdio's
+/// (`wire::filtered`, `Outgoing`). A caller serving an editor over its own pipe, whose editor
+/// stops reading while a turn sends megabytes of updates, would otherwise have them pile up in
+/// the protocol crate's unbounded queue: past the bound the connection is closed, serving ends
+/// though the editor keeps its side open, and the session is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_own_transport_is_bounded_like_stdio() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let big = "x".repeat(1 << 20);
+    let writes: Vec<bosun_agent::scripted::ScriptedCall> = (0..20)
+        .map(|i| bosun_agent::scripted::ScriptedCall {
+            name: "create_file".to_owned(),
+            arguments: serde_json::json!({"path": format!("big{i}.txt"), "content": big}),
+            id: None,
+        })
+        .collect();
+    let server = ScriptedModel::serve(Script::new([
+        Step {
+            tool_calls: writes,
+            ..Step::default()
+        },
+        Step::text("Refused, all of them."),
+    ]))
+    .await
+    .unwrap();
+    let f = fixture(&server);
+    let config = f.home.join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("mode = \"read-only\"\n{text}")).unwrap();
+    let (client, agent) = tokio::io::duplex(64 * 1024);
+    let (agent_read, agent_write) = tokio::io::split(agent);
+    let served = tokio::spawn(bosun_acp::serve(agent_read, agent_write, f.home.clone()));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_read).lines();
+    let mut send = async |message: serde_json::Value| {
+        client_write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    };
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}})).await;
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": f.ws, "mcpServers": []}})).await;
+    let session = loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the agent answers")
+            .unwrap()
+            .expect("the connection is open");
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message["result"]["sessionId"].as_str().unwrap().to_owned();
+        }
+    };
+    // From here on the editor reads nothing, and keeps its side of the pipe open.
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "Write them."}]}})).await;
+    tokio::time::timeout(Duration::from_secs(120), served)
+        .await
+        .expect("serving an editor that reads nothing ends at the bound")
+        .unwrap()
+        .ok();
+    assert!(
+        f.home
+            .join("sessions")
+            .join(format!("{session}.json"))
+            .exists()
+    );
+    drop((lines, client_write));
 }

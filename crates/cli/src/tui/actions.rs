@@ -288,7 +288,10 @@ impl App {
             self.session = Some(open);
             anyhow::bail!("nothing to compact yet");
         }
-        let cancel = self.engine.compact(self.env.clone(), open);
+        // The model `/model` chose last, not the one the last turn used.
+        let cancel = self
+            .engine
+            .compact(self.env.clone(), open, self.model.clone());
         self.running = Some(Running {
             cancel,
             cancelling: false,

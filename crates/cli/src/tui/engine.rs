@@ -63,15 +63,22 @@ impl Engine {
         cancel
     }
 
-    /// Starts a `/compact` of `open`, which comes back in [`AppEvent::Compacted`].
-    pub(crate) fn compact(&self, env: Arc<Env>, mut open: Conversation) -> CancellationToken {
+    /// Starts a `/compact` of `open` by `model` (the session's model now), which comes back in
+    /// [`AppEvent::Compacted`].
+    pub(crate) fn compact(
+        &self,
+        env: Arc<Env>,
+        mut open: Conversation,
+        model: String,
+    ) -> CancellationToken {
         let cancel = CancellationToken::new();
         let events = self.events.clone();
         let token = cancel.clone();
         self.runtime.spawn(async move {
-            let result = bosun_agent::turn::compact_conversation(&env.config, &mut open, &token)
-                .await
-                .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
+            let result =
+                bosun_agent::turn::compact_conversation(&env.config, &mut open, &model, &token)
+                    .await
+                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
             let _ = events.send(AppEvent::Compacted(Box::new(CompactEnd { open, result })));
         });
         cancel

@@ -205,6 +205,55 @@ fn a_conversation_is_not_compacted_or_continued_on_a_model_below_its_level() {
     assert!(serde_json::to_string(&sent[0]).unwrap().contains(HUSHED));
 }
 
+/// Enforcement: `bosun_agent::turn::compact_conversation` takes the session's model now, not
+/// the stored conversation's (the last turn's). In an editor, a conversation that read
+/// `RESTRICTED` data on the default model is switched to `cheap` and compacted at once, with no
+/// turn between: `PUBLIC` `cheap` is sent nothing and the editor is told why — and neither is
+/// the previous model, which is no longer the session's. Labelled `RESTRICTED`, `cheap` does
+/// the compaction.
+#[test]
+fn compact_right_after_switching_model_uses_the_model_switched_to() {
+    let play = |cheap_level: Option<&str>| {
+        let env = Env::new();
+        let labels = restricted_plan(&env);
+        let (_runtime, main) = serve_acp(vec![
+            Step::call("read_file", json!({"path": "secrets/plan.txt"})),
+            Step::text("I read the plan."),
+            Step::text("A summary by the previous model."),
+        ]);
+        let (_runtime2, cheap) = serve_acp(vec![Step::text("A summary by cheap.")]);
+        env.user_config(&format!(
+            "default_model = \"main\"\n{labels}{}{}",
+            entry("main", main.base_url(), None),
+            entry("cheap", cheap.base_url(), cheap_level),
+        ));
+        let report = editor(
+            &env,
+            json!({"steps": [
+                {"initialize": true},
+                {"new": {}},
+                {"prompt": "Read the plan."},
+                {"model": "cheap"},
+                {"prompt": "/compact"},
+            ]}),
+        );
+        let said = text_of(&updates(&report, "agent_message_chunk"))
+            .replace("\\[", "[")
+            .replace("\\]", "]");
+        (main.requests().len(), cheap.requests().len(), said)
+    };
+    let (main, cheap, said) = play(None);
+    assert_eq!((main, cheap), (2, 0), "{said}");
+    assert!(
+        said.contains("Not compacted")
+            && said.contains("[models.cheap] may be sent PUBLIC at most"),
+        "{said}"
+    );
+    let (main, cheap, said) = play(Some("RESTRICTED"));
+    assert_eq!((main, cheap), (2, 1), "{said}");
+    assert!(said.contains("Compacted"), "{said}");
+}
+
 /// A project's config cannot choose a model or raise what one may be sent: `[models.<name>]`
 /// there is refused at load, naming where to set it, and no model is asked anything.
 #[test]
