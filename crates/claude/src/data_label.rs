@@ -55,9 +55,9 @@ pub fn label_path(claude: &Path, id: &str) -> PathBuf {
 /// # Errors
 /// The file cannot be read or does not parse (the message names it and the fix).
 pub fn read(path: &Path) -> Result<DataLabel, ClaudeError> {
-    match std::fs::read(path) {
-        Ok(bytes) => parse(path, Some(&bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DataLabel::default()),
+    match bosun_fsio::read_state(path) {
+        Ok(Some(bytes)) => parse(path, Some(&bytes)),
+        Ok(None) => Ok(DataLabel::default()),
         Err(e) => Err(ClaudeError::io(format!("reading {}", path.display()), e)),
     }
 }
@@ -127,6 +127,31 @@ fn broken(path: &Path, why: &str) -> ClaudeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plugin's label, the installs record and a plugin's secrets are not read through a
+    /// link planted at their names: a file elsewhere is never taken as Bosun's own.
+    #[test]
+    fn state_files_are_not_read_through_a_link_planted_in_their_place() {
+        let home = tempfile::tempdir().unwrap();
+        let planted = home.path().join("planted.json");
+        std::fs::write(&planted, "{}").unwrap();
+        let plant = |path: &Path| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            bosun_fsio::testing::plant_link(path, &planted);
+        };
+        let label = label_path(home.path(), "kit@team");
+        plant(&label);
+        let error = read(&label).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert!(raise(&label, &DataLabel::default()).is_err());
+        plant(&crate::install::Installed::path(home.path()));
+        let error = crate::install::Installed::load(home.path()).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        plant(&crate::user_config::secrets_path(home.path(), "kit@team"));
+        let error = crate::user_config::load_secrets(home.path(), "kit@team").unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert_eq!(std::fs::read(&planted).unwrap(), b"{}");
+    }
 
     #[test]
     fn a_label_only_rises_across_writers_and_goes_with_its_folder() {

@@ -271,12 +271,12 @@ impl Installed {
     /// Reads the record (empty when there is none).
     pub fn load(home: &Path) -> Result<Installed, ClaudeError> {
         let path = Self::path(home);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
+        match bosun_fsio::read_state_text(&path) {
+            Ok(Some(text)) => serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
                 what: path.display().to_string(),
                 message: format!("{e}; reinstall the Claude plugins or restore the file"),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Installed::default()),
+            Ok(None) => Ok(Installed::default()),
             Err(e) => Err(ClaudeError::io(format!("reading {}", path.display()), e)),
         }
     }

@@ -22,12 +22,14 @@ pub fn secrets_path(home: &Path, id: &str) -> PathBuf {
 /// The secrets kept for `id` (none when there is no file).
 pub fn load_secrets(home: &Path, id: &str) -> Result<BTreeMap<String, String>, ClaudeError> {
     let path = secrets_path(home, id);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
+    // Not through a link planted in its place: another file's values would be handed to the
+    // plugin as its secrets.
+    match bosun_fsio::read_state_text(&path) {
+        Ok(Some(text)) => serde_json::from_str(&text).map_err(|e| ClaudeError::Manifest {
             what: path.display().to_string(),
             message: format!("{e}; configure the plugin again to replace it"),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Ok(None) => Ok(BTreeMap::new()),
         Err(e) => Err(ClaudeError::io(format!("reading {}", path.display()), e)),
     }
 }

@@ -99,6 +99,7 @@ pub fn serve(args: ServeArgs) -> Result<u8> {
             idempotency_claim_ttl: serve
                 .idempotency_claim_secs
                 .map(std::time::Duration::from_secs),
+            idempotency_keys: None,
         },
     )?;
     let allowed_hosts = serve.allowed_hosts.clone();

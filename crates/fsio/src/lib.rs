@@ -22,7 +22,8 @@
 //! final link either.
 //!
 //! Only the final component is not followed: the caller judges the directories on the way (a
-//! plugin tree's walk refuses links it meets; the workspace opens beneath a handle of its root).
+//! plugin tree's walk refuses links it meets; the workspace opens beneath a handle of its root,
+//! [`beneath`]).
 //!
 //! ```
 //! # fn main() -> Result<(), bosun_fsio::OpenError> {
@@ -38,6 +39,7 @@
 //! # }
 //! ```
 
+pub mod beneath;
 pub mod lock;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -193,6 +195,18 @@ impl OpenError {
         }
     }
 
+    /// The error as an [`io::Error`] of the same kind whose message is this one, naming the
+    /// path.
+    pub fn into_named_io(self) -> io::Error {
+        let kind = match &self {
+            Self::Io { source, .. } => source.kind(),
+            Self::TooLarge { .. } => io::ErrorKind::FileTooLarge,
+            Self::NotText { .. } => io::ErrorKind::InvalidData,
+            Self::NotRegular { .. } => io::ErrorKind::InvalidInput,
+        };
+        io::Error::new(kind, self.to_string())
+    }
+
     /// The error as an [`io::Error`] (its message kept), for callers whose own errors carry one.
     pub fn into_io(self) -> io::Error {
         match self {
@@ -207,6 +221,42 @@ impl OpenError {
             }
         }
     }
+}
+
+/// The most bytes of a state file Bosun keeps under its home that [`read_state`] reads.
+pub const MAX_STATE_BYTES: u64 = 64 << 20;
+
+/// The bytes of a state file Bosun keeps (`trust.toml`, `registry/lock.json`, a signed
+/// registry's state, the MCP pins, remembered answers, …), or `None` when there is none. Read as
+/// [`read_regular`] reads, to at most [`MAX_STATE_BYTES`]: a link planted in the file's place
+/// is refused, never read through — it would make Bosun take another file's records (another
+/// home's trust store, a file of the attacker's) as its own — and a FIFO is not waited on.
+///
+/// # Errors
+/// An [`io::Error`] whose message names the path and what is there instead of the file.
+pub fn read_state(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match read_regular(path, MAX_STATE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into_named_io()),
+    }
+}
+
+/// [`read_state`] of a text file.
+///
+/// # Errors
+/// As [`read_state`], and [`io::ErrorKind::InvalidData`] for bytes that are not UTF-8.
+pub fn read_state_text(path: &Path) -> io::Result<Option<String>> {
+    read_state(path)?
+        .map(|bytes| {
+            String::from_utf8(bytes).map_err(|_| {
+                OpenError::NotText {
+                    path: path.to_owned(),
+                }
+                .into_named_io()
+            })
+        })
+        .transpose()
 }
 
 /// Opens `path` for reading: not through a final symbolic link, without waiting on a FIFO, a
@@ -446,6 +496,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = read_regular(dir.path(), 100).unwrap_err();
         assert_eq!(error.found(), Some(Found::Directory), "{error}");
+    }
+
+    /// A state file is read when it is one, absent when there is none, and refused when a
+    /// link or a FIFO is in its place — naming the path and what is there.
+    #[test]
+    fn a_state_file_is_never_read_through_a_link_or_from_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.toml");
+        assert!(read_state(&path).unwrap().is_none());
+        std::fs::write(&path, "mine").unwrap();
+        assert_eq!(read_state_text(&path).unwrap().as_deref(), Some("mine"));
+        let elsewhere = dir.path().join("elsewhere.toml");
+        std::fs::write(&elsewhere, "theirs").unwrap();
+        plant_link(&path, &elsewhere);
+        let error = read_state(&path).unwrap_err();
+        assert!(error.to_string().contains("a symbolic link"), "{error}");
+        assert!(
+            error.to_string().contains(&path.display().to_string()),
+            "{error}"
+        );
+        plant_fifo(&path);
+        let reading = path.clone();
+        let error = returns_within_guard(&path, move || read_state(&reading).unwrap_err());
+        assert!(error.to_string().contains("a FIFO"), "{error}");
     }
 
     #[test]

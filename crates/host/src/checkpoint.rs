@@ -477,7 +477,11 @@ fn point(manifest: &Manifest) -> Point {
 }
 
 fn read_manifest(path: &Path) -> Result<Manifest, CheckpointError> {
-    let text = fs::read_to_string(path).map_err(io_at(path.display().to_string()))?;
+    let text = bosun_fsio::read_state_text(path)
+        .and_then(|text| {
+            text.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no manifest"))
+        })
+        .map_err(io_at(path.display().to_string()))?;
     serde_json::from_str(&text).map_err(|e| CheckpointError::Damaged {
         path: path.display().to_string(),
         reason: e.to_string(),

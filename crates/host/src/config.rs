@@ -544,6 +544,54 @@ impl LoadedConfig {
             managed
                 .check_reviewer_level(&user.policy)
                 .map_err(refused)?;
+            use bosun_core::escape_hidden;
+            let models = user.models.iter().filter_map(|(name, model)| {
+                model.classification.map(|level| {
+                    (
+                        format!("models.{}.classification", escape_hidden(name)),
+                        "its [models.<name>]",
+                        level,
+                    )
+                })
+            });
+            let servers = user.mcp.iter().filter_map(|(name, server)| {
+                server.classification.map(|level| {
+                    (
+                        format!("mcp.{}.classification", escape_hidden(name)),
+                        "its [mcp.<name>]",
+                        level,
+                    )
+                })
+            });
+            let hosts = user.classification.hosts.iter().map(|host| {
+                (
+                    format!("classification.hosts ({})", escape_hidden(&host.host)),
+                    "its [[classification.hosts]]",
+                    host.level,
+                )
+            });
+            let claude = user.claude.plugins.iter().filter_map(|(id, plugin)| {
+                plugin.classification.map(|level| {
+                    (
+                        format!("claude.plugins.\"{}\".classification", escape_hidden(id)),
+                        "its [claude.plugins.\"<id>\"]",
+                        level,
+                    )
+                })
+            });
+            managed
+                .check_sink_levels(models.chain(servers).chain(claude).chain(hosts))
+                .map_err(refused)?;
+            // A model left unlabelled on the default model's API root may be sent every level:
+            // the cap lowers that default as it bounds what is written.
+            if let Some(cap) = managed.sink_cap() {
+                let levels = user.models_config();
+                for (name, model) in &mut user.models {
+                    if model.classification.is_none() && levels.level_of(name) > cap {
+                        model.classification = Some(cap);
+                    }
+                }
+            }
         }
         let workspace_trust =
             crate::workspace_trust::lookup(home, workspace.root()).map_err(|e| {

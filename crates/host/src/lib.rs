@@ -26,7 +26,7 @@
 
 pub mod allowed_tools;
 pub mod approval;
-pub mod beneath;
+pub use bosun_fsio::beneath;
 pub mod builtin;
 pub mod checkpoint;
 mod child;

@@ -84,6 +84,23 @@ pub struct ManagedConfig {
     /// Telemetry forced on (or off), and caps on the content it carries.
     #[serde(default)]
     pub telemetry: ManagedTelemetry,
+    /// A cap on the level of every sink a user's config declares.
+    #[serde(default)]
+    pub classification: ManagedClassification,
+}
+
+/// `[classification]` of the managed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedClassification {
+    /// The most sensitive data any sink a user declares may be sent: a model (`[models.<name>]
+    /// classification`, and the level a model on the default model's API root has unwritten),
+    /// an MCP server (`[mcp.<name>] classification`), a Claude Code plugin (`[claude.plugins.
+    /// "<id>"] classification`) and a labelled host
+    /// (`[[classification.hosts]] level`). A level written above it is refused; a default above
+    /// it is lowered to it.
+    #[serde(default)]
+    pub sinks: Option<Spanned<bosun_core::Classification>>,
 }
 
 /// `[telemetry]` of the managed file, spelled as the user's `[telemetry]` is.
@@ -655,6 +672,45 @@ impl Managed {
                 "a reviewer may be sent {cap} data at most on this machine: set `reviewer_classification` in [policy] to {cap} or lower, or remove it"
             ),
         ))
+    }
+
+    /// The highest level any sink a user declares may be sent on this machine (the managed
+    /// `[classification] sinks`).
+    pub fn sink_cap(&self) -> Option<bosun_core::Classification> {
+        self.config
+            .classification
+            .sinks
+            .as_ref()
+            .map(|cap| *cap.get_ref())
+    }
+
+    /// Refuses a sink the user's config declares able to receive more than the managed
+    /// `[classification] sinks`: each of `declared` is the key it is written at (`models.gpt.
+    /// classification`), the table a person fixes it in, and its level.
+    ///
+    /// # Errors
+    /// The first sink above the cap.
+    pub fn check_sink_levels<'a>(
+        &self,
+        declared: impl IntoIterator<Item = (String, &'a str, bosun_core::Classification)>,
+    ) -> Result<(), Refusal> {
+        let Some(cap) = &self.config.classification.sinks else {
+            return Ok(());
+        };
+        let cap_level = *cap.get_ref();
+        for (key, table, level) in declared {
+            if level > cap_level {
+                return Err(self.refusal(
+                    key.clone(),
+                    cap.span(),
+                    &format!("[classification] sinks = \"{cap_level}\""),
+                    format!(
+                        "no model, MCP server, Claude Code plugin or host may be sent more than {cap_level} data on this machine: set it to {cap_level} or lower in {table}, or remove it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Where the key at `path` is written in the managed file (the start, when not found).

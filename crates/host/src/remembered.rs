@@ -160,8 +160,8 @@ pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf
         path: path.clone(),
         source,
     })?;
-    let mut all: Vec<Rule> = match std::fs::read_to_string(&path) {
-        Ok(text) => PolicyFile::parse(&text)
+    let mut all: Vec<Rule> = match bosun_fsio::read_state_text(&path) {
+        Ok(Some(text)) => PolicyFile::parse(&text)
             .map_err(|e| RememberError::Invalid {
                 path: path.clone(),
                 message: e.to_string(),
@@ -170,7 +170,7 @@ pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf
             .into_iter()
             .map(toml::Spanned::into_inner)
             .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Ok(None) => Vec::new(),
         Err(source) => {
             return Err(RememberError::Io {
                 doing: "read",
@@ -210,6 +210,25 @@ pub fn remember(home: &Path, workspace: &Path, rules: &[Rule]) -> Result<PathBuf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Remembered answers are not read through a link planted at their file: the rules of a
+    /// file elsewhere are never taken in (and written back as this workspace's).
+    #[test]
+    fn remembered_answers_are_not_read_through_a_link_planted_in_their_place() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = Path::new("/work/project");
+        let rules =
+            rules_for("builtin.tool.run_command", &[spawn("cargo")], "run_command").unwrap();
+        let path = remember(home.path(), ws, &rules).unwrap();
+        let planted = home.path().join("planted.toml");
+        std::fs::rename(&path, &planted).unwrap();
+        let before = std::fs::read(&planted).unwrap();
+        bosun_fsio::testing::plant_link(&path, &planted);
+        let error = remember(home.path(), ws, &rules).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert_eq!(std::fs::read(&planted).unwrap(), before);
+        assert!(path.symlink_metadata().unwrap().file_type().is_symlink());
+    }
 
     fn spawn(program: &str) -> CapabilityRequest {
         CapabilityRequest::parse(&format!("process.spawn:{program}")).unwrap()

@@ -187,9 +187,9 @@ fn identity(root: &Path) -> Result<(u64, u64), TrustRecordError> {
 }
 
 fn read(path: &Path) -> Result<Records, TrustRecordError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Records::default()),
+    let text = match bosun_fsio::read_state_text(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Records::default()),
         Err(source) => {
             return Err(TrustRecordError::Io {
                 path: path.to_owned(),
@@ -268,6 +268,22 @@ pub fn record(home: &Path, root: &Path, trusted: bool) -> Result<PathBuf, TrustR
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answers are not read through a link planted at `workspaces.json`: a file elsewhere
+    /// saying this folder is trusted is refused, not believed, and nothing is written to it.
+    #[test]
+    fn answers_are_not_read_through_a_link_planted_in_their_place() {
+        let (dir, home, ws) = dirs();
+        record(&home, &ws, true).unwrap();
+        let planted = dir.path().join("planted.json");
+        std::fs::copy(records_path(&home), &planted).unwrap();
+        let before = std::fs::read(&planted).unwrap();
+        bosun_fsio::testing::plant_link(&records_path(&home), &planted);
+        let error = lookup(&home, &ws).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert!(record(&home, &ws, false).is_err());
+        assert_eq!(std::fs::read(&planted).unwrap(), before);
+    }
 
     fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

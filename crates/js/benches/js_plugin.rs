@@ -21,7 +21,9 @@
 //! the private memory an idle count-text instance adds, then measures them in alternating rounds
 //! (`BOSUN_JS_BENCH_ROUNDS`, default 10): warm calls, first calls, loading the engine from the
 //! warm cache, and a first call with the engine loaded. One process and one machine state for
-//! every build, so the differences are the builds' own.
+//! every build, so the differences are the builds' own. Warm calls are also reported as the
+//! calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), which a loaded machine disturbs far less
+//! than wall time.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -153,6 +155,23 @@ fn percentiles(label: &str, mut samples: Vec<u64>, unit: &str) {
     );
 }
 
+/// CPU time this thread has run for, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): a warm call
+/// runs on the thread that blocks on it, so on a loaded machine this counts the call's own work
+/// without the time the thread waited for a core.
+#[allow(unsafe_code)]
+fn thread_cpu_ns() -> Option<u64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `now` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if rc != 0 {
+        return None;
+    }
+    Some(u64::try_from(now.tv_sec).ok()? * 1_000_000_000 + u64::try_from(now.tv_nsec).ok()?)
+}
+
 /// The engine components to compare, from `BOSUN_JS_BENCH_ENGINES` (comma-separated paths).
 fn engines_to_compare() -> Option<Vec<std::path::PathBuf>> {
     let list = std::env::var_os("BOSUN_JS_BENCH_ENGINES")?;
@@ -230,12 +249,17 @@ fn compare_engines(paths: &[std::path::PathBuf], rounds: usize) {
     let n = engines.len();
     let (mut warm_s, mut first_s, mut load_s) = (vec![vec![]; n], vec![vec![]; n], vec![vec![]; n]);
     let mut engine_s = vec![vec![]; n];
+    let mut warm_cpu = vec![vec![]; n];
     for _ in 0..rounds {
         for (i, (engine, warm)) in engines.iter_mut().enumerate() {
             for _ in 0..500 {
+                let cpu = thread_cpu_ns();
                 let start = Instant::now();
                 runtime.block_on(count(warm));
                 warm_s[i].push(start.elapsed().as_nanos() as u64);
+                if let (Some(before), Some(after)) = (cpu, thread_cpu_ns()) {
+                    warm_cpu[i].push(after.saturating_sub(before));
+                }
             }
             for _ in 0..20 {
                 let start = Instant::now();
@@ -268,6 +292,13 @@ fn compare_engines(paths: &[std::path::PathBuf], rounds: usize) {
     for (i, path) in paths.iter().enumerate() {
         let name = path.display();
         percentiles(&format!("{name}: warm call"), warm_s[i].clone(), "µs");
+        if !warm_cpu[i].is_empty() {
+            percentiles(
+                &format!("{name}: warm call, the calling thread's CPU time"),
+                warm_cpu[i].clone(),
+                "µs",
+            );
+        }
         percentiles(&format!("{name}: first call"), first_s[i].clone(), "ms");
         percentiles(
             &format!("{name}: loading the engine from the warm cache"),

@@ -283,11 +283,13 @@ fn syscalls(seccomp: bool) -> LayerState {
 
 fn parent_isolation(abi: i32) -> LayerState {
     match abi {
-        6.. => LayerState::Enforced(
+        // Landlock has no rule for connecting to a path-named Unix socket up to ABI 7: such a
+        // socket a child can reach by path (a Docker socket) stays reachable, and is said so.
+        6.. => LayerState::Enforced(format!(
             "no reading other processes' memory or environment (/proc/<pid>/environ), no \
-             signals to them, no abstract Unix sockets outside (Landlock)"
-                .to_owned(),
-        ),
+             signals to them, no abstract Unix sockets outside (Landlock); Unix sockets named by \
+             a path stay reachable (Landlock ABI {abi} has no rule for them)"
+        )),
         1..=5 => LayerState::Partial(format!(
             "no reading other processes' memory or environment (Landlock); signals and \
              abstract Unix sockets are not scoped (Landlock ABI {abi}; 6 is needed)"

@@ -244,6 +244,61 @@ async fn the_parents_environment_cannot_be_read(backend: Backend) {
     );
 }
 
+const UNIX_CONNECT: &str = r#"
+import socket, sys
+for name in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(name.replace("@", "\0", 1))
+        print("connected", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+"#;
+
+/// A Unix socket listening outside the sandbox — in the abstract namespace (an X server's,
+/// a D-Bus session's), and, under bubblewrap, by path outside the grants — cannot be connected
+/// to, with a network grant (the host's network namespace shared) or without. Unconfined, the
+/// same connects succeed. Path-named sockets under the Landlock backend are not covered: the
+/// kernel's Landlock (ABI 7 here) has no rule for them (see `sandbox status`).
+async fn a_unix_socket_outside_cannot_be_reached(backend: Backend) {
+    use std::os::linux::net::SocketAddrExt as _;
+    let rig = rig();
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    let name = format!("bosun-test-{}-{backend:?}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    let _abstract = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+    let path = rig.root.join("home/agent.sock");
+    let _by_path = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let abstract_name = format!("@{name}");
+    let path_name = path.display().to_string();
+    let mut names = vec![abstract_name.as_str()];
+    if backend == Backend::Bubblewrap {
+        names.push(&path_name);
+    }
+    let args = |names: &[&str]| {
+        let mut args = vec!["-c", UNIX_CONNECT];
+        args.extend_from_slice(names);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let args = args(&names);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let control = rig.run(None, Network::Off, python(), &args).await;
+    for name in &names {
+        assert!(
+            text(&control).contains(&format!("connected {name}")),
+            "{}",
+            text(&control)
+        );
+    }
+    for network in [Network::Off, Network::TcpPorts(vec![9])] {
+        let output = rig.run(Some(&launcher), network, python(), &args).await;
+        let seen = text(&output);
+        for name in &names {
+            assert!(seen.contains(&format!("refused {name}")), "{seen}");
+        }
+    }
+}
+
 const CONNECT: &str = r#"
 import socket, sys
 for port in sys.argv[1:]:
@@ -894,6 +949,7 @@ per_backend!(
     secrets_outside_the_workspace_cannot_be_read,
     a_path_granted_in_config_is_readable_and_writable,
     the_parents_environment_cannot_be_read,
+    a_unix_socket_outside_cannot_be_reached,
     no_network_without_a_grant,
     a_grant_opens_exactly_the_granted_port,
     a_fork_bomb_meets_the_process_limit_and_dies_with_the_jail,

@@ -10,11 +10,14 @@
 //!   carrying an `Origin` (a web page's) is refused unless it is the server's own or one the
 //!   operator allowed: no page — not even one of another local web server — reaches the server, through DNS
 //!   rebinding or otherwise, and no preflight is ever answered with CORS headers;
-//! - what the server holds is bounded ([`Limits`]): open connections (one past the bound is
-//!   answered 503 and closed at once), the time to send a request's headers and then its body
-//!   (slowloris), the body's size, and open sessions (a handshake past the bound is answered
-//!   503 with `Retry-After`); each named client holds at most its share of the connections,
-//!   sessions and `subscriptions/listen` streams, so no client can take them all;
+//! - what the server holds is bounded ([`Limits`]): connections that have not yet sent a
+//!   request the server could attribute sit in a small pool of their own, the oldest closed to
+//!   make room for the next, so connections opened and left silent never hold a place an
+//!   identified client needs; connections that carried a request count in their client's share
+//!   (one past it is answered 503 and closed); the time to send a request's headers and then its
+//!   body (slowloris), the body's size, and open sessions (a handshake past the bound is
+//!   answered 503 with `Retry-After`); each named client holds at most its share of the
+//!   connections, sessions and `subscriptions/listen` streams, so no client can take them all;
 //! - a session (revisions before 2026-07-28) has a 256-bit random id and belongs to the caller
 //!   that opened it: a request naming another caller's session is answered as for an unknown
 //!   one (404), so its id neither resumes its stream (`Last-Event-ID`) nor ends it.
@@ -40,12 +43,12 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{ServeError, Served, ToolServer};
+use clients::Clients;
 pub use clients::{Client, token_digest};
-use clients::{Clients, Identified};
 use sessions::{ADMISSION, Admission, Sessions};
 
 /// The path the MCP endpoint is served at.
@@ -59,9 +62,15 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// What one `bosun serve --http` holds at most, so that no client can exhaust it for the others.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections open at once (each is a descriptor; kept well under the usual 1,024). One
-    /// past it is answered `503` and closed without being read.
+    /// Connections that carried a request open at once (each is a descriptor; with
+    /// `unidentified`, kept well under the usual 1,024). A request on one past it is answered
+    /// `503` and its connection closed.
     pub connections: usize,
+    /// Connections accepted that have not yet sent a request the server could attribute to a
+    /// client (silent, trickling their headers, or sending no token it knows). One past it
+    /// closes the oldest of them: whoever opens connections and says nothing only ever pushes
+    /// out its own, and a client's connection, which speaks at once, is served.
+    pub unidentified: usize,
     /// MCP sessions open at once (revisions before 2026-07-28); an idle one expires after five
     /// minutes. A handshake past it is refused with the way out.
     pub sessions: usize,
@@ -78,6 +87,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             connections: 512,
+            unidentified: 64,
             sessions: 256,
             body_bytes: 4 * 1024 * 1024,
             header_timeout: HEADER_TIMEOUT,
@@ -166,49 +176,96 @@ fn retry_after(mut response: Response<Body>, seconds: u32) -> Response<Body> {
 /// minutes, ended ones free their place at once.
 const SESSION_RETRY_SECS: u32 = 30;
 
-/// What one connection holds: the connection share of the named client whose request it
-/// carried last. A connection a proxy shares between clients moves from one share to the next.
-#[derive(Default)]
+/// What one connection holds: the connection share of the client whose request it carried
+/// last. A connection a proxy shares between clients moves from one share to the next.
 struct Connection {
+    /// Its place among the connections not yet identified ([`Unidentified`]).
+    number: u64,
     owner: std::sync::Mutex<Option<(Arc<str>, tokio::sync::OwnedSemaphorePermit)>>,
 }
 
 impl Connection {
-    /// Counts this connection in `known`'s share, unless it already is; the refusal (`503`,
-    /// the connection closed) when the share is full.
-    fn hold(&self, known: &clients::Known) -> Option<Response<Body>> {
+    /// Counts this connection in `share`, unless it already is; the refusal (`503`, the
+    /// connection closed) when the share is full.
+    fn hold(&self, share: &clients::Share<'_>) -> Option<Response<Body>> {
         let mut owner = self
             .owner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if owner.as_ref().is_some_and(|(id, _)| *id == known.id) {
+        if owner.as_ref().is_some_and(|(id, _)| id == share.id) {
             return None;
         }
         *owner = None;
-        match known.connections.clone().try_acquire_owned() {
+        match share.connections.clone().try_acquire_owned() {
             Ok(permit) => {
-                *owner = Some((known.id.clone(), permit));
+                *owner = Some((share.id.clone(), permit));
                 None
             }
             Err(_) => Some(retry_after(
-                closing(plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "client `{}` already has its most connections open on this Bosun server ({}): reuse one (keep-alive), or retry when one closes",
-                        known.name, known.most_connections
-                    ),
-                )),
+                closing(plain(StatusCode::SERVICE_UNAVAILABLE, &share.full())),
                 1,
             )),
         }
     }
 }
 
+/// The connections accepted that have not yet sent a request the server could attribute, oldest
+/// first. At most [`Limits::unidentified`]: admitting one more closes the oldest, so silent
+/// connections (anyone's who can reach the port) take nothing from the clients' shares and
+/// cannot keep a client that speaks at once from being heard.
+struct Unidentified {
+    most: usize,
+    waiting: std::sync::Mutex<std::collections::BTreeMap<u64, CancellationToken>>,
+    numbered: std::sync::atomic::AtomicU64,
+}
+
+impl Unidentified {
+    fn new(most: usize) -> Self {
+        Self {
+            most: most.max(1),
+            waiting: std::sync::Mutex::default(),
+            numbered: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn waiting(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<u64, CancellationToken>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Admits a new connection: its number, and what closes it if it is still unidentified
+    /// when the pool needs its place.
+    fn admit(&self) -> (u64, CancellationToken) {
+        let number = self
+            .numbered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let evict = CancellationToken::new();
+        let mut waiting = self.waiting();
+        while waiting.len() >= self.most {
+            match waiting.pop_first() {
+                Some((_, oldest)) => oldest.cancel(),
+                None => break,
+            }
+        }
+        waiting.insert(number, evict.clone());
+        (number, evict)
+    }
+
+    /// Connection `number` carried a request the server attributed (or ended): it leaves the
+    /// pool and can no longer be pushed out of it.
+    fn leave(&self, number: u64) {
+        self.waiting().remove(&number);
+    }
+}
 /// What every connection's requests go through before the SDK's service.
 struct Guard {
     service: StreamableHttpService<ToolServer, Sessions>,
     sessions: Arc<Sessions>,
     clients: Clients,
+    unidentified: Unidentified,
     limits: Limits,
 }
 
@@ -229,9 +286,10 @@ impl Guard {
             );
             return response;
         };
-        if let Identified::Known(known) = &identified
-            && let Some(refused) = connection.hold(known)
-        {
+        // Attributed: from now on the connection counts in its client's share, not among the
+        // silent ones that may be pushed out.
+        self.unidentified.leave(connection.number);
+        if let Some(refused) = connection.hold(&self.clients.connection_share(&identified)) {
             return refused;
         }
         if request.uri().path() != PATH {
@@ -277,25 +335,6 @@ impl Guard {
             ),
             None => response,
         }
-    }
-}
-
-/// Answers a connection past [`Limits::connections`] `503` and closes it, without reading it
-/// or waiting on it: the accept loop stays free and no descriptor is held.
-fn refuse_connection(stream: TcpStream, most: usize) {
-    use std::io::Write;
-    let text = format!(
-        "this Bosun server already has its most connections open ({most}): retry when one closes\n"
-    );
-    let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{text}",
-        text.len()
-    );
-    // A fresh socket's send buffer takes these few bytes whole; a client that cannot take them
-    // gets the close alone.
-    if let Ok(mut stream) = stream.into_std() {
-        let _ = stream.write_all(response.as_bytes());
-        let _ = stream.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -398,9 +437,9 @@ pub async fn serve_http(
         service: StreamableHttpService::new(factory, sessions.clone(), config),
         sessions,
         clients,
+        unidentified: Unidentified::new(limits.unidentified),
         limits: limits.clone(),
     });
-    let open = Arc::new(tokio::sync::Semaphore::new(limits.connections));
     loop {
         let accepted = tokio::select! {
             () = options.cancel.cancelled() => return Ok(()),
@@ -415,10 +454,9 @@ pub async fn serve_http(
                 continue;
             }
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
-            refuse_connection(stream, limits.connections);
-            continue;
-        };
+        // Every connection is admitted; one past the pool of unidentified connections pushes
+        // out the oldest of them. Its client's share is taken at its first request.
+        let (number, evicted) = guard.unidentified.admit();
         // Small JSON-RPC messages: without this, Nagle's algorithm and delayed ACKs add ~40 ms
         // to a response written in two pieces.
         let _ = stream.set_nodelay(true);
@@ -426,7 +464,11 @@ pub async fn serve_http(
         let cancel = options.cancel.clone();
         let header_timeout = limits.header_timeout;
         tokio::spawn(async move {
-            let connection = Arc::new(Connection::default());
+            let connection = Arc::new(Connection {
+                number,
+                owner: std::sync::Mutex::default(),
+            });
+            let pool = guard.clone();
             let handler =
                 hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let guard = guard.clone();
@@ -439,9 +481,10 @@ pub async fn serve_http(
                 .serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 _ = connection => {}
+                () = evicted.cancelled() => {}
                 () = cancel.cancelled() => {}
             }
-            drop(permit);
+            pool.unidentified.leave(number);
         });
     }
 }

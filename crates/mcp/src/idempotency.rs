@@ -10,7 +10,11 @@
 //! cancelled, is not, so its retry runs. Results are kept for [`DEFAULT_KEY_TTL`].
 //!
 //! Without a shared directory, results live in this instance's memory (at most [`MAX_KEYS`]):
-//! a retry that reaches another instance runs the call again there. With `[serve]
+//! a retry that reaches another instance runs the call again there. The table is shared fairly
+//! between callers: when it is full, the caller holding the most keys loses its oldest, so one
+//! caller's keys never push out another's while that other holds no more than its even share
+//! (a named client's, with the operator's few clients, is at least [`MAX_KEYS`] divided by
+//! their number). With `[serve]
 //! idempotency_dir` — a directory every instance reaches, like the redemption directory of
 //! [`crate::state`] — each keyed call is *claimed* there before it runs, by creating its claim
 //! file exclusively (`link(2)` of a file already written, atomic on local file systems and
@@ -101,14 +105,64 @@ impl Kept for u32 {
     }
 }
 
-/// Keyed calls by caller and key.
+/// Keyed calls by scope and key.
 type Entries<R> = HashMap<(String, String), Arc<Entry<R>>>;
+
+/// The keyed calls in memory, by the caller holding them.
+struct Table<R> {
+    holders: HashMap<String, Entries<R>>,
+    /// Entries of every holder.
+    len: usize,
+}
+
+impl<R> Table<R> {
+    /// Forgets what has expired, and holders left with nothing.
+    fn sweep(&mut self, now: Instant, ttl: Duration) {
+        for entries in self.holders.values_mut() {
+            entries.retain(|_, e| now.duration_since(e.created) < ttl);
+        }
+        self.holders.retain(|_, entries| !entries.is_empty());
+        self.len = self.holders.values().map(HashMap::len).sum();
+    }
+
+    /// Makes room for one more entry of `holder`: the oldest entry of another caller holding
+    /// more than `holder` goes, else `holder`'s own oldest, so a caller within its even share
+    /// is never pushed out by another. Whether an entry went.
+    fn evict_for(&mut self, holder: &str) -> bool {
+        let own = self.holders.get(holder).map_or(0, HashMap::len);
+        let victim = self
+            .holders
+            .iter()
+            .filter(|(id, _)| id.as_str() != holder)
+            .map(|(id, entries)| (id.clone(), entries.len()))
+            .max_by_key(|(_, len)| *len)
+            .filter(|(_, len)| *len > own)
+            .map_or_else(|| holder.to_owned(), |(id, _)| id);
+        let Some(entries) = self.holders.get_mut(&victim) else {
+            return false;
+        };
+        let oldest = entries
+            .iter()
+            .min_by_key(|(_, e)| e.created)
+            .map(|(id, _)| id.clone());
+        let gone = oldest.is_some_and(|oldest| entries.remove(&oldest).is_some());
+        if entries.is_empty() {
+            self.holders.remove(&victim);
+        }
+        if gone {
+            self.len -= 1;
+        }
+        gone
+    }
+}
 
 /// The results of keyed calls: in this instance's memory, or in a directory every instance
 /// shares.
 pub struct Idempotency<R> {
     ttl: Duration,
-    entries: Mutex<Entries<R>>,
+    /// Most entries kept in memory.
+    most: usize,
+    table: Mutex<Table<R>>,
     shared: Option<SharedResults>,
 }
 
@@ -117,9 +171,20 @@ impl<R: Clone + Kept> Idempotency<R> {
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            entries: Mutex::new(HashMap::new()),
+            most: MAX_KEYS,
+            table: Mutex::new(Table {
+                holders: HashMap::new(),
+                len: 0,
+            }),
             shared: None,
         }
+    }
+
+    /// Keeps at most `most` results in memory (at least one) rather than [`MAX_KEYS`].
+    #[must_use]
+    pub fn with_most_keys(mut self, most: usize) -> Self {
+        self.most = most.max(1);
+        self
     }
 
     /// Keeps results in `shared` instead, where every instance finds them.
@@ -128,8 +193,28 @@ impl<R: Clone + Kept> Idempotency<R> {
         self
     }
 
-    /// Runs `run` for `caller`'s `key` naming `call` (a digest of tool and arguments), or
-    /// returns the result of the run that already finished (or is running) under that key.
+    /// [`Idempotency::run_held`] where the scope is its own holder (one caller, no sessions).
+    ///
+    /// # Errors
+    /// As [`Idempotency::run_held`].
+    pub async fn run<F, Fut>(
+        &self,
+        caller: &str,
+        key: &str,
+        call: &str,
+        run: F,
+    ) -> Result<R, KeyRefused>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<R, R>>,
+    {
+        self.run_held(caller, caller, key, call, run).await
+    }
+
+    /// Runs `run` for `key` in `scope` (a caller, or one of its sessions) naming `call` (a
+    /// digest of tool and arguments), or returns the result of the run that already finished
+    /// (or is running) under that key. In memory the entry counts in `holder`'s (the caller's)
+    /// share of the table.
     /// `run` says whether its result may answer retries (`Ok`) or not (`Err`: asked for input,
     /// cancelled); what it returns either way is this attempt's answer.
     ///
@@ -137,9 +222,10 @@ impl<R: Clone + Kept> Idempotency<R> {
     /// [`KeyRefused`] for a malformed key or one used for another call; with a shared
     /// directory, also a call still running elsewhere past the wait, or a directory that
     /// cannot be used (nothing is run then).
-    pub async fn run<F, Fut>(
+    pub async fn run_held<F, Fut>(
         &self,
-        caller: &str,
+        holder: &str,
+        scope: &str,
         key: &str,
         call: &str,
         run: F,
@@ -152,36 +238,34 @@ impl<R: Clone + Kept> Idempotency<R> {
             return Err(KeyRefused::Malformed);
         }
         if let Some(shared) = &self.shared {
-            return shared.run(caller, key, call, self.ttl, run).await;
+            return shared.run(scope, key, call, self.ttl, run).await;
         }
         let entry = {
             let now = Instant::now();
-            let mut entries = self
-                .entries
+            let mut table = self
+                .table
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let id = (caller.to_owned(), key.to_owned());
-            let expired = entries
-                .get(&id)
-                .is_some_and(|e| now.duration_since(e.created) >= self.ttl);
-            if expired {
-                entries.remove(&id);
-            }
-            if !entries.contains_key(&id) && entries.len() >= MAX_KEYS {
-                let ttl = self.ttl;
-                entries.retain(|_, e| now.duration_since(e.created) < ttl);
-                while entries.len() >= MAX_KEYS {
-                    let Some(oldest) = entries
-                        .iter()
-                        .min_by_key(|(_, e)| e.created)
-                        .map(|(id, _)| id.clone())
-                    else {
-                        break;
-                    };
-                    entries.remove(&oldest);
+            let id = (scope.to_owned(), key.to_owned());
+            let ttl = self.ttl;
+            let held = table
+                .holders
+                .get(holder)
+                .and_then(|entries| entries.get(&id))
+                .map(|e| now.duration_since(e.created) < ttl);
+            if held == Some(false) {
+                if let Some(entries) = table.holders.get_mut(holder) {
+                    entries.remove(&id);
                 }
+                table.len -= 1;
             }
-            entries
+            if held != Some(true) && table.len >= self.most {
+                table.sweep(now, ttl);
+                while table.len >= self.most && table.evict_for(holder) {}
+            }
+            let entries = table.holders.entry(holder.to_owned()).or_default();
+            let before = entries.len();
+            let entry = entries
                 .entry(id)
                 .or_insert_with(|| {
                     Arc::new(Entry {
@@ -190,7 +274,10 @@ impl<R: Clone + Kept> Idempotency<R> {
                         result: OnceCell::new(),
                     })
                 })
-                .clone()
+                .clone();
+            let added = entries.len() - before;
+            table.len += added;
+            entry
         };
         if entry.call != call {
             return Err(KeyRefused::OtherCall);

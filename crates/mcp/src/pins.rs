@@ -214,9 +214,9 @@ impl PinStore {
     /// Reads the store; an absent file is an empty store.
     pub fn load(home: &Path) -> Result<Self, PinError> {
         let path = pins_path(home);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+        let text = match bosun_fsio::read_state_text(&path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Self::default()),
             Err(source) => return Err(PinError::Io { path, source }),
         };
         let store: Self = serde_json::from_str(&text).map_err(|e| PinError::Damaged {
@@ -356,6 +356,24 @@ pub fn tool_hash(tool: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pins are not read through a link planted at `mcp/pins.json`: a file elsewhere
+    /// holding pins the person never approved is refused, not taken as theirs.
+    #[test]
+    fn pins_are_not_read_through_a_link_planted_in_their_place() {
+        let home = tempfile::tempdir().unwrap();
+        let path = pins_path(home.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let planted = home.path().join("planted.json");
+        std::fs::write(
+            &planted,
+            format!(r#"{{"version": {VERSION}, "servers": {{}}}}"#),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&planted, &path).unwrap();
+        let error = PinStore::load(home.path()).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
 
     #[test]
     fn canonical_text_ignores_key_order() {

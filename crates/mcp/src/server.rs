@@ -57,7 +57,7 @@ use sha2::Digest;
 use crate::approval::{ElicitingBroker, ROUND, Round, RoundTrip, call_digest, can_elicit_form};
 use crate::idempotency::{
     DEFAULT_CLAIM_TTL, DEFAULT_CLAIM_WAIT, DEFAULT_KEY_TTL, Idempotency, Kept, KeyRefused,
-    SharedResults,
+    MAX_KEYS, SharedResults,
 };
 use crate::state::{DEFAULT_STATE_TTL, StateSeal};
 
@@ -85,6 +85,9 @@ pub struct ServeOptions {
     /// How long a claim there holds before it is taken for a dead instance (default ten
     /// minutes).
     pub idempotency_claim_ttl: Option<std::time::Duration>,
+    /// Most keyed results kept in memory without `idempotency_dir` (default
+    /// [`crate::idempotency::MAX_KEYS`]), shared fairly between callers.
+    pub idempotency_keys: Option<usize>,
 }
 
 /// Why serving stopped or could not start.
@@ -118,8 +121,10 @@ pub struct Served {
     /// What `run.started` says started each session, e.g. `serve --stdio`.
     command: String,
     /// The one session of every 2026-07-28 request (that revision has none of its own) of
-    /// each client the server knows by name ([`Caller::client`]), and of all the others (`None`).
-    stateless: Mutex<HashMap<Option<String>, Arc<Stateless>>>,
+    /// each caller ([`Caller::id`]): one caller's labels never reach another's calls.
+    stateless: Mutex<HashMap<String, Arc<Stateless>>>,
+    /// Numbers the uses of stateless sessions, so the least recently used is known.
+    stateless_uses: AtomicU64,
     /// The open `subscriptions/listen` streams (2026-07-28 clients), each woken when tools
     /// change, by a number of the server's own (a request id is the client's, and two clients
     /// may both use `1`).
@@ -175,7 +180,8 @@ impl Served {
         let config = host.config();
         let runs_dir = config.runs_dir();
         let redactor = Arc::new(config.redactor());
-        let keyed = Idempotency::new(DEFAULT_KEY_TTL);
+        let keyed = Idempotency::new(DEFAULT_KEY_TTL)
+            .with_most_keys(options.idempotency_keys.unwrap_or(MAX_KEYS));
         let keyed = match (&options.idempotency_dir, &options.state_key) {
             (None, _) => keyed,
             (Some(dir), Some(key)) => keyed.with_shared(
@@ -200,6 +206,7 @@ impl Served {
             redactor,
             command: command.into(),
             stateless: Mutex::new(HashMap::new()),
+            stateless_uses: AtomicU64::new(0),
             listeners: Mutex::new(HashMap::new()),
             listened: AtomicU64::new(0),
             seal: Arc::new(seal),
@@ -326,27 +333,71 @@ impl Served {
     }
 }
 
-/// The stateless session of one client: a trace of its own, made at its first call.
+/// The stateless session of one caller: a trace of its own, made at its first call.
 struct Stateless {
     run_id: String,
     slot: Slot,
+    /// Whether the operator named its client (such sessions are never let go).
+    named: bool,
+    /// When it was last used, in [`Served::stateless_uses`]' count.
+    used: AtomicU64,
 }
 
-impl Served {
-    /// The stateless session of `client` (every unnamed caller shares `None`'s). Named clients
-    /// are the operator's few, so the table stays as small as its list.
-    fn stateless_of(&self, client: Option<String>) -> Arc<Stateless> {
-        self.stateless
+impl Stateless {
+    /// Whether no call is using its session now.
+    fn idle(&self) -> bool {
+        let slot = self
+            .slot
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(client)
-            .or_insert_with(|| {
-                Arc::new(Stateless {
-                    run_id: trace::new_run_id(),
-                    slot: Mutex::new(None),
-                })
-            })
-            .clone()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(Ok(live)) => Arc::strong_count(live) == 1,
+            _ => true,
+        }
+    }
+}
+
+/// Most stateless sessions of callers the operator did not name (each a distinct
+/// `Authorization` on a loopback server without tokens) kept at once; past it the least
+/// recently used idle one is finished. Named clients are the operator's few and always kept.
+pub const MAX_UNNAMED_CALLERS: usize = 256;
+
+impl Served {
+    /// The stateless session of `caller`: its own, whoever else calls. A caller not named by
+    /// the operator is whatever `Authorization` it sent (every one without any is one caller),
+    /// so their sessions are bounded ([`MAX_UNNAMED_CALLERS`]).
+    fn stateless_of(&self, caller: &Caller) -> Result<Arc<Stateless>, String> {
+        let used = self.stateless_uses.fetch_add(1, Ordering::Relaxed);
+        let mut stateless = self
+            .stateless
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = stateless.get(&caller.id) {
+            found.used.store(used, Ordering::Relaxed);
+            return Ok(found.clone());
+        }
+        let named = caller.client.is_some();
+        if !named && stateless.values().filter(|s| !s.named).count() >= MAX_UNNAMED_CALLERS {
+            let oldest = stateless
+                .iter()
+                .filter(|(_, s)| !s.named && s.idle())
+                .min_by_key(|(_, s)| s.used.load(Ordering::Relaxed))
+                .map(|(id, _)| id.clone());
+            let Some(oldest) = oldest.and_then(|id| stateless.remove(&id)) else {
+                return Err(format!(
+                    "this Bosun server is already calling for its most callers at once ({MAX_UNNAMED_CALLERS}): retry when a call ends, or serve with named clients ([serve.clients])"
+                ));
+            };
+            finish(&oldest.slot);
+        }
+        let made = Arc::new(Stateless {
+            run_id: trace::new_run_id(),
+            slot: Mutex::new(None),
+            named,
+            used: AtomicU64::new(used),
+        });
+        stateless.insert(caller.id.clone(), made.clone());
+        Ok(made)
     }
 }
 
@@ -367,17 +418,19 @@ impl ToolServer {
     /// The chokepoint, session and trace of this call. A session of the handshake revisions
     /// gets its own, made at its first call, whose broker can ask this client's user. The
     /// 2026-07-28 revision has no sessions (over HTTP every request stands alone) and no
-    /// server-to-client requests, so its calls share one of the server's, whose broker asks
-    /// by ending the call with `input_required` ([`RoundTrip`]): one trace for them all rather
-    /// than one per request.
+    /// server-to-client requests, so each caller's calls share one of the server's, whose
+    /// broker asks by ending the call with `input_required` ([`RoundTrip`]): one trace and one
+    /// set of labels for all of that caller's calls rather than one per request, and never
+    /// another caller's.
     fn live(
         &self,
         modern: bool,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<Live>, String> {
-        let client = caller(context).client;
+        let caller = caller(context);
+        let client = caller.client.clone();
         if modern {
-            let stateless = self.served.stateless_of(client.clone());
+            let stateless = self.served.stateless_of(&caller)?;
             return slot_or_make(&stateless.slot, || {
                 self.served
                     .make_live(&stateless.run_id, Arc::new(RoundTrip), client.as_deref())
@@ -640,9 +693,11 @@ impl ServerHandler for ToolServer {
         // approvals and labels — runs its own call rather than being handed this one's result.
         // Under 2026-07-28 there are no sessions, and a retry after a reconnect must find the
         // first attempt's result: the caller is the scope.
+        // In memory the key counts in its caller's share of the table, so another caller's
+        // keys cannot push it out.
         let caller = caller(&context).id;
         let scope = if self.is_modern(&context) {
-            caller
+            caller.clone()
         } else {
             format!("{caller} session:{}", self.run_id)
         };
@@ -650,7 +705,7 @@ impl ServerHandler for ToolServer {
         let outcome = self
             .served
             .keyed
-            .run(&scope, &key, &call, || async {
+            .run_held(&caller, &scope, &key, &call, || async {
                 match self.call_once(request, arguments, &context).await {
                     // A finished call answers retries; a question, a cancelled call or a
                     // refused request does not, so a retry runs.

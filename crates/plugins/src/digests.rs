@@ -69,10 +69,10 @@ impl Digests {
     /// The digests kept in `file` (none when it is missing or unusable).
     pub fn load(file: impl Into<PathBuf>) -> Digests {
         let file = file.into();
-        let known = std::fs::metadata(&file)
+        // Not through a link planted in the cache's place (it would only change what `plugins
+        // list` shows, but a listing should not show another file's claims either).
+        let known = bosun_fsio::read_regular(&file, MAX_CACHE_BYTES)
             .ok()
-            .filter(|m| m.is_file() && m.len() <= MAX_CACHE_BYTES)
-            .and_then(|_| std::fs::read(&file).ok())
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         Digests {

@@ -176,9 +176,9 @@ impl InstallLock {
     /// Loads the lock under `home`; an absent file is an empty lock.
     pub fn load(home: &Path) -> Result<Self, LockError> {
         let path = lock_path(home);
-        let file = match std::fs::read(&path) {
-            Ok(bytes) => parse(&bytes, &path)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LockFile::empty(),
+        let file = match bosun_fsio::read_state(&path) {
+            Ok(Some(bytes)) => parse(&bytes, &path)?,
+            Ok(None) => LockFile::empty(),
             Err(source) => return Err(LockError::Io { path, source }),
         };
         Ok(Self {

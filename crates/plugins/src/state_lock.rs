@@ -17,8 +17,6 @@
 //! exits, even by `SIGKILL`; the sidecar file itself stays (it is empty or holds a process id, and costs nothing),
 //! and its name is none of the temporary names the start-up sweep removes.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::time::Duration;
 
@@ -102,26 +100,16 @@ pub fn replay<F, C: Clone, E>(
     merged.ok_or_else(|| UpdateError::Io(std::io::Error::other("the change did not run")))
 }
 
-/// The file's bytes, or `None` when there is no file.
+/// The file's bytes, or `None` when there is no file; never through a link planted in its place
+/// (see [`bosun_fsio::read_state`]).
 fn read_current(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let mut file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(std::io::Error::new(
-                e.kind(),
-                format!("reading {}: {e}", path.display()),
-            ));
-        }
-    };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))?;
-    Ok(Some(bytes))
+    bosun_fsio::read_state(path)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
+    use std::io::ErrorKind;
     use std::sync::{Arc, Barrier, mpsc};
 
     use super::*;
@@ -135,6 +123,39 @@ mod tests {
             Ok::<_, std::convert::Infallible>(Some(text))
         })
         .unwrap();
+    }
+
+    /// A state file is never read through a link planted in its place — by an update, the
+    /// trust store's load or the integrity lock's: another file's records (a trust store saying
+    /// a changed plugin is trusted) would be taken as this home's, and written back. The file
+    /// the link leads to is left as it was.
+    #[test]
+    fn state_files_are_never_read_through_a_link_planted_in_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("planted");
+        std::fs::write(&planted, "version = 1\n").unwrap();
+        let path = dir.path().join("state.txt");
+        bosun_fsio::testing::plant_link(&path, &planted);
+        let mut ran = false;
+        let error = update(&path, |_| {
+            ran = true;
+            Ok::<_, std::convert::Infallible>(Some(b"changed".to_vec()))
+        })
+        .unwrap_err();
+        assert!(!ran, "the change ran on the planted file");
+        let UpdateError::Io(error) = error;
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("registry")).unwrap();
+        let trust = crate::TrustStore::default_path(&home);
+        bosun_fsio::testing::plant_link(&trust, &planted);
+        let error = crate::TrustStore::load(&trust).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        bosun_fsio::testing::plant_link(&crate::lock::lock_path(&home), &planted);
+        let error = crate::lock::InstallLock::load(&home).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert_eq!(std::fs::read(&planted).unwrap(), b"version = 1\n");
     }
 
     #[test]

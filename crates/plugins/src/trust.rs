@@ -173,9 +173,10 @@ impl TrustStore {
     /// Reads the store; a missing file is an empty store.
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, PluginError> {
         let path = path.into();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::empty(path)),
+        // Not through a link planted in its place: its records would be taken as this home's.
+        let bytes = match bosun_fsio::read_state(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(Self::empty(path)),
             Err(source) => return Err(PluginError::Read { path, source }),
         };
         let file = parse(&bytes, &path)?;

@@ -40,11 +40,11 @@ pub fn state_path(home: &Path, source: &str) -> PathBuf {
 }
 
 fn load_state(path: &Path) -> Result<Option<SourceState>, RegistryError> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match bosun_fsio::read_state(path) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| RegistryError::malformed(path.display().to_string(), e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Ok(None) => Ok(None),
         Err(e) => Err(RegistryError::io(format!("reading {}", path.display()))(e)),
     }
 }
@@ -211,6 +211,24 @@ impl Source for SignedSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signed registry's kept state is not read through a link planted at its name: a state
+    /// elsewhere (pinning other keys, older versions) is refused, not started from.
+    #[test]
+    fn a_kept_state_is_not_read_through_a_link_planted_in_its_place() {
+        let home = tempfile::tempdir().unwrap();
+        let path = state_path(home.path(), "team");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let planted = home.path().join("planted.json");
+        std::fs::write(
+            &planted,
+            serde_json::to_vec(&state("attacker-key")).unwrap(),
+        )
+        .unwrap();
+        bosun_fsio::testing::plant_link(&path, &planted);
+        let error = load_state(&path).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
 
     fn state(pinned: &str) -> SourceState {
         SourceState {

@@ -81,6 +81,9 @@ pub enum SandboxError {
         path: PathBuf,
         /// What failed.
         reason: String,
+        /// Whether a symbolic link lay on the granted directory's path (made since the grant
+        /// was judged): refused rather than followed.
+        linked: bool,
     },
 
     /// Every slot of the instance pool is taken. Bosun's host first releases idle instances

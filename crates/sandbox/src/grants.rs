@@ -16,10 +16,19 @@ pub const WORKSPACE_GUEST_PATH: &str = "/workspace";
 
 /// A directory the plugin may reach, preopened at `guest_path` (`/workspace` for the workspace
 /// root, `/workspace/src` for its `src`).
+///
+/// The directory is named as `dir` beneath `root`, and is opened that way when the instance is
+/// made: from a handle of `root`, through no symbolic link at all (`RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`), and that very descriptor becomes the preopen. A directory of `dir`
+/// swapped for a link after the grant was judged — to the outside or to another place inside —
+/// makes the instance fail to be made ([`SandboxError::Preopen`](crate::SandboxError::Preopen))
+/// rather than be followed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FsGrant {
-    /// The host directory.
-    pub host_dir: PathBuf,
+    /// The directory the grant lies beneath (the workspace root), opened as given.
+    pub root: PathBuf,
+    /// The granted directory relative to `root`, plain names only (empty for `root` itself).
+    pub dir: PathBuf,
     /// Where the plugin sees it.
     pub guest_path: String,
     /// Read-write (`fs.write`) rather than read-only (`fs.read`).
@@ -30,9 +39,19 @@ impl FsGrant {
     /// `host_dir` as the plugin's whole `/workspace`.
     pub fn workspace(host_dir: impl Into<PathBuf>, writable: bool) -> Self {
         Self {
-            host_dir: host_dir.into(),
+            root: host_dir.into(),
+            dir: PathBuf::new(),
             guest_path: WORKSPACE_GUEST_PATH.to_owned(),
             writable,
+        }
+    }
+
+    /// The granted directory's path on the host, for messages.
+    pub fn host_dir(&self) -> PathBuf {
+        if self.dir.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(&self.dir)
         }
     }
 }

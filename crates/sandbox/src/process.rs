@@ -198,6 +198,12 @@ impl ProcessTable {
     /// Ends a call: kills every process it started (their whole groups) and forgets them.
     pub(crate) fn end(&mut self) {
         self.starter = None;
+        // Only a call that started a process handed out the sender (every clone goes to that
+        // process's tasks, and every started process has an entry): a call that started none
+        // leaves nothing in the queue, and its fresh channel is kept for the next call.
+        if self.entries.is_empty() {
+            return;
+        }
         for (_, entry) in self.entries.drain() {
             kill_group(entry.pgid, libc_signal("SIGKILL"));
             for task in entry.tasks {
@@ -443,5 +449,55 @@ fn kill_group(pgid: Option<i32>, signal: i32) {
     #[allow(unsafe_code)]
     unsafe {
         libc::kill(-pgid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// A started process as `spawn` records it, without a child: its tasks hold the sender.
+    fn started(table: &mut ProcessTable, id: u32) -> mpsc::Sender<ProcessEvent> {
+        table.entries.insert(
+            id,
+            Entry {
+                stdin: None,
+                pgid: None,
+                tasks: Vec::new(),
+                _guard: Box::new(()),
+                exited: false,
+            },
+        );
+        table.sender.clone()
+    }
+
+    #[test]
+    fn a_call_that_started_no_process_keeps_its_queue_and_one_that_did_leaves_nothing_behind() {
+        let mut table = ProcessTable::default();
+        let kept = table.sender.clone();
+        // Calls that start nothing: the one channel stays (nothing was handed out).
+        table.begin(None);
+        table.end();
+        table.begin(None);
+        assert!(table.sender.same_channel(&kept));
+
+        // A call that started a process: what its tasks queued never reaches the next call.
+        let pump = started(&mut table, 7);
+        pump.try_send(ProcessEvent::Stdout(7, b"late".to_vec()))
+            .unwrap();
+        table.end();
+        assert!(table.entries.is_empty());
+        assert!(!table.sender.same_channel(&kept));
+        table.begin(None);
+        assert!(table.events.try_recv().is_err());
+        // The old channel is closed to the new call: a late send from the old task goes nowhere.
+        assert!(
+            pump.try_send(ProcessEvent::Stdout(7, b"later".to_vec()))
+                .is_err()
+        );
+        table.end();
+        assert!(table.events.try_recv().is_err());
     }
 }

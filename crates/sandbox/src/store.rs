@@ -1,6 +1,8 @@
 //! The store data of one instance (WASI, HTTP, host state, guard, memory limiter) and how a
 //! store is made and linked. Nothing here runs plugin code.
 
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::SandboxInner;
 use crate::error::SandboxError;
-use crate::grants::{Grants, JsState};
+use crate::grants::{FsGrant, Grants, JsState};
 use crate::host::{BoundedPipe, CallClock, HostState};
 use crate::http::{HttpGuard, NetGrant};
 use crate::limits::MemoryLimiter;
@@ -53,12 +55,30 @@ impl StoreState {
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&fs.host_dir, &fs.guest_path, perms)
-                .map_err(|e| SandboxError::Preopen {
-                    plugin: label.cloned(),
-                    path: fs.host_dir.clone(),
-                    reason: format!("{e:#}"),
-                })?;
+            let refused = |linked: bool, reason: String| SandboxError::Preopen {
+                plugin: label.cloned(),
+                path: fs.host_dir(),
+                reason,
+                linked,
+            };
+            // The directory is opened here, beneath its root through no link, and wasmtime is
+            // handed that descriptor (see `opened_dir`), never the name again.
+            let opened = open_granted(fs).map_err(|e| {
+                let linked = bosun_fsio::beneath::is_link_on_path(&e);
+                let reason = if linked {
+                    "a symbolic link lies on the path now (it was not there when the call was \
+                     judged), so the plugin is given nothing rather than where the link leads; \
+                     remove the link or name the directory it leads to"
+                        .to_owned()
+                } else {
+                    format!("{e:#}")
+                };
+                refused(linked, reason)
+            })?;
+            let by_descriptor =
+                opened_dir(&opened).map_err(|e| refused(false, format!("{e:#}")))?;
+            wasi.preopened_dir(&by_descriptor, &fs.guest_path, perms)
+                .map_err(|e| refused(false, format!("{e:#}")))?;
         }
         let mut table = ResourceTable::new();
         table.set_max_capacity(out.max_resources);
@@ -107,6 +127,35 @@ impl StoreState {
     pub(crate) fn dns_timeout(&self) -> Duration {
         self.guard.limits.dns_timeout
     }
+}
+
+/// Opens the directory of `grant`: its root as given, then the granted directory beneath it
+/// through no symbolic link at all.
+fn open_granted(grant: &FsGrant) -> std::io::Result<OwnedFd> {
+    let root = bosun_fsio::beneath::Root::open(&grant.root)?;
+    root.open_dir_no_links(&grant.dir)
+}
+
+/// The name through which wasmtime-wasi (which takes a path, not a descriptor) opens exactly
+/// `dir`: `/proc/self/fd/<n>`, a link of the kernel's own that opens the descriptor's directory
+/// whatever has happened to its names since. Refused unless `/proc` is the kernel's procfs and
+/// the name leads to that very directory.
+fn opened_dir(dir: &OwnedFd) -> std::io::Result<PathBuf> {
+    let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let procfs = rustix::fs::statfs("/proc/self/fd")
+        .is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC);
+    let same = || -> std::io::Result<bool> {
+        let held = rustix::fs::fstat(dir)?;
+        let named = rustix::fs::stat(&path)?;
+        Ok((held.st_dev, held.st_ino) == (named.st_dev, named.st_ino))
+    };
+    if !procfs || !same()? {
+        return Err(std::io::Error::other(
+            "/proc is not the kernel's procfs here, so the directory opened cannot be handed \
+             to the sandbox by its descriptor; mount procfs at /proc",
+        ));
+    }
+    Ok(path)
 }
 
 /// Builds a store for start-up code: the grants' limits, the deadline callback, and a clock

@@ -20,7 +20,8 @@ fn file(env: &Env) -> PathBuf {
 
 /// This workspace's inputs, oldest first (an unreadable file is an empty history).
 pub(super) fn load(env: &Env) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(file(env)) else {
+    // Not through a link planted in its place (the appends refuse one too).
+    let Ok(Some(text)) = bosun_fsio::read_state_text(&file(env)) else {
         return Vec::new();
     };
     let lines: Vec<String> = text

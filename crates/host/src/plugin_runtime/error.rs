@@ -107,6 +107,13 @@ pub(crate) fn sandbox_error(plugin: &str, error: &SandboxError) -> ToolError {
             message: format!("plugin `{plugin}`: {error}"),
             retryable: true,
         },
+        // The directory judged for the call became a link before it could be opened: refused,
+        // never followed, as a file tool refuses a path through a link leading out.
+        SandboxError::Preopen { linked: true, .. } => ToolError {
+            code: ErrorCode::OutsideWorkspace,
+            message: format!("plugin `{plugin}`: {error}"),
+            retryable: false,
+        },
         error => plugin_error(plugin, error),
     }
 }

@@ -77,8 +77,11 @@ pub(crate) fn preopens(root: &Path, granted: &[CapabilityRequest]) -> Vec<FsGran
         } else {
             format!("{}/{}", bosun_sandbox::WORKSPACE_GUEST_PATH, dir.display())
         };
+        // Opened beneath `root` through no link when the instance is made: a directory of
+        // `dir` swapped for a link after this call was judged is refused, never followed.
         let grant = FsGrant {
-            host_dir: root.join(&dir),
+            root: root.to_owned(),
+            dir,
             guest_path,
             writable,
         };

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// A sandbox whose pool has `slots` instance slots.
-fn sandbox(slots: u32) -> Sandbox {
+pub(crate) fn sandbox(slots: u32) -> Sandbox {
     Sandbox::new(SandboxConfig {
         cache_dir: Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("js-cache")),
         engine: EngineLimits {
@@ -33,7 +33,7 @@ fn sandbox(slots: u32) -> Sandbox {
     .unwrap()
 }
 
-fn policy() -> Arc<Policy> {
+pub(crate) fn policy() -> Arc<Policy> {
     let rules = "";
     Arc::new(
         Policy::builder(Mode::WorkspaceWrite)
@@ -64,7 +64,7 @@ async fn until_in_call(sandbox: &Sandbox, plugin: &str) {
 
 /// The tools of the native program `wasm`, installed, trusted and enabled as `local` in a home
 /// of its own under `dir`.
-fn native_tools(
+pub(crate) fn native_tools(
     dir: &std::path::Path,
     wasm: &str,
     local: &str,
@@ -99,7 +99,7 @@ fn native_tools(
     native::plugin_tools(catalog.enabled(), sandbox, policy, dir)
 }
 
-fn named(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
+pub(crate) fn named(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
     tools
         .iter()
         .find(|t| t.spec().name.as_str() == name)

@@ -16,6 +16,7 @@ mod instance_slots;
 mod js_plugins;
 mod managed;
 mod plugin_logs;
+mod plugin_preopens;
 mod redaction;
 mod registry_install;
 mod remembered;

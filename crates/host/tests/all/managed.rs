@@ -508,3 +508,84 @@ fn plugin_instances_is_the_users_to_set_within_its_range() {
     let error = dirs.load(true).unwrap_err().to_string();
     assert!(error.contains("plugin_instances"), "{error}");
 }
+
+/// A managed file capping every sink a user declares at `INTERNAL`.
+const MANAGED_SINKS: &str = "# the machine's cap\n[classification]\nsinks = \"INTERNAL\"\n";
+
+/// Writes a user config declaring one sink at a level.
+type Declare<'a> = &'a dyn Fn(&str) -> String;
+
+#[test]
+fn a_user_config_cannot_declare_a_sink_able_to_receive_more_than_the_managed_cap() {
+    let model = |level: &str| {
+        format!(
+            "[models.cloud]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"https://llm.example/v1\"\nclassification = \"{level}\"\n"
+        )
+    };
+    let server = |level: &str| {
+        format!("[mcp.docs]\ncommand = \"/usr/local/bin/docs-mcp\"\nclassification = \"{level}\"\n")
+    };
+    let claude =
+        |level: &str| format!("[claude.plugins.\"lint@tools\"]\nclassification = \"{level}\"\n");
+    let host = |level: &str| {
+        format!("[[classification.hosts]]\nhost = \"paste.example\"\nlevel = \"{level}\"\n")
+    };
+    let cases: [(Declare<'_>, &str); 4] = [
+        (&model, "models.cloud.classification"),
+        (&server, "mcp.docs.classification"),
+        (&claude, "claude.plugins.\"lint@tools\".classification"),
+        (&host, "classification.hosts (paste.example)"),
+    ];
+    for (declare, key) in cases {
+        let dirs = Dirs::new();
+        std::fs::write(dirs.managed(), MANAGED_SINKS).unwrap();
+        // At the cap, or below, it loads.
+        for level in ["PUBLIC", "INTERNAL"] {
+            dirs.user(&declare(level));
+            assert!(
+                dirs.load(true).is_ok(),
+                "{key} {level}: {:?}",
+                dirs.load(true).err()
+            );
+        }
+        for level in ["CONFIDENTIAL", "RESTRICTED"] {
+            dirs.user(&declare(level));
+            assert!(
+                dirs.load(false).is_ok(),
+                "{key}: {:?}",
+                dirs.load(false).err()
+            );
+            let message = dirs.load(true).unwrap_err().to_string();
+            let at = format!("{}:3", dirs.managed().display());
+            assert!(
+                message.contains(&format!("{at}:")),
+                "{key}: names {at}: {message}"
+            );
+            assert!(message.contains(key), "{key}: {message}");
+            assert!(message.contains("INTERNAL"), "{key}: {message}");
+        }
+    }
+}
+
+#[test]
+fn the_managed_sink_cap_lowers_a_models_unwritten_level() {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.managed(), MANAGED_SINKS).unwrap();
+    // Unwritten, a model on the default model's API root may be sent every level.
+    dirs.user(
+        "default_model = \"main\"\n\n[models.main]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n\n[models.side]\nprovider = \"openai-chat\"\nmodel = \"s\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nclassification = \"PUBLIC\"\n",
+    );
+    let unmanaged = dirs.load(false).unwrap();
+    assert_eq!(
+        unmanaged.user.models_config().level_of("main"),
+        bosun_core::Classification::Restricted
+    );
+    let managed = dirs.load(true).unwrap();
+    let models = managed.user.models_config();
+    assert_eq!(
+        models.level_of("main"),
+        bosun_core::Classification::Internal
+    );
+    // A level written lower stays as written.
+    assert_eq!(models.level_of("side"), bosun_core::Classification::Public);
+}

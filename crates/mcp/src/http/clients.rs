@@ -128,10 +128,40 @@ impl Identified<'_> {
     }
 }
 
+/// The connections one client may hold (every caller's, on a server that names none), as the
+/// guard counts a connection in them.
+pub(super) struct Share<'a> {
+    /// Whose share: a connection already counted in it is not counted again.
+    pub(super) id: &'a Arc<str>,
+    pub(super) connections: &'a Arc<Semaphore>,
+    most: usize,
+    /// The named client, or `None` for the server's own bound.
+    name: Option<&'a str>,
+}
+
+impl Share<'_> {
+    /// What a connection past the share is told.
+    pub(super) fn full(&self) -> String {
+        match self.name {
+            Some(name) => format!(
+                "client `{name}` already has its most connections open on this Bosun server ({}): reuse one (keep-alive), or retry when one closes",
+                self.most
+            ),
+            None => format!(
+                "this Bosun server already has its most connections open ({}): retry when one closes",
+                self.most
+            ),
+        }
+    }
+}
+
 /// The named clients of one server, or none.
 #[derive(Debug)]
 pub(super) struct Clients {
     known: Vec<Known>,
+    /// The connections of a server that names no clients: everyone's, up to the server's bound.
+    anyone: Arc<Semaphore>,
+    anyone_id: Arc<str>,
     limits: Limits,
 }
 
@@ -206,6 +236,8 @@ impl Clients {
         }
         Ok(Self {
             known,
+            anyone: Arc::new(Semaphore::new(limits.connections)),
+            anyone_id: Arc::from("anyone"),
             limits: limits.clone(),
         })
     }
@@ -234,6 +266,24 @@ impl Clients {
             }
         }
         found.map(Identified::Known)
+    }
+
+    /// The connections `identified` may hold: a named client's share, or the server's bound.
+    pub(super) fn connection_share<'a>(&'a self, identified: &Identified<'a>) -> Share<'a> {
+        match *identified {
+            Identified::Known(known) => Share {
+                id: &known.id,
+                connections: &known.connections,
+                most: known.most_connections,
+                name: Some(&known.name),
+            },
+            Identified::Unnamed(_) => Share {
+                id: &self.anyone_id,
+                connections: &self.anyone,
+                most: self.limits.connections,
+                name: None,
+            },
+        }
     }
 
     /// Most sessions `identified` may hold, and how a refusal names it.

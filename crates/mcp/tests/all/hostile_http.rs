@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_mcp::http::{Client, Limits};
+use bosun_mcp::server::ServeOptions;
 use bosun_mcp::{HttpOptions, Served, serve_http};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -37,7 +38,11 @@ impl Server {
 
     /// Serves with `options`, whose `cancel` is replaced by the server's own.
     async fn start_with(options: HttpOptions) -> Self {
-        let dirs = Dirs::new();
+        Self::start_served(options, ServeOptions::default(), Dirs::new()).await
+    }
+
+    /// Serves `dirs`' host with `options` over HTTP and `serve` for the calls.
+    async fn start_served(options: HttpOptions, serve: ServeOptions, dirs: Dirs) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let cancel = CancellationToken::new();
@@ -45,7 +50,7 @@ impl Server {
             cancel: cancel.clone(),
             ..options
         };
-        let served = Served::new(Arc::new(dirs.host()), "serve --http").unwrap();
+        let served = Served::with_options(Arc::new(dirs.host()), "serve --http", serve).unwrap();
         tokio::spawn(serve_http(served, listener, options));
         Self {
             address,
@@ -271,7 +276,7 @@ async fn a_body_trickled_past_its_deadline_is_refused_and_others_are_served() {
 }
 
 #[tokio::test]
-async fn connections_past_the_bound_are_answered_503_at_once() {
+async fn connections_past_the_bound_are_answered_503() {
     let server = Server::start(
         Limits {
             connections: 2,
@@ -283,17 +288,62 @@ async fn connections_past_the_bound_are_answered_503_at_once() {
     )
     .await;
     let _held = [
-        TcpStream::connect(&server.address).await.unwrap(),
-        TcpStream::connect(&server.address).await.unwrap(),
+        hold_connection(&server.address, "Bearer one-0123456789abcdef").await,
+        hold_connection(&server.address, "Bearer two-0123456789abcdef").await,
     ];
-    let mut third = TcpStream::connect(&server.address).await.unwrap();
-    let answer = read_all(&mut third).await;
+    let answer = server.post(TOOLS_LIST, &[]).await;
     assert_eq!(answer.status, 503, "{}", answer.text);
+    assert!(answer.header("retry-after").is_some(), "{}", answer.text);
     assert!(
         answer.text.contains("most connections open (2)"),
         "{}",
         answer.text
     );
+}
+
+/// Whether the server has closed `stream` (or reset it): a read that would wait means open.
+fn closed_by_server(stream: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match stream.try_read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+#[tokio::test]
+async fn silent_connections_never_take_the_place_of_a_client_that_speaks() {
+    let limits = Limits {
+        connections: 8,
+        // Silent connections are not dropped for idling during the test, whatever its pace.
+        header_timeout: Duration::from_secs(600),
+        ..Limits::default()
+    };
+    // More than the server holds of either kind (8 attributed, 64 not yet).
+    let silent_count = 88;
+    for named in [true, false] {
+        let server = if named {
+            two_clients(limits.clone(), |alice| alice).await
+        } else {
+            Server::start(limits.clone(), None).await
+        };
+        // Anyone who reaches the port opens more connections than the server holds, and says
+        // nothing on them.
+        let mut silent = Vec::new();
+        for _ in 0..silent_count {
+            silent.push(TcpStream::connect(&server.address).await.unwrap());
+        }
+        // A client that speaks is served while the newest of them are still open.
+        server.open_session(ALICE).await;
+        let newest = &silent[silent.len() - 2..];
+        assert!(
+            newest.iter().all(|s| !closed_by_server(s)),
+            "the newest silent connections were closed"
+        );
+        // The oldest were closed to make room, not left to hold places until they time out.
+        let answer = read_all(&mut silent[0]).await;
+        assert_eq!(answer.status, 0, "{}", answer.text);
+    }
 }
 
 #[tokio::test]
@@ -860,4 +910,145 @@ async fn an_idempotency_key_replays_only_within_its_own_session() {
         "{}",
         other.text
     );
+}
+
+#[tokio::test]
+async fn one_clients_idempotency_keys_never_push_out_anothers() {
+    let server = Server::start_served(
+        HttpOptions {
+            clients: vec![
+                Client::with_token("alice", ALICE.trim_start_matches("Bearer ")),
+                Client::with_token("bob", BOB.trim_start_matches("Bearer ")),
+            ],
+            ..HttpOptions::default()
+        },
+        // Each client's even share is two keys.
+        ServeOptions {
+            idempotency_keys: Some(4),
+            ..ServeOptions::default()
+        },
+        Dirs::new(),
+    )
+    .await;
+    let call = |auth: &'static str, id: String, key: String| {
+        let server = &server;
+        async move {
+            server
+                .post(
+                    READ_HELLO,
+                    &[
+                        ("Authorization", auth),
+                        ("Mcp-Session-Id", id.as_str()),
+                        ("Idempotency-Key", key.as_str()),
+                    ],
+                )
+                .await
+        }
+    };
+    let his = server.open_session(BOB).await;
+    let ran = call(BOB, his.clone(), "bob-1".to_owned()).await;
+    assert!(
+        ran.text.contains("hello from the served workspace"),
+        "{}",
+        ran.text
+    );
+    std::fs::write(server.dirs.ws.join("hello.txt"), "written since\n").unwrap();
+    // Alice fills the whole table, and more, with keys of her own.
+    let hers = server.open_session(ALICE).await;
+    for n in 0..6 {
+        let answer = call(ALICE, hers.clone(), format!("alice-{n}")).await;
+        assert!(answer.text.contains("written since"), "{}", answer.text);
+    }
+    // Bob's retry still gets his first answer: his call did not run twice.
+    let retried = call(BOB, his.clone(), "bob-1".to_owned()).await;
+    assert!(
+        retried.text.contains("hello from the served workspace"),
+        "{}",
+        retried.text
+    );
+    // Alice's oldest went to make room for her newest.
+    let hers_again = call(ALICE, hers.clone(), "alice-5".to_owned()).await;
+    assert!(
+        hers_again.text.contains("written since"),
+        "{}",
+        hers_again.text
+    );
+}
+
+/// A `tools/call` of the 2026-07-28 revision (no session): `name` with `arguments`.
+fn modern_call(name: &str, arguments: &str) -> (String, Vec<(&'static str, String)>) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"hostile","version":"0"}},"io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"{name}","arguments":{arguments}}}}}"#
+    );
+    let headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", "tools/call".to_owned()),
+        ("Mcp-Name", name.to_owned()),
+    ];
+    (body, headers)
+}
+
+#[tokio::test]
+async fn one_callers_labels_never_reach_another_caller_of_the_stateless_revision() {
+    let dirs = Dirs::new();
+    std::fs::write(
+        dirs.home.join("config.toml"),
+        r#"
+[classification]
+write_down = "deny"
+
+[[classification.paths]]
+glob = "secrets/**"
+level = "RESTRICTED"
+
+[[classification.paths]]
+glob = "public/**"
+level = "PUBLIC"
+
+[[policy.rules]]
+action = "builtin.tool.create_file"
+decision = "allow"
+"#,
+    )
+    .unwrap();
+    for dir in ["secrets", "public"] {
+        std::fs::create_dir_all(dirs.ws.join(dir)).unwrap();
+    }
+    std::fs::write(dirs.ws.join("secrets/key.txt"), "hunter2\n").unwrap();
+    // Loopback without tokens: each caller is told apart by the `Authorization` it sends.
+    let server = Server::start_served(HttpOptions::default(), ServeOptions::default(), dirs).await;
+    let call = |auth: &'static str, name: &str, arguments: &str| {
+        let (body, headers) = modern_call(name, arguments);
+        let server = &server;
+        async move {
+            let mut extra: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            extra.push(("Authorization", auth));
+            server.post(&body, &extra).await
+        }
+    };
+    let (mallory, carol) = (
+        "Bearer mallory-0123456789abcdef",
+        "Bearer carol-0123456789abcdef",
+    );
+    let read = call(mallory, "read_file", r#"{"path":"secrets/key.txt"}"#).await;
+    assert!(read.text.contains("hunter2"), "{}", read.text);
+    // Mallory's own calls carry what she read: her write-down is denied.
+    let hers = call(
+        mallory,
+        "create_file",
+        r#"{"path":"public/hers.txt","content":"x"}"#,
+    )
+    .await;
+    assert!(hers.text.contains("denied"), "{}", hers.text);
+    assert!(!server.dirs.ws.join("public/hers.txt").exists());
+    // Carol read nothing: her write is her own, not judged by Mallory's labels.
+    let theirs = call(
+        carol,
+        "create_file",
+        r#"{"path":"public/carols.txt","content":"x"}"#,
+    )
+    .await;
+    assert!(!theirs.text.contains("denied"), "{}", theirs.text);
+    assert!(server.dirs.ws.join("public/carols.txt").exists());
 }

@@ -207,6 +207,28 @@ test("a plugin that rewrites Object.prototype cannot change its answer's envelop
   assert.equal(raw, '{"ok":true,"output":{"n":1},"truncated":true}');
 });
 
+test("a result whose then getter throws, or a thenable that rejects, is the tool's failure", async () => {
+  const { engine, activation } = await inline(`
+    export default function activate(api) {
+      api.registerTool({
+        name: "getter", description: "A result whose then getter throws.", risk: "read", inputSchema: api.z.object({}),
+        execute: () => ({ ok: true, output: 1, truncated: false, get then() { throw new Error("then getter"); } }),
+      });
+      api.registerTool({
+        name: "thenable", description: "A thenable that rejects.", risk: "read", inputSchema: api.z.object({}),
+        execute: () => ({ then(resolve, reject) { reject(new Error("thenable rejected")); } }),
+      });
+    }
+  `);
+  await activation;
+  const getter = JSON.parse(await engine.settle(engine.engine.call("getter", "{}")));
+  assert.equal(getter.error.code, "io_error");
+  assert.match(getter.error.message, /then getter/);
+  const thenable = JSON.parse(await engine.settle(engine.engine.call("thenable", "{}")));
+  assert.equal(thenable.error.code, "io_error");
+  assert.match(thenable.error.message, /thenable rejected/);
+});
+
 test("todo-style plugin: module state, a discriminated union and a prompt contribution", async () => {
   const engine = await createEngine({ files: loadFixture("task-list") });
   const descriptor = await engine.activate(forgeRequest({

@@ -1,4 +1,4 @@
-//! Opening files beneath the workspace root, atomically. A path checked by name and then opened
+//! Opening files beneath a directory handle, atomically. A path checked by name and then opened
 //! by name can be redirected in between: a process that swaps a directory of the path for a
 //! symbolic link to the outside wins that race. So every file a built-in tool opens, creates,
 //! replaces or links is reached from a handle of the workspace root, one kernel call resolving
@@ -6,6 +6,11 @@
 //! a link that leaves the root, an absolute link or `..` past the root fails with
 //! `outside_workspace` whatever is swapped in meanwhile. Temporary files are created, linked,
 //! renamed and removed relative to a handle of their directory, never by name.
+//!
+//! A directory handed on whole — a plugin's preopen — is opened stricter still
+//! ([`open_dir_no_links`], `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): no symbolic link at all,
+//! not even one that stays beneath the root, so what is opened is the directory at exactly the
+//! name that was judged, or nothing.
 //!
 //! Where the kernel lacks `openat2` (Linux before 5.6), each component is opened with
 //! `O_NOFOLLOW` from the handle of the one before: stricter (no symbolic link is followed at
@@ -50,6 +55,27 @@ fn from_errno(errno: Errno) -> io::Error {
 /// Whether `error` says the path left the workspace (rather than, say, not existing).
 pub fn is_escape(error: &io::Error) -> bool {
     error.get_ref().is_some_and(|inner| inner.is::<Escaped>())
+}
+
+/// Why [`open_dir_no_links`] failed: a symbolic link lies on the path.
+#[derive(Debug)]
+struct Linked;
+
+impl std::fmt::Display for Linked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a symbolic link lies on the path")
+    }
+}
+
+impl std::error::Error for Linked {}
+
+fn linked() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, Linked)
+}
+
+/// Whether `error` says a symbolic link lay on a path opened by [`open_dir_no_links`].
+pub fn is_link_on_path(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<Linked>())
 }
 
 /// The plain names of `relative`: only `Normal` components are allowed (no root, no `..`).
@@ -137,6 +163,67 @@ fn open_by_components(
     })
 }
 
+/// Opens the directory `relative` beneath `dir`, following no symbolic link at all (not even
+/// one that stays beneath `dir`) and no `..`: the directory at exactly that name, or an error.
+/// What a caller judged by name is what it gets: a directory of the path swapped for a link
+/// since is refused ([`is_link_on_path`]), never followed.
+///
+/// # Errors
+/// [`is_link_on_path`] for a link on the path, [`is_escape`] for `..` or an absolute path,
+/// and the system's error (not found, not a directory) otherwise.
+pub fn open_dir_no_links(dir: BorrowedFd<'_>, relative: &Path) -> io::Result<OwnedFd> {
+    let names = names(relative)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if names.is_empty() {
+        return rustix::fs::openat(dir, ".", flags, Mode::empty()).map_err(io::Error::from);
+    }
+    let joined: std::path::PathBuf = names.iter().collect();
+    for _ in 0..RETRIES {
+        match rustix::fs::openat2(
+            dir,
+            &joined,
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        ) {
+            Err(Errno::AGAIN | Errno::INTR) => continue,
+            Err(Errno::NOSYS | Errno::PERM) => return dir_by_components(dir, &names),
+            Err(Errno::LOOP) => return Err(linked()),
+            other => return other.map_err(from_errno),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the directory kept changing while the path was resolved: try again",
+    ))
+}
+
+/// [`open_dir_no_links`] without `openat2`: every directory opened with `O_NOFOLLOW` from the
+/// one before.
+fn dir_by_components(dir: BorrowedFd<'_>, names: &[&std::ffi::OsStr]) -> io::Result<OwnedFd> {
+    let mut current: Option<OwnedFd> = None;
+    for name in names {
+        let at = current.as_ref().map_or(dir, AsFd::as_fd);
+        let next = rustix::fs::openat(
+            at,
+            *name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            let is_link = rustix::fs::statat(at, *name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink());
+            if e == Errno::LOOP || is_link {
+                linked()
+            } else {
+                io::Error::from(e)
+            }
+        })?;
+        current = Some(next);
+    }
+    current.ok_or_else(escaped)
+}
+
 /// A handle of the workspace root, from which every workspace file is opened.
 #[derive(Debug)]
 pub struct Root(OwnedFd);
@@ -196,6 +283,12 @@ impl Root {
             current = Dir(next);
         }
         Ok(current)
+    }
+
+    /// Opens the existing directory at `relative` through no symbolic link at all (see
+    /// [`open_dir_no_links`]).
+    pub fn open_dir_no_links(&self, relative: &Path) -> io::Result<OwnedFd> {
+        open_dir_no_links(self.0.as_fd(), relative)
     }
 
     /// Opens the existing directory at `relative`.
@@ -304,5 +397,40 @@ mod tests {
         assert!(root.join("x/y/f").exists());
         assert!(handle.create_dirs(Path::new("up/x")).is_err());
         assert!(!tmp.path().join("x").exists());
+    }
+
+    /// A directory handed on whole is opened through no link at all: one leading out, one
+    /// staying inside, one in the middle of the path or at its end; `..` and absolute paths
+    /// are refused as leaving. The fallback walk refuses the same.
+    #[test]
+    fn a_directory_opened_whole_is_reached_through_no_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), root.join("up")).unwrap();
+        std::os::unix::fs::symlink("a", root.join("same")).unwrap();
+        std::os::unix::fs::symlink("b", root.join("a/to-b")).unwrap();
+        let handle = Root::open(&root).unwrap();
+        fn names(p: &str) -> Vec<&std::ffi::OsStr> {
+            p.split('/').map(std::ffi::OsStr::new).collect()
+        }
+        for linked in ["up", "same", "same/b", "a/to-b"] {
+            let error = handle.open_dir_no_links(Path::new(linked)).unwrap_err();
+            assert!(is_link_on_path(&error), "{linked}: {error}");
+            let error = dir_by_components(handle.fd(), &names(linked)).unwrap_err();
+            assert!(is_link_on_path(&error), "fallback, {linked}: {error}");
+        }
+        for leaving in ["..", "a/../..", "/etc"] {
+            let error = handle.open_dir_no_links(Path::new(leaving)).unwrap_err();
+            assert!(is_escape(&error), "{leaving}: {error}");
+        }
+        let opened = handle.open_dir_no_links(Path::new("a/b")).unwrap();
+        let direct = std::fs::metadata(root.join("a/b")).unwrap();
+        let stat = rustix::fs::fstat(&opened).unwrap();
+        use std::os::unix::fs::MetadataExt as _;
+        assert_eq!((stat.st_dev, stat.st_ino), (direct.dev(), direct.ino()));
+        let fallback = dir_by_components(handle.fd(), &names("a/b")).unwrap();
+        assert_eq!(rustix::fs::fstat(&fallback).unwrap().st_ino, direct.ino());
+        assert!(handle.open_dir_no_links(Path::new(".")).is_ok());
     }
 }
