@@ -211,14 +211,7 @@ impl OpenError {
     pub fn into_io(self) -> io::Error {
         match self {
             Self::Io { source, .. } => source,
-            Self::NotRegular { .. } | Self::TooLarge { .. } | Self::NotText { .. } => {
-                let kind = match self {
-                    Self::TooLarge { .. } => io::ErrorKind::FileTooLarge,
-                    Self::NotText { .. } => io::ErrorKind::InvalidData,
-                    _ => io::ErrorKind::InvalidInput,
-                };
-                io::Error::new(kind, self.to_string())
-            }
+            other => other.into_named_io(),
         }
     }
 }
@@ -235,11 +228,7 @@ pub const MAX_STATE_BYTES: u64 = 64 << 20;
 /// # Errors
 /// An [`io::Error`] whose message names the path and what is there instead of the file.
 pub fn read_state(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match read_regular(path, MAX_STATE_BYTES) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(e.into_named_io()),
-    }
+    absent_when_missing(read_regular(path, MAX_STATE_BYTES))
 }
 
 /// [`read_state`] of a text file.
@@ -247,16 +236,16 @@ pub fn read_state(path: &Path) -> io::Result<Option<Vec<u8>>> {
 /// # Errors
 /// As [`read_state`], and [`io::ErrorKind::InvalidData`] for bytes that are not UTF-8.
 pub fn read_state_text(path: &Path) -> io::Result<Option<String>> {
-    read_state(path)?
-        .map(|bytes| {
-            String::from_utf8(bytes).map_err(|_| {
-                OpenError::NotText {
-                    path: path.to_owned(),
-                }
-                .into_named_io()
-            })
-        })
-        .transpose()
+    absent_when_missing(read_text(path, MAX_STATE_BYTES))
+}
+
+/// A state file's read: `None` when there is no file, any other error named.
+fn absent_when_missing<T>(read: Result<T, OpenError>) -> io::Result<Option<T>> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into_named_io()),
+    }
 }
 
 /// Opens `path` for reading: not through a final symbolic link, without waiting on a FIFO, a
