@@ -134,10 +134,10 @@ impl<R> Table<R> {
             .holders
             .iter()
             .filter(|(id, _)| id.as_str() != holder)
-            .map(|(id, entries)| (id.clone(), entries.len()))
+            .map(|(id, entries)| (id, entries.len()))
             .max_by_key(|(_, len)| *len)
             .filter(|(_, len)| *len > own)
-            .map_or_else(|| holder.to_owned(), |(id, _)| id);
+            .map_or_else(|| holder.to_owned(), |(id, _)| id.clone());
         let Some(entries) = self.holders.get_mut(&victim) else {
             return false;
         };
