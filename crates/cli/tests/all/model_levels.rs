@@ -148,6 +148,41 @@ fn the_sessions_own_model_is_never_sent_data_above_its_level() {
     assert!(serde_json::to_string(&sent[1]).unwrap().contains(HUSHED));
 }
 
+/// An editor session on the default model `main` (another API root than `cheap`'s) that reads
+/// the `RESTRICTED` plan, then switches to `cheap` (labelled `cheap_level`, or left out) and
+/// takes the steps `after`. `main` answers the read and then `main_then`; `cheap` answers
+/// `cheap_says`. What each model was sent, and the editor's report.
+fn switched_to_cheap(
+    main_then: Vec<Step>,
+    cheap_says: Vec<Step>,
+    cheap_level: Option<&str>,
+    after: Value,
+) -> (Vec<Value>, Vec<Value>, Value) {
+    let env = Env::new();
+    let labels = restricted_plan(&env);
+    let mut main_says = vec![
+        Step::call("read_file", json!({"path": "secrets/plan.txt"})),
+        Step::text("I read the plan."),
+    ];
+    main_says.extend(main_then);
+    let (_runtime, main) = serve_acp(main_says);
+    let (_runtime2, cheap) = serve_acp(cheap_says);
+    env.user_config(&format!(
+        "default_model = \"main\"\n{labels}{}{}",
+        entry("main", main.base_url(), None),
+        entry("cheap", cheap.base_url(), cheap_level),
+    ));
+    let mut steps = vec![
+        json!({"initialize": true}),
+        json!({"new": {}}),
+        json!({"prompt": "Read the plan."}),
+        json!({"model": "cheap"}),
+    ];
+    steps.extend(after.as_array().cloned().unwrap_or_default());
+    let report = editor(&env, json!({ "steps": steps }));
+    (main.requests(), cheap.requests(), report)
+}
+
 /// In an editor, a conversation that read `RESTRICTED` data on the default model is switched to
 /// `cheap` (another API root, `PUBLIC` unless labelled): the next prompt ends before any
 /// request, naming the levels and the key to set, and `/compact` sends it nothing and says why.
@@ -155,30 +190,13 @@ fn the_sessions_own_model_is_never_sent_data_above_its_level() {
 #[test]
 fn a_conversation_is_not_compacted_or_continued_on_a_model_below_its_level() {
     let play = |cheap_level: Option<&str>| {
-        let env = Env::new();
-        let labels = restricted_plan(&env);
-        let (_runtime, main) = serve_acp(vec![
-            Step::call("read_file", json!({"path": "secrets/plan.txt"})),
-            Step::text("I read the plan."),
-        ]);
-        let (_runtime2, cheap) = serve_acp(vec![Step::text("On."), Step::text("A summary.")]);
-        env.user_config(&format!(
-            "default_model = \"main\"\n{labels}{}{}",
-            entry("main", main.base_url(), None),
-            entry("cheap", cheap.base_url(), cheap_level),
-        ));
-        let report = editor(
-            &env,
-            json!({"steps": [
-                {"initialize": true},
-                {"new": {}},
-                {"prompt": "Read the plan."},
-                {"model": "cheap"},
-                {"prompt": "Go on."},
-                {"prompt": "/compact"},
-            ]}),
+        let (_, sent, report) = switched_to_cheap(
+            vec![],
+            vec![Step::text("On."), Step::text("A summary.")],
+            cheap_level,
+            json!([{"prompt": "Go on."}, {"prompt": "/compact"}]),
         );
-        (cheap.requests(), report)
+        (sent, report)
     };
     let (sent, report) = play(None);
     assert!(sent.is_empty(), "the PUBLIC model was sent: {sent:#?}");
@@ -214,33 +232,16 @@ fn a_conversation_is_not_compacted_or_continued_on_a_model_below_its_level() {
 #[test]
 fn compact_right_after_switching_model_uses_the_model_switched_to() {
     let play = |cheap_level: Option<&str>| {
-        let env = Env::new();
-        let labels = restricted_plan(&env);
-        let (_runtime, main) = serve_acp(vec![
-            Step::call("read_file", json!({"path": "secrets/plan.txt"})),
-            Step::text("I read the plan."),
-            Step::text("A summary by the previous model."),
-        ]);
-        let (_runtime2, cheap) = serve_acp(vec![Step::text("A summary by cheap.")]);
-        env.user_config(&format!(
-            "default_model = \"main\"\n{labels}{}{}",
-            entry("main", main.base_url(), None),
-            entry("cheap", cheap.base_url(), cheap_level),
-        ));
-        let report = editor(
-            &env,
-            json!({"steps": [
-                {"initialize": true},
-                {"new": {}},
-                {"prompt": "Read the plan."},
-                {"model": "cheap"},
-                {"prompt": "/compact"},
-            ]}),
+        let (main, cheap, report) = switched_to_cheap(
+            vec![Step::text("A summary by the previous model.")],
+            vec![Step::text("A summary by cheap.")],
+            cheap_level,
+            json!([{"prompt": "/compact"}]),
         );
         let said = text_of(&updates(&report, "agent_message_chunk"))
             .replace("\\[", "[")
             .replace("\\]", "]");
-        (main.requests().len(), cheap.requests().len(), said)
+        (main.len(), cheap.len(), said)
     };
     let (main, cheap, said) = play(None);
     assert_eq!((main, cheap), (2, 0), "{said}");
