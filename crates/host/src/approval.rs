@@ -281,11 +281,21 @@ pub fn render_prompt(request: &ApprovalRequest) -> String {
     if let Some(uses) = request.uses() {
         text.push_str(&format!("  capabilities: {uses}\n"));
     }
-    text.push_str(&format!(
-        "  why:          policy says {}: {}\n",
+    // A reason of several lines (a plugin's framed words) stays indented under `why:`, so no
+    // line of it starts where the prompt's own lines do.
+    let why = format!(
+        "policy says {}: {}",
         request.decision,
         sanitize_for_terminal(&request.reason)
-    ));
+    );
+    for (i, line) in why.lines().enumerate() {
+        let lead = if i == 0 {
+            "  why:          "
+        } else {
+            "                "
+        };
+        text.push_str(&format!("{lead}{line}\n"));
+    }
     if let Some(why) = request.reach.why_narrower() {
         text.push_str(&format!("  {why}\n"));
     } else if request.capabilities.is_empty() {
@@ -581,6 +591,34 @@ mod tests {
         assert_eq!(
             AnswerReach::Workspace.admit(ApprovalAnswer::AllowAlways),
             ApprovalAnswer::AllowAlways
+        );
+    }
+
+    /// A plugin's words in the reason (framed, several lines) stay indented under `why:`: no
+    /// line of them starts where the prompt's own lines do, so none passes for the prompt's
+    /// keys or another of its fields.
+    #[test]
+    fn a_plugins_reason_cannot_pose_as_the_prompts_own_lines() {
+        let words = "no\n  [s] allows this tool for the rest of the session\nAllow? [o] once: ";
+        let asked = ApprovalRequest {
+            reason: format!(
+                "ask — builtin.tool.run_command decided by restrict hook (p):\n{}",
+                bosun_core::text::framed("reason given by the plugin `p`", words)
+            ),
+            ..request()
+        };
+        let prompt = render_prompt(&asked);
+        let own = |start: &str| prompt.lines().filter(|l| l.starts_with(start)).count();
+        assert_eq!(own("  [s]"), 1, "{prompt}");
+        assert_eq!(own("Allow?"), 1, "{prompt}");
+        assert!(
+            prompt.contains("\n                [reason given by the plugin `p`]\n"),
+            "{prompt}"
+        );
+        assert!(
+            prompt
+                .contains("\n                  [s] allows this tool for the rest of the session\n"),
+            "{prompt}"
         );
     }
 

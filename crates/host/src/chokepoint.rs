@@ -532,13 +532,19 @@ impl Chokepoint {
             match hook.verdict(call, tool, labels, said_by, cancel).await {
                 Ok(Some(verdict)) => verdicts.push(verdict),
                 Ok(None) => {}
+                // A failure's message is what the plugin's call reported (a thrown error's
+                // text): the plugin's words, framed like a reason.
                 Err(failure) => verdicts.push(HookVerdict {
-                    plugin: failure.hook.clone(),
-                    decision: Decision::Deny,
                     reason: format!(
-                        "a policy hook failed, so the call is denied: {}",
-                        failure.cause.message
+                        "the policy hook of the plugin `{}` failed, so the call is denied:\n{}",
+                        failure.hook,
+                        bosun_core::text::framed(
+                            &format!("the failure as the plugin `{}` reported it", failure.hook),
+                            &failure.cause.message,
+                        )
                     ),
+                    plugin: failure.hook,
+                    decision: Decision::Deny,
                 }),
             }
         }

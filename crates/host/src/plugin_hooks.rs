@@ -46,7 +46,7 @@ pub const RUN_EVENTS: &[&str] = &[
 pub const MAX_STOP_CONTINUES: u32 = 3;
 
 /// The most bytes of a hook's words that reach the model or the trace.
-const MAX_WORDS: usize = 8 * 1024;
+const MAX_WORDS: usize = bosun_core::text::MAX_FRAMED;
 
 /// What `UserPromptSubmit` hooks decided about a person's prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -693,25 +693,12 @@ fn note(plugin: &str, event: &str, text: &str) -> String {
     )
 }
 
-/// A hook's words for the model (cut to 8 KiB) under `[header]`, inside a fence of backticks
-/// longer than any run of them in the words: nothing a hook says can close the fence, so no
-/// line of it passes for a line outside — another plugin's header, Bosun's words, the
-/// person's. `header` is Bosun's (plugin ids hold no backtick).
-pub fn framed(header: &str, text: &str) -> String {
-    let text = bounded(text);
-    let fence = bosun_core::text::fence_for(&text);
-    format!("[{header}]\n{fence}\n{text}\n{fence}")
-}
+/// A hook's words for the model under `[header]`: Bosun's one frame for words it did not
+/// write ([`bosun_core::text::framed`]).
+pub use bosun_core::text::framed;
 
 fn bounded(text: &str) -> String {
-    if text.len() <= MAX_WORDS {
-        return text.to_owned();
-    }
-    let mut end = MAX_WORDS;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    bosun_core::text::bounded(text, MAX_WORDS)
 }
 
 fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {

@@ -203,7 +203,9 @@ impl Policy {
                     .map(|s| s.action.clone())
                     .unwrap_or_default(),
                 layer: Layer::Hook,
-                rule: format!("{}: {}", hook.plugin, hook.reason),
+                // The reason names its author itself: a plugin's words come framed, under a
+                // header Bosun wrote (`HookVerdict::reason`).
+                rule: hook.reason.clone(),
                 source: Some(hook.plugin.clone()),
                 decision: hook.decision,
             });

@@ -57,6 +57,8 @@ pub struct HookVerdict {
     pub plugin: String,
     /// What it decided.
     pub decision: Decision,
-    /// Why, in the plugin's words.
+    /// Why, as the decision tells it, naming who says so. Words Bosun did not write (a
+    /// plugin's, a project config's) are framed by whoever hands them over
+    /// (`bosun_core::text::framed`), so they cannot pose as the rest of the decision.
     pub reason: String,
 }

@@ -222,7 +222,19 @@ fn approval_layout(
     let request = &asked.pending.request;
     let width = modal_width(area) as usize;
     let field = |label: &str, value: &str, most: usize| -> Vec<String> {
-        let mut rows = wrap(value, width, &format!("{label:<7}"), "       ");
+        // Each line of the value wrapped on its own: a reason's frame keeps its lines.
+        let mut rows: Vec<String> = value
+            .split('\n')
+            .enumerate()
+            .flat_map(|(i, line)| {
+                let lead = if i == 0 {
+                    format!("{label:<7}")
+                } else {
+                    "       ".to_owned()
+                };
+                wrap(line, width, &lead, "       ")
+            })
+            .collect();
         if rows.len() > most {
             rows.truncate(most);
             if let Some(last) = rows.last_mut() {
@@ -245,6 +257,8 @@ fn approval_layout(
     if let Some(uses) = request.uses() {
         rest.extend(field("uses", &uses, if tight { 1 } else { 3 }));
     }
+    // A reason with a plugin's framed words gets the rows to show them.
+    let framed = request.reason.contains('\n');
     rest.extend(field(
         "why",
         &format!(
@@ -252,7 +266,12 @@ fn approval_layout(
             request.decision,
             sanitize_for_terminal(&request.reason)
         ),
-        if tight { 2 } else { 3 },
+        match (tight, framed) {
+            (true, false) => 2,
+            (false, false) => 3,
+            (true, true) => 5,
+            (false, true) => 8,
+        },
     ));
     let mut input: Vec<(String, Style)> = wrap(
         &sanitize_for_terminal(&request.summary),

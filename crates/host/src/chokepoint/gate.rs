@@ -436,11 +436,13 @@ impl Chokepoint {
                     .map_or(action, |rule| rule.subject.as_str());
                 Err(ToolError::new(
                     ErrorCode::NeedsApproval,
+                    // The decision comes last: it may end in a frame of a plugin's words,
+                    // and nothing may follow a frame's closing fence on its line.
                     format!(
-                        "policy asks before {} ({}) and nobody can answer here: {} add a policy rule that allows `{subject}`",
+                        "policy asks before {} and nobody can answer here: {} add a policy rule that allows `{subject}`; policy said {}",
                         call.name,
-                        told.summary(),
-                        self.broker.unanswered_hint()
+                        self.broker.unanswered_hint(),
+                        told.summary()
                     ),
                 ))
             }

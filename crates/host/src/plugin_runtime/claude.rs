@@ -283,7 +283,8 @@ impl PolicyHook for PreToolUse {
                 plugin: id.clone(),
                 decision: Decision::Ask,
                 reason: format!(
-                    "its PreToolUse hook was not run, so it could not judge this call: {why}"
+                    "the PreToolUse hook of the plugin `{id}` was not run, so it could not judge \
+                     this call: {why}"
                 ),
             }));
         }
@@ -296,11 +297,11 @@ impl PolicyHook for PreToolUse {
                 outcome = run_handler(place, handler, &input) => outcome,
                 () = cancel.cancelled() => return Ok(None),
             };
-            // The hook's words are quoted, so nothing in them can end the quote and pass
+            // The hook's words are framed, so nothing in them can end the frame and pass
             // for Bosun's explanation or another plugin's.
             let verdict = match outcome {
-                HookOutcome::Block(reason) => Some((Decision::Deny, quoted(&reason))),
-                HookOutcome::Ask(reason) => Some((Decision::Ask, quoted(&reason))),
+                HookOutcome::Block(reason) => Some((Decision::Deny, framed_reason(id, &reason))),
+                HookOutcome::Ask(reason) => Some((Decision::Ask, framed_reason(id, &reason))),
                 // As in Claude Code, a hook that fails without exit 2 does not block; policy
                 // still decides.
                 HookOutcome::Failed(_) | HookOutcome::Continue | HookOutcome::Context(_) => None,
@@ -327,12 +328,12 @@ impl PolicyHook for PreToolUse {
     }
 }
 
-/// A hook's reason as it reaches a decision: `its hook says "…"`, a JSON string (quotes,
-/// backslashes and line ends escaped).
-fn quoted(reason: &str) -> String {
-    format!(
-        "its PreToolUse hook says {}",
-        serde_json::Value::String(reason.to_owned())
+/// A `PreToolUse` hook's reason as it reaches a decision: framed under a header naming the
+/// plugin ([`bosun_core::text::framed`]).
+fn framed_reason(plugin: &str, reason: &str) -> String {
+    bosun_core::text::framed(
+        &format!("reason given by the PreToolUse hook of the plugin `{plugin}`"),
+        reason,
     )
 }
 

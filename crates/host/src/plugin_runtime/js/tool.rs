@@ -387,10 +387,19 @@ impl PolicyHook for JsPolicyHook {
             hook: self.runtime.spec.local_name.clone(),
             cause,
         })?;
+        // The reason is the plugin's words inside Bosun's decision: framed under a header
+        // naming the plugin, so it cannot pose as more of Bosun's text or another plugin's.
+        // The engine prefixes the reason with the plugin's name, as Forge does; the header
+        // names it already.
+        let plugin = &self.runtime.spec.local_name;
+        let prefix = format!("{}: ", self.runtime.spec.name);
         Ok(restriction.map(|r| HookVerdict {
-            plugin: self.runtime.spec.local_name.clone(),
+            plugin: plugin.clone(),
             decision: r.decision,
-            reason: r.reason,
+            reason: bosun_core::text::framed(
+                &format!("reason given by the plugin `{plugin}`"),
+                r.reason.strip_prefix(&prefix).unwrap_or(&r.reason),
+            ),
         }))
     }
 }
