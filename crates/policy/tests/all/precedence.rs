@@ -262,7 +262,8 @@ fn a_raising_hook_is_appended_and_decides() {
         HookVerdict {
             plugin: "guard".into(),
             decision: Ask,
-            reason: "network after reading secrets".into(),
+            // A reason names its author itself; the rule is the reason as given.
+            reason: "guard: network after reading secrets".into(),
         },
         HookVerdict {
             plugin: "second".into(),
