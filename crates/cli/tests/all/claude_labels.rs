@@ -393,6 +393,9 @@ fn a_hook_that_can_write_where_anyone_reads_is_handed_nothing_above_its_level() 
             .nth(1)
             .unwrap_or_else(|| panic!("{events:#?}"))
             .to_string();
-        assert!(decided.contains("PreToolUse hook was not run"), "{decided}");
+        assert!(
+            decided.contains("the PreToolUse hook of the plugin `keeper@local` was not run"),
+            "{decided}"
+        );
     }
 }
