@@ -133,6 +133,8 @@ impl Places {
             return self.open_beneath(place, &relative, given, FinalLink::Refuse);
         }
         let path = c_path(&canonical)?;
+        #[cfg(test)]
+        tests::resolved(&canonical);
         match sys::open_held(None, &path, false) {
             Ok(fd) => held(fd, given, canonical).map(Some),
             Err(e) => refusal(e, given, &canonical, None).map(|()| None),
@@ -169,6 +171,8 @@ impl Places {
         }
         let path = place.path.join(relative);
         let name = c_path(relative)?;
+        #[cfg(test)]
+        tests::resolved(&path);
         match sys::open_held(Some(place.fd.as_fd()), &name, true) {
             Ok(fd) => held(fd, given, path).map(Some),
             Err(e) => {
@@ -256,8 +260,28 @@ fn c_path(path: &Path) -> Result<CString, LaunchError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    type Hook = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        /// What a test does to a path between its resolution and its open.
+        static RESOLVED: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Runs `hook` with every path this thread resolves, just before it is opened.
+    pub(crate) fn between_resolving_and_opening(hook: impl FnMut(&Path) + 'static) {
+        RESOLVED.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    pub(super) fn resolved(path: &Path) {
+        RESOLVED.with(|slot| {
+            if let Some(hook) = slot.borrow_mut().as_mut() {
+                hook(path);
+            }
+        });
+    }
 
     fn tree() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

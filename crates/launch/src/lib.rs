@@ -970,6 +970,42 @@ mod tests {
         assert!(live.exists() && other.exists());
     }
 
+    /// A named file's directory, outside every writable place, swapped for a link to the keys
+    /// by another process in the instant between its resolution and its open: refused, never
+    /// granted.
+    #[test]
+    fn a_named_files_directory_swapped_after_it_was_resolved_is_refused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let tools = root.join("tools");
+        let keys = root.join("home/.ssh");
+        for d in [&tools, &keys] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(tools.join("run.sh"), "echo hi\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(keys.join("run.sh"), "PRIVATE KEY").unwrap_or_else(|e| panic!("{e}"));
+        let (swapped, moved, target) = (tools.clone(), root.join("tools-old"), keys.clone());
+        held::tests::between_resolving_and_opening(move |path| {
+            if path == swapped {
+                std::fs::rename(&swapped, &moved).unwrap_or_else(|e| panic!("{e}"));
+                std::os::unix::fs::symlink(&target, &swapped).unwrap_or_else(|e| panic!("{e}"));
+            }
+        });
+        let places = held::Places::default();
+        let private = [root.join("home")];
+        match named_reads(&[tools.join("run.sh")], &private, &places) {
+            Err(LaunchError::Changed { place, what }) => {
+                assert_eq!(place, tools.display().to_string());
+                assert!(what.contains("symbolic link"), "{what}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(reads) => panic!(
+                "not refused; granted {:?}",
+                reads.iter().map(|h| &h.path).collect::<Vec<_>>()
+            ),
+        }
+    }
+
     #[test]
     fn a_degraded_machine_says_so_in_one_line() {
         let summary = degraded().summary();
