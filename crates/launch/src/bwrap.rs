@@ -261,7 +261,14 @@ pub(crate) fn arguments(
                 out.push(source.into_os_string());
             }
             Source::Fd(fd) => {
-                out.push(if writable { "--bind-fd" } else { "--ro-bind-fd" }.into());
+                out.push(
+                    if writable {
+                        "--bind-fd"
+                    } else {
+                        "--ro-bind-fd"
+                    }
+                    .into(),
+                );
                 out.push(fd.to_string().into());
             }
         }
@@ -444,7 +451,12 @@ mod tests {
             )
         );
         assert!(text.windows(3).any(|w| w == ["--ro-bind", "/usr", "/usr"]));
-        assert!(!text.iter().any(|a| a.contains("missing") || a.contains("no-system")), "{text:?}");
+        assert!(
+            !text
+                .iter()
+                .any(|a| a.contains("missing") || a.contains("no-system")),
+            "{text:?}"
+        );
         assert!(!text.contains(&"--share-net".to_owned()));
         assert!(
             text.windows(3)

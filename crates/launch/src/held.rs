@@ -303,7 +303,10 @@ pub(crate) mod tests {
         let (_dir, root) = tree();
         let ws = root.join("ws");
         let mut places = Places::default();
-        assert!(matches!(places.writable(&ws, Input::Unresolved), Ok(Some(_))));
+        assert!(matches!(
+            places.writable(&ws, Input::Unresolved),
+            Ok(Some(_))
+        ));
         link(&root.join("secret"), &ws.join("out"));
         link(Path::new("real"), &ws.join("in"));
         link(Path::new("real"), &ws.join("AGENTS.md"));

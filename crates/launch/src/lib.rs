@@ -19,6 +19,9 @@
 //! - **credentials** ([`CREDENTIALS`]) and **private places inside the workspace** (Bosun's home):
 //!   never granted; where a grant would take one in, masked in
 //!   the child's mount namespace.
+//! - **every path above** is resolved once and held open: rules and mounts are made on the
+//!   descriptor checked, so a directory swapped for a link meanwhile refuses the launch rather
+//!   than redirecting a grant or a mask.
 //! - **environment**, confined or not: exactly the variables the command sets, nothing inherited
 //!   from Bosun; its `PATH` keeps only absolute entries ([`search_path`]), so `.` or `bin` never
 //!   resolve a program name to a file in the workspace.
@@ -585,8 +588,7 @@ fn credential_masks(
             .map(|held| held.path.as_path())
             .collect();
         for (relative, _) in CREDENTIALS {
-            let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/')))
-            else {
+            let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/'))) else {
                 continue;
             };
             if !granted.iter().any(|g| path.starts_with(g)) {
@@ -651,7 +653,12 @@ fn hold_places(
             .into_iter()
             .map(|p| (p, Input::Unresolved)),
     )
-    .chain(confinement.write.iter().map(|p| (p.clone(), Input::Resolved)));
+    .chain(
+        confinement
+            .write
+            .iter()
+            .map(|p| (p.clone(), Input::Resolved)),
+    );
     for (path, input) in writable {
         paths.write.extend(places.writable(&path, input)?);
     }
@@ -659,7 +666,12 @@ fn hold_places(
         .into_iter()
         .chain(launcher.config.read_paths(home))
         .map(|p| (p, Input::Unresolved))
-        .chain(confinement.read.iter().map(|p| (p.clone(), Input::Resolved)));
+        .chain(
+            confinement
+                .read
+                .iter()
+                .map(|p| (p.clone(), Input::Resolved)),
+        );
     for (path, input) in reads {
         paths
             .read

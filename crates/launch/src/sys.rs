@@ -245,8 +245,8 @@ pub(crate) unsafe fn open_no_links(
             )
         };
         if fd >= 0 {
-            let fd = libc::c_int::try_from(fd)
-                .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+            let fd =
+                libc::c_int::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
             // `O_PATH | O_NOFOLLOW` opens a link at the end of the path itself rather than
             // failing: that is a link on the path too.
             // SAFETY: fstat writes into a zeroed stack value of the right type.
@@ -531,10 +531,8 @@ impl ChildPlan {
                     match mask {
                         Mask::File(target) => {
                             let fd = target.reopen()?;
-                            let null = libc::open(
-                                c"/dev/null".as_ptr(),
-                                libc::O_PATH | libc::O_CLOEXEC,
-                            );
+                            let null =
+                                libc::open(c"/dev/null".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
                             if null < 0 {
                                 return Err(io::Error::last_os_error());
                             }

@@ -970,8 +970,14 @@ async fn a_grant_swapped_for_a_link_is_refused_never_granted(backend: Backend) {
         Ok(jail) => {
             let seen = text(&command.output().await.unwrap());
             drop(jail);
-            assert!(!seen.contains("PRIVATE KEY"), "the keys were granted: {seen}");
-            assert!(!keys.join("planted").exists(), "the keys were granted: {seen}");
+            assert!(
+                !seen.contains("PRIVATE KEY"),
+                "the keys were granted: {seen}"
+            );
+            assert!(
+                !keys.join("planted").exists(),
+                "the keys were granted: {seen}"
+            );
             panic!("the launch was not refused: {seen}");
         }
     }
@@ -1024,7 +1030,9 @@ async fn a_protected_path_moved_after_the_checks_is_refused(backend: Backend) {
         drop(jail);
         let config = std::fs::read_to_string(moved.join(".git/config")).unwrap();
         assert_eq!(config, "[core]\n", "{swap:?}: the real .git was written");
-        let error = started.err().unwrap_or_else(|| panic!("{swap:?}: the child started"));
+        let error = started
+            .err()
+            .unwrap_or_else(|| panic!("{swap:?}: the child started"));
         let expected = match swap {
             Swap::Link => libc::ELOOP,
             Swap::Directory => libc::ESTALE,
@@ -1070,7 +1078,10 @@ async fn a_masked_credential_moved_after_the_checks_is_refused(backend: Backend)
         match started {
             Ok(output) => {
                 let seen = text(&output);
-                assert!(!seen.contains("PRIVATE KEY"), "{swap:?}: the keys were read: {seen}");
+                assert!(
+                    !seen.contains("PRIVATE KEY"),
+                    "{swap:?}: the keys were read: {seen}"
+                );
                 panic!("{swap:?}: the child started: {seen}");
             }
             Err(error) => {
