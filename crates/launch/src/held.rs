@@ -176,9 +176,9 @@ impl Places {
         match sys::open_held(Some(place.fd.as_fd()), &name, true) {
             Ok(fd) => held(fd, given, path).map(Some),
             Err(e) => {
-                let at_end = (end == FinalLink::Skip && e.raw_os_error() == Some(libc::ELOOP))
-                    .then(|| final_is_link(place, relative))
-                    .unwrap_or(false);
+                let at_end = end == FinalLink::Skip
+                    && e.raw_os_error() == Some(libc::ELOOP)
+                    && final_is_link(place, relative);
                 if at_end {
                     return Ok(None);
                 }
