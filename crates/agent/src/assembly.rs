@@ -112,11 +112,34 @@ pub fn open_host(
     config: Arc<LoadedConfig>,
     notice: EngineNotice,
 ) -> Result<Host, TurnError> {
-    let mut host = Host::builder()
-        .workspace(workspace)
-        .config(config)
-        .on_js_engine_compile(notice)
-        .build()?;
+    attach_mcp(
+        Host::builder()
+            .workspace(workspace)
+            .config(config)
+            .on_js_engine_compile(notice),
+    )
+}
+
+/// [`open_host`] for a process that runs one command and exits: its plugin instances are
+/// made one by one instead of from a pool reserved up front
+/// ([`HostBuilder::for_one_command`](bosun_host::HostBuilder::for_one_command)).
+pub fn open_host_for_one_command(
+    workspace: Arc<Workspace>,
+    config: Arc<LoadedConfig>,
+    notice: EngineNotice,
+) -> Result<Host, TurnError> {
+    attach_mcp(
+        Host::builder()
+            .workspace(workspace)
+            .config(config)
+            .on_js_engine_compile(notice)
+            .for_one_command(),
+    )
+}
+
+/// Builds the host and puts the approved tools of the configured MCP servers in its registry.
+fn attach_mcp(builder: bosun_host::HostBuilder) -> Result<Host, TurnError> {
+    let mut host = builder.build()?;
     let warnings = bosun_mcp::attach(&host)?;
     host.add_warnings(warnings);
     Ok(host)

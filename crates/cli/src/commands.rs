@@ -19,7 +19,7 @@ use crate::term::{errln, out, outln};
 
 pub fn tools_list(json: bool) -> Result<u8> {
     let env = crate::env::load()?;
-    let tools = env.host()?.tools();
+    let tools = env.host_for_one_command()?.tools();
     if json {
         let list: Vec<Value> = tools
             .iter()
@@ -93,7 +93,7 @@ pub fn tools_call(tool: &str, input: &str, json: bool, yes: bool) -> Result<u8> 
         ),
     };
     let env = crate::env::load()?;
-    let host = env.host()?;
+    let host = env.host_for_one_command()?;
     let chokepoint = host.chokepoint_reviewed(
         crate::env::broker(yes),
         bosun_agent::assembly::reviewer(&env.config)?,

@@ -74,10 +74,21 @@ impl Env {
         let host = self.build_host(Arc::new(|notice: &str| {
             crate::term::errln!("{notice}");
         }))?;
-        for warning in host.warnings() {
-            crate::term::errln!("warning: {warning}");
-        }
-        Ok(host)
+        Ok(with_warnings_printed(host))
+    }
+
+    /// [`Env::host`] for a command that ends with the process (`tools call`, `tools list`, a
+    /// plugin's command): no instance pool is reserved for the one or few plugin instances it
+    /// makes (`HostBuilder::for_one_command`).
+    pub fn host_for_one_command(&self) -> Result<Host> {
+        let host = bosun_agent::assembly::open_host_for_one_command(
+            self.workspace.clone(),
+            self.config.clone(),
+            Arc::new(|notice: &str| {
+                crate::term::errln!("{notice}");
+            }),
+        )?;
+        Ok(with_warnings_printed(host))
     }
 
     /// The trust store and the plugin catalog (metadata only; no plugin code runs).
@@ -118,4 +129,12 @@ pub(crate) fn broker(yes: bool) -> Arc<dyn ApprovalBroker> {
 
 pub(crate) fn config_path(env: &Env) -> String {
     bosun_agent::assembly::config_path(&env.config)
+}
+
+/// `host`, after printing its warnings on stderr.
+fn with_warnings_printed(host: Host) -> Host {
+    for warning in host.warnings() {
+        crate::term::errln!("warning: {warning}");
+    }
+    host
 }

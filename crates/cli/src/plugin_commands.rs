@@ -19,7 +19,7 @@ use crate::term::{err, out};
 /// Runs the command `name` with `args`.
 pub fn run(name: &str, args: &[String]) -> Result<u8> {
     let env = load()?;
-    let host = env.host()?;
+    let host = env.host_for_one_command()?;
     let Some(runtime) = host
         .js_runtimes()
         .iter()

@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -224,6 +225,75 @@ fn dir_by_components(dir: BorrowedFd<'_>, names: &[&std::ffi::OsStr]) -> io::Res
     current.ok_or_else(escaped)
 }
 
+/// Walks the directory `relative` beneath `dir` — opened through no link at all
+/// ([`open_dir_no_links`]) — and the directories below it, each opened from its parent's
+/// descriptor with `O_NOFOLLOW` and listed through that descriptor, never by name: a directory
+/// swapped for a link after it was listed is not entered (nor anything it leads to), so every
+/// entry visited lies beneath `relative` where it was found. `visit` is given each entry's
+/// path (relative to `dir`) and whether it is a directory (a link never is); it answers
+/// whether to enter it, or breaks off the walk. A directory that cannot be opened or listed is
+/// left out.
+///
+/// # Errors
+/// As [`open_dir_no_links`], for `relative` itself.
+pub fn walk_no_links(
+    dir: BorrowedFd<'_>,
+    relative: &Path,
+    mut visit: impl FnMut(&Path, bool) -> std::ops::ControlFlow<(), bool>,
+) -> io::Result<()> {
+    use std::rc::Rc;
+    let start = Rc::new(open_dir_no_links(dir, relative)?);
+    // Directories still to list: each opened from its parent (kept open while a child of it
+    // waits), only when its turn comes, so open descriptors stay few however wide the tree.
+    let mut pending: Vec<(Rc<OwnedFd>, Option<std::ffi::OsString>, std::path::PathBuf)> =
+        vec![(start, None, relative.to_path_buf())];
+    while let Some((parent, name, path)) = pending.pop() {
+        let opened = match &name {
+            None => Ok(Rc::clone(&parent)),
+            Some(name) => rustix::fs::openat(
+                &*parent,
+                name.as_os_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map(Rc::new),
+        };
+        drop(parent);
+        let Ok(here) = opened else {
+            continue;
+        };
+        let Ok(entries) = rustix::fs::Dir::read_from(&*here) else {
+            continue;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                break;
+            };
+            let bytes = entry.file_name().to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let name = std::ffi::OsStr::from_bytes(bytes).to_os_string();
+            let is_dir = match entry.file_type() {
+                rustix::fs::FileType::Unknown => {
+                    rustix::fs::statat(&*here, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+                }
+                kind => kind.is_dir(),
+            };
+            let child = path.join(&name);
+            match visit(&child, is_dir) {
+                std::ops::ControlFlow::Break(()) => return Ok(()),
+                std::ops::ControlFlow::Continue(true) if is_dir => {
+                    pending.push((Rc::clone(&here), Some(name), child));
+                }
+                std::ops::ControlFlow::Continue(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A handle of the workspace root, from which every workspace file is opened.
 #[derive(Debug)]
 pub struct Root(OwnedFd);
@@ -397,6 +467,58 @@ mod tests {
         assert!(root.join("x/y/f").exists());
         assert!(handle.create_dirs(Path::new("up/x")).is_err());
         assert!(!tmp.path().join("x").exists());
+    }
+
+    /// A walk lists each directory through the descriptor it opened, never by name: a directory
+    /// swapped for a link to the outside after it was listed (here, by the visitor itself, the
+    /// instant before it is entered) is not entered, and nothing outside is visited.
+    #[test]
+    fn a_walk_never_enters_a_directory_swapped_for_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/inside.txt"), "").unwrap();
+        std::fs::create_dir_all(tmp.path().join("outside/deep")).unwrap();
+        std::fs::write(tmp.path().join("outside/deep/secret.txt"), "").unwrap();
+        let handle = Root::open(&root).unwrap();
+        let mut seen = Vec::new();
+        walk_no_links(handle.fd(), Path::new(""), |path, is_dir| {
+            seen.push(path.to_path_buf());
+            if path == Path::new("a/b") {
+                std::fs::rename(root.join("a/b"), root.join("a/moved")).unwrap();
+                std::os::unix::fs::symlink(tmp.path().join("outside"), root.join("a/b")).unwrap();
+            }
+            std::ops::ControlFlow::Continue(is_dir)
+        })
+        .unwrap();
+        assert!(seen.contains(&"a/b".into()), "{seen:?}");
+        assert!(
+            !seen
+                .iter()
+                .any(|p| p.starts_with("a/b") && p != Path::new("a/b")),
+            "{seen:?}"
+        );
+        // A link at the start is refused whole.
+        let error = walk_no_links(handle.fd(), Path::new("a/b"), |_, _| {
+            std::ops::ControlFlow::Continue(true)
+        })
+        .unwrap_err();
+        assert!(is_link_on_path(&error), "{error}");
+        // Without swaps, everything below is visited, and a break stops the walk.
+        let mut all = Vec::new();
+        walk_no_links(handle.fd(), Path::new("a"), |path, is_dir| {
+            all.push(path.to_path_buf());
+            std::ops::ControlFlow::Continue(is_dir)
+        })
+        .unwrap();
+        assert!(all.contains(&"a/moved/inside.txt".into()), "{all:?}");
+        let mut count = 0;
+        walk_no_links(handle.fd(), Path::new(""), |_, _| {
+            count += 1;
+            std::ops::ControlFlow::Break(())
+        })
+        .unwrap();
+        assert_eq!(count, 1);
     }
 
     /// A directory handed on whole is opened through no link at all: one leading out, one

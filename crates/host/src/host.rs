@@ -81,6 +81,7 @@ pub struct HostBuilder {
     config: Option<Arc<LoadedConfig>>,
     plugins: bool,
     notice: Option<EngineNotice>,
+    one_command: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -92,6 +93,7 @@ impl std::fmt::Debug for HostBuilder {
             .field("config", &self.config)
             .field("plugins", &self.plugins)
             .field("notice", &self.notice.is_some())
+            .field("one_command", &self.one_command)
             .finish()
     }
 }
@@ -134,6 +136,18 @@ impl HostBuilder {
         self
     }
 
+    /// For a process that runs one command and exits (`bosun tools call`, `tools list`, a
+    /// plugin's command): its sandbox makes each plugin instance's memory, tables and stack when
+    /// the instance is made, instead of reserving the whole pool of instance slots — address
+    /// space and a guarded fiber stack for each of `[sandbox] plugin_instances` — when the
+    /// engine is built. Every bound stays: the cap on live instances is counted by the sandbox
+    /// instead of the pool, memory by each instance's limiter as before. Long-lived hosts
+    /// (`bosun serve`, a session) keep the pool, which makes repeated instances cheaper.
+    pub fn for_one_command(mut self) -> Self {
+        self.one_command = true;
+        self
+    }
+
     /// Reads configuration and trust, builds the tools and activates the enabled JavaScript
     /// plugins (in the sandbox, under their grants). Native plugins stay lazy.
     ///
@@ -166,7 +180,13 @@ impl HostBuilder {
                 Arc::new(LoadedConfig::load(&home, &workspace)?)
             }
         };
-        Host::assemble(workspace, config, self.plugins, self.notice)
+        Host::assemble(
+            workspace,
+            config,
+            self.plugins,
+            self.notice,
+            !self.one_command,
+        )
     }
 }
 
@@ -322,6 +342,7 @@ impl Host {
             config: None,
             plugins: true,
             notice: None,
+            one_command: false,
         }
     }
 
@@ -386,6 +407,7 @@ impl Host {
         config: Arc<LoadedConfig>,
         plugins: bool,
         notice: Option<EngineNotice>,
+        pooling: bool,
     ) -> Result<Self, HostError> {
         // Bosun's home holds tokens and secrets: when it lies inside the workspace (run in
         // `$HOME`, say), no tool of this host reads, writes, lists or searches it.
@@ -440,6 +462,7 @@ impl Host {
             cache_dir: Some(host.config.home.join("cache")),
             engine: EngineLimits {
                 max_instances: host.config.user.sandbox.plugin_instances,
+                pooling,
                 ..EngineLimits::default()
             },
             ..Default::default()

@@ -489,28 +489,33 @@ pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
 }
 
 fn protected_paths_within(root: &Path, limit: usize) -> Vec<PathBuf> {
+    let Ok(handle) = bosun_fsio::beneath::Root::open(root) else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
     let mut seen = 0usize;
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            seen += 1;
-            if seen > limit {
-                return vec![root.to_path_buf()];
-            }
-            let name = entry.file_name();
-            let lower = name.to_string_lossy().to_ascii_lowercase();
-            if bosun_policy::PROTECTED_DIRS.contains(&lower.as_str())
-                || bosun_policy::PROTECTED_FILES.contains(&lower.as_str())
-            {
-                found.push(entry.path());
-            } else if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                dirs.push(entry.path());
-            }
+    // Each directory is listed through the descriptor it was opened by, following no link: a
+    // directory swapped for a link mid-walk shows no other tree's names.
+    let _ = bosun_fsio::beneath::walk_no_links(handle.fd(), Path::new(""), |path, is_dir| {
+        seen += 1;
+        if seen > limit {
+            return std::ops::ControlFlow::Break(());
         }
+        let lower = path
+            .file_name()
+            .map(|name| name.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if bosun_policy::PROTECTED_DIRS.contains(&lower.as_str())
+            || bosun_policy::PROTECTED_FILES.contains(&lower.as_str())
+        {
+            found.push(root.join(path));
+            std::ops::ControlFlow::Continue(false)
+        } else {
+            std::ops::ControlFlow::Continue(is_dir)
+        }
+    });
+    if seen > limit {
+        return vec![root.to_path_buf()];
     }
     found
 }

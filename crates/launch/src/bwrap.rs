@@ -13,6 +13,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+use crate::held::Held;
 use crate::{LaunchError, Network};
 
 /// Why no working `bwrap` was found.
@@ -34,6 +35,19 @@ pub(crate) enum BwrapError {
         failed: &'static str,
         /// The system's error.
         source: std::io::Error,
+    },
+    /// It is older than 0.8.0, which first takes a path by descriptor (`--ro-bind-fd`).
+    #[error(
+        "`{}` is {version}, older than bubblewrap 0.8.0, the first that can be handed each path \
+         by descriptor (--ro-bind-fd) rather than by a name a link could redirect: install \
+         bubblewrap 0.8.0 or later, or set [sandbox] backend = \"landlock\"",
+        path.display()
+    )]
+    TooOld {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// What it said its version is.
+        version: String,
     },
     /// It ran, but could not make a sandbox.
     #[error(
@@ -77,6 +91,9 @@ impl Bwrap {
                 source,
             })?;
         let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+        if !takes_descriptors(&version) {
+            return Err(BwrapError::TooOld { path, version });
+        }
         let trial = std::process::Command::new(&path)
             .args([
                 "--unshare-all",
@@ -111,6 +128,19 @@ impl Bwrap {
     }
 }
 
+/// Whether `bwrap --version`'s answer (`bubblewrap 0.8.0`) names 0.8.0 or later, which binds
+/// a path from a descriptor.
+fn takes_descriptors(version: &str) -> bool {
+    let numbers: Vec<u32> = version
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .split('.')
+        .map_while(|n| n.parse().ok())
+        .collect();
+    numbers.as_slice() >= [0, 8].as_slice()
+}
+
 /// How a path is put into the child's filesystem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mount {
@@ -134,16 +164,32 @@ const DROPPED_AT_EXEC: &[&str] = &[
     "HOSTALIASES",
 ];
 
+/// The held places of one child ([`crate::held`]), for its command line.
+pub(crate) struct Places<'a> {
+    pub(crate) read: &'a [Held],
+    pub(crate) write: &'a [Held],
+    pub(crate) protected: &'a [Held],
+    pub(crate) masks: &'a [Held],
+}
+
+/// Where a bind's source comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Source {
+    /// A system directory, by name: root's, no child can swap it.
+    Name(PathBuf),
+    /// A held place, by its descriptor (`--bind-fd`, `--ro-bind-fd`).
+    Fd(RawFd),
+}
+
 /// The arguments for one child: `bwrap` options, `--`, then the program and its arguments.
-/// Paths that do not exist are left out (`bwrap` would fail on them). `env` is the
+/// System directories that do not exist are left out (`bwrap` would fail on them); every other
+/// place is bound from the descriptor it was held by, at the path it was given. `env` is the
 /// environment the command was given.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arguments(
     env: &[(OsString, OsString)],
-    read: &[PathBuf],
-    write: &[PathBuf],
-    protected: &[PathBuf],
-    masks: &[(PathBuf, bool)],
+    system: &[PathBuf],
+    places: &Places<'_>,
     network: &Network,
     seccomp_fds: &[RawFd],
     program: &OsStr,
@@ -176,32 +222,30 @@ pub(crate) fn arguments(
             out.push(value.clone());
         }
     }
-    let mut mounts: Vec<(PathBuf, Mount)> = Vec::new();
-    let mut add = |path: &Path, how: Mount| {
-        // /proc and /dev are the child's own; a grant cannot bring the host's back.
-        if path.starts_with("/proc") || path.starts_with("/dev") || !path.is_absolute() {
-            return;
-        }
-        if std::fs::metadata(path).is_err() {
-            return;
-        }
-        mounts.push((path.to_path_buf(), how));
+    // /proc and /dev are the child's own; a grant cannot bring the host's back.
+    let kept = |path: &Path| {
+        !(path.starts_with("/proc") || path.starts_with("/dev") || !path.is_absolute())
     };
-    for path in read {
-        add(path, Mount::Read);
+    let mut mounts: Vec<(PathBuf, Mount, Source)> = Vec::new();
+    for path in system {
+        if kept(path) && std::fs::metadata(path).is_ok() {
+            mounts.push((path.clone(), Mount::Read, Source::Name(path.clone())));
+        }
     }
-    for path in write {
-        add(path, Mount::Write);
-    }
-    for path in protected {
-        // Only real directories and files: a symlink is not followed out of the workspace.
-        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_symlink()) {
-            add(path, Mount::Protect);
+    for (held, how) in places
+        .read
+        .iter()
+        .map(|h| (h, Mount::Read))
+        .chain(places.write.iter().map(|h| (h, Mount::Write)))
+        .chain(places.protected.iter().map(|h| (h, Mount::Protect)))
+    {
+        if kept(&held.given) {
+            mounts.push((held.given.clone(), how, Source::Fd(held.fd.as_raw_fd())));
         }
     }
     // Parents before children, so a grant inside another grant lands on top of it; at the same
     // path the stronger grant wins, and protection comes last of all.
-    mounts.sort_by(|(a, how_a), (b, how_b)| {
+    mounts.sort_by(|(a, how_a, _), (b, how_b, _)| {
         let depth = |p: &Path| p.components().count();
         (how_a == &Mount::Protect, depth(a), how_a).cmp(&(
             how_b == &Mount::Protect,
@@ -209,26 +253,39 @@ pub(crate) fn arguments(
             how_b,
         ))
     });
-    for (path, how) in mounts {
-        let flag = match how {
-            Mount::Read | Mount::Protect => "--ro-bind",
-            Mount::Write => "--bind",
-        };
-        out.push(flag.into());
-        out.push(path.clone().into_os_string());
+    for (path, how, source) in mounts {
+        let writable = how == Mount::Write;
+        match source {
+            Source::Name(source) => {
+                out.push(if writable { "--bind" } else { "--ro-bind" }.into());
+                out.push(source.into_os_string());
+            }
+            Source::Fd(fd) => {
+                out.push(
+                    if writable {
+                        "--bind-fd"
+                    } else {
+                        "--ro-bind-fd"
+                    }
+                    .into(),
+                );
+                out.push(fd.to_string().into());
+            }
+        }
         out.push(path.into_os_string());
     }
     // Credentials a grant took in: an empty read-only file or directory in their place.
-    for (path, dir) in masks {
-        if *dir {
+    for held in places.masks {
+        let path = held.path.clone().into_os_string();
+        if held.is_dir() {
             out.push("--tmpfs".into());
-            out.push(path.clone().into_os_string());
+            out.push(path.clone());
             out.push("--remount-ro".into());
-            out.push(path.clone().into_os_string());
+            out.push(path);
         } else {
             out.push("--ro-bind".into());
             out.push("/dev/null".into());
-            out.push(path.clone().into_os_string());
+            out.push(path);
         }
     }
     for fd in seccomp_fds {
@@ -315,7 +372,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_bwrap_that_binds_from_descriptors_is_used() {
+        for (version, takes) in [
+            ("bubblewrap 0.8.0", true),
+            ("bubblewrap 0.11.1", true),
+            ("bubblewrap 1.0", true),
+            ("bubblewrap 0.7.9", false),
+            ("bubblewrap 0.4", false),
+            ("", false),
+        ] {
+            assert_eq!(takes_descriptors(version), takes, "{version}");
+        }
+    }
+
+    #[test]
     fn grants_nest_in_order_and_protection_comes_last() {
+        use crate::held::{FinalLink, Input, Places as Held};
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let ws = dir.path().join("ws");
         let git = ws.join(".git");
@@ -323,12 +395,31 @@ mod tests {
         for d in [&git, &inner] {
             std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
         }
+        let mut places = Held::default();
+        let hold = |places: &Held, path: &Path| {
+            places
+                .hold(path, Input::Resolved, FinalLink::Refuse)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let write: Vec<_> = places
+            .writable(&ws, Input::Unresolved)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .collect();
+        let read: Vec<_> = [inner.clone(), dir.path().join("missing")]
+            .iter()
+            .filter_map(|p| hold(&places, p))
+            .collect();
+        let protected: Vec<_> = hold(&places, &git).into_iter().collect();
         let args = arguments(
             &[("TMPDIR".into(), "/tmp/t".into())],
-            &[inner.clone(), dir.path().join("missing")],
-            std::slice::from_ref(&ws),
-            std::slice::from_ref(&git),
-            &[],
+            &[PathBuf::from("/usr"), dir.path().join("no-system")],
+            &Places {
+                read: &read,
+                write: &write,
+                protected: &protected,
+                masks: &[],
+            },
             &Network::Off,
             &[7],
             OsStr::new("sh"),
@@ -343,8 +434,29 @@ mod tests {
         let inner_bind = at(&inner.display().to_string());
         let git_bind = at(&git.display().to_string());
         assert!(ws_bind < inner_bind && inner_bind < git_bind, "{text:?}");
-        assert_eq!(text[git_bind.unwrap_or(0) - 1], "--ro-bind");
-        assert!(!text.iter().any(|a| a.contains("missing")), "{text:?}");
+        // Each held place is bound from its descriptor, never from its name.
+        let from = |at: Option<usize>| {
+            let at = at.unwrap_or(2);
+            (text[at - 2].clone(), text[at - 1].clone())
+        };
+        assert_eq!(
+            from(ws_bind),
+            ("--bind-fd".to_owned(), write[0].fd.as_raw_fd().to_string())
+        );
+        assert_eq!(
+            from(git_bind),
+            (
+                "--ro-bind-fd".to_owned(),
+                protected[0].fd.as_raw_fd().to_string()
+            )
+        );
+        assert!(text.windows(3).any(|w| w == ["--ro-bind", "/usr", "/usr"]));
+        assert!(
+            !text
+                .iter()
+                .any(|a| a.contains("missing") || a.contains("no-system")),
+            "{text:?}"
+        );
         assert!(!text.contains(&"--share-net".to_owned()));
         assert!(
             text.windows(3)

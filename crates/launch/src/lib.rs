@@ -19,6 +19,9 @@
 //! - **credentials** ([`CREDENTIALS`]) and **private places inside the workspace** (Bosun's home):
 //!   never granted; where a grant would take one in, masked in
 //!   the child's mount namespace.
+//! - **every path above** is resolved once and held open: rules and mounts are made on the
+//!   descriptor checked, so a directory swapped for a link meanwhile refuses the launch rather
+//!   than redirecting a grant or a mask.
 //! - **environment**, confined or not: exactly the variables the command sets, nothing inherited
 //!   from Bosun; its `PATH` keeps only absolute entries ([`search_path`]), so `.` or `bin` never
 //!   resolve a program name to a file in the workspace.
@@ -53,6 +56,7 @@
 
 mod bwrap;
 mod config;
+mod held;
 mod rules;
 pub mod search_path;
 mod spawner;
@@ -139,6 +143,21 @@ pub enum LaunchError {
     /// Preparing a layer failed.
     #[error("could not prepare the sandbox: {0}; run `bosun sandbox status`")]
     Setup(String),
+    /// A path the sandbox is built from changed between the moment it was checked and the
+    /// moment it was used: a symbolic link, or another file, now stands where the check found
+    /// a directory or file. The child is not started.
+    #[error(
+        "the sandbox was not built: {place} changed while it was set up ({what}); another \
+         process may be swapping it to redirect the sandbox's rules — see what stands at that \
+         path now (a link a program made inside the workspace?), remove it, and run the \
+         command again"
+    )]
+    Changed {
+        /// The path, as given, or which kind of path.
+        place: String,
+        /// What was found.
+        what: String,
+    },
     /// The program could not be started.
     #[error("{0}")]
     Spawn(std::io::Error),
@@ -304,7 +323,16 @@ impl Launcher {
         confinement: &Confinement,
     ) -> Result<(tokio::process::Child, Jail), LaunchError> {
         let mut jail = self.confine(&mut command, confinement)?;
-        let child = spawner::spawn(command).map_err(LaunchError::Spawn)?;
+        let child = spawner::spawn(command).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::ESTALE) if jail.reopens => LaunchError::Changed {
+                place: "a path the sandbox keeps read-only or masks".to_owned(),
+                what: format!(
+                    "{e} when the child reopened it: a symbolic link or another file stands \
+                     where it was checked"
+                ),
+            },
+            _ => LaunchError::Spawn(e),
+        })?;
         // The child made its own session, so its pid is its process group's id.
         jail.group = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
         Ok((child, jail))
@@ -376,7 +404,7 @@ fn cached_probe(config: &SandboxConfig, dir: &Path) -> Status {
     let own_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (
-        "bosun-sandbox-status-v2",
+        "bosun-sandbox-status-v3",
         boot.trim(),
         sys::ids(),
         own_cgroup,
@@ -416,6 +444,9 @@ pub struct Jail {
     seccomp_files: Vec<std::os::fd::OwnedFd>,
     /// The child itself, when its owner gave it to the jail to keep ([`Jail::keep`]).
     child: Option<tokio::process::Child>,
+    /// Whether the child reopens held places before it starts (and fails with `ELOOP` or
+    /// `ESTALE` when one changed).
+    reopens: bool,
 }
 
 impl Jail {
@@ -498,8 +529,14 @@ fn make_cgroup(base: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// What the named paths open up: each existing file, and its directory when that directory
-/// neither lies inside a private place nor holds one (nor is the root).
-fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
+/// neither lies inside a private place nor holds one (nor is the root). Each is resolved once
+/// and held ([`held`]): what the checks looked at is what the child is granted.
+fn named_reads(
+    named: &[PathBuf],
+    private: &[PathBuf],
+    places: &held::Places,
+) -> Result<Vec<held::Held>, LaunchError> {
+    use held::{FinalLink, Input};
     let mut reads = Vec::new();
     for path in named {
         let Ok(path) = std::fs::canonicalize(path) else {
@@ -509,58 +546,60 @@ fn named_reads(named: &[PathBuf], private: &[PathBuf]) -> Vec<PathBuf> {
         if private.iter().any(|x| path.starts_with(x)) {
             continue;
         }
-        let Ok(meta) = std::fs::metadata(&path) else {
+        let Some(file) = places.hold(&path, Input::Resolved, FinalLink::Refuse)? else {
             continue;
         };
-        if !meta.is_file() {
+        if !file.is_file() {
             continue;
         }
         if let Some(dir) = path.parent()
             && dir.parent().is_some()
             && !touches(dir)
+            && let Some(dir) = places.hold(dir, Input::Resolved, FinalLink::Refuse)?
         {
-            reads.push(dir.to_path_buf());
+            reads.push(dir);
         } else {
-            reads.push(path.clone());
+            reads.push(file);
         }
     }
-    reads
+    Ok(reads)
 }
 
 /// The credentials ([`CREDENTIALS`]) under `home` that exist and that a grant — read, write or
-/// the workspace — would take in, canonical, each with whether it is a directory.
+/// the workspace — would take in, and the private places the workspace holds
+/// ([`private_masks`]), each held.
 fn credential_masks(
     home: Option<&Path>,
     paths: &rules::Paths,
     workspace: &Path,
     private: &[PathBuf],
-) -> Vec<(PathBuf, bool)> {
-    let mut masks = private_masks(home, workspace, private);
-    let Some(home) = home else {
-        return masks;
-    };
-    let granted: Vec<PathBuf> = paths
-        .read
-        .iter()
-        .chain(&paths.write)
-        .chain(std::iter::once(&workspace.to_path_buf()))
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .collect();
-    for (relative, _) in CREDENTIALS {
-        let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/'))) else {
-            continue;
-        };
-        if !granted.iter().any(|g| path.starts_with(g)) {
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        masks.push((path, meta.is_dir()));
+    places: &held::Places,
+) -> Result<Vec<held::Held>, LaunchError> {
+    use held::{FinalLink, Input};
+    let mut masks = Vec::new();
+    for place in private_masks(home, workspace, private) {
+        masks.extend(places.hold(&place, Input::Resolved, FinalLink::Refuse)?);
     }
-    masks.sort();
-    masks.dedup();
-    masks
+    if let Some(home) = home {
+        let granted: Vec<&Path> = paths
+            .read
+            .iter()
+            .chain(&paths.write)
+            .map(|held| held.path.as_path())
+            .collect();
+        for (relative, _) in CREDENTIALS {
+            let Ok(path) = std::fs::canonicalize(home.join(relative.trim_end_matches('/'))) else {
+                continue;
+            };
+            if !granted.iter().any(|g| path.starts_with(g)) {
+                continue;
+            }
+            masks.extend(places.hold(&path, Input::Resolved, FinalLink::Refuse)?);
+        }
+    }
+    masks.sort_by(|a, b| a.path.cmp(&b.path));
+    masks.dedup_by(|a, b| a.path == b.path);
+    Ok(masks)
 }
 
 /// The private places (Bosun's home, say) the workspace's grant takes in: a home that lies inside
@@ -568,11 +607,7 @@ fn credential_masks(
 /// Each is masked by an empty read-only directory. The user's own home is never masked this way (a
 /// workspace may hold it, and the toolchains under it are granted); nor is a place that holds the
 /// workspace itself.
-fn private_masks(
-    home: Option<&Path>,
-    workspace: &Path,
-    private: &[PathBuf],
-) -> Vec<(PathBuf, bool)> {
+fn private_masks(home: Option<&Path>, workspace: &Path, private: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(workspace) = std::fs::canonicalize(workspace) else {
         return Vec::new();
     };
@@ -583,8 +618,84 @@ fn private_masks(
         .filter(|place| Some(place) != user_home.as_ref())
         .filter(|place| place.starts_with(&workspace) && *place != workspace)
         .filter(|place| std::fs::metadata(place).is_ok_and(|m| m.is_dir()))
-        .map(|place| (place, true))
         .collect()
+}
+
+/// Every place a child's sandbox is built from, held ([`held`]): what it reads and writes, the
+/// credentials masked in it and the protected paths kept read-only.
+#[derive(Default)]
+struct Built {
+    paths: rules::Paths,
+    masks: Vec<held::Held>,
+    protected: Vec<held::Held>,
+}
+
+/// Holds the places of `confinement`: the writable ones first (the workspace, `tmp`, the write
+/// grants), beneath which every later path is opened through no link.
+fn hold_places(
+    launcher: &Launcher,
+    confinement: &Confinement,
+    tmp: &Path,
+) -> Result<Built, LaunchError> {
+    use held::{FinalLink, Input};
+    let home = launcher.home.as_deref();
+    let mut places = held::Places::default();
+    let mut paths = rules::Paths::default();
+    let writable = [
+        (confinement.workspace.clone(), Input::Unresolved),
+        (tmp.to_path_buf(), Input::Unresolved),
+    ]
+    .into_iter()
+    .chain(
+        launcher
+            .config
+            .write_paths(home)
+            .into_iter()
+            .map(|p| (p, Input::Unresolved)),
+    )
+    .chain(
+        confinement
+            .write
+            .iter()
+            .map(|p| (p.clone(), Input::Resolved)),
+    );
+    for (path, input) in writable {
+        paths.write.extend(places.writable(&path, input)?);
+    }
+    let reads = rules::toolchain_reads(home)
+        .into_iter()
+        .chain(launcher.config.read_paths(home))
+        .map(|p| (p, Input::Unresolved))
+        .chain(
+            confinement
+                .read
+                .iter()
+                .map(|p| (p.clone(), Input::Resolved)),
+        );
+    for (path, input) in reads {
+        paths
+            .read
+            .extend(places.hold(&path, input, FinalLink::Refuse)?);
+    }
+    let named = named_reads(&confinement.named, &launcher.private, &places)?;
+    paths.read.extend(named);
+    let masks = credential_masks(
+        home,
+        &paths,
+        &confinement.workspace,
+        &launcher.private,
+        &places,
+    )?;
+    let mut protected = Vec::new();
+    for path in &confinement.protected {
+        // A protected name that is itself a link is not followed out of the workspace.
+        protected.extend(places.hold(path, Input::Resolved, FinalLink::Skip)?);
+    }
+    Ok(Built {
+        paths,
+        masks,
+        protected,
+    })
 }
 
 fn confine(
@@ -606,20 +717,17 @@ fn confine(
         .env("TMP", tmp.path())
         .env("TEMP", tmp.path());
 
-    let home = launcher.home.as_deref();
-    let mut paths = rules::Paths::default();
-    paths.read.extend(rules::toolchain_reads(home));
-    paths.read.extend(launcher.config.read_paths(home));
-    paths.read.extend(confinement.read.iter().cloned());
-    paths
-        .read
-        .extend(named_reads(&confinement.named, &launcher.private));
-    paths.write.push(confinement.workspace.clone());
-    paths.write.push(tmp.path().to_path_buf());
-    paths.write.extend(launcher.config.write_paths(home));
-    paths.write.extend(confinement.write.iter().cloned());
-
-    let masks = credential_masks(home, &paths, &confinement.workspace, &launcher.private);
+    // Every place is held when a layer uses one: Landlock's rules, bubblewrap's binds, the
+    // mount namespace's read-only binds and masks.
+    let Built {
+        mut paths,
+        masks,
+        mut protected,
+    } = if status.landlock_abi > 0 || status.bwrap.is_some() || status.user_namespaces {
+        hold_places(launcher, confinement, tmp.path())?
+    } else {
+        Built::default()
+    };
 
     let landlock = match (status.landlock_abi, &status.bwrap) {
         (..=0, _) => None,
@@ -648,14 +756,16 @@ fn confine(
                 .get_envs()
                 .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
                 .collect();
-            let mut read: Vec<PathBuf> = rules::system_reads().collect();
-            read.extend(paths.read.iter().cloned());
+            let system: Vec<PathBuf> = rules::system_reads().collect();
             let argv = bwrap::arguments(
                 &env,
-                &read,
-                &paths.write,
-                &confinement.protected,
-                &masks,
+                &system,
+                &bwrap::Places {
+                    read: &paths.read,
+                    write: &paths.write,
+                    protected: &protected,
+                    masks: &masks,
+                },
                 &confinement.network,
                 &fds,
                 std.get_program(),
@@ -665,7 +775,23 @@ fn confine(
             // `bwrap` is started from the pre-exec step, before std has put the command's
             // environment in place: it is given that environment, not Bosun's.
             let envp = bwrap::environment(&env)?;
-            Some(sys::Exec::new(path, argv, envp, fds))
+            // bwrap mounts the protected paths and masks over their names: the child checks
+            // just before starting it that each is still what was held.
+            let places = protected
+                .iter()
+                .chain(&masks)
+                .map(held::Held::target)
+                .collect::<Result<Vec<_>, _>>()?;
+            jail.reopens = !places.is_empty();
+            // bwrap gets every grant by the descriptor its command line names, kept open until
+            // the command is dropped.
+            let held = std::mem::take(&mut paths.read)
+                .into_iter()
+                .chain(std::mem::take(&mut paths.write))
+                .chain(std::mem::take(&mut protected))
+                .map(|h| h.fd)
+                .collect();
+            Some(sys::Exec::new(path, argv, envp, fds, held, places))
         }
     };
     let mut cgroup_procs = None;
@@ -685,33 +811,22 @@ fn confine(
 
     let namespaces = if status.user_namespaces && status.bwrap.is_none() {
         let maps = sys::IdMaps::for_self().map_err(|e| setup("user namespace ids", e))?;
-        let c_path = |p: &Path| {
-            CString::new(p.as_os_str().as_bytes()).map_err(|e| LaunchError::Setup(e.to_string()))
-        };
         let masks = masks
             .iter()
-            .map(|(path, dir)| {
-                Ok(if *dir {
-                    sys::Mask::Dir(c_path(path)?)
+            .map(|held| {
+                let target = held.target()?;
+                Ok(if held.is_dir() {
+                    sys::Mask::Dir(target)
                 } else {
-                    sys::Mask::File(c_path(path)?)
+                    sys::Mask::File(target)
                 })
             })
             .collect::<Result<Vec<_>, LaunchError>>()?;
-        let mut read_only = Vec::new();
-        for path in &confinement.protected {
-            // Only real directories and files: a symlink is not followed out of the workspace.
-            let Ok(meta) = std::fs::symlink_metadata(path) else {
-                continue;
-            };
-            if meta.file_type().is_symlink() {
-                continue;
-            }
-            read_only.push(
-                CString::new(path.as_os_str().as_bytes())
-                    .map_err(|e| LaunchError::Setup(e.to_string()))?,
-            );
-        }
+        let read_only = protected
+            .iter()
+            .map(held::Held::target)
+            .collect::<Result<Vec<_>, _>>()?;
+        jail.reopens = !(masks.is_empty() && read_only.is_empty());
         Some(sys::Mounts {
             maps,
             read_only,
@@ -865,6 +980,42 @@ mod tests {
         remove_stale_tmp_dirs_in(dir.path());
         assert!(!dead.exists());
         assert!(live.exists() && other.exists());
+    }
+
+    /// A named file's directory, outside every writable place, swapped for a link to the keys
+    /// by another process in the instant between its resolution and its open: refused, never
+    /// granted.
+    #[test]
+    fn a_named_files_directory_swapped_after_it_was_resolved_is_refused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let tools = root.join("tools");
+        let keys = root.join("home/.ssh");
+        for d in [&tools, &keys] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(tools.join("run.sh"), "echo hi\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(keys.join("run.sh"), "PRIVATE KEY").unwrap_or_else(|e| panic!("{e}"));
+        let (swapped, moved, target) = (tools.clone(), root.join("tools-old"), keys.clone());
+        held::tests::between_resolving_and_opening(move |path| {
+            if path == swapped {
+                std::fs::rename(&swapped, &moved).unwrap_or_else(|e| panic!("{e}"));
+                std::os::unix::fs::symlink(&target, &swapped).unwrap_or_else(|e| panic!("{e}"));
+            }
+        });
+        let places = held::Places::default();
+        let private = [root.join("home")];
+        match named_reads(&[tools.join("run.sh")], &private, &places) {
+            Err(LaunchError::Changed { place, what }) => {
+                assert_eq!(place, tools.display().to_string());
+                assert!(what.contains("symbolic link"), "{what}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(reads) => panic!(
+                "not refused; granted {:?}",
+                reads.iter().map(|h| &h.path).collect::<Vec<_>>()
+            ),
+        }
     }
 
     #[test]

@@ -1,18 +1,19 @@
 //! The Landlock ruleset and the seccomp programs for one child, built in the parent.
 
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 use seccompiler::{
     SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     TargetArch,
 };
 
+use crate::held::Held;
 use crate::{LaunchError, Network};
 
 /// The newest ABI whose rights are asked for; older kernels get what they have (best effort,
@@ -68,11 +69,12 @@ pub const CREDENTIALS: &[(&str, &str)] = &[
     (".local/share/keyrings/", "the desktop keyring"),
 ];
 
-/// What the child may read and what it may write.
+/// What the child may read and what it may write, each held open ([`crate::held`]): a rule
+/// is made on the descriptor, never on the name again.
 #[derive(Debug, Default)]
 pub(crate) struct Paths {
-    pub(crate) read: Vec<PathBuf>,
-    pub(crate) write: Vec<PathBuf>,
+    pub(crate) read: Vec<Held>,
+    pub(crate) write: Vec<Held>,
 }
 
 /// Read-only parts of the user's home every toolchain needs (never credentials): rustup's
@@ -149,24 +151,33 @@ fn filesystem_rules(
     let fail = |e: landlock::RulesetError| LaunchError::Setup(format!("Landlock: {e}"));
     let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
-    let system = SYSTEM_READ.iter().map(PathBuf::from);
+    // The system's own directories and devices are root's: no child can swap them, so they
+    // are opened by name.
     ruleset
-        .add_rules(path_beneath_rules(
-            system.chain(paths.read.iter().cloned()),
-            read,
-        ))
+        .add_rules(path_beneath_rules(SYSTEM_READ, read))
         .map_err(fail)?
-        .add_rules(path_beneath_rules(
-            DEVICES_WRITE
-                .iter()
-                .map(PathBuf::from)
-                .chain(paths.write.iter().cloned()),
-            all,
-        ))
+        .add_rules(paths.read.iter().map(|h| rule(h, read)))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(DEVICES_WRITE, all))
+        .map_err(fail)?
+        .add_rules(paths.write.iter().map(|h| rule(h, all)))
         .map_err(fail)?
         // Listing /dev, never reading a disk through it.
         .add_rules(path_beneath_rules(["/dev"], AccessFs::ReadDir))
         .map_err(fail)
+}
+
+/// A rule on a held place's descriptor; one on a file carries only a file's rights.
+fn rule(
+    held: &Held,
+    access: BitFlags<AccessFs>,
+) -> Result<PathBeneath<BorrowedFd<'_>>, landlock::RulesetError> {
+    let access = if held.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(ABI_WANTED)
+    };
+    Ok(PathBeneath::new(held.fd.as_fd(), access))
 }
 
 /// The seccomp programs: refused system calls (EPERM), then `clone3` answered with ENOSYS so

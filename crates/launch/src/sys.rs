@@ -8,7 +8,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the kernel's Landlock
@@ -170,13 +170,163 @@ impl IdMaps {
     }
 }
 
+/// A place the parent held open (`crate::held`), as the child finds it again after entering its
+/// own mount namespace (where the parent's descriptors cannot be mounted on): its canonical path,
+/// reopened through no symbolic link, and the file the parent held there.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) path: CString,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}
+
+impl Target {
+    /// Opens the target again (`O_PATH`) through no symbolic link, and only if it is still the
+    /// file the parent held: a link on the path now fails with `ELOOP`, another file in its
+    /// place with `ESTALE` (the parent names both, [`crate::LaunchError::Changed`]).
+    ///
+    /// # Safety
+    /// Async-signal-safe; callable in a forked child.
+    pub(crate) unsafe fn reopen(&self) -> io::Result<libc::c_int> {
+        // SAFETY: raw system calls on the target's C string and a stack value.
+        unsafe {
+            let fd = open_no_links(libc::AT_FDCWD, &self.path, false)?;
+            match identity(fd) {
+                Ok(found) if found == (self.dev, self.ino) => Ok(fd),
+                Ok(_) => {
+                    libc::close(fd);
+                    Err(io::Error::from_raw_os_error(libc::ESTALE))
+                }
+                Err(e) => {
+                    libc::close(fd);
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
+/// `openat2(dir, path, O_PATH | O_NOFOLLOW | O_CLOEXEC)` resolving no symbolic link on any
+/// component (`RESOLVE_NO_SYMLINKS`) and, with `beneath`, nothing outside `dir`
+/// (`RESOLVE_BENEATH`). A kernel without `openat2` (before Linux 5.6, or a seccomp filter of a
+/// container that refuses it) answers `ENOSYS` or `EPERM`: never a fallback by name.
+///
+/// # Safety
+/// Async-signal-safe; callable in a forked child. `dir` is a descriptor or `AT_FDCWD`.
+pub(crate) unsafe fn open_no_links(
+    dir: libc::c_int,
+    path: &std::ffi::CStr,
+    beneath: bool,
+) -> io::Result<libc::c_int> {
+    /// `struct open_how` of openat2(2).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let how = OpenHow {
+        flags: u64::from(flags.cast_unsigned()),
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS | if beneath { libc::RESOLVE_BENEATH } else { 0 },
+    };
+    // The kernel answers EAGAIN when a rename raced with the resolution: try a few times.
+    let mut last = io::Error::from_raw_os_error(libc::EAGAIN);
+    for _ in 0..16 {
+        // SAFETY: `path` is NUL-terminated and `how` a stack value that outlives the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                path.as_ptr(),
+                &raw const how,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        if fd >= 0 {
+            let fd =
+                libc::c_int::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+            // `O_PATH | O_NOFOLLOW` opens a link at the end of the path itself rather than
+            // failing: that is a link on the path too.
+            // SAFETY: fstat writes into a zeroed stack value of the right type.
+            let link = unsafe {
+                let mut stat: libc::stat = std::mem::zeroed();
+                libc::fstat(fd, &raw mut stat) < 0 || stat.st_mode & libc::S_IFMT == libc::S_IFLNK
+            };
+            if link {
+                // SAFETY: closes the descriptor just opened, owned by nothing else.
+                unsafe { libc::close(fd) };
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            return Ok(fd);
+        }
+        last = io::Error::last_os_error();
+        if !matches!(last.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
+            break;
+        }
+    }
+    Err(last)
+}
+
+/// [`open_no_links`] for the parent: from `dir` (`None`: the current directory, for an
+/// absolute path), an owned descriptor.
+pub(crate) fn open_held(
+    dir: Option<BorrowedFd<'_>>,
+    path: &std::ffi::CStr,
+    beneath: bool,
+) -> io::Result<OwnedFd> {
+    let dir = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: a raw system call on a live descriptor and a C string that outlive it; the
+    // descriptor it returns is owned by nothing else.
+    unsafe { open_no_links(dir, path, beneath).map(|fd| OwnedFd::from_raw_fd(fd)) }
+}
+
+/// `(st_dev, st_ino, st_mode)` of an open descriptor, for the parent.
+pub(crate) fn stat_of(fd: BorrowedFd<'_>) -> io::Result<(u64, u64, u32)> {
+    // SAFETY: fstat writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(libc::fstat(fd.as_raw_fd(), &raw mut stat))?;
+        Ok((stat.st_dev, stat.st_ino, stat.st_mode))
+    }
+}
+
+/// Whether `name` in the directory `dir` is a symbolic link (not followed).
+pub(crate) fn is_link_at(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> bool {
+    // SAFETY: fstatat reads a C string and writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &raw mut stat,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0
+            && stat.st_mode & libc::S_IFMT == libc::S_IFLNK
+    }
+}
+
+/// `(st_dev, st_ino)` of an open descriptor.
+///
+/// # Safety
+/// Async-signal-safe; callable in a forked child.
+pub(crate) unsafe fn identity(fd: libc::c_int) -> io::Result<(u64, u64)> {
+    // SAFETY: fstat writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(libc::fstat(fd, &raw mut stat))?;
+        Ok((stat.st_dev, stat.st_ino))
+    }
+}
+
 /// A credential masked in the child's mount namespace.
 #[derive(Debug)]
 pub(crate) enum Mask {
     /// A file: `/dev/null` bound over it, read-only.
-    File(CString),
+    File(Target),
     /// A directory: an empty read-only tmpfs mounted over it.
-    Dir(CString),
+    Dir(Target),
 }
 
 /// The child's own mount namespace: its identity maps, the paths bound read-only and the
@@ -184,7 +334,7 @@ pub(crate) enum Mask {
 #[derive(Debug)]
 pub(crate) struct Mounts {
     pub(crate) maps: IdMaps,
-    pub(crate) read_only: Vec<CString>,
+    pub(crate) read_only: Vec<Target>,
     pub(crate) masks: Vec<Mask>,
 }
 
@@ -227,6 +377,11 @@ pub(crate) struct Exec {
     _envp: Vec<CString>,
     env_pointers: Vec<*const libc::c_char>,
     inherit: Vec<libc::c_int>,
+    /// The places `bwrap` is handed by descriptor, open until the command is dropped.
+    _held: Vec<OwnedFd>,
+    /// The places `bwrap` mounts over by name (protected paths, masks), checked to be still
+    /// what the parent held just before it starts.
+    places: Vec<Target>,
 }
 
 // SAFETY: the pointers point into `_argv`'s and `_envp`'s heap buffers, which the struct owns
@@ -239,13 +394,17 @@ unsafe impl Sync for Exec {}
 
 impl Exec {
     /// `path` run with `argv` (`argv[0]` included) and exactly the environment `envp`
-    /// (`NAME=value` each); `inherit` stays open across the `exec`.
+    /// (`NAME=value` each); `inherit` and `held` stay open across the `exec`; each of `places`
+    /// must still be what the parent held, or the child does not start.
     pub(crate) fn new(
         path: CString,
         argv: Vec<CString>,
         envp: Vec<CString>,
-        inherit: Vec<libc::c_int>,
+        mut inherit: Vec<libc::c_int>,
+        held: Vec<OwnedFd>,
+        places: Vec<Target>,
     ) -> Exec {
+        inherit.extend(held.iter().map(AsRawFd::as_raw_fd));
         let nul_ended = |strings: &[CString]| -> Vec<*const libc::c_char> {
             strings
                 .iter()
@@ -260,6 +419,8 @@ impl Exec {
             _argv: argv,
             _envp: envp,
             inherit,
+            _held: held,
+            places,
         }
     }
 }
@@ -357,19 +518,35 @@ impl ChildPlan {
                     libc::MS_REC | libc::MS_PRIVATE,
                     std::ptr::null(),
                 ))?;
-                for path in &mounts.read_only {
-                    bind_read_only(path, path)?;
+                // Each place is reopened here, in the child's own mount namespace, through no
+                // link and checked to be the file the parent held; every mount is then made on
+                // that descriptor, never on a name that could lead elsewhere by now.
+                for target in &mounts.read_only {
+                    let fd = target.reopen()?;
+                    let done = bind_read_only(fd, fd);
+                    libc::close(fd);
+                    done?;
                 }
                 for mask in &mounts.masks {
                     match mask {
-                        Mask::File(path) => bind_read_only(c"/dev/null", path)?,
-                        Mask::Dir(path) => check(libc::mount(
-                            c"tmpfs".as_ptr(),
-                            path.as_ptr(),
-                            c"tmpfs".as_ptr(),
-                            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                            c"size=4k,mode=0500".as_ptr().cast(),
-                        ))?,
+                        Mask::File(target) => {
+                            let fd = target.reopen()?;
+                            let null =
+                                libc::open(c"/dev/null".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                            if null < 0 {
+                                return Err(io::Error::last_os_error());
+                            }
+                            let done = bind_read_only(null, fd);
+                            libc::close(null);
+                            libc::close(fd);
+                            done?;
+                        }
+                        Mask::Dir(target) => {
+                            let fd = target.reopen()?;
+                            let done = mount_empty_dir(fd);
+                            libc::close(fd);
+                            done?;
+                        }
                     }
                 }
             }
@@ -401,6 +578,10 @@ impl ChildPlan {
                 }
             }
             if let Some(exec) = &self.exec {
+                // bwrap mounts over these by name: they must still be what was held.
+                for target in &exec.places {
+                    libc::close(target.reopen()?);
+                }
                 for fd in &exec.inherit {
                     check(libc::fcntl(*fd, libc::F_SETFD, 0))?;
                 }
@@ -477,12 +658,21 @@ unsafe fn close_from(first: libc::c_uint) {
     }
 }
 
-/// Binds `source` onto `path` and makes the bind (and every mount below it) read-only.
+/// `struct mount_attr` of mount_setattr(2) and fsmount's attributes.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOVE_MOUNT_BOTH_EMPTY: libc::c_uint = 0x4 | 0x40; // MOVE_MOUNT_F_ and _T_EMPTY_PATH
+
+/// Binds the tree at descriptor `source` onto descriptor `target`, read-only with every mount
+/// below it: the tree is cloned (`open_tree`), made read-only while detached, and moved onto
+/// `target` (`move_mount`), so no name is resolved at all.
 ///
 /// # Safety
 /// As [`ChildPlan::apply`].
-unsafe fn bind_read_only(source: &std::ffi::CStr, path: &std::ffi::CStr) -> io::Result<()> {
-    /// `struct mount_attr` of mount_setattr(2).
+unsafe fn bind_read_only(source: libc::c_int, target: libc::c_int) -> io::Result<()> {
     #[repr(C)]
     struct MountAttr {
         attr_set: u64,
@@ -490,36 +680,124 @@ unsafe fn bind_read_only(source: &std::ffi::CStr, path: &std::ffi::CStr) -> io::
         propagation: u64,
         userns_fd: u64,
     }
-    const MOUNT_ATTR_RDONLY: u64 = 0x1;
-    const AT_RECURSIVE: libc::c_uint = 0x8000;
-    // SAFETY: raw system calls on `path` and a stack value that outlives them.
+    const OPEN_TREE_CLONE: libc::c_uint = 0x1;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: raw system calls on descriptors, empty C strings and a stack value that
+    // outlives them.
     unsafe {
-        check(libc::mount(
-            source.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        ))?;
-        let attr = MountAttr {
-            attr_set: MOUNT_ATTR_RDONLY,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        let done = libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            AT_RECURSIVE,
-            &raw const attr,
-            std::mem::size_of::<MountAttr>(),
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            source,
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC.cast_unsigned()
+                | libc::AT_EMPTY_PATH.cast_unsigned()
+                | AT_RECURSIVE,
         );
-        if done < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let tree = fd_of(tree)?;
+        let done = (|| {
+            syscall_ok(libc::syscall(
+                libc::SYS_mount_setattr,
+                tree,
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH.cast_unsigned() | AT_RECURSIVE,
+                &raw const attr,
+                std::mem::size_of::<MountAttr>(),
+            ))?;
+            move_onto(tree, target)
+        })();
+        libc::close(tree);
+        done
     }
-    Ok(())
+}
+
+/// Mounts an empty read-only tmpfs (no set-uid programs, devices or programs at all) onto
+/// descriptor `target`, through the new mount API so that no name is resolved.
+///
+/// # Safety
+/// As [`ChildPlan::apply`].
+unsafe fn mount_empty_dir(target: libc::c_int) -> io::Result<()> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 0x1;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 0x1;
+    // SAFETY: raw system calls on descriptors and NUL-terminated literals.
+    unsafe {
+        let fs = fd_of(libc::syscall(
+            libc::SYS_fsopen,
+            c"tmpfs".as_ptr(),
+            FSOPEN_CLOEXEC,
+        ))?;
+        let done = (|| {
+            for (key, value) in [(c"size", c"4k"), (c"mode", c"0500")] {
+                syscall_ok(libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs,
+                    FSCONFIG_SET_STRING,
+                    key.as_ptr(),
+                    value.as_ptr(),
+                    0,
+                ))?;
+            }
+            syscall_ok(libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<libc::c_char>(),
+                std::ptr::null::<libc::c_void>(),
+                0,
+            ))?;
+            let mount = fd_of(libc::syscall(
+                libc::SYS_fsmount,
+                fs,
+                FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            ))?;
+            let moved = move_onto(mount, target);
+            libc::close(mount);
+            moved
+        })();
+        libc::close(fs);
+        done
+    }
+}
+
+/// `move_mount` of the detached mount `mount` onto descriptor `target`.
+///
+/// # Safety
+/// As [`ChildPlan::apply`].
+unsafe fn move_onto(mount: libc::c_int, target: libc::c_int) -> io::Result<()> {
+    // SAFETY: raw system call on descriptors and empty C strings.
+    syscall_ok(unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            mount,
+            c"".as_ptr(),
+            target,
+            c"".as_ptr(),
+            MOVE_MOUNT_BOTH_EMPTY,
+        )
+    })
+}
+
+fn fd_of(result: libc::c_long) -> io::Result<libc::c_int> {
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    libc::c_int::try_from(result).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))
+}
+
+fn syscall_ok(result: libc::c_long) -> io::Result<()> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// Writes `bytes` to the file at `path` with open/write/close.

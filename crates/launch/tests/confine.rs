@@ -938,8 +938,168 @@ async fn terminal_probe() {
     println!("probe ran");
 }
 
+/// A grant the caller decided on while `sub` was a directory of the workspace, swapped by
+/// another process of the user for a link to the keys before the launcher opens it: the launch
+/// is refused, and the keys are never granted (the old launcher opened the grant by name and
+/// gave the child `~/.ssh`).
+async fn a_grant_swapped_for_a_link_is_refused_never_granted(backend: Backend) {
+    let rig = rig();
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    let keys = rig.root.join("home/.ssh");
+    let sub = rig.workspace.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut confinement = rig.confinement(Network::Off);
+    confinement.write.push(sub.clone());
+    confinement.read.push(sub.clone());
+    std::fs::remove_dir(&sub).unwrap();
+    std::os::unix::fs::symlink(&keys, &sub).unwrap();
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .args(["-c", "cat sub/id_ed25519; echo planted > sub/planted"])
+        .current_dir(&rig.workspace)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    match launcher.confine(&mut command, &confinement) {
+        Err(error) => {
+            let error = error.to_string();
+            assert!(
+                error.contains(&sub.display().to_string()) && error.contains("symbolic link"),
+                "{error}"
+            );
+        }
+        Ok(jail) => {
+            let seen = text(&command.output().await.unwrap());
+            drop(jail);
+            assert!(
+                !seen.contains("PRIVATE KEY"),
+                "the keys were granted: {seen}"
+            );
+            assert!(
+                !keys.join("planted").exists(),
+                "the keys were granted: {seen}"
+            );
+            panic!("the launch was not refused: {seen}");
+        }
+    }
+}
+
+/// How a place is changed after the launcher checked it.
+#[derive(Debug, Clone, Copy)]
+enum Swap {
+    /// Its directory renamed away and a link to a decoy put in its place.
+    Link,
+    /// Its directory renamed away and another directory of the same name made.
+    Directory,
+}
+
+/// Moves `dir` to `moved` and puts `swap` in its place (a link to `decoy`, or a fresh directory
+/// holding `inner`).
+fn swap_away(swap: Swap, dir: &Path, moved: &Path, decoy: &Path, inner: &str) {
+    std::fs::rename(dir, moved).unwrap();
+    match swap {
+        Swap::Link => std::os::unix::fs::symlink(decoy, dir).unwrap(),
+        Swap::Directory => std::fs::create_dir_all(dir.join(inner)).unwrap(),
+    }
+}
+
+/// A protected `.git` whose directory is moved away after the launcher checked it, a link or
+/// another directory put in its place, before the child mounts it read-only: the child is not
+/// started (the old launcher mounted by name, so the decoy became read-only and the real `.git`
+/// stayed writable where it had been moved).
+async fn a_protected_path_moved_after_the_checks_is_refused(backend: Backend) {
+    for swap in [Swap::Link, Swap::Directory] {
+        let rig = rig();
+        let launcher = full_launcher(backend, SandboxConfig::default());
+        let sub = rig.workspace.join("sub");
+        let moved = rig.workspace.join("moved");
+        let decoy = rig.workspace.join("decoy");
+        std::fs::create_dir_all(sub.join(".git")).unwrap();
+        std::fs::create_dir_all(decoy.join(".git")).unwrap();
+        std::fs::write(sub.join(".git/config"), "[core]\n").unwrap();
+        let mut confinement = rig.confinement(Network::Off);
+        confinement.protected.push(sub.join(".git"));
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "echo hooked >> moved/.git/config"])
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let jail = launcher.confine(&mut command, &confinement).unwrap();
+        swap_away(swap, &sub, &moved, Path::new("decoy"), ".git");
+        let started = command.output().await;
+        drop(jail);
+        let config = std::fs::read_to_string(moved.join(".git/config")).unwrap();
+        assert_eq!(config, "[core]\n", "{swap:?}: the real .git was written");
+        let error = started
+            .err()
+            .unwrap_or_else(|| panic!("{swap:?}: the child started"));
+        let expected = match swap {
+            Swap::Link => libc::ELOOP,
+            Swap::Directory => libc::ESTALE,
+        };
+        assert_eq!(error.raw_os_error(), Some(expected), "{swap:?}: {error}");
+    }
+}
+
+/// A credential's directory under a granted home moved away after the launcher checked it, and
+/// a link or an empty directory put at its name, before the child masks it: the child is not
+/// started (the old launcher masked the name, and the keys were read where they had been moved).
+async fn a_masked_credential_moved_after_the_checks_is_refused(backend: Backend) {
+    for swap in [Swap::Link, Swap::Directory] {
+        let rig = rig();
+        let home = rig.root.join("home");
+        std::fs::create_dir_all(home.join("decoy")).unwrap();
+        let launcher = full_launcher(
+            backend,
+            SandboxConfig {
+                read: vec![home.display().to_string()],
+                ..SandboxConfig::default()
+            },
+        )
+        .with_home(&home);
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "cat moved/id_ed25519"])
+            .current_dir(&home)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let jail = launcher
+            .confine(&mut command, &rig.confinement(Network::Off))
+            .unwrap();
+        swap_away(
+            swap,
+            &home.join(".ssh"),
+            &home.join("moved"),
+            Path::new("decoy"),
+            "",
+        );
+        let started = command.output().await;
+        drop(jail);
+        match started {
+            Ok(output) => {
+                let seen = text(&output);
+                assert!(
+                    !seen.contains("PRIVATE KEY"),
+                    "{swap:?}: the keys were read: {seen}"
+                );
+                panic!("{swap:?}: the child started: {seen}");
+            }
+            Err(error) => {
+                let expected = match swap {
+                    Swap::Link => libc::ELOOP,
+                    Swap::Directory => libc::ESTALE,
+                };
+                assert_eq!(error.raw_os_error(), Some(expected), "{swap:?}: {error}");
+            }
+        }
+    }
+}
+
 per_backend!(
     credentials_are_never_readable_even_under_a_grant,
+    a_grant_swapped_for_a_link_is_refused_never_granted,
+    a_protected_path_moved_after_the_checks_is_refused,
+    a_masked_credential_moved_after_the_checks_is_refused,
     shared_memory_is_not_shared,
     descriptors_of_the_parent_never_reach_the_child,
     a_child_cannot_reach_the_terminal,

@@ -1,11 +1,12 @@
 //! The wasmtime engine every plugin runs on: component model, epoch interruption, a pooling
-//! allocator with fixed bounds, and the background thread that advances the epoch.
+//! allocator with fixed bounds (or instances allocated one by one, under the same count, for a
+//! process that runs one command), and the background thread that advances the epoch.
 //!
 //! This module decides how code is compiled and where instances live; it never decides what a
 //! plugin may do (that is fixed per instance by the grants, see `instance.rs`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -22,10 +23,17 @@ pub struct EngineLimits {
     /// are refused at instantiation.
     pub max_memory_bytes: usize,
     /// How many plugin instances may be alive at once (default 64). With the pooling allocator
-    /// each one has a reserved slot; instantiation beyond it fails until one is dropped.
+    /// each one has a reserved slot; without it the sandbox counts live instances itself.
+    /// Either way instantiation beyond it fails with [`SandboxError::PoolFull`] until one is
+    /// dropped.
     pub max_instances: u32,
-    /// Use wasmtime's pooling allocator (default true). Turn off on hosts that limit virtual
-    /// address space: pooling reserves address space for every slot up front.
+    /// Use wasmtime's pooling allocator (default true). Pooling reserves address space and
+    /// fiber stacks (each with its guard page, one `mprotect` apiece) for every slot when the
+    /// engine is built, which pays off in a process that makes instances again and again
+    /// (`bosun serve`). Turn it off for a process that runs one command and exits, where that
+    /// set-up is most of what the engine costs, and on hosts that limit virtual address space.
+    /// Without it each instance's memory, tables and stack are made when the instance is, the
+    /// memory limiter bounds memory and tables as before, and `max_instances` is still the cap.
     pub pooling: bool,
     /// How often the epoch advances (default 10 ms). A call is stopped at most one tick after
     /// its deadline.
@@ -81,6 +89,43 @@ fn pooling_config(limits: &EngineLimits) -> PoolingAllocationConfig {
         .max_memory_size(limits.max_memory_bytes)
         .table_elements(200_000);
     pool
+}
+
+/// The live instances of an engine built without a pool, counted against
+/// [`EngineLimits::max_instances`] as the pool's slots would be.
+#[derive(Debug, Default)]
+pub(crate) struct InstanceCount {
+    live: AtomicU32,
+}
+
+impl InstanceCount {
+    /// Takes one of `max` places (at least one), or `None` when all are taken. The place is
+    /// given back when the returned value is dropped.
+    pub(crate) fn take(self: &Arc<Self>, max: u32) -> Option<InstancePlace> {
+        let max = max.max(1);
+        self.live
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+                (live < max).then_some(live + 1)
+            })
+            .ok()?;
+        Some(InstancePlace(Arc::clone(self)))
+    }
+
+    /// How many places are taken now.
+    #[cfg(test)]
+    fn live(&self) -> u32 {
+        self.live.load(Ordering::Acquire)
+    }
+}
+
+/// One live instance's place in an [`InstanceCount`], given back on drop.
+#[derive(Debug)]
+pub(crate) struct InstancePlace(Arc<InstanceCount>);
+
+impl Drop for InstancePlace {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The thread that advances the engine's epoch every tick.
@@ -144,3 +189,28 @@ pub(crate) fn engine_fingerprint(engine: &Engine) -> String {
 pub(crate) const WASMTIME_VERSION: &str = "48.0.8";
 
 pub(crate) use bosun_core::text::hex;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_without_a_pool_counts_its_instances_against_the_same_cap() {
+        let count = Arc::new(InstanceCount::default());
+        let one = count.take(2).expect("first place");
+        let two = count.take(2).expect("second place");
+        assert!(
+            count.take(2).is_none(),
+            "a third instance past a cap of two"
+        );
+        drop(one);
+        let three = count.take(2).expect("a place given back is free again");
+        assert_eq!(count.live(), 2);
+        drop((two, three));
+        assert_eq!(count.live(), 0);
+        // A cap of zero still lets one instance live, as the pool's `max(1)` does.
+        let only = count.take(0).expect("one place at least");
+        assert!(count.take(0).is_none());
+        drop(only);
+    }
+}

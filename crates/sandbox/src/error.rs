@@ -86,8 +86,10 @@ pub enum SandboxError {
         linked: bool,
     },
 
-    /// Every slot of the instance pool is taken. Bosun's host first releases idle instances
-    /// ([`crate::SlotRegistry`]), so from the host this means every slot is in a running call.
+    /// Every slot of the instance pool is taken (or, for an engine without a pool, every one of
+    /// the `max_instances` places the sandbox counts). Bosun's host first releases idle
+    /// instances ([`crate::SlotRegistry`]), so from the host this means every slot is in a
+    /// running call.
     #[error(
         "cannot start {}: all {max_instances} plugin instance slots are in use by calls still running ({reason}); wait for one to finish, or raise `plugin_instances` in the [sandbox] table of Bosun's config",
         plugin_name(.plugin)
@@ -95,7 +97,7 @@ pub enum SandboxError {
     PoolFull {
         /// The caller's label for the plugin, when given.
         plugin: Option<String>,
-        /// wasmtime's explanation (which pool ran out).
+        /// wasmtime's explanation (which pool ran out), or the sandbox's count's.
         reason: String,
         /// The size of the instance pool.
         max_instances: u32,

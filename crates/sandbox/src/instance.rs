@@ -104,6 +104,26 @@ impl Loaded {
                 max,
             });
         }
+        // Without a pool, the sandbox counts live instances itself: the same cap, the same
+        // error, so a caller that releases idle instances on `PoolFull` works either way.
+        let place = if sandbox.config.engine.pooling {
+            None
+        } else {
+            let max_instances = sandbox.config.engine.max_instances;
+            Some(
+                sandbox
+                    .places
+                    .take(max_instances)
+                    .ok_or_else(|| SandboxError::PoolFull {
+                        plugin: self.label.clone(),
+                        reason: format!(
+                            "all {} places for live instances are taken",
+                            max_instances.max(1)
+                        ),
+                        max_instances,
+                    })?,
+            )
+        };
         let out = &sandbox.config.output;
         let stdout = BoundedPipe::new(out.max_stdio_bytes);
         let stderr = BoundedPipe::new(out.max_stdio_bytes);
@@ -165,6 +185,7 @@ impl Loaded {
             tick: sandbox.config.engine.epoch_tick,
             max_output_bytes: out.max_output_bytes,
             poisoned: false,
+            _place: place,
         })
     }
 }
@@ -181,6 +202,9 @@ pub struct Instance {
     tick: Duration,
     max_output_bytes: usize,
     poisoned: bool,
+    /// Its place among the live instances of an engine without a pool; declared last, so the
+    /// store (and its memory) is dropped before the place is given back.
+    _place: Option<crate::engine::InstancePlace>,
 }
 
 impl std::fmt::Debug for Instance {

@@ -96,7 +96,7 @@ pub use report::{CallOutput, CallReport};
 pub use slots::{KeptInstance, SlotRegistry};
 
 use cache::{ArtefactCache, sha256};
-use engine::EpochTicker;
+use engine::{EpochTicker, InstanceCount};
 use store::StoreState;
 
 /// How the sandbox is built.
@@ -141,6 +141,8 @@ pub(crate) struct SandboxInner {
     pub(crate) config: SandboxConfig,
     /// The instances its callers keep between calls, released when the pool is full.
     pub(crate) slots: SlotRegistry,
+    /// Live instances, counted against `max_instances` when the engine has no pool.
+    pub(crate) places: Arc<InstanceCount>,
     _ticker: EpochTicker,
 }
 
@@ -176,6 +178,7 @@ impl Sandbox {
                 cache,
                 config,
                 slots: SlotRegistry::default(),
+                places: Arc::default(),
                 _ticker: ticker,
             }),
         })

@@ -498,35 +498,41 @@ fn pattern_can_lie_within(pattern: &str, dir: &str) -> bool {
     literal.starts_with(&dir) || dir.starts_with(literal) || pattern == dir.trim_end_matches('/')
 }
 
-/// The protected paths at any depth below `dir` (relative to `root`), relative to `root`;
-/// symbolic links are not followed (the sandbox's preopen does not follow them out either).
+/// The protected paths at any depth below `dir` (relative to `root`), relative to `root`. The
+/// walk lists each directory through the descriptor it opened and follows no symbolic link
+/// (`bosun_fsio::beneath::walk_no_links`), as the sandbox's preopen does: a directory swapped for
+/// a link cannot show it another tree's listing. `dir` reached through a link, or a tree too
+/// large to look at whole, fails closed: every protected name counts as present anywhere.
 fn protected_below(root: &std::path::Path, dir: &std::path::Path) -> Vec<String> {
+    let everywhere = || {
+        bosun_policy::PROTECTED_DIRS
+            .iter()
+            .chain(bosun_policy::PROTECTED_FILES.iter())
+            .map(|name| format!("**/{name}"))
+            .collect::<Vec<_>>()
+    };
+    let Ok(handle) = bosun_fsio::beneath::Root::open(root) else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
     let mut seen = 0usize;
-    while let Some(relative) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_PROTECTED_WALK {
-                // Too large to look at whole: treat every protected name as present anywhere.
-                return bosun_policy::PROTECTED_DIRS
-                    .iter()
-                    .chain(bosun_policy::PROTECTED_FILES.iter())
-                    .map(|name| format!("**/{name}"))
-                    .collect();
-            }
-            let name = entry.file_name();
-            let child = relative.join(&name);
-            let text = child.to_string_lossy().replace('\\', "/");
-            if bosun_policy::is_protected(&text) {
-                found.push(text);
-            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(child);
-            }
+    let walked = bosun_fsio::beneath::walk_no_links(handle.fd(), dir, |path, is_dir| {
+        seen += 1;
+        if seen > MAX_PROTECTED_WALK {
+            return std::ops::ControlFlow::Break(());
         }
+        let text = path.to_string_lossy().replace('\\', "/");
+        if bosun_policy::is_protected(&text) {
+            found.push(text);
+            std::ops::ControlFlow::Continue(false)
+        } else {
+            std::ops::ControlFlow::Continue(is_dir)
+        }
+    });
+    match walked {
+        Err(e) if bosun_fsio::beneath::is_link_on_path(&e) => return everywhere(),
+        _ if seen > MAX_PROTECTED_WALK => return everywhere(),
+        _ => {}
     }
     found.sort();
     found
@@ -577,7 +583,31 @@ impl Runtime for NativeRuntime {
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_from_hex, pattern_can_lie_within};
+    use super::{digest_from_hex, pattern_can_lie_within, protected_below};
+
+    /// The directory a write preopen would reach, swapped for a link to a tree without a `.git`
+    /// (so that the walk finds nothing, and the link is swapped back before the preopen): every
+    /// protected name counts as present, so the call is judged as writing them.
+    #[test]
+    fn a_walk_through_a_link_finds_every_protected_name() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        for d in ["real/.git", "real/src/.bosun", "decoy/src"] {
+            std::fs::create_dir_all(root.join(d)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::os::unix::fs::symlink(root.join("decoy"), root.join("pub"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let found = protected_below(root, std::path::Path::new("pub"));
+        assert!(found.contains(&"**/.git".to_owned()), "{found:?}");
+        assert_eq!(
+            protected_below(root, std::path::Path::new("real")),
+            ["real/.git", "real/src/.bosun"]
+        );
+        assert_eq!(
+            protected_below(root, std::path::Path::new("decoy")),
+            Vec::<String>::new()
+        );
+    }
 
     /// The catalog's hex digest reads back to its bytes; anything else is no digest at all (the
     /// sandbox then hashes the bytes itself).

@@ -8,4 +8,5 @@ mod http;
 mod limits;
 mod programs;
 mod support;
+mod unpooled;
 mod wasi;
