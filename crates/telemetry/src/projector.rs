@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use bosun_core::{Classification, Envelope, ErrorCode, Event};
+use bosun_core::{Classification, Envelope, ErrorCode, Event, Layer};
 
 use crate::config::ContentConfig;
 use crate::context::{SpanContext, SpanId};
@@ -653,11 +653,25 @@ impl Projector {
                 let decision = explanation.decision.to_string();
                 call.open.set("bosun.policy.decision", s(decision.clone()));
                 call.open.set("bosun.policy.action", s(action.clone()));
-                let rule = explanation
-                    .deciding_rule()
-                    .map(|rule| format!("{} rule {}", rule.layer, rule.rule));
+                let deciding = explanation.deciding_rule();
+                let rule = deciding.map(|rule| match rule.layer {
+                    // A hook's reason is words its plugin (or a project's hook) wrote, which may
+                    // quote the call and so the session's data: the rule names only its author,
+                    // and the words go as the call's input does (`bosun.policy.reason`).
+                    Layer::Hook => format!(
+                        "hook rule of {}",
+                        rule.source.as_deref().unwrap_or("a hook")
+                    ),
+                    _ => format!("{} rule {}", rule.layer, rule.rule),
+                });
                 if let Some(rule) = &rule {
                     call.open.set("bosun.policy.rule", s(rule.clone()));
+                }
+                if let Some(words) = deciding.filter(|rule| rule.layer == Layer::Hook)
+                    && let Some(reason) =
+                        self.content_at(run.level, content.tool_inputs, || words.rule.clone())
+                {
+                    call.open.set("bosun.policy.reason", s(reason));
                 }
                 if let Some(source) = explanation.deciding_rule().and_then(|r| r.source.clone()) {
                     call.open.set("bosun.policy.source", s(source));

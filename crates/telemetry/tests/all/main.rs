@@ -769,3 +769,96 @@ fn content_is_judged_by_the_sessions_level_from_the_start_of_each_run() {
         "{logs:#?}"
     );
 }
+
+/// A plugin's restrict hook may quote the call in its reason, and so the session's data: the
+/// exported rule names only the hook's author (as the denial metric's label does), and the
+/// words go as content, judged by the session's level like the call's input.
+#[test]
+fn a_hooks_reason_is_exported_as_content_never_as_the_rule() {
+    let hook_denial = |run: &str, id: &str, words: &str| {
+        [
+            envelope(
+                run,
+                None,
+                1,
+                Event::ToolProposed {
+                    call_id: id.into(),
+                    tool: "write_file".into(),
+                    input: json!({"path": "out.txt"}),
+                },
+            ),
+            envelope(
+                run,
+                None,
+                2,
+                Event::ToolDecided {
+                    call_id: id.into(),
+                    tool: "write_file".into(),
+                    action: "builtin.tool.write_file".into(),
+                    capabilities: vec![],
+                    explanation: Explanation {
+                        decision: Decision::Deny,
+                        deciding: 0,
+                        checks: vec![MatchedRule {
+                            subject: "builtin.tool.write_file".into(),
+                            layer: Layer::Hook,
+                            rule: format!(
+                                "[reason given by the plugin `guard`]\n```\n{words}\n```"
+                            ),
+                            source: Some("guard".into()),
+                            decision: Decision::Deny,
+                        }],
+                    },
+                },
+            ),
+            envelope(
+                run,
+                None,
+                3,
+                Event::RunFinished {
+                    outcome: RunOutcome::Completed,
+                },
+            ),
+        ]
+    };
+    let started = |run: &str, level: Classification| {
+        envelope(
+            run,
+            None,
+            0,
+            Event::RunStarted {
+                command: "run".into(),
+                workspace: "/w".into(),
+                mode: "workspace-write".into(),
+                sandbox: String::new(),
+                level,
+            },
+        )
+    };
+    let mut events = vec![started("held", Classification::Confidential)];
+    events.extend(hook_denial("held", "h1", "the key is quoted-secret-words"));
+    events.push(started("open", Classification::Public));
+    events.extend(hook_denial("open", "o1", "public-hook-words"));
+
+    let (spans, logs) = export_with_content(Some(Classification::Internal), &events);
+    let text = |id: &str, key: &str| {
+        let span = spans
+            .iter()
+            .find(|s| attr(s, "gen_ai.tool.call.id") == Some(&json!({"stringValue": id})))
+            .unwrap_or_else(|| panic!("no span of {id}: {spans:#?}"));
+        attr(span, key)
+            .and_then(|v| v["stringValue"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for id in ["h1", "o1"] {
+        assert_eq!(text(id, "bosun.policy.rule"), "hook rule of guard", "{id}");
+    }
+    assert_eq!(
+        text("h1", "bosun.policy.reason"),
+        "[withheld: the session holds CONFIDENTIAL data and this collector is INTERNAL]"
+    );
+    assert!(text("o1", "bosun.policy.reason").contains("public-hook-words"));
+    let everything = serde_json::to_string(&(&spans, &logs)).unwrap();
+    assert!(!everything.contains("quoted-secret-words"), "{everything}");
+}
