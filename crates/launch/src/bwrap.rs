@@ -150,21 +150,6 @@ enum Mount {
     Protect,
 }
 
-/// Variables the C library drops when it starts `bwrap` in secure-execution mode (`TMPDIR`
-/// among them): `bwrap` is told to set them again inside.
-const DROPPED_AT_EXEC: &[&str] = &[
-    "TMPDIR",
-    "LD_LIBRARY_PATH",
-    "LD_PRELOAD",
-    "LOCPATH",
-    "NLSPATH",
-    "TZDIR",
-    "GCONV_PATH",
-    "RES_OPTIONS",
-    "LOCALDOMAIN",
-    "HOSTALIASES",
-];
-
 /// The held places of one child ([`crate::held`]), for its command line.
 pub(crate) struct Places<'a> {
     pub(crate) read: &'a [Held],
@@ -226,13 +211,6 @@ pub(crate) fn arguments(
     .collect();
     if matches!(network, Network::TcpPorts(_)) {
         out.push("--share-net".into());
-    }
-    for (name, value) in env {
-        if DROPPED_AT_EXEC.iter().any(|d| name == d) {
-            out.push("--setenv".into());
-            out.push(name.clone());
-            out.push(value.clone());
-        }
     }
     // /proc and /dev are the child's own; a grant cannot bring the host's back.
     let kept = |path: &Path| {
@@ -335,19 +313,33 @@ pub(crate) fn arguments(
             }
         }
     }
+    // `bwrap` mounts each protected path and mask over a name: the last check, inside the
+    // finished sandbox, makes sure each landed on the very file that was held.
+    let staged = !checks.is_empty();
+    // `bwrap` itself starts with an empty environment: the command's variables (`LD_PRELOAD`,
+    // `LD_DEBUG_OUTPUT`, `GCONV_PATH`, … among them, which a plugin's server may declare) are
+    // read by the dynamic loader of every program started with them, and `bwrap` runs outside
+    // the sandbox it makes. They reach only the command: set by `bwrap` just before it runs the
+    // command, or — behind the last check, which must not be loaded with them either — handed
+    // to the stage as arguments and put in place when it becomes the command.
+    if !staged {
+        for (name, value) in env {
+            out.push("--setenv".into());
+            out.push(name.clone());
+            out.push(value.clone());
+        }
+    }
     for fd in seccomp_fds {
         out.push("--add-seccomp-fd".into());
         out.push(fd.to_string().into());
     }
     out.push("--".into());
-    // `bwrap` mounts each protected path and mask over a name: the last check, inside the
-    // finished sandbox, makes sure each landed on the very file that was held.
-    let staged = !checks.is_empty();
     if staged {
         out.extend(crate::stage::command(
             stage.exe,
             stage.verdict,
             &checks,
+            env,
             program,
             args,
         ));
@@ -430,20 +422,6 @@ pub(crate) fn c_strings(
         .map(|a| CString::new(a.into_vec()).map_err(nul))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((path, argv))
-}
-
-/// `NAME=value` strings of `env`, for `execve`.
-pub(crate) fn environment(env: &[(OsString, OsString)]) -> Result<Vec<CString>, LaunchError> {
-    env.iter()
-        .map(|(name, value)| {
-            let mut pair = name.clone().into_vec();
-            pair.push(b'=');
-            pair.extend_from_slice(value.as_bytes());
-            CString::new(pair).map_err(|_| {
-                LaunchError::Setup("an environment variable holds a NUL byte".to_owned())
-            })
-        })
-        .collect()
 }
 
 /// The raw descriptors of `files`, for the command line and for clearing close-on-exec.
@@ -549,11 +527,8 @@ mod tests {
             "{text:?}"
         );
         assert!(!text.contains(&"--share-net".to_owned()));
-        assert!(
-            text.windows(3)
-                .any(|w| w == ["--setenv", "TMPDIR", "/tmp/t"]),
-            "{text:?}"
-        );
+        // Behind the last check the command's variables go to the stage, never to `bwrap`.
+        assert!(!text.contains(&"--setenv".to_owned()), "{text:?}");
         // The protected .git makes the command run behind the last check, which is told where
         // .git must be covered.
         let end = text.iter().position(|a| a == "--").unwrap_or(0);
@@ -576,6 +551,9 @@ mod tests {
                 &spec,
                 &ws,
                 ".git",
+                "-e",
+                "TMPDIR",
+                "/tmp/t",
                 "--",
                 "sh",
                 "-c",

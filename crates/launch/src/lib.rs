@@ -811,8 +811,10 @@ fn confine(
             )?;
             let (path, argv) = bwrap::c_strings(&bwrap.path, argv)?;
             // `bwrap` is started from the pre-exec step, before std has put the command's
-            // environment in place: it is given that environment, not Bosun's.
-            let envp = bwrap::environment(&env)?;
+            // environment in place, and with an empty one of its own: neither Bosun's nor the
+            // command's variables reach the loader of a program outside the sandbox
+            // (`bwrap::arguments` hands the command's to the command).
+            let envp = Vec::new();
             // bwrap mounts the protected paths and masks over their names: the child checks
             // just before starting it that each is still what was held (an early refusal), and
             // the last check inside the sandbox that each mount landed on it.

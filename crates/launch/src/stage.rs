@@ -11,6 +11,10 @@
 //! ([`ENTRY`], before `main`) sees [`MARKER`], checks each place ([`Check`]) and `execvp`s the
 //! command; or it refuses, tells the launcher why on the verdict pipe, and exits. It never
 //! returns into the program it is part of.
+//!
+//! The stage is started with an empty environment and is handed the command's as arguments:
+//! started with the command's variables, the dynamic loader would act on them (`LD_PRELOAD`
+//! loading a library of the command's choosing) before the checks ran.
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -21,7 +25,10 @@ use std::path::{Path, PathBuf};
 use crate::{LaunchError, sys};
 
 /// The first argument that makes Bosun's executable this stage rather than itself.
-pub(crate) const MARKER: &str = "--bosun-launch-stage-v1";
+pub(crate) const MARKER: &str = "--bosun-launch-stage-v2";
+
+/// Comes before each of the command's variables (`-e NAME VALUE`) in the stage's arguments.
+const ENV: &str = "-e";
 
 /// How the stage exits when it refuses (the command never ran).
 pub(crate) const REFUSED: libc::c_int = 125;
@@ -103,11 +110,13 @@ impl Check {
 }
 
 /// What `bwrap` runs when `checks` are to be made: the stage (Bosun's executable, open at
-/// `exe`), which answers on `verdict` and then runs `program` with `args`.
+/// `exe`), which answers on `verdict` and then runs `program` with `args` and exactly the
+/// environment `env`.
 pub(crate) fn command(
     exe: RawFd,
     verdict: RawFd,
     checks: &[Check],
+    env: &[(OsString, OsString)],
     program: &OsStr,
     args: &[OsString],
 ) -> Vec<OsString> {
@@ -120,6 +129,11 @@ pub(crate) fn command(
         out.push(check.spec().into());
         out.push(check.base.clone().into_os_string());
         out.push(check.relative.clone().into_os_string());
+    }
+    for (name, value) in env {
+        out.push(ENV.into());
+        out.push(name.clone());
+        out.push(value.clone());
     }
     out.push("--".into());
     out.push(program.to_owned());
@@ -250,7 +264,8 @@ fn arguments(_argc: libc::c_int, _argv: *const *const libc::c_char) -> Vec<Vec<u
         .unwrap_or_default()
 }
 
-/// The stage itself: `args` are `exe MARKER verdict-fd (spec base relative)* -- program args…`.
+/// The stage itself: `args` are `exe MARKER verdict-fd (spec base relative)* (-e name value)*
+/// -- program args…`.
 fn run(args: &[Vec<u8>]) -> ! {
     let malformed = || -> ! {
         say(b"bosun: the sandbox's last check was started with malformed arguments\n");
@@ -265,11 +280,16 @@ fn run(args: &[Vec<u8>]) -> ! {
     };
     let mut rest = args.get(3..).unwrap_or_default();
     let mut checks = Vec::new();
+    let mut env = Vec::new();
     loop {
         match rest {
             [end, command @ ..] if end.as_slice() == b"--" => {
                 rest = command;
                 break;
+            }
+            [flag, name, value, more @ ..] if flag.as_slice() == ENV.as_bytes() => {
+                env.push((name, value));
+                rest = more;
             }
             [spec, base, relative, more @ ..] => {
                 let Some(check) = Check::parse(spec, base, relative) else {
@@ -294,7 +314,31 @@ fn run(args: &[Vec<u8>]) -> ! {
         }
     }
     answer(verdict, b"covered\n");
+    become_environment(&env);
     exec(rest)
+}
+
+/// Replaces this process's (empty) environment with the command's, for `execvp` to find the
+/// program on the command's `PATH` and hand it on. The stage is single-threaded here (before
+/// `main`), so changing the environment races with nothing.
+fn become_environment(env: &[(&Vec<u8>, &Vec<u8>)]) {
+    // SAFETY: clearenv/setenv before main, on one thread, with NUL-terminated strings that
+    // outlive each call.
+    unsafe {
+        libc::clearenv();
+    }
+    for (name, value) in env {
+        let (Ok(name), Ok(value)) = (CString::new(name.to_vec()), CString::new(value.to_vec()))
+        else {
+            say(b"bosun: an environment variable holds a NUL byte\n");
+            exit(REFUSED)
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } != 0 {
+            say(b"bosun: the command's environment could not be put in place\n");
+            exit(REFUSED)
+        }
+    }
 }
 
 /// Whether `check`'s place is covered as it must be; what was found when it is not.
@@ -540,6 +584,7 @@ mod tests {
             9,
             8,
             &checks,
+            &[("PATH".into(), "/usr/bin".into())],
             OsStr::new("sh"),
             &["-c".into(), "true".into()],
         );
@@ -551,7 +596,10 @@ mod tests {
             .filter_map(|a| Check::parse(a[0].as_bytes(), a[1].as_bytes(), a[2].as_bytes()))
             .collect();
         assert_eq!(read, checks);
-        assert_eq!(args[12..], ["--", "sh", "-c", "true"]);
+        assert_eq!(
+            args[12..],
+            ["-e", "PATH", "/usr/bin", "--", "sh", "-c", "true"]
+        );
         assert_eq!(checks[2].path(), Path::new("/h/.netrc"));
     }
 }

@@ -558,6 +558,66 @@ async fn the_child_gets_only_the_variables_its_command_sets(backend: Backend) {
     }
 }
 
+/// The command's variables reach the command only: never the dynamic loader of a program that
+/// runs outside the sandbox (`bwrap`) or inside it before its last check (the stage). A plugin's
+/// MCP server may declare its own variables, and `LD_PRELOAD` there would load a library of its
+/// choosing into that program; `LD_DEBUG_OUTPUT` shows the same thing harmlessly, since the
+/// loader of every program started with it writes `<name>.<pid>` wherever that program may
+/// write. With the command's environment handed to `bwrap`, a log appears outside the sandbox;
+/// with it handed to the stage, the stage's log (`/proc/self/fd/N`) appears beside the
+/// command's. Once behind the last check (a protected path) and once without one.
+async fn the_commands_loader_variables_reach_only_the_command(backend: Backend) {
+    let rig = rig();
+    let launcher = full_launcher(backend, SandboxConfig::default());
+    let outside = rig.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for protected in [true, false] {
+        let inside = rig.workspace.join(format!("debug-{protected}"));
+        std::fs::create_dir_all(&inside).unwrap();
+        for log in [outside.join("log"), inside.join("log")] {
+            let mut confinement = rig.confinement(Network::Off);
+            if !protected {
+                confinement.protected.clear();
+            }
+            let mut command = tokio::process::Command::new("/bin/true");
+            command
+                .current_dir(&rig.workspace)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("LD_DEBUG", "libs")
+                .env("LD_DEBUG_OUTPUT", &log)
+                .kill_on_drop(true);
+            let _jail = launcher.confine(&mut command, &confinement).unwrap();
+            let output = command.output().await.unwrap();
+            assert!(output.status.success(), "{}", text(&output));
+        }
+        let leaked: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert!(
+            leaked.is_empty(),
+            "a program outside the sandbox was started with the command's variables \
+             (protected path: {protected}): {leaked:?}"
+        );
+        let logs: Vec<String> = std::fs::read_dir(&inside)
+            .unwrap()
+            .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+            .collect();
+        assert!(
+            logs.iter()
+                .any(|log| log.contains("initialize program: /bin/true")),
+            "the command itself was not given its variables: {logs:?}"
+        );
+        for log in &logs {
+            assert!(
+                !log.contains("/proc/self/fd/"),
+                "the last check was started with the command's variables: {log}"
+            );
+        }
+    }
+}
+
 /// A program planted in the workspace (the child's working directory) is never what a program
 /// name resolves to through a relative `PATH` entry (`.`, empty, `bin`), neither for the child
 /// the launcher starts nor for what that child starts in turn, confined or not; the same name
@@ -1350,6 +1410,7 @@ per_backend!(
     a_file_the_command_line_names_is_readable_but_nothing_private,
     a_relative_path_entry_never_finds_a_program_in_the_workspace,
     the_child_gets_only_the_variables_its_command_sets,
+    the_commands_loader_variables_reach_only_the_command,
     a_file_over_the_size_limit_cannot_be_written,
     a_child_past_its_cpu_seconds_is_stopped_by_the_kernel,
 );
