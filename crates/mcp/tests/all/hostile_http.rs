@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bosun_host::Host;
 use bosun_mcp::http::{Client, Limits};
 use bosun_mcp::server::ServeOptions;
 use bosun_mcp::{HttpOptions, Served, serve_http};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::Dirs;
@@ -43,14 +44,27 @@ impl Server {
 
     /// Serves `dirs`' host with `options` over HTTP and `serve` for the calls.
     async fn start_served(options: HttpOptions, serve: ServeOptions, dirs: Dirs) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let host = dirs.host();
+        Self::serve_on(listener, host, options, serve, dirs)
+    }
+
+    /// Serves `host` (of `dirs`) on `listener` with `options` over HTTP and `serve` for the
+    /// calls.
+    fn serve_on(
+        listener: TcpListener,
+        host: Host,
+        options: HttpOptions,
+        serve: ServeOptions,
+        dirs: Dirs,
+    ) -> Self {
         let address = listener.local_addr().unwrap().to_string();
         let cancel = CancellationToken::new();
         let options = HttpOptions {
             cancel: cancel.clone(),
             ..options
         };
-        let served = Served::with_options(Arc::new(dirs.host()), "serve --http", serve).unwrap();
+        let served = Served::with_options(Arc::new(host), "serve --http", serve).unwrap();
         tokio::spawn(serve_http(served, listener, options));
         Self {
             address,
@@ -71,6 +85,17 @@ impl Server {
     async fn post(&self, body: &str, extra: &[(&str, &str)]) -> Answer {
         self.exchange(&request("POST", &self.address, body, extra))
             .await
+    }
+
+    /// A `tools/call` of the 2026-07-28 revision (no session) of `name` with `arguments`, as
+    /// `auth` (an `Authorization` value) when given.
+    async fn call_modern(&self, auth: Option<&str>, name: &str, arguments: &str) -> Answer {
+        let (body, headers) = modern_call(name, arguments);
+        let mut extra: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if let Some(auth) = auth {
+            extra.push(("Authorization", auth));
+        }
+        self.post(&body, &extra).await
     }
 
     /// Opens a session of the 2025-06-18 revision as `auth` (an `Authorization` value) and
@@ -580,6 +605,16 @@ async fn listen(address: &str) -> (TcpStream, String) {
 
 /// [`listen`], as the client whose `Authorization` is `auth`.
 async fn listen_as(address: &str, auth: Option<&str>) -> (TcpStream, String) {
+    let stream = TcpStream::connect(address).await.unwrap();
+    listen_over(stream, address, auth).await
+}
+
+/// [`listen_as`] on `stream`, connected to `address`.
+async fn listen_over(
+    mut stream: TcpStream,
+    address: &str,
+    auth: Option<&str>,
+) -> (TcpStream, String) {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}"#;
     let mut headers = vec![
         ("MCP-Protocol-Version", "2026-07-28"),
@@ -589,7 +624,6 @@ async fn listen_as(address: &str, auth: Option<&str>) -> (TcpStream, String) {
         headers.push(("Authorization", auth));
     }
     let raw = request("POST", address, body, &headers);
-    let mut stream = TcpStream::connect(address).await.unwrap();
     stream.write_all(&raw).await.unwrap();
     let mut said = Vec::new();
     let mut buffer = [0u8; 4096];
@@ -625,6 +659,185 @@ async fn listen_streams_past_the_bound_are_refused() {
         text.contains("most subscriptions/listen streams open (256)"),
         "{text}"
     );
+}
+
+/// The plugin a model writes into the workspace and installs with `plugin_install`: its
+/// installation and each `plugin_reload` change the set of tools, which every listener is told.
+const WORD_TOOLS: &str = r#"export const manifest = {
+  name: "word-tools",
+  version: "1.0.0",
+  description: "Counts words.",
+  classification: "PUBLIC",
+  trust: "sandboxed",
+  declaredEndpoints: [],
+} as const;
+
+export const toolDefinitions = [
+  {
+    name: "count_words",
+    description: "Counts the words in a text.",
+    parameters: { text: { type: "string", description: "The text.", required: true } },
+  },
+];
+
+export function createExecutor(_context: { pluginName: string }) {
+  return async (_name: string, input: Record<string, unknown>): Promise<string | null> =>
+    String(String(input.text ?? "").split(/\s+/).filter(Boolean).length);
+}
+"#;
+
+/// The smallest socket buffer the kernel gives (it raises any smaller request to its floor):
+/// a stream its client never reads is full after tens of notifications, not the thousands a
+/// loopback connection's self-tuned buffers take. Only the buffers are small; the server's code
+/// is the one `bosun serve --http` runs.
+const SMALLEST_BUFFER: u32 = 1;
+
+impl Server {
+    /// A server whose host has the model's plugin tools, allowed by policy, and `word-tools`
+    /// written in its workspace; every connection it accepts has the smallest send buffer.
+    async fn with_a_plugin_to_install() -> Self {
+        let dirs = Dirs::new();
+        std::fs::write(
+            dirs.home.join("config.toml"),
+            "[[policy.rules]]\naction = \"builtin.tool.plugin_*\"\ndecision = \"allow\"\n",
+        )
+        .unwrap();
+        let plugin = dirs.ws.join(".bosun/plugins/word-tools");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(plugin.join("mod.ts"), WORD_TOOLS).unwrap();
+        // Accepted connections inherit the listening socket's buffer sizes.
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.set_send_buffer_size(SMALLEST_BUFFER).unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(1024).unwrap();
+        let host = dirs.host_with_plugins();
+        Self::serve_on(
+            listener,
+            host,
+            HttpOptions::default(),
+            ServeOptions::default(),
+            dirs,
+        )
+    }
+
+    /// Changes the set of tools as a model does, through a call: installs `word-tools`.
+    async fn install_plugin(&self) {
+        let answer = self
+            .call_modern(None, "plugin_install", r#"{"name":"word-tools"}"#)
+            .await;
+        assert!(
+            answer.text.contains(r#"\"word-tools@1.0.0\" installed"#),
+            "{}",
+            answer.text
+        );
+    }
+
+    /// Changes the set of tools again: `plugin_reload` swaps in the installed plugin's tools
+    /// anew. Answered, or the test fails after [`STUCK`].
+    async fn reload_plugin(&self) {
+        let answer = self
+            .call_modern(None, "plugin_reload", r#"{"name":"word-tools"}"#)
+            .await;
+        assert!(
+            answer.text.contains(r#"\"word-tools@1.0.0\" reloaded"#),
+            "{}",
+            answer.text
+        );
+    }
+}
+
+/// Reads a `subscriptions/listen` stream, which has said `said` so far, until it has told of
+/// `times` changes of the tool set in all; all it said.
+async fn hear_changes(stream: &mut TcpStream, said: String, times: usize) -> String {
+    let mut said = said.into_bytes();
+    let heard = |said: &[u8]| {
+        String::from_utf8_lossy(said)
+            .matches("notifications/tools/list_changed")
+            .count()
+    };
+    let mut buffer = [0u8; 4096];
+    let reading = async {
+        while heard(&said) < times {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => said.extend_from_slice(&buffer[..n]),
+            }
+        }
+        true
+    };
+    let outcome = tokio::time::timeout(STUCK, reading).await;
+    let said = String::from_utf8_lossy(&said).into_owned();
+    match outcome {
+        Ok(true) => said,
+        Ok(false) => panic!("the stream ended before it told of {times} changes: {said}"),
+        Err(_) => panic!("the stream told of fewer than {times} changes in {STUCK:?}: {said}"),
+    }
+}
+
+/// How many times the tool set changes while a stream is not read: several times what its
+/// connection's buffers and the server's queues hold with the smallest socket buffers (a call
+/// that waited on the stream was held at about the sixtieth).
+const CHANGES_UNREAD: usize = 200;
+
+#[tokio::test]
+async fn a_listen_stream_never_read_holds_up_no_call_that_changes_the_tools() {
+    let server = Server::with_a_plugin_to_install().await;
+    // A client opens a stream on a connection with the smallest receive window, and never
+    // reads it again; another reads its own.
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(SMALLEST_BUFFER).unwrap();
+    let connected = socket
+        .connect(server.address.parse().unwrap())
+        .await
+        .unwrap();
+    let (_unread, _) = listen_over(connected, &server.address, None).await;
+    let (mut read, said) = listen(&server.address).await;
+    // Every call that changes the tools is answered, long after the unread stream is full.
+    server.install_plugin().await;
+    for _ in 0..CHANGES_UNREAD {
+        server.reload_plugin().await;
+    }
+    // And so is every later call; the stream that is read was told.
+    let later = server
+        .call_modern(None, "read_file", r#"{"path":"hello.txt"}"#)
+        .await;
+    assert!(
+        later.text.contains("hello from the served workspace"),
+        "{}",
+        later.text
+    );
+    hear_changes(&mut read, said, 1).await;
+}
+
+#[tokio::test]
+async fn a_listen_stream_that_ends_leaves_another_clients_of_the_same_request_id() {
+    let server = Server::with_a_plugin_to_install().await;
+    server.install_plugin().await;
+    // Two clients each listen with request id 1; the first goes away.
+    let (ended, _) = listen_as(&server.address, Some("Bearer first-0123456789abcdef")).await;
+    let (mut kept, mut said) =
+        listen_as(&server.address, Some("Bearer second-0123456789abcdef")).await;
+    drop(ended);
+    // The second hears of every change that follows, the first of which finds the first
+    // client's stream gone.
+    for times in 1..=3 {
+        server.reload_plugin().await;
+        said = hear_changes(&mut kept, said, times).await;
+    }
+}
+
+#[tokio::test]
+async fn listen_streams_that_ended_give_their_places_back() {
+    let server = Server::with_a_plugin_to_install().await;
+    // One after another, more streams opened and closed than the server holds at once.
+    for _ in 0..2 * bosun_mcp::server::MAX_LISTENERS {
+        let (stream, _) = listen(&server.address).await;
+        drop(stream);
+    }
+    // A stream opened now is held open, and is told of the next change.
+    let (mut stream, said) = listen(&server.address).await;
+    server.install_plugin().await;
+    hear_changes(&mut stream, said, 1).await;
 }
 
 const ALICE: &str = "Bearer alice-token-0123456789abcdef";
@@ -1017,15 +1230,8 @@ decision = "allow"
     std::fs::write(dirs.ws.join("secrets/key.txt"), "hunter2\n").unwrap();
     // Loopback without tokens: each caller is told apart by the `Authorization` it sends.
     let server = Server::start_served(HttpOptions::default(), ServeOptions::default(), dirs).await;
-    let call = |auth: &'static str, name: &str, arguments: &str| {
-        let (body, headers) = modern_call(name, arguments);
-        let server = &server;
-        async move {
-            let mut extra: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            extra.push(("Authorization", auth));
-            server.post(&body, &extra).await
-        }
+    let call = |auth: &'static str, name: &'static str, arguments: &'static str| {
+        server.call_modern(Some(auth), name, arguments)
     };
     let (mallory, carol) = (
         "Bearer mallory-0123456789abcdef",

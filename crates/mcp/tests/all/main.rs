@@ -44,6 +44,16 @@ impl Dirs {
     pub(crate) fn host(&self) -> Host {
         host_of(&self.ws, &self.home)
     }
+
+    /// A host of this workspace and home with its plugin tools: the model's `plugin_install`
+    /// and `plugin_reload`, through which a call changes the set of tools.
+    pub(crate) fn host_with_plugins(&self) -> Host {
+        Host::builder()
+            .workspace_of(&self.ws)
+            .home(&self.home)
+            .build()
+            .unwrap()
+    }
 }
 
 /// A host of `ws` and `home`, without plugins.
