@@ -116,6 +116,12 @@ pub struct Scope {
     /// person asked and the trace see both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
+    /// For `fs.*`: the use reaches the directory at `path` as a whole — every file in it and
+    /// below, as a plugin's preopen does — not only `path` itself. Policy matches `path` as
+    /// ever (a rule for `dir` or `dir/**` covers it, one for a file inside does not); the
+    /// person asked, the trace and a remembered rule say `dir/**`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_directory: bool,
 }
 
 impl Scope {
@@ -126,6 +132,24 @@ impl Scope {
             && self.path.is_none()
             && self.program.is_none()
             && self.written.is_none()
+            && !self.whole_directory
+    }
+
+    /// The scope as a subject names it: the host, else the program, else the path — a whole
+    /// directory's as `dir/**` (`**` for the workspace root), what reaches it in a rule.
+    pub fn shown(&self) -> Option<std::borrow::Cow<'_, str>> {
+        use std::borrow::Cow;
+        if let Some(value) = self.host.as_ref().or(self.program.as_ref()) {
+            return Some(Cow::Borrowed(value));
+        }
+        let path = self.path.as_deref()?;
+        Some(if !self.whole_directory {
+            Cow::Borrowed(path)
+        } else if path == "." || path.is_empty() {
+            Cow::Borrowed("**")
+        } else {
+            Cow::Owned(format!("{}/**", path.trim_end_matches('/')))
+        })
     }
 
     /// The same scope with the path the model wrote in place of the judged one: what a
@@ -208,13 +232,7 @@ impl CapabilityRequest {
 impl fmt::Display for CapabilityRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.capability)?;
-        let scope = &self.scope;
-        if let Some(v) = scope
-            .host
-            .as_ref()
-            .or(scope.program.as_ref())
-            .or(scope.path.as_ref())
-        {
+        if let Some(v) = self.scope.shown() {
             write!(f, ":{v}")?;
         }
         Ok(())

@@ -132,14 +132,19 @@ impl Explanation {
     pub fn as_written(&self, capabilities: &[crate::CapabilityRequest]) -> Explanation {
         let mut told = self.clone();
         for request in capabilities {
-            let (Some(path), Some(written)) = (&request.scope.path, &request.scope.written) else {
+            if request.scope.path.is_none() || request.scope.written.is_none() {
                 continue;
-            };
-            let action = request.capability.as_action();
-            let judged = format!("{action}:{path}");
+            }
+            // Subjects are named as requests display (a whole directory as `dir/**`).
+            let judged = request.to_string();
+            let written = crate::CapabilityRequest {
+                capability: request.capability.clone(),
+                scope: request.scope.as_written(),
+            }
+            .to_string();
             for check in &mut told.checks {
                 if check.subject == judged {
-                    check.subject = format!("{action}:{written}");
+                    check.subject.clone_from(&written);
                 }
             }
         }

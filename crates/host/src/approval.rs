@@ -98,7 +98,8 @@ impl AnswerReach {
 
 impl ApprovalRequest {
     /// The capabilities the call uses, safe for a terminal and joined for one line; `None`
-    /// when it uses none.
+    /// when it uses none. A whole directory says so in words: the call will reach every file
+    /// in it, not only the one it names.
     pub fn uses(&self) -> Option<String> {
         if self.capabilities.is_empty() {
             return None;
@@ -106,9 +107,28 @@ impl ApprovalRequest {
         let caps: Vec<String> = self
             .capabilities
             .iter()
-            .map(|c| sanitize_for_terminal(&c.to_string()))
+            .map(|c| {
+                let shown = sanitize_for_terminal(&c.to_string());
+                if c.scope.whole_directory {
+                    format!("{shown} ({})", whole_directory_words(c))
+                } else {
+                    shown
+                }
+            })
             .collect();
         Some(caps.join(", "))
+    }
+}
+
+/// What a request for a whole directory reaches, in words: `every file in pub/ and below`, or
+/// `every file in the workspace` for its root; safe for a terminal.
+pub fn whole_directory_words(request: &CapabilityRequest) -> String {
+    match request.scope.path.as_deref() {
+        None | Some("." | "") => "the whole workspace: every file in it".to_owned(),
+        Some(path) => format!(
+            "the whole directory: every file in {}/ and below",
+            sanitize_for_terminal(path.trim_end_matches('/'))
+        ),
     }
 }
 

@@ -97,11 +97,18 @@ pub fn rules_for(
                 .as_deref()
                 .map(|h| exact(h, "host"))
                 .transpose()?,
+            // A whole directory (a plugin's preopen) is remembered as everything beneath it,
+            // as the person was shown it: `dir/**`, or `**` for the workspace root.
             path: scope
                 .path
                 .as_deref()
                 .map(|p| exact(p, "path"))
-                .transpose()?,
+                .transpose()?
+                .map(|p| match (scope.whole_directory, p.as_str()) {
+                    (false, _) => p,
+                    (true, "." | "") => "**".to_owned(),
+                    (true, dir) => format!("{}/**", dir.trim_end_matches('/')),
+                }),
             program: scope
                 .program
                 .as_deref()

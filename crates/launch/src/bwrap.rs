@@ -14,6 +14,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::held::Held;
+use crate::stage::Cover;
 use crate::{LaunchError, Network};
 
 /// Why no working `bwrap` was found.
@@ -181,10 +182,19 @@ enum Source {
     Fd(RawFd),
 }
 
-/// The arguments for one child: `bwrap` options, `--`, then the program and its arguments.
-/// System directories that do not exist are left out (`bwrap` would fail on them); every other
-/// place is bound from the descriptor it was held by, at the path it was given. `env` is the
-/// environment the command was given.
+/// Bosun's own executable and the verdict pipe's writing end, for the last check
+/// ([`crate::stage`]), as descriptors the child inherits.
+pub(crate) struct Stage {
+    pub(crate) exe: RawFd,
+    pub(crate) verdict: RawFd,
+}
+
+/// The arguments for one child: `bwrap` options, `--`, then the program and its arguments —
+/// behind the last check ([`crate::stage`]) when a protected path or a mask is mounted, which
+/// the returned flag says. System directories that do not exist are left out (`bwrap` would fail
+/// on them); every other place is bound from the descriptor it was held by, at the path it was
+/// given. `env` is the environment the command was given; `copies` receives the descriptors
+/// made for it, which must stay open until `bwrap` has started.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arguments(
     env: &[(OsString, OsString)],
@@ -192,9 +202,11 @@ pub(crate) fn arguments(
     places: &Places<'_>,
     network: &Network,
     seccomp_fds: &[RawFd],
+    stage: &Stage,
     program: &OsStr,
     args: &[OsString],
-) -> Vec<OsString> {
+    copies: &mut Vec<OwnedFd>,
+) -> Result<(Vec<OsString>, bool), LaunchError> {
     // --die-with-parent: `bwrap` is started from the launcher's spawner thread, which lives as
     // long as Bosun, so the parent-death signal (which follows the thread that forked) means
     // Bosun is gone. --new-session: no controlling terminal inside either.
@@ -237,10 +249,33 @@ pub(crate) fn arguments(
         .iter()
         .map(|h| (h, Mount::Read))
         .chain(places.write.iter().map(|h| (h, Mount::Write)))
-        .chain(places.protected.iter().map(|h| (h, Mount::Protect)))
     {
         if kept(&held.given) {
             mounts.push((held.given.clone(), how, Source::Fd(held.fd.as_raw_fd())));
+        }
+    }
+    let grants: Vec<&Held> = places.read.iter().chain(places.write).collect();
+    let mut checks = Vec::new();
+    for held in places.protected {
+        let mut first = true;
+        for check in destinations(held, &grants, Cover::ReadOnly) {
+            let path = check.path();
+            if !kept(&path) {
+                continue;
+            }
+            // bwrap closes a descriptor once it has bound it: each further name gets a copy.
+            let fd = if std::mem::take(&mut first) {
+                held.fd.as_raw_fd()
+            } else {
+                let copy = held.fd.try_clone().map_err(|e| {
+                    LaunchError::Setup(format!("holding {}: {e}", held.given.display()))
+                })?;
+                let raw = copy.as_raw_fd();
+                copies.push(copy);
+                raw
+            };
+            checks.push(check);
+            mounts.push((path, Mount::Protect, Source::Fd(fd)));
         }
     }
     // Parents before children, so a grant inside another grant lands on top of it; at the same
@@ -275,17 +310,29 @@ pub(crate) fn arguments(
         out.push(path.into_os_string());
     }
     // Credentials a grant took in: an empty read-only file or directory in their place.
+    // Each at every name a grant shows it under, not only its own.
     for held in places.masks {
-        let path = held.path.clone().into_os_string();
-        if held.is_dir() {
-            out.push("--tmpfs".into());
-            out.push(path.clone());
-            out.push("--remount-ro".into());
-            out.push(path);
+        let cover = if held.is_dir() {
+            Cover::EmptyDir
         } else {
-            out.push("--ro-bind".into());
-            out.push("/dev/null".into());
-            out.push(path);
+            Cover::NullFile
+        };
+        for check in destinations(held, &grants, cover) {
+            let path = check.path();
+            if !kept(&path) {
+                continue;
+            }
+            checks.push(check);
+            if held.is_dir() {
+                out.push("--tmpfs".into());
+                out.push(path.clone().into_os_string());
+                out.push("--remount-ro".into());
+                out.push(path.into_os_string());
+            } else {
+                out.push("--ro-bind".into());
+                out.push("/dev/null".into());
+                out.push(path.into_os_string());
+            }
         }
     }
     for fd in seccomp_fds {
@@ -293,8 +340,45 @@ pub(crate) fn arguments(
         out.push(fd.to_string().into());
     }
     out.push("--".into());
-    out.push(program.to_owned());
-    out.extend(args.iter().cloned());
+    // `bwrap` mounts each protected path and mask over a name: the last check, inside the
+    // finished sandbox, makes sure each landed on the very file that was held.
+    let staged = !checks.is_empty();
+    if staged {
+        out.extend(crate::stage::command(
+            stage.exe,
+            stage.verdict,
+            &checks,
+            program,
+            args,
+        ));
+    } else {
+        out.push(program.to_owned());
+        out.extend(args.iter().cloned());
+    }
+    Ok((out, staged))
+}
+
+/// Every place inside the child's root where `held` shows, and what must cover it there:
+/// beneath each grant whose place holds it, at that grant's name — a grant given through a link
+/// (`~/dotfiles` → `/data/home`, a workspace opened through a link) shows it under another name
+/// than its canonical one, where a mount at one name alone leaves it bare at the other. A place
+/// no grant holds keeps its canonical path.
+fn destinations(held: &Held, grants: &[&Held], cover: Cover) -> Vec<crate::stage::Check> {
+    let mut out: Vec<crate::stage::Check> = grants
+        .iter()
+        .filter_map(|grant| {
+            let relative = held.path.strip_prefix(&grant.path).ok()?;
+            relative
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+                .then(|| held.check(cover, Some(grant), relative.to_path_buf()))
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(held.check(cover, None, PathBuf::new()));
+    }
+    out.sort_by_key(crate::stage::Check::path);
+    out.dedup_by_key(|c| c.path());
     out
 }
 
@@ -411,7 +495,7 @@ mod tests {
             .filter_map(|p| hold(&places, p))
             .collect();
         let protected: Vec<_> = hold(&places, &git).into_iter().collect();
-        let args = arguments(
+        let (args, staged) = arguments(
             &[("TMPDIR".into(), "/tmp/t".into())],
             &[PathBuf::from("/usr"), dir.path().join("no-system")],
             &Places {
@@ -422,9 +506,16 @@ mod tests {
             },
             &Network::Off,
             &[7],
+            &Stage {
+                exe: 11,
+                verdict: 12,
+            },
             OsStr::new("sh"),
             &["-c".into(), "true".into()],
-        );
+            &mut Vec::new(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(staged);
         let text: Vec<String> = args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -463,7 +554,33 @@ mod tests {
                 .any(|w| w == ["--setenv", "TMPDIR", "/tmp/t"]),
             "{text:?}"
         );
-        let tail: Vec<&str> = text[text.len() - 6..].iter().map(String::as_str).collect();
-        assert_eq!(tail, ["--add-seccomp-fd", "7", "--", "sh", "-c", "true"]);
+        // The protected .git makes the command run behind the last check, which is told where
+        // .git must be covered.
+        let end = text.iter().position(|a| a == "--").unwrap_or(0);
+        let command: Vec<&str> = text[end - 2..].iter().map(String::as_str).collect();
+        let ws = ws.display().to_string();
+        let spec = text
+            .iter()
+            .find(|a| a.starts_with("r:"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            command,
+            [
+                "--add-seccomp-fd",
+                "7",
+                "--",
+                "/proc/self/fd/11",
+                crate::stage::MARKER,
+                "12",
+                &spec,
+                &ws,
+                ".git",
+                "--",
+                "sh",
+                "-c",
+                "true"
+            ]
+        );
     }
 }

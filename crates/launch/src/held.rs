@@ -30,6 +30,8 @@ pub(crate) struct Held {
     dev: u64,
     ino: u64,
     mode: u32,
+    /// Whether it is a mount's root on the host (no directory entry of its own names it).
+    mount_root: bool,
 }
 
 impl Held {
@@ -39,6 +41,25 @@ impl Held {
 
     pub(crate) fn is_file(&self) -> bool {
         self.mode & libc::S_IFMT == libc::S_IFREG
+    }
+
+    /// What must cover it inside a bubblewrap sandbox: `relative` beneath `grant` there, or
+    /// its own canonical path when no grant holds it ([`crate::stage`]).
+    pub(crate) fn check(
+        &self,
+        cover: crate::stage::Cover,
+        grant: Option<&Held>,
+        relative: PathBuf,
+    ) -> crate::stage::Check {
+        crate::stage::Check {
+            cover,
+            dev: self.dev,
+            ino: self.ino,
+            mount_root: self.mount_root,
+            base: grant.map_or_else(|| self.path.clone(), |g| g.given.clone()),
+            base_id: grant.map_or((0, 0), |g| (g.dev, g.ino)),
+            relative,
+        }
     }
 
     /// How the child finds this place again in its own mount namespace.
@@ -62,6 +83,7 @@ impl Held {
             dev: self.dev,
             ino: self.ino,
             mode: self.mode,
+            mount_root: self.mount_root,
         })
     }
 }
@@ -210,6 +232,7 @@ fn final_is_link(place: &Held, relative: &Path) -> bool {
 fn held(fd: OwnedFd, given: &Path, path: PathBuf) -> Result<Held, LaunchError> {
     let (dev, ino, mode) = sys::stat_of(fd.as_fd())
         .map_err(|e| LaunchError::Setup(format!("holding {}: {e}", given.display())))?;
+    let mount_root = sys::is_mount_root(fd.as_fd());
     Ok(Held {
         given: given.to_path_buf(),
         path,
@@ -217,6 +240,7 @@ fn held(fd: OwnedFd, given: &Path, path: PathBuf) -> Result<Held, LaunchError> {
         dev,
         ino,
         mode,
+        mount_root,
     })
 }
 

@@ -21,7 +21,9 @@
 //!   the child's mount namespace.
 //! - **every path above** is resolved once and held open: rules and mounts are made on the
 //!   descriptor checked, so a directory swapped for a link meanwhile refuses the launch rather
-//!   than redirecting a grant or a mask.
+//!   than redirecting a grant or a mask. Under bubblewrap, which mounts protected paths and masks
+//!   over names, a last check inside the finished sandbox (`stage.rs`) confirms each mount sits on
+//!   the file that was held before the command runs.
 //! - **environment**, confined or not: exactly the variables the command sets, nothing inherited
 //!   from Bosun; its `PATH` keeps only absolute entries ([`search_path`]), so `.` or `bin` never
 //!   resolve a program name to a file in the workspace.
@@ -60,6 +62,7 @@ mod held;
 mod rules;
 pub mod search_path;
 mod spawner;
+mod stage;
 mod status;
 mod sys;
 
@@ -173,6 +176,10 @@ pub struct Launcher {
     private: Vec<PathBuf>,
     /// Where the probe's result is kept for this boot, when set.
     cache: Option<PathBuf>,
+    /// A directory of two FIFOs a hostile test meets a bubblewrap child at, between the
+    /// launcher's last check and `bwrap`'s start ([`Launcher::pause_before_bwrap`]).
+    #[cfg(feature = "testing")]
+    pause: Option<PathBuf>,
 }
 
 impl Launcher {
@@ -188,7 +195,20 @@ impl Launcher {
                 .collect(),
             home,
             cache: None,
+            #[cfg(feature = "testing")]
+            pause: None,
         }
+    }
+
+    /// For hostile tests: every bubblewrap child, once the launcher has checked its protected
+    /// paths and masks and just before it starts `bwrap`, writes a byte to the FIFO
+    /// `dir/checked` and waits for one on the FIFO `dir/go` — the instant another process could
+    /// swap a place for a link or another directory.
+    #[cfg(feature = "testing")]
+    #[must_use]
+    pub fn pause_before_bwrap(mut self, dir: impl Into<PathBuf>) -> Launcher {
+        self.pause = Some(dir.into());
+        self
     }
 
     /// Takes `home` as the user's home rather than `$HOME` (an embedding program, a test):
@@ -335,6 +355,14 @@ impl Launcher {
         })?;
         // The child made its own session, so its pid is its process group's id.
         jail.group = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
+        // Under bubblewrap the command starts only once the last check inside the sandbox has
+        // found every protected path and mask on the file that was held; its refusal is the
+        // launch's (dropping the jail kills what `bwrap` left).
+        if let Some(pipe) = jail.verdict.take()
+            && let stage::Verdict::Changed { place, what } = stage::read_verdict(&pipe)
+        {
+            return Err(LaunchError::Changed { place, what });
+        }
         Ok((child, jail))
     }
 }
@@ -447,6 +475,8 @@ pub struct Jail {
     /// Whether the child reopens held places before it starts (and fails with `ELOOP` or
     /// `ESTALE` when one changed).
     reopens: bool,
+    /// Where the last check inside a bubblewrap sandbox answers ([`stage`]).
+    verdict: Option<std::os::fd::OwnedFd>,
 }
 
 impl Jail {
@@ -705,6 +735,7 @@ fn confine(
     confinement: &Confinement,
 ) -> Result<Jail, LaunchError> {
     use std::ffi::CString;
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
 
     let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
@@ -757,7 +788,9 @@ fn confine(
                 .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
                 .collect();
             let system: Vec<PathBuf> = rules::system_reads().collect();
-            let argv = bwrap::arguments(
+            let handles = stage::Handles::open()?;
+            let mut copies = Vec::new();
+            let (argv, staged) = bwrap::arguments(
                 &env,
                 &system,
                 &bwrap::Places {
@@ -768,15 +801,21 @@ fn confine(
                 },
                 &confinement.network,
                 &fds,
+                &bwrap::Stage {
+                    exe: handles.exe.as_raw_fd(),
+                    verdict: handles.verdict_write.as_raw_fd(),
+                },
                 std.get_program(),
                 &args,
-            );
+                &mut copies,
+            )?;
             let (path, argv) = bwrap::c_strings(&bwrap.path, argv)?;
             // `bwrap` is started from the pre-exec step, before std has put the command's
             // environment in place: it is given that environment, not Bosun's.
             let envp = bwrap::environment(&env)?;
             // bwrap mounts the protected paths and masks over their names: the child checks
-            // just before starting it that each is still what was held.
+            // just before starting it that each is still what was held (an early refusal), and
+            // the last check inside the sandbox that each mount landed on it.
             let places = protected
                 .iter()
                 .chain(&masks)
@@ -785,13 +824,21 @@ fn confine(
             jail.reopens = !places.is_empty();
             // bwrap gets every grant by the descriptor its command line names, kept open until
             // the command is dropped.
-            let held = std::mem::take(&mut paths.read)
+            let mut held: Vec<_> = std::mem::take(&mut paths.read)
                 .into_iter()
                 .chain(std::mem::take(&mut paths.write))
                 .chain(std::mem::take(&mut protected))
                 .map(|h| h.fd)
+                .chain(copies)
                 .collect();
-            Some(sys::Exec::new(path, argv, envp, fds, held, places))
+            if staged {
+                held.extend([handles.exe, handles.verdict_write]);
+                jail.verdict = Some(handles.verdict_read);
+            }
+            let exec = sys::Exec::new(path, argv, envp, fds, held, places);
+            #[cfg(feature = "testing")]
+            let exec = exec.pause_before_bwrap(launcher.pause.as_deref())?;
+            Some(exec)
         }
     };
     let mut cgroup_procs = None;

@@ -307,6 +307,78 @@ pub(crate) fn is_link_at(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> bool {
     }
 }
 
+/// The whole `stat` of an open descriptor.
+///
+/// Async-signal-safe.
+pub(crate) fn stat_raw(fd: libc::c_int) -> io::Result<libc::stat> {
+    // SAFETY: fstat writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(libc::fstat(fd, &raw mut stat))?;
+        Ok(stat)
+    }
+}
+
+fn statfs_raw(fd: libc::c_int) -> Option<libc::statfs> {
+    // SAFETY: fstatfs writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::statfs = std::mem::zeroed();
+        (libc::fstatfs(fd, &raw mut stat) == 0).then_some(stat)
+    }
+}
+
+/// `ST_RDONLY` of statvfs(3)'s `f_flag` on Linux.
+const ST_RDONLY: libc::c_ulong = 1;
+
+/// Whether the mount the descriptor lies on is read-only (`ST_RDONLY`: the mount's own flag or
+/// its filesystem's).
+pub(crate) fn is_read_only(fd: libc::c_int) -> bool {
+    // SAFETY: fstatvfs writes into a zeroed stack value of the right type.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        libc::fstatvfs(fd, &raw mut stat) == 0 && stat.f_flag & ST_RDONLY != 0
+    }
+}
+
+/// Whether the descriptor lies on a tmpfs.
+pub(crate) fn is_tmpfs(fd: libc::c_int) -> bool {
+    statfs_raw(fd).is_some_and(|s| s.f_type == libc::TMPFS_MAGIC)
+}
+
+/// Whether the descriptor is the root of a mount (`STATX_ATTR_MOUNT_ROOT`, Linux 5.8); `false`
+/// when the kernel does not say.
+pub(crate) fn is_mount_root_raw(fd: libc::c_int) -> bool {
+    let flag = u64::try_from(libc::STATX_ATTR_MOUNT_ROOT).unwrap_or(0);
+    // SAFETY: statx with an empty path on a live descriptor writes into a zeroed stack value.
+    unsafe {
+        let mut stat: libc::statx = std::mem::zeroed();
+        libc::statx(
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            0,
+            &raw mut stat,
+        ) == 0
+            && stat.stx_attributes_mask & flag != 0
+            && stat.stx_attributes & flag != 0
+    }
+}
+
+/// [`is_mount_root_raw`] for the parent.
+pub(crate) fn is_mount_root(fd: BorrowedFd<'_>) -> bool {
+    is_mount_root_raw(fd.as_raw_fd())
+}
+
+/// A pipe, both ends close-on-exec: `(read, write)`.
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut ends = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array, owned by nothing else.
+    unsafe {
+        check(libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC))?;
+        Ok((OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])))
+    }
+}
+
 /// `(st_dev, st_ino)` of an open descriptor.
 ///
 /// # Safety
@@ -382,6 +454,9 @@ pub(crate) struct Exec {
     /// The places `bwrap` mounts over by name (protected paths, masks), checked to be still
     /// what the parent held just before it starts.
     places: Vec<Target>,
+    /// FIFOs a hostile test meets the child at just before `bwrap` starts: `(checked, go)`.
+    #[cfg(feature = "testing")]
+    pause: Option<(CString, CString)>,
 }
 
 // SAFETY: the pointers point into `_argv`'s and `_envp`'s heap buffers, which the struct owns
@@ -421,7 +496,26 @@ impl Exec {
             inherit,
             _held: held,
             places,
+            #[cfg(feature = "testing")]
+            pause: None,
         }
+    }
+
+    /// Makes the child meet a test at the FIFOs `dir/checked` and `dir/go` just before it
+    /// starts `bwrap` ([`crate::Launcher::pause_before_bwrap`]).
+    #[cfg(feature = "testing")]
+    pub(crate) fn pause_before_bwrap(
+        mut self,
+        dir: Option<&Path>,
+    ) -> Result<Exec, crate::LaunchError> {
+        use std::os::unix::ffi::OsStrExt;
+        let fifo = |name: &str| {
+            dir.map(|d| CString::new(d.join(name).as_os_str().as_bytes()))
+                .transpose()
+                .map_err(|_| crate::LaunchError::Setup("a FIFO's path holds a NUL".to_owned()))
+        };
+        self.pause = fifo("checked")?.zip(fifo("go")?);
+        Ok(self)
     }
 }
 
@@ -582,6 +676,16 @@ impl ChildPlan {
                 for target in &exec.places {
                     libc::close(target.reopen()?);
                 }
+                #[cfg(feature = "testing")]
+                if let Some((checked, go)) = &exec.pause {
+                    let mut byte = [b'x'];
+                    let fd = libc::open(checked.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    libc::write(fd, byte.as_ptr().cast(), 1);
+                    libc::close(fd);
+                    let fd = libc::open(go.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                    libc::read(fd, byte.as_mut_ptr().cast(), 1);
+                    libc::close(fd);
+                }
                 for fd in &exec.inherit {
                     check(libc::fcntl(*fd, libc::F_SETFD, 0))?;
                 }
@@ -625,7 +729,7 @@ pub(crate) fn parent_pid() -> libc::pid_t {
 ///
 /// # Safety
 /// Async-signal-safe; callable in a forked child.
-unsafe fn close_from(first: libc::c_uint) {
+pub(crate) unsafe fn close_from(first: libc::c_uint) {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
     // SAFETY: raw system calls on integers and a stack value.
     unsafe {

@@ -1095,8 +1095,238 @@ async fn a_masked_credential_moved_after_the_checks_is_refused(backend: Backend)
     }
 }
 
+/// An instant a hostile test can act in: a launcher made with
+/// [`Launcher::pause_before_bwrap`] holds each bubblewrap child there, after its own checks of
+/// the protected paths and masks and before `bwrap` mounts them.
+struct Window {
+    dir: tempfile::TempDir,
+}
+
+impl Window {
+    fn new() -> Window {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .args([dir.path().join("checked"), dir.path().join("go")])
+            .status()
+            .unwrap();
+        assert!(made.success());
+        Window { dir }
+    }
+
+    fn launcher(&self, config: SandboxConfig) -> Launcher {
+        full_launcher(Backend::Bubblewrap, config).pause_before_bwrap(self.dir.path())
+    }
+
+    /// Runs `swap` on another thread in the instant the next child is held in, then lets the
+    /// child go on; the receiver hears when that is done.
+    fn swap_in(&self, swap: impl FnOnce() + Send + 'static) -> std::sync::mpsc::Receiver<()> {
+        use std::io::{Read as _, Write as _};
+        let (checked, go) = (self.dir.path().join("checked"), self.dir.path().join("go"));
+        let (done, heard) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut byte = [0u8];
+            std::fs::File::open(&checked)
+                .unwrap()
+                .read_exact(&mut byte)
+                .unwrap();
+            swap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&go)
+                .unwrap()
+                .write_all(b"x")
+                .unwrap();
+            let _ = done.send(());
+        });
+        heard
+    }
+}
+
+/// Waits (with a guard against a hang, not a timing assertion) until the window's swap is done.
+fn swapped(heard: &std::sync::mpsc::Receiver<()>) {
+    heard
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the child reached the instant before bwrap and the swap was made");
+}
+
+/// A protected `.git` swapped — by a process still running in the workspace — for a link or
+/// another directory in the instant after the launcher's checks and before `bwrap` mounts it:
+/// the last check inside the sandbox refuses the launch, and the real `.git`, moved away, is
+/// never written (without it `bwrap` put the read-only mount on the decoy or on the new
+/// directory, and the command wrote the real one where it had been moved).
+#[tokio::test]
+async fn a_protected_path_swapped_while_bwrap_starts_is_refused() {
+    for swap in [Swap::Link, Swap::Directory] {
+        let rig = rig();
+        let window = Window::new();
+        let launcher = window.launcher(SandboxConfig::default());
+        let sub = rig.workspace.join("sub");
+        let moved = rig.workspace.join("moved");
+        std::fs::create_dir_all(sub.join(".git")).unwrap();
+        std::fs::create_dir_all(rig.workspace.join("decoy/.git")).unwrap();
+        std::fs::write(sub.join(".git/config"), "[core]\n").unwrap();
+        let mut confinement = rig.confinement(Network::Off);
+        confinement.protected.push(sub.join(".git"));
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "echo hooked >> moved/.git/config; echo wrote"])
+            .current_dir(&rig.workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .kill_on_drop(true);
+        let (from, to) = (sub.clone(), moved.clone());
+        let heard = window.swap_in(move || swap_away(swap, &from, &to, Path::new("decoy"), ".git"));
+        let started = launcher.spawn(command, &confinement);
+        swapped(&heard);
+        let seen = match started {
+            Ok((child, jail)) => {
+                let seen = text(&child.wait_with_output().await.unwrap());
+                drop(jail);
+                format!("the launch was not refused: {seen}")
+            }
+            Err(bosun_launch::LaunchError::Changed { place, what }) => {
+                assert_eq!(
+                    place,
+                    sub.join(".git").display().to_string(),
+                    "{swap:?}: {what}"
+                );
+                String::new()
+            }
+            Err(other) => format!("refused for another reason: {other}"),
+        };
+        let config = std::fs::read_to_string(moved.join(".git/config")).unwrap();
+        assert_eq!(
+            config, "[core]\n",
+            "{swap:?}: the real .git was written; {seen}"
+        );
+        assert!(seen.is_empty(), "{swap:?}: {seen}");
+    }
+}
+
+/// A masked `~/.ssh` under a granted home, swapped for a link or an empty directory in the
+/// instant after the launcher's checks and before `bwrap` masks it: the child is refused by the
+/// last check (here started with `confine`, so the refusal is its exit status and stderr) and
+/// the keys, moved away, are never read (without it the mask landed on the decoy or the empty
+/// directory, and the command read the keys where they had been moved).
+#[tokio::test]
+async fn a_masked_credential_swapped_while_bwrap_starts_is_refused() {
+    for swap in [Swap::Link, Swap::Directory] {
+        let rig = rig();
+        let home = rig.root.join("home");
+        std::fs::create_dir_all(home.join("decoy")).unwrap();
+        let window = Window::new();
+        let launcher = window
+            .launcher(SandboxConfig {
+                read: vec![home.display().to_string()],
+                ..SandboxConfig::default()
+            })
+            .with_home(&home);
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "cat moved/id_ed25519"])
+            .current_dir(&home)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .kill_on_drop(true);
+        let jail = launcher
+            .confine(&mut command, &rig.confinement(Network::Off))
+            .unwrap();
+        let (ssh, moved) = (home.join(".ssh"), home.join("moved"));
+        let heard = window.swap_in(move || swap_away(swap, &ssh, &moved, Path::new("decoy"), ""));
+        let output = command.output().await.unwrap();
+        swapped(&heard);
+        drop(jail);
+        let seen = text(&output);
+        assert!(
+            !seen.contains("PRIVATE KEY"),
+            "{swap:?}: the keys were read: {seen}"
+        );
+        assert_eq!(output.status.code(), Some(125), "{swap:?}: {seen}");
+        assert!(
+            seen.contains(&format!(
+                "{} changed while it was set up",
+                home.join(".ssh").display()
+            )),
+            "{swap:?}: {seen}"
+        );
+    }
+}
+
+/// A credential under a home granted through a link (`home-link` → `home`) is masked at the
+/// name the child sees it under, not only at its canonical path (under bubblewrap the mask used
+/// to land at `home/.ssh`, which the child's root does not show, and `home-link/.ssh` was read;
+/// with the last check but without the mask at every name, the launch is refused).
+async fn a_credential_is_masked_under_every_name_a_grant_gives_it(backend: Backend) {
+    let rig = rig();
+    let home = rig.root.join("home");
+    let alias = rig.root.join("home-link");
+    std::os::unix::fs::symlink("home", &alias).unwrap();
+    let script = format!("cat {}/.ssh/id_ed25519", alias.display());
+    let bare = rig.sh(None, Network::Off, &script).await;
+    assert!(text(&bare).contains("PRIVATE KEY"), "{}", text(&bare));
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            read: vec![alias.display().to_string()],
+            ..SandboxConfig::default()
+        },
+    )
+    .with_home(&home);
+    let seen = text(
+        &rig.sh(
+            Some(&launcher),
+            Network::Off,
+            &format!("{script}; echo ran"),
+        )
+        .await,
+    );
+    assert!(!seen.contains("PRIVATE KEY"), "{seen}");
+    assert!(seen.contains("ran"), "the launch was refused: {seen}");
+}
+
+/// A workspace opened through a link (`proj-link` → `src/proj`) while `src` is granted for
+/// writing: its `.git` stays read-only under both names (under bubblewrap it used to be mounted
+/// read-only at `proj-link/.git` only, and written through `src/proj/.git`).
+async fn a_protected_path_is_read_only_under_every_name_a_grant_gives_it(backend: Backend) {
+    let rig = rig();
+    let src = rig.root.join("src");
+    let real = src.join("proj");
+    std::fs::create_dir_all(real.join(".git")).unwrap();
+    std::fs::write(real.join(".git/config"), "[core]\n").unwrap();
+    let link = rig.root.join("proj-link");
+    std::os::unix::fs::symlink("src/proj", &link).unwrap();
+    let launcher = full_launcher(
+        backend,
+        SandboxConfig {
+            write: vec![src.display().to_string()],
+            ..SandboxConfig::default()
+        },
+    );
+    let mut confinement = Confinement::new(link.clone(), Network::Off);
+    confinement.protected = vec![link.join(".git")];
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "echo hooked >> {}/.git/config; echo hooked >> {}/.git/config; echo ran",
+            real.display(),
+            link.display()
+        ))
+        .current_dir(&real)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    let jail = launcher.confine(&mut command, &confinement).unwrap();
+    let seen = text(&command.output().await.unwrap());
+    drop(jail);
+    assert!(seen.contains("ran"), "{seen}");
+    let config = std::fs::read_to_string(real.join(".git/config")).unwrap();
+    assert_eq!(config, "[core]\n", "{seen}");
+}
+
 per_backend!(
     credentials_are_never_readable_even_under_a_grant,
+    a_credential_is_masked_under_every_name_a_grant_gives_it,
+    a_protected_path_is_read_only_under_every_name_a_grant_gives_it,
     a_grant_swapped_for_a_link_is_refused_never_granted,
     a_protected_path_moved_after_the_checks_is_refused,
     a_masked_credential_moved_after_the_checks_is_refused,

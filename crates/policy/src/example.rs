@@ -40,6 +40,7 @@ impl Example {
                 program: self.program.clone(),
                 port: None,
                 written: None,
+                whole_directory: false,
             },
             risk: self.risk,
         }

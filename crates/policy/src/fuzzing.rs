@@ -61,6 +61,7 @@ pub fn matcher(data: &[u8]) {
         program: Some(action.to_owned()),
         port: None,
         written: None,
+        whole_directory: false,
     };
     let mut subjects = vec![
         Subject::tool(action, None).with_scope(scope),

@@ -62,14 +62,10 @@ impl fmt::Display for Subject {
 }
 
 impl Subject {
-    /// The scope value its text shows, if any: the first of host, program and path.
-    fn shown_scope(&self) -> Option<&String> {
-        let scope = &self.scope;
-        scope
-            .host
-            .as_ref()
-            .or(scope.program.as_ref())
-            .or(scope.path.as_ref())
+    /// The scope value its text shows, if any: the first of host, program and path (a whole
+    /// directory's as `dir/**`), as [`Scope::shown`].
+    fn shown_scope(&self) -> Option<Cow<'_, str>> {
+        self.scope.shown()
     }
 
     /// Its [`Display`](fmt::Display) text, built without the formatter: every decision names
@@ -81,7 +77,7 @@ impl Subject {
                 let mut text = String::with_capacity(self.action.len() + 1 + value.len());
                 text.push_str(&self.action);
                 text.push(':');
-                text.push_str(value);
+                text.push_str(&value);
                 text
             }
         }
@@ -219,6 +215,13 @@ mod tests {
             }
         );
         assert_eq!(subject.to_string(), "fs.read:src/lib.rs");
+        // A whole directory is named as a rule reaching it would be; its path is matched as is.
+        let mut whole = CapabilityRequest::parse("fs.write:pub").unwrap();
+        whole.scope.whole_directory = true;
+        assert_eq!(Subject::capability(&whole).text(), "fs.write:pub/**");
+        assert_eq!(whole.to_string(), "fs.write:pub/**");
+        whole.scope.path = Some(".".into());
+        assert_eq!(Subject::capability(&whole).text(), "fs.write:**");
         let secret = Subject::capability(&CapabilityRequest::bare(Capability::Secret("K".into())));
         assert_eq!(secret.risk, None);
         assert_eq!(secret.to_string(), "secret.K");

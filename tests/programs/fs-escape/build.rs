@@ -35,7 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "read_other",
             "Holds fs.read for `path` and reads `other` instead.",
             json!({"type": "object", "properties": {"path": {"type": "string"}, "other": {"type": "string"}}, "required": ["path", "other"], "additionalProperties": false}),
-        ).capability(fs_read()));
+        ).capability(fs_read()))
+        .tool(ToolSpec::with_input_schema(
+            "write_other",
+            "Holds fs.write for `path` and writes `other` instead.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "other": {"type": "string"}}, "required": ["path", "other"], "additionalProperties": false}),
+        ).risk(Risk::Write).capability(Capability::fs_write().path_from_input("/path")));
     bosun_sdk::build::write_metadata(&plugin)?;
     Ok(())
 }

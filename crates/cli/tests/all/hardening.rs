@@ -567,6 +567,78 @@ fn a_plugin_preopen_is_judged_for_everything_it_reaches() {
     );
 }
 
+/// A preopen is a whole directory, so it is judged as one. The user's policy asks before
+/// every write (a rule without a path); a project they trust allows writing exactly
+/// `pub/a.txt` (and `a.txt`). `write_other`, judged for `pub/a.txt` and writing `pub/b.txt`,
+/// is not let through on the strength of that one file: policy asks about `pub/` as a whole,
+/// nobody answers, and the error names the directory and the rule it needs. A file at the top
+/// reaches the whole workspace, asked about the same way. With a rule for `pub/**` the
+/// directory is reached. Before, the one-file rule opened `pub/` and the sibling was
+/// overwritten without a question.
+#[test]
+fn a_rule_for_one_file_never_opens_its_directory_to_a_plugin() {
+    let env = Env::new();
+    let target = env.home().join("plugins/escape");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let enabled = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    let ws = env.ws();
+    env.user_config(&format!(
+        "trusted_workspaces = [{:?}]\n{enabled}\n[[policy.rules]]\naction = \"fs.write\"\ndecision = \"ask\"\n",
+        ws.display().to_string()
+    ));
+    std::fs::create_dir_all(ws.join("pub")).unwrap();
+    for file in ["pub/a.txt", "pub/b.txt", "a.txt", "b.txt"] {
+        std::fs::write(ws.join(file), file).unwrap();
+    }
+    let project = |paths: &[&str]| {
+        let rules: String = paths
+            .iter()
+            .map(|path| {
+                format!(
+                    "[[policy.rules]]\naction = \"fs.write\"\npath = \"{path}\"\ndecision = \"allow\"\n\n"
+                )
+            })
+            .collect();
+        env.project_config(&rules);
+    };
+    let call = |input: &str| {
+        let out = env.bosun(&["tools", "call", "write_other", input, "--json"]);
+        (code(&out), json(&out))
+    };
+
+    project(&["pub/a.txt", "a.txt"]);
+    let (status, result) = call(r#"{"path": "pub/a.txt", "other": "pub/b.txt"}"#);
+    assert_eq!(status, 4, "{result}");
+    let text = result.to_string();
+    assert!(
+        text.contains("allows `fs.write:pub/**`") && text.contains("`pub/` whole"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("pub/b.txt")).unwrap(),
+        "pub/b.txt"
+    );
+    let (status, result) = call(r#"{"path": "a.txt", "other": "b.txt"}"#);
+    assert_eq!(status, 4, "{result}");
+    assert!(
+        result.to_string().contains("the whole workspace"),
+        "{result}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "b.txt");
+
+    project(&["pub/**"]);
+    let (status, result) = call(r#"{"path": "pub/a.txt", "other": "pub/b.txt"}"#);
+    assert_eq!(status, 0, "{result}");
+    assert_eq!(result["output"]["ok"], true, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("pub/b.txt")).unwrap(),
+        "written by fs-escape"
+    );
+}
+
 /// A Forge plugin whose entry is CommonJS (`.cjs`) loads as Node's `import()` presents it
 /// (`module.exports` is the default export); `require` says it is unavailable and what to do.
 #[test]

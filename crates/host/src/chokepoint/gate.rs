@@ -60,6 +60,46 @@ impl<'a> Asking<'a> {
     }
 }
 
+/// When the check that decided `told` (an explanation as the model is told it) is a request for
+/// a whole directory, the words saying so — `` (the call reaches `pub/` whole: every file in it
+/// and below)`` — and, with `allow_how`, which rule would allow that; else nothing. The
+/// directory is named as the call wrote it.
+fn whole_directory_note(
+    told: &Explanation,
+    capabilities: &[CapabilityRequest],
+    allow_how: bool,
+) -> String {
+    let Some(deciding) = told.deciding_rule() else {
+        return String::new();
+    };
+    let Some(whole) = capabilities
+        .iter()
+        .filter(|c| c.scope.whole_directory)
+        .map(|c| CapabilityRequest {
+            capability: c.capability.clone(),
+            scope: c.scope.as_written(),
+        })
+        .find(|c| c.to_string() == deciding.subject)
+    else {
+        return String::new();
+    };
+    let reach = match whole.scope.path.as_deref() {
+        None | Some("." | "") => "the whole workspace: every file in it".to_owned(),
+        Some(dir) => format!(
+            "`{}/` whole: every file in it and below",
+            dir.trim_end_matches('/')
+        ),
+    };
+    if allow_how {
+        format!(
+            " (the call reaches {reach}; only a rule allowing `{}` covers that, not one for a file inside)",
+            whole
+        )
+    } else {
+        format!(" (the call reaches {reach})")
+    }
+}
+
 impl Chokepoint {
     /// `explanation` as the model is told it: the paths as the call wrote them, and each
     /// rule's file named relative to the workspace or `~` (the person asked sees it whole).
@@ -82,13 +122,17 @@ impl Chokepoint {
     ) -> Result<(), ToolError> {
         match explanation.decision {
             Decision::Allow => Ok(()),
-            Decision::Deny => Err(ToolError::new(
-                ErrorCode::Denied,
-                format!(
-                    "policy denies this call: {}",
-                    self.told(explanation, capabilities).summary()
-                ),
-            )),
+            Decision::Deny => {
+                let told = self.told(explanation, capabilities);
+                Err(ToolError::new(
+                    ErrorCode::Denied,
+                    format!(
+                        "policy denies this call{}: {}",
+                        whole_directory_note(&told, capabilities, true),
+                        told.summary()
+                    ),
+                ))
+            }
             // `review` goes to the reviewer; so does `ask` when nobody could answer it and the
             // user opted in.
             Decision::Review | Decision::Ask
@@ -439,9 +483,10 @@ impl Chokepoint {
                     // The decision comes last: it may end in a frame of a plugin's words,
                     // and nothing may follow a frame's closing fence on its line.
                     format!(
-                        "policy asks before {} and nobody can answer here: {} add a policy rule that allows `{subject}`; policy said {}",
+                        "policy asks before {} and nobody can answer here: {} add a policy rule that allows `{subject}`{}; policy said {}",
                         call.name,
                         self.broker.unanswered_hint(),
+                        whole_directory_note(&told, capabilities, false),
                         told.summary()
                     ),
                 ))

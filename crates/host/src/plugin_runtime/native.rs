@@ -97,9 +97,9 @@ impl NativePlugin {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let loaded = self.loaded().await?;
-        // Exactly the directories this call was judged to use: none without a judged fs.read
-        // or fs.write, writable only with fs.write, each narrowed to its judged path. An
-        // instance linked with other directories is replaced (module state does not survive).
+        // Exactly the directories this call was judged to reach as a whole: none without a
+        // judged fs.read or fs.write, writable only with fs.write. An instance linked with
+        // other directories is replaced (module state does not survive).
         let fs = granter::preopens(&self.root, &ctx.granted);
         let options = CallOptions {
             cancel: ctx.cancel.clone(),
@@ -291,37 +291,35 @@ impl Tool for PluginTool {
             match decl.capability {
                 Capability::NetHttp => {}
                 Capability::FsRead | Capability::FsWrite => {
-                    let (path, written) = match &decl.path_from_input {
+                    let scope = match &decl.path_from_input {
                         Some(pointer) => {
                             let text = input
                                 .pointer(pointer)
                                 .and_then(Value::as_str)
                                 .unwrap_or(".");
                             // Judged without saying what is there (a write may name a file
-                            // that does not exist yet); the preopen is the judged path's
-                            // nearest existing directory, resolved, inside the root.
-                            let scope = ctx.workspace.judged_scope(text)?;
-                            (scope.path.unwrap_or_else(|| ".".to_owned()), scope.written)
+                            // that does not exist yet).
+                            ctx.workspace.judged_scope(text)?
                         }
-                        None => (".".to_owned(), None),
+                        None => Scope {
+                            path: Some(".".to_owned()),
+                            ..Scope::default()
+                        },
                     };
-                    // The preopen is the path's whole directory: what it reaches beyond the
-                    // path (a denied `secrets/**` inside it, protected paths at any depth for
-                    // a write) is judged too.
+                    let path = scope.path.clone().unwrap_or_else(|| ".".to_owned());
+                    // The preopen is a directory: the judged path's nearest existing one,
+                    // computed once here and judged as a whole (the preopen is made from that
+                    // request and nothing else). What it reaches beyond that (a denied
+                    // `secrets/**` inside it, protected paths at any depth for a write) is
+                    // judged too.
+                    let dir = grant_dir(ctx.workspace.root(), &path);
+                    requests.extend(granter::judged_reach(&decl.capability, scope, &dir));
                     requests.extend(reached_within(
                         &self.policy,
                         ctx.workspace.root(),
                         &decl.capability,
-                        &path,
+                        &dir,
                     ));
-                    requests.push(CapabilityRequest {
-                        capability: decl.capability.clone(),
-                        scope: Scope {
-                            path: Some(path),
-                            written,
-                            ..Scope::default()
-                        },
-                    });
                 }
                 _ => requests.push(CapabilityRequest::bare(decl.capability.clone())),
             }
@@ -453,8 +451,8 @@ pub fn plugin_tools(
 /// protected name counts as present.
 const MAX_PROTECTED_WALK: usize = 50_000;
 
-/// What a preopen for `path` (relative to `root`) reaches beyond `path` itself, as requests of
-/// their own for policy to judge: the paths of rules restricting `capability` that can lie in
+/// What a preopen of `dir` (relative to `root`) reaches beyond the directory as a whole, as
+/// requests of their own for policy to judge: the paths of rules restricting `capability` that can lie in
 /// the preopened directory (so a `secrets/**` deny inside a granted workspace denies the call,
 /// rather than the plugin reading the secrets through its preopen), and, for `fs.write`, every
 /// protected path (`.git`, `.bosun`, ...) at any depth below it.
@@ -462,9 +460,8 @@ fn reached_within(
     policy: &Policy,
     root: &std::path::Path,
     capability: &Capability,
-    path: &str,
+    dir: &std::path::Path,
 ) -> Vec<CapabilityRequest> {
-    let dir = grant_dir(root, path);
     let dir_text = dir.to_string_lossy().replace('\\', "/");
     let request = |path: String| CapabilityRequest {
         capability: capability.clone(),
@@ -480,7 +477,7 @@ fn reached_within(
         .map(request)
         .collect();
     if *capability == Capability::FsWrite {
-        out.extend(protected_below(root, &dir).into_iter().map(request));
+        out.extend(protected_below(root, dir).into_iter().map(request));
     }
     out
 }

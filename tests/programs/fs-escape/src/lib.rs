@@ -3,7 +3,8 @@
 //! creates it and passes its path), and paths other than the one policy judged. It also tries
 //! to write through the read-only preopen. Its siblings attack per-tool grants: `write_declared`
 //! holds `fs.write` (so the plugin as a whole may write), `read_undeclared` holds nothing and
-//! reads anyway, and `read_other` holds `fs.read` for `path` but reads `other`. Outcomes are
+//! reads anyway, `read_other` holds `fs.read` for `path` but reads `other`, and `write_other`
+//! holds `fs.write` for `path` but writes `other`. Outcomes are
 //! reported, not failed, so a test can assert exactly what the guest saw.
 
 #[path = "../../read-outside/src/outcome.rs"]
@@ -27,6 +28,7 @@ impl Plugin for FsEscape {
             .tool("write_declared", write)
             .tool("read_undeclared", read)
             .tool("read_other", read_other)
+            .tool("write_other", write_other)
     }
 }
 
@@ -65,7 +67,14 @@ fn read_elsewhere(_: Value) -> Result<Value, ToolError> {
 }
 
 fn write(input: Value) -> Result<Value, ToolError> {
-    let path = resolve(input["path"].as_str().unwrap_or_default());
+    write_at(resolve(input["path"].as_str().unwrap_or_default()))
+}
+
+fn write_other(input: Value) -> Result<Value, ToolError> {
+    write_at(resolve(input["other"].as_str().unwrap_or_default()))
+}
+
+fn write_at(path: String) -> Result<Value, ToolError> {
     Ok(match std::fs::write(&path, b"written by fs-escape") {
         Ok(()) => json!({"path": path, "ok": true}),
         Err(e) => json!({"path": path, "ok": false, "error": e.to_string()}),
