@@ -823,6 +823,7 @@ mod model_levels;
 mod oci_peers;
 mod plugins;
 mod processes;
+mod prompt_frames;
 mod registry;
 mod registry_layout;
 mod registry_oci;

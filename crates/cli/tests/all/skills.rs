@@ -47,7 +47,10 @@ fn a_selected_skill_is_announced_loaded_and_listed() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let requests = server.requests();
     let first = requests[0].to_string();
-    assert!(first.contains("skill_catalog"), "{first}");
+    assert!(
+        first.contains("[skill `deploy`, id `skill:user:"),
+        "{first}"
+    );
     assert!(first.contains("skill_selection"), "{first}");
     assert!(first.contains("How this team deploys."));
     assert!(!first.contains("tag the release"), "bodies load on demand");
