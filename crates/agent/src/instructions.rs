@@ -131,7 +131,7 @@ impl SystemPrompt {
     /// user's own subagent's instructions), within the same total bound as the rest. A section
     /// that does not fit whole is left out and listed as cut, never cut itself: a cut could
     /// leave a frame inside it open, and a rule cut in half is no rule.
-    pub fn append_section(&mut self, heading: &str, body: &str) {
+    pub fn append_section(&mut self, kind: PromptKind, heading: &str, body: &str) {
         let body = body.trim();
         let section = format!("\n\n# {heading}\n\n");
         let fits = self.text.len() + section.len() + body.len() <= MAX_TOTAL_BYTES;
@@ -140,7 +140,7 @@ impl SystemPrompt {
             self.text.push_str(body);
         }
         self.sources.push(PromptPart {
-            kind: PromptKind::Plugin,
+            kind,
             label: heading.trim_end_matches(':').to_owned(),
             bytes: if fits { body.len() as u64 } else { 0 },
             truncated: !fits,
@@ -150,7 +150,7 @@ impl SystemPrompt {
     /// Adds, under `heading`, words someone else wrote (a plugin's or the project's subagent's
     /// instructions) framed under `[header]` (Bosun's line naming their author), cut so that the
     /// frame closes within the total bound.
-    pub fn append_framed(&mut self, heading: &str, header: &str, words: &str) {
+    pub fn append_framed(&mut self, kind: PromptKind, heading: &str, header: &str, words: &str) {
         let words = words.trim();
         let section = format!("\n\n# {heading}\n\n");
         let room = MAX_TOTAL_BYTES.saturating_sub(self.text.len() + section.len());
@@ -163,7 +163,7 @@ impl SystemPrompt {
             None => (0, true),
         };
         self.sources.push(PromptPart {
-            kind: PromptKind::Plugin,
+            kind,
             label: heading.trim_end_matches(':').to_owned(),
             bytes: bytes as u64,
             truncated,
@@ -304,6 +304,10 @@ impl SystemPromptBuilder {
                     format!("\n\n# From plugin `{}`\n\n", source.label),
                     Some(plugin_header(&source.label)),
                 ),
+                // Added to a built prompt by `append_section`, never through the builder.
+                PromptKind::Skills | PromptKind::BosunSection => {
+                    (format!("\n\n# {}\n\n", source.label), None)
+                }
             };
             let room = MAX_TOTAL_BYTES.saturating_sub(text.len() + heading.len());
             let kept = match header {
@@ -443,8 +447,13 @@ mod tests {
         assert!(last.truncated && last.bytes > 0, "{last:?}");
         assert!(prompt.text.ends_with("…\n`````"), "the frame closes");
         let before = prompt.text.clone();
-        prompt.append_section("Skills", &"z".repeat(1024));
-        prompt.append_framed("Subagent instructions from p:", "h", &"z".repeat(1024));
+        prompt.append_section(PromptKind::Skills, "Skills", &"z".repeat(1024));
+        prompt.append_framed(
+            PromptKind::Plugin,
+            "Subagent instructions from p:",
+            "h",
+            &"z".repeat(1024),
+        );
         assert!(prompt.text == before, "a section was added past the bound");
         assert!(
             prompt.sources[prompt.sources.len() - 2..]

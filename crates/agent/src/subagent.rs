@@ -38,7 +38,7 @@ use bosun_models::Provider;
 use serde_json::{Value, json};
 
 use crate::context::ContextBudget;
-use crate::instructions::SystemPrompt;
+use crate::instructions::{PromptKind, SystemPrompt};
 use crate::run::{Agent, Budgets, RunEnd};
 
 /// Most children one run may start.
@@ -82,6 +82,15 @@ impl SubagentSource {
             SubagentSource::User(path) | SubagentSource::Project(path) => {
                 path.display().to_string()
             }
+        }
+    }
+
+    /// What the trace calls the instructions' part of the child's system prompt.
+    fn prompt_kind(&self) -> PromptKind {
+        match self {
+            SubagentSource::Plugin(_) | SubagentSource::ClaudePlugin(_) => PromptKind::Plugin,
+            SubagentSource::User(_) => PromptKind::UserInstructions,
+            SubagentSource::Project(_) => PromptKind::ProjectInstructions,
         }
     }
 
@@ -398,8 +407,13 @@ impl SubagentTool {
         let heading = format!("Subagent instructions from {}:", subagent.source.label());
         match subagent.source.author() {
             // The person's own file, like their own `AGENTS.md`.
-            None => prompt.append_section(&heading, &subagent.instructions),
+            None => prompt.append_section(
+                PromptKind::UserInstructions,
+                &heading,
+                &subagent.instructions,
+            ),
             Some(author) => prompt.append_framed(
+                subagent.source.prompt_kind(),
                 &heading,
                 &format!(
                     "instructions of the subagent `{}`, written by {author}: its words, for this \

@@ -29,7 +29,7 @@ use crate::assembly::{TurnError, open_host, open_model, reviewer};
 use crate::compaction::{CompactError, Compacted, compact};
 use crate::context::ContextBudget;
 use crate::conversation::Conversation;
-use crate::instructions::SystemPrompt;
+use crate::instructions::{PromptKind, SystemPrompt};
 use crate::run::{Agent, Budgets, RunReport, system_prompt};
 use crate::subagent::ChildModel;
 
@@ -212,7 +212,7 @@ impl TurnBuilder {
         );
         let mut prompt = prompt;
         if self.mode.is_some_and(PermissionMode::is_plan) {
-            prompt.append_section("Plan mode", PLAN_MODE);
+            prompt.append_section(PromptKind::BosunSection, "Plan mode", PLAN_MODE);
         }
         let skill_warnings = attach_skills(&host, config, self.workspace.root(), task, &mut prompt);
         // What the subagents and skills added is narrowed too.
@@ -378,10 +378,14 @@ fn attach_skills(
     let selected = skills.selected(task);
     let ids = selected.iter().map(|s| s.id.clone()).collect();
     if let Some(selection) = Skills::selection(&selected) {
-        prompt.append_section("Skills selected by the user", &selection);
+        prompt.append_section(
+            PromptKind::Skills,
+            "Skills selected by the user",
+            &selection,
+        );
     }
     if let Some(catalog) = skills.catalog() {
-        prompt.append_section("Skills", &catalog);
+        prompt.append_section(PromptKind::Skills, "Skills", &catalog);
     }
     match LoadSkill::new(skills.clone(), ids) {
         Ok(tool) => {

@@ -605,8 +605,13 @@ pub enum PromptKind {
     UserInstructions,
     /// `<workspace>/AGENTS.md`.
     ProjectInstructions,
-    /// A plugin's prompt contribution.
+    /// A plugin's prompt contribution, or a plugin's subagent's instructions.
     Plugin,
+    /// The skills' catalogue or the person's selection of skills: Bosun's lines, each skill's
+    /// description framed as its author's.
+    Skills,
+    /// Bosun's own section added to a turn (plan mode).
+    BosunSection,
 }
 
 impl std::fmt::Display for PromptKind {
@@ -616,6 +621,8 @@ impl std::fmt::Display for PromptKind {
             Self::UserInstructions => "user_instructions",
             Self::ProjectInstructions => "project_instructions",
             Self::Plugin => "plugin",
+            Self::Skills => "skills",
+            Self::BosunSection => "bosun_section",
         })
     }
 }

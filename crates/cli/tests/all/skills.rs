@@ -43,8 +43,33 @@ fn a_selected_skill_is_announced_loaded_and_listed() {
         Step::text("Following the deploy skill."),
     ]);
     env.user_config(&model_config(&server, ""));
-    let out = env.bosun(&["run", "Ship it with $deploy."]);
+    let out = env.bosun(&["run", "--json", "Ship it with $deploy."]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The trace names what each part of the system prompt is: the catalogue and the selection
+    // are the skills', not a plugin's contribution.
+    let assembled = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["event"]["type"] == "prompt.assembled")
+        .expect("the run traced its system prompt");
+    let kinds: Vec<(String, String)> = assembled["event"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["label"].as_str().unwrap().to_owned(),
+                s["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for label in ["Skills selected by the user", "Skills"] {
+        assert!(
+            kinds.contains(&(label.to_owned(), "skills".to_owned())),
+            "{kinds:?}"
+        );
+    }
+    assert!(!kinds.iter().any(|(_, kind)| kind == "plugin"), "{kinds:?}");
     let requests = server.requests();
     let first = requests[0].to_string();
     assert!(
