@@ -112,12 +112,7 @@ pub fn open_host(
     config: Arc<LoadedConfig>,
     notice: EngineNotice,
 ) -> Result<Host, TurnError> {
-    attach_mcp(
-        Host::builder()
-            .workspace(workspace)
-            .config(config)
-            .on_js_engine_compile(notice),
-    )
+    attach_mcp(builder(workspace, config, notice))
 }
 
 /// [`open_host`] for a process that runs one command and exits: its plugin instances are
@@ -128,13 +123,19 @@ pub fn open_host_for_one_command(
     config: Arc<LoadedConfig>,
     notice: EngineNotice,
 ) -> Result<Host, TurnError> {
-    attach_mcp(
-        Host::builder()
-            .workspace(workspace)
-            .config(config)
-            .on_js_engine_compile(notice)
-            .for_one_command(),
-    )
+    attach_mcp(builder(workspace, config, notice).for_one_command())
+}
+
+/// The host builder both share.
+fn builder(
+    workspace: Arc<Workspace>,
+    config: Arc<LoadedConfig>,
+    notice: EngineNotice,
+) -> bosun_host::HostBuilder {
+    Host::builder()
+        .workspace(workspace)
+        .config(config)
+        .on_js_engine_compile(notice)
 }
 
 /// Builds the host and puts the approved tools of the configured MCP servers in its registry.

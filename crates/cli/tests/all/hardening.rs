@@ -423,17 +423,22 @@ fn numeric_secrets_are_redacted_from_traces() {
     assert!(text.contains("[REDACTED:BANK_PIN_SECRET]"), "{text}");
 }
 
+/// Installs the `fs-escape` test program as the plugin `escape` and enables it.
+fn enable_fs_escape(env: &Env) {
+    let target = env.home().join("plugins/escape");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
+    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 /// Per-call grants: a native plugin's tool gets a preopened directory only for an `fs.read` or
 /// `fs.write` that policy judged for that call, writable only with `fs.write`, narrowed to the
 /// judged path — never what a sibling tool declares.
 #[test]
 fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
     let env = Env::new();
-    let target = env.home().join("plugins/escape");
-    std::fs::create_dir_all(&target).unwrap();
-    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
-    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    enable_fs_escape(&env);
     let ws = env.ws();
     std::fs::create_dir_all(ws.join("pub")).unwrap();
     std::fs::create_dir_all(ws.join("secrets")).unwrap();
@@ -502,11 +507,7 @@ fn each_plugin_call_gets_exactly_the_directories_policy_judged() {
 #[test]
 fn a_plugin_preopen_is_judged_for_everything_it_reaches() {
     let env = Env::new();
-    let target = env.home().join("plugins/escape");
-    std::fs::create_dir_all(&target).unwrap();
-    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
-    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    enable_fs_escape(&env);
     let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
     env.user_config(&format!(
         "{config}\n[[policy.rules]]\naction = \"fs.read\"\npath = \"secrets/**\"\ndecision = \"deny\"\n\n[[policy.rules]]\naction = \"fs.read\"\npath = \"docs/private.txt\"\ndecision = \"deny\"\n"
@@ -578,11 +579,7 @@ fn a_plugin_preopen_is_judged_for_everything_it_reaches() {
 #[test]
 fn a_rule_for_one_file_never_opens_its_directory_to_a_plugin() {
     let env = Env::new();
-    let target = env.home().join("plugins/escape");
-    std::fs::create_dir_all(&target).unwrap();
-    std::fs::copy(bosun_test_programs::FS_ESCAPE, target.join("plugin.wasm")).unwrap();
-    let out = env.bosun(&["plugins", "enable", "escape", "--path", "escape", "--yes"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    enable_fs_escape(&env);
     let enabled = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
     let ws = env.ws();
     env.user_config(&format!(
